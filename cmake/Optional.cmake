@@ -1,0 +1,42 @@
+# LibTorch and CUDA are optional: the orchestrator (core, launch, monitor, report, cli) builds
+# without them. Each option is AUTO (use when found), ON (must be found) or OFF.
+
+macro(xpuperf_check_option name)
+  if(NOT ${name} MATCHES "^(AUTO|ON|OFF)$")
+    message(FATAL_ERROR "${name} must be AUTO, ON or OFF, got '${${name}}'")
+  endif()
+endmacro()
+
+macro(xpuperf_find_optional_cuda)
+  xpuperf_check_option(XPUPERF_WITH_CUDA)
+  set(XPUPERF_HAVE_CUDA OFF)
+  if(NOT XPUPERF_WITH_CUDA STREQUAL "OFF")
+    include(CheckLanguage)
+    check_language(CUDA)
+    if(CMAKE_CUDA_COMPILER)
+      enable_language(CUDA)
+      find_package(CUDAToolkit)
+      if(CUDAToolkit_FOUND)
+        set(XPUPERF_HAVE_CUDA ON)
+      endif()
+    endif()
+    if(XPUPERF_WITH_CUDA STREQUAL "ON" AND NOT XPUPERF_HAVE_CUDA)
+      message(FATAL_ERROR "XPUPERF_WITH_CUDA=ON but no CUDA compiler/toolkit was found "
+                          "(set CUDACXX or put nvcc on PATH)")
+    endif()
+  endif()
+endmacro()
+
+macro(xpuperf_find_optional_torch)
+  xpuperf_check_option(XPUPERF_WITH_TORCH)
+  set(XPUPERF_HAVE_TORCH OFF)
+  if(NOT XPUPERF_WITH_TORCH STREQUAL "OFF")
+    find_package(Torch QUIET)
+    if(Torch_FOUND OR TORCH_FOUND)
+      set(XPUPERF_HAVE_TORCH ON)
+    elseif(XPUPERF_WITH_TORCH STREQUAL "ON")
+      message(FATAL_ERROR "XPUPERF_WITH_TORCH=ON but LibTorch was not found: install Debian's "
+                          "libtorch-dev or add PyTorch's torch.utils.cmake_prefix_path to CMAKE_PREFIX_PATH")
+    endif()
+  endif()
+endmacro()

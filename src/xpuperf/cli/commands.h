@@ -1,0 +1,36 @@
+#pragma once
+// Each subcommand lives in a file of its own and adds itself to the app here.
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "xpuperf/core/repo.h"
+
+namespace xpuperf::cli {
+
+// Options every subcommand shares.
+struct GlobalOptions {
+  std::string root;  // --root: the folder holding cases/ and vendors/
+};
+
+// A user-caused problem a command reports and exits on (non-zero), without a C++ trace.
+class CommandError : public std::runtime_error {
+ public:
+  explicit CommandError(const std::string& message, int exit_code = 1)
+      : std::runtime_error(message), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+// The content tree to use; throws CommandError saying how to point at one when none is found.
+Repo find_repo(const GlobalOptions& global, const std::string& near = "");
+
+// Each returns the exit code through `exit_code` once its callback ran.
+void add_check_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_config_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_list_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+
+}  // namespace xpuperf::cli

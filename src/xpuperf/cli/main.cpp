@@ -1,0 +1,56 @@
+// xpuperf: run benchmark plans on AI accelerators and report what was measured.
+
+#include <iostream>
+
+#include "xpuperf/cli/commands.h"
+#include "xpuperf/core/config.h"
+#include "xpuperf/core/version.h"
+
+namespace xpuperf::cli {
+
+Repo find_repo(const GlobalOptions& global, const std::string& near) {
+  auto repo = Repo::discover(global.root, near);
+  if (!repo)
+    throw CommandError(
+        "cannot find the xpuperf content folders (cases/ and vendors/); run from the xpuperf checkout, "
+        "or pass --root DIR or set XPUPERF_ROOT");
+  return *repo;
+}
+
+}  // namespace xpuperf::cli
+
+int main(int argc, char** argv) {
+  using namespace xpuperf;
+  CLI::App app{
+      "xpuperf: a fair, reproducible benchmark of AI accelerators.\n"
+      "Runs standard training, inference and hardware cases on a vendor's chips and reports what was measured."};
+  app.set_version_flag("--version", std::string("xpuperf ") + kVersion + " (git " + kGitHash + ")");
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  cli::GlobalOptions global;
+  app.add_option("--root", global.root,
+                 "Folder holding cases/ and vendors/ (default: $XPUPERF_ROOT, else found from the working folder)");
+
+  int exit_code = 0;
+  cli::add_check_command(app, global, exit_code);
+  cli::add_config_command(app, global, exit_code);
+  cli::add_list_command(app, global, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const cli::CommandError& e) {
+    std::cerr << "xpuperf: error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const ConfigError& e) {
+    std::cerr << "xpuperf: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "xpuperf: internal error: " << e.what() << "\n"
+              << "This is a bug in xpuperf; please report it with the command you ran.\n";
+    return 70;
+  }
+  return exit_code;
+}

@@ -1,0 +1,296 @@
+#include "xpuperf/core/plan.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "xpuperf/core/training_config.h"
+
+namespace xpuperf {
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& plan_keys() {
+  static const std::vector<std::string> keys = {
+      "vendor",          "log_dir",     "log_level",           "hosts",    "ssh",          "launcher",
+      "slurm_partition", "master_port", "visible_devices_env", "shm_size", "clear_caches", "case_time_limit",
+      "deploy_path",     "cases"};
+  return keys;
+}
+
+bool is_valid_host(const std::string& host) {
+  static const std::regex name(
+      R"([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*)");
+  static const std::regex ipv6(R"([0-9A-Fa-f:]*:[0-9A-Fa-f:.]*)");
+  return host.size() <= 253 && (std::regex_match(host, name) || std::regex_match(host, ipv6));
+}
+
+bool is_local_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::optional<double> parse_duration(const std::string& text) {
+  static const std::regex pattern(R"(([0-9]+(\.[0-9]+)?)\s*(s|m|h|d)?)");
+  std::smatch m;
+  if (!std::regex_match(text, m, pattern)) return std::nullopt;
+  double value = std::strtod(m[1].str().c_str(), nullptr);
+  const std::string unit = m[3].str();
+  if (unit == "m") value *= 60;
+  if (unit == "h") value *= 3600;
+  if (unit == "d") value *= 86400;
+  if (value <= 0) return std::nullopt;
+  return value;
+}
+
+namespace {
+
+// Reads plan values into typed fields, reporting each problem at its line.
+class PlanReader {
+ public:
+  PlanReader(const Config& raw, Diagnostics& diags) : raw_(raw), diags_(diags) {}
+
+  void string(const std::string& key, std::string& out, bool required = false) {
+    const ConfigEntry* e = entry(key, required);
+    if (!e) return;
+    const ValueKind kind = value_kind(e->value);
+    if (kind == ValueKind::List || kind == ValueKind::Map || kind == ValueKind::Null) {
+      wrong(key, *e, "a string");
+      return;
+    }
+    out = e->value.Scalar();
+    if (required && out.empty()) diags_.error(e->source, "'" + key + "' must not be empty");
+  }
+
+  void integer(const std::string& key, int& out, int lo, int hi) {
+    const ConfigEntry* e = entry(key, false);
+    if (!e) return;
+    try {
+      const auto v = raw_.get_int(key);
+      if (v < lo || v > hi) {
+        diags_.error(e->source, "'" + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                                    ", got " + std::to_string(v));
+        return;
+      }
+      out = static_cast<int>(v);
+    } catch (const ConfigError&) {
+      wrong(key, *e, "an integer");
+    }
+  }
+
+  void boolean(const std::string& key, bool& out) {
+    const ConfigEntry* e = entry(key, false);
+    if (!e) return;
+    if (value_kind(e->value) != ValueKind::Bool) return wrong(key, *e, "true or false");
+    out = raw_.get_bool(key);
+  }
+
+  void choice(const std::string& key, std::string& out, const std::vector<std::string>& allowed) {
+    const ConfigEntry* e = entry(key, false);
+    if (!e) return;
+    std::string value;
+    string(key, value);
+    if (value.empty()) return;
+    if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+      diags_.error(e->source, "'" + key + "' must be one of " + join_or_none(allowed) + ", got '" + value + "'");
+      return;
+    }
+    out = value;
+  }
+
+  const ConfigEntry* entry(const std::string& key, bool required) {
+    const ConfigEntry* e = raw_.find(key);
+    if (!e && required) diags_.error({raw_.origin(), 0}, "missing required key '" + key + "'");
+    return e;
+  }
+
+  void wrong(const std::string& key, const ConfigEntry& e, const char* expected) {
+    diags_.error(e.source, "'" + key + "' must be " + expected + ", got " + quoted_value_text(e.value));
+  }
+
+ private:
+  const Config& raw_;
+  Diagnostics& diags_;
+};
+
+Source line_of(const YAML::Node& node, const std::string& file) {
+  return {file, node.Mark().line + 1};
+}
+
+void read_hosts(const Config& raw, Plan& plan, Diagnostics& diags) {
+  const ConfigEntry* e = raw.find("hosts");
+  if (!e) return;
+  if (!e->value.IsSequence() || e->value.size() == 0) {
+    diags.error(e->source, "'hosts' must be a non-empty list of host names", "e.g. hosts: [10.1.2.3, 10.1.2.4]");
+    return;
+  }
+  plan.hosts.clear();
+  std::set<std::string> seen;
+  for (const auto& item : e->value) {
+    const Source where = line_of(item, e->source.file);
+    if (!item.IsScalar()) {
+      diags.error(where, "each host must be a name or an address");
+      continue;
+    }
+    const std::string host = item.Scalar();
+    if (!is_valid_host(host)) {
+      diags.error(where, "'" + host + "' is not a valid host name or address",
+                  "use a DNS name or an IP address (letters, digits, '.', '-', ':')");
+      continue;
+    }
+    if (!seen.insert(host).second) diags.error(where, "host '" + host + "' is listed twice");
+    plan.hosts.push_back(host);
+  }
+}
+
+void read_ssh(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
+  if (!e) return;
+  if (!e->value.IsMap()) {
+    diags.error(e->source, "'ssh' must be a map", "e.g. ssh: {port: 22, user: root}");
+    return;
+  }
+  // The ssh section is a small config of its own, with lines of its own.
+  Config ssh(e->source.file);
+  for (const auto& kv : e->value) ssh.set(kv.first.Scalar(), kv.second, line_of(kv.first, e->source.file));
+  const std::vector<std::string> allowed = {"port", "user", "known_hosts", "identity_file", "connect_timeout"};
+  for (const auto& key : ssh.keys()) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      const std::string near = closest_match(key, allowed);
+      diags.error(ssh.at(key).source, "unknown key 'ssh." + key + "'",
+                  (near.empty() ? "" : "did you mean '" + near + "'? ") + "ssh keys: " + join_or_none(allowed));
+    }
+  }
+  PlanReader r(ssh, diags);
+  r.integer("port", plan.ssh.port, 1, 65535);
+  r.string("user", plan.ssh.user);
+  r.string("known_hosts", plan.ssh.known_hosts);
+  r.string("identity_file", plan.ssh.identity_file);
+  r.integer("connect_timeout", plan.ssh.connect_timeout_s, 1, 600);
+  if (!plan.ssh.user.empty() && !is_safe_name(plan.ssh.user))
+    diags.error(ssh.at("user").source, "'" + plan.ssh.user + "' is not a valid user name");
+}
+
+void read_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
+  const ConfigEntry* e = raw.find("cases");
+  if (!e) {
+    diags.error({raw.origin(), 0}, "missing required key 'cases'",
+                "add cases: {\"<model>:<framework>:<hardware>:<nnodes>:<nproc>:<repeat>\": <data dir>}");
+    return;
+  }
+  if (!e->value.IsMap() || e->value.size() == 0) {
+    diags.error(e->source, "'cases' must map case keys to data folders",
+                "e.g. cases: {\"lenet5:libtorch:CPU:1:1:1\": /usr/share/datasets/fashion-mnist}");
+    return;
+  }
+  std::set<std::string> seen;
+  for (const auto& kv : e->value) {
+    const Source where = line_of(kv.first, e->source.file);
+    const std::string text = kv.first.Scalar();
+    auto key = parse_case_key(text, where, diags);
+    if (!key) continue;
+    if (!seen.insert(key->str()).second) diags.error(where, "case '" + text + "' is listed twice");
+    if (!kv.second.IsScalar() || value_kind(kv.second) == ValueKind::Null) {
+      diags.error(where, "case '" + text + "' needs a data folder", "write \"" + text + "\": /path/to/data");
+      continue;
+    }
+    if (key->nnodes > static_cast<int>(plan.hosts.size()))
+      diags.error(where,
+                  "case '" + text + "' needs " + std::to_string(key->nnodes) + " nodes but the plan has " +
+                      std::to_string(plan.hosts.size()) + " host" + (plan.hosts.size() == 1 ? "" : "s"),
+                  "add hosts, or lower nnodes");
+    plan.cases.push_back({*key, kv.second.Scalar(), where});
+  }
+}
+
+}  // namespace
+
+std::optional<Plan> read_plan_partially(const std::string& text, const std::string& name, Diagnostics& diags) {
+  auto raw = load_config_text(text, name, diags);
+  if (!raw) return std::nullopt;
+  Plan plan;
+  plan.file = name;
+  plan.raw = *raw;
+
+  for (const auto& key : raw->keys()) {
+    if (std::find(plan_keys().begin(), plan_keys().end(), key) == plan_keys().end()) {
+      const std::string near = closest_match(key, plan_keys());
+      diags.error(raw->at(key).source, "unknown key '" + key + "'",
+                  near.empty() ? "plan keys: " + join_or_none(plan_keys()) : "did you mean '" + near + "'?");
+    }
+  }
+
+  PlanReader r(*raw, diags);
+  r.string("vendor", plan.vendor, true);
+  if (!plan.vendor.empty() && !is_safe_name(plan.vendor))
+    diags.error(raw->at("vendor").source, "'" + plan.vendor + "' is not a valid vendor name");
+  r.string("log_dir", plan.log_dir);
+  r.choice("log_level", plan.log_level, {"debug", "info", "warning", "error"});
+  read_hosts(*raw, plan, diags);
+  read_ssh(raw->find("ssh"), plan, diags);
+  const bool all_local = std::all_of(plan.hosts.begin(), plan.hosts.end(), is_local_host);
+  plan.launcher = plan.hosts.size() == 1 && all_local ? "local" : "ssh";
+  r.choice("launcher", plan.launcher, {"local", "ssh", "slurm"});
+  if (plan.launcher == "local" && (plan.hosts.size() != 1 || !all_local))
+    diags.error(raw->has("launcher") ? raw->at("launcher").source : Source{name, 0},
+                "the local launcher runs on this machine only, but hosts are " + join_or_none(plan.hosts),
+                "use launcher: ssh or slurm, or hosts: [localhost]");
+  r.string("slurm_partition", plan.slurm_partition);
+  r.integer("master_port", plan.master_port, 1, 65535);
+  r.string("visible_devices_env", plan.visible_devices_env);
+  if (!std::regex_match(plan.visible_devices_env, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
+    diags.error(raw->at("visible_devices_env").source,
+                "'" + plan.visible_devices_env + "' is not an environment variable name");
+  r.string("shm_size", plan.shm_size);
+  if (!std::regex_match(plan.shm_size, std::regex("[0-9]+[bkmgBKMG]?")))
+    diags.error(raw->at("shm_size").source, "'shm_size' must be a size like 32G or 512m, got '" + plan.shm_size + "'");
+  r.boolean("clear_caches", plan.clear_caches);
+  if (const ConfigEntry* e = raw->find("case_time_limit")) {
+    const auto seconds = e->value.IsScalar() ? parse_duration(e->value.Scalar()) : std::nullopt;
+    if (!seconds)
+      diags.error(e->source,
+                  "'case_time_limit' must be a duration like 3600, 90m, 2h or 1d, got " + quoted_value_text(e->value));
+    else
+      plan.case_time_limit_s = *seconds;
+  }
+  r.string("deploy_path", plan.deploy_path);
+  if (!plan.deploy_path.empty() && plan.deploy_path[0] != '/')
+    diags.error(raw->at("deploy_path").source,
+                "'deploy_path' must be an absolute path, got '" + plan.deploy_path + "'");
+  read_cases(*raw, plan, diags);
+  return plan;
+}
+
+std::optional<Plan> load_plan_text(const std::string& text, const std::string& name, Diagnostics& diags) {
+  const int errors_before = diags.error_count();
+  auto plan = read_plan_partially(text, name, diags);
+  if (diags.error_count() != errors_before) return std::nullopt;
+  return plan;
+}
+
+std::optional<Plan> load_plan(const std::string& path, Diagnostics& diags) {
+  auto text = read_text_file(path, diags);
+  if (!text) return std::nullopt;
+  return load_plan_text(*text, display_path(path), diags);
+}
+
+void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags) {
+  std::error_code ec;
+  if (plan.vendor.empty() || !is_safe_name(plan.vendor)) return;  // already reported by the reader
+  const Source vendor_line = plan.raw.has("vendor") ? plan.raw.at("vendor").source : Source{plan.file, 0};
+  if (!fs::is_directory(repo.vendor_dir(plan.vendor), ec)) {
+    const auto vendors = repo.vendors();
+    const std::string near = closest_match(plan.vendor, vendors);
+    diags.error(vendor_line, "vendor folder " + repo.vendor_dir(plan.vendor) + " does not exist",
+                (near.empty() ? "" : "did you mean '" + near + "'? ") + "vendors here: " + join_or_none(vendors));
+    return;  // every case would fail the same way
+  }
+  for (const auto& c : plan.cases) {
+    TrainingConfigRequest request{c.key, plan.vendor, c.data_dir, c.source, vendor_line, {}};
+    load_training_config(repo, request, diags);
+    if (plan.launcher == "local" && !fs::is_directory(c.data_dir, ec))
+      diags.error(c.source, "data folder '" + c.data_dir + "' of case " + c.key.str() + " does not exist",
+                  "create it, install the dataset, or point the case at the right folder");
+  }
+}
+
+}  // namespace xpuperf

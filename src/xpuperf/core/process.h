@@ -1,0 +1,85 @@
+#pragma once
+// Starts programs from an argument vector (never through a shell), streams their output to a
+// file and optionally to the console, waits with a time limit and stops whole process groups.
+// Launchers build on this.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace xpuperf {
+
+class ProcessError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ProcessSpec {
+  std::vector<std::string> argv;           // argv[0] is looked up on PATH when it has no '/'
+  std::map<std::string, std::string> env;  // set on top of the inherited environment
+  std::vector<std::string> unset_env;      // removed from the inherited environment
+  bool inherit_env = true;
+  std::string cwd;          // empty: the caller's
+  std::string log_path;     // stdout+stderr go here (appended); empty: none
+  bool echo = false;        // also copy each output line to our stdout
+  std::string echo_prefix;  // put before each echoed line, e.g. "[rank0] "
+};
+
+struct ExitStatus {
+  enum class Kind { Exited, Signaled };
+  Kind kind = Kind::Exited;
+  int code = 0;            // exit code, when Exited
+  int signal = 0;          // signal number, when Signaled
+  bool timed_out = false;  // stopped by us because the time limit passed
+  bool stopped = false;    // stopped by us (time limit or stop())
+
+  bool ok() const { return kind == Kind::Exited && code == 0 && !timed_out; }
+  std::string describe() const;  // "exited with code 3", "killed by signal 9 (Killed)", ...
+};
+
+class Process {
+ public:
+  using Duration = std::chrono::duration<double>;
+
+  // Starts the program in a process group of its own. Throws ProcessError when it cannot be
+  // started (no such program, not executable, bad working folder), with the reason.
+  static std::unique_ptr<Process> start(const ProcessSpec& spec);
+  ~Process();  // stops the group if it still runs
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+
+  // Waits for the program to end. With a limit, a program still running when it passes is
+  // stopped (TERM to its group, KILL after `grace`) and the status says timed_out. After the
+  // program ends, the rest of its group is stopped too so that no child outlives the round.
+  ExitStatus wait(std::optional<Duration> limit = std::nullopt, Duration grace = std::chrono::seconds(5));
+  // TERM to the whole group, then KILL after `grace`; returns how the program ended.
+  ExitStatus stop(Duration grace = std::chrono::seconds(5));
+
+ private:
+  struct Output;
+  Process() = default;
+  bool reap(bool block);
+  void signal_group(int sig);
+  ExitStatus finish();
+
+  pid_t pid_ = -1;
+  int raw_status_ = 0;
+  bool reaped_ = false;
+  bool timed_out_ = false;
+  bool stopped_ = false;
+  std::unique_ptr<Output> output_;
+};
+
+// Runs a program to the end and returns its status (a convenience for short commands).
+ExitStatus run_process(const ProcessSpec& spec, std::optional<Process::Duration> limit = std::nullopt);
+
+}  // namespace xpuperf

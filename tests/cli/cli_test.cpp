@@ -1,0 +1,139 @@
+// Runs the xpuperf binary as a user would and checks exit codes, messages and outputs.
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "xpuperf/core/process.h"
+
+namespace xpuperf {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs xpuperf in `cwd` (the fixture repo unless given).
+Result xpuperf(std::vector<std::string> args, const std::string& cwd = test::test_path("fixtures/repo")) {
+  test::TempDir dir;
+  ProcessSpec spec;
+  spec.argv = {XPUPERF_BINARY};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.cwd = cwd;
+  spec.unset_env = {"XPUPERF_ROOT"};
+  spec.log_path = dir.path() + "/out.log";
+  const ExitStatus status = run_process(spec, std::chrono::seconds(30));
+  Result r;
+  r.code = status.kind == ExitStatus::Kind::Exited ? status.code : 128 + status.signal;
+  r.output = test::read_file(spec.log_path);
+  return r;
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(Cli, HelpAndVersion) {
+  const Result help = xpuperf({"--help"});
+  EXPECT_EQ(help.code, 0);
+  for (const char* cmd : {"check", "config", "list", "--root", "--version"}) EXPECT_TRUE(has(help.output, cmd)) << cmd;
+  const Result version = xpuperf({"--version"});
+  EXPECT_EQ(version.code, 0);
+  EXPECT_TRUE(has(version.output, "xpuperf 0.1.0 (git ")) << version.output;
+  EXPECT_NE(xpuperf({}).code, 0);
+  EXPECT_NE(xpuperf({"frobnicate"}).code, 0);
+}
+
+TEST(Cli, CheckAcceptsAGoodPlan) {
+  const Result r = xpuperf({"check", "plans/good.yaml"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "Plan plans/good.yaml is valid: vendor acme, 1 host (launcher local), 1 case."))
+      << r.output;
+}
+
+TEST(Cli, CheckListsEveryProblemOfABadPlan) {
+  const Result r = xpuperf({"check", "plans/bad_everything.yaml"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(test::compare_golden("check_bad_everything.txt", r.output), "");
+}
+
+TEST(Cli, CheckReportsMalformedYamlWithItsLine) {
+  const Result r = xpuperf({"check", "plans/bad_yaml.yaml"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "plans/bad_yaml.yaml:3: error: invalid YAML: end of sequence flow not found")) << r.output;
+  EXPECT_FALSE(has(r.output, "yaml-cpp:")) << "no library exception text: " << r.output;
+}
+
+TEST(Cli, CheckReportsAMissingVendorFolder) {
+  const Result r = xpuperf({"check", "plans/missing_vendor.yaml"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output,
+                  "plans/missing_vendor.yaml:1: error: vendor folder vendors/acne does not exist\n"
+                  "    fix: did you mean 'acme'? vendors here: acme"))
+      << r.output;
+}
+
+TEST(Cli, CheckReportsAMissingPlanFile) {
+  const Result r = xpuperf({"check", "plans/nope.yaml"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "plans/nope.yaml: error: file not found")) << r.output;
+}
+
+TEST(Cli, ConfigPrintsTheMergedConfigWithSources) {
+  const Result r = xpuperf({"config", "toy:libtorch:X1:1:1:1", "--data-dir", "/data/toy", "--set", "lr=0.2"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(test::compare_golden("config_toy.txt", r.output), "");
+}
+
+TEST(Cli, ConfigRejectsAnImmutableVendorOverride) {
+  const Result r = xpuperf({"config", "toy:libtorch:X1:1:2:1", "--vendor", "acme"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output,
+                  "vendors/acme/training/toy-libtorch/config/config_X1x1x2.yaml:2: error: 'target_value' is "
+                  "not mutable: a vendor config may not change it"))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "config_X1x1x2.yaml:3: error: 'lr' must be a number, got \"quick\"")) << r.output;
+}
+
+TEST(Cli, ConfigOfAnInferenceCaseFollowsSeed004) {
+  const Result r = xpuperf({"config", "toy:libtorch"});
+  EXPECT_EQ(r.code, 1);  // the vendor file "overrides" fp16 with the same value
+  EXPECT_TRUE(has(r.output, "toy_configurations.yaml:1: info: vendor changes 'batch_size' from 256 to 128"))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "toy_configurations.yaml:2: error: 'fp16' overrides")) << r.output;
+  EXPECT_TRUE(has(r.output, "toy_configurations.yaml:3: warning: vendor adds a new key 'acme_cache'")) << r.output;
+}
+
+TEST(Cli, ConfigBadKeys) {
+  Result r = xpuperf({"config", "toy:libtorch:X1:1:1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "command line: error: case key 'toy:libtorch:X1:1:1' has 5 fields, expected 6"))
+      << r.output;
+  r = xpuperf({"config", "toy:libtorch:X7:1:1:1", "--vendor", "acme"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "vendor 'acme' has no X7x1x1 config for toy:libtorch")) << r.output;
+  r = xpuperf({"config", "toy:libtorch:X1:1:1:1", "--vendor", "acme", "--set", "lr"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "--set lr: error: expected key=value")) << r.output;
+}
+
+TEST(Cli, ListShowsCasesVendorsAndConfigs) {
+  const Result r = xpuperf({"list"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(test::compare_golden("list_fixture.txt", r.output), "");
+}
+
+TEST(Cli, RootCanBeGivenExplicitly) {
+  const Result r = xpuperf({"--root", test::test_path("fixtures/repo"), "list"}, "/");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "toy  frameworks: libtorch")) << r.output;
+}
+
+TEST(Cli, TheProjectsOwnConfigsAreValid) {
+  const Result r = xpuperf({"config", "lenet5:libtorch:CPU:1:1:1", "--vendor", "cpu"}, XPUPERF_SOURCE_DIR);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "device: cpu")) << r.output;
+}
+
+}  // namespace
+}  // namespace xpuperf
