@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build
-  g++ make cmake git pkg-config
+  g++ make cmake git
   # libraries (DESIGN.md, "Libraries")
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   # tests

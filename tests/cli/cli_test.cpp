@@ -129,6 +129,12 @@ TEST(Cli, RootCanBeGivenExplicitly) {
   EXPECT_TRUE(has(r.output, "toy  frameworks: libtorch")) << r.output;
 }
 
+TEST(Cli, ARootWithoutContentIsAClearError) {
+  const Result r = xpuperf({"--root", "/tmp", "list"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "xpuperf: error: --root /tmp has no cases/ folder")) << r.output;
+}
+
 TEST(Cli, TheProjectsOwnConfigsAreValid) {
   const Result r = xpuperf({"config", "lenet5:libtorch:CPU:1:1:1", "--vendor", "cpu"}, XPUPERF_SOURCE_DIR);
   EXPECT_EQ(r.code, 0) << r.output;

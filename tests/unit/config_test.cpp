@@ -70,9 +70,11 @@ TEST(Config, TypedGettersNameFileLineAndKey) {
 
 TEST(Config, IntegralFloatsAreIntegers) {
   Diagnostics diags;
-  const Config c = load("a: 1e3\nb: 64.0\n", diags);
+  const Config c = load("a: 1e3\nb: 64.0\nhuge: 99999999999999999999\ninf: .inf\n", diags);
   EXPECT_EQ(c.get_int("a"), 1000);
   EXPECT_EQ(c.get_int("b"), 64);
+  EXPECT_THROW(c.get_int("huge"), ConfigError);
+  EXPECT_THROW(c.get_int("inf"), ConfigError);
 }
 
 TEST(Config, ReportsInvalidYamlWithLine) {

@@ -1,5 +1,6 @@
 // xpuperf: run benchmark plans on AI accelerators and report what was measured.
 
+#include <filesystem>
 #include <iostream>
 
 #include "xpuperf/cli/commands.h"
@@ -9,6 +10,11 @@
 namespace xpuperf::cli {
 
 Repo find_repo(const GlobalOptions& global, const std::string& near) {
+  for (const char* dir : {"cases", "vendors"}) {
+    std::error_code ec;
+    if (!global.root.empty() && !std::filesystem::is_directory(global.root + "/" + dir, ec))
+      throw CommandError("--root " + global.root + " has no " + dir + "/ folder; point it at an xpuperf checkout");
+  }
   auto repo = Repo::discover(global.root, near);
   if (!repo)
     throw CommandError(

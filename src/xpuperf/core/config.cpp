@@ -220,12 +220,13 @@ std::string Config::get_string(const std::string& key) const {
 std::int64_t Config::get_int(const std::string& key) const {
   const ConfigEntry& e = at(key);
   const ValueKind kind = value_kind(e.value);
-  if (kind == ValueKind::Int) return static_cast<std::int64_t>(number_of(e.value));
-  if (kind == ValueKind::Float) {
+  if (kind == ValueKind::Int || kind == ValueKind::Float) {
+    // Integral floats (1e3, 64.0) count; beyond 2^53 a double no longer holds every integer.
     const double v = number_of(e.value);
-    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15) return static_cast<std::int64_t>(v);
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 9007199254740992.0)
+      return static_cast<std::int64_t>(v);
   }
-  type_error(key, "an integer");
+  type_error(key, "an integer (at most 2^53 in size)");
 }
 
 double Config::get_number(const std::string& key) const {
