@@ -153,7 +153,7 @@ class TrainingRepo : public ::testing::Test {
   std::optional<Config> load(const std::string& key_text, const std::string& vendor = "acme") {
     auto key = parse_case_key(key_text, {"plan.yaml", 3}, diags);
     EXPECT_TRUE(key);
-    TrainingConfigRequest request{*key, vendor, "/data/toy", {"plan.yaml", 3}, {}, {}};
+    TrainingConfigRequest request{*key, vendor, "/data/toy", {"plan.yaml", 3}, {}, {}, {}};
     return load_training_config(repo, request, diags);
   }
   test::TempDir dir;

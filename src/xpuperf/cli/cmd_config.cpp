@@ -44,12 +44,13 @@ int run_training(const Repo& repo, const ConfigOptions& opts, const CaseKey& key
     vendor = pick_vendor(candidates, key.model + ":" + key.framework + " on " + key.config_name());
   }
   Diagnostics diags;
-  TrainingConfigRequest request{key,
-                                vendor,
-                                opts.data_dir,
-                                {"command line", 0},
-                                {opts.vendor.empty() ? "the only vendor with this config" : "--vendor", 0},
-                                {}};
+  TrainingConfigRequest request;
+  request.key = key;
+  request.vendor = vendor;
+  request.data_dir = opts.data_dir;
+  request.where = {"command line", 0};
+  request.vendor_where = {opts.vendor.empty() ? "the only vendor with this config" : "--vendor", 0};
+  request.data_dir_where = {"--data-dir", 0};
   for (const auto& text : opts.sets) {
     if (auto o = parse_set_override(text, diags)) request.sets.push_back(*o);
   }

@@ -285,7 +285,7 @@ void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags) {
     return;  // every case would fail the same way
   }
   for (const auto& c : plan.cases) {
-    TrainingConfigRequest request{c.key, plan.vendor, c.data_dir, c.source, vendor_line, {}};
+    TrainingConfigRequest request{c.key, plan.vendor, c.data_dir, c.source, vendor_line, c.source, {}};
     load_training_config(repo, request, diags);
     if (plan.launcher == "local" && !fs::is_directory(c.data_dir, ec))
       diags.error(c.source, "data folder '" + c.data_dir + "' of case " + c.key.str() + " does not exist",

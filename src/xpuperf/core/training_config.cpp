@@ -194,9 +194,10 @@ std::optional<Config> load_training_config(const Repo& repo, const TrainingConfi
   layers.base = &*base;
   layers.mutable_params = &*mutable_params;
   layers.vendor = &*vendor;
-  layers.plan.push_back({"vendor", string_node(request.vendor),
-                         request.vendor_where.file.empty() ? request.where : request.vendor_where});
-  if (!request.data_dir.empty()) layers.plan.push_back({"data_dir", string_node(request.data_dir), request.where});
+  auto or_where = [&request](const Source& s) { return s.file.empty() ? request.where : s; };
+  layers.plan.push_back({"vendor", string_node(request.vendor), or_where(request.vendor_where)});
+  if (!request.data_dir.empty())
+    layers.plan.push_back({"data_dir", string_node(request.data_dir), or_where(request.data_dir_where)});
   layers.command_line = request.sets;
   Config merged = merge_training_layers(layers, diags);
   merged.set_origin("config of " + key.str());

@@ -41,9 +41,10 @@ std::vector<std::pair<std::string, Source>> mutable_param_names(const Config& mu
 struct TrainingConfigRequest {
   CaseKey key;
   std::string vendor;
-  std::string data_dir;  // empty: keep _base's
-  Source where;          // where the request was written (a plan line, the command line)
-  Source vendor_where;   // where the vendor was chosen; empty: `where`
+  std::string data_dir;   // empty: keep _base's
+  Source where;           // where the request was written (a plan line, the command line)
+  Source vendor_where;    // where the vendor was chosen; empty: `where`
+  Source data_dir_where;  // where the data folder was given; empty: `where`
   std::vector<Override> sets;
 };
 
