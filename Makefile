@@ -27,9 +27,11 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD_DIR) -j$(JOBS)
 
-# Until the training runtime lands, the main job checks the quickstart plan.
+# Until `xpuperf run` lands, the main job checks the quickstart plan and trains its case
+# (LeNet-5 on Fashion-MNIST, CPU) with `xpuperf train`.
 run: build
 	$(XPUPERF) check $(PLAN)
+	$(XPUPERF) train --case lenet5 --vendor cpu --hardware CPU --data-dir /usr/share/datasets/fashion-mnist
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)

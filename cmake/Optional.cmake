@@ -34,6 +34,13 @@ macro(xpuperf_find_optional_torch)
     find_package(Torch QUIET)
     if(Torch_FOUND OR TORCH_FOUND)
       set(XPUPERF_HAVE_TORCH ON)
+      # TORCH_CXX_FLAGS is one string ("-D_GLIBCXX_USE_CXX11_ABI=1"); compile options want a list.
+      separate_arguments(XPUPERF_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+      # PyTorch's CUDA builds carry ProcessGroupNCCL; Debian's CPU build does not.
+      set(XPUPERF_HAVE_NCCL OFF)
+      if(XPUPERF_HAVE_CUDA AND EXISTS "${TORCH_INSTALL_PREFIX}/lib/libtorch_cuda.so")
+        set(XPUPERF_HAVE_NCCL ON)
+      endif()
     elseif(XPUPERF_WITH_TORCH STREQUAL "ON")
       message(FATAL_ERROR "XPUPERF_WITH_TORCH=ON but LibTorch was not found: install Debian's "
                           "libtorch-dev or add PyTorch's torch.utils.cmake_prefix_path to CMAKE_PREFIX_PATH")

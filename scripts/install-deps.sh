@@ -7,7 +7,9 @@ packages=(
   # build
   g++ make cmake git
   # libraries (DESIGN.md, "Libraries")
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev
+  # training (LibTorch 1.13, CPU; Gloo for data parallelism across processes)
+  libtorch-dev libgloo-dev
   # tests
   libgtest-dev libgmock-dev
   # the quickstart's data (plans/quickstart.yaml)

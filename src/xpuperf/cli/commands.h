@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "xpuperf/core/repo.h"
 
@@ -11,7 +12,8 @@ namespace xpuperf::cli {
 
 // Options every subcommand shares.
 struct GlobalOptions {
-  std::string root;  // --root: the folder holding cases/ and vendors/
+  std::string root;               // --root: the folder holding cases/ and vendors/
+  std::vector<std::string> argv;  // the command line as given, to start copies of this program
 };
 
 // A user-caused problem a command reports and exits on (non-zero), without a C++ trace.
@@ -32,5 +34,6 @@ Repo find_repo(const GlobalOptions& global, const std::string& near = "");
 void add_check_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_config_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_list_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_train_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace xpuperf::cli

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   app.fallthrough();
 
   cli::GlobalOptions global;
+  global.argv.assign(argv, argv + argc);
   app.add_option("--root", global.root,
                  "Folder holding cases/ and vendors/ (default: $XPUPERF_ROOT, else found from the working folder)");
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   cli::add_check_command(app, global, exit_code);
   cli::add_config_command(app, global, exit_code);
   cli::add_list_command(app, global, exit_code);
+  cli::add_train_command(app, global, exit_code);
 
   try {
     app.parse(argc, argv);

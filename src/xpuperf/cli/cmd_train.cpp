@@ -1,0 +1,165 @@
+// `xpuperf train`: one training case in this process (the counterpart of FlagPerf's
+// run_pretraining.py), or its ranks on this host when --nproc > 1 and no launcher set RANK.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <thread>
+
+#include "xpuperf/cli/commands.h"
+#include "xpuperf/core/process.h"
+#include "xpuperf/core/rank_env.h"
+#include "xpuperf/core/training_config.h"
+#ifdef XPUPERF_HAVE_TORCH
+#include "xpuperf/train/entry.h"
+#endif
+
+namespace xpuperf::cli {
+
+namespace {
+
+struct TrainOptions {
+  std::string model;
+  std::string framework = "libtorch";
+  std::string vendor = "cpu";
+  std::string hardware = "CPU";
+  int nnodes = 1;
+  int nproc = 1;
+  std::string data_dir;
+  std::vector<std::string> sets;
+  int master_port = 0;
+};
+
+// A port nobody listens on now, for the ranks' rendezvous.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29501;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 29501;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+// Starts the ranks as copies of this program, streams their output with a "[rank k] " prefix,
+// and stops all of them as soon as one fails.
+int spawn_local_ranks(const TrainOptions& opts, const std::vector<std::string>& argv) {
+  RankEnv env;
+  env.world_size = env.local_world_size = opts.nproc;
+  env.master_addr = "127.0.0.1";
+  env.master_port = opts.master_port > 0 ? opts.master_port : free_port();
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < opts.nproc; ++r) {
+    env.rank = env.local_rank = r;
+    ProcessSpec spec;
+    spec.argv = argv;
+    spec.argv[0] = "/proc/self/exe";
+    spec.env = env.to_env();
+    spec.echo = true;
+    spec.echo_prefix = "[rank " + std::to_string(r) + "] ";
+    ranks.push_back(Process::start(spec));
+  }
+  std::vector<std::optional<ExitStatus>> status(ranks.size());
+  int failed = -1;
+  while (true) {
+    bool all_done = true;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      if (status[r]) continue;
+      if (ranks[r]->running()) {
+        all_done = false;
+        continue;
+      }
+      status[r] = ranks[r]->wait();
+      if (!status[r]->ok() && failed < 0) failed = static_cast<int>(r);
+    }
+    if (all_done || failed >= 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (failed < 0) return 0;
+  std::cerr << "xpuperf: rank " << failed << " " << status[static_cast<std::size_t>(failed)]->describe()
+            << "; stopping the other ranks\n";
+  for (std::size_t r = 0; r < ranks.size(); ++r)
+    if (!status[r]) ranks[r]->stop(std::chrono::seconds(5));
+  const ExitStatus& s = *status[static_cast<std::size_t>(failed)];
+  return s.kind == ExitStatus::Kind::Exited ? s.code : 128 + s.signal;
+}
+
+int run_train(const GlobalOptions& global, const TrainOptions& opts, const std::vector<std::string>& argv) {
+  const Repo repo = find_repo(global);
+  Diagnostics diags;
+  TrainingConfigRequest request;
+  const std::string key_text = opts.model + ":" + opts.framework + ":" + opts.hardware + ":" +
+                               std::to_string(opts.nnodes) + ":" + std::to_string(opts.nproc) + ":1";
+  const auto key = parse_case_key(key_text, {"command line", 0}, diags);
+  if (key) {
+    request.key = *key;
+    request.vendor = opts.vendor;
+    request.data_dir = opts.data_dir;
+    request.where = {"command line", 0};
+    request.vendor_where = {"--vendor", 0};
+    request.data_dir_where = {"--data-dir", 0};
+    for (const auto& text : opts.sets)
+      if (auto o = parse_set_override(text, diags)) request.sets.push_back(*o);
+  }
+  std::optional<Config> config;
+  if (key) config = load_training_config(repo, request, diags);
+  if (!launched_as_rank() || std::getenv("RANK") == std::string("0")) std::cerr << diags.format(Severity::Warning);
+  if (!config) return 1;
+
+#ifndef XPUPERF_HAVE_TORCH
+  (void)argv;
+  throw CommandError(
+      "this xpuperf was built without LibTorch, so it cannot train: install libtorch-dev and "
+      "libgloo-dev (scripts/install-deps.sh does) and rebuild");
+#else
+  if (!launched_as_rank() && key->world_size() > 1) {
+    if (key->nnodes > 1)
+      throw CommandError("--nnodes " + std::to_string(key->nnodes) +
+                         " needs a launcher: run a plan with `xpuperf run`, or start each rank with RANK, "
+                         "LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set");
+    return spawn_local_ranks(opts, argv);
+  }
+  Diagnostics env_diags;
+  auto env = read_rank_env(env_diags);
+  if (!env) {
+    std::cerr << env_diags.format();
+    return 1;
+  }
+  if (env->world_size != key->world_size())
+    throw CommandError("WORLD_SIZE is " + std::to_string(env->world_size) + " but --nnodes x --nproc is " +
+                       std::to_string(key->world_size()));
+  train::RankRequest rank_request{opts.model, opts.framework, opts.vendor, *config, *env};
+  return train::run_rank(rank_request);
+#endif
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
+  auto* cmd =
+      app.add_subcommand("train", "Train one case in this process (or its ranks on this host) and print PerfLog");
+  cmd->footer(
+      "Launchers set RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT; without them, "
+      "--nproc N starts N ranks here.\nExit codes: 0 trained (FINISHED says whether it converged), 1 bad input, "
+      "3 case not built in.");
+  auto opts = std::make_shared<TrainOptions>();
+  cmd->add_option("--case", opts->model, "Model of the case, e.g. lenet5")->required();
+  cmd->add_option("--framework", opts->framework, "Framework of the case")->capture_default_str();
+  cmd->add_option("--vendor", opts->vendor, "Vendor whose config to use")->capture_default_str();
+  cmd->add_option("--hardware", opts->hardware, "Hardware name of the vendor config")->capture_default_str();
+  cmd->add_option("--nnodes", opts->nnodes, "Hosts")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--nproc", opts->nproc, "Processes per host")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--data-dir", opts->data_dir, "Data folder of the case");
+  cmd->add_option("--set", opts->sets, "Override a parameter: --set key=value (repeatable)");
+  cmd->add_option("--master-port", opts->master_port, "Rendezvous port for local ranks (default: a free one)");
+  cmd->callback([&global, &exit_code, opts] { exit_code = run_train(global, *opts, global.argv); });
+}
+
+}  // namespace xpuperf::cli

@@ -1,0 +1,60 @@
+#pragma once
+// The one place where LibTorch 1.13 (Debian) and 2.x (PyTorch wheels) differ for us.
+
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+namespace xpuperf::train::compat {
+
+inline constexpr bool kTorch2 = TORCH_VERSION_MAJOR >= 2;
+
+inline bool autocast_enabled(c10::DeviceType device) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::autocast::is_autocast_enabled(device);
+#else
+  return device == c10::DeviceType::CUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
+
+inline void set_autocast_enabled(c10::DeviceType device, bool enabled) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_enabled(device, enabled);
+#else
+  if (device == c10::DeviceType::CUDA)
+    at::autocast::set_enabled(enabled);
+  else
+    at::autocast::set_cpu_enabled(enabled);
+#endif
+}
+
+inline at::ScalarType autocast_dtype(c10::DeviceType device) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::autocast::get_autocast_dtype(device);
+#else
+  return device == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                         : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
+inline void set_autocast_dtype(c10::DeviceType device, at::ScalarType dtype) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::autocast::set_autocast_dtype(device, dtype);
+#else
+  if (device == c10::DeviceType::CUDA)
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  else
+    at::autocast::set_autocast_cpu_dtype(dtype);
+#endif
+}
+
+// ATen's fused unscale-and-check kernel: CUDA only in 1.13, CPU and CUDA in 2.x.
+inline bool has_fused_unscale(c10::DeviceType device) {
+  return kTorch2 || device == c10::DeviceType::CUDA;
+}
+
+// CPU autocast knows only bfloat16 in 1.13.
+inline bool cpu_autocast_supports_fp16() {
+  return kTorch2;
+}
+
+}  // namespace xpuperf::train::compat

@@ -1,0 +1,202 @@
+#include "xpuperf/train/distributed.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef XPUPERF_HAVE_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <cstdlib>
+
+#include "xpuperf/core/log.h"
+
+namespace xpuperf::train {
+
+// The process-group calls we make, over whichever concrete group backs them (1.13 and 2.x
+// differ in the base class, not in these methods).
+struct Distributed::Collectives {
+  virtual ~Collectives() = default;
+  virtual c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, c10d::ReduceOp op) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> barrier() = 0;
+};
+
+namespace {
+
+template <typename Group>
+struct GroupCollectives : Distributed::Collectives {
+  c10::intrusive_ptr<Group> group;
+  explicit GroupCollectives(c10::intrusive_ptr<Group> g) : group(std::move(g)) {}
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, c10d::ReduceOp op) override {
+    c10d::AllreduceOptions options;
+    options.reduceOp = op;
+    return group->allreduce(t, options);
+  }
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t) override { return group->broadcast(t); }
+  c10::intrusive_ptr<c10d::Work> barrier() override { return group->barrier(); }
+};
+
+std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  // On one host, loopback always works; across hosts, the address the host name resolves to.
+  if (env.world_size == env.local_world_size) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+std::string where(const RankEnv& env) {
+  return env.master_addr + ":" + std::to_string(env.master_port);
+}
+
+}  // namespace
+
+std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<torch::Tensor>& tensors,
+                                                   std::int64_t bucket_bytes) {
+  std::vector<std::vector<std::size_t>> buckets;
+  std::vector<std::size_t> current;
+  std::int64_t current_bytes = 0;
+  // Reverse order: the last layers' gradients are ready first in backward.
+  for (std::size_t k = tensors.size(); k-- > 0;) {
+    const auto& t = tensors[k];
+    const std::int64_t bytes = t.numel() * static_cast<std::int64_t>(t.element_size());
+    const bool compatible = current.empty() || (tensors[current[0]].scalar_type() == t.scalar_type() &&
+                                                tensors[current[0]].device() == t.device());
+    if (!current.empty() && (!compatible || current_bytes + bytes > bucket_bytes)) {
+      buckets.push_back(std::move(current));
+      current.clear();
+      current_bytes = 0;
+    }
+    current.push_back(k);
+    current_bytes += bytes;
+  }
+  if (!current.empty()) buckets.push_back(std::move(current));
+  return buckets;
+}
+
+std::unique_ptr<Distributed> Distributed::create(const RankEnv& env, torch::Device device,
+                                                 const DistributedOptions& options) {
+  std::unique_ptr<Distributed> dist(new Distributed(env, options));
+  if (env.world_size == 1) return dist;
+
+  std::string backend = options.backend;
+  if (backend == "auto") backend = device.is_cuda() ? "nccl" : "gloo";
+  if (backend != "gloo" && backend != "nccl")
+    throw DistributedError("'dist_backend' must be auto, gloo or nccl, got '" + backend + "'");
+  if (backend == "nccl" && !device.is_cuda())
+    throw DistributedError("the nccl backend needs CUDA devices; use gloo on the CPU");
+
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<std::uint16_t>(env.master_port);
+  store_options.isServer = env.rank == 0;
+  store_options.numWorkers = static_cast<std::size_t>(env.world_size);
+  store_options.waitWorkers = false;
+  store_options.timeout = options.timeout;
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+  } catch (const std::exception& e) {
+    const std::string secs = std::to_string(options.timeout.count() / 1000);
+    if (env.rank == 0)
+      throw DistributedError("rank 0 cannot serve the rendezvous store on " + where(env) +
+                             " (port in use? set master_port to a free port): " + e.what());
+    throw DistributedError("rank " + std::to_string(env.rank) + " cannot reach the rendezvous store at " + where(env) +
+                           " within " + secs + " s: is rank 0 running, and are MASTER_ADDR/MASTER_PORT right? (" +
+                           e.what() + ")");
+  }
+
+  try {
+    if (backend == "gloo") {
+      auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
+      gloo_options->devices.push_back(gloo_device(env));
+      gloo_options->threads = 2;
+      auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, gloo_options);
+      dist->collectives_ = std::make_shared<GroupCollectives<c10d::ProcessGroupGloo>>(group);
+    } else {
+#ifdef XPUPERF_HAVE_NCCL
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = options.timeout;
+      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, nccl_options);
+      dist->collectives_ = std::make_shared<GroupCollectives<c10d::ProcessGroupNCCL>>(group);
+#else
+      throw DistributedError("this build of xpuperf has no NCCL; use dist_backend: gloo");
+#endif
+    }
+  } catch (const DistributedError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw DistributedError("rank " + std::to_string(env.rank) + " could not join the " + backend + " group of " +
+                           std::to_string(env.world_size) + " ranks through " + where(env) +
+                           " (did every rank start?): " + e.what());
+  }
+  dist->backend_ = backend;
+  return dist;
+}
+
+void Distributed::broadcast_parameters(const std::vector<torch::Tensor>& params) {
+  if (!collectives_) return;
+  torch::NoGradGuard no_grad;
+  for (const auto& bucket : plan_buckets(params, options_.bucket_bytes)) {
+    std::vector<torch::Tensor> flat_parts;
+    for (std::size_t k : bucket) flat_parts.push_back(params[k].detach().reshape(-1));
+    std::vector<at::Tensor> flat{torch::cat(flat_parts)};
+    collectives_->broadcast(flat)->wait();
+    std::int64_t offset = 0;
+    for (std::size_t k : bucket) {
+      const auto n = params[k].numel();
+      params[k].detach().copy_(flat[0].slice(0, offset, offset + n).view_as(params[k]));
+      offset += n;
+    }
+  }
+}
+
+void Distributed::average_gradients(const std::vector<torch::Tensor>& params) {
+  if (!collectives_) return;
+  torch::NoGradGuard no_grad;
+  // A parameter the step did not use has no gradient: it takes part as zeros, so every rank
+  // sends the same buckets.
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) {
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    grads.push_back(p.grad());
+  }
+  const auto buckets = plan_buckets(grads, options_.bucket_bytes);
+  std::vector<std::vector<at::Tensor>> flats(buckets.size());
+  std::vector<c10::intrusive_ptr<c10d::Work>> work(buckets.size());
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    std::vector<torch::Tensor> parts;
+    for (std::size_t k : buckets[b]) parts.push_back(grads[k].reshape(-1));
+    flats[b] = {torch::cat(parts)};
+    work[b] = collectives_->allreduce(flats[b], c10d::ReduceOp::SUM);  // all buckets in flight at once
+  }
+  const double inv_world = 1.0 / env_.world_size;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    work[b]->wait();
+    auto& flat = flats[b][0];
+    flat.mul_(inv_world);
+    std::int64_t offset = 0;
+    for (std::size_t k : buckets[b]) {
+      const auto n = grads[k].numel();
+      grads[k].copy_(flat.slice(0, offset, offset + n).view_as(grads[k]));
+      offset += n;
+    }
+  }
+  last_buckets_ = static_cast<int>(buckets.size());
+}
+
+void Distributed::all_reduce_sum(torch::Tensor& tensor) {
+  if (!collectives_) return;
+  std::vector<at::Tensor> t{tensor};
+  collectives_->allreduce(t, c10d::ReduceOp::SUM)->wait();
+}
+
+void Distributed::all_reduce_max(torch::Tensor& tensor) {
+  if (!collectives_) return;
+  std::vector<at::Tensor> t{tensor};
+  collectives_->allreduce(t, c10d::ReduceOp::MAX)->wait();
+}
+
+void Distributed::barrier() {
+  if (collectives_) collectives_->barrier()->wait();
+}
+
+}  // namespace xpuperf::train

@@ -1,0 +1,64 @@
+#pragma once
+// Mixed precision: autocast scopes and a dynamic loss scaler for fp16 (there is no GradScaler
+// in the C++ API).
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+namespace xpuperf::train {
+
+enum class MixedPrecision { Off, BF16, FP16 };
+
+// "off", "bf16", "fp16"; throws std::invalid_argument for anything else.
+MixedPrecision parse_mixed_precision(const std::string& text);
+const char* mixed_precision_name(MixedPrecision mp);
+
+// Autocast on `device` while alive, like Python's `with torch.autocast(...)`; restores the
+// previous state and clears the cast cache when the outermost scope ends.
+class AutocastScope {
+ public:
+  AutocastScope(torch::Device device, MixedPrecision mp);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool active_ = false;
+  c10::DeviceType device_;
+  bool previous_enabled_ = false;
+  at::ScalarType previous_dtype_ = at::kFloat;
+};
+
+// Dynamic loss scaling as torch.cuda.amp.GradScaler does it: multiply the loss by `scale`,
+// unscale the gradients before the step, skip steps whose gradients are not finite and halve
+// the scale; double it after `growth_interval` good steps in a row.
+class LossScaler {
+ public:
+  struct Options {
+    double init_scale = 65536.0;
+    double growth_factor = 2.0;
+    double backoff_factor = 0.5;
+    int growth_interval = 2000;
+  };
+  LossScaler() : LossScaler(Options{}) {}
+  explicit LossScaler(Options options);
+
+  torch::Tensor scale(const torch::Tensor& loss) const { return loss * scale_; }
+  // Divides every gradient by the scale in place; true when any was inf or nan.
+  bool unscale_and_check(const std::vector<torch::Tensor>& params);
+  // Adjusts the scale after a step; returns whether the optimizer step should run.
+  bool update(bool found_inf);
+
+  double current_scale() const { return scale_; }
+  std::int64_t skipped_steps() const { return skipped_; }
+
+ private:
+  Options options_;
+  double scale_;
+  int good_steps_ = 0;
+  std::int64_t skipped_ = 0;
+};
+
+}  // namespace xpuperf::train

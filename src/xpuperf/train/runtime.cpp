@@ -1,0 +1,369 @@
+#include "xpuperf/train/runtime.h"
+
+#include <cmath>
+#include <filesystem>
+#include <thread>
+
+#include "xpuperf/core/log.h"
+#include "xpuperf/data/shard_sampler.h"
+#include "xpuperf/train/distributed.h"
+#include "xpuperf/train/precision.h"
+
+namespace xpuperf::train {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+const char* stop_reason_name(StopReason reason) {
+  switch (reason) {
+    case StopReason::TargetReached:
+      return "target_reached";
+    case StopReason::MaxEpochs:
+      return "max_epochs";
+    case StopReason::MaxSteps:
+      return "max_steps";
+    case StopReason::MaxSamples:
+      return "max_samples_termination";
+    case StopReason::TimeBudget:
+      return "time_budget";
+  }
+  return "unknown";
+}
+
+torch::Device choose_device(const std::string& name, int local_rank) {
+  if (name == "cpu") return torch::kCPU;
+  const bool have_cuda = torch::cuda::is_available();
+  if (name == "cuda" && !have_cuda)
+    throw ConfigError("device: cuda was asked for, but this LibTorch build or machine has no CUDA device");
+  if (name != "cuda" && name != "auto") throw ConfigError("'device' must be auto, cpu or cuda, got '" + name + "'");
+  if (!have_cuda) return torch::kCPU;
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (local_rank >= count)
+    throw ConfigError("LOCAL_RANK " + std::to_string(local_rank) + " has no CUDA device (" + std::to_string(count) +
+                      " visible); lower nproc or check the visible-devices variable");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+double scheduled_lr(const std::string& schedule, double base_lr, std::int64_t step, std::int64_t warmup_steps,
+                    std::int64_t total_steps) {
+  if (warmup_steps > 0 && step < warmup_steps)
+    return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  if (schedule == "constant" || total_steps <= warmup_steps) return base_lr;
+  const double progress =
+      std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(total_steps - warmup_steps));
+  if (schedule == "cosine") return base_lr * 0.5 * (1.0 + std::cos(M_PI * progress));
+  if (schedule == "linear") return base_lr * (1.0 - progress);
+  throw ConfigError("'lr_scheduler' must be constant, cosine or linear, got '" + schedule + "'");
+}
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& cfg, torch::nn::Module& model) {
+  const std::string name = cfg.get_string("optimizer", "sgd");
+  const double lr = cfg.get_number("lr");
+  const double weight_decay = cfg.get_number("weight_decay", 0.0);
+  if (name == "sgd") {
+    return std::make_unique<torch::optim::SGD>(
+        model.parameters(),
+        torch::optim::SGDOptions(lr).momentum(cfg.get_number("momentum", 0.0)).weight_decay(weight_decay));
+  }
+  if (name == "adam")
+    return std::make_unique<torch::optim::Adam>(model.parameters(),
+                                                torch::optim::AdamOptions(lr).weight_decay(weight_decay));
+  if (name == "adamw")
+    return std::make_unique<torch::optim::AdamW>(model.parameters(),
+                                                 torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+  throw ConfigError(cfg.at("optimizer").source.str() + ": 'optimizer' must be sgd, adam or adamw, got '" + name + "'");
+}
+
+void set_lr(torch::optim::Optimizer& optimizer, double lr) {
+  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+std::int64_t non_negative(const Config& cfg, const std::string& key, std::int64_t fallback) {
+  const std::int64_t v = cfg.get_int(key, fallback);
+  if (v < 0)
+    throw ConfigError(cfg.at(key).source.str() + ": '" + key + "' must be 0 or more, got " + std::to_string(v));
+  return v;
+}
+
+std::int64_t positive(const Config& cfg, const std::string& key) {
+  const std::int64_t v = cfg.get_int(key);
+  if (v <= 0)
+    throw ConfigError(cfg.at(key).source.str() + ": '" + key + "' must be positive, got " + std::to_string(v));
+  return v;
+}
+
+// Evaluates on this rank's share of the eval set and sums the metrics over ranks.
+std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model, const Dataset& eval_set,
+                                       std::int64_t batch_size, const torch::Device& device, MixedPrecision mp,
+                                       Distributed& dist) {
+  model.eval();
+  torch::NoGradGuard no_grad;
+  data::ShardSpec spec{eval_set.size(), dist.rank(), dist.world_size(), false, 0, false};
+  const auto indices = data::shard_indices(spec, 0);
+  MetricSums sums;
+  for (std::size_t start = 0; start < indices.size(); start += static_cast<std::size_t>(batch_size)) {
+    const std::size_t end = std::min(indices.size(), start + static_cast<std::size_t>(batch_size));
+    const auto idx = torch::tensor(std::vector<std::int64_t>(indices.begin() + static_cast<std::ptrdiff_t>(start),
+                                                             indices.begin() + static_cast<std::ptrdiff_t>(end)));
+    Batch batch = eval_set.get(idx);
+    for (auto& t : batch) t = t.to(device, /*non_blocking=*/true);
+    AutocastScope autocast(device, mp);
+    c.evaluate(batch, sums);
+  }
+  // Every rank must send the same metric names, whatever its share held.
+  std::vector<double> flat;
+  for (const auto& [name, s] : sums.sums()) {
+    flat.push_back(s.first);
+    flat.push_back(s.second);
+  }
+  auto t = torch::tensor(flat, torch::TensorOptions().dtype(torch::kDouble)).to(device);
+  dist.all_reduce_sum(t);
+  t = t.cpu();
+  std::size_t k = 0;
+  for (auto& [name, s] : sums.sums()) {
+    s.first = t[static_cast<std::int64_t>(k++)].item<double>();
+    s.second = t[static_cast<std::int64_t>(k++)].item<double>();
+  }
+  model.train();
+  return sums.values();
+}
+
+bool reached(double value, double target, const std::string& mode) {
+  return mode == "min" ? value <= target : value >= target;
+}
+
+std::string resolve_in(const std::string& dir, const std::string& path) {
+  if (path.empty() || fs::path(path).is_absolute() || dir.empty()) return path;
+  return (fs::path(dir) / path).string();
+}
+
+}  // namespace
+
+TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& info, std::ostream& out) {
+  const int rank = info.env.rank;
+  PerfLogWriter log(out, rank);
+  const bool leader = rank == 0;
+  // Training events come from rank 0 only; each names the line of this file that wrote it.
+  auto event_at = [&](int line, const char* name, const json& value) {
+    if (leader) log.log(name, value, "runtime.cpp", line);
+  };
+#define XPUPERF_EVENT(...) event_at(__LINE__, __VA_ARGS__)
+  const auto init_start = Clock::now();
+  log.log(perflog_event::kInitStart, nullptr, "runtime.cpp", __LINE__);
+
+  // Parameters, checked before any work.
+  const std::int64_t train_batch = positive(cfg, "train_batch_size");
+  const std::int64_t eval_batch = positive(cfg, "eval_batch_size");
+  const std::int64_t max_epochs = non_negative(cfg, "max_epochs", 0);
+  const std::int64_t max_steps = non_negative(cfg, "max_steps", 0);
+  const std::int64_t max_samples = non_negative(cfg, "max_samples_termination", 0);
+  const double time_budget = cfg.get_number("time_budget", 0.0);
+  const std::int64_t eval_every_epochs = non_negative(cfg, "eval_interval_epochs", 1);
+  const std::int64_t eval_every_steps = non_negative(cfg, "eval_interval_steps", 0);
+  const std::int64_t log_freq = non_negative(cfg, "log_freq", 100);
+  const std::int64_t warmup_steps = non_negative(cfg, "warmup_steps", 0);
+  const std::string schedule = cfg.get_string("lr_scheduler", "constant");
+  const double base_lr = cfg.get_number("lr");
+  const std::string target_metric = cfg.get_string("target_metric");
+  const double target_value = cfg.get_number("target_value");
+  const std::string target_mode = cfg.get_string("target_mode", "max");
+  if (target_mode != "max" && target_mode != "min")
+    throw ConfigError(cfg.at("target_mode").source.str() + ": 'target_mode' must be max or min");
+  if (max_epochs == 0 && max_steps == 0 && max_samples == 0 && time_budget <= 0)
+    throw ConfigError("no stop condition: set max_epochs, max_steps, max_samples_termination or time_budget");
+  MixedPrecision mp;
+  try {
+    mp = parse_mixed_precision(cfg.get_string("mixed_precision", "off"));
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(cfg.at("mixed_precision").source.str() + ": " + e.what());
+  }
+  const std::int64_t seed = cfg.get_int("seed", 1234);
+
+  const torch::Device device = choose_device(cfg.get_string("device", "auto"), info.env.local_rank);
+  if (device.is_cuda()) torch::cuda::manual_seed_all(static_cast<std::uint64_t>(seed));
+  torch::manual_seed(static_cast<std::uint64_t>(seed));
+  if (const std::int64_t threads = cfg.get_int("num_threads", 0); threads > 0) {
+    torch::set_num_threads(static_cast<int>(threads));
+  } else {
+    // LibTorch may default to one thread; share the cores between the ranks of this host.
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    torch::set_num_threads(static_cast<int>(std::max(1u, cores / static_cast<unsigned>(info.env.local_world_size))));
+  }
+
+  DistributedOptions dist_options;
+  dist_options.backend = cfg.get_string("dist_backend", "auto");
+  dist_options.timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(cfg.get_number("dist_timeout", 300.0) * 1000));
+  dist_options.bucket_bytes = static_cast<std::int64_t>(cfg.get_number("bucket_size_mb", 25.0) * (1 << 20));
+  auto dist = Distributed::create(info.env, device, dist_options);
+
+  const CaseContext ctx{cfg, device, rank, info.env.world_size};
+  const Datasets data = c.datasets(ctx);
+  auto model = c.model(ctx);
+  const std::string data_dir = cfg.get_string("data_dir", "");
+  if (const std::string init = cfg.get_string("init_checkpoint", ""); !init.empty()) {
+    const std::string path = resolve_in(data_dir, init);
+    if (!fs::exists(path)) throw ConfigError("init_checkpoint '" + path + "' does not exist");
+    torch::serialize::InputArchive archive;
+    archive.load_from(path, device);
+    model->load(archive);
+  }
+  std::vector<torch::Tensor> params = model->parameters();
+  dist->broadcast_parameters(params);
+  auto optimizer = make_optimizer(cfg, *model);
+  std::unique_ptr<LossScaler> scaler;
+  if (mp == MixedPrecision::FP16) scaler = std::make_unique<LossScaler>();
+
+  const std::int64_t samples_per_rank = data::padded_shard_size(data.train->size(), info.env.world_size);
+  const std::int64_t steps_per_epoch = (samples_per_rank + train_batch - 1) / train_batch;
+  std::int64_t total_steps = max_steps > 0 ? max_steps : max_epochs * steps_per_epoch;
+  if (total_steps == 0) total_steps = steps_per_epoch;  // only a sample or time limit: schedule over one epoch
+
+  const double init_time = seconds_since(init_start);
+  log.log(perflog_event::kInitEnd, {{"init_time", init_time}}, "runtime.cpp", __LINE__);
+  XPUPERF_EVENT(perflog_event::kSubmitInfo, {{"case", info.case_name},
+                                             {"vendor", info.vendor},
+                                             {"world_size", info.env.world_size},
+                                             {"device", device.str()},
+                                             {"dist_backend", dist->backend()},
+                                             {"mixed_precision", mixed_precision_name(mp)},
+                                             {"train_data", data.train->description()},
+                                             {"eval_data", data.eval->description()}});
+
+  XPUPERF_EVENT(perflog_event::kTrainStart, nullptr);
+  model->train();
+  std::int64_t global_step = 0, trained_samples = 0, epoch = 0;
+  double train_seconds = 0;  // time in training steps only, evaluation excluded
+  std::map<std::string, double> metrics;
+  std::int64_t metrics_step = -1;
+  bool converged = false;
+  StopReason reason = StopReason::MaxEpochs;
+  bool stop = false;
+  double last_loss = std::nan("");
+
+  auto run_eval = [&] {
+    sync(device);
+    metrics = evaluate(c, *model, *data.eval, eval_batch, device, mp, *dist);
+    metrics_step = global_step;
+    json value = {{"global_steps", global_step}, {"epoch", epoch}};
+    for (const auto& [name, v] : metrics) value[name] = v;
+    XPUPERF_EVENT(perflog_event::kEvaluate, value);
+    auto it = metrics.find(target_metric);
+    if (it == metrics.end())
+      throw ConfigError("target_metric '" + target_metric + "' is not among the metrics the case reports");
+    if (reached(it->second, target_value, target_mode)) {
+      converged = true;
+      reason = StopReason::TargetReached;
+      stop = true;
+    }
+  };
+
+  const data::ShardSpec shard{
+      data.train->size(), rank, info.env.world_size, true, static_cast<std::uint64_t>(seed), true};
+  while (!stop && (max_epochs == 0 || epoch < max_epochs)) {
+    XPUPERF_EVENT(perflog_event::kEpochBegin, {{"epoch", epoch}});
+    const auto indices = data::shard_indices(shard, epoch);
+    auto log_start = Clock::now();
+    std::int64_t log_samples = 0;
+    for (std::size_t start = 0; start < indices.size() && !stop; start += static_cast<std::size_t>(train_batch)) {
+      const auto step_start = Clock::now();
+      const std::size_t end = std::min(indices.size(), start + static_cast<std::size_t>(train_batch));
+      const auto idx = torch::tensor(std::vector<std::int64_t>(indices.begin() + static_cast<std::ptrdiff_t>(start),
+                                                               indices.begin() + static_cast<std::ptrdiff_t>(end)));
+      Batch batch = data.train->get(idx);
+      for (auto& t : batch) t = t.to(device, /*non_blocking=*/true);
+      const double lr = scheduled_lr(schedule, base_lr, global_step, warmup_steps, total_steps);
+      set_lr(*optimizer, lr);
+      optimizer->zero_grad();
+      torch::Tensor loss;
+      {
+        AutocastScope autocast(device, mp);
+        loss = c.forward_step(batch);
+      }
+      (scaler ? scaler->scale(loss) : loss).backward();
+      dist->average_gradients(params);
+      // The same averaged gradients on every rank, so every rank takes the same decision.
+      const bool step_ok = !scaler || scaler->update(scaler->unscale_and_check(params));
+      if (step_ok) optimizer->step();
+
+      ++global_step;
+      const std::int64_t batch_samples = static_cast<std::int64_t>(end - start) * info.env.world_size;
+      trained_samples += batch_samples;
+      log_samples += batch_samples;
+      const bool log_now = log_freq > 0 && global_step % log_freq == 0;
+      if (log_now) last_loss = loss.item<double>();  // synchronises, so the time below is real
+      train_seconds += seconds_since(step_start);
+      if (log_now) {
+        const double elapsed = seconds_since(log_start);
+        json value = {{"epoch", epoch},
+                      {"global_steps", global_step},
+                      {"num_trained_samples", trained_samples},
+                      {"loss", last_loss},
+                      {"lr", lr},
+                      {"samples_per_second", static_cast<double>(log_samples) / elapsed}};
+        if (scaler) value["loss_scale"] = scaler->current_scale();
+        XPUPERF_EVENT(perflog_event::kStepEnd, value);
+        log_start = Clock::now();
+        log_samples = 0;
+      }
+      if (eval_every_steps > 0 && global_step % eval_every_steps == 0) {
+        run_eval();
+        log_start = Clock::now();
+      }
+      if (stop) break;
+      if (max_steps > 0 && global_step >= max_steps) {
+        reason = StopReason::MaxSteps;
+      } else if (max_samples > 0 && trained_samples >= max_samples) {
+        reason = StopReason::MaxSamples;
+      } else if (time_budget > 0 && train_seconds >= time_budget) {
+        reason = StopReason::TimeBudget;
+      } else {
+        continue;
+      }
+      stop = true;
+    }
+    ++epoch;
+    XPUPERF_EVENT(perflog_event::kEpochEnd, {{"epoch", epoch - 1}, {"global_steps", global_step}});
+    if (!stop && eval_every_epochs > 0 && epoch % eval_every_epochs == 0 && metrics_step != global_step) run_eval();
+  }
+  sync(device);
+  XPUPERF_EVENT(perflog_event::kTrainEnd, {{"global_steps", global_step}, {"reason", stop_reason_name(reason)}});
+  if (metrics_step != global_step) run_eval();  // the final metric is always the final model's
+
+  if (const std::string save = cfg.get_string("save_checkpoint", ""); !save.empty() && leader) {
+    torch::serialize::OutputArchive archive;
+    model->save(archive);
+    archive.save_to(save);
+  }
+
+  TrainingOutcome outcome;
+  outcome.reason = reason;
+  outcome.final_metrics = metrics;
+  FinishedInfo& f = outcome.finished;
+  f.e2e_time = seconds_since(info.started);
+  f.init_time = init_time;
+  f.raw_train_time = train_seconds;
+  f.training_samples_per_second = train_seconds > 0 ? static_cast<double>(trained_samples) / train_seconds : 0.0;
+  f.converged = converged;
+  f.final_metric = FinalMetric{target_metric, metrics[target_metric], target_value};
+  f.global_steps = global_step;
+  f.num_trained_samples = trained_samples;
+  f.extra = {{"epochs", epoch}, {"stop_reason", stop_reason_name(reason)}, {"world_size", info.env.world_size}};
+  if (scaler) f.extra["skipped_steps"] = scaler->skipped_steps();
+  XPUPERF_EVENT(perflog_event::kFinished, f.to_json());
+  dist->barrier();  // no rank leaves while another still needs the group
+#undef XPUPERF_EVENT
+  return outcome;
+}
+
+}  // namespace xpuperf::train

@@ -1,0 +1,46 @@
+#pragma once
+// The training loop every case shares: epochs and steps, evaluation, convergence, stop
+// conditions, data parallelism, mixed precision, checkpoints and the PerfLog events.
+
+#include <chrono>
+#include <ostream>
+#include <string>
+
+#include "xpuperf/core/config.h"
+#include "xpuperf/core/perflog.h"
+#include "xpuperf/core/rank_env.h"
+#include "xpuperf/train/training_case.h"
+
+namespace xpuperf::train {
+
+struct RunInfo {
+  std::string case_name;  // "lenet5:libtorch"
+  std::string vendor;
+  RankEnv env;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();  // for e2e_time
+};
+
+// Why training stopped.
+enum class StopReason { TargetReached, MaxEpochs, MaxSteps, MaxSamples, TimeBudget };
+const char* stop_reason_name(StopReason reason);
+
+struct TrainingOutcome {
+  FinishedInfo finished;
+  StopReason reason = StopReason::MaxEpochs;
+  std::map<std::string, double> final_metrics;
+};
+
+// Runs the case to the end. Events go to `out` (rank 0 writes the training events; every rank
+// writes INIT_START/INIT_END). Throws ConfigError for bad parameters, data::DataError for bad
+// data, DistributedError when ranks cannot meet.
+TrainingOutcome run_training(TrainingCase& training_case, const Config& config, const RunInfo& info, std::ostream& out);
+
+// The device a config asks for: "auto" (CUDA device LOCAL_RANK when there is one, else CPU),
+// "cpu" or "cuda".
+torch::Device choose_device(const std::string& name, int local_rank);
+
+// Learning rate at `step` of `total_steps`: linear warm-up, then constant, cosine or linear decay.
+double scheduled_lr(const std::string& schedule, double base_lr, std::int64_t step, std::int64_t warmup_steps,
+                    std::int64_t total_steps);
+
+}  // namespace xpuperf::train

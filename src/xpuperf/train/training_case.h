@@ -1,0 +1,96 @@
+#pragma once
+// What a standard training case provides; the runtime (runtime.h) owns everything else: the
+// loop, events, distribution, precision, evaluation schedule and stopping.
+// FlagPerf's trainer_adapter + evaluator and Rapidformer's providers, as one small class.
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "xpuperf/core/config.h"
+
+namespace xpuperf::train {
+
+// One batch: the tensors a case's forward_step takes (inputs, targets, ...).
+using Batch = std::vector<torch::Tensor>;
+
+// Random access to samples; the runtime shards, shuffles and batches.
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::int64_t size() const = 0;
+  // The samples at `indices` (int64, on the CPU), stacked along dimension 0.
+  virtual Batch get(const torch::Tensor& indices) const = 0;
+  // Where the data came from, e.g. "Fashion-MNIST train, 60000 images from DIR", or
+  // "synthetic (random images)" so results on it are never mistaken for real ones.
+  virtual std::string description() const = 0;
+};
+
+// A dataset held in memory as tensors that share dimension 0.
+class TensorDataset : public Dataset {
+ public:
+  TensorDataset(std::vector<torch::Tensor> tensors, std::string description);
+  std::int64_t size() const override { return tensors_[0].size(0); }
+  Batch get(const torch::Tensor& indices) const override;
+  std::string description() const override { return description_; }
+
+ private:
+  std::vector<torch::Tensor> tensors_;
+  std::string description_;
+};
+
+struct Datasets {
+  std::shared_ptr<Dataset> train;
+  std::shared_ptr<Dataset> eval;
+};
+
+// Metrics as sums over samples: value = sum / count, summed over batches and ranks first.
+class MetricSums {
+ public:
+  void add(const std::string& name, double sum, double count);
+  const std::map<std::string, std::pair<double, double>>& sums() const { return sums_; }
+  std::map<std::string, std::pair<double, double>>& sums() { return sums_; }
+  std::map<std::string, double> values() const;
+
+ private:
+  std::map<std::string, std::pair<double, double>> sums_;
+};
+
+struct CaseContext {
+  const Config& config;
+  torch::Device device;
+  int rank = 0;
+  int world_size = 1;
+};
+
+class TrainingCase {
+ public:
+  virtual ~TrainingCase() = default;
+  // Training and evaluation data (read from config's data_dir, or synthetic when asked).
+  virtual Datasets datasets(const CaseContext& ctx) = 0;
+  // The model, on ctx.device. The case keeps what it needs to run forward_step.
+  virtual std::shared_ptr<torch::nn::Module> model(const CaseContext& ctx) = 0;
+  // The loss of one batch (already on the device), in training mode.
+  virtual torch::Tensor forward_step(const Batch& batch) = 0;
+  // Adds one evaluation batch's metrics (in eval mode, without gradients).
+  virtual void evaluate(const Batch& batch, MetricSums& sums) = 0;
+  // Training FLOPs per sample (forward + backward), for MFU; 0 when unknown.
+  virtual double train_flops_per_sample() const { return 0.0; }
+};
+
+// Registration, so adding a case is adding a folder.
+using TrainingCaseFactory = std::function<std::unique_ptr<TrainingCase>()>;
+bool register_training_case(const std::string& model, const std::string& framework, TrainingCaseFactory factory);
+std::unique_ptr<TrainingCase> make_training_case(const std::string& model, const std::string& framework);
+std::vector<std::string> registered_training_cases();  // "model:framework"
+
+#define XPUPERF_REGISTER_TRAINING_CASE(model, framework, Type)                            \
+  static const bool xpuperf_registered_##Type = ::xpuperf::train::register_training_case( \
+      model, framework, [] { return std::unique_ptr<::xpuperf::train::TrainingCase>(new Type()); })
+
+}  // namespace xpuperf::train
