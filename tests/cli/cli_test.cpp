@@ -2,36 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-#include "xpuperf/core/process.h"
+#include "cli_util.h"
 
 namespace xpuperf {
 namespace {
-
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-// Runs xpuperf in `cwd` (the fixture repo unless given).
-Result xpuperf(std::vector<std::string> args, const std::string& cwd = test::test_path("fixtures/repo")) {
-  test::TempDir dir;
-  ProcessSpec spec;
-  spec.argv = {XPUPERF_BINARY};
-  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-  spec.cwd = cwd;
-  spec.unset_env = {"XPUPERF_ROOT"};
-  spec.log_path = dir.path() + "/out.log";
-  const ExitStatus status = run_process(spec, std::chrono::seconds(30));
-  Result r;
-  r.code = status.kind == ExitStatus::Kind::Exited ? status.code : 128 + status.signal;
-  r.output = test::read_file(spec.log_path);
-  return r;
-}
-
-bool has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST(Cli, HelpAndVersion) {
   const Result help = xpuperf({"--help"});

@@ -1,0 +1,41 @@
+#pragma once
+// Runs the xpuperf binary as a user would, for the command-line tests.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "xpuperf/core/process.h"
+
+namespace xpuperf {
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs xpuperf in `cwd` (the fixture content tree unless given), with `env` added.
+inline Result xpuperf(std::vector<std::string> args, const std::string& cwd = test::test_path("fixtures/repo"),
+                      const std::map<std::string, std::string>& env = {}, double limit_s = 30) {
+  test::TempDir dir;
+  ProcessSpec spec;
+  spec.argv = {XPUPERF_BINARY};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.cwd = cwd;
+  spec.env = env;
+  spec.unset_env = {"XPUPERF_ROOT",     "RANK",        "WORLD_SIZE", "LOCAL_RANK",
+                    "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+  spec.log_path = dir.path() + "/out.log";
+  const ExitStatus status = run_process(spec, std::chrono::duration<double>(limit_s));
+  Result r;
+  r.code = status.kind == ExitStatus::Kind::Exited ? status.code : 128 + status.signal;
+  r.output = test::read_file(spec.log_path);
+  return r;
+}
+
+inline bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace xpuperf

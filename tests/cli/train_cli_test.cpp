@@ -1,0 +1,124 @@
+// `xpuperf train` end to end: real LeNet-5 training on Fashion-MNIST, and the errors a user can cause.
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli_util.h"
+#include "xpuperf/core/perflog.h"
+
+namespace xpuperf {
+namespace {
+
+const char* kData = "/usr/share/datasets/fashion-mnist";
+
+std::vector<std::string> train_args(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"train", "--case", "lenet5", "--vendor", "cpu", "--hardware", "CPU"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::optional<FinishedInfo> finished_of(const std::string& output) {
+  std::istringstream in(output);
+  for (const auto& e : parse_perflog(in).events)
+    if (e.event == "FINISHED") return FinishedInfo::from_json(e.value);
+  return std::nullopt;
+}
+
+class TrainCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(std::string(kData) + "/train-images-idx3-ubyte.gz"))
+      GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+  }
+};
+
+TEST_F(TrainCli, Lenet5ConvergesOnOneProcess) {
+  const Result r = xpuperf(train_args({"--data-dir", kData}), XPUPERF_SOURCE_DIR, {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto f = finished_of(r.output);
+  ASSERT_TRUE(f) << r.output;
+  EXPECT_TRUE(*f->converged);
+  EXPECT_GE(f->final_metric->value, 0.88);
+  EXPECT_EQ(f->final_metric->name, "accuracy");
+  EXPECT_TRUE(has(r.output, "lenet5:libtorch on cpu, 1 rank: CONVERGED (accuracy 0.")) << r.output;
+}
+
+TEST_F(TrainCli, Lenet5ConvergesOnTwoProcesses) {
+  const Result r = xpuperf(train_args({"--nproc", "2", "--data-dir", kData}), XPUPERF_SOURCE_DIR, {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto f = finished_of(r.output);  // rank 0's line, behind its "[rank 0] " prefix
+  ASSERT_TRUE(f) << r.output;
+  EXPECT_TRUE(*f->converged);
+  EXPECT_EQ(f->extra["world_size"], 2);
+  EXPECT_TRUE(has(r.output, "[rank 1] [PerfLog] {\"event\":\"INIT_END\"")) << r.output;
+  EXPECT_TRUE(has(r.output, "2 ranks: CONVERGED")) << r.output;
+}
+
+TEST_F(TrainCli, MissingDataFolder) {
+  const Result r = xpuperf(train_args({"--data-dir", "/no/such/data"}), XPUPERF_SOURCE_DIR);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "xpuperf: error: rank 0: data: data folder '/no/such/data' does not exist")) << r.output;
+}
+
+TEST_F(TrainCli, TruncatedDataFile) {
+  test::TempDir dir;
+  std::filesystem::copy(std::string(kData) + "/t10k-images-idx3-ubyte.gz", dir.path());
+  std::filesystem::copy(std::string(kData) + "/t10k-labels-idx1-ubyte.gz", dir.path());
+  std::filesystem::copy(std::string(kData) + "/train-labels-idx1-ubyte.gz", dir.path());
+  // The first 100 kB of the training images: a download cut short.
+  std::ifstream in(std::string(kData) + "/train-images-idx3-ubyte.gz", std::ios::binary);
+  std::string head(100000, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  std::ofstream(dir.path() + "/train-images-idx3-ubyte.gz", std::ios::binary) << head;
+  const Result r = xpuperf(train_args({"--data-dir", dir.path()}), XPUPERF_SOURCE_DIR);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "train-images-idx3-ubyte.gz: truncated")) << r.output;
+}
+
+TEST_F(TrainCli, DataThatIsNotFashionMnist) {
+  test::TempDir dir;
+  // Well-formed IDX files of 32x32 images: some other dataset.
+  auto idx = [](std::vector<std::uint32_t> shape, std::size_t n) {
+    std::string out = {0, 0, 0x08, static_cast<char>(shape.size())};
+    for (auto d : shape)
+      for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<char>((d >> s) & 0xff));
+    return out + std::string(n, '\1');
+  };
+  for (const char* split : {"train", "t10k"}) {
+    dir.write(std::string(split) + "-images-idx3-ubyte", idx({4, 32, 32}, 4 * 32 * 32));
+    dir.write(std::string(split) + "-labels-idx1-ubyte", idx({4}, 4));
+  }
+  const Result r = xpuperf(train_args({"--data-dir", dir.path()}), XPUPERF_SOURCE_DIR);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "images are 32x32, Fashion-MNIST's are 28x28")) << r.output;
+}
+
+TEST_F(TrainCli, UnknownSetKey) {
+  const Result r = xpuperf(train_args({"--data-dir", kData, "--set", "lerning_rate=0.1"}), XPUPERF_SOURCE_DIR);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "--set lerning_rate=0.1: error: 'lerning_rate' is not a parameter of this case"))
+      << r.output;
+}
+
+TEST_F(TrainCli, ARankWithoutItsPeersTimesOutClearly) {
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = xpuperf(
+      train_args({"--nproc", "2", "--data-dir", kData, "--set", "dist_timeout=2"}), XPUPERF_SOURCE_DIR,
+      {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "rank 1 cannot reach the rendezvous store at 127.0.0.1:1 within 2 s")) << r.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(25));
+}
+
+TEST_F(TrainCli, SeveralNodesNeedALauncher) {
+  const Result r = xpuperf(train_args({"--nnodes", "2", "--data-dir", kData}), XPUPERF_SOURCE_DIR);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "--nnodes 2 needs a launcher")) << r.output;
+}
+
+}  // namespace
+}  // namespace xpuperf

@@ -1,0 +1,166 @@
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "toy_case.h"
+#include "xpuperf/train/distributed.h"
+#include "xpuperf/train/precision.h"
+#include "xpuperf/train/runtime.h"
+
+namespace xpuperf::train {
+namespace {
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+RankEnv env_for(int rank, int world, int port) {
+  RankEnv env;
+  env.rank = env.local_rank = rank;
+  env.world_size = env.local_world_size = world;
+  env.master_port = port;
+  return env;
+}
+
+TEST(LossScaler, SkipsNonFiniteStepsAndBacksOff) {
+  LossScaler scaler(LossScaler::Options{1024.0, 2.0, 0.5, 3});
+  auto p = torch::ones({3}, torch::requires_grad());
+  p.mutable_grad() = torch::tensor({2048.0f, 1024.0f, std::numeric_limits<float>::infinity()});
+  EXPECT_TRUE(scaler.unscale_and_check({p}));
+  EXPECT_FALSE(scaler.update(true));
+  EXPECT_DOUBLE_EQ(scaler.current_scale(), 512.0);
+  EXPECT_EQ(scaler.skipped_steps(), 1);
+  p.mutable_grad() = torch::tensor({1024.0f, 512.0f, std::nanf("")});
+  EXPECT_TRUE(scaler.unscale_and_check({p}));
+}
+
+TEST(LossScaler, UnscalesAndGrowsAfterGoodSteps) {
+  LossScaler scaler(LossScaler::Options{1024.0, 2.0, 0.5, 3});
+  auto p = torch::ones({2}, torch::requires_grad());
+  p.mutable_grad() = torch::tensor({2048.0f, -512.0f});
+  EXPECT_FALSE(scaler.unscale_and_check({p}));
+  EXPECT_TRUE(torch::allclose(p.grad(), torch::tensor({2.0f, -0.5f})));
+  EXPECT_TRUE(scaler.update(false));
+  EXPECT_TRUE(scaler.update(false));
+  EXPECT_DOUBLE_EQ(scaler.current_scale(), 1024.0);
+  EXPECT_TRUE(scaler.update(false));  // the third good step in a row
+  EXPECT_DOUBLE_EQ(scaler.current_scale(), 2048.0);
+  EXPECT_TRUE(torch::allclose(scaler.scale(torch::tensor(1.5f)), torch::tensor(3072.0f)));
+}
+
+TEST(Autocast, ScopesBf16OnTheCpuAndRestores) {
+  auto a = torch::randn({4, 4});
+  {
+    AutocastScope scope(torch::kCPU, MixedPrecision::BF16);
+    EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kBFloat16);
+    {
+      AutocastScope off(torch::kCPU, MixedPrecision::Off);  // "off" leaves the outer scope alone
+      EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kBFloat16);
+    }
+  }
+  EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kFloat);
+  EXPECT_THROW(parse_mixed_precision("fp8"), std::invalid_argument);
+  EXPECT_EQ(parse_mixed_precision("fp16"), MixedPrecision::FP16);
+}
+
+TEST(Buckets, GroupInReverseOrderUpToTheSizeAndByDtype) {
+  std::vector<torch::Tensor> t = {torch::zeros({10}), torch::zeros({10}), torch::zeros({10}),
+                                  torch::zeros({10}, torch::kDouble)};
+  // 40 bytes each as float; a cap of 80 bytes holds two.
+  const auto buckets = plan_buckets(t, 80);
+  ASSERT_EQ(buckets.size(), 3u);
+  EXPECT_EQ(buckets[0], std::vector<std::size_t>{3});  // the double tensor alone
+  EXPECT_EQ(buckets[1], (std::vector<std::size_t>{2, 1}));
+  EXPECT_EQ(buckets[2], std::vector<std::size_t>{0});
+  EXPECT_EQ(plan_buckets(t, 1 << 20).size(), 2u);
+}
+
+// Runs `body(rank)` on two ranks as threads of this process, over a real TCPStore and Gloo.
+template <typename Body>
+void on_two_ranks(Body body) {
+  const int port = free_port();
+  auto r0 = std::async(std::launch::async, [&] { body(0, port); });
+  auto r1 = std::async(std::launch::async, [&] { body(1, port); });
+  r0.get();
+  r1.get();
+}
+
+TEST(Distributed, AveragesGradientsInBucketsAndBroadcastsParameters) {
+  std::vector<torch::Tensor> params_of[2];
+  int buckets[2] = {0, 0};
+  on_two_ranks([&](int rank, int port) {
+    DistributedOptions options;
+    options.bucket_bytes = 64;  // several buckets for these small tensors
+    auto dist = Distributed::create(env_for(rank, 2, port), torch::kCPU, options);
+    EXPECT_EQ(dist->backend(), "gloo");
+    std::vector<torch::Tensor> params = {torch::full({8}, static_cast<float>(rank) + 1.0f, torch::requires_grad()),
+                                         torch::full({20}, static_cast<float>(rank) * 10.0f, torch::requires_grad())};
+    dist->broadcast_parameters(params);
+    params[0].mutable_grad() = torch::full({8}, rank == 0 ? 1.0f : 3.0f);
+    params[1].mutable_grad() = torch::full({20}, rank == 0 ? -2.0f : 4.0f);
+    dist->average_gradients(params);
+    buckets[rank] = dist->last_bucket_count();
+    auto sum = torch::tensor({static_cast<double>(rank + 1)});
+    dist->all_reduce_sum(sum);
+    EXPECT_DOUBLE_EQ(sum.item<double>(), 3.0);
+    params_of[rank] = params;
+    dist->barrier();
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(torch::equal(params_of[rank][0].detach(), torch::full({8}, 1.0f))) << "rank 0's values everywhere";
+    EXPECT_TRUE(torch::equal(params_of[rank][1].detach(), torch::zeros({20})));
+    EXPECT_TRUE(torch::equal(params_of[rank][0].grad(), torch::full({8}, 2.0f)));
+    EXPECT_TRUE(torch::equal(params_of[rank][1].grad(), torch::full({20}, 1.0f)));
+    EXPECT_EQ(buckets[rank], 2);
+  }
+}
+
+TEST(Distributed, TwoRanksEndWithIdenticalParameters) {
+  test::ToyCase cases[2];
+  TrainingOutcome outcomes[2];
+  on_two_ranks([&](int rank, int port) {
+    const Config config = test::toy_config_for("max_epochs: 2\n");
+    RunInfo info;
+    info.case_name = "toy:libtorch";
+    info.env = env_for(rank, 2, port);
+    std::ostringstream out;
+    outcomes[rank] = run_training(cases[rank], config, info, out);
+  });
+  // Each rank read a different shard, yet the averaged gradients keep the models equal.
+  EXPECT_TRUE(torch::equal(cases[0].linear->weight, cases[1].linear->weight));
+  EXPECT_TRUE(torch::equal(cases[0].linear->bias, cases[1].linear->bias));
+  EXPECT_EQ(*outcomes[0].finished.global_steps, 8);  // 256 samples / 2 ranks / 32
+  EXPECT_EQ(*outcomes[0].finished.num_trained_samples, 512);
+  EXPECT_EQ(outcomes[0].final_metrics, outcomes[1].final_metrics);  // metrics reduced over ranks
+}
+
+TEST(Distributed, ARankThatCannotReachTheStoreTimesOutWithAMessage) {
+  DistributedOptions options;
+  options.timeout = std::chrono::milliseconds(1500);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Distributed::create(env_for(1, 2, free_port()), torch::kCPU, options);
+    FAIL() << "expected DistributedError";
+  } catch (const DistributedError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1 cannot reach the rendezvous store at 127.0.0.1:"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+}  // namespace
+}  // namespace xpuperf::train

@@ -1,0 +1,166 @@
+#include "xpuperf/train/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "test_util.h"
+#include "toy_case.h"
+
+namespace xpuperf::train {
+namespace {
+
+struct ToyRun {
+  TrainingOutcome outcome;
+  std::vector<PerfLogEvent> events;
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& e : events) out.push_back(e.event);
+    return out;
+  }
+  std::vector<const PerfLogEvent*> all(const std::string& name) const {
+    std::vector<const PerfLogEvent*> out;
+    for (const auto& e : events)
+      if (e.event == name) out.push_back(&e);
+    return out;
+  }
+};
+
+ToyRun train_toy(const std::string& overrides, test::ToyCase* use = nullptr) {
+  test::ToyCase local;
+  test::ToyCase& c = use ? *use : local;
+  std::ostringstream out;
+  RunInfo info;
+  info.case_name = "toy:libtorch";
+  info.vendor = "cpu";
+  ToyRun run;
+  run.outcome = run_training(c, test::toy_config_for(overrides), info, out);
+  std::istringstream in(out.str());
+  run.events = parse_perflog(in).events;
+  return run;
+}
+
+TEST(Runtime, EmitsTheEventsInOrderWithTheStandardFinishedKeys) {
+  const ToyRun run = train_toy("max_epochs: 2\n");
+  // 256 samples / 32 = 8 steps an epoch, STEP_END every 2.
+  const std::vector<std::string> step_ends(4, "STEP_END");
+  std::vector<std::string> expected = {"INIT_START", "INIT_END", "SUBMIT_INFO", "TRAIN_START"};
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    expected.push_back("EPOCH_BEGIN");
+    expected.insert(expected.end(), step_ends.begin(), step_ends.end());
+    expected.push_back("EPOCH_END");
+    expected.push_back("EVALUATE");
+  }
+  expected.push_back("TRAIN_END");
+  expected.push_back("FINISHED");
+  EXPECT_EQ(run.names(), expected);
+
+  const auto& step = run.all("STEP_END").back()->value;
+  for (const char* key : {"loss", "lr", "samples_per_second", "global_steps", "epoch", "num_trained_samples"})
+    EXPECT_TRUE(step.contains(key)) << key;
+  const nlohmann::json& finished = run.events.back().value;
+  for (const char* key :
+       {"e2e_time", "init_time", "raw_train_time", "training_samples_per_second", "training_sequences_per_second",
+        "converged", "final_metric", "global_steps", "num_trained_samples"})
+    EXPECT_TRUE(finished.contains(key)) << key;
+  EXPECT_EQ(finished["global_steps"], 16);
+  EXPECT_EQ(finished["num_trained_samples"], 512);
+  EXPECT_EQ(finished["converged"], false);
+  EXPECT_EQ(finished["final_metric"]["name"], "accuracy");
+  EXPECT_EQ(finished["final_metric"]["target"], 1.1);
+  EXPECT_EQ(finished["stop_reason"], "max_epochs");
+  EXPECT_EQ(run.outcome.reason, StopReason::MaxEpochs);
+  EXPECT_GT(*run.outcome.finished.training_samples_per_second, 0.0);
+  EXPECT_LE(*run.outcome.finished.raw_train_time, *run.outcome.finished.e2e_time);
+}
+
+TEST(Runtime, StopsWhenTheTargetIsReached) {
+  const ToyRun run = train_toy("target_value: 0.9\nmax_epochs: 50\n");
+  EXPECT_EQ(run.outcome.reason, StopReason::TargetReached);
+  EXPECT_TRUE(*run.outcome.finished.converged);
+  EXPECT_GE(run.outcome.finished.final_metric->value, 0.9);
+  EXPECT_LT(run.all("EVALUATE").size(), 50u);
+  EXPECT_EQ(run.all("EVALUATE").size(), run.all("EPOCH_END").size());  // no extra evaluation at the end
+}
+
+TEST(Runtime, StopsAtMaxStepsAndEvaluatesTheFinalModel) {
+  const ToyRun run = train_toy("max_steps: 5\n");
+  EXPECT_EQ(run.outcome.reason, StopReason::MaxSteps);
+  EXPECT_EQ(*run.outcome.finished.global_steps, 5);
+  const auto names = run.names();
+  EXPECT_EQ(names[names.size() - 3], "TRAIN_END");
+  EXPECT_EQ(names[names.size() - 2], "EVALUATE");
+  EXPECT_EQ(run.all("EVALUATE").back()->value["global_steps"], 5);
+}
+
+TEST(Runtime, StopsAtMaxSamples) {
+  const ToyRun run = train_toy("max_samples_termination: 100\n");
+  EXPECT_EQ(run.outcome.reason, StopReason::MaxSamples);
+  EXPECT_EQ(*run.outcome.finished.global_steps, 4);  // ceil(100 / 32)
+  EXPECT_EQ(*run.outcome.finished.num_trained_samples, 128);
+}
+
+TEST(Runtime, StopsWhenTheTimeBudgetIsSpent) {
+  const ToyRun run = train_toy("time_budget: 0.000001\n");
+  EXPECT_EQ(run.outcome.reason, StopReason::TimeBudget);
+  EXPECT_EQ(*run.outcome.finished.global_steps, 1);
+}
+
+TEST(Runtime, EvaluatesEveryNSteps) {
+  const ToyRun run = train_toy("max_steps: 7\neval_interval_steps: 3\neval_interval_epochs: 0\n");
+  std::vector<int> at;
+  for (const auto* e : run.all("EVALUATE")) at.push_back(e->value["global_steps"].get<int>());
+  EXPECT_EQ(at, (std::vector<int>{3, 6, 7}));
+}
+
+TEST(Runtime, NeedsAStopCondition) {
+  try {
+    train_toy("max_epochs: 0\n");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no stop condition"), std::string::npos);
+  }
+}
+
+TEST(Runtime, BadParametersNameTheirSource) {
+  try {
+    train_toy("mixed_precision: fp8\n");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("test:1: 'mixed_precision' must be off, bf16 or fp16"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(train_toy("train_batch_size: 0\n"), ConfigError);
+  EXPECT_THROW(train_toy("target_metric: bleu\n"), ConfigError);
+  EXPECT_THROW(train_toy("device: tpu\n"), ConfigError);
+}
+
+TEST(Runtime, Bf16AutocastTrainsOnTheCpu) {
+  const ToyRun run = train_toy("mixed_precision: bf16\ntarget_value: 0.85\nmax_epochs: 30\n");
+  EXPECT_TRUE(*run.outcome.finished.converged);
+  EXPECT_EQ(run.all("SUBMIT_INFO")[0]->value["mixed_precision"], "bf16");
+}
+
+TEST(Runtime, SavesAndLoadsCheckpoints) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/toy.pt";
+  test::ToyCase first;
+  train_toy("max_steps: 3\nsave_checkpoint: " + path + "\n", &first);
+  test::ToyCase second;
+  train_toy("max_steps: 1\nlr: 0.0\ninit_checkpoint: " + path + "\n", &second);  // lr 0: the step changes nothing
+  EXPECT_TRUE(torch::equal(first.linear->weight, second.linear->weight));
+  EXPECT_THROW(train_toy("max_steps: 1\ninit_checkpoint: /no/such.pt\n"), ConfigError);
+}
+
+TEST(Runtime, LearningRateSchedules) {
+  EXPECT_DOUBLE_EQ(scheduled_lr("constant", 0.1, 50, 0, 100), 0.1);
+  EXPECT_DOUBLE_EQ(scheduled_lr("cosine", 0.1, 0, 0, 100), 0.1);
+  EXPECT_NEAR(scheduled_lr("cosine", 0.1, 50, 0, 100), 0.05, 1e-12);
+  EXPECT_NEAR(scheduled_lr("cosine", 0.1, 100, 0, 100), 0.0, 1e-12);
+  EXPECT_NEAR(scheduled_lr("linear", 0.1, 75, 0, 100), 0.025, 1e-12);
+  EXPECT_NEAR(scheduled_lr("constant", 0.1, 4, 10, 100), 0.05, 1e-12);  // warm-up: (4+1)/10
+  EXPECT_THROW(scheduled_lr("step", 0.1, 50, 0, 100), ConfigError);
+}
+
+}  // namespace
+}  // namespace xpuperf::train
