@@ -41,6 +41,13 @@ macro(xpuperf_find_optional_torch)
       if(XPUPERF_HAVE_CUDA AND EXISTS "${TORCH_INSTALL_PREFIX}/lib/libtorch_cuda.so")
         set(XPUPERF_HAVE_NCCL ON)
       endif()
+      # ProcessGroupGloo's header needs Gloo's headers, which PyTorch wheels do not ship
+      # (Debian: libgloo-dev). Without them the gloo backend is left out.
+      find_path(XPUPERF_GLOO_INCLUDE_DIR gloo/algorithm.h)
+      set(XPUPERF_HAVE_GLOO OFF)
+      if(XPUPERF_GLOO_INCLUDE_DIR)
+        set(XPUPERF_HAVE_GLOO ON)
+      endif()
     elseif(XPUPERF_WITH_TORCH STREQUAL "ON")
       message(FATAL_ERROR "XPUPERF_WITH_TORCH=ON but LibTorch was not found: install Debian's "
                           "libtorch-dev or add PyTorch's torch.utils.cmake_prefix_path to CMAKE_PREFIX_PATH")

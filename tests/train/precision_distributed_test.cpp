@@ -90,6 +90,9 @@ TEST(Buckets, GroupInReverseOrderUpToTheSizeAndByDtype) {
 }
 
 // Runs `body(rank)` on two ranks as threads of this process, over a real TCPStore and Gloo.
+#define SKIP_WITHOUT_GLOO() \
+  if (!Distributed::has_backend("gloo")) GTEST_SKIP() << "this build has no Gloo"
+
 template <typename Body>
 void on_two_ranks(Body body) {
   const int port = free_port();
@@ -100,6 +103,7 @@ void on_two_ranks(Body body) {
 }
 
 TEST(Distributed, AveragesGradientsInBucketsAndBroadcastsParameters) {
+  SKIP_WITHOUT_GLOO();
   std::vector<torch::Tensor> params_of[2];
   int buckets[2] = {0, 0};
   on_two_ranks([&](int rank, int port) {
@@ -130,6 +134,7 @@ TEST(Distributed, AveragesGradientsInBucketsAndBroadcastsParameters) {
 }
 
 TEST(Distributed, TwoRanksEndWithIdenticalParameters) {
+  SKIP_WITHOUT_GLOO();
   test::ToyCase cases[2];
   TrainingOutcome outcomes[2];
   on_two_ranks([&](int rank, int port) {

@@ -1,5 +1,8 @@
 #include "test_util.h"
 
+#include <ftw.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,8 +24,11 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
+  // nftw, not std::filesystem::remove_all: PyTorch 2.x's libraries export their own copy of
+  // remove_all, which crashed here when a test binary linked LibTorch.
+  ::nftw(
+      path_.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
+      FTW_DEPTH | FTW_PHYS);
 }
 
 std::string TempDir::write(const std::string& relative, const std::string& text) const {
@@ -64,3 +70,25 @@ std::string compare_golden(const std::string& name, const std::string& actual) {
 }
 
 }  // namespace xpuperf::test
+
+// A crashing test prints where it crashed (the GPU machine has no debugger).
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
+
+namespace {
+void print_backtrace(int sig) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  const char header[] = "\n*** test crashed; backtrace:\n";
+  (void)!write(2, header, sizeof header - 1);
+  backtrace_symbols_fd(frames, n, 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+const bool backtrace_installed = [] {
+  signal(SIGSEGV, print_backtrace);
+  signal(SIGABRT, print_backtrace);
+  return true;
+}();
+}  // namespace

@@ -1,7 +1,9 @@
 #include "xpuperf/train/distributed.h"
 
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef XPUPERF_HAVE_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #ifdef XPUPERF_HAVE_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -36,6 +38,7 @@ struct GroupCollectives : Distributed::Collectives {
   c10::intrusive_ptr<c10d::Work> barrier() override { return group->barrier(); }
 };
 
+#ifdef XPUPERF_HAVE_GLOO
 std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
@@ -43,12 +46,23 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
   if (env.world_size == env.local_world_size) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
+#endif
 
 std::string where(const RankEnv& env) {
   return env.master_addr + ":" + std::to_string(env.master_port);
 }
 
 }  // namespace
+
+bool Distributed::has_backend(const std::string& name) {
+#ifdef XPUPERF_HAVE_GLOO
+  if (name == "gloo") return true;
+#endif
+#ifdef XPUPERF_HAVE_NCCL
+  if (name == "nccl") return true;
+#endif
+  return false;
+}
 
 std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<torch::Tensor>& tensors,
                                                    std::int64_t bucket_bytes) {
@@ -106,11 +120,15 @@ std::unique_ptr<Distributed> Distributed::create(const RankEnv& env, torch::Devi
 
   try {
     if (backend == "gloo") {
+#ifdef XPUPERF_HAVE_GLOO
       auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
       gloo_options->devices.push_back(gloo_device(env));
       gloo_options->threads = 2;
       auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, gloo_options);
       dist->collectives_ = std::make_shared<GroupCollectives<c10d::ProcessGroupGloo>>(group);
+#else
+      throw DistributedError("this build of xpuperf has no Gloo (its headers were missing); use dist_backend: nccl");
+#endif
     } else {
 #ifdef XPUPERF_HAVE_NCCL
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();

@@ -32,6 +32,8 @@ class Distributed {
   static std::unique_ptr<Distributed> create(const RankEnv& env, torch::Device device,
                                              const DistributedOptions& options);
   virtual ~Distributed() = default;
+  // Whether this build has the backend ("gloo", "nccl").
+  static bool has_backend(const std::string& name);
 
   int rank() const { return env_.rank; }
   int world_size() const { return env_.world_size; }

@@ -272,15 +272,14 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       data.train->size(), rank, info.env.world_size, true, static_cast<std::uint64_t>(seed), true};
   while (!stop && (max_epochs == 0 || epoch < max_epochs)) {
     XPUPERF_EVENT(perflog_event::kEpochBegin, {{"epoch", epoch}});
-    const auto indices = data::shard_indices(shard, epoch);
+    const auto indices = torch::tensor(data::shard_indices(shard, epoch));  // batches are views of it
+    const std::int64_t epoch_samples = indices.size(0);
     auto log_start = Clock::now();
     std::int64_t log_samples = 0;
-    for (std::size_t start = 0; start < indices.size() && !stop; start += static_cast<std::size_t>(train_batch)) {
+    for (std::int64_t start = 0; start < epoch_samples && !stop; start += train_batch) {
       const auto step_start = Clock::now();
-      const std::size_t end = std::min(indices.size(), start + static_cast<std::size_t>(train_batch));
-      const auto idx = torch::tensor(std::vector<std::int64_t>(indices.begin() + static_cast<std::ptrdiff_t>(start),
-                                                               indices.begin() + static_cast<std::ptrdiff_t>(end)));
-      Batch batch = data.train->get(idx);
+      const std::int64_t end = std::min(epoch_samples, start + train_batch);
+      Batch batch = data.train->get(indices.slice(0, start, end));
       for (auto& t : batch) t = t.to(device, /*non_blocking=*/true);
       const double lr = scheduled_lr(schedule, base_lr, global_step, warmup_steps, total_steps);
       set_lr(*optimizer, lr);
@@ -297,7 +296,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       if (step_ok) optimizer->step();
 
       ++global_step;
-      const std::int64_t batch_samples = static_cast<std::int64_t>(end - start) * info.env.world_size;
+      const std::int64_t batch_samples = (end - start) * info.env.world_size;
       trained_samples += batch_samples;
       log_samples += batch_samples;
       const bool log_now = log_freq > 0 && global_step % log_freq == 0;
