@@ -133,6 +133,58 @@ TEST(Distributed, AveragesGradientsInBucketsAndBroadcastsParameters) {
   }
 }
 
+TEST(Distributed, OverlappedReductionAveragesDuringBackward) {
+  SKIP_WITHOUT_GLOO();
+  std::vector<torch::Tensor> grads_of[2][2];
+  bool overlapping[2] = {false, false};
+  on_two_ranks([&](int rank, int port) {
+    DistributedOptions options;
+    options.bucket_bytes = 64;
+    auto dist = Distributed::create(env_for(rank, 2, port), torch::kCPU, options);
+    std::vector<torch::Tensor> params = {torch::ones({8}, torch::requires_grad()),
+                                         torch::ones({20}, torch::requires_grad())};
+    dist->attach_gradient_hooks(params);
+    const float scale = static_cast<float>(rank) + 1.0f;
+    for (int step = 0; step < 2; ++step) {  // the buffers are reused from step to step
+      for (auto& p : params)
+        if (p.grad().defined()) p.mutable_grad().zero_();
+      dist->begin_step();
+      ((params[0] * scale).sum() + (params[1] * (2.0f * scale + static_cast<float>(step))).sum()).backward();
+      dist->finish_step(params);
+      grads_of[rank][step] = {params[0].grad().clone(), params[1].grad().clone()};
+    }
+    overlapping[rank] = dist->overlapping();
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(overlapping[rank]);
+    EXPECT_TRUE(torch::equal(grads_of[rank][0][0], torch::full({8}, 1.5f)));
+    EXPECT_TRUE(torch::equal(grads_of[rank][0][1], torch::full({20}, 3.0f)));
+    EXPECT_TRUE(torch::equal(grads_of[rank][1][1], torch::full({20}, 4.0f)));
+  }
+}
+
+TEST(Distributed, TwoBackwardPassesInOneStepFallBackToReducingAfterBackward) {
+  SKIP_WITHOUT_GLOO();
+  torch::Tensor grad_of[2];
+  bool overlapping[2] = {true, true};
+  on_two_ranks([&](int rank, int port) {
+    auto dist = Distributed::create(env_for(rank, 2, port), torch::kCPU, DistributedOptions{});
+    std::vector<torch::Tensor> params = {torch::ones({4}, torch::requires_grad())};
+    dist->attach_gradient_hooks(params);
+    dist->begin_step();
+    // Two backward passes (gradient accumulation): the gradient arrives in two parts, (rank + 1) and 1.
+    (params[0] * (static_cast<float>(rank) + 1.0f)).sum().backward();
+    params[0].sum().backward();
+    dist->finish_step(params);
+    grad_of[rank] = params[0].grad().clone();
+    overlapping[rank] = dist->overlapping();
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_FALSE(overlapping[rank]);
+    EXPECT_TRUE(torch::equal(grad_of[rank], torch::full({4}, 2.5f))) << grad_of[rank];
+  }
+}
+
 TEST(Distributed, TwoRanksEndWithIdenticalParameters) {
   SKIP_WITHOUT_GLOO();
   test::ToyCase cases[2];

@@ -9,6 +9,7 @@
 #endif
 
 #include <cstdlib>
+#include <mutex>
 
 #include "xpuperf/core/log.h"
 
@@ -199,6 +200,132 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& params) {
     }
   }
   last_buckets_ = static_cast<int>(buckets.size());
+}
+
+// The state of overlapped gradient reduction (attach_gradient_hooks).
+struct Distributed::Reducer {
+  std::vector<torch::Tensor> params;
+  std::vector<std::vector<std::size_t>> buckets;
+  std::vector<std::size_t> bucket_of;                // per parameter
+  std::vector<std::int64_t> offset_of;               // per parameter, in its bucket's flat buffer
+  std::vector<torch::Tensor> flats;                  // per bucket, allocated once
+  std::vector<int> missing;                          // per bucket: gradients not yet arrived this step
+  std::vector<char> arrived;                         // per parameter
+  std::vector<c10::intrusive_ptr<c10d::Work>> work;  // per bucket, this step
+  std::size_t next_launch = 0;                       // buckets start strictly in order
+  bool enabled = true;
+  bool arrived_twice = false;
+  std::mutex mutex;  // hooks may run on autograd's device threads
+
+  // Starts every full bucket from `next_launch` on, in order.
+  void launch_ready(Collectives& collectives) {
+    while (next_launch < buckets.size() && missing[next_launch] == 0) {
+      std::vector<at::Tensor> t{flats[next_launch]};
+      work[next_launch] = collectives.allreduce(t, c10d::ReduceOp::SUM);
+      ++next_launch;
+    }
+  }
+};
+
+void Distributed::attach_gradient_hooks(const std::vector<torch::Tensor>& params) {
+  if (!collectives_) return;
+  auto r = std::make_shared<Reducer>();
+  r->params = params;
+  r->buckets = plan_buckets(params, options_.bucket_bytes);
+  r->bucket_of.resize(params.size());
+  r->offset_of.resize(params.size());
+  for (std::size_t b = 0; b < r->buckets.size(); ++b) {
+    std::int64_t offset = 0;
+    for (std::size_t k : r->buckets[b]) {
+      r->bucket_of[k] = b;
+      r->offset_of[k] = offset;
+      offset += params[k].numel();
+    }
+    r->flats.push_back(torch::zeros({offset}, params[r->buckets[b][0]].options().requires_grad(false)));
+  }
+  r->work.resize(r->buckets.size());
+  r->arrived.assign(params.size(), 0);
+  r->missing.assign(r->buckets.size(), 0);
+  std::weak_ptr<Reducer> weak = r;
+  std::shared_ptr<Collectives> collectives = collectives_;
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    params[k].register_hook([weak, collectives, k](const torch::Tensor& grad) {
+      auto reducer = weak.lock();
+      if (!reducer) return;
+      std::lock_guard<std::mutex> lock(reducer->mutex);
+      if (!reducer->enabled) return;
+      if (reducer->arrived[k]) {
+        reducer->arrived_twice = true;
+        return;
+      }
+      reducer->arrived[k] = 1;
+      const std::size_t b = reducer->bucket_of[k];
+      const std::int64_t offset = reducer->offset_of[k];
+      torch::NoGradGuard no_grad;
+      reducer->flats[b].slice(0, offset, offset + grad.numel()).copy_(grad.reshape(-1));
+      if (--reducer->missing[b] == 0) reducer->launch_ready(*collectives);
+    });
+  }
+  reducer_ = r;
+}
+
+bool Distributed::overlapping() const {
+  return reducer_ && reducer_->enabled;
+}
+
+void Distributed::begin_step() {
+  if (!overlapping()) return;
+  std::lock_guard<std::mutex> lock(reducer_->mutex);
+  Reducer& r = *reducer_;
+  std::fill(r.arrived.begin(), r.arrived.end(), 0);
+  for (std::size_t b = 0; b < r.buckets.size(); ++b) {
+    r.missing[b] = static_cast<int>(r.buckets[b].size());
+    r.work[b].reset();
+  }
+  r.next_launch = 0;
+}
+
+void Distributed::finish_step(const std::vector<torch::Tensor>& params) {
+  if (!reducer_ || !reducer_->enabled) return average_gradients(params);
+  Reducer& r = *reducer_;
+  {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    torch::NoGradGuard no_grad;
+    // Parameters the step did not use sent no gradient: they take part as zeros.
+    for (std::size_t k = 0; k < r.params.size(); ++k) {
+      if (r.arrived[k]) continue;
+      const std::size_t b = r.bucket_of[k];
+      r.flats[b].slice(0, r.offset_of[k], r.offset_of[k] + r.params[k].numel()).zero_();
+      r.arrived[k] = 1;
+      --r.missing[b];
+    }
+    r.launch_ready(*collectives_);
+  }
+  for (auto& w : r.work)
+    if (w) w->wait();
+  if (r.arrived_twice) {
+    // The early copies missed later contributions; the accumulated .grad is complete, so
+    // reduce from it. Every rank runs the same graph, so every rank takes this path.
+    r.enabled = false;
+    log::warning(
+        "a parameter received gradients from two backward passes in one step; gradient all-reduce no "
+        "longer overlaps with backward");
+    return average_gradients(r.params);
+  }
+  const double inv_world = 1.0 / env_.world_size;
+  torch::NoGradGuard no_grad;
+  for (std::size_t b = 0; b < r.buckets.size(); ++b) {
+    r.flats[b].mul_(inv_world);
+    for (std::size_t k : r.buckets[b]) {
+      auto& p = r.params[k];
+      const auto slice = r.flats[b].slice(0, r.offset_of[k], r.offset_of[k] + p.numel()).view_as(p);
+      if (!p.grad().defined())
+        p.mutable_grad() = slice.clone();
+      else
+        p.mutable_grad().copy_(slice);
+    }
+  }
+  last_buckets_ = static_cast<int>(r.buckets.size());
 }
 
 void Distributed::all_reduce_sum(torch::Tensor& tensor) {

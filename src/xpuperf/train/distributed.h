@@ -41,8 +41,23 @@ class Distributed {
 
   // Rank 0's values everywhere, so all ranks start from the same model.
   void broadcast_parameters(const std::vector<torch::Tensor>& params);
-  // Averages the gradients over ranks, in buckets of `bucket_bytes` launched together.
+  // Averages the gradients over ranks, in buckets of `bucket_bytes` launched together, after
+  // backward has finished.
   void average_gradients(const std::vector<torch::Tensor>& params);
+
+  // The same, overlapped with backward: hooks copy each gradient into its bucket as autograd
+  // produces it, and a bucket's all-reduce starts as soon as it is full (buckets start in the
+  // same order on every rank). Call attach once, begin_step before each backward and
+  // finish_step after it. (Autograd sums a parameter's gradients before its hook runs, so a
+  // parameter used twice is fine.) A gradient that arrives twice in one step, from several
+  // backward passes, cannot be reduced early: that step is redone with average_gradients and
+  // overlap is turned off for the rest of the run.
+  void attach_gradient_hooks(const std::vector<torch::Tensor>& params);
+  void begin_step();
+  // Leaves the averaged gradients in params' .grad (through average_gradients when no hooks
+  // are attached or overlap was turned off).
+  void finish_step(const std::vector<torch::Tensor>& params);
+  bool overlapping() const;
   // Sums in place over ranks.
   void all_reduce_sum(torch::Tensor& tensor);
   // Max in place over ranks.
@@ -61,6 +76,8 @@ class Distributed {
   DistributedOptions options_;
   std::string backend_ = "none";
   std::shared_ptr<Collectives> collectives_;
+  struct Reducer;
+  std::shared_ptr<Reducer> reducer_;
   int last_buckets_ = 0;
 };
 

@@ -220,6 +220,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   }
   std::vector<torch::Tensor> params = model->parameters();
   dist->broadcast_parameters(params);
+  if (cfg.get_bool("overlap_grad_reduce", true)) dist->attach_gradient_hooks(params);
   auto optimizer = make_optimizer(cfg, *model);
   std::unique_ptr<LossScaler> scaler;
   if (mp == MixedPrecision::FP16) scaler = std::make_unique<LossScaler>();
@@ -284,13 +285,14 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       const double lr = scheduled_lr(schedule, base_lr, global_step, warmup_steps, total_steps);
       set_lr(*optimizer, lr);
       optimizer->zero_grad();
+      dist->begin_step();
       torch::Tensor loss;
       {
         AutocastScope autocast(device, mp);
         loss = c.forward_step(batch);
       }
       (scaler ? scaler->scale(loss) : loss).backward();
-      dist->average_gradients(params);
+      dist->finish_step(params);  // gradients averaged over ranks (reduced during backward when overlapping)
       // The same averaged gradients on every rank, so every rank takes the same decision.
       const bool step_ok = !scaler || scaler->update(scaler->unscale_and_check(params));
       if (step_ok) optimizer->step();
