@@ -35,5 +35,7 @@ void add_check_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
 void add_config_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_list_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_train_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_node_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_run_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace xpuperf::cli

@@ -8,9 +8,14 @@ namespace xpuperf::log {
 
 namespace {
 
+std::shared_ptr<spdlog::sinks::sink>& console_sink() {
+  static std::shared_ptr<spdlog::sinks::sink> sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  return sink;
+}
+
 std::shared_ptr<spdlog::logger>& logger() {
   static std::shared_ptr<spdlog::logger> instance = [] {
-    auto l = std::make_shared<spdlog::logger>("xpuperf", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    auto l = std::make_shared<spdlog::logger>("xpuperf", console_sink());
     l->set_pattern("%Y-%m-%d %H:%M:%S.%e [%^%l%$] %v");
     l->set_level(spdlog::level::info);
     l->flush_on(spdlog::level::info);
@@ -51,6 +56,10 @@ bool parse_level(const std::string& name, Level& level) {
 
 void set_level(Level level) {
   logger()->set_level(to_spdlog(level));
+}
+
+void set_console_level(Level level) {
+  console_sink()->set_level(to_spdlog(level));
 }
 
 void add_file(const std::string& path) {

@@ -13,6 +13,8 @@ bool parse_level(const std::string& name, Level& level);
 void set_level(Level level);
 // Also write every message to `path` (appended), e.g. the run's xpuperf_run.log.
 void add_file(const std::string& path);
+// Only messages at or above `level` reach stderr (files still get every message at the level).
+void set_console_level(Level level);
 
 void debug(const std::string& message);
 void info(const std::string& message);

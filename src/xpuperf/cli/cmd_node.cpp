@@ -1,0 +1,32 @@
+// `xpuperf node`: the node agent of one round (started by a launcher, not usually by hand).
+
+#include "xpuperf/cli/commands.h"
+#include "xpuperf/launch/node_agent.h"
+
+namespace xpuperf::cli {
+
+void add_node_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
+  auto* cmd = app.add_subcommand("node", "Run one round's ranks on this host (started by `xpuperf run`'s launchers)");
+  cmd->footer(
+      "Writes config.yaml, sys_info.json, rank<k>.out.log and node_status.json into --out.\n"
+      "Exit codes: 0 all ranks ok, 1 a rank failed, 2 bad input, 124 time limit, 130 stopped by a signal.");
+  auto request = std::make_shared<NodeRequest>();
+  cmd->add_option("--case-key", request->case_key, "model:framework:hardware:nnodes:nproc:repeat")->required();
+  cmd->add_option("--vendor", request->vendor, "Vendor")->required();
+  cmd->add_option("--data-dir", request->data_dir, "Data folder of the case")->required();
+  cmd->add_option("--node-rank", request->node_rank, "This node's rank")->capture_default_str();
+  cmd->add_option("--master-addr", request->master_addr, "Rendezvous host (node 0)")->capture_default_str();
+  cmd->add_option("--master-port", request->master_port, "Rendezvous port")->capture_default_str();
+  cmd->add_option("--out", request->out_dir, "This node's folder of the round")->required();
+  cmd->add_option("--time-limit", request->time_limit_s, "Seconds before the ranks are stopped (0: none)");
+  cmd->add_option("--visible-devices-env", request->visible_devices_env, "The vendor's device-visibility variable")
+      ->capture_default_str();
+  cmd->add_flag("--echo", request->echo, "Also print the ranks' output, prefixed with [rank k]");
+  cmd->callback([&global, &exit_code, request] {
+    request->root = find_repo(global).root();
+    if (request->root.empty()) request->root = ".";
+    exit_code = run_node(*request);
+  });
+}
+
+}  // namespace xpuperf::cli

@@ -1,0 +1,164 @@
+#include "xpuperf/launch/node_agent.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "xpuperf/core/process.h"
+#include "xpuperf/core/rank_env.h"
+#include "xpuperf/core/repo.h"
+#include "xpuperf/core/training_config.h"
+#include "xpuperf/launch/sys_info.h"
+
+namespace xpuperf {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+}
+
+void write_json(const std::string& path, const json& value) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << value.dump(2) << "\n";
+  fs::rename(tmp, path);  // readers never see half a file
+}
+
+json exit_json(const ExitStatus& s) {
+  json j = {{"description", s.describe()}, {"timed_out", s.timed_out}, {"stopped", s.stopped}};
+  if (s.kind == ExitStatus::Kind::Exited)
+    j["exit_code"] = s.code;
+  else
+    j["signal"] = s.signal;
+  return j;
+}
+
+}  // namespace
+
+int run_node(const NodeRequest& request) {
+  std::error_code ec;
+  fs::create_directories(request.out_dir, ec);
+  if (ec) {
+    std::cerr << "xpuperf node: cannot create " << request.out_dir << ": " << ec.message() << "\n";
+    return kNodeBadInput;
+  }
+  const std::string status_path = request.out_dir + "/node_status.json";
+  json status = {{"node_rank", request.node_rank}, {"case", request.case_key}, {"ranks", json::array()}};
+  auto finish = [&](int code, const std::string& reason) {
+    status["exit_code"] = code;
+    status["ok"] = code == kNodeOk;
+    status["reason"] = reason;
+    write_json(status_path, status);
+    return code;
+  };
+
+  write_json(request.out_dir + "/sys_info.json", collect_sys_info());
+
+  Diagnostics diags;
+  const auto key = parse_case_key(request.case_key, {"--case-key", 0}, diags);
+  std::optional<Config> config;
+  if (key) {
+    TrainingConfigRequest config_request;
+    config_request.key = *key;
+    config_request.vendor = request.vendor;
+    config_request.data_dir = request.data_dir;
+    config_request.where = {"plan", 0};
+    config = load_training_config(Repo(request.root), config_request, diags);
+  }
+  if (!config) return finish(kNodeBadInput, "config: " + diags.format(Severity::Error));
+  std::ofstream(request.out_dir + "/config.yaml")
+      << config->to_annotated_yaml("merged config of " + key->str() + ", vendor " + request.vendor);
+
+  // The ranks of this node: global rank = node_rank * nproc + local rank.
+  std::string visible;
+  for (int i = 0; i < key->nproc; ++i) visible += (i ? "," : "") + std::to_string(i);
+  std::vector<std::unique_ptr<Process>> ranks;
+  std::vector<int> global_ranks;
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  for (int local = 0; local < key->nproc; ++local) {
+    RankEnv env;
+    env.rank = request.node_rank * key->nproc + local;
+    env.local_rank = local;
+    env.world_size = key->world_size();
+    env.local_world_size = key->nproc;
+    env.node_rank = request.node_rank;
+    env.master_addr = request.master_addr;
+    env.master_port = request.master_port;
+    ProcessSpec spec;
+    spec.argv = {"/proc/self/exe", "--root",
+                 request.root,     "train",
+                 "--case",         key->model,
+                 "--framework",    key->framework,
+                 "--vendor",       request.vendor,
+                 "--hardware",     key->hardware,
+                 "--nnodes",       std::to_string(key->nnodes),
+                 "--nproc",        std::to_string(key->nproc),
+                 "--data-dir",     request.data_dir};
+    spec.env = env.to_env();
+    spec.env[request.visible_devices_env] = visible;
+    spec.log_path = request.out_dir + "/rank" + std::to_string(env.rank) + ".out.log";
+    spec.echo = request.echo;
+    spec.echo_prefix = "[rank " + std::to_string(env.rank) + "] ";
+    try {
+      ranks.push_back(Process::start(spec));
+      global_ranks.push_back(env.rank);
+    } catch (const ProcessError& e) {
+      for (auto& r : ranks) r->stop(std::chrono::seconds(5));
+      return finish(kNodeBadInput, std::string("cannot start rank ") + std::to_string(env.rank) + ": " + e.what());
+    }
+  }
+
+  // Wait for all ranks; the first failure, the time limit or a signal stops the rest.
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::optional<ExitStatus>> ended(ranks.size());
+  int code = kNodeOk;
+  std::string reason = "all ranks exited with code 0";
+  while (true) {
+    bool all_done = true;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (ended[i]) continue;
+      if (ranks[i]->running()) {
+        all_done = false;
+        continue;
+      }
+      ended[i] = ranks[i]->wait();
+      if (!ended[i]->ok() && code == kNodeOk) {
+        code = kNodeRankFailed;
+        reason = "rank " + std::to_string(global_ranks[i]) + " " + ended[i]->describe();
+      }
+    }
+    if (all_done || code != kNodeOk) break;
+    if (g_stop_signal != 0) {
+      code = kNodeInterrupted;
+      reason = std::string("stopped by signal ") + std::to_string(g_stop_signal.load());
+      break;
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (request.time_limit_s > 0 && elapsed > request.time_limit_s) {
+      code = kNodeTimedOut;
+      reason = "time limit of " + std::to_string(static_cast<long long>(request.time_limit_s)) + " s passed";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    json rank = {{"rank", global_ranks[i]}, {"pid", ranks[i]->pid()}};
+    if (!ended[i]) ended[i] = ranks[i]->stop(std::chrono::seconds(5));
+    rank["status"] = exit_json(*ended[i]);
+    status["ranks"].push_back(rank);
+  }
+  return finish(code, reason);
+}
+
+}  // namespace xpuperf

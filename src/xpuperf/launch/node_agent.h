@@ -1,0 +1,34 @@
+#pragma once
+// The node agent (`xpuperf node`): what runs on each host for one round. It writes the merged
+// config and the system description, starts the host's ranks with the launcher variables,
+// streams each rank's output to rank<k>.out.log, waits with a time limit, stops every rank
+// when one fails, and records how each rank ended in node_status.json.
+
+#include <string>
+
+namespace xpuperf {
+
+struct NodeRequest {
+  std::string root;      // content folder (cases/, vendors/)
+  std::string case_key;  // model:framework:hardware:nnodes:nproc:repeat
+  std::string vendor;
+  std::string data_dir;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29501;
+  std::string out_dir;      // this node's folder of the round
+  double time_limit_s = 0;  // 0: none
+  std::string visible_devices_env = "CUDA_VISIBLE_DEVICES";
+  bool echo = false;  // also print the ranks' output, prefixed
+};
+
+// Exit codes of the agent, also written to node_status.json.
+inline constexpr int kNodeOk = 0;
+inline constexpr int kNodeRankFailed = 1;
+inline constexpr int kNodeBadInput = 2;
+inline constexpr int kNodeTimedOut = 124;
+inline constexpr int kNodeInterrupted = 130;
+
+int run_node(const NodeRequest& request);
+
+}  // namespace xpuperf

@@ -1,0 +1,286 @@
+#include "xpuperf/launch/run_plan.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "xpuperf/core/log.h"
+#include "xpuperf/core/perflog.h"
+#include "xpuperf/core/version.h"
+#include "xpuperf/launch/launcher.h"
+
+namespace xpuperf {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::atomic<int> g_stop{0};
+void on_stop(int sig) {
+  g_stop = sig;
+}
+
+struct RoundRow {
+  std::string case_key;
+  int round = 0;
+  std::string status;
+  std::string reason;
+  std::optional<FinishedInfo> finished;
+  std::string dir;
+  bool skipped = false;
+};
+
+std::string now_stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  std::ostringstream out;
+  out << std::put_time(&tm, "%Y%m%d%H%M%S");
+  return out.str();
+}
+
+void write_json(const std::string& path, const json& value) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << value.dump(2) << "\n";
+  fs::rename(tmp, path);
+}
+
+std::vector<std::string> tail_lines(const std::string& path, std::size_t n) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+    if (lines.size() > n) lines.erase(lines.begin());
+  }
+  return lines;
+}
+
+std::optional<FinishedInfo> finished_in(const std::string& log_path) {
+  std::ifstream in(log_path);
+  if (!in) return std::nullopt;
+  std::optional<FinishedInfo> found;
+  for (const auto& e : parse_perflog(in).events)
+    if (e.event == perflog_event::kFinished) found = FinishedInfo::from_json(e.value);
+  return found;
+}
+
+// The plan as run, with every default written out, so `--resume` and readers see exactly it.
+std::string plan_as_run(const Plan& p) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "vendor" << YAML::Value << p.vendor;
+  out << YAML::Key << "log_dir" << YAML::Value << p.log_dir;
+  out << YAML::Key << "log_level" << YAML::Value << p.log_level;
+  out << YAML::Key << "hosts" << YAML::Value << YAML::Flow << p.hosts;
+  out << YAML::Key << "ssh" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "port" << YAML::Value << p.ssh.port;
+  out << YAML::Key << "user" << YAML::Value << p.ssh.user;
+  out << YAML::Key << "known_hosts" << YAML::Value << p.ssh.known_hosts;
+  out << YAML::Key << "identity_file" << YAML::Value << p.ssh.identity_file;
+  out << YAML::Key << "connect_timeout" << YAML::Value << p.ssh.connect_timeout_s;
+  out << YAML::EndMap;
+  out << YAML::Key << "launcher" << YAML::Value << p.launcher;
+  out << YAML::Key << "slurm_partition" << YAML::Value << p.slurm_partition;
+  out << YAML::Key << "master_port" << YAML::Value << p.master_port;
+  out << YAML::Key << "visible_devices_env" << YAML::Value << p.visible_devices_env;
+  out << YAML::Key << "shm_size" << YAML::Value << p.shm_size;
+  out << YAML::Key << "clear_caches" << YAML::Value << p.clear_caches;
+  out << YAML::Key << "case_time_limit" << YAML::Value << p.case_time_limit_s;
+  out << YAML::Key << "deploy_path" << YAML::Value << p.deploy_path;
+  out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap;
+  for (const auto& c : p.cases) out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value << c.data_dir;
+  out << YAML::EndMap << YAML::EndMap;
+  return std::string("# the plan as run by xpuperf ") + kVersion + " (git " + kGitHash +
+         "), every default written out\n" + out.c_str() + "\n";
+}
+
+std::string fmt(double value, int precision) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(precision) << value;
+  return out.str();
+}
+
+void print_table(const std::vector<RoundRow>& rows) {
+  std::cout << "\n| case | round | status | samples/s | converged | final metric | e2e (s) | logs |\n"
+            << "| --- | ---: | --- | ---: | --- | --- | ---: | --- |\n";
+  for (const auto& r : rows) {
+    std::string sps = "", converged = "", metric = "", e2e = "";
+    if (r.finished) {
+      const FinishedInfo& f = *r.finished;
+      if (f.training_samples_per_second) sps = fmt(*f.training_samples_per_second, 1);
+      if (f.converged) converged = *f.converged ? "yes" : "no";
+      if (f.final_metric) {
+        metric = f.final_metric->name + " " + fmt(f.final_metric->value, 4);
+        if (f.final_metric->target) metric += " (target " + fmt(*f.final_metric->target, 4) + ")";
+      }
+      if (f.e2e_time) e2e = fmt(*f.e2e_time, 1);
+    }
+    std::cout << "| " << r.case_key << " | " << r.round << " | " << r.status << (r.skipped ? " (earlier run)" : "")
+              << " | " << sps << " | " << converged << " | " << metric << " | " << e2e << " | " << r.dir << " |\n";
+  }
+}
+
+// Runs one round and records it in round_status.json.
+RoundRow run_round(Launcher& launcher, const Plan& plan, const PlanCase& c, int round, const std::string& case_dir,
+                   const Repo& repo, const RunOptions& options) {
+  RoundRow row{c.key.str(), round, "failed", "", std::nullopt, case_dir + "/round" + std::to_string(round)};
+  fs::create_directories(row.dir);
+  RoundSpec spec;
+  spec.plan_case = &c;
+  spec.round = round;
+  spec.round_dir = row.dir;
+  spec.hosts.assign(plan.hosts.begin(), plan.hosts.begin() + c.key.nnodes);
+  spec.root = fs::absolute(repo.root().empty() ? "." : repo.root()).lexically_normal().string();
+  spec.xpuperf = options.xpuperf;
+  const auto started = std::chrono::system_clock::now();
+  const RoundOutcome outcome = launcher.run_round(plan, spec, g_stop);
+  row.status = outcome.status;
+  row.reason = outcome.reason;
+  json status = {{"case", c.key.str()},         {"round", round},
+                 {"status", outcome.status},    {"reason", outcome.reason},
+                 {"launcher", launcher.name()}, {"nodes", json::array()}};
+  status["started_unix"] = std::chrono::duration<double>(started.time_since_epoch()).count();
+  status["ended_unix"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const auto& node : outcome.nodes) {
+    json n = {{"host", node.host},
+              {"node_rank", node.node_rank},
+              {"exit_code", node.exit_code},
+              {"reason", node.reason},
+              {"dir", node.dir}};
+    if (node.exit_code != 0) {
+      // The end of every rank log of a failed node: what a person reads first.
+      for (const auto& entry : fs::directory_iterator(node.dir)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("rank", 0) == 0) n["log_tails"][name] = tail_lines(entry.path().string(), 10);
+      }
+    }
+    status["nodes"].push_back(n);
+    if (node.node_rank == 0) row.finished = finished_in(node.dir + "/rank0.out.log");
+  }
+  if (row.finished) status["finished"] = row.finished->to_json();
+  write_json(row.dir + "/round_status.json", status);
+  return row;
+}
+
+}  // namespace
+
+int run_plan(const Repo& repo, const RunOptions& options) {
+  std::cout << "==============================================\n"
+            << "  xpuperf " << kVersion << " (git " << kGitHash << ")\n"
+            << "==============================================\n";
+  const bool resume = !options.resume_dir.empty();
+  const std::string plan_path = resume ? options.resume_dir + "/plan.yaml" : options.plan_path;
+
+  // Step 1: check everything before anything starts.
+  std::cout << "Step 1: Check environment and configs (" << display_path(plan_path) << ") ..." << std::flush;
+  Diagnostics diags;
+  auto plan = load_plan(plan_path, diags);
+  if (plan) check_plan(*plan, repo, diags);
+  std::unique_ptr<Launcher> launcher;
+  if (plan && !diags.has_errors()) {
+    try {
+      launcher = make_launcher(*plan);
+    } catch (const std::exception& e) {
+      diags.error(plan->raw.has("launcher") ? plan->raw.at("launcher").source : Source{plan->file, 0}, e.what());
+    }
+  }
+  if (!plan || diags.has_errors()) {
+    std::cout << " [FAILED]\n";
+    std::cerr << diags.format(Severity::Warning);
+    return 2;
+  }
+  std::cout << " [SUCCESS]\n";
+  log::Level level = log::Level::Info;
+  log::parse_level(plan->log_level, level);
+  log::set_level(level);
+
+  // Step 2: the run folder.
+  const std::string run_dir = resume ? options.resume_dir : plan->log_dir + "/run" + now_stamp();
+  std::cout << "Step 2: Prepare run folder " << run_dir << " ..." << std::flush;
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  if (ec) {
+    std::cout << " [FAILED]\n";
+    std::cerr << "xpuperf: error: cannot create " << run_dir << ": " << ec.message() << "\n";
+    return 2;
+  }
+  if (!resume) std::ofstream(run_dir + "/plan.yaml") << plan_as_run(*plan);
+  log::add_file(run_dir + "/xpuperf_run.log");
+  log::set_console_level(log::Level::Warning);  // the console has the progress lines
+  log::info(std::string(resume ? "resuming" : "starting") + " run " + run_dir + " of " + plan_path);
+  std::cout << " [SUCCESS]\n";
+
+  // Step 3: every round of every case. Ctrl-C stops the round in progress and the plan.
+  struct sigaction action {};
+  action.sa_handler = on_stop;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  int total = 0;
+  for (const auto& c : plan->cases) total += c.key.repeat;
+  std::cout << "Step 3: Run " << plan->cases.size() << " case" << (plan->cases.size() == 1 ? "" : "s") << ", " << total
+            << " round" << (total == 1 ? "" : "s") << " (launcher " << launcher->name() << ")\n";
+  std::vector<RoundRow> rows;
+  int done = 0;
+  for (const auto& c : plan->cases) {
+    const std::string case_dir = run_dir + "/" + c.key.dir_name();
+    for (int round = 1; round <= c.key.repeat && g_stop == 0; ++round) {
+      ++done;
+      std::cout << "  [" << done << "/" << total << "] " << c.key.str() << " round " << round << "/" << c.key.repeat
+                << " ..." << std::flush;
+      const std::string status_file = case_dir + "/round" + std::to_string(round) + "/round_status.json";
+      if (resume && fs::exists(status_file)) {
+        std::ifstream in(status_file);
+        const json earlier = json::parse(in, nullptr, false);
+        const std::string s = earlier.is_object() ? earlier.value("status", "") : "";
+        if (s == "ok" || s == "failed" || s == "timed_out") {
+          RoundRow row{c.key.str(),
+                       round,
+                       s,
+                       earlier.value("reason", ""),
+                       std::nullopt,
+                       case_dir + "/round" + std::to_string(round),
+                       true};
+          if (earlier.contains("finished")) row.finished = FinishedInfo::from_json(earlier["finished"]);
+          std::cout << " finished in the earlier run (" << s << "), skipped\n";
+          rows.push_back(row);
+          continue;
+        }
+      }
+      RoundRow row = run_round(*launcher, *plan, c, round, case_dir, repo, options);
+      std::cout << " " << row.status;
+      if (row.finished && row.finished->final_metric) {
+        const auto& f = *row.finished;
+        std::cout << ": " << (f.converged.value_or(false) ? "converged" : "not converged") << ", "
+                  << f.final_metric->name << " " << fmt(f.final_metric->value, 4) << ", "
+                  << fmt(f.training_samples_per_second.value_or(0), 1) << " samples/s, e2e "
+                  << fmt(f.e2e_time.value_or(0), 1) << " s";
+      }
+      if (row.status != "ok") std::cout << " (" << row.reason << ")";
+      std::cout << "\n";
+      log::info(c.key.str() + " round " + std::to_string(round) + ": " + row.status + " " + row.reason);
+      rows.push_back(row);
+    }
+  }
+
+  // Step 4: collect (the local launcher wrote straight into the run folder) and report.
+  std::cout << "Step 4: Collect and report ... [SUCCESS]\n";
+  print_table(rows);
+  if (g_stop != 0) {
+    std::cout << "\nInterrupted: the rounds above were recorded; finish with `xpuperf run --resume " << run_dir
+              << "`\n";
+    return 130;
+  }
+  bool all_ok = true;
+  for (const auto& r : rows) all_ok = all_ok && r.status == "ok";
+  std::cout << "\nSee all logs in " << run_dir << "\n";
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace xpuperf

@@ -1,0 +1,153 @@
+// `xpuperf run` end to end with the local launcher: the result tree, a failing rank, the time
+// limit, Ctrl-C and --resume. Uses tests/fixtures/run_repo (lenet5 with short, failing and slow
+// vendor configs) and the real Fashion-MNIST data.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_util.h"
+
+namespace xpuperf {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char* kData = "/usr/share/datasets/fashion-mnist";
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in, nullptr, false);
+}
+
+bool alive(int pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close == std::string::npos || text.substr(close + 2, 1) != "Z";
+}
+
+class RunCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(std::string(kData) + "/train-images-idx3-ubyte.gz"))
+      GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+  }
+  // A plan in the temp folder whose results go there too.
+  std::string plan(const std::string& cases, const std::string& extra = "") {
+    return dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() + "/results\nmaster_port: " +
+                                      std::to_string(29700 + ::getpid() % 200) + "\n" + extra + "cases:\n" + cases);
+  }
+  std::string case_line(const std::string& key) { return "  \"" + key + "\": " + kData + "\n"; }
+  std::string run_dir() {
+    for (const auto& e : fs::directory_iterator(dir.path() + "/results")) return e.path().string();
+    return "";
+  }
+  Result run(std::vector<std::string> args, double limit = 300) {
+    std::vector<std::string> all = {"--root", test::test_path("fixtures/run_repo"), "run"};
+    all.insert(all.end(), args.begin(), args.end());
+    return xpuperf(all, dir.path(), {}, limit);
+  }
+  // Every rank pid recorded in a round's node_status.json has ended.
+  void expect_no_rank_left(const std::string& round_dir) {
+    const json status = read_json(round_dir + "/localhost_noderank0/node_status.json");
+    ASSERT_TRUE(status.is_object()) << round_dir;
+    for (const auto& rank : status["ranks"]) EXPECT_FALSE(alive(rank["pid"].get<int>())) << rank.dump();
+  }
+  test::TempDir dir;
+};
+
+TEST_F(RunCli, RunsEveryRoundAndWritesTheResultTree) {
+  const Result r = run({plan(case_line("lenet5:libtorch:CPU:1:1:2"))});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "Step 1: Check environment and configs")) << r.output;
+  EXPECT_TRUE(has(r.output, "[1/2] lenet5:libtorch:CPU:1:1:2 round 1/2 ... ok")) << r.output;
+  EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1:2 | 2 | ok | ")) << r.output;
+  const std::string folder = run_dir();
+  for (const char* file : {"plan.yaml", "xpuperf_run.log"}) EXPECT_TRUE(fs::exists(folder + "/" + file)) << file;
+  for (int round = 1; round <= 2; ++round) {
+    const std::string round_dir = folder + "/lenet5_libtorch_CPU_1_1_2/round" + std::to_string(round);
+    for (const char* file : {"rank0.out.log", "config.yaml", "sys_info.json", "node_status.json"})
+      EXPECT_TRUE(fs::exists(round_dir + "/localhost_noderank0/" + file)) << file;
+    const json status = read_json(round_dir + "/round_status.json");
+    EXPECT_EQ(status["status"], "ok");
+    EXPECT_EQ(status["finished"]["global_steps"], 20);
+  }
+  // The config of every round says where each value came from.
+  const std::string config =
+      test::read_file(folder + "/lenet5_libtorch_CPU_1_1_2/round1/localhost_noderank0/config.yaml");
+  EXPECT_TRUE(has(config, "max_steps: 20")) << config;
+  EXPECT_TRUE(has(config, "config_CPUx1x1.yaml:5")) << config;
+}
+
+TEST_F(RunCli, AFailingRankFailsItsRoundAndThePlanGoesOn) {
+  const Result r = run({plan(case_line("lenet5:libtorch:BAD:1:1:1") + case_line("lenet5:libtorch:CPU:1:1:1"))});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "round 1/1 ... failed (rank 0 exited with code 1)")) << r.output;
+  EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1:1 | 1 | ok |")) << r.output;
+  const json status = read_json(run_dir() + "/lenet5_libtorch_BAD_1_1_1/round1/round_status.json");
+  EXPECT_EQ(status["status"], "failed");
+  EXPECT_TRUE(has(status["nodes"][0]["log_tails"]["rank0.out.log"].dump(), "'eval_batch_size' must be positive"))
+      << status.dump(2);
+}
+
+TEST_F(RunCli, TheTimeLimitStopsARoundAndLeavesNoProcessBehind) {
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = run({plan(case_line("lenet5:libtorch:SLOW:1:1:1"), "case_time_limit: 3\n")});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+  const std::string round_dir = run_dir() + "/lenet5_libtorch_SLOW_1_1_1/round1";
+  EXPECT_EQ(read_json(round_dir + "/round_status.json")["status"], "timed_out");
+  EXPECT_TRUE(has(r.output, "timed_out (time limit of 3 s passed)")) << r.output;
+  expect_no_rank_left(round_dir);
+}
+
+TEST_F(RunCli, CtrlCStopsTheRunKeepsWhatFinishedAndResumeCompletesIt) {
+  const std::string plan_path =
+      plan(case_line("lenet5:libtorch:CPU:1:1:1") + case_line("lenet5:libtorch:SLOW:1:1:1"), "case_time_limit: 4\n");
+  ProcessSpec spec;
+  spec.argv = {XPUPERF_BINARY, "--root", test::test_path("fixtures/run_repo"), "run", plan_path};
+  spec.cwd = dir.path();
+  spec.log_path = dir.path() + "/controller.log";
+  auto controller = Process::start(spec);
+  // Wait until the slow round's rank is training, then press Ctrl-C.
+  std::string slow_log;
+  for (int i = 0; i < 3000 && slow_log.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!fs::exists(dir.path() + "/results")) continue;
+    const std::string candidate = run_dir() + "/lenet5_libtorch_SLOW_1_1_1/round1/localhost_noderank0/rank0.out.log";
+    if (fs::exists(candidate) && has(test::read_file(candidate), "STEP_END")) slow_log = candidate;
+  }
+  ASSERT_FALSE(slow_log.empty()) << test::read_file(spec.log_path);
+  ::kill(controller->pid(), SIGINT);
+  const ExitStatus status = controller->wait(std::chrono::seconds(60));
+  const std::string output = test::read_file(spec.log_path);
+  EXPECT_EQ(status.code, 130) << output;
+  EXPECT_TRUE(has(output, "Interrupted: the rounds above were recorded")) << output;
+  EXPECT_TRUE(has(output, "| lenet5:libtorch:CPU:1:1:1 | 1 | ok |")) << output;
+  const std::string folder = run_dir();
+  EXPECT_EQ(read_json(folder + "/lenet5_libtorch_SLOW_1_1_1/round1/round_status.json")["status"], "interrupted");
+  expect_no_rank_left(folder + "/lenet5_libtorch_SLOW_1_1_1/round1");
+
+  const Result resumed = run({"--resume", folder});
+  EXPECT_EQ(resumed.code, 1) << resumed.output;  // the slow round times out this time
+  EXPECT_TRUE(has(resumed.output, "round 1/1 ... finished in the earlier run (ok), skipped")) << resumed.output;
+  EXPECT_TRUE(has(resumed.output, "lenet5:libtorch:SLOW:1:1:1 round 1/1 ... timed_out")) << resumed.output;
+}
+
+TEST_F(RunCli, APlanThatCannotRunStopsAtStepOne) {
+  const Result r = run({plan(case_line("lenet5:libtorch:GPU9:1:1:1"))});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "Step 1: Check environment and configs")) << r.output;
+  EXPECT_TRUE(has(r.output, "[FAILED]")) << r.output;
+  EXPECT_TRUE(has(r.output, "vendor 'cpu' has no GPU9x1x1 config")) << r.output;
+  EXPECT_FALSE(fs::exists(dir.path() + "/results"));
+}
+
+}  // namespace
+}  // namespace xpuperf
