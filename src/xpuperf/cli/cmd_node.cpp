@@ -15,6 +15,7 @@ void add_node_command(CLI::App& app, const GlobalOptions& global, int& exit_code
   cmd->add_option("--vendor", request->vendor, "Vendor")->required();
   cmd->add_option("--data-dir", request->data_dir, "Data folder of the case")->required();
   cmd->add_option("--node-rank", request->node_rank, "This node's rank")->capture_default_str();
+  cmd->add_option("--node-addr", request->node_addr, "This host's address as the plan names it");
   cmd->add_option("--master-addr", request->master_addr, "Rendezvous host (node 0)")->capture_default_str();
   cmd->add_option("--master-port", request->master_port, "Rendezvous port")->capture_default_str();
   cmd->add_option("--out", request->out_dir, "This node's folder of the round")->required();

@@ -1,23 +1,23 @@
 #pragma once
-// Starts one round of a case on its nodes and waits for it: the node agents on this machine
-// (local), over SSH, or under Slurm. One interface, so the controller does not care which.
+// Starts one round of a case on its nodes and waits for it: node agents on this machine
+// (local) or over SSH. One interface, so the controller does not care which.
 
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "xpuperf/core/diagnostics.h"
 #include "xpuperf/core/plan.h"
+#include "xpuperf/core/process.h"
 
 namespace xpuperf {
 
 struct RoundSpec {
   const PlanCase* plan_case = nullptr;
   int round = 1;
-  std::string round_dir;           // <run>/<case dir>/round<N>
+  std::string round_dir;           // absolute: <run>/<case dir>/round<N>, the same path on every node
   std::vector<std::string> hosts;  // one per node, master first
-  std::string root;                // content folder, as the nodes see it
-  std::string xpuperf;             // the xpuperf binary, as the nodes see it
 };
 
 struct NodeOutcome {
@@ -25,7 +25,7 @@ struct NodeOutcome {
   int node_rank = 0;
   int exit_code = -1;  // the agent's (node_agent.h), or -1 when it did not report
   std::string reason;
-  std::string dir;  // the node's folder in the round
+  std::string dir;  // the node's folder in the round, on this machine
 };
 
 struct RoundOutcome {
@@ -34,13 +34,32 @@ struct RoundOutcome {
   std::vector<NodeOutcome> nodes;
 };
 
+// Where xpuperf and its content folder are on the nodes.
+struct Deployment {
+  std::string xpuperf;  // the binary
+  std::string root;     // the folder holding cases/ and vendors/
+};
+
 class Launcher {
  public:
   virtual ~Launcher() = default;
   virtual std::string name() const = 0;
+  // Step 1: can every host be reached and does it have xpuperf? Problems go to `diags`.
+  virtual void check(const Plan& plan, const Deployment& deployment, Diagnostics& diags) = 0;
   // Runs the round to its end. `stop` (a signal number) set by the caller means: stop every
-  // node now, then return.
-  virtual RoundOutcome run_round(const Plan& plan, const RoundSpec& spec, const std::atomic<int>& stop) = 0;
+  // node now, then return. When one node fails, the others are stopped.
+  virtual RoundOutcome run_round(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
+                                 const std::atomic<int>& stop);
+
+ protected:
+  // The command that runs `agent` (an argument vector) on `host`.
+  virtual std::vector<std::string> node_command(const Plan& plan, const std::string& host,
+                                                const std::vector<std::string>& agent) = 0;
+  // Asks the agent on `host` to stop its ranks (before its local process is stopped).
+  virtual void stop_node(const Plan&, const std::string& /*host*/, const std::string& /*node_dir*/) {}
+  // Brings the node's folder to this machine when it is not here already.
+  virtual void collect(const Plan&, const std::string& /*host*/, const std::string& /*node_dir*/,
+                       const std::string& /*round_dir*/) {}
 };
 
 // The plan's launcher; throws std::runtime_error for a launcher this build cannot start.

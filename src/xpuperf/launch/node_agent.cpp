@@ -1,6 +1,7 @@
 #include "xpuperf/launch/node_agent.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -61,6 +62,7 @@ int run_node(const NodeRequest& request) {
   };
 
   write_json(request.out_dir + "/sys_info.json", collect_sys_info());
+  std::ofstream(request.out_dir + "/node_agent.pid") << ::getpid() << "\n";  // how a launcher stops us
 
   Diagnostics diags;
   const auto key = parse_case_key(request.case_key, {"--case-key", 0}, diags);
@@ -107,6 +109,7 @@ int run_node(const NodeRequest& request) {
                  "--data-dir",     request.data_dir};
     spec.env = env.to_env();
     spec.env[request.visible_devices_env] = visible;
+    if (!request.node_addr.empty()) spec.env["XPUPERF_NODE_ADDR"] = request.node_addr;
     spec.log_path = request.out_dir + "/rank" + std::to_string(env.rank) + ".out.log";
     spec.echo = request.echo;
     spec.echo_prefix = "[rank " + std::to_string(env.rank) + "] ";

@@ -14,6 +14,7 @@ struct NodeRequest {
   std::string vendor;
   std::string data_dir;
   int node_rank = 0;
+  std::string node_addr;  // this host's address as the plan names it (Gloo binds to it)
   std::string master_addr = "127.0.0.1";
   int master_port = 29501;
   std::string out_dir;      // this node's folder of the round

@@ -123,13 +123,25 @@ void print_table(const std::vector<RoundRow>& rows) {
       if (f.e2e_time) e2e = fmt(*f.e2e_time, 1);
     }
     std::cout << "| " << r.case_key << " | " << r.round << " | " << r.status << (r.skipped ? " (earlier run)" : "")
-              << " | " << sps << " | " << converged << " | " << metric << " | " << e2e << " | " << r.dir << " |\n";
+              << " | " << sps << " | " << converged << " | " << metric << " | " << e2e << " | " << display_path(r.dir)
+              << " |\n";
   }
 }
 
+// Where xpuperf is on the nodes: this binary and content folder, or the same layout under the
+// plan's deploy_path.
+Deployment deployment_of(const Plan& plan, const Repo& repo, const std::string& binary) {
+  const fs::path root = fs::absolute(repo.root().empty() ? "." : repo.root()).lexically_normal();
+  if (plan.deploy_path.empty()) return {binary, root.string()};
+  const fs::path relative = fs::path(binary).lexically_relative(root);
+  const bool inside = !relative.empty() && *relative.begin() != "..";
+  return {(fs::path(plan.deploy_path) / (inside ? relative : fs::path("build/src/xpuperf"))).string(),
+          plan.deploy_path};
+}
+
 // Runs one round and records it in round_status.json.
-RoundRow run_round(Launcher& launcher, const Plan& plan, const PlanCase& c, int round, const std::string& case_dir,
-                   const Repo& repo, const RunOptions& options) {
+RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deployment, const PlanCase& c, int round,
+                   const std::string& case_dir) {
   RoundRow row{c.key.str(), round, "failed", "", std::nullopt, case_dir + "/round" + std::to_string(round)};
   fs::create_directories(row.dir);
   RoundSpec spec;
@@ -137,10 +149,8 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const PlanCase& c, int 
   spec.round = round;
   spec.round_dir = row.dir;
   spec.hosts.assign(plan.hosts.begin(), plan.hosts.begin() + c.key.nnodes);
-  spec.root = fs::absolute(repo.root().empty() ? "." : repo.root()).lexically_normal().string();
-  spec.xpuperf = options.xpuperf;
   const auto started = std::chrono::system_clock::now();
-  const RoundOutcome outcome = launcher.run_round(plan, spec, g_stop);
+  const RoundOutcome outcome = launcher.run_round(plan, deployment, spec, g_stop);
   row.status = outcome.status;
   row.reason = outcome.reason;
   json status = {{"case", c.key.str()},         {"round", round},
@@ -184,9 +194,12 @@ int run_plan(const Repo& repo, const RunOptions& options) {
   auto plan = load_plan(plan_path, diags);
   if (plan) check_plan(*plan, repo, diags);
   std::unique_ptr<Launcher> launcher;
+  Deployment deployment;
   if (plan && !diags.has_errors()) {
+    deployment = deployment_of(*plan, repo, options.xpuperf);
     try {
       launcher = make_launcher(*plan);
+      launcher->check(*plan, deployment, diags);  // every host reached, in parallel
     } catch (const std::exception& e) {
       diags.error(plan->raw.has("launcher") ? plan->raw.at("launcher").source : Source{plan->file, 0}, e.what());
     }
@@ -202,8 +215,10 @@ int run_plan(const Repo& repo, const RunOptions& options) {
   log::set_level(level);
 
   // Step 2: the run folder.
-  const std::string run_dir = resume ? options.resume_dir : plan->log_dir + "/run" + now_stamp();
-  std::cout << "Step 2: Prepare run folder " << run_dir << " ..." << std::flush;
+  // Absolute: every node writes its part under the same path.
+  const std::string run_dir =
+      fs::absolute(resume ? options.resume_dir : plan->log_dir + "/run" + now_stamp()).lexically_normal().string();
+  std::cout << "Step 2: Prepare run folder " << display_path(run_dir) << " ..." << std::flush;
   std::error_code ec;
   fs::create_directories(run_dir, ec);
   if (ec) {
@@ -253,7 +268,7 @@ int run_plan(const Repo& repo, const RunOptions& options) {
           continue;
         }
       }
-      RoundRow row = run_round(*launcher, *plan, c, round, case_dir, repo, options);
+      RoundRow row = run_round(*launcher, *plan, deployment, c, round, case_dir);
       std::cout << " " << row.status;
       if (row.finished && row.finished->final_metric) {
         const auto& f = *row.finished;
@@ -279,7 +294,7 @@ int run_plan(const Repo& repo, const RunOptions& options) {
   }
   bool all_ok = true;
   for (const auto& r : rows) all_ok = all_ok && r.status == "ok";
-  std::cout << "\nSee all logs in " << run_dir << "\n";
+  std::cout << "\nSee all logs in " << display_path(run_dir) << "\n";
   return all_ok ? 0 : 1;
 }
 

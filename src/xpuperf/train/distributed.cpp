@@ -43,8 +43,11 @@ struct GroupCollectives : Distributed::Collectives {
 std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
-  // On one host, loopback always works; across hosts, the address the host name resolves to.
+  // On one host, loopback always works; across hosts, the node's address as the plan names it
+  // (set by the node agent), else the address this host's name resolves to.
   if (env.world_size == env.local_world_size) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  if (const char* addr = std::getenv("XPUPERF_NODE_ADDR"); addr && *addr)
+    return c10d::ProcessGroupGloo::createDeviceForHostname(addr);
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 #endif

@@ -1,0 +1,161 @@
+#include "xpuperf/launch/launcher.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
+
+#include "xpuperf/launch/node_agent.h"
+
+namespace xpuperf {
+namespace fs = std::filesystem;
+
+std::unique_ptr<Launcher> make_ssh_launcher();
+
+std::string node_dir_name(const std::string& host, int node_rank) {
+  return host + "_noderank" + std::to_string(node_rank);
+}
+
+namespace {
+
+// Reads the agent's node_status.json into `node`; false when it wrote none.
+bool read_node_status(NodeOutcome& node) {
+  std::ifstream in(node.dir + "/node_status.json");
+  if (!in) return false;
+  const auto status = nlohmann::json::parse(in, nullptr, false);
+  if (status.is_discarded() || !status.is_object()) return false;
+  node.exit_code = status.value("exit_code", -1);
+  node.reason = status.value("reason", "");
+  return true;
+}
+
+std::string master_address(const std::string& host) {
+  return host == "localhost" ? "127.0.0.1" : host;
+}
+
+// The node agent on this machine.
+class LocalLauncher : public Launcher {
+ public:
+  std::string name() const override { return "local"; }
+  void check(const Plan&, const Deployment&, Diagnostics&) override {}
+
+ protected:
+  std::vector<std::string> node_command(const Plan&, const std::string&,
+                                        const std::vector<std::string>& agent) override {
+    return agent;
+  }
+};
+
+}  // namespace
+
+RoundOutcome Launcher::run_round(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
+                                 const std::atomic<int>& stop) {
+  const PlanCase& c = *spec.plan_case;
+  const std::size_t n = spec.hosts.size();
+  std::vector<NodeOutcome> nodes(n);
+  std::vector<std::unique_ptr<Process>> agents(n);
+  RoundOutcome outcome;
+  for (std::size_t i = 0; i < n; ++i) {
+    NodeOutcome& node = nodes[i];
+    node.host = spec.hosts[i];
+    node.node_rank = static_cast<int>(i);
+    node.dir = spec.round_dir + "/" + node_dir_name(node.host, node.node_rank);
+    fs::create_directories(node.dir);
+    const std::vector<std::string> agent = {deployment.xpuperf,
+                                            "--root",
+                                            deployment.root,
+                                            "node",
+                                            "--case-key",
+                                            c.key.str(),
+                                            "--vendor",
+                                            plan.vendor,
+                                            "--data-dir",
+                                            c.data_dir,
+                                            "--node-rank",
+                                            std::to_string(i),
+                                            "--node-addr",
+                                            master_address(node.host),
+                                            "--master-addr",
+                                            master_address(spec.hosts[0]),
+                                            "--master-port",
+                                            std::to_string(plan.master_port),
+                                            "--out",
+                                            node.dir,
+                                            "--time-limit",
+                                            std::to_string(plan.case_time_limit_s),
+                                            "--visible-devices-env",
+                                            plan.visible_devices_env};
+    ProcessSpec process;
+    process.argv = node_command(plan, node.host, agent);
+    process.log_path = node.dir + "/node_agent.log";
+    try {
+      agents[i] = Process::start(process);
+    } catch (const ProcessError& e) {
+      node.reason = std::string("cannot start the node agent: ") + e.what();
+    }
+  }
+
+  // Wait for every node; the first that fails, the backstop deadline or `stop` ends the rest.
+  // (Each agent keeps the time limit itself; the deadline is for an agent that hangs.)
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(plan.case_time_limit_s + 60);
+  std::vector<std::optional<ExitStatus>> ended(n);
+  bool stopping = false, interrupted = false;
+  while (true) {
+    bool all_done = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (ended[i] || !agents[i]) continue;
+      if (agents[i]->running()) {
+        all_done = false;
+        continue;
+      }
+      ended[i] = agents[i]->wait();
+      if (!ended[i]->ok()) stopping = true;
+    }
+    if (std::find(agents.begin(), agents.end(), nullptr) != agents.end()) stopping = true;
+    if (stop != 0) stopping = interrupted = true;
+    if (std::chrono::steady_clock::now() > deadline) stopping = true;
+    if (all_done || stopping) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!agents[i] || ended[i]) continue;
+    stop_node(plan, nodes[i].host, nodes[i].dir);
+    ended[i] = agents[i]->stop(std::chrono::seconds(20));  // TERM: the agent stops its ranks and reports
+  }
+
+  for (std::size_t i = 0; i < n; ++i) {
+    NodeOutcome& node = nodes[i];
+    if (agents[i]) {
+      collect(plan, node.host, node.dir, spec.round_dir);
+      if (!read_node_status(node))
+        node.reason =
+            "the node agent " + ended[i]->describe() + " without a status (see " + node.dir + "/node_agent.log)";
+    }
+  }
+  // The round's status and reason: the first node that went wrong on its own, else one that was stopped.
+  outcome.status = "ok";
+  for (const auto& node : nodes) {
+    if (node.exit_code == kNodeOk) continue;
+    const bool stopped_by_us = node.exit_code == kNodeInterrupted;
+    if (outcome.status == "ok" || (!stopped_by_us && outcome.status == "interrupted")) {
+      outcome.status = node.exit_code == kNodeTimedOut ? "timed_out"
+                       : stopped_by_us && interrupted  ? "interrupted"
+                                                       : "failed";
+      outcome.reason = (n > 1 ? node.host + ": " : "") + node.reason;
+    }
+  }
+  if (outcome.status == "ok") outcome.reason = "all ranks exited with code 0";
+  outcome.nodes = nodes;
+  return outcome;
+}
+
+std::unique_ptr<Launcher> make_launcher(const Plan& plan) {
+  if (plan.launcher == "local") return std::make_unique<LocalLauncher>();
+  if (plan.launcher == "ssh") return make_ssh_launcher();
+  throw std::runtime_error("the " + plan.launcher +
+                           " launcher is not part of this version of xpuperf yet; use launcher: local or ssh");
+}
+
+}  // namespace xpuperf
