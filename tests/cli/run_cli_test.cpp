@@ -85,6 +85,25 @@ TEST_F(RunCli, RunsEveryRoundAndWritesTheResultTree) {
   EXPECT_TRUE(has(config, "config_CPUx1x1.yaml:5")) << config;
 }
 
+TEST_F(RunCli, ClearCachesIsDoneOrSaidToBeImpossible) {
+  const Result r = run({plan(case_line("lenet5:libtorch:CPU:1:1:1"), "clear_caches: true\n")});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json status = read_json(run_dir() + "/lenet5_libtorch_CPU_1_1_1/round1/round_status.json");
+  const std::string what = status["nodes"][0].value("clear_caches", "");
+  if (what == "page cache dropped") return;
+  EXPECT_EQ(what.rfind("not permitted", 0), 0u) << status.dump(2);
+  EXPECT_TRUE(has(r.output, "warning: localhost: clear_caches not permitted")) << r.output;
+}
+
+TEST_F(RunCli, RecordsTheHarnessOverheadOfEachRound) {
+  const Result r = run({plan(case_line("lenet5:libtorch:CPU:1:1:1"))});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json status = read_json(run_dir() + "/lenet5_libtorch_CPU_1_1_1/round1/round_status.json");
+  ASSERT_TRUE(status.contains("overhead_start_s")) << status.dump(2);
+  EXPECT_GT(status["overhead_start_s"].get<double>(), 0.0);
+  EXPECT_GE(status["overhead_end_s"].get<double>(), 0.0);
+}
+
 TEST_F(RunCli, AFailingRankFailsItsRoundAndThePlanGoesOn) {
   const Result r = run({plan(case_line("lenet5:libtorch:BAD:1:1:1") + case_line("lenet5:libtorch:CPU:1:1:1"))});
   EXPECT_EQ(r.code, 1) << r.output;

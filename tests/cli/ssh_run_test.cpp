@@ -40,13 +40,14 @@ class SshRun : public ::testing::Test {
     port = 30000 + ::getpid() % 20000;
     dir.write("sshd_config", "Port " + std::to_string(port) +
                                  "\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\nHostKey " + d +
-                                 "/host_key\nPidFile " + d + "/sshd.pid\nPermitRootLogin prohibit-password\n"
+                                 "/host_key\nPidFile " + d +
+                                 "/sshd.pid\nPermitRootLogin prohibit-password\n"
                                  "PasswordAuthentication no\nKbdInteractiveAuthentication no\nAuthorizedKeysFile " +
                                  d + "/authorized_keys\nStrictModes no\nUsePAM no\n");
     // The hosts' keys, so that the client verifies them instead of skipping the check.
     const std::string host_key = test::read_file(d + "/host_key.pub");
-    dir.write("known_hosts", "[127.0.0.1]:" + std::to_string(port) + " " + host_key + "[127.0.0.2]:" +
-                                 std::to_string(port) + " " + host_key);
+    dir.write("known_hosts", "[127.0.0.1]:" + std::to_string(port) + " " + host_key +
+                                 "[127.0.0.2]:" + std::to_string(port) + " " + host_key);
     fs::create_directories("/run/sshd");
     ProcessSpec spec;
     spec.argv = {"/usr/sbin/sshd", "-D", "-e", "-f", d + "/sshd_config"};
@@ -62,8 +63,17 @@ class SshRun : public ::testing::Test {
     if (sshd) sshd->stop(std::chrono::seconds(2));
   }
   std::vector<std::string> ssh_probe() {
-    return {"ssh", "-p", std::to_string(port), "-i", dir.path() + "/user_key", "-o", "BatchMode=yes",
-            "-o", "UserKnownHostsFile=" + dir.path() + "/known_hosts", "root@127.0.0.1", "true"};
+    return {"ssh",
+            "-p",
+            std::to_string(port),
+            "-i",
+            dir.path() + "/user_key",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "UserKnownHostsFile=" + dir.path() + "/known_hosts",
+            "root@127.0.0.1",
+            "true"};
   }
   std::string plan(const std::string& hosts, const std::string& key) {
     return dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() + "/results\nlauncher: ssh\nhosts: [" + hosts +

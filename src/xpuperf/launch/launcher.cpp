@@ -28,6 +28,9 @@ bool read_node_status(NodeOutcome& node) {
   if (status.is_discarded() || !status.is_object()) return false;
   node.exit_code = status.value("exit_code", -1);
   node.reason = status.value("reason", "");
+  node.ranks_started_unix = status.value("ranks_started_unix", 0.0);
+  node.ranks_ended_unix = status.value("ranks_ended_unix", 0.0);
+  node.clear_caches = status.value("clear_caches", "");
   return true;
 }
 
@@ -63,30 +66,31 @@ RoundOutcome Launcher::run_round(const Plan& plan, const Deployment& deployment,
     node.node_rank = static_cast<int>(i);
     node.dir = spec.round_dir + "/" + node_dir_name(node.host, node.node_rank);
     fs::create_directories(node.dir);
-    const std::vector<std::string> agent = {deployment.xpuperf,
-                                            "--root",
-                                            deployment.root,
-                                            "node",
-                                            "--case-key",
-                                            c.key.str(),
-                                            "--vendor",
-                                            plan.vendor,
-                                            "--data-dir",
-                                            c.data_dir,
-                                            "--node-rank",
-                                            std::to_string(i),
-                                            "--node-addr",
-                                            master_address(node.host),
-                                            "--master-addr",
-                                            master_address(spec.hosts[0]),
-                                            "--master-port",
-                                            std::to_string(plan.master_port),
-                                            "--out",
-                                            node.dir,
-                                            "--time-limit",
-                                            std::to_string(plan.case_time_limit_s),
-                                            "--visible-devices-env",
-                                            plan.visible_devices_env};
+    std::vector<std::string> agent = {deployment.xpuperf,
+                                      "--root",
+                                      deployment.root,
+                                      "node",
+                                      "--case-key",
+                                      c.key.str(),
+                                      "--vendor",
+                                      plan.vendor,
+                                      "--data-dir",
+                                      c.data_dir,
+                                      "--node-rank",
+                                      std::to_string(i),
+                                      "--node-addr",
+                                      master_address(node.host),
+                                      "--master-addr",
+                                      master_address(spec.hosts[0]),
+                                      "--master-port",
+                                      std::to_string(plan.master_port),
+                                      "--out",
+                                      node.dir,
+                                      "--time-limit",
+                                      std::to_string(plan.case_time_limit_s),
+                                      "--visible-devices-env",
+                                      plan.visible_devices_env};
+    if (plan.clear_caches) agent.push_back("--clear-caches");
     ProcessSpec process;
     process.argv = node_command(plan, node.host, agent);
     process.log_path = node.dir + "/node_agent.log";

@@ -25,7 +25,10 @@ struct NodeOutcome {
   int node_rank = 0;
   int exit_code = -1;  // the agent's (node_agent.h), or -1 when it did not report
   std::string reason;
-  std::string dir;  // the node's folder in the round, on this machine
+  std::string dir;                // the node's folder in the round, on this machine
+  double ranks_started_unix = 0;  // when the agent had started its ranks
+  double ranks_ended_unix = 0;    // when the last of them had ended
+  std::string clear_caches;       // what clear_caches did, when asked
 };
 
 struct RoundOutcome {

@@ -23,6 +23,20 @@ using nlohmann::json;
 namespace {
 
 std::atomic<int> g_stop_signal{0};
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Writes back dirty pages and drops the page cache, so every round reads its data from disk
+// alike. Returns what happened, for node_status.json.
+std::string clear_page_cache() {
+  ::sync();
+  std::ofstream drop("/proc/sys/vm/drop_caches");
+  if (drop && (drop << "3\n") && drop.flush()) return "page cache dropped";
+  return "not permitted: cannot write /proc/sys/vm/drop_caches (needs root outside a read-only /proc/sys); "
+         "rounds may read data from the cache";
+}
 void on_stop_signal(int sig) {
   g_stop_signal = sig;
 }
@@ -79,6 +93,11 @@ int run_node(const NodeRequest& request) {
   std::ofstream(request.out_dir + "/config.yaml")
       << config->to_annotated_yaml("merged config of " + key->str() + ", vendor " + request.vendor);
 
+  if (request.clear_caches) {
+    status["clear_caches"] = clear_page_cache();
+    std::cerr << "xpuperf node: clear_caches: " << status["clear_caches"].get<std::string>() << "\n";
+  }
+
   // The ranks of this node: global rank = node_rank * nproc + local rank.
   std::string visible;
   for (int i = 0; i < key->nproc; ++i) visible += (i ? "," : "") + std::to_string(i);
@@ -123,6 +142,7 @@ int run_node(const NodeRequest& request) {
   }
 
   // Wait for all ranks; the first failure, the time limit or a signal stops the rest.
+  status["ranks_started_unix"] = unix_now();
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::optional<ExitStatus>> ended(ranks.size());
   int code = kNodeOk;
@@ -155,6 +175,7 @@ int run_node(const NodeRequest& request) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  status["ranks_ended_unix"] = unix_now();
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     json rank = {{"rank", global_ranks[i]}, {"pid", ranks[i]->pid()}};
     if (!ended[i]) ended[i] = ranks[i]->stop(std::chrono::seconds(5));

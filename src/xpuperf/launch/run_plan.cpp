@@ -156,14 +156,21 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deplo
   json status = {{"case", c.key.str()},         {"round", round},
                  {"status", outcome.status},    {"reason", outcome.reason},
                  {"launcher", launcher.name()}, {"nodes", json::array()}};
-  status["started_unix"] = std::chrono::duration<double>(started.time_since_epoch()).count();
-  status["ended_unix"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double started_unix = std::chrono::duration<double>(started.time_since_epoch()).count();
+  status["started_unix"] = started_unix;
+  double first_rank = 0, last_exit = 0;
   for (const auto& node : outcome.nodes) {
     json n = {{"host", node.host},
               {"node_rank", node.node_rank},
               {"exit_code", node.exit_code},
               {"reason", node.reason},
               {"dir", node.dir}};
+    if (!node.clear_caches.empty()) n["clear_caches"] = node.clear_caches;
+    if (node.clear_caches.rfind("not permitted", 0) == 0)
+      std::cout << "\n    warning: " << node.host << ": clear_caches " << node.clear_caches;
+    if (node.ranks_started_unix > 0)
+      first_rank = first_rank == 0 ? node.ranks_started_unix : std::min(first_rank, node.ranks_started_unix);
+    last_exit = std::max(last_exit, node.ranks_ended_unix);
     if (node.exit_code != 0) {
       // The end of every rank log of a failed node: what a person reads first.
       for (const auto& entry : fs::directory_iterator(node.dir)) {
@@ -175,6 +182,14 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deplo
     if (node.node_rank == 0) row.finished = finished_in(node.dir + "/rank0.out.log");
   }
   if (row.finished) status["finished"] = row.finished->to_json();
+  // The time the harness itself costs a round: start to the ranks running, plus the last rank's
+  // exit to the round recorded (docs/METRICS.md).
+  const double ended_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  status["ended_unix"] = ended_unix;
+  if (first_rank > 0 && last_exit > 0) {
+    status["overhead_start_s"] = first_rank - started_unix;
+    status["overhead_end_s"] = ended_unix - last_exit;
+  }
   write_json(row.dir + "/round_status.json", status);
   return row;
 }
