@@ -10,8 +10,8 @@ packages=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev
   # training (LibTorch 1.13, CPU; Gloo for data parallelism across processes)
   libtorch-dev libgloo-dev
-  # tests (the ssh launcher's run against a real sshd on loopback)
-  libgtest-dev libgmock-dev openssh-client openssh-server
+  # tests (the ssh and slurm launchers run against a real sshd and a one-node Slurm)
+  libgtest-dev libgmock-dev openssh-client openssh-server slurm-wlm
   # the quickstart's data (plans/quickstart.yaml)
   dataset-fashion-mnist
 )

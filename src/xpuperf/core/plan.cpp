@@ -193,7 +193,7 @@ void read_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
       diags.error(where, "case '" + text + "' needs a data folder", "write \"" + text + "\": /path/to/data");
       continue;
     }
-    if (key->nnodes > static_cast<int>(plan.hosts.size()))
+    if (plan.launcher != "slurm" && key->nnodes > static_cast<int>(plan.hosts.size()))
       diags.error(where,
                   "case '" + text + "' needs " + std::to_string(key->nnodes) + " nodes but the plan has " +
                       std::to_string(plan.hosts.size()) + " host" + (plan.hosts.size() == 1 ? "" : "s"),

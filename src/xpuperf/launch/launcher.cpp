@@ -13,14 +13,12 @@ namespace xpuperf {
 namespace fs = std::filesystem;
 
 std::unique_ptr<Launcher> make_ssh_launcher();
+std::unique_ptr<Launcher> make_slurm_launcher();
 
 std::string node_dir_name(const std::string& host, int node_rank) {
   return host + "_noderank" + std::to_string(node_rank);
 }
 
-namespace {
-
-// Reads the agent's node_status.json into `node`; false when it wrote none.
 bool read_node_status(NodeOutcome& node) {
   std::ifstream in(node.dir + "/node_status.json");
   if (!in) return false;
@@ -33,6 +31,30 @@ bool read_node_status(NodeOutcome& node) {
   node.clear_caches = status.value("clear_caches", "");
   return true;
 }
+
+RoundOutcome round_outcome(std::vector<NodeOutcome> nodes, bool interrupted) {
+  RoundOutcome outcome;
+  outcome.status = "ok";
+  for (const auto& node : nodes) {
+    if (node.exit_code == kNodeOk) continue;
+    const bool stopped_by_us = node.exit_code == kNodeInterrupted;
+    if (outcome.status == "ok" || (!stopped_by_us && outcome.status == "interrupted")) {
+      outcome.status = node.exit_code == kNodeTimedOut ? "timed_out"
+                       : stopped_by_us && interrupted  ? "interrupted"
+                                                       : "failed";
+      outcome.reason = (nodes.size() > 1 ? node.host + ": " : "") + node.reason;
+    }
+  }
+  if (nodes.empty()) {
+    outcome.status = interrupted ? "interrupted" : "failed";
+    outcome.reason = "no node reported";
+  }
+  if (outcome.status == "ok") outcome.reason = "all ranks exited with code 0";
+  outcome.nodes = std::move(nodes);
+  return outcome;
+}
+
+namespace {
 
 std::string master_address(const std::string& host) {
   return host == "localhost" ? "127.0.0.1" : host;
@@ -59,7 +81,6 @@ RoundOutcome Launcher::run_round(const Plan& plan, const Deployment& deployment,
   const std::size_t n = spec.hosts.size();
   std::vector<NodeOutcome> nodes(n);
   std::vector<std::unique_ptr<Process>> agents(n);
-  RoundOutcome outcome;
   for (std::size_t i = 0; i < n; ++i) {
     NodeOutcome& node = nodes[i];
     node.host = spec.hosts[i];
@@ -138,28 +159,14 @@ RoundOutcome Launcher::run_round(const Plan& plan, const Deployment& deployment,
             "the node agent " + ended[i]->describe() + " without a status (see " + node.dir + "/node_agent.log)";
     }
   }
-  // The round's status and reason: the first node that went wrong on its own, else one that was stopped.
-  outcome.status = "ok";
-  for (const auto& node : nodes) {
-    if (node.exit_code == kNodeOk) continue;
-    const bool stopped_by_us = node.exit_code == kNodeInterrupted;
-    if (outcome.status == "ok" || (!stopped_by_us && outcome.status == "interrupted")) {
-      outcome.status = node.exit_code == kNodeTimedOut ? "timed_out"
-                       : stopped_by_us && interrupted  ? "interrupted"
-                                                       : "failed";
-      outcome.reason = (n > 1 ? node.host + ": " : "") + node.reason;
-    }
-  }
-  if (outcome.status == "ok") outcome.reason = "all ranks exited with code 0";
-  outcome.nodes = nodes;
-  return outcome;
+  return round_outcome(nodes, interrupted);
 }
 
 std::unique_ptr<Launcher> make_launcher(const Plan& plan) {
   if (plan.launcher == "local") return std::make_unique<LocalLauncher>();
   if (plan.launcher == "ssh") return make_ssh_launcher();
-  throw std::runtime_error("the " + plan.launcher +
-                           " launcher is not part of this version of xpuperf yet; use launcher: local or ssh");
+  if (plan.launcher == "slurm") return make_slurm_launcher();
+  throw std::runtime_error("unknown launcher '" + plan.launcher + "'");
 }
 
 }  // namespace xpuperf

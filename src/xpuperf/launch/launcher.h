@@ -65,6 +65,12 @@ class Launcher {
                        const std::string& /*round_dir*/) {}
 };
 
+// Reads a node agent's node_status.json (in node.dir) into `node`; false when there is none.
+bool read_node_status(NodeOutcome& node);
+// The round's status and reason from its nodes: the first node that went wrong on its own,
+// else one that was stopped.
+RoundOutcome round_outcome(std::vector<NodeOutcome> nodes, bool interrupted);
+
 // The plan's launcher; throws std::runtime_error for a launcher this build cannot start.
 std::unique_ptr<Launcher> make_launcher(const Plan& plan);
 

@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "xpuperf/core/process.h"
@@ -58,7 +60,45 @@ json exit_json(const ExitStatus& s) {
 
 }  // namespace
 
-int run_node(const NodeRequest& request) {
+// Fills in what Slurm says about this node (node_agent.h, `slurm`).
+std::optional<NodeRequest> from_slurm(NodeRequest request) {
+  const char* node_id = std::getenv("SLURM_NODEID");
+  const char* node_name = std::getenv("SLURMD_NODENAME");
+  const char* node_list = std::getenv("SLURM_JOB_NODELIST");
+  if (!node_id || !node_name || !node_list) {
+    std::cerr
+        << "xpuperf node: --slurm needs SLURM_NODEID, SLURMD_NODENAME and SLURM_JOB_NODELIST (start it with srun)\n";
+    return std::nullopt;
+  }
+  request.node_rank = std::atoi(node_id);
+  request.node_addr = node_name;
+  request.out_dir += "/" + std::string(node_name) + "_noderank" + std::string(node_id);
+  // The master is the allocation's first node; scontrol expands Slurm's compressed list.
+  const std::string list_file = request.out_dir + ".hostnames";
+  fs::create_directories(fs::path(request.out_dir).parent_path());
+  ProcessSpec spec;
+  spec.argv = {"scontrol", "show", "hostnames", node_list};
+  spec.log_path = list_file;
+  request.master_addr = node_name;
+  try {
+    if (run_process(spec, std::chrono::seconds(20)).ok()) {
+      std::ifstream in(list_file);
+      std::string first;
+      if (std::getline(in, first) && !first.empty()) request.master_addr = first;
+    }
+  } catch (const ProcessError&) {
+  }
+  fs::remove(list_file);
+  return request;
+}
+
+int run_node(const NodeRequest& original) {
+  NodeRequest request = original;
+  if (original.slurm) {
+    auto filled = from_slurm(original);
+    if (!filled) return kNodeBadInput;
+    request = *filled;
+  }
   std::error_code ec;
   fs::create_directories(request.out_dir, ec);
   if (ec) {

@@ -20,8 +20,11 @@ struct NodeRequest {
   std::string out_dir;      // this node's folder of the round
   double time_limit_s = 0;  // 0: none
   std::string visible_devices_env = "CUDA_VISIBLE_DEVICES";
-  bool echo = false;          // also print the ranks' output, prefixed
-  bool clear_caches = false;  // drop the page cache before starting the ranks (needs root)
+  bool echo = false;  // also print the ranks' output, prefixed
+  bool clear_caches = false;
+  // Under srun: node rank, host and master from Slurm's variables, and out_dir is the round
+  // folder, in which the agent makes its own <host>_noderank<i> folder.
+  bool slurm = false;  // drop the page cache before starting the ranks (needs root)
 };
 
 // Exit codes of the agent, also written to node_status.json.

@@ -148,7 +148,9 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deplo
   spec.plan_case = &c;
   spec.round = round;
   spec.round_dir = row.dir;
-  spec.hosts.assign(plan.hosts.begin(), plan.hosts.begin() + c.key.nnodes);
+  // (Slurm picks its own nodes: the plan's hosts may be fewer than nnodes there.)
+  const auto nodes = std::min<std::size_t>(static_cast<std::size_t>(c.key.nnodes), plan.hosts.size());
+  spec.hosts.assign(plan.hosts.begin(), plan.hosts.begin() + static_cast<std::ptrdiff_t>(nodes));
   const auto started = std::chrono::system_clock::now();
   const RoundOutcome outcome = launcher.run_round(plan, deployment, spec, g_stop);
   row.status = outcome.status;
