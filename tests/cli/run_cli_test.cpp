@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -113,6 +114,44 @@ TEST_F(RunCli, AFailingRankFailsItsRoundAndThePlanGoesOn) {
   EXPECT_EQ(status["status"], "failed");
   EXPECT_TRUE(has(status["nodes"][0]["log_tails"]["rank0.out.log"].dump(), "'eval_batch_size' must be positive"))
       << status.dump(2);
+}
+
+// The pid of the running rank whose command line holds `needle` (0 when none).
+int rank_pid_with(const std::string& needle) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (has(cmdline, " train ") && has(cmdline, needle)) return std::stoi(name);
+  }
+  return 0;
+}
+
+TEST_F(RunCli, ARankKilledMidRoundFailsTheRound) {
+  const std::string plan_path = plan(case_line("lenet5:libtorch:SLOW:1:1:1"), "case_time_limit: 60\n");
+  ProcessSpec spec;
+  spec.argv = {XPUPERF_BINARY, "--root", test::test_path("fixtures/run_repo"), "run", plan_path};
+  spec.cwd = dir.path();
+  spec.log_path = dir.path() + "/controller.log";
+  auto controller = Process::start(spec);
+  int pid = 0;
+  for (int i = 0; i < 3000 && pid == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!fs::exists(dir.path() + "/results")) continue;
+    const std::string log = run_dir() + "/lenet5_libtorch_SLOW_1_1_1/round1/localhost_noderank0/rank0.out.log";
+    if (fs::exists(log) && has(test::read_file(log), "STEP_END")) pid = rank_pid_with("--hardware SLOW");
+  }
+  ASSERT_NE(pid, 0) << test::read_file(spec.log_path);
+  ::kill(pid, SIGKILL);
+  const ExitStatus status = controller->wait(std::chrono::seconds(60));
+  const std::string output = test::read_file(spec.log_path);
+  EXPECT_EQ(status.code, 1) << output;
+  EXPECT_TRUE(has(output, "failed (rank 0 killed by signal 9")) << output;
+  const json round = read_json(run_dir() + "/lenet5_libtorch_SLOW_1_1_1/round1/round_status.json");
+  EXPECT_EQ(round["status"], "failed");
+  EXPECT_TRUE(has(round["nodes"][0]["log_tails"]["rank0.out.log"].dump(), "STEP_END")) << "the partial log is kept";
 }
 
 TEST_F(RunCli, TheTimeLimitStopsARoundAndLeavesNoProcessBehind) {
