@@ -73,7 +73,7 @@ TEST_F(RunCli, RunsEveryRoundAndWritesTheResultTree) {
   for (const char* file : {"plan.yaml", "xpuperf_run.log"}) EXPECT_TRUE(fs::exists(folder + "/" + file)) << file;
   for (int round = 1; round <= 2; ++round) {
     const std::string round_dir = folder + "/lenet5_libtorch_CPU_1_1_2/round" + std::to_string(round);
-    for (const char* file : {"rank0.out.log", "config.yaml", "sys_info.json", "node_status.json"})
+    for (const char* file : {"rank0.out.log", "config.yaml", "sys_info.json", "node_status.json", "monitor.csv"})
       EXPECT_TRUE(fs::exists(round_dir + "/localhost_noderank0/" + file)) << file;
     const json status = read_json(round_dir + "/round_status.json");
     EXPECT_EQ(status["status"], "ok");

@@ -25,6 +25,8 @@ void add_node_command(CLI::App& app, const GlobalOptions& global, int& exit_code
   cmd->add_flag("--echo", request->echo, "Also print the ranks' output, prefixed with [rank k]");
   cmd->add_flag("--slurm", request->slurm,
                 "Under srun: node rank, host and master from Slurm; --out is the round folder");
+  cmd->add_option("--monitor-period", request->monitor_period_s, "Seconds between monitor samples (0: no monitors)")
+      ->capture_default_str();
   cmd->add_flag("--clear-caches", request->clear_caches, "Drop the page cache before starting the ranks (needs root)");
   cmd->callback([&global, &exit_code, request] {
     request->root = find_repo(global).root();

@@ -17,6 +17,7 @@
 #include "xpuperf/core/repo.h"
 #include "xpuperf/core/training_config.h"
 #include "xpuperf/launch/sys_info.h"
+#include "xpuperf/monitor/sampler.h"
 
 namespace xpuperf {
 namespace fs = std::filesystem;
@@ -138,6 +139,16 @@ int run_node(const NodeRequest& original) {
     std::cerr << "xpuperf node: clear_caches: " << status["clear_caches"].get<std::string>() << "\n";
   }
 
+  // Monitors run from before the first rank starts until after the last one ends.
+  std::unique_ptr<monitor::Monitor> monitors;
+  if (request.monitor_period_s > 0) {
+    const std::string node = request.node_addr.empty() ? "node" + std::to_string(request.node_rank) : request.node_addr;
+    monitors = std::make_unique<monitor::Monitor>(request.out_dir + "/monitor.csv", node, request.monitor_period_s);
+    monitors->add(std::make_unique<monitor::CpuSampler>());
+    monitors->add(std::make_unique<monitor::MemorySampler>());
+    monitors->start();
+  }
+
   // The ranks of this node: global rank = node_rank * nproc + local rank.
   std::string visible;
   for (int i = 0; i < key->nproc; ++i) visible += (i ? "," : "") + std::to_string(i);
@@ -216,6 +227,7 @@ int run_node(const NodeRequest& original) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   status["ranks_ended_unix"] = unix_now();
+  if (monitors) monitors->stop();
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     json rank = {{"rank", global_ranks[i]}, {"pid", ranks[i]->pid()}};
     if (!ended[i]) ended[i] = ranks[i]->stop(std::chrono::seconds(5));

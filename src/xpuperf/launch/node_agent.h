@@ -22,6 +22,7 @@ struct NodeRequest {
   std::string visible_devices_env = "CUDA_VISIBLE_DEVICES";
   bool echo = false;  // also print the ranks' output, prefixed
   bool clear_caches = false;
+  double monitor_period_s = 1.0;  // CPU and memory into monitor.csv; 0: off
   // Under srun: node rank, host and master from Slurm's variables, and out_dir is the round
   // folder, in which the agent makes its own <host>_noderank<i> folder.
   bool slurm = false;  // drop the page cache before starting the ranks (needs root)
