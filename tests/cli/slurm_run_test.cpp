@@ -1,5 +1,6 @@
-// `xpuperf run` through the slurm launcher against a real one-node Slurm (munged, slurmctld and
-// slurmd started here with their own config, stopped by pid).
+// `xpuperf run` through the slurm launcher against a real Slurm on this machine: two nodes (two
+// slurmd of one host, n1 and n2), munged, slurmctld, all started here with their own config and
+// stopped by pid.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -45,35 +46,37 @@ class SlurmRun : public ::testing::Test {
     const int port = 20000 + ::getpid() % 20000;
     const std::string d = dir.path();
     fs::create_directories(d + "/state");
-    fs::create_directories(d + "/spool");
+    fs::create_directories(d + "/spool-n1");
+    fs::create_directories(d + "/spool-n2");
+    const std::string node = std::string(" NodeHostname=") + host + " NodeAddr=127.0.0.1 CPUs=1 RealMemory=1000 Port=";
     conf = dir.write("slurm.conf",
-                     std::string("ClusterName=xpuperf-test\nSlurmctldHost=") + host + "(127.0.0.1)\nSlurmctldPort=" +
-                         std::to_string(port) + "\nSlurmdPort=" + std::to_string(port + 1) + "\nNodeName=" + host +
-                         " NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000\n"
-                         "PartitionName=debug Nodes=" +
-                         host +
-                         " Default=YES MaxTime=INFINITE State=UP\n"
+                     "ClusterName=xpuperf-test\nSlurmctldHost=" + std::string(host) +
+                         "(127.0.0.1)\nSlurmctldPort=" + std::to_string(port) + "\nNodeName=n1" + node +
+                         std::to_string(port + 1) + "\nNodeName=n2" + node + std::to_string(port + 2) +
+                         "\nPartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP\n"
                          "AuthType=auth/munge\nCredType=cred/munge\nSlurmUser=root\nSlurmdUser=root\n"
                          "StateSaveLocation=" +
                          d + "/state\nSlurmdSpoolDir=" + d +
-                         "/spool\n"
+                         "/spool-%n\n"
                          "SlurmctldPidFile=" +
                          d + "/slurmctld.pid\nSlurmdPidFile=" + d +
-                         "/slurmd.pid\n"
+                         "/slurmd-%n.pid\n"
                          "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n"
                          "JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none\n"
                          "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nReturnToService=2\n"
                          "MpiDefault=none\n");
     slurmctld = start({"/usr/sbin/slurmctld", "-D", "-f", conf}, "slurmctld.log");
-    slurmd = start({"/usr/sbin/slurmd", "-D", "-f", conf}, "slurmd.log");
-    for (int i = 0; i < 200; ++i) {  // until the node is idle
-      if (run_ok({"srun", "-N1", "-n1", "true"}, {{"SLURM_CONF", conf}})) return;
+    slurmd1 = start({"/usr/sbin/slurmd", "-D", "-N", "n1", "-f", conf}, "slurmd-n1.log");
+    slurmd2 = start({"/usr/sbin/slurmd", "-D", "-N", "n2", "-f", conf}, "slurmd-n2.log");
+    for (int i = 0; i < 200; ++i) {  // until both nodes take work
+      if (run_ok({"srun", "-N2", "-n2", "true"}, {{"SLURM_CONF", conf}})) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    FAIL() << "Slurm did not come up: " << test::read_file(d + "/slurmctld.log") << test::read_file(d + "/slurmd.log");
+    FAIL() << "Slurm did not come up: " << test::read_file(d + "/slurmctld.log")
+           << test::read_file(d + "/slurmd-n1.log");
   }
   void TearDown() override {
-    for (auto* p : {&slurmd, &slurmctld, &munged})
+    for (auto* p : {&slurmd1, &slurmd2, &slurmctld, &munged})
       if (*p) (*p)->stop(std::chrono::seconds(3));
   }
   std::unique_ptr<Process> start(std::vector<std::string> argv, const std::string& log) {
@@ -91,25 +94,26 @@ class SlurmRun : public ::testing::Test {
   }
   test::TempDir dir;
   std::string conf;
-  std::unique_ptr<Process> munged, slurmctld, slurmd;
+  std::unique_ptr<Process> munged, slurmctld, slurmd1, slurmd2;
 };
 
-TEST_F(SlurmRun, RunsARoundThroughSrun) {
-  const Result r = run("lenet5:libtorch:CPU:1:1:2");
+TEST_F(SlurmRun, RunsATwoNodeRoundThroughSrun) {
+  const Result r = run("lenet5:libtorch:CPU:2:1:1");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "(launcher slurm)")) << r.output;
-  EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1:2 | 2 | ok |")) << r.output;
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
+  EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:2:1:1 | 1 | ok |")) << r.output;
   std::string run_dir;
   for (const auto& e : fs::directory_iterator(dir.path() + "/results")) run_dir = e.path().string();
-  EXPECT_TRUE(fs::exists(run_dir + "/lenet5_libtorch_CPU_1_1_2/round1/" + host + "_noderank0/rank0.out.log"));
+  const std::string round = run_dir + "/lenet5_libtorch_CPU_2_1_1/round1";
+  EXPECT_TRUE(fs::exists(round + "/n1_noderank0/rank0.out.log"));
+  EXPECT_TRUE(fs::exists(round + "/n2_noderank1/rank1.out.log"));
+  EXPECT_TRUE(has(test::read_file(round + "/n1_noderank0/rank0.out.log"), "\"world_size\":2"));
 }
 
 TEST_F(SlurmRun, MoreNodesThanThePartitionHasIsRefusedAtStepOne) {
-  const Result r = run("lenet5:libtorch:CPU:2:1:1");
+  const Result r = run("lenet5:libtorch:CPU:3:1:1");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_TRUE(has(r.output, "needs 2 nodes but the Slurm partition has 1")) << r.output;
+  EXPECT_TRUE(has(r.output, "needs 3 nodes but the Slurm partition has 2")) << r.output;
 }
 
 }  // namespace

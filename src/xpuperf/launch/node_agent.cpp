@@ -61,6 +61,41 @@ json exit_json(const ExitStatus& s) {
 
 }  // namespace
 
+// The first line scontrol prints, or "" when it fails.
+std::string scontrol_first_line(const std::vector<std::string>& argv, const std::string& scratch) {
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.log_path = scratch;
+  std::string first;
+  try {
+    if (run_process(spec, std::chrono::seconds(20)).ok()) {
+      std::ifstream in(scratch);
+      std::getline(in, first);
+    }
+  } catch (const ProcessError&) {
+  }
+  fs::remove(scratch);
+  return first;
+}
+
+// A Slurm node's NodeAddr (its name when scontrol does not say).
+std::string slurm_node_addr(const std::string& node, const std::string& scratch) {
+  ProcessSpec spec;
+  spec.argv = {"scontrol", "show", "node", node};
+  spec.log_path = scratch;
+  std::string addr = node;
+  try {
+    if (run_process(spec, std::chrono::seconds(20)).ok()) {
+      std::ifstream in(scratch);
+      for (std::string word; in >> word;)
+        if (word.rfind("NodeAddr=", 0) == 0) addr = word.substr(9);
+    }
+  } catch (const ProcessError&) {
+  }
+  fs::remove(scratch);
+  return addr;
+}
+
 // Fills in what Slurm says about this node (node_agent.h, `slurm`).
 std::optional<NodeRequest> from_slurm(NodeRequest request) {
   const char* node_id = std::getenv("SLURM_NODEID");
@@ -72,24 +107,14 @@ std::optional<NodeRequest> from_slurm(NodeRequest request) {
     return std::nullopt;
   }
   request.node_rank = std::atoi(node_id);
-  request.node_addr = node_name;
   request.out_dir += "/" + std::string(node_name) + "_noderank" + std::string(node_id);
-  // The master is the allocation's first node; scontrol expands Slurm's compressed list.
-  const std::string list_file = request.out_dir + ".hostnames";
+  // The master is the allocation's first node; scontrol expands Slurm's compressed list, and
+  // gives each node's address (NodeAddr), which may differ from its name.
   fs::create_directories(fs::path(request.out_dir).parent_path());
-  ProcessSpec spec;
-  spec.argv = {"scontrol", "show", "hostnames", node_list};
-  spec.log_path = list_file;
-  request.master_addr = node_name;
-  try {
-    if (run_process(spec, std::chrono::seconds(20)).ok()) {
-      std::ifstream in(list_file);
-      std::string first;
-      if (std::getline(in, first) && !first.empty()) request.master_addr = first;
-    }
-  } catch (const ProcessError&) {
-  }
-  fs::remove(list_file);
+  const std::string scratch = request.out_dir + ".scontrol";
+  const std::string first = scontrol_first_line({"scontrol", "show", "hostnames", node_list}, scratch);
+  request.master_addr = slurm_node_addr(first.empty() ? node_name : first, scratch);
+  request.node_addr = slurm_node_addr(node_name, scratch);
   return request;
 }
 
