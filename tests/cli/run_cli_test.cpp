@@ -78,6 +78,7 @@ TEST_F(RunCli, RunsEveryRoundAndWritesTheResultTree) {
     const json status = read_json(round_dir + "/round_status.json");
     EXPECT_EQ(status["status"], "ok");
     EXPECT_EQ(status["finished"]["global_steps"], 20);
+    EXPECT_GT(status["monitor"]["peak_host_mem_bytes"].get<double>(), 0.0) << status.dump(2);
   }
   // The config of every round says where each value came from.
   const std::string config =

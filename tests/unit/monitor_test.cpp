@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "test_util.h"
+#include "xpuperf/monitor/analysis.h"
 #include "xpuperf/monitor/sampler.h"
 
 namespace xpuperf::monitor {
@@ -61,6 +62,124 @@ TEST(Monitor, WritesFlushedRowsEveryPeriod) {
   for (std::string line; std::getline(in, line);)
     if (line.find("mem_total_bytes") != std::string::npos) ++rows;
   EXPECT_GE(rows, 4);  // ~6 periods, and one at stop
+}
+
+}  // namespace
+}  // namespace xpuperf::monitor
+
+namespace xpuperf::monitor {
+namespace {
+
+TEST(IpmiSampler, ReadsTheInstantaneousPowerOfARecordedOutput) {
+  EXPECT_DOUBLE_EQ(
+      IpmiSampler::parse(test::read_file(test::test_path("fixtures/monitor/ipmitool_dcmi_power_reading.txt"))), 412.0);
+  EXPECT_LT(IpmiSampler::parse("Could not open device at /dev/ipmi0"), 0.0);
+  IpmiSampler missing({"xpuperf-no-such-ipmitool"});
+  EXPECT_FALSE(missing.available());
+  EXPECT_TRUE(missing.sample().empty());
+}
+
+TEST(DiskSampler, BytesFromSectorsWithoutLoopDevices) {
+  const auto disks = DiskSampler::parse(
+      "   7       0 loop0 5 0 10 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+      " 254       0 vda 100 5 2048 30 50 7 4096 60 0 90 90 0 0 0 0 0 0\n");
+  ASSERT_EQ(disks.size(), 1u);
+  EXPECT_EQ(disks[0].first, "vda");
+  EXPECT_DOUBLE_EQ(disks[0].second.first, 2048.0 * 512);
+  EXPECT_DOUBLE_EQ(disks[0].second.second, 4096.0 * 512);
+  // A recorded /proc/diskstats of this machine parses too.
+  for (const auto& d : DiskSampler::parse(test::read_file(test::test_path("fixtures/monitor/diskstats.txt"))))
+    EXPECT_NE(d.first.rfind("loop", 0), 0u);
+}
+
+TEST(NetworkSampler, ReceiveAndTransmitBytesWithoutLoopback) {
+  const auto nics = NetworkSampler::parse(
+      "Inter-|   Receive |  Transmit\n face |bytes packets|bytes\n"
+      "    lo: 1000 10 0 0 0 0 0 0 1000 10 0 0 0 0 0 0\n"
+      "  eth0: 5000 20 0 0 0 0 0 0 7000 30 0 0 0 0 0 0\n");
+  ASSERT_EQ(nics.size(), 1u);
+  EXPECT_EQ(nics[0].first, "eth0");
+  EXPECT_DOUBLE_EQ(nics[0].second.first, 5000.0);
+  EXPECT_DOUBLE_EQ(nics[0].second.second, 7000.0);
+  EXPECT_NO_THROW(NetworkSampler::parse(test::read_file(test::test_path("fixtures/monitor/net_dev.txt"))));
+}
+
+TEST(RaplSampler, PowerAndEnergyFromTheCounterAcrossAWrap) {
+  test::TempDir dir;
+  dir.write("intel-rapl:0/energy_uj", "999000000\n");
+  dir.write("intel-rapl:0/max_energy_range_uj", "1000000000\n");
+  dir.write("intel-rapl:0:0/energy_uj", "5\n");  // a sub-domain, inside the package
+  RaplSampler rapl(dir.path());
+  ASSERT_TRUE(rapl.available());
+  EXPECT_TRUE(rapl.sample().empty());
+  dir.write("intel-rapl:0/energy_uj", "1000000\n");  // wrapped: 2 J later
+  const auto s = rapl.sample();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].device, "package0");
+  EXPECT_EQ(s[1].metric, "energy_j");
+  EXPECT_DOUBLE_EQ(s[1].value, 2.0);
+  EXPECT_FALSE(RaplSampler(dir.path() + "/none").available());
+}
+
+TEST(CommandSampler, AVendorToolReadWithRegularExpressions) {
+  const std::vector<CommandSampler::Metric> metrics = {
+      {"npu{n}", "power_w", R"(\|\s*\d+\s+910B\s+\|\s*OK\s+\|\s*([0-9.]+))"},
+      {"npu{n}", "temperature_c", R"(\|\s*\d+\s+910B\s+\|\s*OK\s+\|\s*[0-9.]+\s+([0-9]+))"}};
+  const auto s = CommandSampler::parse(test::read_file(test::test_path("fixtures/monitor/npu_smi.txt")), metrics);
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].device, "npu0");
+  EXPECT_DOUBLE_EQ(s[0].value, 93.6);
+  EXPECT_EQ(s[1].device, "npu1");
+  EXPECT_DOUBLE_EQ(s[1].value, 101.2);
+  EXPECT_EQ(s[3].metric, "temperature_c");
+  EXPECT_DOUBLE_EQ(s[3].value, 47.0);
+}
+
+TEST(CommandSampler, LoadsVendorMonitorYamlAndReportsMistakes) {
+  test::TempDir dir;
+  const std::string good = dir.write("monitor.yaml",
+                                     "command: [echo, \"Power: 42.5 W\"]\nmetrics:\n"
+                                     "  - {device: chip, metric: power_w, regex: \"Power: ([0-9.]+)\"}\n");
+  std::string error;
+  auto sampler = load_command_sampler(good, error);
+  ASSERT_TRUE(sampler) << error;
+  const auto s = sampler->sample();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(s[0].value, 42.5);
+  EXPECT_FALSE(load_command_sampler(dir.path() + "/absent.yaml", error));
+  const std::string bad = dir.write("bad.yaml", "command: [x]\nmetrics:\n  - {device: d, metric: m, regex: \"([\"}\n");
+  EXPECT_FALSE(load_command_sampler(bad, error));
+  EXPECT_NE(error.find("bad regex"), std::string::npos) << error;
+}
+
+TEST(Analysis, IntegratesPowerAndPrefersEnergyCounters) {
+  EXPECT_DOUBLE_EQ(integrate({{0, 100}, {1, 100}, {3, 200}}), 100.0 + 300.0);
+  test::TempDir dir;
+  // gpu0: power 100 W for 10 s and its counter says 990 J; package0: power only, 50 W for 10 s.
+  std::string csv = "time,node,device,metric,value\n";
+  for (int t = 0; t <= 10; ++t) {
+    const std::string ts = std::to_string(1000 + t);
+    csv += ts + ",n0,gpu0,power_w,100\n" + ts + ",n0,gpu0,energy_j," + std::to_string(99 * t) + "\n";
+    csv += ts + ",n0,package0,power_w,50\n";
+    csv += ts + ",n0,gpu0,mem_used_bytes," + std::to_string(t * 1000) + "\n" + ts + ",n0,gpu0,mem_total_bytes,80000\n";
+    csv += ts + ",n0,host,mem_used_bytes," + std::to_string(5000 - t) + "\n";
+  }
+  csv += "1011,n0,gpu0,power_w\n";  // cut off by a crash
+  const auto a = analyse_monitor_csv({dir.write("monitor.csv", csv)});
+  EXPECT_DOUBLE_EQ(a.energy_j.at("n0/gpu0"), 990.0);
+  EXPECT_DOUBLE_EQ(a.energy_j.at("n0/package0"), 500.0);
+  EXPECT_DOUBLE_EQ(a.accelerator_energy_j, 990.0);
+  EXPECT_DOUBLE_EQ(a.round_energy_j(), 990.0);
+  EXPECT_DOUBLE_EQ(a.peak_device_mem_bytes, 10000.0);
+  EXPECT_DOUBLE_EQ(a.total_device_mem_bytes, 80000.0);
+  EXPECT_DOUBLE_EQ(a.peak_host_mem_bytes, 5000.0);
+  EXPECT_DOUBLE_EQ(a.seconds, 10.0);
+  for (const auto& s : a.series)
+    if (s.device == "gpu0" && s.metric == "power_w") {
+      EXPECT_EQ(s.count, 11u);
+      EXPECT_DOUBLE_EQ(s.mean, 100.0);
+      EXPECT_DOUBLE_EQ(s.std, 0.0);
+    }
 }
 
 }  // namespace

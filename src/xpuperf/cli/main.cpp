@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   cli::add_train_command(app, global, exit_code);
   cli::add_run_command(app, global, exit_code);
   cli::add_node_command(app, global, exit_code);
+  cli::add_monitor_command(app, global, exit_code);
 
   try {
     app.parse(argc, argv);

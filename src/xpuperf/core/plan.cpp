@@ -12,10 +12,11 @@ namespace xpuperf {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& plan_keys() {
-  static const std::vector<std::string> keys = {
-      "vendor",          "log_dir",     "log_level",           "hosts",    "ssh",          "launcher",
-      "slurm_partition", "master_port", "visible_devices_env", "shm_size", "clear_caches", "case_time_limit",
-      "deploy_path",     "cases"};
+  static const std::vector<std::string> keys = {"vendor",          "log_dir",      "log_level",
+                                                "hosts",           "ssh",          "launcher",
+                                                "slurm_partition", "master_port",  "visible_devices_env",
+                                                "shm_size",        "clear_caches", "case_time_limit",
+                                                "monitor_period",  "deploy_path",  "cases"};
   return keys;
 }
 
@@ -251,6 +252,14 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
                   "'case_time_limit' must be a duration like 3600, 90m, 2h or 1d, got " + quoted_value_text(e->value));
     else
       plan.case_time_limit_s = *seconds;
+  }
+  if (const ConfigEntry* e = raw->find("monitor_period")) {
+    const auto seconds = e->value.IsScalar() ? parse_duration(e->value.Scalar()) : std::nullopt;
+    if (!seconds || *seconds < 0.1)
+      diags.error(e->source, "'monitor_period' must be a duration of at least 0.1 s, like 1 or 0.5s, got " +
+                                 quoted_value_text(e->value));
+    else
+      plan.monitor_period_s = *seconds;
   }
   r.string("deploy_path", plan.deploy_path);
   if (!plan.deploy_path.empty() && plan.deploy_path[0] != '/')

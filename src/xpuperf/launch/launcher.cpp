@@ -111,6 +111,8 @@ RoundOutcome Launcher::run_round(const Plan& plan, const Deployment& deployment,
                                       std::to_string(plan.case_time_limit_s),
                                       "--visible-devices-env",
                                       plan.visible_devices_env};
+    agent.push_back("--monitor-period");
+    agent.push_back(std::to_string(plan.monitor_period_s));
     if (plan.clear_caches) agent.push_back("--clear-caches");
     ProcessSpec process;
     process.argv = node_command(plan, node.host, agent);

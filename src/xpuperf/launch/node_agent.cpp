@@ -169,8 +169,13 @@ int run_node(const NodeRequest& original) {
   if (request.monitor_period_s > 0) {
     const std::string node = request.node_addr.empty() ? "node" + std::to_string(request.node_rank) : request.node_addr;
     monitors = std::make_unique<monitor::Monitor>(request.out_dir + "/monitor.csv", node, request.monitor_period_s);
-    monitors->add(std::make_unique<monitor::CpuSampler>());
-    monitors->add(std::make_unique<monitor::MemorySampler>());
+    for (auto& sampler : monitor::default_samplers()) monitors->add(std::move(sampler));
+    // A vendor's own tool, declared without C++ (vendors/<v>/monitor.yaml).
+    std::string error;
+    auto vendor_sampler =
+        monitor::load_command_sampler(Repo(request.root).vendor_dir(request.vendor) + "/monitor.yaml", error);
+    if (vendor_sampler) monitors->add(std::move(vendor_sampler));
+    if (!error.empty()) std::cerr << "xpuperf node: vendor monitor left out: " << error << "\n";
     monitors->start();
   }
 

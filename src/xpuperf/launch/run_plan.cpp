@@ -15,6 +15,7 @@
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/version.h"
 #include "xpuperf/launch/launcher.h"
+#include "xpuperf/monitor/analysis.h"
 
 namespace xpuperf {
 namespace fs = std::filesystem;
@@ -35,6 +36,8 @@ struct RoundRow {
   std::optional<FinishedInfo> finished;
   std::string dir;
   bool skipped = false;
+  double energy_j = 0;        // from the monitors (0: no power measured)
+  double peak_mem_bytes = 0;  // device memory when there are accelerators, else host memory
 };
 
 std::string now_stamp() {
@@ -93,6 +96,7 @@ std::string plan_as_run(const Plan& p) {
   out << YAML::Key << "shm_size" << YAML::Value << p.shm_size;
   out << YAML::Key << "clear_caches" << YAML::Value << p.clear_caches;
   out << YAML::Key << "case_time_limit" << YAML::Value << p.case_time_limit_s;
+  out << YAML::Key << "monitor_period" << YAML::Value << p.monitor_period_s;
   out << YAML::Key << "deploy_path" << YAML::Value << p.deploy_path;
   out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap;
   for (const auto& c : p.cases) out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value << c.data_dir;
@@ -108,8 +112,9 @@ std::string fmt(double value, int precision) {
 }
 
 void print_table(const std::vector<RoundRow>& rows) {
-  std::cout << "\n| case | round | status | samples/s | converged | final metric | e2e (s) | logs |\n"
-            << "| --- | ---: | --- | ---: | --- | --- | ---: | --- |\n";
+  std::cout << "\n| case | round | status | samples/s | converged | final metric | e2e (s) | energy (J) | peak memory "
+               "(GiB) | logs |\n"
+            << "| --- | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | --- |\n";
   for (const auto& r : rows) {
     std::string sps = "", converged = "", metric = "", e2e = "";
     if (r.finished) {
@@ -123,8 +128,10 @@ void print_table(const std::vector<RoundRow>& rows) {
       if (f.e2e_time) e2e = fmt(*f.e2e_time, 1);
     }
     std::cout << "| " << r.case_key << " | " << r.round << " | " << r.status << (r.skipped ? " (earlier run)" : "")
-              << " | " << sps << " | " << converged << " | " << metric << " | " << e2e << " | " << display_path(r.dir)
-              << " |\n";
+              << " | " << sps << " | " << converged << " | " << metric << " | " << e2e << " | "
+              << (r.energy_j > 0 ? fmt(r.energy_j, 1) : "") << " | "
+              << (r.peak_mem_bytes > 0 ? fmt(r.peak_mem_bytes / (1024.0 * 1024 * 1024), 2) : "") << " | "
+              << display_path(r.dir) << " |\n";
   }
 }
 
@@ -139,9 +146,26 @@ Deployment deployment_of(const Plan& plan, const Repo& repo, const std::string& 
           plan.deploy_path};
 }
 
+// Seed 004's figures from the vendor's datasheet: total memory and fp32/fp16 peaks of the chip
+// (vendors/<v>/specs.yaml, chips.<hardware>); empty when the vendor does not list the chip.
+json chip_peaks(const Repo& repo, const std::string& vendor, const std::string& hardware) {
+  Diagnostics ignored;
+  const auto specs = load_config_file(repo.vendor_dir(vendor) + "/specs.yaml", ignored);
+  json out = json::object();
+  if (!specs || !specs->has("chips")) return out;
+  const YAML::Node chip = specs->at("chips").value[hardware];
+  if (!chip || !chip.IsMap()) return out;
+  if (chip["name"]) out["chip"] = chip["name"].as<std::string>("");
+  const YAML::Node peaks = chip["peak_tflops"];
+  for (const char* precision : {"fp32", "fp16"})
+    if (peaks && peaks[precision]) out[std::string(precision) + "_peak_tflops"] = peaks[precision].as<double>(0.0);
+  if (chip["memory_gib"]) out["datasheet_memory_bytes"] = chip["memory_gib"].as<double>(0.0) * 1024.0 * 1024 * 1024;
+  return out;
+}
+
 // Runs one round and records it in round_status.json.
 RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deployment, const PlanCase& c, int round,
-                   const std::string& case_dir) {
+                   const std::string& case_dir, const json& chip_peaks) {
   RoundRow row{c.key.str(), round, "failed", "", std::nullopt, case_dir + "/round" + std::to_string(round)};
   fs::create_directories(row.dir);
   RoundSpec spec;
@@ -184,6 +208,21 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deplo
     if (node.node_rank == 0) row.finished = finished_in(node.dir + "/rank0.out.log");
   }
   if (row.finished) status["finished"] = row.finished->to_json();
+  std::vector<std::string> monitor_files;
+  for (const auto& node : outcome.nodes)
+    if (fs::exists(node.dir + "/monitor.csv")) monitor_files.push_back(node.dir + "/monitor.csv");
+  if (!monitor_files.empty()) {
+    const monitor::MonitorAnalysis a = monitor::analyse_monitor_csv(monitor_files);
+    json m = a.to_json();
+    const double samples = row.finished && row.finished->num_trained_samples
+                               ? static_cast<double>(*row.finished->num_trained_samples)
+                               : 0.0;
+    if (a.round_energy_j() > 0 && samples > 0) m["energy_per_sample_j"] = a.round_energy_j() / samples;
+    for (const auto& item : chip_peaks.items()) m[item.key()] = item.value();
+    row.energy_j = a.round_energy_j();
+    row.peak_mem_bytes = a.peak_device_mem_bytes > 0 ? a.peak_device_mem_bytes : a.peak_host_mem_bytes;
+    status["monitor"] = m;
+  }
   // The time the harness itself costs a round: start to the ranks running, plus the last rank's
   // exit to the round recorded (docs/METRICS.md).
   const double ended_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -285,7 +324,8 @@ int run_plan(const Repo& repo, const RunOptions& options) {
           continue;
         }
       }
-      RoundRow row = run_round(*launcher, *plan, deployment, c, round, case_dir);
+      RoundRow row =
+          run_round(*launcher, *plan, deployment, c, round, case_dir, chip_peaks(repo, plan->vendor, c.key.hardware));
       std::cout << " " << row.status;
       if (row.finished && row.finished->final_metric) {
         const auto& f = *row.finished;

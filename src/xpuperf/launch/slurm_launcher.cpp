@@ -98,6 +98,8 @@ class SlurmLauncher : public Launcher {
                                    std::string("--visible-devices-env"),
                                    plan.visible_devices_env})
       srun.argv.push_back(arg);
+    srun.argv.push_back("--monitor-period");
+    srun.argv.push_back(std::to_string(plan.monitor_period_s));
     if (plan.clear_caches) srun.argv.push_back("--clear-caches");
     fs::create_directories(spec.round_dir);
     srun.log_path = spec.round_dir + "/srun.log";

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "xpuperf/monitor/nvml_sampler.h"
+
 namespace xpuperf::monitor {
 
 namespace {
@@ -82,6 +84,7 @@ void Monitor::add(std::unique_ptr<Sampler> sampler) {
 
 void Monitor::start() {
   csv_.open(path_, std::ios::app);
+  csv_.precision(15);  // bytes and joules keep their digits
   if (csv_.tellp() == 0) csv_ << "time,node,device,metric,value\n";
   for (auto& s : samplers_) s->sample();  // sets the counters the first rates start from
   running_ = true;
@@ -117,6 +120,18 @@ void Monitor::write_samples() {
     for (const auto& row : s->sample())
       csv_ << time_text << ',' << node_ << ',' << row.device << ',' << row.metric << ',' << row.value << '\n';
   csv_.flush();
+}
+
+std::vector<std::unique_ptr<Sampler>> default_samplers() {
+  std::vector<std::unique_ptr<Sampler>> samplers;
+  samplers.push_back(std::make_unique<CpuSampler>());
+  samplers.push_back(std::make_unique<MemorySampler>());
+  samplers.push_back(std::make_unique<DiskSampler>());
+  samplers.push_back(std::make_unique<NetworkSampler>());
+  if (auto rapl = std::make_unique<RaplSampler>(); rapl->available()) samplers.push_back(std::move(rapl));
+  if (auto ipmi = std::make_unique<IpmiSampler>(); ipmi->available()) samplers.push_back(std::move(ipmi));
+  if (auto nvml = make_nvml_sampler()) samplers.push_back(std::move(nvml));
+  return samplers;
 }
 
 }  // namespace xpuperf::monitor

@@ -1,0 +1,43 @@
+#pragma once
+// What a round's monitor.csv files say: statistics of every series, energy per device, peak
+// memory. docs/METRICS.md defines each figure.
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xpuperf::monitor {
+
+struct SeriesStats {
+  std::string node, device, metric;
+  std::size_t count = 0;
+  double mean = 0, min = 0, max = 0, std = 0;
+  double first_time = 0, last_time = 0, last_value = 0;
+};
+
+struct MonitorAnalysis {
+  std::vector<SeriesStats> series;
+  std::map<std::string, double> energy_j;  // "node/device" → joules over the monitored time
+  double accelerator_energy_j = 0;         // sum over gpu<i> devices
+  double cpu_energy_j = 0;                 // sum over package<i> devices (RAPL)
+  double system_energy_j = 0;              // IPMI's whole-system power, integrated
+  double peak_host_mem_bytes = 0;          // the largest node's peak
+  double peak_device_mem_bytes = 0;        // the largest device's peak
+  double total_device_mem_bytes = 0;       // that device's size
+  double seconds = 0;                      // monitored time
+
+  nlohmann::json to_json() const;
+  // The energy a round is charged with: accelerators when there are any, else CPU packages,
+  // else the whole system; 0 when nothing measured power.
+  double round_energy_j() const;
+};
+
+// Trapezoid integral of (time, value) pairs sorted by time.
+double integrate(const std::vector<std::pair<double, double>>& series);
+
+// Reads one or more monitor.csv files (time,node,device,metric,value); unreadable rows are skipped.
+MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths);
+
+}  // namespace xpuperf::monitor

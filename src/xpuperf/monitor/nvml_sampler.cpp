@@ -1,0 +1,136 @@
+#include "xpuperf/monitor/nvml_sampler.h"
+
+#include <dlfcn.h>
+
+#include <string>
+
+namespace xpuperf::monitor {
+
+namespace {
+
+// The few NVML types and entry points we use, declared here (their ABI is stable across driver
+// versions; the _v2 names are the current ones).
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st*;
+struct nvmlUtilization_t {
+  unsigned int gpu;
+  unsigned int memory;
+};
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr int kTemperatureGpu = 0;
+constexpr int kClockSm = 1;
+constexpr int kClockMem = 2;
+
+struct Nvml {
+  void* library = nullptr;
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  nvmlReturn_t (*count)(unsigned int*) = nullptr;
+  nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
+  nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;             // milliwatts
+  nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;      // millijoules
+  nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int*) = nullptr;  // °C
+  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int*) = nullptr;        // MHz
+  nvmlReturn_t (*throttle)(nvmlDevice_t, unsigned long long*) = nullptr;
+
+  template <typename F>
+  bool load(F& f, const char* name) {
+    f = reinterpret_cast<F>(::dlsym(library, name));
+    return f != nullptr;
+  }
+};
+
+class NvmlSampler : public Sampler {
+ public:
+  explicit NvmlSampler(Nvml nvml) : nvml_(nvml) {
+    unsigned int n = 0;
+    if (nvml_.count(&n) != kNvmlSuccess) return;
+    for (unsigned int i = 0; i < n; ++i) {
+      nvmlDevice_t device = nullptr;
+      if (nvml_.handle(i, &device) != kNvmlSuccess) continue;
+      unsigned long long mj = 0;
+      const bool counter = nvml_.energy && nvml_.energy(device, &mj) == kNvmlSuccess;
+      devices_.push_back({"gpu" + std::to_string(i), device, counter ? static_cast<double>(mj) : -1.0});
+    }
+  }
+  ~NvmlSampler() override {
+    nvml_.shutdown();
+    ::dlclose(nvml_.library);
+  }
+  std::string name() const override { return "nvml"; }
+  bool has_devices() const { return !devices_.empty(); }
+
+  std::vector<Sample> sample() override {
+    std::vector<Sample> out;
+    for (const auto& d : devices_) {
+      nvmlUtilization_t util{};
+      if (nvml_.utilization(d.handle, &util) == kNvmlSuccess) {
+        out.push_back({d.name, "util_percent", static_cast<double>(util.gpu)});
+        out.push_back({d.name, "mem_util_percent", static_cast<double>(util.memory)});
+      }
+      nvmlMemory_t memory{};
+      if (nvml_.memory(d.handle, &memory) == kNvmlSuccess) {
+        out.push_back({d.name, "mem_used_bytes", static_cast<double>(memory.used)});
+        out.push_back({d.name, "mem_total_bytes", static_cast<double>(memory.total)});
+      }
+      unsigned int value = 0;
+      if (nvml_.power(d.handle, &value) == kNvmlSuccess) out.push_back({d.name, "power_w", value / 1000.0});
+      unsigned long long mj = 0;
+      if (d.energy_start_mj >= 0 && nvml_.energy(d.handle, &mj) == kNvmlSuccess)
+        out.push_back({d.name, "energy_j", (static_cast<double>(mj) - d.energy_start_mj) / 1000.0});
+      if (nvml_.temperature(d.handle, kTemperatureGpu, &value) == kNvmlSuccess)
+        out.push_back({d.name, "temperature_c", static_cast<double>(value)});
+      if (nvml_.clock(d.handle, kClockSm, &value) == kNvmlSuccess)
+        out.push_back({d.name, "sm_clock_mhz", static_cast<double>(value)});
+      if (nvml_.clock(d.handle, kClockMem, &value) == kNvmlSuccess)
+        out.push_back({d.name, "mem_clock_mhz", static_cast<double>(value)});
+      unsigned long long reasons = 0;
+      if (nvml_.throttle && nvml_.throttle(d.handle, &reasons) == kNvmlSuccess)
+        out.push_back({d.name, "throttle_reasons", static_cast<double>(reasons)});
+    }
+    return out;
+  }
+
+ private:
+  struct Device {
+    std::string name;
+    nvmlDevice_t handle;
+    double energy_start_mj;  // -1: no energy counter
+  };
+  Nvml nvml_;
+  std::vector<Device> devices_;
+};
+
+}  // namespace
+
+std::unique_ptr<Sampler> make_nvml_sampler() {
+  Nvml nvml;
+  nvml.library = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!nvml.library) return nullptr;
+  const bool loaded =
+      nvml.load(nvml.init, "nvmlInit_v2") && nvml.load(nvml.shutdown, "nvmlShutdown") &&
+      nvml.load(nvml.count, "nvmlDeviceGetCount_v2") && nvml.load(nvml.handle, "nvmlDeviceGetHandleByIndex_v2") &&
+      nvml.load(nvml.utilization, "nvmlDeviceGetUtilizationRates") &&
+      nvml.load(nvml.memory, "nvmlDeviceGetMemoryInfo") && nvml.load(nvml.power, "nvmlDeviceGetPowerUsage") &&
+      nvml.load(nvml.temperature, "nvmlDeviceGetTemperature") && nvml.load(nvml.clock, "nvmlDeviceGetClockInfo");
+  // Optional: older drivers lack them.
+  nvml.load(nvml.energy, "nvmlDeviceGetTotalEnergyConsumption");
+  if (!nvml.load(nvml.throttle, "nvmlDeviceGetCurrentClocksEventReasons"))
+    nvml.load(nvml.throttle, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  if (!loaded || nvml.init() != kNvmlSuccess) {
+    ::dlclose(nvml.library);
+    return nullptr;
+  }
+  auto sampler = std::make_unique<NvmlSampler>(nvml);
+  if (!sampler->has_devices()) return nullptr;
+  return sampler;
+}
+
+}  // namespace xpuperf::monitor
