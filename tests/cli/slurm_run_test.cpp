@@ -21,7 +21,7 @@ bool run_ok(std::vector<std::string> argv, const std::map<std::string, std::stri
   spec.argv = std::move(argv);
   spec.env = env;
   try {
-    return run_process(spec, std::chrono::seconds(20)).ok();
+    return run_process(spec, std::chrono::seconds(10)).ok();
   } catch (const ProcessError&) {
     return false;
   }
@@ -34,17 +34,19 @@ class SlurmRun : public ::testing::Test {
     for (const char* tool : {"/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/munged", "/usr/bin/srun"})
       if (!fs::exists(tool)) GTEST_SKIP() << tool << " is missing (apt-get install slurm-wlm)";
     if (!fs::exists(std::string(kData) + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "Fashion-MNIST is missing";
-    if (!run_ok({"munge", "-n"})) {  // no munged yet: start one
-      fs::create_directories("/run/munge");
-      ASSERT_TRUE(run_ok({"chown", "munge:munge", "/run/munge"}));
-      munged = start({"runuser", "-u", "munge", "--", "/usr/sbin/munged", "-F"}, "munged.log");
-      for (int i = 0; i < 100 && !run_ok({"munge", "-n"}); ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    // A munged of our own (its own key and socket), so nothing is shared with the host or with
+    // a test running beside this one.
+    const std::string d = dir.path();
+    fs::permissions(d, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+    ASSERT_TRUE(run_ok({"dd", "if=/dev/urandom", "of=" + d + "/munge.key", "bs=1024", "count=1"}));
+    fs::permissions(d + "/munge.key", fs::perms::owner_read);
+    munged =
+        start({"/usr/sbin/munged", "-F", "--force", "--socket=" + d + "/munge.sock", "--key-file=" + d + "/munge.key",
+               "--pid-file=" + d + "/munged.pid", "--seed-file=" + d + "/munge.seed"},
+              "munged.log");
     char host[256] = {0};
     ::gethostname(host, sizeof host - 1);
     const int port = 20000 + ::getpid() % 20000;
-    const std::string d = dir.path();
     fs::create_directories(d + "/state");
     fs::create_directories(d + "/spool-n1");
     fs::create_directories(d + "/spool-n2");
@@ -54,7 +56,9 @@ class SlurmRun : public ::testing::Test {
                          "(127.0.0.1)\nSlurmctldPort=" + std::to_string(port) + "\nNodeName=n1" + node +
                          std::to_string(port + 1) + "\nNodeName=n2" + node + std::to_string(port + 2) +
                          "\nPartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP\n"
-                         "AuthType=auth/munge\nCredType=cred/munge\nSlurmUser=root\nSlurmdUser=root\n"
+                         "AuthType=auth/munge\nAuthInfo=socket=" +
+                         d +
+                         "/munge.sock\nCredType=cred/munge\nSlurmUser=root\nSlurmdUser=root\n"
                          "StateSaveLocation=" +
                          d + "/state\nSlurmdSpoolDir=" + d +
                          "/spool-%n\n"
@@ -68,9 +72,10 @@ class SlurmRun : public ::testing::Test {
     slurmctld = start({"/usr/sbin/slurmctld", "-D", "-f", conf}, "slurmctld.log");
     slurmd1 = start({"/usr/sbin/slurmd", "-D", "-N", "n1", "-f", conf}, "slurmd-n1.log");
     slurmd2 = start({"/usr/sbin/slurmd", "-D", "-N", "n2", "-f", conf}, "slurmd-n2.log");
-    for (int i = 0; i < 200; ++i) {  // until both nodes take work
-      if (run_ok({"srun", "-N2", "-n2", "true"}, {{"SLURM_CONF", conf}})) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {  // until both nodes take work
+      if (run_ok({"srun", "-N2", "-n2", "--immediate=5", "true"}, {{"SLURM_CONF", conf}})) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     FAIL() << "Slurm did not come up: " << test::read_file(d + "/slurmctld.log")
            << test::read_file(d + "/slurmd-n1.log");
