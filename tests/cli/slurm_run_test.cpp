@@ -46,7 +46,7 @@ class SlurmRun : public ::testing::Test {
               "munged.log");
     char host[256] = {0};
     ::gethostname(host, sizeof host - 1);
-    const int port = 20000 + ::getpid() % 20000;
+    const int port = 10000 + ::getpid() % 9000;  // below the ssh test's ports
     fs::create_directories(d + "/state");
     fs::create_directories(d + "/spool-n1");
     fs::create_directories(d + "/spool-n2");

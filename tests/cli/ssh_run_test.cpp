@@ -21,7 +21,7 @@ bool run_ok(std::vector<std::string> argv) {
   ProcessSpec spec;
   spec.argv = std::move(argv);
   try {
-    return run_process(spec, std::chrono::seconds(30)).ok();
+    return run_process(spec, std::chrono::seconds(10)).ok();
   } catch (const ProcessError&) {
     return false;
   }
@@ -53,7 +53,8 @@ class SshRun : public ::testing::Test {
     spec.argv = {"/usr/sbin/sshd", "-D", "-e", "-f", d + "/sshd_config"};
     spec.log_path = d + "/sshd.log";
     sshd = Process::start(spec);
-    for (int i = 0; i < 250; ++i) {  // until it answers
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {  // until it answers
       if (run_ok(ssh_probe())) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
