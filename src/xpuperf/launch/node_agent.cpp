@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/process.h"
 #include "xpuperf/core/rank_env.h"
 #include "xpuperf/core/repo.h"
@@ -27,10 +28,6 @@ namespace {
 
 std::atomic<int> g_stop_signal{0};
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // Writes back dirty pages and drops the page cache, so every round reads its data from disk
 // alike. Returns what happened, for node_status.json.
 std::string clear_page_cache() {
@@ -42,12 +39,6 @@ std::string clear_page_cache() {
 }
 void on_stop_signal(int sig) {
   g_stop_signal = sig;
-}
-
-void write_json(const std::string& path, const json& value) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << value.dump(2) << "\n";
-  fs::rename(tmp, path);  // readers never see half a file
 }
 
 json exit_json(const ExitStatus& s) {
@@ -137,11 +128,11 @@ int run_node(const NodeRequest& original) {
     status["exit_code"] = code;
     status["ok"] = code == kNodeOk;
     status["reason"] = reason;
-    write_json(status_path, status);
+    write_json_file(status_path, status);
     return code;
   };
 
-  write_json(request.out_dir + "/sys_info.json", collect_sys_info());
+  write_json_file(request.out_dir + "/sys_info.json", collect_sys_info());
   std::ofstream(request.out_dir + "/node_agent.pid") << ::getpid() << "\n";  // how a launcher stops us
 
   Diagnostics diags;
@@ -223,7 +214,7 @@ int run_node(const NodeRequest& original) {
   }
 
   // Wait for all ranks; the first failure, the time limit or a signal stops the rest.
-  status["ranks_started_unix"] = unix_now();
+  status["ranks_started_unix"] = unix_seconds();
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::optional<ExitStatus>> ended(ranks.size());
   int code = kNodeOk;
@@ -256,7 +247,7 @@ int run_node(const NodeRequest& original) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  status["ranks_ended_unix"] = unix_now();
+  status["ranks_ended_unix"] = unix_seconds();
   if (monitors) monitors->stop();
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     json rank = {{"rank", global_ranks[i]}, {"pid", ranks[i]->pid()}};

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/version.h"
@@ -47,12 +48,6 @@ std::string now_stamp() {
   std::ostringstream out;
   out << std::put_time(&tm, "%Y%m%d%H%M%S");
   return out.str();
-}
-
-void write_json(const std::string& path, const json& value) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << value.dump(2) << "\n";
-  fs::rename(tmp, path);
 }
 
 std::vector<std::string> tail_lines(const std::string& path, std::size_t n) {
@@ -231,7 +226,7 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deplo
     status["overhead_start_s"] = first_rank - started_unix;
     status["overhead_end_s"] = ended_unix - last_exit;
   }
-  write_json(row.dir + "/round_status.json", status);
+  write_json_file(row.dir + "/round_status.json", status);
   return row;
 }
 

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/process.h"
 #include "xpuperf/monitor/sampler.h"
 
@@ -15,13 +16,6 @@ namespace xpuperf::monitor {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -65,7 +59,7 @@ Counters DiskSampler::parse(const std::string& text) {
 std::vector<Sample> DiskSampler::sample() {
   Counters now;
   std::error_code ec;
-  for (auto& entry : parse(read_all(path_)))
+  for (auto& entry : parse(read_file_or_empty(path_)))
     if (sys_block_.empty() || fs::exists(sys_block_ + "/" + entry.first, ec)) now.push_back(entry);
   const double t = steady_seconds();
   auto out = rates(now, last_, t - last_time_, "read_bytes_per_s", "write_bytes_per_s");
@@ -93,7 +87,7 @@ Counters NetworkSampler::parse(const std::string& text) {
 }
 
 std::vector<Sample> NetworkSampler::sample() {
-  const Counters now = parse(read_all(path_));
+  const Counters now = parse(read_file_or_empty(path_));
   const double t = steady_seconds();
   auto out = rates(now, last_, t - last_time_, "rx_bytes_per_s", "tx_bytes_per_s");
   last_ = now;
@@ -109,11 +103,11 @@ RaplSampler::RaplSampler(std::string powercap) {
     std::smatch m;
     if (!std::regex_match(name, m, package)) continue;
     const std::string energy = entry.path().string() + "/energy_uj";
-    if (read_all(energy).empty()) continue;  // unreadable (needs root on recent kernels)
+    if (read_file_or_empty(energy).empty()) continue;  // unreadable (needs root on recent kernels)
     Domain d;
     d.device = "package" + m[1].str();
     d.energy_file = energy;
-    d.range_uj = std::atof(read_all(entry.path().string() + "/max_energy_range_uj").c_str());
+    d.range_uj = std::atof(read_file_or_empty(entry.path().string() + "/max_energy_range_uj").c_str());
     domains_.push_back(d);
   }
 }
@@ -122,7 +116,7 @@ std::vector<Sample> RaplSampler::sample() {
   std::vector<Sample> out;
   const double t = steady_seconds();
   for (auto& d : domains_) {
-    const double uj = std::atof(read_all(d.energy_file).c_str());
+    const double uj = std::atof(read_file_or_empty(d.energy_file).c_str());
     if (d.last_uj >= 0) {
       double delta = uj - d.last_uj;
       if (delta < 0) delta += d.range_uj;  // the counter wrapped
@@ -167,7 +161,7 @@ std::optional<std::string> command_output(const std::vector<std::string>& argv, 
   spec.log_path = path;
   std::optional<std::string> out;
   try {
-    if (run_process(spec, std::chrono::duration<double>(limit_s)).ok()) out = read_all(path);
+    if (run_process(spec, std::chrono::duration<double>(limit_s)).ok()) out = read_file_or_empty(path);
   } catch (const ProcessError&) {
   }
   fs::remove(path);

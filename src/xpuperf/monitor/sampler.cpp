@@ -4,24 +4,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/monitor/nvml_sampler.h"
 
 namespace xpuperf::monitor {
-
-namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 std::vector<CpuSampler::Times> CpuSampler::parse(const std::string& text) {
   std::vector<Times> out;
@@ -42,7 +28,7 @@ std::vector<CpuSampler::Times> CpuSampler::parse(const std::string& text) {
 }
 
 std::vector<Sample> CpuSampler::sample() {
-  const auto now = parse(read_all(path_));
+  const auto now = parse(read_file_or_empty(path_));
   std::vector<Sample> out;
   for (const auto& t : now) {
     for (const auto& before : last_) {
@@ -68,7 +54,7 @@ std::vector<Sample> MemorySampler::parse(const std::string& text) {
 }
 
 std::vector<Sample> MemorySampler::sample() {
-  return parse(read_all(path_));
+  return parse(read_file_or_empty(path_));
 }
 
 Monitor::Monitor(std::string csv_path, std::string node, double period_s)
@@ -113,7 +99,7 @@ void Monitor::loop() {
 }
 
 void Monitor::write_samples() {
-  const double t = unix_now();
+  const double t = unix_seconds();
   char time_text[32];
   std::snprintf(time_text, sizeof time_text, "%.3f", t);
   for (auto& s : samplers_)

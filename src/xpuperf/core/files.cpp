@@ -1,0 +1,27 @@
+#include "xpuperf/core/files.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace xpuperf {
+
+std::string read_file_or_empty(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& value) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << value.dump(2) << "\n";
+  std::filesystem::rename(tmp, path);
+}
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace xpuperf

@@ -1,0 +1,16 @@
+#pragma once
+// Small file and clock helpers shared by the node agent, the controller and the monitors.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace xpuperf {
+
+// The whole file, or "" when it cannot be read (for /proc and /sys files that may be absent).
+std::string read_file_or_empty(const std::string& path);
+// Writes JSON through a temporary file and a rename, so a reader never sees half of it.
+void write_json_file(const std::string& path, const nlohmann::json& value);
+// Seconds since the Unix epoch (wall clock), for timestamps compared across processes.
+double unix_seconds();
+
+}  // namespace xpuperf
