@@ -70,7 +70,16 @@ TEST_F(RunCli, RunsEveryRoundAndWritesTheResultTree) {
   EXPECT_TRUE(has(r.output, "[1/2] lenet5:libtorch:CPU:1:1:2 round 1/2 ... ok")) << r.output;
   EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1:2 | 2 | ok | ")) << r.output;
   const std::string folder = run_dir();
-  for (const char* file : {"plan.yaml", "xpuperf_run.log"}) EXPECT_TRUE(fs::exists(folder + "/" + file)) << file;
+  for (const char* file : {"plan.yaml", "xpuperf_run.log", "summary.json", "summary.md"})
+    EXPECT_TRUE(fs::exists(folder + "/" + file)) << file;
+  EXPECT_EQ(read_json(folder + "/summary.json")["cases"][0]["aggregate"]["rounds_used"], 2);
+  EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1:2 | 2 / 2 |")) << "summary.md is printed: " << r.output;
+  // `xpuperf report` rebuilds the same summary from the folder alone.
+  const std::string before = test::read_file(folder + "/summary.md");
+  fs::remove(folder + "/summary.md");
+  const Result report = xpuperf({"report", folder}, dir.path());
+  EXPECT_EQ(report.code, 0) << report.output;
+  EXPECT_EQ(test::read_file(folder + "/summary.md"), before);
   for (int round = 1; round <= 2; ++round) {
     const std::string round_dir = folder + "/lenet5_libtorch_CPU_1_1_2/round" + std::to_string(round);
     for (const char* file : {"rank0.out.log", "config.yaml", "sys_info.json", "node_status.json", "monitor.csv"})

@@ -17,6 +17,7 @@
 #include "xpuperf/core/version.h"
 #include "xpuperf/launch/launcher.h"
 #include "xpuperf/monitor/analysis.h"
+#include "xpuperf/report/summary.h"
 
 namespace xpuperf {
 namespace fs = std::filesystem;
@@ -336,9 +337,18 @@ int run_plan(const Repo& repo, const RunOptions& options) {
     }
   }
 
-  // Step 4: collect (the local launcher wrote straight into the run folder) and report.
-  std::cout << "Step 4: Collect and report ... [SUCCESS]\n";
+  // Step 4: collect (the launchers brought the node folders here) and report.
+  std::cout << "Step 4: Collect and report ..." << std::flush;
+  std::string summary;
+  try {
+    summary = report::write_summary(run_dir);
+    std::cout << " [SUCCESS]\n";
+  } catch (const std::exception& e) {
+    std::cout << " [FAILED]\n";
+    std::cerr << "xpuperf: error: the summary could not be written: " << e.what() << "\n";
+  }
   print_table(rows);
+  if (!summary.empty()) std::cout << "\n" << summary << "\n(summary.json and summary.md in the run folder)\n";
   if (g_stop != 0) {
     std::cout << "\nInterrupted: the rounds above were recorded; finish with `xpuperf run --resume " << run_dir
               << "`\n";

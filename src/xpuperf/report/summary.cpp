@@ -1,0 +1,227 @@
+#include "xpuperf/report/summary.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+
+#include "xpuperf/core/files.h"
+#include "xpuperf/core/perflog.h"
+#include "xpuperf/core/plan.h"
+#include "xpuperf/core/version.h"
+#include "xpuperf/monitor/analysis.h"
+#include "xpuperf/report/stats.h"
+
+namespace xpuperf::report {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::vector<fs::path> sorted_dirs(const fs::path& dir, const std::string& prefix) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory() && e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<json> read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  json value = json::parse(in, nullptr, false);
+  if (value.is_discarded()) return std::nullopt;
+  return value;
+}
+
+// One round's figures, from its folder.
+json round_figures(const fs::path& round_dir, int round) {
+  json r = {{"round", round}};
+  std::optional<FinishedInfo> finished;
+  std::vector<std::string> monitor_files;
+  for (const auto& node : sorted_dirs(round_dir, "")) {
+    if (node.filename().string().find("_noderank") == std::string::npos) continue;
+    if (fs::exists(node / "monitor.csv")) monitor_files.push_back((node / "monitor.csv").string());
+    for (const auto& entry : fs::directory_iterator(node)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("rank", 0) != 0 || name.find(".out.log") == std::string::npos) continue;
+      std::ifstream in(entry.path());
+      for (const auto& e : parse_perflog(in).events)
+        if (e.event == perflog_event::kFinished) finished = FinishedInfo::from_json(e.value);
+    }
+  }
+  const auto status = read_json(round_dir / "round_status.json");
+  if (status && status->contains("status")) {
+    r["status"] = (*status)["status"];
+    r["reason"] = status->value("reason", "");
+  } else {
+    r["status"] = finished ? "ok" : "failed";
+    r["reason"] = finished ? "" : "no FINISHED event in the rank logs (and no round_status.json)";
+  }
+  if (finished) {
+    const FinishedInfo& f = *finished;
+    auto put = [&r](const char* key, const auto& value) {
+      if (value) r[key] = *value;
+    };
+    put("training_samples_per_second", f.training_samples_per_second);
+    put("e2e_time", f.e2e_time);
+    put("init_time", f.init_time);
+    put("raw_train_time", f.raw_train_time);
+    put("converged", f.converged);
+    put("global_steps", f.global_steps);
+    put("num_trained_samples", f.num_trained_samples);
+    put("mfu", f.mfu);
+    if (f.final_metric) {
+      r["final_metric"] = f.final_metric->value;
+      r["final_metric_name"] = f.final_metric->name;
+      if (f.final_metric->target) r["final_metric_target"] = *f.final_metric->target;
+    }
+  }
+  if (!monitor_files.empty()) {
+    const auto a = monitor::analyse_monitor_csv(monitor_files);
+    if (a.round_energy_j() > 0) {
+      r["energy_j"] = a.round_energy_j();
+      if (r.contains("num_trained_samples") && r["num_trained_samples"].get<double>() > 0)
+        r["energy_per_sample_j"] = a.round_energy_j() / r["num_trained_samples"].get<double>();
+    }
+    if (a.peak_host_mem_bytes > 0) r["peak_host_mem_bytes"] = a.peak_host_mem_bytes;
+    if (a.peak_device_mem_bytes > 0) r["peak_device_mem_bytes"] = a.peak_device_mem_bytes;
+  }
+  return r;
+}
+
+const char* kAggregated[] = {"training_samples_per_second",
+                             "e2e_time",
+                             "init_time",
+                             "raw_train_time",
+                             "final_metric",
+                             "energy_j",
+                             "energy_per_sample_j",
+                             "peak_host_mem_bytes",
+                             "peak_device_mem_bytes",
+                             "mfu"};
+
+std::string fixed(double v, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << v;
+  return out.str();
+}
+
+}  // namespace
+
+json build_summary(const std::string& run_dir) {
+  const fs::path run(run_dir);
+  Diagnostics diags;
+  const auto text = read_text_file((run / "plan.yaml").string(), diags);
+  if (!text) throw std::runtime_error(run_dir + " is not a run folder (no plan.yaml)");
+  const auto plan = load_plan_text(*text, (run / "plan.yaml").string(), diags);
+  if (!plan) throw std::runtime_error((run / "plan.yaml").string() + " cannot be read:\n" + diags.format());
+
+  json summary = {{"schema", kSummarySchema},
+                  {"xpuperf_version", kVersion},
+                  {"run", run.filename().string()},
+                  {"plan", {{"vendor", plan->vendor}, {"launcher", plan->launcher}, {"hosts", plan->hosts}}},
+                  {"cases", json::array()}};
+  bool have_system = false;
+  for (const auto& c : plan->cases) {
+    const fs::path case_dir = run / c.key.dir_name();
+    json entry = {{"case", c.key.str()},
+                  {"model", c.key.model},
+                  {"framework", c.key.framework},
+                  {"hardware", c.key.hardware},
+                  {"nnodes", c.key.nnodes},
+                  {"nproc", c.key.nproc},
+                  {"rounds_planned", c.key.repeat},
+                  {"rounds", json::array()},
+                  {"failed_rounds", json::array()}};
+    for (int round = 1; round <= c.key.repeat; ++round) {
+      const fs::path round_dir = case_dir / ("round" + std::to_string(round));
+      if (!fs::exists(round_dir)) continue;  // not run (interrupted plan)
+      json r = round_figures(round_dir, round);
+      entry["rounds"].push_back(r);
+      if (r["status"] != "ok")
+        entry["failed_rounds"].push_back({{"round", round}, {"status", r["status"]}, {"reason", r["reason"]}});
+      if (!have_system) {
+        for (const auto& node : sorted_dirs(round_dir, ""))
+          if (auto sys = read_json(node / "sys_info.json")) {
+            summary["system"] = *sys;
+            have_system = true;
+            break;
+          }
+      }
+    }
+    // Failed rounds are listed, not averaged.
+    json agg = json::object();
+    std::size_t used = 0, converged = 0;
+    for (const char* key : kAggregated) {
+      std::vector<double> values;
+      for (const auto& r : entry["rounds"])
+        if (r["status"] == "ok" && r.contains(key) && r[key].is_number()) values.push_back(r[key].get<double>());
+      if (!values.empty()) agg[key] = aggregate(values).to_json();
+    }
+    for (const auto& r : entry["rounds"]) {
+      if (r["status"] != "ok") continue;
+      ++used;
+      if (r.value("converged", false)) ++converged;
+    }
+    agg["rounds_used"] = used;
+    agg["rounds_converged"] = converged;
+    if (!entry["rounds"].empty() && entry["rounds"][0].contains("final_metric_name"))
+      agg["final_metric_name"] = entry["rounds"][0]["final_metric_name"];
+    entry["aggregate"] = agg;
+    summary["cases"].push_back(entry);
+  }
+  return summary;
+}
+
+std::string summary_markdown(const json& s) {
+  std::ostringstream md;
+  md << "# xpuperf " << s.value("run", "") << "\n\n";
+  md << "Vendor `" << s["plan"].value("vendor", "") << "`, launcher `" << s["plan"].value("launcher", "") << "`";
+  if (s.contains("system"))
+    md << "; " << s["system"].value("cpu_model", "") << ", " << s["system"].value("cpu_cores", 0) << " cores, "
+       << s["system"].value("os", "");
+  md << ".\n\n";
+  md << "| case | rounds ok / run | converged | samples/s (mean ± std) | CV | 95% CI | olympic mean | final metric "
+        "(median) | e2e s (median) | energy/sample (J) |\n";
+  md << "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |\n";
+  for (const auto& c : s["cases"]) {
+    const json& a = c["aggregate"];
+    md << "| " << c["case"].get<std::string>() << " | " << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
+       << " | " << a["rounds_converged"].get<int>() << " | ";
+    if (a.contains("training_samples_per_second")) {
+      const json& t = a["training_samples_per_second"];
+      md << fixed(t["mean"], 1) << " ± " << fixed(t["std"], 1) << " | " << fixed(100 * t["cv"].get<double>(), 2)
+         << " % | " << fixed(t["ci95"][0], 1) << " – " << fixed(t["ci95"][1], 1) << " | "
+         << (t["olympic_mean"].is_null() ? "" : fixed(t["olympic_mean"], 1)) << " | ";
+    } else {
+      md << " |  |  |  | ";
+    }
+    if (a.contains("final_metric"))
+      md << a.value("final_metric_name", "") << " " << fixed(a["final_metric"]["median"], 4);
+    md << " | " << (a.contains("e2e_time") ? fixed(a["e2e_time"]["median"], 1) : "") << " | "
+       << (a.contains("energy_per_sample_j") ? fixed(a["energy_per_sample_j"]["mean"], 6) : "") << " |\n";
+  }
+  bool any_failed = false;
+  for (const auto& c : s["cases"])
+    for (const auto& f : c["failed_rounds"]) {
+      if (!any_failed) md << "\nRounds left out of the statistics:\n\n";
+      any_failed = true;
+      md << "- " << c["case"].get<std::string>() << " round " << f["round"].get<int>() << ": "
+         << f["status"].get<std::string>() << " (" << f["reason"].get<std::string>() << ")\n";
+    }
+  return md.str();
+}
+
+std::string write_summary(const std::string& run_dir) {
+  const json summary = build_summary(run_dir);
+  write_json_file(run_dir + "/summary.json", summary);
+  const std::string md = summary_markdown(summary);
+  std::ofstream(run_dir + "/summary.md") << md;
+  return md;
+}
+
+}  // namespace xpuperf::report

@@ -1,0 +1,20 @@
+#pragma once
+// summary.json and summary.md, rebuilt from a run's result tree alone: PerfLog lines of the rank
+// logs, monitor.csv, round_status.json where the controller wrote one. `xpuperf run` calls the
+// same code at its end, and `xpuperf report RUN_DIR` reruns it.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace xpuperf::report {
+
+inline constexpr const char* kSummarySchema = "xpuperf.summary/1";
+
+// Reads the run folder; throws std::runtime_error when it is not one (no plan.yaml).
+nlohmann::json build_summary(const std::string& run_dir);
+std::string summary_markdown(const nlohmann::json& summary);
+
+// Writes summary.json and summary.md into the run folder and returns the Markdown.
+std::string write_summary(const std::string& run_dir);
+
+}  // namespace xpuperf::report

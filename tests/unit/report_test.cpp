@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_util.h"
+#include "xpuperf/report/stats.h"
+#include "xpuperf/report/summary.h"
+
+namespace xpuperf::report {
+namespace {
+
+TEST(Stats, KnownValues) {
+  const Aggregate a = aggregate({2, 4, 4, 4, 5, 5, 7, 9});
+  EXPECT_EQ(a.n, 8u);
+  EXPECT_DOUBLE_EQ(a.mean, 5.0);
+  EXPECT_NEAR(a.std, 2.138089935, 1e-9);  // sample standard deviation (n - 1)
+  EXPECT_DOUBLE_EQ(a.median, 4.5);
+  EXPECT_DOUBLE_EQ(a.min, 2.0);
+  EXPECT_DOUBLE_EQ(a.max, 9.0);
+  EXPECT_NEAR(a.cv, 2.138089935 / 5.0, 1e-9);
+  EXPECT_NEAR(a.ci95_low, 5.0 - 2.365 * 2.138089935 / std::sqrt(8.0), 1e-9);
+  EXPECT_NEAR(a.ci95_high, 5.0 + 2.365 * 2.138089935 / std::sqrt(8.0), 1e-9);
+  ASSERT_TRUE(a.olympic_mean);
+  EXPECT_DOUBLE_EQ(*a.olympic_mean, (4 + 4 + 4 + 5 + 5 + 7) / 6.0);  // without 2 and 9
+}
+
+TEST(Stats, SmallSamples) {
+  const Aggregate one = aggregate({3.5});
+  EXPECT_DOUBLE_EQ(one.std, 0.0);
+  EXPECT_DOUBLE_EQ(one.ci95_low, 3.5);
+  EXPECT_FALSE(one.olympic_mean);
+  EXPECT_FALSE(aggregate({1, 2, 3, 4}).olympic_mean);
+  EXPECT_TRUE(aggregate({1, 2, 3, 4, 5}).olympic_mean);
+  EXPECT_EQ(aggregate({}).n, 0u);
+  EXPECT_DOUBLE_EQ(t_975(1), 12.706);
+  EXPECT_DOUBLE_EQ(t_975(1000), 1.960);
+}
+
+TEST(Summary, RebuiltFromAResultTreeIsGolden) {
+  const std::string run = test::test_path("fixtures/run_tree/run20260101000000");
+  const auto summary = build_summary(run);
+  EXPECT_EQ(summary["schema"], "xpuperf.summary/1");
+  EXPECT_EQ(test::compare_golden("summary.json", summary.dump(2) + "\n"), "");
+  EXPECT_EQ(test::compare_golden("summary.md", summary_markdown(summary)), "");
+  // The round without round_status.json counts, from its PerfLog alone; the failed one does not.
+  const auto& first = summary["cases"][0]["aggregate"];
+  EXPECT_EQ(first["rounds_used"], 5);
+  EXPECT_EQ(first["training_samples_per_second"]["n"], 5);
+  const auto& second = summary["cases"][1];
+  EXPECT_EQ(second["aggregate"]["rounds_used"], 1);
+  EXPECT_EQ(second["failed_rounds"][0]["reason"], "rank 1 killed by signal 9 (Killed)");
+}
+
+TEST(Summary, ANonRunFolderIsAClearError) {
+  test::TempDir dir;
+  try {
+    build_summary(dir.path());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a run folder (no plan.yaml)"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace xpuperf::report
