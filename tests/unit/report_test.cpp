@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "test_util.h"
@@ -59,6 +60,41 @@ TEST(Summary, ANonRunFolderIsAClearError) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("is not a run folder (no plan.yaml)"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace xpuperf::report
+
+#include "xpuperf/report/html.h"
+
+namespace xpuperf::report {
+namespace {
+
+TEST(Html, LineChartsDrawEverySeries) {
+  const std::string svg =
+      svg_line_chart("power <W>", {{"gpu0", {{0, 100}, {1, 200}, {2, 150}}}, {"gpu1", {{0, 90}}}}, "W");
+  EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n'), 0);
+  EXPECT_NE(svg.find("<title>power &lt;W&gt;</title>"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("<W>"), std::string::npos);  // escaped
+  std::size_t lines = 0;
+  for (std::size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) ++lines;
+  EXPECT_EQ(lines, 2u);
+  EXPECT_NE(svg_line_chart("empty", {}, "W").find("no samples"), std::string::npos);
+}
+
+TEST(Html, TheReportOfAResultTreeHasTheTableTheChartsAndTheFailures) {
+  const std::string run = test::test_path("fixtures/run_tree/run20260101000000");
+  const std::string html = report_html(build_summary(run), run);
+  for (const char* part : {"<!DOCTYPE html>", "<table>", "lenet5:libtorch:CPU:1:1:5", "Throughput per round",
+                           "<polyline", "power_w", "mem_used_bytes", "rank 1 killed by signal 9 (Killed)"})
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  // Nothing is fetched from a network: the only addresses are SVG's namespace.
+  auto count = [&html](const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("http"), count("http://www.w3.org/2000/svg"));
 }
 
 }  // namespace

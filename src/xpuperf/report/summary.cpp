@@ -12,6 +12,7 @@
 #include "xpuperf/core/plan.h"
 #include "xpuperf/core/version.h"
 #include "xpuperf/monitor/analysis.h"
+#include "xpuperf/report/html.h"
 #include "xpuperf/report/stats.h"
 
 namespace xpuperf::report {
@@ -221,6 +222,7 @@ std::string write_summary(const std::string& run_dir) {
   write_json_file(run_dir + "/summary.json", summary);
   const std::string md = summary_markdown(summary);
   std::ofstream(run_dir + "/summary.md") << md;
+  std::ofstream(run_dir + "/report.html") << report_html(summary, run_dir);
   return md;
 }
 

@@ -14,7 +14,7 @@ inline constexpr const char* kSummarySchema = "xpuperf.summary/1";
 nlohmann::json build_summary(const std::string& run_dir);
 std::string summary_markdown(const nlohmann::json& summary);
 
-// Writes summary.json and summary.md into the run folder and returns the Markdown.
+// Writes summary.json, summary.md and report.html into the run folder and returns the Markdown.
 std::string write_summary(const std::string& run_dir);
 
 }  // namespace xpuperf::report
