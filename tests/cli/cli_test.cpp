@@ -109,6 +109,18 @@ TEST(Cli, ARootWithoutContentIsAClearError) {
   EXPECT_TRUE(has(r.output, "xpuperf: error: --root /tmp has no cases/ folder")) << r.output;
 }
 
+TEST(Cli, CompareTwoRuns) {
+  const std::string run = test::test_path("fixtures/run_tree/run20260101000000");
+  Result r = xpuperf({"compare", run, run, "--fail-on-regression", "1"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1 | training_samples_per_second | 13000 | 13000 | 1.000 |"))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "no significant change")) << r.output;
+  r = xpuperf({"compare", run, "/nonexistent"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "xpuperf: error: /nonexistent is not a run folder")) << r.output;
+}
+
 TEST(Cli, TheProjectsOwnConfigsAreValid) {
   const Result r = xpuperf({"config", "lenet5:libtorch:CPU:1:1:1", "--vendor", "cpu"}, XPUPERF_SOURCE_DIR);
   EXPECT_EQ(r.code, 0) << r.output;

@@ -99,3 +99,48 @@ TEST(Html, TheReportOfAResultTreeHasTheTableTheChartsAndTheFailures) {
 
 }  // namespace
 }  // namespace xpuperf::report
+
+#include "xpuperf/report/compare.h"
+
+namespace xpuperf::report {
+namespace {
+
+TEST(Compare, IncompleteBetaAndWelchAgainstKnownValues) {
+  EXPECT_NEAR(incomplete_beta(2, 3, 0.5), 0.6875, 1e-12);  // sum of binomial terms
+  EXPECT_NEAR(incomplete_beta(1, 1, 0.3), 0.3, 1e-12);     // the uniform distribution
+  const auto w = welch_t_test({1, 2, 3, 4, 5}, {2, 4, 6, 8, 10});
+  ASSERT_TRUE(w);
+  EXPECT_NEAR(w->t, 3.0 / std::sqrt(2.5), 1e-12);
+  EXPECT_NEAR(w->df, 6.25 / (0.0625 + 1.0), 1e-12);
+  EXPECT_NEAR(w->p, 0.1072, 0.002);  // scipy.stats.ttest_ind(equal_var=False): 0.10724
+  EXPECT_FALSE(welch_t_test({1}, {2, 3}));
+  EXPECT_DOUBLE_EQ(welch_t_test({5, 5}, {5, 5})->p, 1.0);
+}
+
+nlohmann::json summary_with(const std::string& key, const std::vector<double>& rates) {
+  nlohmann::json rounds = nlohmann::json::array();
+  for (double r : rates) rounds.push_back({{"status", "ok"}, {"training_samples_per_second", r}});
+  rounds.push_back({{"status", "failed"}, {"training_samples_per_second", 1.0}});  // never counted
+  return {{"cases", {{{"case", key}, {"rounds", rounds}}}}};
+}
+
+TEST(Compare, VerdictsOnConstructedRuns) {
+  const auto a = summary_with("m:f:H:1:1:5", {100, 101, 99, 100, 100});
+  // 10 % slower, clearly: a regression beyond 5 % but not beyond 20 %.
+  auto rows = compare_summaries(a, summary_with("m:f:H:1:1:3", {90, 91, 89}));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].case_key, "m:f:H:1:1");
+  EXPECT_NEAR(rows[0].ratio, 0.9, 1e-12);
+  EXPECT_TRUE(rows[0].significant);
+  EXPECT_TRUE(rows[0].regression(5));
+  EXPECT_FALSE(rows[0].regression(20));
+  // Noise: no significant change, whatever the threshold.
+  rows = compare_summaries(a, summary_with("m:f:H:1:1:5", {99, 102, 100, 98, 101}));
+  EXPECT_FALSE(rows[0].significant);
+  EXPECT_FALSE(rows[0].regression(0));
+  // Different cases are not compared.
+  EXPECT_TRUE(compare_summaries(a, summary_with("m:f:H:1:8:5", {100, 100})).empty());
+}
+
+}  // namespace
+}  // namespace xpuperf::report

@@ -39,5 +39,6 @@ void add_node_command(CLI::App& app, const GlobalOptions& global, int& exit_code
 void add_run_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_monitor_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_report_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_compare_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace xpuperf::cli

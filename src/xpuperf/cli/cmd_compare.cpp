@@ -1,0 +1,72 @@
+// `xpuperf compare RUN_A RUN_B`: per case, B/A of each figure and whether the rounds say the
+// change is real.
+
+#include <iomanip>
+#include <iostream>
+
+#include "xpuperf/cli/commands.h"
+#include "xpuperf/report/compare.h"
+#include "xpuperf/report/summary.h"
+
+namespace xpuperf::cli {
+
+namespace {
+
+int run_compare(const std::string& run_a, const std::string& run_b, double fail_percent) {
+  nlohmann::json a, b;
+  try {
+    a = report::build_summary(run_a);
+    b = report::build_summary(run_b);
+  } catch (const std::runtime_error& e) {
+    throw CommandError(e.what());
+  }
+  const auto rows = report::compare_summaries(a, b);
+  if (rows.empty()) throw CommandError("the two runs have no case with successful rounds in common");
+  std::cout << "A: " << run_a << "\nB: " << run_b << "\n\n"
+            << "| case | figure | mean A | mean B | B / A | Welch p | verdict |\n"
+            << "| --- | --- | ---: | ---: | ---: | ---: | --- |\n";
+  int regressions = 0;
+  for (const auto& r : rows) {
+    std::string verdict;
+    if (!r.test) {
+      verdict = "too few rounds to test (2 a side)";
+    } else if (!r.significant) {
+      verdict = "no significant change";
+    } else {
+      const bool better = r.higher_is_better ? r.ratio > 1 : r.ratio < 1;
+      verdict = better ? "better (significant)" : "worse (significant)";
+    }
+    if (fail_percent >= 0 && r.regression(fail_percent)) {
+      verdict += ", REGRESSION";
+      ++regressions;
+    }
+    std::cout << std::setprecision(6) << "| " << r.case_key << " | " << r.figure << " | " << r.mean_a << " | "
+              << r.mean_b << " | " << std::fixed << std::setprecision(3) << r.ratio << " | "
+              << (r.test ? std::to_string(r.test->p).substr(0, 6) : std::string("")) << " | " << verdict << " |\n"
+              << std::defaultfloat;
+  }
+  if (regressions > 0) {
+    std::cout << "\n"
+              << regressions << " regression" << (regressions == 1 ? "" : "s") << " beyond " << fail_percent << " %\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
+  auto* cmd = app.add_subcommand("compare", "Compare two runs case by case, with Welch's t-test over their rounds");
+  cmd->footer(
+      "A change is significant when Welch's two-sided p < 0.05. Exit code 1 with --fail-on-regression\n"
+      "when a figure got significantly worse by more than the percentage (for CI).");
+  auto a = std::make_shared<std::string>();
+  auto b = std::make_shared<std::string>();
+  auto fail = std::make_shared<double>(-1);
+  cmd->add_option("run_a", *a, "The reference run folder")->required();
+  cmd->add_option("run_b", *b, "The run folder to compare with it")->required();
+  cmd->add_option("--fail-on-regression", *fail, "Exit 1 when a figure is significantly worse by more than PCT %");
+  cmd->callback([&exit_code, a, b, fail] { exit_code = run_compare(*a, *b, *fail); });
+}
+
+}  // namespace xpuperf::cli
