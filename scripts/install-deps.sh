@@ -8,6 +8,7 @@ packages=(
   g++ make cmake git
   # libraries (DESIGN.md, "Libraries")
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev
+  libsqlite3-dev
   # training (LibTorch 1.13, CPU; Gloo for data parallelism across processes)
   libtorch-dev libgloo-dev
   # tests (the ssh and slurm launchers run against a real sshd and a one-node Slurm)

@@ -24,6 +24,8 @@ inline Result xpuperf(std::vector<std::string> args, const std::string& cwd = te
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.cwd = cwd;
   spec.env = env;
+  // Runs recorded by tests go to a throw-away history, never the user's.
+  if (!spec.env.count("XPUPERF_HISTORY")) spec.env["XPUPERF_HISTORY"] = dir.path() + "/history.db";
   spec.unset_env = {"XPUPERF_ROOT",     "RANK",        "WORLD_SIZE", "LOCAL_RANK",
                     "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
   spec.log_path = dir.path() + "/out.log";

@@ -96,6 +96,26 @@ TEST_F(RunCli, RunsEveryRoundAndWritesTheResultTree) {
   EXPECT_TRUE(has(config, "config_CPUx1x1.yaml:5")) << config;
 }
 
+TEST_F(RunCli, EveryRunIsRecordedInTheHistory) {
+  const std::string db = dir.path() + "/history.db";
+  const std::string plan_path = plan(case_line("lenet5:libtorch:CPU:1:1:2"));
+  for (int i = 0; i < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // run folders are named by the second
+    ASSERT_EQ(xpuperf({"--root", test::test_path("fixtures/run_repo"), "run", plan_path}, dir.path(),
+                      {{"XPUPERF_HISTORY", db}}, 300)
+                  .code,
+              0);
+  }
+  const Result h = xpuperf({"history", "--db", db, "--case", "lenet5"}, dir.path());
+  EXPECT_EQ(h.code, 0) << h.output;
+  std::size_t lines = 0;
+  for (auto at = h.output.find("| lenet5:libtorch:CPU:1:1:2 | 2 / 2 |"); at != std::string::npos;
+       at = h.output.find("| lenet5:libtorch:CPU:1:1:2 | 2 / 2 |", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 2u) << h.output;
+  EXPECT_TRUE(has(xpuperf({"history", "--db", db, "--case", "resnet"}, dir.path()).output, "No runs recorded"));
+}
+
 TEST_F(RunCli, ClearCachesIsDoneOrSaidToBeImpossible) {
   const Result r = run({plan(case_line("lenet5:libtorch:CPU:1:1:1"), "clear_caches: true\n")});
   ASSERT_EQ(r.code, 0) << r.output;
@@ -145,6 +165,7 @@ TEST_F(RunCli, ARankKilledMidRoundFailsTheRound) {
   spec.argv = {XPUPERF_BINARY, "--root", test::test_path("fixtures/run_repo"), "run", plan_path};
   spec.cwd = dir.path();
   spec.log_path = dir.path() + "/controller.log";
+  spec.env["XPUPERF_HISTORY"] = dir.path() + "/history.db";
   auto controller = Process::start(spec);
   int pid = 0;
   for (int i = 0; i < 3000 && pid == 0; ++i) {
@@ -182,6 +203,7 @@ TEST_F(RunCli, CtrlCStopsTheRunKeepsWhatFinishedAndResumeCompletesIt) {
   spec.argv = {XPUPERF_BINARY, "--root", test::test_path("fixtures/run_repo"), "run", plan_path};
   spec.cwd = dir.path();
   spec.log_path = dir.path() + "/controller.log";
+  spec.env["XPUPERF_HISTORY"] = dir.path() + "/history.db";
   auto controller = Process::start(spec);
   // Wait until the slow round's rank is training, then press Ctrl-C.
   std::string slow_log;

@@ -144,3 +144,31 @@ TEST(Compare, VerdictsOnConstructedRuns) {
 
 }  // namespace
 }  // namespace xpuperf::report
+
+#include "xpuperf/report/history.h"
+
+namespace xpuperf::report {
+namespace {
+
+TEST(History, RecordsRunsOnceAndListsThem) {
+  test::TempDir dir;
+  const std::string db = dir.path() + "/sub/history.db";
+  const std::string run = test::test_path("fixtures/run_tree/run20260101000000");
+  const auto summary = build_summary(run);
+  record_run(db, summary, run);
+  record_run(db, summary, run);  // the same run folder again: replaced, not doubled
+  const auto rows = list_history(db);
+  ASSERT_EQ(rows.size(), 2u);  // two cases of one run
+  EXPECT_EQ(rows[0].case_key, "lenet5:libtorch:CPU:1:1:5");
+  EXPECT_EQ(rows[0].rounds, 5);
+  EXPECT_EQ(rows[0].rounds_ok, 5);
+  EXPECT_EQ(rows[0].rounds_converged, 5);
+  EXPECT_DOUBLE_EQ(rows[0].mean_samples_per_second, 13000.0);
+  EXPECT_EQ(rows[1].rounds, 2);
+  EXPECT_EQ(rows[1].rounds_ok, 1);
+  EXPECT_EQ(list_history(db, "lenet5:libtorch:CPU:1:2").size(), 1u);
+  EXPECT_TRUE(list_history(dir.path() + "/absent.db").empty());
+}
+
+}  // namespace
+}  // namespace xpuperf::report

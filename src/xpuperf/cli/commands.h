@@ -40,5 +40,6 @@ void add_run_command(CLI::App& app, const GlobalOptions& global, int& exit_code)
 void add_monitor_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_report_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_compare_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_history_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace xpuperf::cli

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   cli::add_monitor_command(app, global, exit_code);
   cli::add_report_command(app, global, exit_code);
   cli::add_compare_command(app, global, exit_code);
+  cli::add_history_command(app, global, exit_code);
 
   try {
     app.parse(argc, argv);

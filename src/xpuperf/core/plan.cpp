@@ -12,11 +12,10 @@ namespace xpuperf {
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& plan_keys() {
-  static const std::vector<std::string> keys = {"vendor",          "log_dir",      "log_level",
-                                                "hosts",           "ssh",          "launcher",
-                                                "slurm_partition", "master_port",  "visible_devices_env",
-                                                "shm_size",        "clear_caches", "case_time_limit",
-                                                "monitor_period",  "deploy_path",  "cases"};
+  static const std::vector<std::string> keys = {
+      "vendor",          "log_dir",     "log_level",           "hosts",    "ssh",          "launcher",
+      "slurm_partition", "master_port", "visible_devices_env", "shm_size", "clear_caches", "case_time_limit",
+      "monitor_period",  "history_db",  "deploy_path",         "cases"};
   return keys;
 }
 
@@ -261,6 +260,7 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
     else
       plan.monitor_period_s = *seconds;
   }
+  r.string("history_db", plan.history_db);
   r.string("deploy_path", plan.deploy_path);
   if (!plan.deploy_path.empty() && plan.deploy_path[0] != '/')
     diags.error(raw->at("deploy_path").source,

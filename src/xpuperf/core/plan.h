@@ -40,8 +40,10 @@ struct Plan {
   std::string shm_size = "32G";
   bool clear_caches = false;
   double case_time_limit_s = 24 * 3600.0;
-  double monitor_period_s = 1.0;  // seconds between monitor samples (0.1 at least)
-  std::string deploy_path;        // where xpuperf lives on every host; empty: this checkout
+  double monitor_period_s = 1.0;
+  std::string history_db;   // the run history; empty: the default (report/history.h); "none": off  // seconds between
+                            // monitor samples (0.1 at least)
+  std::string deploy_path;  // where xpuperf lives on every host; empty: this checkout
   std::vector<PlanCase> cases;
   Config raw;  // the plan as written, with sources
 };

@@ -17,6 +17,7 @@
 #include "xpuperf/core/version.h"
 #include "xpuperf/launch/launcher.h"
 #include "xpuperf/monitor/analysis.h"
+#include "xpuperf/report/history.h"
 #include "xpuperf/report/summary.h"
 
 namespace xpuperf {
@@ -93,6 +94,7 @@ std::string plan_as_run(const Plan& p) {
   out << YAML::Key << "clear_caches" << YAML::Value << p.clear_caches;
   out << YAML::Key << "case_time_limit" << YAML::Value << p.case_time_limit_s;
   out << YAML::Key << "monitor_period" << YAML::Value << p.monitor_period_s;
+  out << YAML::Key << "history_db" << YAML::Value << p.history_db;
   out << YAML::Key << "deploy_path" << YAML::Value << p.deploy_path;
   out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap;
   for (const auto& c : p.cases) out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value << c.data_dir;
@@ -341,8 +343,18 @@ int run_plan(const Repo& repo, const RunOptions& options) {
   std::cout << "Step 4: Collect and report ..." << std::flush;
   std::string summary;
   try {
-    summary = report::write_summary(run_dir);
+    json summary_json;
+    summary = report::write_summary(run_dir, &summary_json);
     std::cout << " [SUCCESS]\n";
+    if (plan->history_db != "none") {
+      const std::string db = plan->history_db.empty() ? report::default_history_path() : plan->history_db;
+      try {
+        report::record_run(db, summary_json, run_dir);
+        log::info("recorded in the history " + db);
+      } catch (const std::exception& e) {
+        std::cerr << "xpuperf: warning: the run was not added to the history " << db << ": " << e.what() << "\n";
+      }
+    }
   } catch (const std::exception& e) {
     std::cout << " [FAILED]\n";
     std::cerr << "xpuperf: error: the summary could not be written: " << e.what() << "\n";

@@ -217,8 +217,9 @@ std::string summary_markdown(const json& s) {
   return md.str();
 }
 
-std::string write_summary(const std::string& run_dir) {
+std::string write_summary(const std::string& run_dir, json* summary_out) {
   const json summary = build_summary(run_dir);
+  if (summary_out) *summary_out = summary;
   write_json_file(run_dir + "/summary.json", summary);
   const std::string md = summary_markdown(summary);
   std::ofstream(run_dir + "/summary.md") << md;

@@ -15,6 +15,7 @@ nlohmann::json build_summary(const std::string& run_dir);
 std::string summary_markdown(const nlohmann::json& summary);
 
 // Writes summary.json, summary.md and report.html into the run folder and returns the Markdown.
-std::string write_summary(const std::string& run_dir);
+// `summary_out`, when given, receives the summary written.
+std::string write_summary(const std::string& run_dir, nlohmann::json* summary_out = nullptr);
 
 }  // namespace xpuperf::report
