@@ -58,7 +58,7 @@ TEST(Summary, ANonRunFolderIsAClearError) {
     build_summary(dir.path());
     FAIL();
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("is not a run folder (no plan.yaml)"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("is not a run folder (no plan.yaml, and no FlagPerf"), std::string::npos);
   }
 }
 
@@ -168,6 +168,26 @@ TEST(History, RecordsRunsOnceAndListsThem) {
   EXPECT_EQ(rows[1].rounds_ok, 1);
   EXPECT_EQ(list_history(db, "lenet5:libtorch:CPU:1:2").size(), 1u);
   EXPECT_TRUE(list_history(dir.path() + "/absent.db").empty());
+}
+
+}  // namespace
+}  // namespace xpuperf::report
+
+namespace xpuperf::report {
+namespace {
+
+TEST(Summary, AFlagPerfResultTreeIsReadToo) {
+  const auto summary = build_summary(test::test_path("fixtures/flagperf_tree/run20221121191924"));
+  EXPECT_EQ(summary["source"], "flagperf");
+  EXPECT_EQ(test::compare_golden("summary_flagperf.json", summary.dump(2) + "\n"), "");
+  EXPECT_EQ(test::compare_golden("summary_flagperf.md", summary_markdown(summary)), "");
+  ASSERT_EQ(summary["cases"].size(), 2u);
+  const auto& glm = summary["cases"][1];
+  EXPECT_EQ(glm["case"], "GLM_TORCH_DEMO_A100_1X8");
+  EXPECT_EQ(glm["aggregate"]["rounds_used"], 3);
+  EXPECT_EQ(glm["aggregate"]["final_metric_name"], "mlm_accuracy");
+  const auto& cpm = summary["cases"][0];
+  EXPECT_EQ(cpm["failed_rounds"][0]["round"], 2);
 }
 
 }  // namespace

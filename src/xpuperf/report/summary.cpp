@@ -1,6 +1,7 @@
 #include "xpuperf/report/summary.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -105,29 +106,14 @@ const char* kAggregated[] = {"training_samples_per_second",
                              "peak_device_mem_bytes",
                              "mfu"};
 
-std::string fixed(double v, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << v;
-  return out.str();
-}
-
-}  // namespace
-
-json build_summary(const std::string& run_dir) {
-  const fs::path run(run_dir);
-  Diagnostics diags;
-  const auto text = read_text_file((run / "plan.yaml").string(), diags);
-  if (!text) throw std::runtime_error(run_dir + " is not a run folder (no plan.yaml)");
-  const auto plan = load_plan_text(*text, (run / "plan.yaml").string(), diags);
-  if (!plan) throw std::runtime_error((run / "plan.yaml").string() + " cannot be read:\n" + diags.format());
-
+json plan_summary(const fs::path& run, const Plan& plan) {
   json summary = {{"schema", kSummarySchema},
                   {"xpuperf_version", kVersion},
                   {"run", run.filename().string()},
-                  {"plan", {{"vendor", plan->vendor}, {"launcher", plan->launcher}, {"hosts", plan->hosts}}},
+                  {"plan", {{"vendor", plan.vendor}, {"launcher", plan.launcher}, {"hosts", plan.hosts}}},
                   {"cases", json::array()}};
   bool have_system = false;
-  for (const auto& c : plan->cases) {
+  for (const auto& c : plan.cases) {
     const fs::path case_dir = run / c.key.dir_name();
     json entry = {{"case", c.key.str()},
                   {"model", c.key.model},
@@ -154,34 +140,101 @@ json build_summary(const std::string& run_dir) {
           }
       }
     }
-    // Failed rounds are listed, not averaged.
-    json agg = json::object();
-    std::size_t used = 0, converged = 0;
-    for (const char* key : kAggregated) {
-      std::vector<double> values;
-      for (const auto& r : entry["rounds"])
-        if (r["status"] == "ok" && r.contains(key) && r[key].is_number()) values.push_back(r[key].get<double>());
-      if (!values.empty()) agg[key] = aggregate(values).to_json();
-    }
-    for (const auto& r : entry["rounds"]) {
-      if (r["status"] != "ok") continue;
-      ++used;
-      if (r.value("converged", false)) ++converged;
-    }
-    agg["rounds_used"] = used;
-    agg["rounds_converged"] = converged;
-    if (!entry["rounds"].empty() && entry["rounds"][0].contains("final_metric_name"))
-      agg["final_metric_name"] = entry["rounds"][0]["final_metric_name"];
-    entry["aggregate"] = agg;
     summary["cases"].push_back(entry);
   }
+  return summary;
+}
+
+// Statistics over a case's ok rounds; failed rounds are listed, not averaged.
+json aggregate_case(const json& entry) {
+  json agg = json::object();
+  std::size_t used = 0, converged = 0;
+  for (const char* key : kAggregated) {
+    std::vector<double> values;
+    for (const auto& r : entry["rounds"])
+      if (r["status"] == "ok" && r.contains(key) && r[key].is_number()) values.push_back(r[key].get<double>());
+    if (!values.empty()) agg[key] = aggregate(values).to_json();
+  }
+  for (const auto& r : entry["rounds"]) {
+    if (r["status"] != "ok") continue;
+    ++used;
+    if (r.value("converged", false)) ++converged;
+  }
+  agg["rounds_used"] = used;
+  agg["rounds_converged"] = converged;
+  if (!entry["rounds"].empty() && entry["rounds"][0].contains("final_metric_name"))
+    agg["final_metric_name"] = entry["rounds"][0]["final_metric_name"];
+  return agg;
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << v;
+  return out.str();
+}
+
+// A FlagPerf result tree: run<ts>/<case>/round<N>/<host>_noderank<i>/rank<k>.out.log.
+bool is_flagperf_tree(const fs::path& run) {
+  for (const auto& c : sorted_dirs(run, ""))
+    if (!sorted_dirs(c, "round").empty()) return true;
+  return false;
+}
+
+json flagperf_summary(const fs::path& run) {
+  json summary = {{"schema", kSummarySchema},
+                  {"xpuperf_version", kVersion},
+                  {"run", run.filename().string()},
+                  {"source", "flagperf"},
+                  {"plan", {{"vendor", ""}, {"launcher", "flagperf"}, {"hosts", json::array()}}},
+                  {"cases", json::array()}};
+  for (const auto& c : sorted_dirs(run, "")) {
+    const auto rounds = sorted_dirs(c, "round");
+    if (rounds.empty()) continue;
+    json entry = {{"case", c.filename().string()},
+                  {"rounds_planned", rounds.size()},
+                  {"rounds", json::array()},
+                  {"failed_rounds", json::array()}};
+    for (const auto& round_dir : rounds) {
+      const int round = std::atoi(round_dir.filename().string().c_str() + 5);
+      json r = round_figures(round_dir, round);
+      entry["rounds"].push_back(r);
+      if (r["status"] != "ok")
+        entry["failed_rounds"].push_back({{"round", round}, {"status", r["status"]}, {"reason", r["reason"]}});
+    }
+    summary["cases"].push_back(entry);
+  }
+  return summary;
+}
+
+}  // namespace
+
+json build_summary(const std::string& run_dir) {
+  const fs::path run(run_dir);
+  std::error_code ec;
+  json summary;
+  if (!fs::exists(run / "plan.yaml", ec)) {
+    if (!is_flagperf_tree(run))
+      throw std::runtime_error(run_dir +
+                               " is not a run folder (no plan.yaml, and no FlagPerf <case>/round<N> folders)");
+    summary = flagperf_summary(run);
+  } else {
+    Diagnostics diags;
+    const auto text = read_text_file((run / "plan.yaml").string(), diags);
+    const auto plan = text ? load_plan_text(*text, (run / "plan.yaml").string(), diags) : std::nullopt;
+    if (!plan) throw std::runtime_error((run / "plan.yaml").string() + " cannot be read:\n" + diags.format());
+    summary = plan_summary(run, *plan);
+  }
+  for (auto& entry : summary["cases"]) entry["aggregate"] = aggregate_case(entry);
   return summary;
 }
 
 std::string summary_markdown(const json& s) {
   std::ostringstream md;
   md << "# xpuperf " << s.value("run", "") << "\n\n";
-  md << "Vendor `" << s["plan"].value("vendor", "") << "`, launcher `" << s["plan"].value("launcher", "") << "`";
+  if (s.value("source", "") == "flagperf")
+    md << "A FlagPerf result tree, read by xpuperf " << s.value("xpuperf_version", "");
+  else
+    md << "Vendor `" << s["plan"].value("vendor", "") << "`, launcher `" << s["plan"].value("launcher", "") << "`";
   if (s.contains("system"))
     md << "; " << s["system"].value("cpu_model", "") << ", " << s["system"].value("cpu_cores", 0) << " cores, "
        << s["system"].value("os", "");
