@@ -13,6 +13,8 @@ packages=(
   libtorch-dev libgloo-dev
   # tests (the ssh and slurm launchers run against a real sshd and a one-node Slurm)
   libgtest-dev libgmock-dev openssh-client openssh-server slurm-wlm
+  # report.html is checked in a real browser
+  chromium
   # the quickstart's data (plans/quickstart.yaml)
   dataset-fashion-mnist
 )
