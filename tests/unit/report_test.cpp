@@ -192,3 +192,30 @@ TEST(Summary, AFlagPerfResultTreeIsReadToo) {
 
 }  // namespace
 }  // namespace xpuperf::report
+
+namespace xpuperf::report {
+namespace {
+
+TEST(Summary, MfuFromTheModelFlopsAndTheChipsPeak) {
+  test::TempDir dir;
+  dir.write("run1/plan.yaml", "vendor: nvidia\ncases:\n  \"m:libtorch:H100:1:2:2\": /d\n");
+  auto finished = [](const char* precision) {
+    return std::string(
+               "[PerfLog] {\"event\":\"FINISHED\",\"value\":{\"training_samples_per_second\":1000000,"
+               "\"train_flops_per_sample\":2500000,\"world_size\":2,\"mixed_precision\":\"") +
+           precision + "\"}}\n";
+  };
+  const std::string status = "{\"status\":\"ok\",\"monitor\":{\"fp32_peak_tflops\":67,\"fp16_peak_tflops\":989.4}}";
+  dir.write("run1/m_libtorch_H100_1_2_2/round1/localhost_noderank0/rank0.out.log", finished("off"));
+  dir.write("run1/m_libtorch_H100_1_2_2/round1/round_status.json", status);
+  dir.write("run1/m_libtorch_H100_1_2_2/round2/localhost_noderank0/rank0.out.log", finished("bf16"));
+  dir.write("run1/m_libtorch_H100_1_2_2/round2/round_status.json", status);
+  const auto s = build_summary(dir.path() + "/run1");
+  const auto& rounds = s["cases"][0]["rounds"];
+  EXPECT_NEAR(rounds[0]["mfu"].get<double>(), 2.5e6 * 1e6 / (67e12 * 2), 1e-12);     // fp32 peak
+  EXPECT_NEAR(rounds[1]["mfu"].get<double>(), 2.5e6 * 1e6 / (989.4e12 * 2), 1e-12);  // bf16: the fp16 peak
+  EXPECT_EQ(s["cases"][0]["aggregate"]["mfu"]["n"], 2);
+}
+
+}  // namespace
+}  // namespace xpuperf::report

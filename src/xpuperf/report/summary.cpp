@@ -56,6 +56,7 @@ json round_figures(const fs::path& round_dir, int round) {
     }
   }
   const auto status = read_json(round_dir / "round_status.json");
+  json extra = finished ? finished->extra : json::object();
   if (status && status->contains("status")) {
     r["status"] = (*status)["status"];
     r["reason"] = status->value("reason", "");
@@ -81,6 +82,19 @@ json round_figures(const fs::path& round_dir, int round) {
       r["final_metric_name"] = f.final_metric->name;
       if (f.final_metric->target) r["final_metric_target"] = *f.final_metric->target;
     }
+  }
+  // MFU: the model FLOPs the ranks did per second over what the chips could do at the run's
+  // precision (fp32 peak without mixed precision, fp16's with fp16 or bf16), from the chip's
+  // datasheet figures the controller put into round_status.json.
+  if (!r.contains("mfu") && status && status->contains("monitor") && extra.contains("train_flops_per_sample") &&
+      r.contains("training_samples_per_second")) {
+    const json& m = (*status)["monitor"];
+    const bool low = extra.value("mixed_precision", "off") != "off";
+    const char* peak_key = low ? "fp16_peak_tflops" : "fp32_peak_tflops";
+    const double world = extra.value("world_size", 1);
+    if (m.contains(peak_key) && m[peak_key].get<double>() > 0)
+      r["mfu"] = extra["train_flops_per_sample"].get<double>() * r["training_samples_per_second"].get<double>() /
+                 (m[peak_key].get<double>() * 1e12 * world);
   }
   if (!monitor_files.empty()) {
     const auto a = monitor::analyse_monitor_csv(monitor_files);

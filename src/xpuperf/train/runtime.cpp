@@ -359,7 +359,12 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   f.final_metric = FinalMetric{target_metric, metrics[target_metric], target_value};
   f.global_steps = global_step;
   f.num_trained_samples = trained_samples;
-  f.extra = {{"epochs", epoch}, {"stop_reason", stop_reason_name(reason)}, {"world_size", info.env.world_size}};
+  f.extra = {{"epochs", epoch},
+             {"stop_reason", stop_reason_name(reason)},
+             {"world_size", info.env.world_size},
+             {"mixed_precision", mixed_precision_name(mp)}};
+  // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).
+  if (c.train_flops_per_sample() > 0) f.extra["train_flops_per_sample"] = c.train_flops_per_sample();
   if (scaler) f.extra["skipped_steps"] = scaler->skipped_steps();
   XPUPERF_EVENT(perflog_event::kFinished, f.to_json());
   dist->barrier();  // no rank leaves while another still needs the group
