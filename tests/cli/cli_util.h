@@ -36,6 +36,19 @@ inline Result xpuperf(std::vector<std::string> args, const std::string& cwd = te
   return r;
 }
 
+// Runs a helper program (ssh-keygen, srun, ...) to its end: true when it succeeded.
+inline bool run_ok(std::vector<std::string> argv, const std::map<std::string, std::string>& env = {},
+                   double limit_s = 10) {
+  ProcessSpec spec;
+  spec.argv = std::move(argv);
+  spec.env = env;
+  try {
+    return run_process(spec, std::chrono::duration<double>(limit_s)).ok();
+  } catch (const ProcessError&) {
+    return false;
+  }
+}
+
 inline bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }

@@ -16,17 +16,6 @@ namespace fs = std::filesystem;
 
 const char* kData = "/usr/share/datasets/fashion-mnist";
 
-bool run_ok(std::vector<std::string> argv, const std::map<std::string, std::string>& env = {}) {
-  ProcessSpec spec;
-  spec.argv = std::move(argv);
-  spec.env = env;
-  try {
-    return run_process(spec, std::chrono::seconds(10)).ok();
-  } catch (const ProcessError&) {
-    return false;
-  }
-}
-
 class SlurmRun : public ::testing::Test {
  protected:
   void SetUp() override {

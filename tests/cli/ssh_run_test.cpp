@@ -17,16 +17,6 @@ namespace fs = std::filesystem;
 
 const char* kData = "/usr/share/datasets/fashion-mnist";
 
-bool run_ok(std::vector<std::string> argv) {
-  ProcessSpec spec;
-  spec.argv = std::move(argv);
-  try {
-    return run_process(spec, std::chrono::seconds(10)).ok();
-  } catch (const ProcessError&) {
-    return false;
-  }
-}
-
 class SshRun : public ::testing::Test {
  protected:
   void SetUp() override {
