@@ -184,3 +184,55 @@ TEST_F(ProcessTest, DestructorStopsARunningProgram) {
 
 }  // namespace
 }  // namespace xpuperf
+
+namespace xpuperf {
+namespace {
+
+std::vector<std::unique_ptr<Process>> start_all(const std::vector<std::vector<std::string>>& commands) {
+  std::vector<std::unique_ptr<Process>> out;
+  for (const auto& argv : commands) {
+    ProcessSpec spec;
+    spec.argv = argv;
+    out.push_back(Process::start(spec));
+  }
+  return out;
+}
+
+TEST(WaitAll, TheFirstFailureStopsTheOthers) {
+  auto group = start_all({{"sleep", "30"}, {"sh", "-c", "sleep 0.1; exit 3"}, {"sleep", "30"}});
+  const auto start = std::chrono::steady_clock::now();
+  const GroupOutcome outcome = wait_all(group, std::nullopt, nullptr, std::chrono::seconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(outcome.end, GroupOutcome::End::OneFailed);
+  EXPECT_EQ(outcome.failed, 1);
+  ASSERT_EQ(outcome.statuses.size(), 3u);
+  EXPECT_EQ(outcome.statuses[1].code, 3);
+  EXPECT_TRUE(outcome.statuses[0].stopped);
+  EXPECT_TRUE(outcome.statuses[2].stopped);
+}
+
+TEST(WaitAll, AllExitingIsSuccess) {
+  auto group = start_all({{"true"}, {"sh", "-c", "sleep 0.1"}});
+  const GroupOutcome outcome = wait_all(group, std::chrono::seconds(10), nullptr);
+  EXPECT_EQ(outcome.end, GroupOutcome::End::AllExited);
+  EXPECT_EQ(outcome.failed, -1);
+  for (const auto& s : outcome.statuses) EXPECT_TRUE(s.ok());
+}
+
+TEST(WaitAll, TheTimeLimitAndAStopRequestEndTheWait) {
+  auto slow = start_all({{"sleep", "30"}});
+  EXPECT_EQ(wait_all(slow, std::chrono::milliseconds(200), nullptr).end, GroupOutcome::End::TimedOut);
+  std::atomic<int> stop{0};
+  auto more = start_all({{"sleep", "30"}, {"sleep", "30"}});
+  std::thread press([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop = SIGINT;
+  });
+  const GroupOutcome outcome = wait_all(more, std::nullopt, &stop);
+  press.join();
+  EXPECT_EQ(outcome.end, GroupOutcome::End::Stopped);
+  for (const auto& s : outcome.statuses) EXPECT_TRUE(s.stopped);
+}
+
+}  // namespace
+}  // namespace xpuperf

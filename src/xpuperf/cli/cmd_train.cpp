@@ -66,28 +66,10 @@ int spawn_local_ranks(const TrainOptions& opts, const std::vector<std::string>& 
     spec.echo_prefix = "[rank " + std::to_string(r) + "] ";
     ranks.push_back(Process::start(spec));
   }
-  std::vector<std::optional<ExitStatus>> status(ranks.size());
-  int failed = -1;
-  while (true) {
-    bool all_done = true;
-    for (std::size_t r = 0; r < ranks.size(); ++r) {
-      if (status[r]) continue;
-      if (ranks[r]->running()) {
-        all_done = false;
-        continue;
-      }
-      status[r] = ranks[r]->wait();
-      if (!status[r]->ok() && failed < 0) failed = static_cast<int>(r);
-    }
-    if (all_done || failed >= 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (failed < 0) return 0;
-  std::cerr << "xpuperf: rank " << failed << " " << status[static_cast<std::size_t>(failed)]->describe()
-            << "; stopping the other ranks\n";
-  for (std::size_t r = 0; r < ranks.size(); ++r)
-    if (!status[r]) ranks[r]->stop(std::chrono::seconds(5));
-  const ExitStatus& s = *status[static_cast<std::size_t>(failed)];
+  const GroupOutcome outcome = wait_all(ranks, std::nullopt, nullptr);
+  if (outcome.failed < 0) return 0;
+  const ExitStatus& s = outcome.statuses[static_cast<std::size_t>(outcome.failed)];
+  std::cerr << "xpuperf: rank " << outcome.failed << " " << s.describe() << "; the other ranks were stopped\n";
   return s.kind == ExitStatus::Kind::Exited ? s.code : 128 + s.signal;
 }
 

@@ -335,6 +335,43 @@ ExitStatus Process::wait(std::optional<Duration> limit, Duration grace) {
   return finish();
 }
 
+GroupOutcome wait_all(std::vector<std::unique_ptr<Process>>& processes, std::optional<Process::Duration> limit,
+                      const std::atomic<int>* stop, Process::Duration grace) {
+  GroupOutcome outcome;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::optional<ExitStatus>> ended(processes.size());
+  while (true) {
+    bool all_done = true;
+    for (std::size_t i = 0; i < processes.size(); ++i) {
+      if (ended[i]) continue;
+      if (processes[i]->running()) {
+        all_done = false;
+        continue;
+      }
+      ended[i] = processes[i]->wait();
+      if (!ended[i]->ok() && outcome.failed < 0) {
+        outcome.failed = static_cast<int>(i);
+        outcome.end = GroupOutcome::End::OneFailed;
+      }
+    }
+    if (all_done || outcome.failed >= 0) break;
+    if (stop && *stop != 0) {
+      outcome.end = GroupOutcome::End::Stopped;
+      break;
+    }
+    if (limit && std::chrono::steady_clock::now() - start > *limit) {
+      outcome.end = GroupOutcome::End::TimedOut;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (std::size_t i = 0; i < processes.size(); ++i) {
+    if (!ended[i]) ended[i] = processes[i]->stop(grace);
+    outcome.statuses.push_back(*ended[i]);
+  }
+  return outcome;
+}
+
 ExitStatus run_process(const ProcessSpec& spec, std::optional<Process::Duration> limit) {
   return Process::start(spec)->wait(limit);
 }

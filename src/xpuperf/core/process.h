@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -78,6 +79,20 @@ class Process {
   bool stopped_ = false;
   std::unique_ptr<Output> output_;
 };
+
+// How a group of processes (the ranks of a node) ended under wait_all.
+struct GroupOutcome {
+  enum class End { AllExited, OneFailed, TimedOut, Stopped };
+  End end = End::AllExited;
+  int failed = -1;                   // index of the first process that failed (OneFailed)
+  std::vector<ExitStatus> statuses;  // one per process, those stopped by us included
+};
+
+// Waits for every process; the first one that fails, the time limit (none when unset) or a
+// non-zero `stop` ends the wait, and the ones still running are then stopped (TERM, KILL
+// after `grace`).
+GroupOutcome wait_all(std::vector<std::unique_ptr<Process>>& processes, std::optional<Process::Duration> limit,
+                      const std::atomic<int>* stop, Process::Duration grace = std::chrono::seconds(5));
 
 // Runs a program to the end and returns its status (a convenience for short commands).
 ExitStatus run_process(const ProcessSpec& spec, std::optional<Process::Duration> limit = std::nullopt);

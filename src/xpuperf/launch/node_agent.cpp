@@ -215,46 +215,33 @@ int run_node(const NodeRequest& original) {
 
   // Wait for all ranks; the first failure, the time limit or a signal stops the rest.
   status["ranks_started_unix"] = unix_seconds();
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::optional<ExitStatus>> ended(ranks.size());
+  std::optional<Process::Duration> limit;
+  if (request.time_limit_s > 0) limit = Process::Duration(request.time_limit_s);
+  const GroupOutcome outcome = wait_all(ranks, limit, &g_stop_signal);
   int code = kNodeOk;
   std::string reason = "all ranks exited with code 0";
-  while (true) {
-    bool all_done = true;
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-      if (ended[i]) continue;
-      if (ranks[i]->running()) {
-        all_done = false;
-        continue;
-      }
-      ended[i] = ranks[i]->wait();
-      if (!ended[i]->ok() && code == kNodeOk) {
-        code = kNodeRankFailed;
-        reason = "rank " + std::to_string(global_ranks[i]) + " " + ended[i]->describe();
-      }
-    }
-    if (all_done || code != kNodeOk) break;
-    if (g_stop_signal != 0) {
+  switch (outcome.end) {
+    case GroupOutcome::End::AllExited:
+      break;
+    case GroupOutcome::End::OneFailed:
+      code = kNodeRankFailed;
+      reason = "rank " + std::to_string(global_ranks[static_cast<std::size_t>(outcome.failed)]) + " " +
+               outcome.statuses[static_cast<std::size_t>(outcome.failed)].describe();
+      break;
+    case GroupOutcome::End::Stopped:
       code = kNodeInterrupted;
       reason = std::string("stopped by signal ") + std::to_string(g_stop_signal.load());
       break;
-    }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (request.time_limit_s > 0 && elapsed > request.time_limit_s) {
+    case GroupOutcome::End::TimedOut:
       code = kNodeTimedOut;
       reason = "time limit of " + std::to_string(static_cast<long long>(request.time_limit_s)) + " s passed";
       break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   status["ranks_ended_unix"] = unix_seconds();
   if (monitors) monitors->stop();
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    json rank = {{"rank", global_ranks[i]}, {"pid", ranks[i]->pid()}};
-    if (!ended[i]) ended[i] = ranks[i]->stop(std::chrono::seconds(5));
-    rank["status"] = exit_json(*ended[i]);
-    status["ranks"].push_back(rank);
-  }
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    status["ranks"].push_back(
+        {{"rank", global_ranks[i]}, {"pid", ranks[i]->pid()}, {"status", exit_json(outcome.statuses[i])}});
   return finish(code, reason);
 }
 
