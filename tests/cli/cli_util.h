@@ -1,6 +1,7 @@
 #pragma once
 // Runs the xpuperf binary as a user would, for the command-line tests.
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,6 +48,13 @@ inline bool run_ok(std::vector<std::string> argv, const std::map<std::string, st
   } catch (const ProcessError&) {
     return false;
   }
+}
+
+// The run folder `xpuperf run` made under `results_dir` (the tests make one a results folder).
+inline std::string run_folder_in(const std::string& results_dir) {
+  std::string folder;
+  for (const auto& e : std::filesystem::directory_iterator(results_dir)) folder = e.path().string();
+  return folder;
 }
 
 inline bool has(const std::string& text, const std::string& part) {

@@ -45,10 +45,7 @@ class RunCli : public ::testing::Test {
                                       std::to_string(29700 + ::getpid() % 200) + "\n" + extra + "cases:\n" + cases);
   }
   std::string case_line(const std::string& key) { return "  \"" + key + "\": " + kData + "\n"; }
-  std::string run_dir() {
-    for (const auto& e : fs::directory_iterator(dir.path() + "/results")) return e.path().string();
-    return "";
-  }
+  std::string run_dir() { return run_folder_in(dir.path() + "/results"); }
   Result run(std::vector<std::string> args, double limit = 300) {
     std::vector<std::string> all = {"--root", test::test_path("fixtures/run_repo"), "run"};
     all.insert(all.end(), args.begin(), args.end());

@@ -96,9 +96,7 @@ TEST_F(SlurmRun, RunsATwoNodeRoundThroughSrun) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "(launcher slurm)")) << r.output;
   EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:2:1:1 | 1 | ok |")) << r.output;
-  std::string run_dir;
-  for (const auto& e : fs::directory_iterator(dir.path() + "/results")) run_dir = e.path().string();
-  const std::string round = run_dir + "/lenet5_libtorch_CPU_2_1_1/round1";
+  const std::string round = run_folder_in(dir.path() + "/results") + "/lenet5_libtorch_CPU_2_1_1/round1";
   EXPECT_TRUE(fs::exists(round + "/n1_noderank0/rank0.out.log"));
   EXPECT_TRUE(fs::exists(round + "/n2_noderank1/rank1.out.log"));
   EXPECT_TRUE(has(test::read_file(round + "/n1_noderank0/rank0.out.log"), "\"world_size\":2"));

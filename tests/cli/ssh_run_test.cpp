@@ -86,9 +86,7 @@ TEST_F(SshRun, RunsATwoNodeRoundOverSsh) {
   ASSERT_EQ(r.code, 0) << r.output << test::read_file(dir.path() + "/sshd.log");
   EXPECT_TRUE(has(r.output, "(launcher ssh)")) << r.output;
   EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:2:1:1 | 1 | ok |")) << r.output;
-  std::string run_dir;
-  for (const auto& e : fs::directory_iterator(dir.path() + "/results")) run_dir = e.path().string();
-  const std::string round = run_dir + "/lenet5_libtorch_CPU_2_1_1/round1";
+  const std::string round = run_folder_in(dir.path() + "/results") + "/lenet5_libtorch_CPU_2_1_1/round1";
   // Both nodes' logs are there, each rank's in its node's folder.
   EXPECT_TRUE(fs::exists(round + "/127.0.0.1_noderank0/rank0.out.log"));
   EXPECT_TRUE(fs::exists(round + "/127.0.0.2_noderank1/rank1.out.log"));
