@@ -182,5 +182,26 @@ TEST(Analysis, IntegratesPowerAndPrefersEnergyCounters) {
     }
 }
 
+TEST(Analysis, ChargesARoundOnlyWithTheAcceleratorsItUsed) {
+  test::TempDir dir;
+  // A 1-GPU round on a 2-GPU host: gpu1 idles at 80 W and holds 600 bytes nobody in the round uses.
+  std::string csv = "time,node,device,metric,value\n";
+  for (int t = 0; t <= 10; ++t) {
+    const std::string ts = std::to_string(1000 + t);
+    csv += ts + ",n0,gpu0,power_w,300\n" + ts + ",n0,gpu0,mem_used_bytes,100\n";
+    csv += ts + ",n0,gpu1,power_w,80\n" + ts + ",n0,gpu1,mem_used_bytes,600\n";
+  }
+  const std::string path = dir.write("monitor.csv", csv);
+  const auto all = analyse_monitor_csv({path});
+  EXPECT_DOUBLE_EQ(all.accelerator_energy_j, 3800.0);
+  EXPECT_DOUBLE_EQ(all.peak_device_mem_bytes, 600.0);
+  EXPECT_EQ(accelerators_of_round(2), (std::set<std::string>{"gpu0", "gpu1"}));
+  const auto one = analyse_monitor_csv({path}, accelerators_of_round(1));
+  EXPECT_DOUBLE_EQ(one.accelerator_energy_j, 3000.0);
+  EXPECT_DOUBLE_EQ(one.peak_device_mem_bytes, 100.0);
+  EXPECT_EQ(one.accelerators_left_out, std::set<std::string>{"gpu1"});
+  EXPECT_DOUBLE_EQ(one.energy_j.at("n0/gpu1"), 800.0);  // still reported per device
+}
+
 }  // namespace
 }  // namespace xpuperf::monitor

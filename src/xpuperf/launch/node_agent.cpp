@@ -200,6 +200,9 @@ int run_node(const NodeRequest& original) {
                  "--data-dir",     request.data_dir};
     spec.env = env.to_env();
     spec.env[request.visible_devices_env] = visible;
+    // CUDA numbers devices fastest first by default; NVML (the monitors) in PCI bus order. One
+    // order for both, so that the monitors charge a round with the devices it ran on.
+    if (!std::getenv("CUDA_DEVICE_ORDER")) spec.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
     if (!request.node_addr.empty()) spec.env["XPUPERF_NODE_ADDR"] = request.node_addr;
     spec.log_path = request.out_dir + "/rank" + std::to_string(env.rank) + ".out.log";
     spec.echo = request.echo;

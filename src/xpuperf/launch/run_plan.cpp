@@ -210,7 +210,8 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deplo
   for (const auto& node : outcome.nodes)
     if (fs::exists(node.dir + "/monitor.csv")) monitor_files.push_back(node.dir + "/monitor.csv");
   if (!monitor_files.empty()) {
-    const monitor::MonitorAnalysis a = monitor::analyse_monitor_csv(monitor_files);
+    const monitor::MonitorAnalysis a =
+        monitor::analyse_monitor_csv(monitor_files, monitor::accelerators_of_round(c.key.nproc));
     json m = a.to_json();
     const double samples = row.finished && row.finished->num_trained_samples
                                ? static_cast<double>(*row.finished->num_trained_samples)

@@ -31,6 +31,7 @@ nlohmann::json MonitorAnalysis::to_json() const {
                         {"peak_host_mem_bytes", peak_host_mem_bytes},
                         {"peak_device_mem_bytes", peak_device_mem_bytes},
                         {"total_device_mem_bytes", total_device_mem_bytes},
+                        {"accelerators_left_out", accelerators_left_out},
                         {"series", nlohmann::json::array()}};
   for (const auto& s : series) {
     // Per-core CPU series are many and say little on their own: the file has them.
@@ -47,7 +48,14 @@ nlohmann::json MonitorAnalysis::to_json() const {
   return out;
 }
 
-MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths) {
+std::set<std::string> accelerators_of_round(int nproc) {
+  std::set<std::string> out;
+  for (int i = 0; i < nproc; ++i) out.insert("gpu" + std::to_string(i));
+  return out;
+}
+
+MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths,
+                                    const std::set<std::string>& accelerators_used) {
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::pair<double, double>>> data;
   for (const auto& path : paths) {
     std::ifstream in(path);
@@ -66,6 +74,12 @@ MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths) {
     }
   }
   MonitorAnalysis a;
+  const auto left_out = [&](const std::string& device) {
+    const bool accelerator = device.rfind("gpu", 0) == 0;
+    if (!accelerator || accelerators_used.empty() || accelerators_used.count(device)) return false;
+    a.accelerators_left_out.insert(device);
+    return true;
+  };
   double t_min = 0, t_max = 0;
   std::map<std::string, double> host_peak;  // per node
   for (auto& [key, points] : data) {
@@ -91,7 +105,7 @@ MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths) {
     a.series.push_back(s);
 
     if (device == "host" && metric == "mem_used_bytes") host_peak[node] = std::max(host_peak[node], s.max);
-    if (metric == "mem_used_bytes" && device != "host" && s.max > a.peak_device_mem_bytes) {
+    if (metric == "mem_used_bytes" && device != "host" && !left_out(device) && s.max > a.peak_device_mem_bytes) {
       a.peak_device_mem_bytes = s.max;
       const auto total = data.find({node, device, "mem_total_bytes"});
       if (total != data.end()) a.total_device_mem_bytes = total->second.back().second;
@@ -105,12 +119,13 @@ MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths) {
     if (s.metric == "power_w" && has_counter) continue;
     const double joules = s.metric == "energy_j" ? s.last_value : integrate(data[{s.node, s.device, s.metric}]);
     a.energy_j[id] = joules;
-    if (s.device.rfind("gpu", 0) == 0)
-      a.accelerator_energy_j += joules;
-    else if (s.device.rfind("package", 0) == 0)
+    if (s.device.rfind("gpu", 0) == 0) {
+      if (!left_out(s.device)) a.accelerator_energy_j += joules;
+    } else if (s.device.rfind("package", 0) == 0) {
       a.cpu_energy_j += joules;
-    else if (s.device == "system")
+    } else if (s.device == "system") {
       a.system_energy_j += joules;
+    }
   }
   for (const auto& [node, peak] : host_peak) a.peak_host_mem_bytes = std::max(a.peak_host_mem_bytes, peak);
   a.seconds = t_max - t_min;

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,14 +20,15 @@ struct SeriesStats {
 
 struct MonitorAnalysis {
   std::vector<SeriesStats> series;
-  std::map<std::string, double> energy_j;  // "node/device" → joules over the monitored time
-  double accelerator_energy_j = 0;         // sum over gpu<i> devices
-  double cpu_energy_j = 0;                 // sum over package<i> devices (RAPL)
-  double system_energy_j = 0;              // IPMI's whole-system power, integrated
-  double peak_host_mem_bytes = 0;          // the largest node's peak
-  double peak_device_mem_bytes = 0;        // the largest device's peak
-  double total_device_mem_bytes = 0;       // that device's size
-  double seconds = 0;                      // monitored time
+  std::map<std::string, double> energy_j;       // "node/device" → joules over the monitored time
+  double accelerator_energy_j = 0;              // sum over gpu<i> devices
+  double cpu_energy_j = 0;                      // sum over package<i> devices (RAPL)
+  double system_energy_j = 0;                   // IPMI's whole-system power, integrated
+  double peak_host_mem_bytes = 0;               // the largest node's peak
+  double peak_device_mem_bytes = 0;             // the largest device's peak
+  double total_device_mem_bytes = 0;            // that device's size
+  double seconds = 0;                           // monitored time
+  std::set<std::string> accelerators_left_out;  // present but not used by the round
 
   nlohmann::json to_json() const;
   // The energy a round is charged with: accelerators when there are any, else CPU packages,
@@ -38,6 +40,14 @@ struct MonitorAnalysis {
 double integrate(const std::vector<std::pair<double, double>>& series);
 
 // Reads one or more monitor.csv files (time,node,device,metric,value); unreadable rows are skipped.
-MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths);
+// `accelerators_used` (e.g. gpu0, gpu1) limits the accelerator energy and peak device memory to
+// the devices a round ran on, so a 1-GPU round on an 8-GPU host is not charged for 7 idle ones;
+// empty: every accelerator counts.
+MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths,
+                                    const std::set<std::string>& accelerators_used = {});
+
+// The accelerators a round of `nproc` ranks per node uses: gpu0 … gpu<nproc-1> (the node agent
+// gives local rank i device i, in PCI bus order like NVML's).
+std::set<std::string> accelerators_of_round(int nproc);
 
 }  // namespace xpuperf::monitor

@@ -21,6 +21,16 @@ struct nvmlMemory_t {
   unsigned long long free;
   unsigned long long used;
 };
+// The v2 query reports driver-reserved memory apart, so `used` is what processes hold (what
+// nvidia-smi shows); v1's `used` includes the reserve (~0.6 GiB on an idle H200).
+struct nvmlMemory_v2_t {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+};
+constexpr unsigned int kNvmlMemoryV2 = static_cast<unsigned int>(sizeof(nvmlMemory_v2_t)) | (2u << 24);
 constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr int kTemperatureGpu = 0;
 constexpr int kClockSm = 1;
@@ -34,6 +44,7 @@ struct Nvml {
   nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t*) = nullptr;
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
+  nvmlReturn_t (*memory_v2)(nvmlDevice_t, nvmlMemory_v2_t*) = nullptr;
   nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;             // milliwatts
   nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long*) = nullptr;      // millijoules
   nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int*) = nullptr;  // °C
@@ -75,8 +86,13 @@ class NvmlSampler : public Sampler {
         out.push_back({d.name, "util_percent", static_cast<double>(util.gpu)});
         out.push_back({d.name, "mem_util_percent", static_cast<double>(util.memory)});
       }
+      nvmlMemory_v2_t memory_v2{};
+      memory_v2.version = kNvmlMemoryV2;
       nvmlMemory_t memory{};
-      if (nvml_.memory(d.handle, &memory) == kNvmlSuccess) {
+      if (nvml_.memory_v2 && nvml_.memory_v2(d.handle, &memory_v2) == kNvmlSuccess) {
+        out.push_back({d.name, "mem_used_bytes", static_cast<double>(memory_v2.used)});
+        out.push_back({d.name, "mem_total_bytes", static_cast<double>(memory_v2.total)});
+      } else if (nvml_.memory(d.handle, &memory) == kNvmlSuccess) {
         out.push_back({d.name, "mem_used_bytes", static_cast<double>(memory.used)});
         out.push_back({d.name, "mem_total_bytes", static_cast<double>(memory.total)});
       }
@@ -122,6 +138,7 @@ std::unique_ptr<Sampler> make_nvml_sampler() {
       nvml.load(nvml.temperature, "nvmlDeviceGetTemperature") && nvml.load(nvml.clock, "nvmlDeviceGetClockInfo");
   // Optional: older drivers lack them.
   nvml.load(nvml.energy, "nvmlDeviceGetTotalEnergyConsumption");
+  nvml.load(nvml.memory_v2, "nvmlDeviceGetMemoryInfo_v2");
   if (!nvml.load(nvml.throttle, "nvmlDeviceGetCurrentClocksEventReasons"))
     nvml.load(nvml.throttle, "nvmlDeviceGetCurrentClocksThrottleReasons");
   if (!loaded || nvml.init() != kNvmlSuccess) {

@@ -40,7 +40,7 @@ std::optional<json> read_json(const fs::path& path) {
 }
 
 // One round's figures, from its folder.
-json round_figures(const fs::path& round_dir, int round) {
+json round_figures(const fs::path& round_dir, int round, int nproc) {
   json r = {{"round", round}};
   std::optional<FinishedInfo> finished;
   std::vector<std::string> monitor_files;
@@ -97,7 +97,7 @@ json round_figures(const fs::path& round_dir, int round) {
                  (m[peak_key].get<double>() * 1e12 * world);
   }
   if (!monitor_files.empty()) {
-    const auto a = monitor::analyse_monitor_csv(monitor_files);
+    const auto a = monitor::analyse_monitor_csv(monitor_files, monitor::accelerators_of_round(nproc));
     if (a.round_energy_j() > 0) {
       r["energy_j"] = a.round_energy_j();
       if (r.contains("num_trained_samples") && r["num_trained_samples"].get<double>() > 0)
@@ -141,7 +141,7 @@ json plan_summary(const fs::path& run, const Plan& plan) {
     for (int round = 1; round <= c.key.repeat; ++round) {
       const fs::path round_dir = case_dir / ("round" + std::to_string(round));
       if (!fs::exists(round_dir)) continue;  // not run (interrupted plan)
-      json r = round_figures(round_dir, round);
+      json r = round_figures(round_dir, round, c.key.nproc);
       entry["rounds"].push_back(r);
       if (r["status"] != "ok")
         entry["failed_rounds"].push_back({{"round", round}, {"status", r["status"]}, {"reason", r["reason"]}});
@@ -210,7 +210,7 @@ json flagperf_summary(const fs::path& run) {
                   {"failed_rounds", json::array()}};
     for (const auto& round_dir : rounds) {
       const int round = std::atoi(round_dir.filename().string().c_str() + 5);
-      json r = round_figures(round_dir, round);
+      json r = round_figures(round_dir, round, 0 /* unknown: every accelerator */);
       entry["rounds"].push_back(r);
       if (r["status"] != "ok")
         entry["failed_rounds"].push_back({{"round", round}, {"status", r["status"]}, {"reason", r["reason"]}});
