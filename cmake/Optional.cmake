@@ -13,6 +13,11 @@ macro(xpuperf_find_optional_cuda)
   if(NOT XPUPERF_WITH_CUDA STREQUAL "OFF")
     include(CheckLanguage)
     check_language(CUDA)
+    # Hopper (H100, H200) unless told otherwise: FP8 GEMMs need 8.9+, and one architecture
+    # keeps the build short.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
     if(CMAKE_CUDA_COMPILER)
       enable_language(CUDA)
       find_package(CUDAToolkit)

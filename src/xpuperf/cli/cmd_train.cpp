@@ -1,14 +1,11 @@
 // `xpuperf train`: one training case in this process (the counterpart of FlagPerf's
 // run_pretraining.py), or its ranks on this host when --nproc > 1 and no launcher set RANK.
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <iostream>
 #include <thread>
 
 #include "xpuperf/cli/commands.h"
+#include "xpuperf/cli/local_ranks.h"
 #include "xpuperf/core/process.h"
 #include "xpuperf/core/rank_env.h"
 #include "xpuperf/core/training_config.h"
@@ -31,47 +28,6 @@ struct TrainOptions {
   std::vector<std::string> sets;
   int master_port = 0;
 };
-
-// A port nobody listens on now, for the ranks' rendezvous.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 29501;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 29501;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
-
-// Starts the ranks as copies of this program, streams their output with a "[rank k] " prefix,
-// and stops all of them as soon as one fails.
-int spawn_local_ranks(const TrainOptions& opts, const std::vector<std::string>& argv) {
-  RankEnv env;
-  env.world_size = env.local_world_size = opts.nproc;
-  env.master_addr = "127.0.0.1";
-  env.master_port = opts.master_port > 0 ? opts.master_port : free_port();
-  std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < opts.nproc; ++r) {
-    env.rank = env.local_rank = r;
-    ProcessSpec spec;
-    spec.argv = argv;
-    spec.argv[0] = "/proc/self/exe";
-    spec.env = env.to_env();
-    spec.echo = true;
-    spec.echo_prefix = "[rank " + std::to_string(r) + "] ";
-    ranks.push_back(Process::start(spec));
-  }
-  const GroupOutcome outcome = wait_all(ranks, std::nullopt, nullptr);
-  if (outcome.failed < 0) return 0;
-  const ExitStatus& s = outcome.statuses[static_cast<std::size_t>(outcome.failed)];
-  std::cerr << "xpuperf: rank " << outcome.failed << " " << s.describe() << "; the other ranks were stopped\n";
-  return s.kind == ExitStatus::Kind::Exited ? s.code : 128 + s.signal;
-}
 
 int run_train(const GlobalOptions& global, const TrainOptions& opts, const std::vector<std::string>& argv) {
   const Repo repo = find_repo(global);
@@ -106,7 +62,7 @@ int run_train(const GlobalOptions& global, const TrainOptions& opts, const std::
       throw CommandError("--nnodes " + std::to_string(key->nnodes) +
                          " needs a launcher: run a plan with `xpuperf run`, or start each rank with RANK, "
                          "LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set");
-    return spawn_local_ranks(opts, argv);
+    return spawn_local_ranks(opts.nproc, opts.master_port, argv);
   }
   Diagnostics env_diags;
   auto env = read_rank_env(env_diags);

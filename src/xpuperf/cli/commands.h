@@ -41,5 +41,6 @@ void add_monitor_command(CLI::App& app, const GlobalOptions& global, int& exit_c
 void add_report_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_compare_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_history_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_base_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace xpuperf::cli

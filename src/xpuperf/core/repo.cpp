@@ -61,6 +61,15 @@ std::string Repo::vendor_training_config(const std::string& vendor, const CaseKe
 std::string Repo::inference_case_dir(const std::string& name) const {
   return path("cases/inference/" + name);
 }
+std::string Repo::base_case_dir(const std::string& metric) const {
+  return path("cases/base/" + metric);
+}
+std::string Repo::base_config(const std::string& metric) const {
+  return base_case_dir(metric) + "/config.yaml";
+}
+std::string Repo::vendor_base_config(const std::string& vendor, const std::string& metric) const {
+  return vendor_dir(vendor) + "/base/" + metric + ".yaml";
+}
 std::string Repo::vendor_inference_config(const std::string& vendor, const std::string& name) const {
   return vendor_dir(vendor) + "/inference/" + name + "_configurations.yaml";
 }
@@ -90,6 +99,9 @@ std::vector<std::string> Repo::training_frameworks(const std::string& model) con
 }
 std::vector<std::string> Repo::inference_cases() const {
   return list_subdirs(path("cases/inference"));
+}
+std::vector<std::string> Repo::base_metrics() const {
+  return list_subdirs(path("cases/base"));
 }
 std::vector<std::string> Repo::vendors() const {
   return list_subdirs(path("vendors"));

@@ -42,7 +42,8 @@ bool kind_compatible(const YAML::Node& base, const YAML::Node& value, std::strin
   return true;
 }
 
-// Checks one override against _base: the key must exist and keep its kind.
+}  // namespace
+
 bool check_against_base(const Config& base, const std::string& key, const YAML::Node& value, const Source& where,
                         const std::string& layer, Diagnostics& diags) {
   const ConfigEntry* entry = base.find(key);
@@ -62,8 +63,6 @@ bool check_against_base(const Config& base, const std::string& key, const YAML::
   }
   return true;
 }
-
-}  // namespace
 
 std::optional<Override> parse_set_override(const std::string& text, Diagnostics& diags) {
   const auto eq = text.find('=');

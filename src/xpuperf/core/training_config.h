@@ -23,6 +23,11 @@ struct Override {
 // "key=value" from the command line; the value is read as YAML (`lr=0.1` is a number).
 std::optional<Override> parse_set_override(const std::string& text, Diagnostics& diags);
 
+// Checks one override against the defaults file: the key must exist there and keep its kind;
+// `layer` names who set it in the message ("the vendor config", "--set").
+bool check_against_base(const Config& base, const std::string& key, const YAML::Node& value, const Source& where,
+                        const std::string& layer, Diagnostics& diags);
+
 struct TrainingLayers {
   const Config* base = nullptr;            // _base.yaml (required)
   const Config* mutable_params = nullptr;  // mutable_params.yaml: `mutable_params: [..]` (required)

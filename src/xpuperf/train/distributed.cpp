@@ -22,6 +22,9 @@ struct Distributed::Collectives {
   virtual c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, c10d::ReduceOp op) = 0;
   virtual c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t) = 0;
   virtual c10::intrusive_ptr<c10d::Work> barrier() = 0;
+  virtual c10::intrusive_ptr<c10d::Work> all_gather(at::Tensor& out, at::Tensor& in) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in) = 0;
 };
 
 namespace {
@@ -37,6 +40,23 @@ struct GroupCollectives : Distributed::Collectives {
   }
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t) override { return group->broadcast(t); }
   c10::intrusive_ptr<c10d::Work> barrier() override { return group->barrier(); }
+  c10::intrusive_ptr<c10d::Work> all_gather(at::Tensor& out, at::Tensor& in) override {
+    try {
+      return group->_allgather_base(out, in);
+    } catch (const c10::Error&) {
+      // Gloo (LibTorch 1.13) has only the list form.
+      std::vector<std::vector<at::Tensor>> outs{out.chunk(group->getSize())};
+      std::vector<at::Tensor> ins{in};
+      return group->allgather(outs, ins);
+    }
+  }
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) override {
+    return group->_reduce_scatter_base(out, in);
+  }
+  c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in) override {
+    std::vector<std::int64_t> even;  // empty: equal chunks
+    return group->alltoall_base(out, in, even, even);
+  }
 };
 
 #ifdef XPUPERF_HAVE_GLOO
@@ -345,6 +365,30 @@ void Distributed::all_reduce_max(torch::Tensor& tensor) {
 
 void Distributed::barrier() {
   if (collectives_) collectives_->barrier()->wait();
+}
+
+void Distributed::all_gather(torch::Tensor& out, torch::Tensor& in) {
+  if (!collectives_) {
+    out.copy_(in);
+    return;
+  }
+  collectives_->all_gather(out, in)->wait();
+}
+
+void Distributed::reduce_scatter_sum(torch::Tensor& out, torch::Tensor& in) {
+  if (!collectives_) {
+    out.copy_(in);
+    return;
+  }
+  collectives_->reduce_scatter(out, in)->wait();
+}
+
+void Distributed::all_to_all(torch::Tensor& out, torch::Tensor& in) {
+  if (!collectives_) {
+    out.copy_(in);
+    return;
+  }
+  collectives_->all_to_all(out, in)->wait();
 }
 
 }  // namespace xpuperf::train

@@ -63,6 +63,13 @@ class Distributed {
   // Max in place over ranks.
   void all_reduce_max(torch::Tensor& tensor);
   void barrier();
+  // The other collectives, for the base cases (each waits for its work, as the others do):
+  // out = every rank's `in` in rank order (out has world_size times in's elements).
+  void all_gather(torch::Tensor& out, torch::Tensor& in);
+  // out = this rank's share of the sum over ranks of `in` (in has world_size times out's elements).
+  void reduce_scatter_sum(torch::Tensor& out, torch::Tensor& in);
+  // Chunk j of `in` goes to rank j; chunk j of `out` comes from rank j.
+  void all_to_all(torch::Tensor& out, torch::Tensor& in);
 
   // How many buckets the last average_gradients used (for tests and logs).
   int last_bucket_count() const { return last_buckets_; }

@@ -1,0 +1,128 @@
+#include "xpuperf/base/base_runner.h"
+
+#include <iomanip>
+#include <sstream>
+
+#include "xpuperf/base/base_benchmark.h"
+#include "xpuperf/core/base_config.h"
+#include "xpuperf/core/perflog.h"
+
+namespace xpuperf::base {
+
+using nlohmann::json;
+
+std::string resolve_backend(const std::string& backend, const std::string& vendor) {
+  if (backend != "auto") return backend;
+  return vendor == "cpu" ? "cpu" : "cuda";
+}
+
+void add_datasheet(const Repo& repo, const std::string& vendor, const std::string& hardware, json& figures) {
+  Diagnostics ignored;
+  const auto specs = load_config_file(repo.vendor_dir(vendor) + "/specs.yaml", ignored);
+  if (!specs || !specs->has("chips")) return;
+  const YAML::Node chip = specs->at("chips").value[hardware];
+  if (!chip || !chip.IsMap()) return;
+  for (auto& f : figures) {
+    const std::string path = f.value("datasheet", "");
+    if (path.empty()) continue;
+    YAML::Node node = YAML::Clone(chip);
+    std::istringstream parts(path);
+    std::string part;
+    while (node && std::getline(parts, part, '.')) node = node.IsMap() ? node[part] : YAML::Node();
+    if (!node || !node.IsScalar()) continue;
+    try {
+      const double sheet = node.as<double>();
+      if (sheet <= 0) continue;
+      f["datasheet_value"] = sheet;
+      f["ratio"] = f["value"].get<double>() / sheet;
+    } catch (const YAML::Exception&) {
+    }
+  }
+}
+
+namespace {
+
+std::string fixed(double v) {
+  std::ostringstream s;
+  if (v != 0 && (std::abs(v) >= 1e6 || std::abs(v) < 1e-2))
+    s << std::setprecision(4) << v;
+  else
+    s << std::fixed << std::setprecision(v >= 100 ? 1 : 3) << v;
+  return s.str();
+}
+
+void print_table(const json& value, std::ostream& out) {
+  out << "\n" << value["base"].get<std::string>() << " (" << value["backend"].get<std::string>() << ", "
+      << value["implementation"].get<std::string>() << ")\n\n"
+      << "| figure | value | unit | datasheet | ratio |\n| --- | ---: | --- | ---: | ---: |\n";
+  for (const auto& f : value["figures"]) {
+    out << "| " << f["name"].get<std::string>() << " | " << fixed(f["value"].get<double>()) << " | "
+        << f["unit"].get<std::string>() << " | "
+        << (f.contains("datasheet_value") ? fixed(f["datasheet_value"].get<double>()) : "") << " | "
+        << (f.contains("ratio") ? fixed(100 * f["ratio"].get<double>()) + " %" : "") << " |\n";
+  }
+  out << "\ncheck: " << value["check"].get<std::string>() << (value["correct"].get<bool>() ? "" : " — WRONG") << "\n";
+}
+
+}  // namespace
+
+int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, std::ostream& err) {
+  const double started = now_seconds();
+  Diagnostics diags;
+  BaseConfigRequest config_request{request.metric, request.vendor, {}, {"command line", 0}};
+  for (const auto& text : request.sets)
+    if (auto o = parse_set_override(text, diags)) config_request.sets.push_back(*o);
+  std::optional<Config> config;
+  if (!diags.has_errors()) config = load_base_config(repo, config_request, diags);
+  const bool lead = request.env.rank == 0;
+  if (lead) err << diags.format(Severity::Warning);
+  if (!config) return kBaseBadInput;
+
+  const std::string backend = resolve_backend(request.backend, request.vendor);
+  auto bench = make_base(request.metric, backend);
+  if (!bench) {
+    std::vector<std::string> backends;
+    for (const auto& r : base_registry())
+      if (r.metric == request.metric) backends.push_back(r.backend);
+    err << "xpuperf base: " << request.metric << " has no " << backend << " implementation in this build (built: "
+        << join_or_none(backends) << ")\n";
+    return kBaseCannotRun;
+  }
+  BaseContext ctx{request.metric, *config, request.device >= 0 ? request.device : request.env.local_rank, request.env};
+  const std::string why_not = bench->filter(ctx);
+  if (!why_not.empty()) {
+    err << "xpuperf base: " << request.metric << " cannot run here (" << backend << "): " << why_not << "\n";
+    return kBaseCannotRun;
+  }
+  BaseResult result;
+  try {
+    result = bench->run(ctx);
+  } catch (const std::exception& e) {
+    err << "xpuperf base: " << request.metric << " (" << backend << ") failed: " << e.what() << "\n";
+    return kBaseBadInput;
+  }
+  if (!lead) return result.correct ? kBaseOk : kBaseWrong;
+
+  json figures = json::array();
+  for (const auto& f : result.figures)
+    figures.push_back({{"name", f.name}, {"value", f.value}, {"unit", f.unit}, {"datasheet", f.datasheet}});
+  add_datasheet(repo, request.vendor, request.hardware, figures);
+  json value = {{"base", request.metric},
+                {"backend", backend},
+                {"hardware", request.hardware},
+                {"implementation", result.implementation},
+                {"figures", figures},
+                {"correct", result.correct},
+                {"check", result.check},
+                {"world_size", request.env.world_size},
+                {"started_unix", result.started_unix},
+                {"ended_unix", result.ended_unix},
+                {"e2e_time", now_seconds() - started},
+                {"details", result.details}};
+  print_table(value, out);
+  PerfLogWriter(out, request.env.rank).log(perflog_event::kFinished, value, __FILE__, __LINE__);
+  out.flush();
+  return result.correct ? kBaseOk : kBaseWrong;
+}
+
+}  // namespace xpuperf::base

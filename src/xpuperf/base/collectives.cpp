@@ -1,0 +1,181 @@
+// interconnect-{allreduce,allgather,reducescatter,alltoall}: a size sweep of one collective over
+// every rank of the case (NCCL on CUDA, Gloo on the CPU, through LibTorch's c10d process groups),
+// reported like nccl-tests: time per operation averaged over ranks, algbw = size / time,
+// busbw = algbw x the collective's factor with n = the total rank count (2(n-1)/n for all-reduce,
+// (n-1)/n for the others), and #wrong from a check run after each size's timing.
+// nccl-tests' size is the larger buffer: all-gather's output, reduce-scatter's input.
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <thread>
+
+#include "xpuperf/base/base_benchmark.h"
+#include "xpuperf/train/distributed.h"
+
+namespace xpuperf::base {
+
+namespace {
+
+using train::Distributed;
+
+class Collective : public BaseBenchmark {
+ public:
+  Collective(std::string op, std::string backend) : op_(std::move(op)), backend_(std::move(backend)) {}
+
+  std::string filter(const BaseContext& ctx) override {
+    if (ctx.env.world_size < 2)
+      return "a collective needs at least 2 ranks: run it with nproc >= 2 (plan key ...:1:2:1, or --nproc 2)";
+    const std::string group = backend_ == "cuda" ? "nccl" : "gloo";
+    if (!Distributed::has_backend(group)) return "this build has no " + group + " process group";
+    if (backend_ == "cuda" && !torch::cuda::is_available()) return "no CUDA device (or no driver) on this host";
+    if (op_ == "reducescatter" && group == "gloo")
+      return "Gloo has no reduce-scatter (run it on an accelerator with NCCL)";
+    return "";
+  }
+
+  BaseResult run(const BaseContext& ctx) override {
+    const bool cuda = backend_ == "cuda";
+    const torch::Device device = cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ctx.device))
+                                      : torch::Device(torch::kCPU);
+    train::DistributedOptions options;
+    options.backend = cuda ? "nccl" : "gloo";
+    auto dist = Distributed::create(ctx.env, device, options);
+    const int n = ctx.env.world_size;
+    const auto sync = [&] {
+      if (cuda) torch::cuda::synchronize(ctx.device);
+    };
+    const std::int64_t min_bytes = ctx.config.get_int(cuda ? "cuda_min_bytes" : "cpu_min_bytes");
+    const std::int64_t max_bytes = ctx.config.get_int(cuda ? "cuda_max_bytes" : "cpu_max_bytes");
+    const int warmup = static_cast<int>(ctx.config.get_int("warmup"));
+    const int iterations = static_cast<int>(ctx.config.get_int(cuda ? "cuda_iterations" : "cpu_iterations"));
+    const double factor = op_ == "allreduce" ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+    const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+
+    nlohmann::json sweep = nlohmann::json::array();
+    std::int64_t total_wrong = 0;
+    double largest_busbw = 0, largest_algbw = 0, largest_size = 0, busbw_sum = 0;
+    BaseResult r;
+    r.started_unix = now_unix();
+    for (std::int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+      // Elements of the larger buffer, a multiple of n so that every rank's share is whole.
+      const std::int64_t count = std::max<std::int64_t>(n, bytes / 4 / n * n);
+      const std::int64_t share = count / n;
+      torch::Tensor in, out;
+      if (op_ == "allreduce") {
+        in = torch::zeros({count}, opts);  // stays zero however often it is summed
+      } else if (op_ == "allgather") {
+        in = torch::ones({share}, opts), out = torch::empty({count}, opts);
+      } else if (op_ == "reducescatter") {
+        in = torch::ones({count}, opts), out = torch::empty({share}, opts);
+      } else {
+        in = torch::ones({count}, opts), out = torch::empty({count}, opts);
+      }
+      const auto once = [&] {
+        if (op_ == "allreduce")
+          dist->all_reduce_sum(in);
+        else if (op_ == "allgather")
+          dist->all_gather(out, in);
+        else if (op_ == "reducescatter")
+          dist->reduce_scatter_sum(out, in);
+        else
+          dist->all_to_all(out, in);
+      };
+      for (int i = 0; i < warmup; ++i) once();
+      sync();
+      dist->barrier();
+      sync();
+      const double t0 = now_seconds();
+      for (int i = 0; i < iterations; ++i) once();
+      sync();
+      torch::Tensor seconds = torch::full({1}, (now_seconds() - t0) / iterations, opts.dtype(torch::kFloat64));
+      dist->all_reduce_sum(seconds);
+      const double time = seconds.item<double>() / n;
+
+      const std::int64_t wrong = check(*dist, n, ctx.env.rank, count, opts, sync);
+      total_wrong += wrong;
+      const double size = static_cast<double>(count) * 4;
+      const double algbw = size / time / 1e9, busbw = algbw * factor;
+      sweep.push_back({{"size_bytes", size}, {"count", count}, {"time_us", time * 1e6}, {"algbw_gbps", algbw},
+                       {"busbw_gbps", busbw}, {"wrong", wrong}});
+      largest_busbw = busbw, largest_algbw = algbw, largest_size = size;
+      busbw_sum += busbw;
+      if (bytes > max_bytes / 2) break;  // no overflow past max
+    }
+    r.ended_unix = now_unix();
+    r.correct = total_wrong == 0;
+    r.check = std::to_string(total_wrong) + " wrong elements over " + std::to_string(sweep.size()) +
+              " sizes (nccl-tests' #wrong, summed over ranks)";
+    r.implementation = std::string("c10d ") + (cuda ? "ProcessGroupNCCL" : "ProcessGroupGloo") + ", " +
+                       std::to_string(n) + " ranks, float32";
+    const std::string at = std::to_string(static_cast<long long>(largest_size / (1 << 20))) + " MiB";
+    r.figures.push_back({"busbw at " + at, largest_busbw, "GB/s", cuda && ctx.env.world_size == ctx.env.local_world_size
+                                                                      ? "interconnect.unidirectional_gbps"
+                                                                      : ""});
+    r.figures.push_back({"algbw at " + at, largest_algbw, "GB/s", ""});
+    r.figures.push_back({"average busbw", busbw_sum / static_cast<double>(sweep.size()), "GB/s", ""});
+    r.details = {{"sweep", sweep}, {"ranks", n}, {"busbw_factor", factor}};
+    return r;
+  }
+
+ private:
+  // Runs the collective once on known values and counts the elements that differ from what it
+  // must give, summed over ranks.
+  template <typename Sync>
+  std::int64_t check(Distributed& dist, int n, int rank, std::int64_t count, const torch::TensorOptions& opts,
+                     const Sync& sync) {
+    const std::int64_t share = count / n;
+    const auto index = torch::arange(count, opts);
+    const auto pattern = torch::remainder(index, 7) + 1;  // 1..7, exact in float
+    const double ranks_sum = n * (n + 1) / 2.0;
+    torch::Tensor wrong;
+    if (op_ == "allreduce") {
+      auto t = pattern * (rank + 1);
+      dist.all_reduce_sum(t);
+      wrong = (t != pattern * ranks_sum).sum();
+    } else if (op_ == "allgather") {
+      auto in = pattern.slice(0, 0, share) + rank, out = torch::empty({count}, opts);
+      dist.all_gather(out, in);
+      const auto from = torch::floor_divide(index, share);  // the rank each element came from
+      wrong = (out != pattern.slice(0, 0, share).repeat({n}) + from).sum();
+    } else if (op_ == "reducescatter") {
+      auto in = pattern * (rank + 1), out = torch::empty({share}, opts);
+      dist.reduce_scatter_sum(out, in);
+      wrong = (out != pattern.slice(0, rank * share, (rank + 1) * share) * ranks_sum).sum();
+    } else {
+      // Element i of rank r's input is r * 1000 + i mod 1000 (exact in float); rank r's chunk j
+      // comes from rank j's chunk r.
+      auto in = torch::remainder(index, 1000) + rank * 1000.0, out = torch::empty({count}, opts);
+      dist.all_to_all(out, in);
+      const auto from = torch::floor_divide(index, share);
+      const auto expected = from * 1000.0 + torch::remainder(torch::remainder(index, share) + rank * share, 1000);
+      wrong = (out != expected).sum();
+    }
+    sync();
+    auto total = wrong.to(torch::kFloat64).reshape({1}).to(opts.device());
+    dist.all_reduce_sum(total);
+    return static_cast<std::int64_t>(total.item<double>());
+  }
+
+  std::string op_, backend_;
+};
+
+#define XPUPERF_COLLECTIVE(op, backend)                                        \
+  class Collective_##op##_##backend : public Collective {                      \
+   public:                                                                     \
+    Collective_##op##_##backend() : Collective(#op, #backend) {}               \
+  };                                                                           \
+  XPUPERF_REGISTER_BASE("interconnect-" #op, #backend, Collective_##op##_##backend)
+
+XPUPERF_COLLECTIVE(allreduce, cpu);
+XPUPERF_COLLECTIVE(allgather, cpu);
+XPUPERF_COLLECTIVE(reducescatter, cpu);
+XPUPERF_COLLECTIVE(alltoall, cpu);
+XPUPERF_COLLECTIVE(allreduce, cuda);
+XPUPERF_COLLECTIVE(allgather, cuda);
+XPUPERF_COLLECTIVE(reducescatter, cuda);
+XPUPERF_COLLECTIVE(alltoall, cuda);
+
+}  // namespace
+
+}  // namespace xpuperf::base

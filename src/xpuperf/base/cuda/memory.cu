@@ -1,0 +1,210 @@
+// main_memory-bandwidth and main_memory-capacity on an NVIDIA GPU. Bandwidth: BabelStream's
+// kernels (read = a sum, write, copy, triad a = b + s*c) with 16-byte accesses and several loads
+// in flight per thread, over arrays far larger than the L2, best and median of `repeats`;
+// bytes counted as read plus written. Capacity: the most memory a sequence of cudaMalloc calls
+// can hold (large chunks, then smaller ones), each chunk written.
+
+#include <cmath>
+#include <vector>
+
+#include "xpuperf/base/base_benchmark.h"
+#include "xpuperf/base/cuda/cuda_util.h"
+
+namespace xpuperf::base::cuda {
+
+namespace {
+
+constexpr int kUnroll = 4;
+
+__device__ inline float sum4(float4 v) {
+  return v.x + v.y + v.z + v.w;
+}
+
+// Each thread handles kUnroll float4 per step, blockDim apart, so that loads coalesce and several
+// are in flight. n4 is a multiple of blockDim * kUnroll (the host sizes the arrays so).
+__global__ void read_kernel(const float4* __restrict__ a, std::size_t n4, float* sink) {
+  float acc = 0;
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x * kUnroll;
+  for (std::size_t base = static_cast<std::size_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x; base < n4;
+       base += step) {
+    float4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(a + base + u * blockDim.x);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) acc += sum4(v[u]);
+  }
+  if (acc == -1.0f) *sink = acc;  // never true for our data; keeps the loads
+}
+
+__global__ void write_kernel(float4* __restrict__ c, std::size_t n4, float s) {
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x * kUnroll;
+  const float4 v = make_float4(s, s, s, s);
+  for (std::size_t base = static_cast<std::size_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x; base < n4;
+       base += step)
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) __stcs(c + base + u * blockDim.x, v);
+}
+
+__global__ void copy_kernel(const float4* __restrict__ a, float4* __restrict__ c, std::size_t n4) {
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x * kUnroll;
+  for (std::size_t base = static_cast<std::size_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x; base < n4;
+       base += step) {
+    float4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(a + base + u * blockDim.x);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) __stcs(c + base + u * blockDim.x, v[u]);
+  }
+}
+
+__global__ void triad_kernel(float4* __restrict__ a, const float4* __restrict__ b, const float4* __restrict__ c,
+                             std::size_t n4, float s) {
+  const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x * kUnroll;
+  for (std::size_t base = static_cast<std::size_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x; base < n4;
+       base += step) {
+    float4 vb[kUnroll], vc[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      vb[u] = __ldcs(b + base + u * blockDim.x);
+      vc[u] = __ldcs(c + base + u * blockDim.x);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      __stcs(a + base + u * blockDim.x, make_float4(vb[u].x + s * vc[u].x, vb[u].y + s * vc[u].y,
+                                                    vb[u].z + s * vc[u].z, vb[u].w + s * vc[u].w));
+  }
+}
+
+class CudaBandwidth : public BaseBenchmark {
+ public:
+  std::string filter(const BaseContext& ctx) override { return need_device(ctx.device); }
+
+  BaseResult run(const BaseContext& ctx) override {
+    XPUPERF_CUDA(cudaSetDevice(ctx.device));
+    cudaDeviceProp prop{};
+    XPUPERF_CUDA(cudaGetDeviceProperties(&prop, ctx.device));
+    const int threads = 256;
+    const int blocks = prop.multiProcessorCount * static_cast<int>(ctx.config.get_int("cuda_blocks_per_sm"));
+    const std::size_t chunk = static_cast<std::size_t>(threads) * kUnroll * static_cast<std::size_t>(blocks);
+    std::size_t n4 = (static_cast<std::size_t>(ctx.config.get_int("cuda_array_mib")) << 20) / sizeof(float4);
+    n4 = std::max<std::size_t>(chunk, n4 / chunk * chunk);
+    const std::size_t bytes = n4 * sizeof(float4);
+    DeviceBuffer a(bytes), b(bytes), c(bytes), sink(sizeof(float));
+    const float s = 0.4f;
+    std::vector<float> host(n4 * 4, 1.0f);
+    XPUPERF_CUDA(cudaMemcpy(a.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+    std::fill(host.begin(), host.end(), 2.0f);
+    XPUPERF_CUDA(cudaMemcpy(b.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+    XPUPERF_CUDA(cudaMemset(c.get(), 0, bytes));
+
+    struct Kernel {
+      const char* name;
+      double bytes;
+      std::vector<double> rates;
+    };
+    std::vector<Kernel> kernels = {{"read", 1.0 * bytes, {}}, {"write", 1.0 * bytes, {}}, {"copy", 2.0 * bytes, {}},
+                                   {"triad", 3.0 * bytes, {}}};
+    auto launch = [&](const std::string& name) {
+      if (name == "read")
+        read_kernel<<<blocks, threads>>>(a.get<float4>(), n4, sink.get<float>());
+      else if (name == "write")
+        write_kernel<<<blocks, threads>>>(c.get<float4>(), n4, s);
+      else if (name == "copy")
+        copy_kernel<<<blocks, threads>>>(a.get<float4>(), c.get<float4>(), n4);
+      else
+        triad_kernel<<<blocks, threads>>>(a.get<float4>(), b.get<float4>(), c.get<float4>(), n4, s);
+    };
+    EventTimer timer;
+    for (auto& k : kernels) launch(k.name);  // warm-up
+    XPUPERF_CUDA(cudaDeviceSynchronize());
+    // Start over from the known state the check follows.
+    XPUPERF_CUDA(cudaMemcpy(b.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+    std::fill(host.begin(), host.end(), 1.0f);
+    XPUPERF_CUDA(cudaMemcpy(a.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+    BaseResult r;
+    r.started_unix = now_unix();
+    for (int rep = 0; rep < ctx.config.get_int("repeats"); ++rep) {
+      for (auto& k : kernels) {
+        timer.start(nullptr);
+        launch(k.name);
+        k.rates.push_back(k.bytes / timer.stop(nullptr) / 1e9);
+      }
+    }
+    r.ended_unix = now_unix();
+    XPUPERF_CUDA(cudaGetLastError());
+    // Each repeat: write (c = s), copy (c = a), triad (a = b + s*c): a ← 2 + s*a.
+    float ea = 1.0f, ec = 0.0f;
+    for (int rep = 0; rep < ctx.config.get_int("repeats"); ++rep) ec = ea, ea = 2.0f + s * ec;
+    std::vector<float> got_a(n4 * 4), got_c(n4 * 4);
+    XPUPERF_CUDA(cudaMemcpy(got_a.data(), a.get(), bytes, cudaMemcpyDeviceToHost));
+    XPUPERF_CUDA(cudaMemcpy(got_c.data(), c.get(), bytes, cudaMemcpyDeviceToHost));
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < got_a.size(); ++i)
+      if (std::abs(got_a[i] - ea) > 1e-5f * ea || std::abs(got_c[i] - ec) > 1e-5f * ec) ++wrong;
+    r.correct = wrong == 0;
+    r.check = std::to_string(wrong) + " wrong of " + std::to_string(got_a.size()) + " elements after the last triad";
+    r.implementation = "CUDA kernels, " + std::to_string(blocks) + " blocks x " + std::to_string(threads) +
+                       " threads, 16-byte accesses, 3 arrays of " + std::to_string(bytes >> 20) + " MiB, " + prop.name;
+    for (const auto& k : kernels)
+      r.figures.push_back({k.name, best_of(k.rates), "GB/s", std::string(k.name) == "copy" ? "memory_bandwidth_gbps" : ""});
+    for (const auto& k : kernels) r.figures.push_back({std::string(k.name) + " median", median_of(k.rates), "GB/s", ""});
+    for (auto& f : r.figures)
+      if (f.name == "read" || f.name == "triad") f.datasheet = "memory_bandwidth_gbps";
+    for (const auto& k : kernels) r.details[k.name] = k.rates;
+    return r;
+  }
+};
+
+__global__ void touch(char* p, std::size_t bytes) {
+  for (std::size_t i = (blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x) * 4096; i < bytes;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x * 4096)
+    p[i] = 1;
+}
+
+class CudaCapacity : public BaseBenchmark {
+ public:
+  std::string filter(const BaseContext& ctx) override { return need_device(ctx.device); }
+
+  BaseResult run(const BaseContext& ctx) override {
+    XPUPERF_CUDA(cudaSetDevice(ctx.device));
+    std::size_t free_bytes = 0, total_bytes = 0;
+    XPUPERF_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    std::vector<void*> held;
+    double bytes = 0;
+    BaseResult r;
+    r.started_unix = now_unix();
+    for (std::size_t chunk = static_cast<std::size_t>(ctx.config.get_int("cuda_chunk_mib")) << 20; chunk >= (2u << 20);
+         chunk /= 2) {
+      while (true) {
+        void* p = nullptr;
+        if (cudaMalloc(&p, chunk) != cudaSuccess) {
+          cudaGetLastError();
+          break;
+        }
+        touch<<<1024, 256>>>(static_cast<char*>(p), chunk);
+        held.push_back(p);
+        bytes += static_cast<double>(chunk);
+      }
+    }
+    const cudaError_t touched = cudaDeviceSynchronize();
+    r.ended_unix = now_unix();
+    for (void* p : held) cudaFree(p);
+    r.correct = touched == cudaSuccess && bytes > 0;
+    r.check = touched == cudaSuccess ? "every chunk written by a kernel" : std::string("writing failed: ") + cudaGetErrorString(touched);
+    cudaDeviceProp prop{};
+    XPUPERF_CUDA(cudaGetDeviceProperties(&prop, ctx.device));
+    r.implementation = "cudaMalloc from " + std::to_string(ctx.config.get_int("cuda_chunk_mib")) + " MiB chunks down to 2 MiB, " + prop.name;
+    r.figures.push_back({"held", bytes / (1 << 30), "GiB", "memory_gib"});
+    r.figures.push_back({"total (driver)", static_cast<double>(total_bytes) / (1 << 30), "GiB", "memory_gib"});
+    r.figures.push_back({"free at start", static_cast<double>(free_bytes) / (1 << 30), "GiB", ""});
+    r.details = {{"chunks", held.size()}};
+    return r;
+  }
+};
+
+XPUPERF_REGISTER_BASE("main_memory-bandwidth", "cuda", CudaBandwidth);
+XPUPERF_REGISTER_BASE("main_memory-capacity", "cuda", CudaCapacity);
+
+}  // namespace
+
+}  // namespace xpuperf::base::cuda

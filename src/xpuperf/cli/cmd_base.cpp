@@ -1,0 +1,85 @@
+// `xpuperf base`: one base case (hardware micro-benchmark) in this process, or its ranks on this
+// host for the collectives (--nproc N without a launcher).
+
+#include <iostream>
+
+#include "xpuperf/base/base_benchmark.h"
+#include "xpuperf/base/base_runner.h"
+#include "xpuperf/cli/commands.h"
+#include "xpuperf/cli/local_ranks.h"
+
+namespace xpuperf::cli {
+
+namespace {
+
+struct BaseOptions {
+  std::string metric;
+  std::string vendor = "cpu";
+  std::string hardware;
+  std::string backend = "auto";
+  int device = -1;
+  int nproc = 1;
+  int master_port = 0;
+  std::vector<std::string> sets;
+  bool list = false;
+};
+
+int list_base(const Repo& repo) {
+  std::cout << "| base case | built for | config |\n| --- | --- | --- |\n";
+  for (const auto& metric : repo.base_metrics()) {
+    std::vector<std::string> backends;
+    for (const auto& r : base::base_registry())
+      if (r.metric == metric) backends.push_back(r.backend);
+    std::cout << "| " << metric << " | " << join_or_none(backends) << " | " << repo.base_config(metric) << " |\n";
+  }
+  return 0;
+}
+
+int run_base_command(const GlobalOptions& global, const BaseOptions& opts) {
+  const Repo repo = find_repo(global);
+  if (opts.list) return list_base(repo);
+  if (opts.metric.empty()) throw CommandError("name a base case (e.g. xpuperf base computation-FP32), or --list them");
+  if (!launched_as_rank() && opts.nproc > 1) return spawn_local_ranks(opts.nproc, opts.master_port, global.argv);
+  Diagnostics diags;
+  auto env = read_rank_env(diags);
+  if (!env) {
+    std::cerr << diags.format();
+    return 1;
+  }
+  base::BaseRequest request;
+  request.metric = opts.metric;
+  request.vendor = opts.vendor;
+  request.hardware = opts.hardware.empty() ? (opts.vendor == "cpu" ? "CPU" : "") : opts.hardware;
+  request.backend = opts.backend;
+  request.device = opts.device;
+  request.sets = opts.sets;
+  request.env = *env;
+  return base::run_base(repo, request, std::cout, std::cerr);
+}
+
+}  // namespace
+
+void add_base_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
+  auto* cmd = app.add_subcommand("base", "Run one base case (hardware micro-benchmark) and print its figures");
+  cmd->footer(
+      "Base cases live in cases/base/<metric>/config.yaml (`xpuperf base --list`). The figures go to stdout as a "
+      "table and as a PerfLog FINISHED line, each beside the vendor's datasheet figure (vendors/<v>/specs.yaml, "
+      "chips.<hardware>) when there is one.\nExit codes: 0 measured and checked, 1 bad input or failure, 2 the "
+      "results check failed, 3 not built for this backend or cannot run on this host.");
+  auto opts = std::make_shared<BaseOptions>();
+  cmd->add_option("metric", opts->metric, "Base case, e.g. computation-BF16, main_memory-bandwidth");
+  cmd->add_flag("--list", opts->list, "List the base cases and the backends built for each");
+  cmd->add_option("--vendor", opts->vendor, "Vendor (its specs.yaml and vendors/<v>/base/<metric>.yaml)")
+      ->capture_default_str();
+  cmd->add_option("--hardware", opts->hardware, "Chip name in the vendor's specs.yaml (default CPU for cpu)");
+  cmd->add_option("--backend", opts->backend, "auto (cpu for the cpu vendor, else cuda), cpu, cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_option("--device", opts->device, "Accelerator index (default: the local rank's)");
+  cmd->add_option("--nproc", opts->nproc, "Ranks on this host (collectives)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--master-port", opts->master_port, "Rendezvous port for local ranks (default: a free one)");
+  cmd->add_option("--set", opts->sets, "Override a parameter: --set key=value (repeatable)");
+  cmd->callback([&global, &exit_code, opts] { exit_code = run_base_command(global, *opts); });
+}
+
+}  // namespace xpuperf::cli

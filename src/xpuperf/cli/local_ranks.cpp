@@ -1,0 +1,52 @@
+#include "xpuperf/cli/local_ranks.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "xpuperf/core/process.h"
+#include "xpuperf/core/rank_env.h"
+
+namespace xpuperf::cli {
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 29501;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  int port = 29501;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+int spawn_local_ranks(int nproc, int master_port, const std::vector<std::string>& argv) {
+  RankEnv env;
+  env.world_size = env.local_world_size = nproc;
+  env.master_addr = "127.0.0.1";
+  env.master_port = master_port > 0 ? master_port : free_port();
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < nproc; ++r) {
+    env.rank = env.local_rank = r;
+    ProcessSpec spec;
+    spec.argv = argv;
+    spec.argv[0] = "/proc/self/exe";
+    spec.env = env.to_env();
+    spec.echo = true;
+    spec.echo_prefix = "[rank " + std::to_string(r) + "] ";
+    ranks.push_back(Process::start(spec));
+  }
+  const GroupOutcome outcome = wait_all(ranks, std::nullopt, nullptr);
+  if (outcome.failed < 0) return 0;
+  const ExitStatus& s = outcome.statuses[static_cast<std::size_t>(outcome.failed)];
+  std::cerr << "xpuperf: rank " << outcome.failed << " " << s.describe() << "; the other ranks were stopped\n";
+  return s.kind == ExitStatus::Kind::Exited ? s.code : 128 + s.signal;
+}
+
+}  // namespace xpuperf::cli

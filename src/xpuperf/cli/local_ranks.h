@@ -1,0 +1,18 @@
+#pragma once
+// `xpuperf train --nproc N` and `xpuperf base --nproc N` without a launcher: N copies of this
+// program on this host, with the launcher variables set.
+
+#include <string>
+#include <vector>
+
+namespace xpuperf::cli {
+
+// A port nobody listens on now, for the ranks' rendezvous.
+int free_port();
+
+// Starts `nproc` copies of this program with `argv` (argv[0] is replaced), RANK etc. set and the
+// rendezvous on 127.0.0.1:`master_port` (0: a free port); streams their output with a
+// "[rank k] " prefix and stops all of them as soon as one fails. Returns the exit code.
+int spawn_local_ranks(int nproc, int master_port, const std::vector<std::string>& argv);
+
+}  // namespace xpuperf::cli
