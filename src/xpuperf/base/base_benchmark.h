@@ -25,12 +25,12 @@ struct Figure {
 };
 
 struct BaseResult {
-  std::vector<Figure> figures;  // the first is the headline
+  std::vector<Figure> figures;                        // the first is the headline
   nlohmann::json details = nlohmann::json::object();  // sweeps, matrices, per-run samples
-  std::string implementation;  // what computed it: "cuBLASLt (best of 8 algorithms)", "OpenBLAS"
-  bool correct = true;         // the results check passed
-  std::string check;           // what was checked, and how it went
-  double started_unix = 0;     // the measured window (for the power drawn meanwhile)
+  std::string implementation;                         // what computed it: "cuBLASLt (best of 8 algorithms)", "OpenBLAS"
+  bool correct = true;                                // the results check passed
+  std::string check;                                  // what was checked, and how it went
+  double started_unix = 0;                            // the measured window (for the power drawn meanwhile)
   double ended_unix = 0;
 };
 
@@ -80,6 +80,6 @@ double best_of(const std::vector<double>& values);
 #define XPUPERF_BASE_CONCAT2(a, b) a##b
 #define XPUPERF_BASE_CONCAT(a, b) XPUPERF_BASE_CONCAT2(a, b)
 // XPUPERF_REGISTER_BASE("main_memory-bandwidth", "cpu", MyClass);
-#define XPUPERF_REGISTER_BASE(metric, backend, Class)                                   \
-  static const bool XPUPERF_BASE_CONCAT(xpuperf_base_registered_, __LINE__) =           \
+#define XPUPERF_REGISTER_BASE(metric, backend, Class)                         \
+  static const bool XPUPERF_BASE_CONCAT(xpuperf_base_registered_, __LINE__) = \
       ::xpuperf::base::register_base(metric, backend, [] { return std::make_unique<Class>(); })

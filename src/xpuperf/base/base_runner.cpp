@@ -52,7 +52,8 @@ std::string fixed(double v) {
 }
 
 void print_table(const json& value, std::ostream& out) {
-  out << "\n" << value["base"].get<std::string>() << " (" << value["backend"].get<std::string>() << ", "
+  out << "\n"
+      << value["base"].get<std::string>() << " (" << value["backend"].get<std::string>() << ", "
       << value["implementation"].get<std::string>() << ")\n\n"
       << "| figure | value | unit | datasheet | ratio |\n| --- | ---: | --- | ---: | ---: |\n";
   for (const auto& f : value["figures"]) {
@@ -84,8 +85,8 @@ int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, st
     std::vector<std::string> backends;
     for (const auto& r : base_registry())
       if (r.metric == request.metric) backends.push_back(r.backend);
-    err << "xpuperf base: " << request.metric << " has no " << backend << " implementation in this build (built: "
-        << join_or_none(backends) << ")\n";
+    err << "xpuperf base: " << request.metric << " has no " << backend
+        << " implementation in this build (built: " << join_or_none(backends) << ")\n";
     return kBaseCannotRun;
   }
   BaseContext ctx{request.metric, *config, request.device >= 0 ? request.device : request.env.local_rank, request.env};

@@ -17,17 +17,17 @@ struct BaseRequest {
   std::string metric;
   std::string vendor = "cpu";
   std::string hardware = "CPU";
-  std::string backend = "auto";  // auto: cpu for the cpu vendor, else cuda
-  int device = -1;               // -1: the local rank's
+  std::string backend = "auto";   // auto: cpu for the cpu vendor, else cuda
+  int device = -1;                // -1: the local rank's
   std::vector<std::string> sets;  // key=value
   RankEnv env;
 };
 
 // Exit codes.
 inline constexpr int kBaseOk = 0;
-inline constexpr int kBaseBadInput = 1;  // config, unknown metric (printed)
-inline constexpr int kBaseWrong = 2;     // measured, but the results check failed
-inline constexpr int kBaseCannotRun = 3; // not built in for the backend, or its filter said no
+inline constexpr int kBaseBadInput = 1;   // config, unknown metric (printed)
+inline constexpr int kBaseWrong = 2;      // measured, but the results check failed
+inline constexpr int kBaseCannotRun = 3;  // not built in for the backend, or its filter said no
 
 int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, std::ostream& err);
 

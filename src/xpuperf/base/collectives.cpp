@@ -36,8 +36,8 @@ class Collective : public BaseBenchmark {
 
   BaseResult run(const BaseContext& ctx) override {
     const bool cuda = backend_ == "cuda";
-    const torch::Device device = cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ctx.device))
-                                      : torch::Device(torch::kCPU);
+    const torch::Device device =
+        cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ctx.device)) : torch::Device(torch::kCPU);
     train::DistributedOptions options;
     options.backend = cuda ? "nccl" : "gloo";
     auto dist = Distributed::create(ctx.env, device, options);
@@ -96,8 +96,12 @@ class Collective : public BaseBenchmark {
       total_wrong += wrong;
       const double size = static_cast<double>(count) * 4;
       const double algbw = size / time / 1e9, busbw = algbw * factor;
-      sweep.push_back({{"size_bytes", size}, {"count", count}, {"time_us", time * 1e6}, {"algbw_gbps", algbw},
-                       {"busbw_gbps", busbw}, {"wrong", wrong}});
+      sweep.push_back({{"size_bytes", size},
+                       {"count", count},
+                       {"time_us", time * 1e6},
+                       {"algbw_gbps", algbw},
+                       {"busbw_gbps", busbw},
+                       {"wrong", wrong}});
       largest_busbw = busbw, largest_algbw = algbw, largest_size = size;
       busbw_sum += busbw;
       if (bytes > max_bytes / 2) break;  // no overflow past max
@@ -108,10 +112,12 @@ class Collective : public BaseBenchmark {
               " sizes (nccl-tests' #wrong, summed over ranks)";
     r.implementation = std::string("c10d ") + (cuda ? "ProcessGroupNCCL" : "ProcessGroupGloo") + ", " +
                        std::to_string(n) + " ranks, float32";
-    const std::string at = std::to_string(static_cast<long long>(largest_size / (1 << 20))) + " MiB";
-    r.figures.push_back({"busbw at " + at, largest_busbw, "GB/s", cuda && ctx.env.world_size == ctx.env.local_world_size
-                                                                      ? "interconnect.unidirectional_gbps"
-                                                                      : ""});
+    const auto whole = static_cast<long long>(largest_size);
+    const std::string at =
+        whole >= (1 << 20) ? std::to_string(whole >> 20) + " MiB" : std::to_string(whole >> 10) + " KiB";
+    r.figures.push_back(
+        {"busbw at " + at, largest_busbw, "GB/s",
+         cuda && ctx.env.world_size == ctx.env.local_world_size ? "interconnect.unidirectional_gbps" : ""});
     r.figures.push_back({"algbw at " + at, largest_algbw, "GB/s", ""});
     r.figures.push_back({"average busbw", busbw_sum / static_cast<double>(sweep.size()), "GB/s", ""});
     r.details = {{"sweep", sweep}, {"ranks", n}, {"busbw_factor", factor}};
@@ -160,11 +166,11 @@ class Collective : public BaseBenchmark {
   std::string op_, backend_;
 };
 
-#define XPUPERF_COLLECTIVE(op, backend)                                        \
-  class Collective_##op##_##backend : public Collective {                      \
-   public:                                                                     \
-    Collective_##op##_##backend() : Collective(#op, #backend) {}               \
-  };                                                                           \
+#define XPUPERF_COLLECTIVE(op, backend)                          \
+  class Collective_##op##_##backend : public Collective {        \
+   public:                                                       \
+    Collective_##op##_##backend() : Collective(#op, #backend) {} \
+  };                                                             \
   XPUPERF_REGISTER_BASE("interconnect-" #op, #backend, Collective_##op##_##backend)
 
 XPUPERF_COLLECTIVE(allreduce, cpu);

@@ -6,11 +6,9 @@ namespace xpuperf::base {
 
 const GemmPrecision* gemm_precision(const std::string& metric) {
   static const std::vector<GemmPrecision> all = {
-      {"FP64", false, 1.2e-16, "peak_tflops.fp64", "TFLOP/s"},
-      {"FP32", false, 6.0e-8, "peak_tflops.fp32", "TFLOP/s"},
+      {"FP64", false, 1.2e-16, "peak_tflops.fp64", "TFLOP/s"}, {"FP32", false, 6.0e-8, "peak_tflops.fp32", "TFLOP/s"},
       {"TF32", false, 6.0e-8, "peak_tflops.tf32", "TFLOP/s"},  // exact inputs, FP32 output
-      {"FP16", false, 4.9e-4, "peak_tflops.fp16", "TFLOP/s"},
-      {"BF16", false, 3.9e-3, "peak_tflops.bf16", "TFLOP/s"},
+      {"FP16", false, 4.9e-4, "peak_tflops.fp16", "TFLOP/s"},  {"BF16", false, 3.9e-3, "peak_tflops.bf16", "TFLOP/s"},
       {"FP8", false, 3.9e-3, "peak_tflops.fp8", "TFLOP/s"},  // E4M3 inputs, BF16 output
       {"INT8", true, 0.0, "peak_tflops.int8", "TOP/s"}};
   const std::string prefix = "computation-";
@@ -45,7 +43,8 @@ std::vector<std::pair<std::int64_t, std::int64_t>> gemm_sample_positions(std::in
   for (int s = 0; static_cast<int>(out.size()) < count; ++s) {
     const auto i = static_cast<std::int64_t>((static_cast<std::uint64_t>(gemm_level(s, 7) + 8) * 7919u + s * 104729u) %
                                              static_cast<std::uint64_t>(m));
-    const auto j = static_cast<std::int64_t>((static_cast<std::uint64_t>(s) * 2654435761u) % static_cast<std::uint64_t>(n));
+    const auto j =
+        static_cast<std::int64_t>((static_cast<std::uint64_t>(s) * 2654435761u) % static_cast<std::uint64_t>(n));
     out.push_back({i, j});
   }
   out.resize(static_cast<std::size_t>(std::min<std::int64_t>(count, static_cast<std::int64_t>(out.size()))));

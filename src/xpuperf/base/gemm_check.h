@@ -32,11 +32,11 @@ XPUPERF_HD inline int gemm_level(std::uint64_t index, std::uint32_t seed) {
 }
 
 struct GemmPrecision {
-  std::string name;        // FP64, FP32, TF32, FP16, BF16, FP8, INT8
-  bool integer = false;    // INT8: levels as integers, exact int32 results
-  double output_rel = 0;   // the output type's relative rounding (0: exact)
-  std::string datasheet;   // specs.yaml path of the peak
-  std::string unit;        // TFLOP/s or TOP/s
+  std::string name;       // FP64, FP32, TF32, FP16, BF16, FP8, INT8
+  bool integer = false;   // INT8: levels as integers, exact int32 results
+  double output_rel = 0;  // the output type's relative rounding (0: exact)
+  std::string datasheet;  // specs.yaml path of the peak
+  std::string unit;       // TFLOP/s or TOP/s
 };
 
 // The precision of a metric ("computation-BF16" → BF16); nullptr for an unknown name.

@@ -76,7 +76,9 @@ void add_base_command(CLI::App& app, const GlobalOptions& global, int& exit_code
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--device", opts->device, "Accelerator index (default: the local rank's)");
-  cmd->add_option("--nproc", opts->nproc, "Ranks on this host (collectives)")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--nproc", opts->nproc, "Ranks on this host (collectives)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--master-port", opts->master_port, "Rendezvous port for local ranks (default: a free one)");
   cmd->add_option("--set", opts->sets, "Override a parameter: --set key=value (repeatable)");
   cmd->callback([&global, &exit_code, opts] { exit_code = run_base_command(global, *opts); });

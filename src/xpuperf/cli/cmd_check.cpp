@@ -5,11 +5,18 @@
 #include <iostream>
 
 #include "xpuperf/cli/commands.h"
+#include "xpuperf/core/base_config.h"
 #include "xpuperf/core/plan.h"
 
 namespace xpuperf::cli {
 
 namespace {
+
+std::string join_sets(const std::vector<std::string>& sets) {
+  std::string out;
+  for (const auto& s : sets) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
 
 // Problems in file order, then line order, so the output reads top to bottom like the files.
 std::vector<Diagnostic> in_file_order(const Diagnostics& diags) {
@@ -46,7 +53,12 @@ int run_check(const GlobalOptions& global, const std::string& plan_path, bool qu
   std::cout << "Plan " << display_path(plan_path) << " is valid: vendor " << plan->vendor << ", " << plan->hosts.size()
             << " host" << (plan->hosts.size() == 1 ? "" : "s") << " (launcher " << plan->launcher << "), "
             << plan->cases.size() << " case" << (plan->cases.size() == 1 ? "" : "s") << ".\n";
-  for (const auto& c : plan->cases) std::cout << "  " << c.key.str() << "  data: " << c.data_dir << "\n";
+  for (const auto& c : plan->cases) {
+    if (is_base_key(c.key))
+      std::cout << "  base " << base_key_text(c.key) << (c.sets.empty() ? "" : "  set: " + join_sets(c.sets)) << "\n";
+    else
+      std::cout << "  " << c.key.str() << "  data: " << c.data_dir << "\n";
+  }
   return 0;
 }
 

@@ -27,6 +27,7 @@ void add_node_command(CLI::App& app, const GlobalOptions& global, int& exit_code
                 "Under srun: node rank, host and master from Slurm; --out is the round folder");
   cmd->add_option("--monitor-period", request->monitor_period_s, "Seconds between monitor samples (0: no monitors)")
       ->capture_default_str();
+  cmd->add_option("--set", request->sets, "A base case's override, key=value (repeatable)");
   cmd->add_flag("--clear-caches", request->clear_caches, "Drop the page cache before starting the ranks (needs root)");
   cmd->callback([&global, &exit_code, request] {
     request->root = find_repo(global).root();

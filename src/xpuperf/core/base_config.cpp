@@ -30,7 +30,8 @@ std::optional<Config> load_base_config(const Repo& repo, const BaseConfigRequest
     }
   }
   for (const auto& o : request.sets)
-    if (check_against_base(defaults, o.key, o.value, o.source, "an override", diags)) config->set(o.key, o.value, o.source);
+    if (check_against_base(defaults, o.key, o.value, o.source, "an override", diags))
+      config->set(o.key, o.value, o.source);
   if (diags.has_errors()) return std::nullopt;
   return config;
 }

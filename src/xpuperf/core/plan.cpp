@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "xpuperf/core/base_config.h"
 #include "xpuperf/core/training_config.h"
 
 namespace xpuperf {
@@ -15,7 +16,7 @@ const std::vector<std::string>& plan_keys() {
   static const std::vector<std::string> keys = {
       "vendor",          "log_dir",     "log_level",           "hosts",    "ssh",          "launcher",
       "slurm_partition", "master_port", "visible_devices_env", "shm_size", "clear_caches", "case_time_limit",
-      "monitor_period",  "history_db",  "deploy_path",         "cases"};
+      "monitor_period",  "history_db",  "deploy_path",         "cases",    "base"};
   return keys;
 }
 
@@ -170,11 +171,60 @@ void read_ssh(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
     diags.error(ssh.at("user").source, "'" + plan.ssh.user + "' is not a valid user name");
 }
 
+void check_node_count(const Plan& plan, const CaseKey& key, const std::string& text, const Source& where,
+                      Diagnostics& diags) {
+  if (plan.launcher != "slurm" && key.nnodes > static_cast<int>(plan.hosts.size()))
+    diags.error(where,
+                "case '" + text + "' needs " + std::to_string(key.nnodes) + " nodes but the plan has " +
+                    std::to_string(plan.hosts.size()) + " host" + (plan.hosts.size() == 1 ? "" : "s"),
+                "add hosts, or lower nnodes");
+}
+
+// base: {"metric:hardware:nnodes:nproc:repeat": null or {key: value, ...}}
+void read_base_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
+  const ConfigEntry* e = raw.find("base");
+  if (!e) return;
+  if (!e->value.IsMap()) {
+    diags.error(e->source, "'base' must map base case keys to overrides (or nothing)",
+                "e.g. base: {\"computation-FP32:CPU:1:1:1\": {cpu_size: 512}, \"main_memory-bandwidth:CPU:1:1:1\": }");
+    return;
+  }
+  std::set<std::string> seen;
+  for (const auto& kv : e->value) {
+    const Source where = line_of(kv.first, e->source.file);
+    const std::string text = kv.first.Scalar();
+    auto key = parse_base_key(text, where, diags);
+    if (!key) continue;
+    if (!seen.insert(key->str()).second) diags.error(where, "base case '" + text + "' is listed twice");
+    PlanCase c{*key, "", where, {}};
+    if (kv.second.IsMap()) {
+      for (const auto& o : kv.second) {
+        if (!o.second.IsScalar() && !o.second.IsSequence()) {
+          diags.error(where,
+                      "override '" + o.first.Scalar() + "' of base case '" + text + "' must be a value or a list");
+          continue;
+        }
+        YAML::Emitter flow;
+        flow << YAML::Flow << o.second;
+        c.sets.push_back(o.first.Scalar() + "=" + flow.c_str());
+      }
+    } else if (value_kind(kv.second) != ValueKind::Null) {
+      diags.error(where,
+                  "base case '" + text + "' takes a map of overrides or nothing, got " + quoted_value_text(kv.second),
+                  "e.g. \"" + text + "\": {repeats: 3}");
+      continue;
+    }
+    check_node_count(plan, *key, text, where, diags);
+    plan.cases.push_back(c);
+  }
+}
+
 void read_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
   const ConfigEntry* e = raw.find("cases");
   if (!e) {
-    diags.error({raw.origin(), 0}, "missing required key 'cases'",
-                "add cases: {\"<model>:<framework>:<hardware>:<nnodes>:<nproc>:<repeat>\": <data dir>}");
+    if (!raw.has("base"))
+      diags.error({raw.origin(), 0}, "missing required key 'cases' (or 'base')",
+                  "add cases: {\"<model>:<framework>:<hardware>:<nnodes>:<nproc>:<repeat>\": <data dir>}");
     return;
   }
   if (!e->value.IsMap() || e->value.size() == 0) {
@@ -193,12 +243,8 @@ void read_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
       diags.error(where, "case '" + text + "' needs a data folder", "write \"" + text + "\": /path/to/data");
       continue;
     }
-    if (plan.launcher != "slurm" && key->nnodes > static_cast<int>(plan.hosts.size()))
-      diags.error(where,
-                  "case '" + text + "' needs " + std::to_string(key->nnodes) + " nodes but the plan has " +
-                      std::to_string(plan.hosts.size()) + " host" + (plan.hosts.size() == 1 ? "" : "s"),
-                  "add hosts, or lower nnodes");
-    plan.cases.push_back({*key, kv.second.Scalar(), where});
+    check_node_count(plan, *key, text, where, diags);
+    plan.cases.push_back({*key, kv.second.Scalar(), where, {}});
   }
 }
 
@@ -265,6 +311,7 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
   if (!plan.deploy_path.empty() && plan.deploy_path[0] != '/')
     diags.error(raw->at("deploy_path").source,
                 "'deploy_path' must be an absolute path, got '" + plan.deploy_path + "'");
+  read_base_cases(*raw, plan, diags);
   read_cases(*raw, plan, diags);
   return plan;
 }
@@ -294,6 +341,13 @@ void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags) {
     return;  // every case would fail the same way
   }
   for (const auto& c : plan.cases) {
+    if (is_base_key(c.key)) {
+      BaseConfigRequest request{c.key.model, plan.vendor, {}, c.source};
+      for (const auto& text : c.sets)
+        if (auto o = parse_set_override(text, diags)) request.sets.push_back({o->key, o->value, c.source});
+      load_base_config(repo, request, diags);
+      continue;
+    }
     TrainingConfigRequest request{c.key, plan.vendor, c.data_dir, c.source, vendor_line, c.source, {}};
     load_training_config(repo, request, diags);
     if (plan.launcher == "local" && !fs::is_directory(c.data_dir, ec))

@@ -114,6 +114,7 @@ RoundOutcome Launcher::run_round(const Plan& plan, const Deployment& deployment,
     agent.push_back("--monitor-period");
     agent.push_back(std::to_string(plan.monitor_period_s));
     if (plan.clear_caches) agent.push_back("--clear-caches");
+    for (const auto& set : c.sets) agent.insert(agent.end(), {"--set", set});
     ProcessSpec process;
     process.argv = node_command(plan, node.host, agent);
     process.log_path = node.dir + "/node_agent.log";

@@ -12,7 +12,9 @@
 #include <optional>
 #include <thread>
 
+#include "xpuperf/core/base_config.h"
 #include "xpuperf/core/files.h"
+#include "xpuperf/core/perflog.h"
 #include "xpuperf/core/process.h"
 #include "xpuperf/core/rank_env.h"
 #include "xpuperf/core/repo.h"
@@ -109,6 +111,16 @@ std::optional<NodeRequest> from_slurm(NodeRequest request) {
   return request;
 }
 
+// The last line a rank printed that is not a PerfLog event: usually what went wrong.
+std::string last_message(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty() && line.find(kPerfLogTag) == std::string::npos) last = line;
+  constexpr std::size_t kMax = 300;
+  return last.size() > kMax ? last.substr(0, kMax) + "..." : last;
+}
+
 int run_node(const NodeRequest& original) {
   NodeRequest request = original;
   if (original.slurm) {
@@ -138,7 +150,13 @@ int run_node(const NodeRequest& original) {
   Diagnostics diags;
   const auto key = parse_case_key(request.case_key, {"--case-key", 0}, diags);
   std::optional<Config> config;
-  if (key) {
+  const bool base = key && is_base_key(*key);
+  if (base) {
+    BaseConfigRequest config_request{key->model, request.vendor, {}, {"plan", 0}};
+    for (const auto& text : request.sets)
+      if (auto o = parse_set_override(text, diags)) config_request.sets.push_back(*o);
+    config = load_base_config(Repo(request.root), config_request, diags);
+  } else if (key) {
     TrainingConfigRequest config_request;
     config_request.key = *key;
     config_request.vendor = request.vendor;
@@ -189,15 +207,21 @@ int run_node(const NodeRequest& original) {
     env.master_addr = request.master_addr;
     env.master_port = request.master_port;
     ProcessSpec spec;
-    spec.argv = {"/proc/self/exe", "--root",
-                 request.root,     "train",
-                 "--case",         key->model,
-                 "--framework",    key->framework,
-                 "--vendor",       request.vendor,
-                 "--hardware",     key->hardware,
-                 "--nnodes",       std::to_string(key->nnodes),
-                 "--nproc",        std::to_string(key->nproc),
-                 "--data-dir",     request.data_dir};
+    if (base) {
+      spec.argv = {"/proc/self/exe", "--root",       request.root, "base",       key->model,
+                   "--vendor",       request.vendor, "--hardware", key->hardware};
+      for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
+    } else {
+      spec.argv = {"/proc/self/exe", "--root",
+                   request.root,     "train",
+                   "--case",         key->model,
+                   "--framework",    key->framework,
+                   "--vendor",       request.vendor,
+                   "--hardware",     key->hardware,
+                   "--nnodes",       std::to_string(key->nnodes),
+                   "--nproc",        std::to_string(key->nproc),
+                   "--data-dir",     request.data_dir};
+    }
     spec.env = env.to_env();
     spec.env[request.visible_devices_env] = visible;
     // CUDA numbers devices fastest first by default; NVML (the monitors) in PCI bus order. One
@@ -228,8 +252,13 @@ int run_node(const NodeRequest& original) {
       break;
     case GroupOutcome::End::OneFailed:
       code = kNodeRankFailed;
-      reason = "rank " + std::to_string(global_ranks[static_cast<std::size_t>(outcome.failed)]) + " " +
-               outcome.statuses[static_cast<std::size_t>(outcome.failed)].describe();
+      {
+        const int failed = global_ranks[static_cast<std::size_t>(outcome.failed)];
+        reason = "rank " + std::to_string(failed) + " " +
+                 outcome.statuses[static_cast<std::size_t>(outcome.failed)].describe();
+        const std::string said = last_message(request.out_dir + "/rank" + std::to_string(failed) + ".out.log");
+        if (!said.empty()) reason += ": " + said;
+      }
       break;
     case GroupOutcome::End::Stopped:
       code = kNodeInterrupted;

@@ -5,6 +5,7 @@
 // when one fails, and records how each rank ended in node_status.json.
 
 #include <string>
+#include <vector>
 
 namespace xpuperf {
 
@@ -13,6 +14,7 @@ struct NodeRequest {
   std::string case_key;  // model:framework:hardware:nnodes:nproc:repeat
   std::string vendor;
   std::string data_dir;
+  std::vector<std::string> sets;  // base cases: overrides, key=value
   int node_rank = 0;
   std::string node_addr;  // this host's address as the plan names it (Gloo binds to it)
   std::string master_addr = "127.0.0.1";

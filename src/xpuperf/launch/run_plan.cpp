@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "xpuperf/core/base_config.h"
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/core/perflog.h"
@@ -96,9 +97,34 @@ std::string plan_as_run(const Plan& p) {
   out << YAML::Key << "monitor_period" << YAML::Value << p.monitor_period_s;
   out << YAML::Key << "history_db" << YAML::Value << p.history_db;
   out << YAML::Key << "deploy_path" << YAML::Value << p.deploy_path;
-  out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap;
-  for (const auto& c : p.cases) out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value << c.data_dir;
-  out << YAML::EndMap << YAML::EndMap;
+  const auto count = [&](bool base) {
+    return std::count_if(p.cases.begin(), p.cases.end(), [&](const PlanCase& c) { return is_base_key(c.key) == base; });
+  };
+  if (count(true) > 0) {
+    out << YAML::Key << "base" << YAML::Value << YAML::BeginMap;
+    for (const auto& c : p.cases) {
+      if (!is_base_key(c.key)) continue;
+      out << YAML::Key << YAML::DoubleQuoted << base_key_text(c.key) << YAML::Value;
+      if (c.sets.empty()) {
+        out << YAML::Null;
+        continue;
+      }
+      out << YAML::BeginMap;
+      for (const auto& set : c.sets) {
+        const auto eq = set.find('=');
+        out << YAML::Key << set.substr(0, eq) << YAML::Value << YAML::Flow << YAML::Load(set.substr(eq + 1));
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  if (count(false) > 0) {
+    out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap;
+    for (const auto& c : p.cases)
+      if (!is_base_key(c.key)) out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value << c.data_dir;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
   return std::string("# the plan as run by xpuperf ") + kVersion + " (git " + kGitHash +
          "), every default written out\n" + out.c_str() + "\n";
 }
@@ -109,13 +135,27 @@ std::string fmt(double value, int precision) {
   return out.str();
 }
 
+// A base case's first figure, as "median 771.2 TFLOP/s (78.0 % of datasheet)".
+std::string base_headline(const FinishedInfo& f) {
+  const json& figures = f.extra["figures"];
+  if (!figures.is_array() || figures.empty()) return "";
+  const json& h = figures[0];
+  std::string text = h.value("name", "") + " " + fmt(h.value("value", 0.0), 3) + " " + h.value("unit", "");
+  if (h.contains("ratio")) text += " (" + fmt(100 * h["ratio"].get<double>(), 1) + " % of datasheet)";
+  if (!f.extra.value("correct", true)) text += ", WRONG results";
+  return text;
+}
+
 void print_table(const std::vector<RoundRow>& rows) {
   std::cout << "\n| case | round | status | samples/s | converged | final metric | e2e (s) | energy (J) | peak memory "
                "(GiB) | logs |\n"
             << "| --- | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | --- |\n";
   for (const auto& r : rows) {
     std::string sps = "", converged = "", metric = "", e2e = "";
-    if (r.finished) {
+    if (r.finished && r.finished->extra.contains("figures")) {
+      metric = base_headline(*r.finished);
+      if (r.finished->e2e_time) e2e = fmt(*r.finished->e2e_time, 1);
+    } else if (r.finished) {
       const FinishedInfo& f = *r.finished;
       if (f.training_samples_per_second) sps = fmt(*f.training_samples_per_second, 1);
       if (f.converged) converged = *f.converged ? "yes" : "no";
@@ -326,6 +366,7 @@ int run_plan(const Repo& repo, const RunOptions& options) {
       RoundRow row =
           run_round(*launcher, *plan, deployment, c, round, case_dir, chip_peaks(repo, plan->vendor, c.key.hardware));
       std::cout << " " << row.status;
+      if (row.finished && row.finished->extra.contains("figures")) std::cout << ": " << base_headline(*row.finished);
       if (row.finished && row.finished->final_metric) {
         const auto& f = *row.finished;
         std::cout << ": " << (f.converged.value_or(false) ? "converged" : "not converged") << ", "

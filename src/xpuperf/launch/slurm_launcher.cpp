@@ -101,6 +101,7 @@ class SlurmLauncher : public Launcher {
     srun.argv.push_back("--monitor-period");
     srun.argv.push_back(std::to_string(plan.monitor_period_s));
     if (plan.clear_caches) srun.argv.push_back("--clear-caches");
+    for (const auto& set : c.sets) srun.argv.insert(srun.argv.end(), {"--set", set});
     fs::create_directories(spec.round_dir);
     srun.log_path = spec.round_dir + "/srun.log";
 

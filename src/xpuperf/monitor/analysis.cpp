@@ -48,6 +48,52 @@ nlohmann::json MonitorAnalysis::to_json() const {
   return out;
 }
 
+double mean_power_in_window(const std::vector<std::string>& paths, double t0, double t1,
+                            const std::set<std::string>& accelerators_used) {
+  // (node, device) → power samples in the window, by kind: 0 accelerators, 1 packages, 2 system.
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> series[3];
+  for (const auto& path : paths) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string t, node, device, metric, value;
+      if (!std::getline(f, t, ',') || !std::getline(f, node, ',') || !std::getline(f, device, ',') ||
+          !std::getline(f, metric, ',') || !std::getline(f, value) || metric != "power_w")
+        continue;
+      int kind = -1;
+      if (device.rfind("gpu", 0) == 0) {
+        if (accelerators_used.empty() || accelerators_used.count(device)) kind = 0;
+      } else if (device.rfind("package", 0) == 0) {
+        kind = 1;
+      } else if (device == "system") {
+        kind = 2;
+      }
+      if (kind >= 0) series[kind][{node, device}].push_back({std::atof(t.c_str()), std::atof(value.c_str())});
+    }
+  }
+  for (const auto& kind : series) {
+    double total = 0;
+    bool any = false;
+    for (const auto& [id, points] : kind) {
+      for (const double margin : {0.0, 1.0}) {
+        double sum = 0;
+        int n = 0;
+        for (const auto& [t, w] : points)
+          if (t >= t0 - margin && t <= t1 + margin) sum += w, ++n;
+        if (n > 0) {
+          total += sum / n;
+          any = true;
+          break;
+        }
+      }
+    }
+    if (any) return total;
+  }
+  return 0;
+}
+
 std::set<std::string> accelerators_of_round(int nproc) {
   std::set<std::string> out;
   for (int i = 0; i < nproc; ++i) out.insert("gpu" + std::to_string(i));

@@ -46,6 +46,13 @@ double integrate(const std::vector<std::pair<double, double>>& series);
 MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths,
                                     const std::set<std::string>& accelerators_used = {});
 
+// The mean power (W) drawn in [t0, t1] (Unix seconds) by what a round is charged for: the
+// accelerators it used, else the CPU packages, else the whole system; summed over devices, each
+// the mean of its power_w samples in the window (widened by a second each side when the window
+// holds none, for windows shorter than the monitor period). 0 when nothing measured power.
+double mean_power_in_window(const std::vector<std::string>& paths, double t0, double t1,
+                            const std::set<std::string>& accelerators_used = {});
+
 // The accelerators a round of `nproc` ranks per node uses: gpu0 … gpu<nproc-1> (the node agent
 // gives local rank i device i, in PCI bus order like NVML's).
 std::set<std::string> accelerators_of_round(int nproc);

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "xpuperf/core/base_config.h"
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/plan.h"
@@ -37,6 +38,28 @@ std::optional<json> read_json(const fs::path& path) {
   json value = json::parse(in, nullptr, false);
   if (value.is_discarded()) return std::nullopt;
   return value;
+}
+
+// A base case's figures (FINISHED of `xpuperf base`): the headline (the first figure) as
+// value/unit with its datasheet ratio, every figure, the check, and the power drawn during the
+// measured window with the headline per watt.
+void add_base_figures(json& r, const json& extra, const std::vector<std::string>& monitor_files, int nproc) {
+  const json& head = extra["figures"][0];
+  r["figures"] = extra["figures"];
+  r["figure"] = head.value("name", "");
+  r["value"] = head.value("value", 0.0);
+  r["unit"] = head.value("unit", "");
+  if (head.contains("ratio")) r["datasheet_ratio"] = head["ratio"];
+  r["correct"] = extra.value("correct", true);
+  r["check"] = extra.value("check", "");
+  r["implementation"] = extra.value("implementation", "");
+  const double t0 = extra.value("started_unix", 0.0), t1 = extra.value("ended_unix", 0.0);
+  if (monitor_files.empty() || t0 <= 0 || t1 < t0) return;
+  const double watts = monitor::mean_power_in_window(monitor_files, t0, t1, monitor::accelerators_of_round(nproc));
+  if (watts <= 0) return;
+  r["mean_power_w"] = watts;
+  r["perf_per_watt"] = r["value"].get<double>() / watts;
+  r["perf_per_watt_unit"] = r["unit"].get<std::string>() + "/W";
 }
 
 // One round's figures, from its folder.
@@ -96,6 +119,8 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
       r["mfu"] = extra["train_flops_per_sample"].get<double>() * r["training_samples_per_second"].get<double>() /
                  (m[peak_key].get<double>() * 1e12 * world);
   }
+  if (extra.contains("figures") && extra["figures"].is_array() && !extra["figures"].empty())
+    add_base_figures(r, extra, monitor_files, nproc);
   if (!monitor_files.empty()) {
     const auto a = monitor::analyse_monitor_csv(monitor_files, monitor::accelerators_of_round(nproc));
     if (a.round_energy_j() > 0) {
@@ -118,7 +143,10 @@ const char* kAggregated[] = {"training_samples_per_second",
                              "energy_per_sample_j",
                              "peak_host_mem_bytes",
                              "peak_device_mem_bytes",
-                             "mfu"};
+                             "mfu",
+                             "value",
+                             "mean_power_w",
+                             "perf_per_watt"};
 
 json plan_summary(const fs::path& run, const Plan& plan) {
   json summary = {{"schema", kSummarySchema},
@@ -129,7 +157,8 @@ json plan_summary(const fs::path& run, const Plan& plan) {
   bool have_system = false;
   for (const auto& c : plan.cases) {
     const fs::path case_dir = run / c.key.dir_name();
-    json entry = {{"case", c.key.str()},
+    json entry = {{"case", is_base_key(c.key) ? base_key_text(c.key) : c.key.str()},
+                  {"family", is_base_key(c.key) ? "base" : "training"},
                   {"model", c.key.model},
                   {"framework", c.key.framework},
                   {"hardware", c.key.hardware},
@@ -242,6 +271,36 @@ json build_summary(const std::string& run_dir) {
   return summary;
 }
 
+// The hardware figures: one row per base case, the headline's median over ok rounds.
+std::string base_table(const json& s) {
+  std::ostringstream md;
+  md << "| base case | rounds ok / run | figure | value (median) | unit | of datasheet | power (W) | per watt | check "
+        "|\n| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | --- |\n";
+  for (const auto& c : s["cases"]) {
+    if (c.value("family", "") != "base") continue;
+    const json& a = c["aggregate"];
+    const json* last_ok = nullptr;
+    for (const auto& r : c["rounds"])
+      if (r["status"] == "ok") last_ok = &r;
+    md << "| " << c["case"].get<std::string>() << " | " << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
+       << " | ";
+    if (last_ok && a.contains("value")) {
+      const json& r = *last_ok;
+      md << r.value("figure", "") << " | " << fixed(a["value"]["median"], 3) << " | " << r.value("unit", "") << " | "
+         << (r.contains("datasheet_ratio") ? fixed(100 * r["datasheet_ratio"].get<double>(), 1) + " %" : "") << " | "
+         << (a.contains("mean_power_w") ? fixed(a["mean_power_w"]["median"], 1) : "") << " | "
+         << (a.contains("perf_per_watt")
+                 ? fixed(a["perf_per_watt"]["median"], 4) + " " + r.value("perf_per_watt_unit", "")
+                 : "")
+         << " | " << r.value("check", "") << " |\n";
+    } else {
+      md << " |  |  |  |  |  |  |\n";
+    }
+  }
+  md << "\n";
+  return md.str();
+}
+
 std::string summary_markdown(const json& s) {
   std::ostringstream md;
   md << "# xpuperf " << s.value("run", "") << "\n\n";
@@ -253,10 +312,15 @@ std::string summary_markdown(const json& s) {
     md << "; " << s["system"].value("cpu_model", "") << ", " << s["system"].value("cpu_cores", 0) << " cores, "
        << s["system"].value("os", "");
   md << ".\n\n";
-  md << "| case | rounds ok / run | converged | samples/s (mean ± std) | CV | 95% CI | olympic mean | final metric "
-        "(median) | e2e s (median) | energy/sample (J) |\n";
-  md << "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |\n";
+  bool any_base = false, any_training = false;
+  for (const auto& c : s["cases"]) (c.value("family", "training") == "base" ? any_base : any_training) = true;
+  if (any_base) md << base_table(s);
+  if (any_training)
+    md << "| case | rounds ok / run | converged | samples/s (mean ± std) | CV | 95% CI | olympic mean | final metric "
+          "(median) | e2e s (median) | energy/sample (J) |\n"
+       << "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |\n";
   for (const auto& c : s["cases"]) {
+    if (c.value("family", "training") == "base") continue;
     const json& a = c["aggregate"];
     md << "| " << c["case"].get<std::string>() << " | " << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
        << " | " << a["rounds_converged"].get<int>() << " | ";

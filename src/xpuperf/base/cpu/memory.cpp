@@ -38,8 +38,8 @@ class CpuBandwidth : public BaseBenchmark {
       double bytes;
       std::vector<double> rates;
     };
-    std::vector<Kernel> kernels = {{"read", bytes, {}}, {"write", bytes, {}}, {"copy", 2 * bytes, {}},
-                                   {"triad", 3 * bytes, {}}};
+    std::vector<Kernel> kernels = {
+        {"read", bytes, {}}, {"write", bytes, {}}, {"copy", 2 * bytes, {}}, {"triad", 3 * bytes, {}}};
     BaseResult r;
     r.started_unix = now_unix();
     for (int rep = 0; rep < ctx.config.get_int("repeats"); ++rep) {
@@ -83,7 +83,8 @@ class CpuBandwidth : public BaseBenchmark {
     r.implementation = "OpenMP, " + std::to_string(omp_get_max_threads()) + " threads, 3 arrays of " +
                        std::to_string(ctx.config.get_int("cpu_array_mib")) + " MiB";
     for (const auto& k : kernels) r.figures.push_back({std::string(k.name), best_of(k.rates), "GB/s", ""});
-    for (const auto& k : kernels) r.figures.push_back({std::string(k.name) + " median", median_of(k.rates), "GB/s", ""});
+    for (const auto& k : kernels)
+      r.figures.push_back({std::string(k.name) + " median", median_of(k.rates), "GB/s", ""});
     for (const auto& k : kernels) r.details[k.name] = k.rates;
     return r;
   }
@@ -126,7 +127,8 @@ class CpuCapacity : public BaseBenchmark {
     r.ended_unix = now_unix();
     for (auto& [p, size] : chunks) ::munmap(p, size);
     r.correct = held > 0;
-    r.check = held > 0 ? "every page of " + std::to_string(chunks.size()) + " chunks written" : "no chunk could be held";
+    r.check =
+        held > 0 ? "every page of " + std::to_string(chunks.size()) + " chunks written" : "no chunk could be held";
     r.implementation = "mmap + touch, chunks of " + std::to_string(ctx.config.get_int("cpu_chunk_mib")) +
                        " MiB up to " + std::to_string(limit / (1 << 30)).substr(0, 6) + " GiB";
     r.figures.push_back({"held", held / (1 << 30), "GiB", "memory_gib"});

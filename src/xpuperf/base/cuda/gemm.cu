@@ -110,7 +110,8 @@ class CudaGemm : public BaseBenchmark {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, ctx.device) != cudaSuccess) return "cannot read the device's properties";
     const int cc = prop.major * 10 + prop.minor;
-    if (p->name == "FP8" && cc < 89) return "FP8 needs compute capability 8.9 or newer (this is " + std::to_string(cc) + ")";
+    if (p->name == "FP8" && cc < 89)
+      return "FP8 needs compute capability 8.9 or newer (this is " + std::to_string(cc) + ")";
     if ((p->name == "BF16" || p->name == "TF32") && cc < 80)
       return p->name + " needs compute capability 8.0 or newer (this is " + std::to_string(cc) + ")";
     return "";
@@ -162,10 +163,10 @@ class CudaGemm : public BaseBenchmark {
     const double one_d = 1, zero_d = 0;
     const float one_f = 1, zero_f = 0;
     const std::int32_t one_i = 1, zero_i = 0;
-    const void* alpha = t.scale == CUDA_R_64F ? static_cast<const void*>(&one_d)
+    const void* alpha = t.scale == CUDA_R_64F   ? static_cast<const void*>(&one_d)
                         : t.scale == CUDA_R_32I ? static_cast<const void*>(&one_i)
                                                 : static_cast<const void*>(&one_f);
-    const void* beta = t.scale == CUDA_R_64F ? static_cast<const void*>(&zero_d)
+    const void* beta = t.scale == CUDA_R_64F   ? static_cast<const void*>(&zero_d)
                        : t.scale == CUDA_R_32I ? static_cast<const void*>(&zero_i)
                                                : static_cast<const void*>(&zero_f);
     cudaStream_t stream = nullptr;
@@ -227,8 +228,13 @@ class CudaGemm : public BaseBenchmark {
     r.implementation = "cuBLASLt, fastest of " + std::to_string(found) + " algorithms, " + prop.name;
     r.figures.push_back({"median", median_of(rates), p.unit, p.datasheet});
     r.figures.push_back({"best", best_of(rates), p.unit, p.datasheet});
-    r.details = {{"m", m},         {"n", n},         {"k", k}, {"calls_per_repeat", calls}, {"rates", rates},
-                 {"algorithm", chosen}, {"algorithm_seconds", tried}};
+    r.details = {{"m", m},
+                 {"n", n},
+                 {"k", k},
+                 {"calls_per_repeat", calls},
+                 {"rates", rates},
+                 {"algorithm", chosen},
+                 {"algorithm_seconds", tried}};
     return r;
   }
 };

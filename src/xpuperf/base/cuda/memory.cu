@@ -70,8 +70,8 @@ __global__ void triad_kernel(float4* __restrict__ a, const float4* __restrict__ 
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      __stcs(a + base + u * blockDim.x, make_float4(vb[u].x + s * vc[u].x, vb[u].y + s * vc[u].y,
-                                                    vb[u].z + s * vc[u].z, vb[u].w + s * vc[u].w));
+      __stcs(a + base + u * blockDim.x,
+             make_float4(vb[u].x + s * vc[u].x, vb[u].y + s * vc[u].y, vb[u].z + s * vc[u].z, vb[u].w + s * vc[u].w));
   }
 }
 
@@ -102,8 +102,8 @@ class CudaBandwidth : public BaseBenchmark {
       double bytes;
       std::vector<double> rates;
     };
-    std::vector<Kernel> kernels = {{"read", 1.0 * bytes, {}}, {"write", 1.0 * bytes, {}}, {"copy", 2.0 * bytes, {}},
-                                   {"triad", 3.0 * bytes, {}}};
+    std::vector<Kernel> kernels = {
+        {"read", 1.0 * bytes, {}}, {"write", 1.0 * bytes, {}}, {"copy", 2.0 * bytes, {}}, {"triad", 3.0 * bytes, {}}};
     auto launch = [&](const std::string& name) {
       if (name == "read")
         read_kernel<<<blocks, threads>>>(a.get<float4>(), n4, sink.get<float>());
@@ -146,8 +146,10 @@ class CudaBandwidth : public BaseBenchmark {
     r.implementation = "CUDA kernels, " + std::to_string(blocks) + " blocks x " + std::to_string(threads) +
                        " threads, 16-byte accesses, 3 arrays of " + std::to_string(bytes >> 20) + " MiB, " + prop.name;
     for (const auto& k : kernels)
-      r.figures.push_back({k.name, best_of(k.rates), "GB/s", std::string(k.name) == "copy" ? "memory_bandwidth_gbps" : ""});
-    for (const auto& k : kernels) r.figures.push_back({std::string(k.name) + " median", median_of(k.rates), "GB/s", ""});
+      r.figures.push_back(
+          {k.name, best_of(k.rates), "GB/s", std::string(k.name) == "copy" ? "memory_bandwidth_gbps" : ""});
+    for (const auto& k : kernels)
+      r.figures.push_back({std::string(k.name) + " median", median_of(k.rates), "GB/s", ""});
     for (auto& f : r.figures)
       if (f.name == "read" || f.name == "triad") f.datasheet = "memory_bandwidth_gbps";
     for (const auto& k : kernels) r.details[k.name] = k.rates;
@@ -190,10 +192,12 @@ class CudaCapacity : public BaseBenchmark {
     r.ended_unix = now_unix();
     for (void* p : held) cudaFree(p);
     r.correct = touched == cudaSuccess && bytes > 0;
-    r.check = touched == cudaSuccess ? "every chunk written by a kernel" : std::string("writing failed: ") + cudaGetErrorString(touched);
+    r.check = touched == cudaSuccess ? "every chunk written by a kernel"
+                                     : std::string("writing failed: ") + cudaGetErrorString(touched);
     cudaDeviceProp prop{};
     XPUPERF_CUDA(cudaGetDeviceProperties(&prop, ctx.device));
-    r.implementation = "cudaMalloc from " + std::to_string(ctx.config.get_int("cuda_chunk_mib")) + " MiB chunks down to 2 MiB, " + prop.name;
+    r.implementation = "cudaMalloc from " + std::to_string(ctx.config.get_int("cuda_chunk_mib")) +
+                       " MiB chunks down to 2 MiB, " + prop.name;
     r.figures.push_back({"held", bytes / (1 << 30), "GiB", "memory_gib"});
     r.figures.push_back({"total (driver)", static_cast<double>(total_bytes) / (1 << 30), "GiB", "memory_gib"});
     r.figures.push_back({"free at start", static_cast<double>(free_bytes) / (1 << 30), "GiB", ""});

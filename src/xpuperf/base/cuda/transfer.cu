@@ -63,8 +63,8 @@ class HostTransfer : public BaseBenchmark {
           copy();
           rates.push_back(static_cast<double>(bytes) / timer.stop(stream) / 1e9);
         }
-        sweep.push_back({{"memory", memory}, {"bytes", bytes}, {"best_gbps", best_of(rates)},
-                         {"median_gbps", median_of(rates)}});
+        sweep.push_back(
+            {{"memory", memory}, {"bytes", bytes}, {"best_gbps", best_of(rates)}, {"median_gbps", median_of(rates)}});
         if (bytes == largest) {
           if (std::string(memory) == "pinned")
             pinned_largest = best_of(rates), pinned_largest_median = median_of(rates);
@@ -175,7 +175,8 @@ class PeerCopy : public BaseBenchmark {
     r.check = correct ? "every copy delivered the source's pattern" : "a copy did NOT deliver the source's pattern";
     r.implementation = "cudaMemcpyPeerAsync of " + std::to_string(bytes >> 20) + " MiB, every ordered pair of " +
                        std::to_string(n) + " devices";
-    r.figures.push_back({"min pair", *std::min_element(all.begin(), all.end()), "GB/s", "interconnect.unidirectional_gbps"});
+    r.figures.push_back(
+        {"min pair", *std::min_element(all.begin(), all.end()), "GB/s", "interconnect.unidirectional_gbps"});
     r.figures.push_back({"median pair", median_of(all), "GB/s", "interconnect.unidirectional_gbps"});
     r.figures.push_back({"max pair", best_of(all), "GB/s", "interconnect.unidirectional_gbps"});
     r.details = {{"matrix_gbps", matrix}, {"note", "row = source device, column = destination"}};
