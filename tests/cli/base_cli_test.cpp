@@ -90,13 +90,13 @@ TEST(BaseCli, ErrorsSayWhatToDo) {
 
 TEST(BaseCli, PlanRunsBaseCasesIntoTheResultTreeAndSummary) {
   test::TempDir dir;
-  const std::string plan = dir.write(
-      "plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() + "/results\nmaster_port: " +
-                       std::to_string(29900 + ::getpid() % 90) +
-                       "\nmonitor_period: 0.2\nbase:\n"
-                       "  \"computation-FP32:CPU:1:1:2\": {cpu_size: 256, repeats: 2, seconds: 0.1}\n"
-                       "  \"interconnect-allgather:CPU:1:2:1\": {cpu_max_bytes: 262144, cpu_iterations: 2}\n"
-                       "  \"interconnect-reducescatter:CPU:1:2:1\":\n");
+  const std::string plan =
+      dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
+                                 "/results\nmaster_port: " + std::to_string(29900 + ::getpid() % 90) +
+                                 "\nmonitor_period: 0.2\nbase:\n"
+                                 "  \"computation-FP32:CPU:1:1:2\": {cpu_size: 256, repeats: 2, seconds: 0.1}\n"
+                                 "  \"interconnect-allgather:CPU:1:2:1\": {cpu_max_bytes: 262144, cpu_iterations: 2}\n"
+                                 "  \"interconnect-reducescatter:CPU:1:2:1\":\n");
   const Result r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 120);
   // reducescatter cannot run on Gloo: its round fails, the others are recorded.
   EXPECT_TRUE(has(r.output, "computation-FP32:base:CPU:1:1:2 round 2/2 ... ok: median")) << r.output;

@@ -135,7 +135,9 @@ TEST_F(RunCli, RecordsTheHarnessOverheadOfEachRound) {
 TEST_F(RunCli, AFailingRankFailsItsRoundAndThePlanGoesOn) {
   const Result r = run({plan(case_line("lenet5:libtorch:BAD:1:1:1") + case_line("lenet5:libtorch:CPU:1:1:1"))});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(has(r.output, "round 1/1 ... failed (rank 0 exited with code 1)")) << r.output;
+  // The reason ends with what the rank said last: the vendor config's line at fault.
+  EXPECT_TRUE(has(r.output, "round 1/1 ... failed (rank 0 exited with code 1: ")) << r.output;
+  EXPECT_TRUE(has(r.output, "config_BADx1x1.yaml:5: 'eval_batch_size' must be positive")) << r.output;
   EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1:1 | 1 | ok |")) << r.output;
   const json status = read_json(run_dir() + "/lenet5_libtorch_BAD_1_1_1/round1/round_status.json");
   EXPECT_EQ(status["status"], "failed");

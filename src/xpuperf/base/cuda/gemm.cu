@@ -139,6 +139,12 @@ class CudaGemm : public BaseBenchmark {
     const cublasOperation_t trans = CUBLAS_OP_T, no_trans = CUBLAS_OP_N;
     XPUPERF_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans));
     XPUPERF_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &no_trans, sizeof no_trans));
+    if (p.name == "FP8") {
+      // Hopper's FP8 tensor cores accumulate in reduced precision unless partial sums are promoted
+      // to FP32 now and then; fast accumulation skips that (as torch._scaled_mm's use_fast_accum).
+      const std::int8_t fast = ctx.config.get_bool("cuda_fp8_fast_accum") ? 1 : 0;
+      XPUPERF_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+    }
     cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
     XPUPERF_LT(cublasLtMatrixLayoutCreate(&la, t.ab, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(m), k));
     XPUPERF_LT(cublasLtMatrixLayoutCreate(&lb, t.ab, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(n), k));

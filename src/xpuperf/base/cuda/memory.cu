@@ -14,14 +14,29 @@ namespace xpuperf::base::cuda {
 
 namespace {
 
-constexpr int kUnroll = 4;
-
 __device__ inline float sum4(float4 v) {
   return v.x + v.y + v.z + v.w;
 }
 
+// Streaming (evict-first) cache hints, or the plain read-only path.
+template <bool kHint>
+__device__ inline float4 load(const float4* p) {
+  if constexpr (kHint)
+    return __ldcs(p);
+  else
+    return __ldg(p);
+}
+template <bool kHint>
+__device__ inline void store(float4* p, float4 v) {
+  if constexpr (kHint)
+    __stcs(p, v);
+  else
+    *p = v;
+}
+
 // Each thread handles kUnroll float4 per step, blockDim apart, so that loads coalesce and several
 // are in flight. n4 is a multiple of blockDim * kUnroll (the host sizes the arrays so).
+template <int kUnroll, bool kHint>
 __global__ void read_kernel(const float4* __restrict__ a, std::size_t n4, float* sink) {
   float acc = 0;
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x * kUnroll;
@@ -29,34 +44,37 @@ __global__ void read_kernel(const float4* __restrict__ a, std::size_t n4, float*
        base += step) {
     float4 v[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(a + base + u * blockDim.x);
+    for (int u = 0; u < kUnroll; ++u) v[u] = load<kHint>(a + base + u * blockDim.x);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) acc += sum4(v[u]);
   }
   if (acc == -1.0f) *sink = acc;  // never true for our data; keeps the loads
 }
 
+template <int kUnroll, bool kHint>
 __global__ void write_kernel(float4* __restrict__ c, std::size_t n4, float s) {
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x * kUnroll;
   const float4 v = make_float4(s, s, s, s);
   for (std::size_t base = static_cast<std::size_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x; base < n4;
        base += step)
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) __stcs(c + base + u * blockDim.x, v);
+    for (int u = 0; u < kUnroll; ++u) store<kHint>(c + base + u * blockDim.x, v);
 }
 
+template <int kUnroll, bool kHint>
 __global__ void copy_kernel(const float4* __restrict__ a, float4* __restrict__ c, std::size_t n4) {
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x * kUnroll;
   for (std::size_t base = static_cast<std::size_t>(blockIdx.x) * blockDim.x * kUnroll + threadIdx.x; base < n4;
        base += step) {
     float4 v[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(a + base + u * blockDim.x);
+    for (int u = 0; u < kUnroll; ++u) v[u] = load<kHint>(a + base + u * blockDim.x);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) __stcs(c + base + u * blockDim.x, v[u]);
+    for (int u = 0; u < kUnroll; ++u) store<kHint>(c + base + u * blockDim.x, v[u]);
   }
 }
 
+template <int kUnroll, bool kHint>
 __global__ void triad_kernel(float4* __restrict__ a, const float4* __restrict__ b, const float4* __restrict__ c,
                              std::size_t n4, float s) {
   const std::size_t step = static_cast<std::size_t>(gridDim.x) * blockDim.x * kUnroll;
@@ -65,14 +83,27 @@ __global__ void triad_kernel(float4* __restrict__ a, const float4* __restrict__ 
     float4 vb[kUnroll], vc[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      vb[u] = __ldcs(b + base + u * blockDim.x);
-      vc[u] = __ldcs(c + base + u * blockDim.x);
+      vb[u] = load<kHint>(b + base + u * blockDim.x);
+      vc[u] = load<kHint>(c + base + u * blockDim.x);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      __stcs(a + base + u * blockDim.x,
-             make_float4(vb[u].x + s * vc[u].x, vb[u].y + s * vc[u].y, vb[u].z + s * vc[u].z, vb[u].w + s * vc[u].w));
+      store<kHint>(a + base + u * blockDim.x, make_float4(vb[u].x + s * vc[u].x, vb[u].y + s * vc[u].y,
+                                                          vb[u].z + s * vc[u].z, vb[u].w + s * vc[u].w));
   }
+}
+
+template <int kUnroll, bool kHint>
+void launch_kernel(const std::string& name, int blocks, int threads, const DeviceBuffer& a, const DeviceBuffer& b,
+                   const DeviceBuffer& c, const DeviceBuffer& sink, std::size_t n4, float s) {
+  if (name == "read")
+    read_kernel<kUnroll, kHint><<<blocks, threads>>>(a.get<float4>(), n4, sink.get<float>());
+  else if (name == "write")
+    write_kernel<kUnroll, kHint><<<blocks, threads>>>(c.get<float4>(), n4, s);
+  else if (name == "copy")
+    copy_kernel<kUnroll, kHint><<<blocks, threads>>>(a.get<float4>(), c.get<float4>(), n4);
+  else
+    triad_kernel<kUnroll, kHint><<<blocks, threads>>>(a.get<float4>(), b.get<float4>(), c.get<float4>(), n4, s);
 }
 
 class CudaBandwidth : public BaseBenchmark {
@@ -85,7 +116,10 @@ class CudaBandwidth : public BaseBenchmark {
     XPUPERF_CUDA(cudaGetDeviceProperties(&prop, ctx.device));
     const int threads = 256;
     const int blocks = prop.multiProcessorCount * static_cast<int>(ctx.config.get_int("cuda_blocks_per_sm"));
-    const std::size_t chunk = static_cast<std::size_t>(threads) * kUnroll * static_cast<std::size_t>(blocks);
+    const int unroll = static_cast<int>(ctx.config.get_int("cuda_unroll"));
+    const bool hints = ctx.config.get_bool("cuda_streaming_hints");
+    if (unroll != 4 && unroll != 8) throw std::runtime_error("cuda_unroll must be 4 or 8");
+    const std::size_t chunk = static_cast<std::size_t>(threads) * unroll * static_cast<std::size_t>(blocks);
     std::size_t n4 = (static_cast<std::size_t>(ctx.config.get_int("cuda_array_mib")) << 20) / sizeof(float4);
     n4 = std::max<std::size_t>(chunk, n4 / chunk * chunk);
     const std::size_t bytes = n4 * sizeof(float4);
@@ -105,14 +139,14 @@ class CudaBandwidth : public BaseBenchmark {
     std::vector<Kernel> kernels = {
         {"read", 1.0 * bytes, {}}, {"write", 1.0 * bytes, {}}, {"copy", 2.0 * bytes, {}}, {"triad", 3.0 * bytes, {}}};
     auto launch = [&](const std::string& name) {
-      if (name == "read")
-        read_kernel<<<blocks, threads>>>(a.get<float4>(), n4, sink.get<float>());
-      else if (name == "write")
-        write_kernel<<<blocks, threads>>>(c.get<float4>(), n4, s);
-      else if (name == "copy")
-        copy_kernel<<<blocks, threads>>>(a.get<float4>(), c.get<float4>(), n4);
+      if (unroll == 4 && hints)
+        launch_kernel<4, true>(name, blocks, threads, a, b, c, sink, n4, s);
+      else if (unroll == 4)
+        launch_kernel<4, false>(name, blocks, threads, a, b, c, sink, n4, s);
+      else if (hints)
+        launch_kernel<8, true>(name, blocks, threads, a, b, c, sink, n4, s);
       else
-        triad_kernel<<<blocks, threads>>>(a.get<float4>(), b.get<float4>(), c.get<float4>(), n4, s);
+        launch_kernel<8, false>(name, blocks, threads, a, b, c, sink, n4, s);
     };
     EventTimer timer;
     for (auto& k : kernels) launch(k.name);  // warm-up
@@ -144,7 +178,9 @@ class CudaBandwidth : public BaseBenchmark {
     r.correct = wrong == 0;
     r.check = std::to_string(wrong) + " wrong of " + std::to_string(got_a.size()) + " elements after the last triad";
     r.implementation = "CUDA kernels, " + std::to_string(blocks) + " blocks x " + std::to_string(threads) +
-                       " threads, 16-byte accesses, 3 arrays of " + std::to_string(bytes >> 20) + " MiB, " + prop.name;
+                       " threads, 16-byte accesses x " + std::to_string(unroll) +
+                       (hints ? " with streaming hints" : "") + ", 3 arrays of " + std::to_string(bytes >> 20) +
+                       " MiB, " + prop.name;
     for (const auto& k : kernels)
       r.figures.push_back(
           {k.name, best_of(k.rates), "GB/s", std::string(k.name) == "copy" ? "memory_bandwidth_gbps" : ""});
