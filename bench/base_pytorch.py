@@ -9,11 +9,20 @@ import os
 import torch
 
 
-def timed(fn, iters, warmup=5):
+def timed(fn, iters=None, warmup=5, window=1.0):
+    """Calls per second, best of 5 windows of about `window` seconds each (sustained, as
+    xpuperf's base cases time them: short bursts would read clocks the power limit later cuts)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    if iters is None:
+        start.record()
+        for _ in range(3):
+            fn()
+        stop.record()
+        stop.synchronize()
+        iters = max(1, int(window / (start.elapsed_time(stop) / 3000)))
     best = 0.0
     for _ in range(5):
         start.record()
@@ -47,14 +56,14 @@ def gemm(size, precision):
                  "FP16": torch.float16, "BF16": torch.bfloat16}[precision]
         x, y = (a.to(dtype) / 8), (b.to(dtype) / 8)
         fn = lambda: torch.mm(x, y)
-    calls = timed(fn, iters=max(1, int(20 * (8192 / size) ** 3)) if precision not in ("FP64", "FP32") else 3)
+    calls = timed(fn)
     return calls * flops / 1e12
 
 
 def memory(mib):
     n = (mib << 20) // 4
     x, y = torch.ones(n, device="cuda"), torch.empty(n, device="cuda")
-    copy = timed(lambda: y.copy_(x), 20) * 2 * n * 4 / 1e9
+    copy = timed(lambda: y.copy_(x), 20) * 2 * n * 4 / 1e9  # 20 calls: like xpuperf's single-kernel timings
     read = timed(lambda: x.sum(), 20) * n * 4 / 1e9
     return copy, read
 

@@ -115,12 +115,16 @@ class CudaBandwidth : public BaseBenchmark {
     cudaDeviceProp prop{};
     XPUPERF_CUDA(cudaGetDeviceProperties(&prop, ctx.device));
     const int threads = 256;
-    const int blocks = prop.multiProcessorCount * static_cast<int>(ctx.config.get_int("cuda_blocks_per_sm"));
     const int unroll = static_cast<int>(ctx.config.get_int("cuda_unroll"));
     const bool hints = ctx.config.get_bool("cuda_streaming_hints");
     if (unroll != 4 && unroll != 8) throw std::runtime_error("cuda_unroll must be 4 or 8");
-    const std::size_t chunk = static_cast<std::size_t>(threads) * unroll * static_cast<std::size_t>(blocks);
+    const std::size_t per_block = static_cast<std::size_t>(threads) * unroll;
     std::size_t n4 = (static_cast<std::size_t>(ctx.config.get_int("cuda_array_mib")) << 20) / sizeof(float4);
+    n4 = std::max<std::size_t>(per_block, n4 / per_block * per_block);
+    // blocks per SM 0: one block per chunk of the array (each thread does one step, no loop).
+    const auto per_sm = static_cast<int>(ctx.config.get_int("cuda_blocks_per_sm"));
+    const int blocks = per_sm > 0 ? prop.multiProcessorCount * per_sm : static_cast<int>(n4 / per_block);
+    const std::size_t chunk = per_block * static_cast<std::size_t>(blocks);
     n4 = std::max<std::size_t>(chunk, n4 / chunk * chunk);
     const std::size_t bytes = n4 * sizeof(float4);
     DeviceBuffer a(bytes), b(bytes), c(bytes), sink(sizeof(float));
