@@ -131,31 +131,32 @@ class Collective : public BaseBenchmark {
   std::int64_t check(Distributed& dist, int n, int rank, std::int64_t count, const torch::TensorOptions& opts,
                      const Sync& sync) {
     const std::int64_t share = count / n;
-    const auto index = torch::arange(count, opts);
-    const auto pattern = torch::remainder(index, 7) + 1;  // 1..7, exact in float
-    const double ranks_sum = n * (n + 1) / 2.0;
+    // Positions in int64 (float32 cannot count past 2^24); the data are small integers, exact in float.
+    const auto index = torch::arange(count, opts.dtype(torch::kInt64));
+    const auto pattern = torch::remainder(index, 7) + 1;  // 1..7
+    const std::int64_t ranks_sum = static_cast<std::int64_t>(n) * (n + 1) / 2;
+    const auto as_data = [&](const torch::Tensor& t) { return t.to(opts.dtype()); };
     torch::Tensor wrong;
     if (op_ == "allreduce") {
-      auto t = pattern * (rank + 1);
+      auto t = as_data(pattern * (rank + 1));
       dist.all_reduce_sum(t);
-      wrong = (t != pattern * ranks_sum).sum();
+      wrong = (t != as_data(pattern * ranks_sum)).sum();
     } else if (op_ == "allgather") {
-      auto in = pattern.slice(0, 0, share) + rank, out = torch::empty({count}, opts);
+      auto in = as_data(pattern.slice(0, 0, share) + rank), out = torch::empty({count}, opts);
       dist.all_gather(out, in);
-      const auto from = torch::floor_divide(index, share);  // the rank each element came from
-      wrong = (out != pattern.slice(0, 0, share).repeat({n}) + from).sum();
+      const auto from = torch::div(index, share, "floor");  // the rank each element came from
+      wrong = (out != as_data(pattern.slice(0, 0, share).repeat({n}) + from)).sum();
     } else if (op_ == "reducescatter") {
-      auto in = pattern * (rank + 1), out = torch::empty({share}, opts);
+      auto in = as_data(pattern * (rank + 1)), out = torch::empty({share}, opts);
       dist.reduce_scatter_sum(out, in);
-      wrong = (out != pattern.slice(0, rank * share, (rank + 1) * share) * ranks_sum).sum();
+      wrong = (out != as_data(pattern.slice(0, rank * share, (rank + 1) * share) * ranks_sum)).sum();
     } else {
-      // Element i of rank r's input is r * 1000 + i mod 1000 (exact in float); rank r's chunk j
-      // comes from rank j's chunk r.
-      auto in = torch::remainder(index, 1000) + rank * 1000.0, out = torch::empty({count}, opts);
+      // Element i of rank r's input is r * 1000 + i mod 1000; rank r's chunk j comes from rank j's chunk r.
+      auto in = as_data(torch::remainder(index, 1000) + rank * 1000), out = torch::empty({count}, opts);
       dist.all_to_all(out, in);
-      const auto from = torch::floor_divide(index, share);
-      const auto expected = from * 1000.0 + torch::remainder(torch::remainder(index, share) + rank * share, 1000);
-      wrong = (out != expected).sum();
+      const auto from = torch::div(index, share, "floor");
+      const auto expected = from * 1000 + torch::remainder(torch::remainder(index, share) + rank * share, 1000);
+      wrong = (out != as_data(expected)).sum();
     }
     sync();
     auto total = wrong.to(torch::kFloat64).reshape({1}).to(opts.device());

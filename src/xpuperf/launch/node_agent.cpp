@@ -223,7 +223,8 @@ int run_node(const NodeRequest& original) {
                    "--data-dir",     request.data_dir};
     }
     spec.env = env.to_env();
-    spec.env[request.visible_devices_env] = visible;
+    // A base case that measures the whole host (peer copies between every pair) sees every device.
+    if (!(base && config->get_bool("whole_host", false))) spec.env[request.visible_devices_env] = visible;
     // CUDA numbers devices fastest first by default; NVML (the monitors) in PCI bus order. One
     // order for both, so that the monitors charge a round with the devices it ran on.
     if (!std::getenv("CUDA_DEVICE_ORDER")) spec.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";

@@ -58,6 +58,8 @@ void add_base_figures(json& r, const json& extra, const std::vector<std::string>
   const double watts = monitor::mean_power_in_window(monitor_files, t0, t1, monitor::accelerators_of_round(nproc));
   if (watts <= 0) return;
   r["mean_power_w"] = watts;
+  // Per watt only for rates (TFLOP/s, GB/s): a latency or a size per watt means nothing.
+  if (r["unit"].get<std::string>().find("/s") == std::string::npos) return;
   r["perf_per_watt"] = r["value"].get<double>() / watts;
   r["perf_per_watt_unit"] = r["unit"].get<std::string>() + "/W";
 }
