@@ -140,8 +140,11 @@ class CudaBandwidth : public BaseBenchmark {
       double bytes;
       std::vector<double> rates;
     };
-    std::vector<Kernel> kernels = {
-        {"read", 1.0 * bytes, {}}, {"write", 1.0 * bytes, {}}, {"copy", 2.0 * bytes, {}}, {"triad", 3.0 * bytes, {}}};
+    std::vector<Kernel> kernels = {{"read", 1.0 * bytes, {}},
+                                   {"write", 1.0 * bytes, {}},
+                                   {"copy", 2.0 * bytes, {}},
+                                   {"triad", 3.0 * bytes, {}},
+                                   {"copy (cudaMemcpy)", 2.0 * bytes, {}}};
     auto launch = [&](const std::string& name) {
       // The driver's own device-to-device copy (what PyTorch's copy_ calls), beside the kernel.
       if (name == "copy (cudaMemcpy)") {
