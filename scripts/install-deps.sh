@@ -11,6 +11,8 @@ packages=(
   libsqlite3-dev
   # training (LibTorch 1.13, CPU; Gloo for data parallelism across processes)
   libtorch-dev libgloo-dev
+  # base cases on the CPU: BLAS for the FP64/FP32 GEMMs
+  libopenblas-dev
   # tests (the ssh and slurm launchers run against a real sshd and a one-node Slurm)
   libgtest-dev libgmock-dev openssh-client openssh-server slurm-wlm
   # report.html is checked in a real browser
