@@ -160,6 +160,15 @@ std::string svg_bar_chart(const std::string& title, const std::vector<std::pair<
   return svg.str();
 }
 
+// A base case's headline in the summary table: "median 0.283 TFLOP/s" (empty for training cases).
+std::string base_figure(const json& c, const std::string& median) {
+  if (c.value("family", "") != "base" || median.empty()) return "";
+  for (const auto& r : c["rounds"])
+    if (r.contains("unit"))
+      return html_escape(r.value("figure", "") + " " + median + " " + r["unit"].get<std::string>());
+  return "";
+}
+
 std::string report_html(const json& summary, const std::string& run_dir) {
   std::ostringstream page;
   const std::string name = summary.value("run", "run");
@@ -188,22 +197,27 @@ std::string report_html(const json& summary, const std::string& run_dir) {
          << stat("training_samples_per_second", "mean", 1) << "</td><td>"
          << stat("training_samples_per_second", "std", 1) << "</td><td>" << stat("training_samples_per_second", "cv", 4)
          << "</td><td>" << html_escape(a.value("final_metric_name", "")) << " " << stat("final_metric", "median", 4)
-         << "</td><td>" << stat("e2e_time", "median", 1) << "</td><td>" << stat("energy_j", "mean", 1)
-         << "</td></tr>\n";
+         << base_figure(c, stat("value", "median", 3)) << "</td><td>" << stat("e2e_time", "median", 1) << "</td><td>"
+         << stat("energy_j", "mean", 1) << "</td></tr>\n";
   }
   page << "</table>\n";
   for (const auto& c : summary["cases"]) {
     const std::string key = c["case"].get<std::string>();
     page << "<h2>" << html_escape(key) << "</h2>\n";
     std::vector<std::pair<std::string, double>> bars;
-    for (const auto& r : c["rounds"])
-      bars.push_back({"round " + std::to_string(r["round"].get<int>()), r.value("training_samples_per_second", 0.0)});
-    page << svg_bar_chart("Throughput per round", bars, "samples/s") << "\n";
+    const bool base = c.value("family", "") == "base";
+    std::string bar_unit = "samples/s";
+    for (const auto& r : c["rounds"]) {
+      bars.push_back({"round " + std::to_string(r["round"].get<int>()),
+                      r.value(base ? "value" : "training_samples_per_second", 0.0)});
+      if (base && r.contains("unit")) bar_unit = r.value("figure", "") + ", " + r["unit"].get<std::string>();
+    }
+    page << svg_bar_chart(base ? "Headline figure per round" : "Throughput per round", bars, bar_unit) << "\n";
     for (const auto& f : c["failed_rounds"])
       page << "<p>Round " << f["round"].get<int>() << ": " << html_escape(f["status"].get<std::string>()) << " ("
            << html_escape(f["reason"].get<std::string>()) << ")</p>\n";
     // The monitors of the first round that has them.
-    std::string dir_name = key;
+    std::string dir_name = c.value("dir", key);
     std::replace(dir_name.begin(), dir_name.end(), ':', '_');
     for (const auto& r : c["rounds"]) {
       const auto series =

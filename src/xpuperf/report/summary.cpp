@@ -161,6 +161,7 @@ json plan_summary(const fs::path& run, const Plan& plan) {
     const fs::path case_dir = run / c.key.dir_name();
     json entry = {{"case", is_base_key(c.key) ? base_key_text(c.key) : c.key.str()},
                   {"family", is_base_key(c.key) ? "base" : "training"},
+                  {"dir", c.key.dir_name()},
                   {"model", c.key.model},
                   {"framework", c.key.framework},
                   {"hardware", c.key.hardware},
