@@ -93,6 +93,22 @@ TEST_F(SshRun, RunsATwoNodeRoundOverSsh) {
   EXPECT_TRUE(has(test::read_file(round + "/127.0.0.1_noderank0/rank0.out.log"), "\"world_size\":2"));
 }
 
+TEST_F(SshRun, AllReduceAcrossTwoNodesCountsEveryRank) {
+  // A base case over two node agents (one rank each) reached through ssh; busbw uses n = 2.
+  std::string text = test::read_file(plan("127.0.0.1, 127.0.0.2", "lenet5:libtorch:CPU:1:1:1"));
+  text = text.substr(0, text.find("cases:")) +
+         "base:\n  \"interconnect-allreduce:CPU:2:1:1\": {cpu_max_bytes: 1048576, cpu_iterations: 2}\n";
+  const std::string plan_path = dir.write("base.yaml", text);
+  const Result r = xpuperf({"--root", XPUPERF_SOURCE_DIR, "run", plan_path}, dir.path(), {}, 300);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string round = run_folder_in(dir.path() + "/results") + "/interconnect-allreduce_base_CPU_2_1_1/round1";
+  const std::string log = test::read_file(round + "/127.0.0.1_noderank0/rank0.out.log");
+  EXPECT_TRUE(has(log, "\"world_size\":2")) << log;
+  EXPECT_TRUE(has(log, "\"busbw_factor\":1.0")) << log;
+  EXPECT_TRUE(has(log, "0 wrong elements over 5 sizes")) << log;
+  EXPECT_TRUE(fs::exists(round + "/127.0.0.2_noderank1/rank1.out.log"));
+}
+
 TEST_F(SshRun, AnUnreachableHostStopsTheRunAtStepOne) {
   const Result r = run(plan("127.0.0.1, 127.0.0.3", "lenet5:libtorch:CPU:2:1:1"));
   EXPECT_EQ(r.code, 2) << r.output;
