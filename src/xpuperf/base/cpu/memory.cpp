@@ -70,8 +70,7 @@ class CpuBandwidth : public BaseBenchmark {
     double ea = 1.0, ec = 0.0, expected_sum = 0;
     for (int rep = 0; rep < ctx.config.get_int("repeats"); ++rep) {
       expected_sum += ea * static_cast<double>(n);
-      ec = scalar;
-      ec = ea;
+      ec = ea;  // write's c = s is overwritten by copy
       ea = 2.0 + scalar * ec;
     }
     int wrong = 0;
