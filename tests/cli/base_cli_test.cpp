@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -125,6 +126,13 @@ TEST(BaseCli, PlanRunsBaseCasesIntoTheResultTreeAndSummary) {
   EXPECT_TRUE(has(plan_text, "cpu_size: 256")) << plan_text;
   const Result resumed = xpuperf({"--root", kRoot, "check", run + "/plan.yaml"}, dir.path());
   EXPECT_EQ(resumed.code, 0) << resumed.output;
+}
+
+TEST(ShippedPlans, EveryPlanChecksClean) {
+  for (const auto& entry : std::filesystem::directory_iterator(kRoot + "/plans")) {
+    const Result r = xpuperf({"--root", kRoot, "check", entry.path().string()}, kRoot);
+    EXPECT_EQ(r.code, 0) << entry.path() << "\n" << r.output;
+  }
 }
 
 }  // namespace
