@@ -42,5 +42,6 @@ void add_report_command(CLI::App& app, const GlobalOptions& global, int& exit_co
 void add_compare_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_history_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_base_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_infer_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace xpuperf::cli

@@ -1,0 +1,84 @@
+// LeNet-5 inference on Fashion-MNIST's test set: the model of the training case (a checkpoint
+// it saved loads here), top-1 accuracy judged on the CPU.
+
+#include <torch/torch.h>
+
+#include <filesystem>
+
+#include "cases/training/lenet5/libtorch/lenet5_model.h"
+#include "xpuperf/infer/inference_case.h"
+
+namespace xpuperf::cases {
+namespace {
+
+class LeNet5Inference : public infer::InferenceCase {
+ public:
+  infer::Batches build_dataloader(const infer::InferContext& ctx) override {
+    torch::Tensor images, labels;
+    infer::Batches b;
+    if (ctx.config.get_bool("synthetic_data")) {
+      auto gen = at::detail::createCPUGenerator(1234);
+      images = torch::randn({10000, 1, 28, 28}, gen);
+      labels = torch::randint(kClasses, {10000}, gen, torch::TensorOptions().dtype(torch::kLong));
+      b.description = "synthetic: 10000 random images and labels (throughput only, no accuracy)";
+    } else {
+      const std::string dir = ctx.config.get_string("data_dir");
+      if (dir.empty())
+        throw ConfigError(
+            "lenet5 needs data_dir: the folder with Fashion-MNIST's IDX files (--data-dir; on Debian: apt-get "
+            "install dataset-fashion-mnist), or synthetic_data: true");
+      FashionMnist set = load_fashion_mnist(dir, ctx.config.get_string("eval_data"));
+      images = set.images, labels = set.labels;
+      b.description = "Fashion-MNIST test set, " + set.description;
+    }
+    const std::int64_t batch = ctx.config.get_int("batch_size");
+    if (batch <= 0) throw ConfigError("batch_size must be positive");
+    b.samples = images.size(0);
+    for (std::int64_t at = 0; at < b.samples; at += batch) {
+      b.inputs.push_back(images.slice(0, at, std::min(at + batch, b.samples)).contiguous());
+      b.labels.push_back(labels.slice(0, at, std::min(at + batch, b.samples)).contiguous());
+    }
+    return b;
+  }
+
+  std::shared_ptr<torch::nn::Module> create_model(const infer::InferContext& ctx,
+                                                  const std::string& checkpoint) override {
+    torch::manual_seed(1234);
+    LeNet5 model;
+    const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
+    if (path.empty()) {
+      caveat_ = "random weights (no checkpoint): accuracy is chance; train one with xpuperf train --case lenet5 "
+                "--set save_checkpoint=FILE and set checkpoint: FILE";
+    } else {
+      if (!std::filesystem::exists(path))
+        throw ConfigError("checkpoint '" + path + "' does not exist (write one with xpuperf train --case lenet5 --set "
+                          "save_checkpoint=FILE)");
+      torch::serialize::InputArchive archive;
+      archive.load_from(path, torch::kCPU);
+      model->load(archive);
+    }
+    model->to(ctx.device);
+    model->eval();
+    return model.ptr();
+  }
+
+  torch::Tensor model_forward(torch::nn::Module& model, const torch::Tensor& input) override {
+    return dynamic_cast<LeNet5Impl&>(model).forward(input);
+  }
+
+  void evaluator(const torch::Tensor& outputs, const torch::Tensor& labels, infer::Evaluation& e) override {
+    e.correct += outputs.argmax(1).eq(labels).sum().item<double>();
+    e.count += static_cast<double>(labels.size(0));
+  }
+
+  double flops_per_sample() const override { return 2 * LeNet5Impl::forward_macs(); }
+  std::string caveat() const override { return caveat_; }
+
+ private:
+  std::string caveat_;
+};
+
+XPUPERF_REGISTER_INFERENCE_CASE("lenet5", "libtorch", LeNet5Inference);
+
+}  // namespace
+}  // namespace xpuperf::cases

@@ -1,0 +1,66 @@
+#pragma once
+// Seed 004's six case functions as a C++ interface. A case builds its data and model and judges
+// outputs; the pipeline (pipeline.h) times and runs them, and an Engine (engine.h) runs the
+// compiled model.
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xpuperf/core/config.h"
+
+namespace xpuperf::infer {
+
+struct InferContext {
+  const Config& config;  // merged configurations + parameters (+ vendor, --set)
+  torch::Device device;
+};
+
+// The evaluation set in batches of batch_size, on the CPU (the pipeline moves them).
+struct Batches {
+  std::vector<torch::Tensor> inputs;
+  std::vector<torch::Tensor> labels;
+  std::string description;  // what the data are (file, synthetic, ...)
+  std::int64_t samples = 0;
+};
+
+// What the evaluator adds up (on the CPU): correct answers out of a count.
+struct Evaluation {
+  std::string metric = "accuracy";
+  double correct = 0;
+  double count = 0;
+  double value() const { return count > 0 ? correct / count : 0.0; }
+};
+
+class InferenceCase {
+ public:
+  virtual ~InferenceCase() = default;
+  virtual Batches build_dataloader(const InferContext& ctx) = 0;
+  // The model on ctx.device in eval mode, with weights from `checkpoint` ("" = the case's own
+  // choice: parameters' checkpoint, else random weights, which the case must say).
+  virtual std::shared_ptr<torch::nn::Module> create_model(const InferContext& ctx, const std::string& checkpoint) = 0;
+  // The framework's own forward (step c, validation).
+  virtual torch::Tensor model_forward(torch::nn::Module& model, const torch::Tensor& input) = 0;
+  // Adds one batch's outputs (moved to the CPU) to `e`.
+  virtual void evaluator(const torch::Tensor& outputs, const torch::Tensor& labels, Evaluation& e) = 0;
+  // Writes the model as ONNX under `dir` and returns the file; "" when this case has no exporter.
+  virtual std::string export_model(torch::nn::Module&, const InferContext&, const std::string& /*dir*/) { return ""; }
+  // Forward FLOPs of one sample, for MFU (configurations' `flops` takes precedence when set).
+  virtual double flops_per_sample() const { return 0.0; }
+  // Notes on the weights or data the results depend on (e.g. "random weights: accuracy is chance").
+  virtual std::string caveat() const { return ""; }
+};
+
+using InferenceCaseFactory = std::function<std::unique_ptr<InferenceCase>()>;
+bool register_inference_case(const std::string& name, const std::string& framework, InferenceCaseFactory factory);
+std::unique_ptr<InferenceCase> make_inference_case(const std::string& name, const std::string& framework);
+std::vector<std::string> registered_inference_cases();  // "case:framework"
+
+#define XPUPERF_REGISTER_INFERENCE_CASE(name, framework, Type)                             \
+  static const bool xpuperf_registered_inference_##Type = ::xpuperf::infer::register_inference_case( \
+      name, framework, [] { return std::unique_ptr<::xpuperf::infer::InferenceCase>(new Type()); })
+
+}  // namespace xpuperf::infer

@@ -1,0 +1,54 @@
+// The `libtorch` engine: the case's own LibTorch model run eagerly, without gradients, in the
+// configured precision (fp16: half on CUDA, bfloat16 on the CPU, whose half kernels are few).
+// It compiles from the validated model, or loads a checkpoint given as exist_compiler_path.
+
+#include <stdexcept>
+
+#include "xpuperf/infer/engine.h"
+
+namespace xpuperf::infer {
+
+namespace {
+
+class LibTorchEngine : public Engine {
+ public:
+  void compile(const CompileInputs& in) override {
+    device_ = in.ctx.device;
+    case_ = &in.inference_case;
+    if (!in.compiled_path.empty())
+      model_ = in.inference_case.create_model(in.ctx, in.compiled_path);
+    else if (in.model)
+      model_ = in.model;
+    else
+      throw std::runtime_error(
+          "engine libtorch runs the case's model: keep no_validation: false, or give exist_compiler_path: a "
+          "checkpoint of the model (as xpuperf train --set save_checkpoint=FILE writes)");
+    dtype_ = in.fp16 ? (device_.is_cuda() ? torch::kHalf : torch::kBFloat16) : torch::kFloat;
+    model_->to(dtype_);
+    model_->eval();
+    describe_ = std::string("libtorch eager, ") + (in.fp16 ? (device_.is_cuda() ? "float16" : "bfloat16") : "float32") +
+                ", " + (device_.is_cuda() ? "cuda" : "cpu") +
+                (in.compiled_path.empty() ? "" : ", weights from " + in.compiled_path);
+  }
+
+  EngineOutput infer(const torch::Tensor& input) override {
+    const torch::NoGradGuard no_grad;
+    const torch::Tensor x = input.to(device_, dtype_);
+    return {case_->model_forward(*model_, x), 0.0};
+  }
+
+  std::string describe() const override { return describe_; }
+
+ private:
+  torch::Device device_{torch::kCPU};
+  torch::Dtype dtype_ = torch::kFloat;
+  InferenceCase* case_ = nullptr;
+  std::shared_ptr<torch::nn::Module> model_;
+  std::string describe_;
+};
+
+const bool registered = register_engine("libtorch", [] { return std::make_unique<LibTorchEngine>(); });
+
+}  // namespace
+
+}  // namespace xpuperf::infer

@@ -1,0 +1,264 @@
+// Seed 004's pipeline: (a) logger and config, (b) dataset and model, (c) framework validation,
+// (d) export, (e) engine compile, (f) engine inference, (g) results; with its four switches:
+//   compiler: null          → no (e) and (f): the inference figures are null
+//   no_validation: true     → no model, no (c) and (d); needs exist_onnx_path
+//   exist_onnx_path: <file> → no (d)
+//   exist_compiler_path: <file> → no (e): the engine loads that file
+// *_whole times include moving data, compute and evaluation; *_core only compute, synchronised.
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <thread>
+
+#include "xpuperf/core/perflog.h"
+#include "xpuperf/data/idx.h"
+#include "xpuperf/infer/engine.h"
+#include "xpuperf/infer/entry.h"
+#include "xpuperf/infer/inference_case.h"
+#include "xpuperf/train/runtime.h"
+
+namespace xpuperf::infer {
+
+using nlohmann::json;
+
+std::vector<std::string> built_inference_cases() {
+  return registered_inference_cases();
+}
+std::vector<std::string> built_engines() {
+  return registered_engines();
+}
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+struct PassResult {
+  double whole = 0, core = 0, foo = 0;
+  Evaluation evaluation;
+};
+
+// `repeat` passes over the batches; the accuracy is the first pass's.
+template <typename Forward>
+PassResult timed_passes(const Batches& batches, int repeat, const torch::Device& device, InferenceCase& c,
+                        const Forward& forward) {
+  PassResult r;
+  const double start = now();
+  for (int pass = 0; pass < repeat; ++pass) {
+    for (std::size_t i = 0; i < batches.inputs.size(); ++i) {
+      const torch::Tensor input = batches.inputs[i].to(device);
+      sync(device);
+      const double t0 = now();
+      double foo = 0;
+      const torch::Tensor out = forward(input, foo);
+      sync(device);
+      r.core += now() - t0 - foo;
+      r.foo += foo;
+      if (pass == 0) c.evaluator(out.to(torch::kCPU).to(torch::kFloat), batches.labels[i], r.evaluation);
+    }
+  }
+  r.whole = now() - start - r.foo;
+  return r;
+}
+
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  const auto at = static_cast<std::size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(at, values.size() - 1)];
+}
+
+bool is_null(const Config& config, const std::string& key) {
+  const ConfigEntry* e = config.find(key);
+  return !e || value_kind(e->value) == ValueKind::Null || (e->value.IsScalar() && e->value.Scalar().empty());
+}
+
+}  // namespace
+
+int run_inference(const InferRequest& request, std::ostream& out, std::ostream& err) {
+  const std::string name = request.name + ":" + request.framework;
+  auto c = make_inference_case(request.name, request.framework);
+  if (!c) {
+    err << "xpuperf: error: inference case " << name << " is not built into this binary (built: ";
+    const auto built = registered_inference_cases();
+    for (std::size_t i = 0; i < built.size(); ++i) err << (i ? ", " : "") << built[i];
+    err << (built.empty() ? "none" : "") << ")\n";
+    return 3;
+  }
+  const Config& config = request.config;
+  PerfLogWriter log(out, 0);
+  const double started = now();
+  json steps = json::object();
+  auto step = [&](const std::string& id, const std::string& what) {
+    steps[id] = what;
+    log.log("INFER_STEP", {{"step", id}, {"status", what}}, __FILE__, __LINE__);
+  };
+  try {
+    // (a) config and the switches, checked before anything runs.
+    const std::string compiler = is_null(config, "compiler") ? "" : config.get_string("compiler");
+    const bool no_validation = config.get_bool("no_validation");
+    const std::string onnx_given = is_null(config, "exist_onnx_path") ? "" : config.get_string("exist_onnx_path");
+    const std::string compiled_given =
+        is_null(config, "exist_compiler_path") ? "" : config.get_string("exist_compiler_path");
+    if (no_validation && onnx_given.empty())
+      throw ConfigError("no_validation: true (" + config.at("no_validation").source.str() +
+                        ") needs exist_onnx_path: the model is not built, so nothing could be exported; set "
+                        "exist_onnx_path, or no_validation: false");
+    std::unique_ptr<Engine> engine;
+    if (!compiler.empty()) {
+      engine = make_engine(compiler);
+      if (!engine) {
+        std::string built;
+        for (const auto& e : registered_engines()) built += (built.empty() ? "" : ", ") + e;
+        throw ConfigError("compiler '" + compiler + "' (" + config.at("compiler").source.str() +
+                          ") is not an engine of this build (built: " + built + "; null runs validation only)");
+      }
+    }
+    const torch::Device device = train::choose_device(config.get_string("device", "auto"), 0);
+    if (!device.is_cuda()) torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    const bool fp16 = config.get_bool("fp16");
+    const int repeat = static_cast<int>(std::max<std::int64_t>(1, config.get_int("repeat")));
+    const InferContext ctx{config, device};
+    step("a_config", "ran: case " + name + ", vendor " + request.vendor + ", compiler " +
+                         (compiler.empty() ? "null" : compiler) + ", device " + (device.is_cuda() ? "cuda" : "cpu"));
+
+    // (b) dataset and model.
+    const Batches batches = c->build_dataloader(ctx);
+    std::shared_ptr<torch::nn::Module> model;
+    if (!no_validation) model = c->create_model(ctx, "");
+    step("b_data_model", "ran: " + batches.description + (model ? "" : "; no model (no_validation)"));
+
+    json figures = {{"validation_whole", nullptr}, {"validation_core", nullptr}, {"validation_accuracy", nullptr},
+                    {"inference_whole", nullptr},  {"inference_core", nullptr},  {"inference_accuracy", nullptr}};
+    const double samples = static_cast<double>(batches.samples) * repeat;
+
+    // (c) framework validation.
+    if (no_validation) {
+      step("c_validation", "skipped: no_validation");
+    } else {
+      const PassResult v = timed_passes(batches, repeat, device, *c, [&](const torch::Tensor& x, double&) {
+        const torch::NoGradGuard no_grad;
+        return c->model_forward(*model, x);
+      });
+      figures["validation_whole"] = samples / v.whole;
+      figures["validation_core"] = samples / v.core;
+      figures["validation_accuracy"] = v.evaluation.value();
+      figures["metric"] = v.evaluation.metric;
+      step("c_validation", "ran");
+    }
+
+    // (d) export.
+    std::string onnx = onnx_given;
+    if (no_validation) {
+      step("d_export", "skipped: no_validation (no model to export)");
+    } else if (!onnx_given.empty()) {
+      step("d_export", "skipped: exist_onnx_path " + onnx_given);
+    } else {
+      onnx = c->export_model(*model, ctx, request.out_dir);
+      step("d_export", onnx.empty() ? "skipped: " + name + " has no ONNX exporter yet" : "ran: " + onnx);
+    }
+
+    // (e) compile and (f) engine inference.
+    if (!engine) {
+      step("e_compile", "skipped: compiler null");
+      step("f_inference", "skipped: compiler null");
+    } else {
+      const double t0 = now();
+      engine->compile({ctx, *c, model, onnx, compiled_given, fp16});
+      figures["compile_time"] = now() - t0;
+      step("e_compile", compiled_given.empty() ? "ran: " + engine->describe()
+                                               : "skipped: exist_compiler_path " + compiled_given + " loaded");
+      const PassResult f = timed_passes(batches, repeat, device, *c, [&](const torch::Tensor& x, double& foo) {
+        EngineOutput o = engine->infer(x);
+        foo = o.foo_time;
+        return o.outputs;
+      });
+      figures["inference_whole"] = samples / f.whole;
+      figures["inference_core"] = samples / f.core;
+      figures["inference_accuracy"] = f.evaluation.value();
+      figures["metric"] = f.evaluation.metric;
+      figures["foo_time"] = f.foo;
+      figures["foo_time_flagged"] = f.foo != 0.0;  // seed 004: any non-zero foo_time is reviewed
+      figures["engine"] = engine->describe();
+      const double flops = config.get_number("flops") > 0 ? config.get_number("flops") : c->flops_per_sample();
+      if (request.peak_tflops > 0 && flops > 0)
+        figures["mfu"] = flops * (samples / f.core) / (request.peak_tflops * 1e12);
+      // Latency, one query at a time (MLPerf's SingleStream): p50/p90/p99 over latency_queries.
+      json latency = json::array();
+      const torch::Tensor all = torch::cat(batches.inputs);
+      for (const auto& text : config.get_string_list("latency_batch_sizes")) {
+        const std::int64_t bs = std::stoll(text);
+        if (bs <= 0 || bs > all.size(0)) throw ConfigError("latency_batch_sizes: " + text + " is not in 1.." + std::to_string(all.size(0)));
+        std::vector<double> ms;
+        const std::int64_t queries = config.get_int("latency_queries");
+        for (std::int64_t q = 0; q < queries; ++q) {
+          const std::int64_t at = (q * bs) % (all.size(0) - bs + 1);
+          const torch::Tensor x = all.slice(0, at, at + bs).to(device);
+          sync(device);
+          const double t = now();
+          const EngineOutput o = engine->infer(x);
+          sync(device);
+          ms.push_back((now() - t - o.foo_time) * 1e3);
+        }
+        latency.push_back({{"batch_size", bs}, {"queries", queries}, {"p50_ms", percentile(ms, 0.50)},
+                           {"p90_ms", percentile(ms, 0.90)}, {"p99_ms", percentile(ms, 0.99)}});
+      }
+      figures["latency"] = latency;
+      step("f_inference", "ran");
+    }
+
+    // (g) results.
+    figures["case"] = name;
+    figures["vendor"] = request.vendor;
+    figures["samples"] = samples;
+    figures["data"] = batches.description;
+    figures["steps"] = steps;
+    figures["e2e_time"] = now() - started;
+    if (const std::string caveat = c->caveat(); !caveat.empty()) figures["caveat"] = caveat;
+    step("g_results", "ran");
+    log.log(perflog_event::kFinished, figures, __FILE__, __LINE__);
+
+    auto show = [&](const char* key, int digits) -> std::string {
+      if (!figures.contains(key) || figures[key].is_null()) return "null";
+      std::ostringstream s;
+      s << std::fixed << std::setprecision(digits) << figures[key].get<double>();
+      return s.str();
+    };
+    out << "\n| figure | value |\n| --- | ---: |\n"
+        << "| validation_whole (items/s) | " << show("validation_whole", 1) << " |\n"
+        << "| validation_core (items/s) | " << show("validation_core", 1) << " |\n"
+        << "| inference_whole (items/s) | " << show("inference_whole", 1) << " |\n"
+        << "| inference_core (items/s) | " << show("inference_core", 1) << " |\n"
+        << "| validation accuracy | " << show("validation_accuracy", 4) << " |\n"
+        << "| inference accuracy | " << show("inference_accuracy", 4) << " |\n"
+        << "| MFU | " << show("mfu", 6) << " |\n";
+    if (figures.contains("latency"))
+      for (const auto& l : figures["latency"])
+        out << "| latency batch " << l["batch_size"].get<std::int64_t>() << " p50 / p90 / p99 (ms) | "
+            << std::fixed << std::setprecision(3) << l["p50_ms"].get<double>() << " / " << l["p90_ms"].get<double>()
+            << " / " << l["p99_ms"].get<double>() << " |\n";
+    if (figures.value("foo_time_flagged", false))
+      out << "\nfoo_time " << figures["foo_time"].get<double>() << " s: the engine spent time outside inference\n";
+    if (figures.contains("caveat")) out << "\nNOTE: " << figures["caveat"].get<std::string>() << "\n";
+    return 0;
+  } catch (const ConfigError& e) {
+    err << "xpuperf: error: " << e.what() << "\n";
+  } catch (const data::DataError& e) {
+    err << "xpuperf: error: data: " << e.what() << "\n";
+  } catch (const std::runtime_error& e) {
+    err << "xpuperf: error: " << e.what() << "\n";
+  } catch (const c10::Error& e) {
+    err << "xpuperf: error: LibTorch: " << e.what_without_backtrace() << "\n";
+  }
+  return 1;
+}
+
+}  // namespace xpuperf::infer

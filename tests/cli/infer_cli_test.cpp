@@ -1,0 +1,150 @@
+// `xpuperf infer` on lenet5 as a user runs it: seed 004's seven steps, each switch combination
+// (compiler null, no_validation, exist_onnx_path, exist_compiler_path), the figures and the
+// errors. Uses the real configs and Fashion-MNIST; one short training writes the checkpoint.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_util.h"
+#include "xpuperf/core/perflog.h"
+
+namespace xpuperf {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kRoot = XPUPERF_SOURCE_DIR;
+const char* kData = "/usr/share/datasets/fashion-mnist";
+
+struct Parsed {
+  std::map<std::string, std::string> steps;  // step id → status
+  json finished;
+};
+
+Parsed parse(const std::string& output) {
+  Parsed p;
+  std::istringstream in(output);
+  for (const auto& e : parse_perflog(in).events) {
+    if (e.event == "INFER_STEP") p.steps[e.value["step"]] = e.value["status"];
+    if (e.event == perflog_event::kFinished) p.finished = e.value;
+  }
+  return p;
+}
+
+class InferCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists(std::string(kData) + "/t10k-images-idx3-ubyte.gz")) return;
+    checkpoint_dir_ = new test::TempDir();
+    const Result r = xpuperf({"--root", kRoot, "train", "--case", "lenet5", "--vendor", "cpu", "--hardware", "CPU",
+                              "--data-dir", kData, "--set", "max_epochs=1", "--set",
+                              "save_checkpoint=" + checkpoint_dir_->path() + "/lenet5.pt"},
+                             kRoot, {}, 120);
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { delete checkpoint_dir_; }
+  void SetUp() override {
+    if (!fs::exists(std::string(kData) + "/t10k-images-idx3-ubyte.gz"))
+      GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+  }
+  static std::string checkpoint() { return checkpoint_dir_->path() + "/lenet5.pt"; }
+  Result infer(std::vector<std::string> sets) {
+    std::vector<std::string> args = {"--root", kRoot, "infer", "--case", "lenet5:libtorch", "--data-dir", kData,
+                                     "--set", "latency_queries=50"};
+    for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+    return xpuperf(args, kRoot, {}, 120);
+  }
+  static test::TempDir* checkpoint_dir_;
+};
+test::TempDir* InferCli::checkpoint_dir_ = nullptr;
+
+TEST_F(InferCli, StandardPathRunsEveryStepAndBothPathsAgree) {
+  const Result r = infer({"checkpoint=" + checkpoint()});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Parsed p = parse(r.output);
+  EXPECT_EQ(p.steps.size(), 7u) << r.output;
+  for (const char* s : {"a_config", "b_data_model", "c_validation", "e_compile", "f_inference", "g_results"})
+    EXPECT_EQ(p.steps.at(s).rfind("ran", 0), 0u) << s << ": " << p.steps.at(s);
+  EXPECT_TRUE(has(p.steps.at("d_export"), "no ONNX exporter yet")) << p.steps.at("d_export");
+  const json& f = p.finished;
+  EXPECT_EQ(f["samples"], 10000.0);
+  EXPECT_GT(f["validation_accuracy"].get<double>(), 0.8);  // one epoch of training
+  EXPECT_DOUBLE_EQ(f["validation_accuracy"].get<double>(), f["inference_accuracy"].get<double>());
+  for (const char* k : {"validation_whole", "validation_core", "inference_whole", "inference_core"})
+    EXPECT_GT(f[k].get<double>(), 0.0) << k;
+  EXPECT_GE(f["validation_core"].get<double>(), f["validation_whole"].get<double>());  // core excludes loading
+  EXPECT_EQ(f["latency"][0]["batch_size"], 1);
+  EXPECT_EQ(f["latency"][0]["queries"], 50);
+  EXPECT_LE(f["latency"][0]["p50_ms"].get<double>(), f["latency"][0]["p99_ms"].get<double>());
+  EXPECT_FALSE(f["foo_time_flagged"].get<bool>());
+  EXPECT_FALSE(f.contains("caveat"));
+  EXPECT_TRUE(has(r.output, "| inference_core (items/s) |")) << r.output;
+}
+
+TEST_F(InferCli, CompilerNullRunsValidationOnly) {
+  const Result r = infer({"checkpoint=" + checkpoint(), "compiler=null"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Parsed p = parse(r.output);
+  EXPECT_EQ(p.steps.at("e_compile"), "skipped: compiler null");
+  EXPECT_EQ(p.steps.at("f_inference"), "skipped: compiler null");
+  EXPECT_TRUE(p.finished["inference_core"].is_null());
+  EXPECT_GT(p.finished["validation_core"].get<double>(), 0.0);
+}
+
+TEST_F(InferCli, NoValidationNeedsAnOnnxPath) {
+  const Result r = infer({"no_validation=true"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "no_validation: true (--set no_validation=true) needs exist_onnx_path")) << r.output;
+}
+
+TEST_F(InferCli, NoValidationWithGivenFilesGoesStraightToInference) {
+  const Result r = infer({"no_validation=true", "exist_onnx_path=foo", "exist_compiler_path=" + checkpoint()});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Parsed p = parse(r.output);
+  EXPECT_EQ(p.steps.at("c_validation"), "skipped: no_validation");
+  EXPECT_TRUE(has(p.steps.at("d_export"), "skipped")) << p.steps.at("d_export");
+  EXPECT_TRUE(has(p.steps.at("e_compile"), "skipped: exist_compiler_path")) << p.steps.at("e_compile");
+  EXPECT_EQ(p.steps.at("f_inference"), "ran");
+  EXPECT_TRUE(p.finished["validation_core"].is_null());
+  EXPECT_GT(p.finished["inference_accuracy"].get<double>(), 0.8);
+}
+
+TEST_F(InferCli, GivenOnnxPathSkipsExportOnly) {
+  const Result r = infer({"checkpoint=" + checkpoint(), "exist_onnx_path=/somewhere/model.onnx"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Parsed p = parse(r.output);
+  EXPECT_EQ(p.steps.at("d_export"), "skipped: exist_onnx_path /somewhere/model.onnx");
+  EXPECT_EQ(p.steps.at("c_validation"), "ran");
+  EXPECT_EQ(p.steps.at("f_inference"), "ran");
+}
+
+TEST_F(InferCli, Bf16OnTheCpuKeepsTheAccuracy) {
+  const Result r = infer({"checkpoint=" + checkpoint(), "fp16=true"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json& f = parse(r.output).finished;
+  EXPECT_TRUE(has(f["engine"].get<std::string>(), "bfloat16")) << f.dump();
+  EXPECT_NEAR(f["inference_accuracy"].get<double>(), f["validation_accuracy"].get<double>(), 0.01);
+}
+
+TEST_F(InferCli, ErrorsNameTheKeyAndWhatToDo) {
+  const Result engine = infer({"compiler=tensorrt"});
+  EXPECT_EQ(engine.code, 1);
+  EXPECT_TRUE(has(engine.output, "compiler 'tensorrt'")) << engine.output;
+  EXPECT_TRUE(has(engine.output, "built: libtorch")) << engine.output;
+  const Result missing = infer({"checkpoint=/nope/lenet5.pt"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_TRUE(has(missing.output, "checkpoint '/nope/lenet5.pt' does not exist")) << missing.output;
+  const Result key = infer({"batchsize=3"});
+  EXPECT_EQ(key.code, 1);
+  EXPECT_TRUE(has(key.output, "did you mean 'batch_size'")) << key.output;
+  const Result random = infer({});
+  EXPECT_EQ(random.code, 0) << random.output;
+  EXPECT_TRUE(has(parse(random.output).finished.value("caveat", ""), "random weights")) << random.output;
+}
+
+}  // namespace
+}  // namespace xpuperf
