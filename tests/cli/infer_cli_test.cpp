@@ -40,10 +40,10 @@ class InferCli : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!fs::exists(std::string(kData) + "/t10k-images-idx3-ubyte.gz")) return;
     checkpoint_dir_ = new test::TempDir();
-    const Result r = xpuperf({"--root", kRoot, "train", "--case", "lenet5", "--vendor", "cpu", "--hardware", "CPU",
-                              "--data-dir", kData, "--set", "max_epochs=1", "--set",
-                              "save_checkpoint=" + checkpoint_dir_->path() + "/lenet5.pt"},
-                             kRoot, {}, 120);
+    const Result r =
+        xpuperf({"--root", kRoot, "train", "--case", "lenet5", "--vendor", "cpu", "--hardware", "CPU", "--data-dir",
+                 kData, "--set", "max_epochs=1", "--set", "save_checkpoint=" + checkpoint_dir_->path() + "/lenet5.pt"},
+                kRoot, {}, 120);
     ASSERT_EQ(r.code, 0) << r.output;
   }
   static void TearDownTestSuite() { delete checkpoint_dir_; }
@@ -53,8 +53,8 @@ class InferCli : public ::testing::Test {
   }
   static std::string checkpoint() { return checkpoint_dir_->path() + "/lenet5.pt"; }
   Result infer(std::vector<std::string> sets) {
-    std::vector<std::string> args = {"--root", kRoot, "infer", "--case", "lenet5:libtorch", "--data-dir", kData,
-                                     "--set", "latency_queries=50"};
+    std::vector<std::string> args = {
+        "--root", kRoot, "infer", "--case", "lenet5:libtorch", "--data-dir", kData, "--set", "latency_queries=50"};
     for (const auto& s : sets) args.insert(args.end(), {"--set", s});
     return xpuperf(args, kRoot, {}, 120);
   }

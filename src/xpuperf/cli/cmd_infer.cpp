@@ -50,18 +50,24 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
     for (const auto& text : opts.sets)
       if (auto o = parse_set_override(text, diags)) overrides.push_back(*o);
     for (const auto& o : overrides)
-      if (check_against_base(defaults, o.key, o.value, o.source, o.source.file, diags)) config->set(o.key, o.value, o.source);
+      if (check_against_base(defaults, o.key, o.value, o.source, o.source.file, diags))
+        config->set(o.key, o.value, o.source);
   }
   std::cerr << diags.format(Severity::Warning);
   if (!config || diags.has_errors()) return 1;
 #ifndef XPUPERF_HAVE_TORCH
-  throw CommandError("this xpuperf was built without LibTorch, so it cannot run inference cases: install "
-                     "libtorch-dev (scripts/install-deps.sh does) and rebuild");
+  throw CommandError(
+      "this xpuperf was built without LibTorch, so it cannot run inference cases: install "
+      "libtorch-dev (scripts/install-deps.sh does) and rebuild");
 #else
-  infer::InferRequest request{opts.name, opts.framework, opts.vendor, *config,
-                              chip_peak(repo, opts.vendor, opts.hardware.empty() && opts.vendor == "cpu" ? "CPU" : opts.hardware,
-                                        config->get_bool("fp16")),
-                              opts.out};
+  infer::InferRequest request{
+      opts.name,
+      opts.framework,
+      opts.vendor,
+      *config,
+      chip_peak(repo, opts.vendor, opts.hardware.empty() && opts.vendor == "cpu" ? "CPU" : opts.hardware,
+                config->get_bool("fp16")),
+      opts.out};
   return infer::run_inference(request, std::cout, std::cerr);
 #endif
 }
@@ -69,7 +75,8 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
 }  // namespace
 
 void add_infer_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
-  auto* cmd = app.add_subcommand("infer", "Run one inference case through seed 004's seven steps and print its figures");
+  auto* cmd =
+      app.add_subcommand("infer", "Run one inference case through seed 004's seven steps and print its figures");
   cmd->footer(
       "Config: cases/inference/<case>/{configurations,parameters}.yaml < vendors/<v>/inference/"
       "<case>_configurations.yaml < --data-dir, --set. The switches compiler, no_validation, exist_onnx_path and "

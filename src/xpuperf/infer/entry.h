@@ -13,9 +13,9 @@ struct InferRequest {
   std::string name;       // the case, e.g. lenet5
   std::string framework;  // libtorch
   std::string vendor;
-  Config config;              // merged (core/inference_config.h), with --set applied
-  double peak_tflops = 0;     // the chip's peak at the case's precision, for MFU; 0: unknown
-  std::string out_dir;        // where an exported model goes
+  Config config;           // merged (core/inference_config.h), with --set applied
+  double peak_tflops = 0;  // the chip's peak at the case's precision, for MFU; 0: unknown
+  std::string out_dir;     // where an exported model goes
 };
 
 // Runs the pipeline, printing PerfLog events (one INFER_STEP per step, ran or skipped and why,

@@ -59,7 +59,7 @@ bool register_inference_case(const std::string& name, const std::string& framewo
 std::unique_ptr<InferenceCase> make_inference_case(const std::string& name, const std::string& framework);
 std::vector<std::string> registered_inference_cases();  // "case:framework"
 
-#define XPUPERF_REGISTER_INFERENCE_CASE(name, framework, Type)                             \
+#define XPUPERF_REGISTER_INFERENCE_CASE(name, framework, Type)                                       \
   static const bool xpuperf_registered_inference_##Type = ::xpuperf::infer::register_inference_case( \
       name, framework, [] { return std::unique_ptr<::xpuperf::infer::InferenceCase>(new Type()); })
 

@@ -47,11 +47,13 @@ class LeNet5Inference : public infer::InferenceCase {
     LeNet5 model;
     const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
     if (path.empty()) {
-      caveat_ = "random weights (no checkpoint): accuracy is chance; train one with xpuperf train --case lenet5 "
-                "--set save_checkpoint=FILE and set checkpoint: FILE";
+      caveat_ =
+          "random weights (no checkpoint): accuracy is chance; train one with xpuperf train --case lenet5 "
+          "--set save_checkpoint=FILE and set checkpoint: FILE";
     } else {
       if (!std::filesystem::exists(path))
-        throw ConfigError("checkpoint '" + path + "' does not exist (write one with xpuperf train --case lenet5 --set "
+        throw ConfigError("checkpoint '" + path +
+                          "' does not exist (write one with xpuperf train --case lenet5 --set "
                           "save_checkpoint=FILE)");
       torch::serialize::InputArchive archive;
       archive.load_from(path, torch::kCPU);
