@@ -13,6 +13,8 @@ packages=(
   libtorch-dev libgloo-dev
   # base cases on the CPU: BLAS for the FP64/FP32 GEMMs
   libopenblas-dev
+  # inference: ONNX export and the OpenCV engine
+  libonnx-dev libopencv-dev
   # tests (the ssh and slurm launchers run against a real sshd and a one-node Slurm)
   libgtest-dev libgmock-dev openssh-client openssh-server slurm-wlm
   # report.html is checked in a real browser

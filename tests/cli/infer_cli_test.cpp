@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -53,12 +54,13 @@ class InferCli : public ::testing::Test {
   }
   static std::string checkpoint() { return checkpoint_dir_->path() + "/lenet5.pt"; }
   Result infer(std::vector<std::string> sets) {
-    std::vector<std::string> args = {
-        "--root", kRoot, "infer", "--case", "lenet5:libtorch", "--data-dir", kData, "--set", "latency_queries=50"};
+    std::vector<std::string> args = {"--root", kRoot,   "infer",    "--case", "lenet5:libtorch",   "--data-dir",
+                                     kData,    "--out", out.path(), "--set",  "latency_queries=50"};
     for (const auto& s : sets) args.insert(args.end(), {"--set", s});
     return xpuperf(args, kRoot, {}, 120);
   }
   static test::TempDir* checkpoint_dir_;
+  test::TempDir out;
 };
 test::TempDir* InferCli::checkpoint_dir_ = nullptr;
 
@@ -69,7 +71,8 @@ TEST_F(InferCli, StandardPathRunsEveryStepAndBothPathsAgree) {
   EXPECT_EQ(p.steps.size(), 7u) << r.output;
   for (const char* s : {"a_config", "b_data_model", "c_validation", "e_compile", "f_inference", "g_results"})
     EXPECT_EQ(p.steps.at(s).rfind("ran", 0), 0u) << s << ": " << p.steps.at(s);
-  EXPECT_TRUE(has(p.steps.at("d_export"), "no ONNX exporter yet")) << p.steps.at("d_export");
+  EXPECT_EQ(p.steps.at("d_export"), "ran: " + out.path() + "/lenet5.onnx");
+  EXPECT_TRUE(fs::exists(out.path() + "/lenet5.onnx"));
   const json& f = p.finished;
   EXPECT_EQ(f["samples"], 10000.0);
   EXPECT_GT(f["validation_accuracy"].get<double>(), 0.8);  // one epoch of training
@@ -130,11 +133,36 @@ TEST_F(InferCli, Bf16OnTheCpuKeepsTheAccuracy) {
   EXPECT_NEAR(f["inference_accuracy"].get<double>(), f["validation_accuracy"].get<double>(), 0.01);
 }
 
+TEST_F(InferCli, ExportedOnnxRunInOpenCvMatchesLibTorch) {
+  const Result r = infer({"checkpoint=" + checkpoint(), "compiler=opencv"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json& f = parse(r.output).finished;
+  EXPECT_TRUE(has(f["engine"].get<std::string>(), "opencv dnn")) << f.dump();
+  EXPECT_LT(f["max_abs_diff_vs_validation"].get<double>(), 1e-4) << f.dump();
+  EXPECT_NEAR(f["inference_accuracy"].get<double>(), f["validation_accuracy"].get<double>(), 1e-3);
+
+  // The adapted-case path of seed 004: no model, the ONNX file given, straight to the engine.
+  const std::string onnx = out.path() + "/given.onnx";
+  fs::copy_file(out.path() + "/lenet5.onnx", onnx);
+  const Result given = infer({"compiler=opencv", "no_validation=true", "exist_onnx_path=" + onnx});
+  ASSERT_EQ(given.code, 0) << given.output;
+  const Parsed p = parse(given.output);
+  EXPECT_EQ(p.steps.at("d_export"), "skipped: no_validation (no model to export)");
+  EXPECT_TRUE(has(p.steps.at("e_compile"), "ran: opencv dnn")) << p.steps.at("e_compile");
+  EXPECT_GT(p.finished["inference_accuracy"].get<double>(), 0.8);
+
+  const std::string bad = out.path() + "/bad.onnx";
+  std::ofstream(bad) << "not a model";
+  const Result broken = infer({"compiler=opencv", "no_validation=true", "exist_onnx_path=" + bad});
+  EXPECT_EQ(broken.code, 1);
+  EXPECT_TRUE(has(broken.output, "OpenCV cannot read " + bad)) << broken.output;
+}
+
 TEST_F(InferCli, ErrorsNameTheKeyAndWhatToDo) {
   const Result engine = infer({"compiler=tensorrt"});
   EXPECT_EQ(engine.code, 1);
   EXPECT_TRUE(has(engine.output, "compiler 'tensorrt'")) << engine.output;
-  EXPECT_TRUE(has(engine.output, "built: libtorch")) << engine.output;
+  EXPECT_TRUE(has(engine.output, "built: libtorch, opencv")) << engine.output;
   const Result missing = infer({"checkpoint=/nope/lenet5.pt"});
   EXPECT_EQ(missing.code, 1);
   EXPECT_TRUE(has(missing.output, "checkpoint '/nope/lenet5.pt' does not exist")) << missing.output;

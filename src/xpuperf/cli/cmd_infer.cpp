@@ -1,5 +1,6 @@
 // `xpuperf infer`: one inference case through seed 004's seven steps (src/xpuperf/infer/).
 
+#include <filesystem>
 #include <iostream>
 
 #include "xpuperf/cli/commands.h"
@@ -20,7 +21,7 @@ struct InferOptions {
   std::string vendor = "cpu";
   std::string hardware;
   std::string data_dir;
-  std::string out = ".";
+  std::string out = "results/export";
   std::vector<std::string> sets;
 };
 
@@ -60,6 +61,9 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
       "this xpuperf was built without LibTorch, so it cannot run inference cases: install "
       "libtorch-dev (scripts/install-deps.sh does) and rebuild");
 #else
+  std::error_code ec;
+  std::filesystem::create_directories(opts.out, ec);
+  if (ec) throw CommandError("--out " + opts.out + ": cannot create it: " + ec.message());
   infer::InferRequest request{
       opts.name,
       opts.framework,

@@ -45,6 +45,7 @@ void sync(const torch::Device& device) {
 struct PassResult {
   double whole = 0, core = 0, foo = 0;
   Evaluation evaluation;
+  torch::Tensor first_outputs;  // of the first batch, float32 on the CPU
 };
 
 // `repeat` passes over the batches after one untimed warm-up batch; the accuracy is the first
@@ -69,7 +70,11 @@ PassResult timed_passes(const Batches& batches, int repeat, const torch::Device&
       sync(device);
       r.core += now() - t0 - foo;
       r.foo += foo;
-      if (pass == 0) c.evaluator(out.to(torch::kCPU).to(torch::kFloat), batches.labels[i], r.evaluation);
+      if (pass == 0) {
+        const torch::Tensor host = out.to(torch::kCPU).to(torch::kFloat);
+        c.evaluator(host, batches.labels[i], r.evaluation);
+        if (i == 0) r.first_outputs = host;
+      }
     }
   }
   r.whole = now() - start - r.foo;
@@ -140,6 +145,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
     const Batches batches = c->build_dataloader(ctx);
     std::shared_ptr<torch::nn::Module> model;
     if (!no_validation) model = c->create_model(ctx, "");
+    torch::Tensor validation_outputs;  // of the first batch, to compare the engine's with
     step("b_data_model", "ran: " + batches.description + (model ? "" : "; no model (no_validation)"));
 
     json figures = {{"validation_whole", nullptr}, {"validation_core", nullptr}, {"validation_accuracy", nullptr},
@@ -157,6 +163,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       figures["validation_whole"] = samples / v.whole;
       figures["validation_core"] = samples / v.core;
       figures["validation_accuracy"] = v.evaluation.value();
+      validation_outputs = v.first_outputs;
       figures["metric"] = v.evaluation.metric;
       step("c_validation", "ran");
     }
@@ -194,6 +201,10 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       figures["foo_time"] = f.foo;
       figures["foo_time_flagged"] = f.foo != 0.0;  // seed 004: any non-zero foo_time is reviewed
       figures["engine"] = engine->describe();
+      // The engine's outputs against the framework's on the same first batch.
+      if (validation_outputs.defined() && f.first_outputs.defined() &&
+          validation_outputs.sizes() == f.first_outputs.sizes())
+        figures["max_abs_diff_vs_validation"] = (f.first_outputs - validation_outputs).abs().max().item<double>();
       const double flops = config.get_number("flops") > 0 ? config.get_number("flops") : c->flops_per_sample();
       if (request.peak_tflops > 0 && flops > 0)
         figures["mfu"] = flops * (samples / f.core) / (request.peak_tflops * 1e12);

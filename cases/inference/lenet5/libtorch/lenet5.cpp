@@ -7,6 +7,9 @@
 
 #include "cases/training/lenet5/libtorch/lenet5_model.h"
 #include "xpuperf/infer/inference_case.h"
+#ifdef XPUPERF_HAVE_ONNX
+#include "xpuperf/infer/onnx_export.h"
+#endif
 
 namespace xpuperf::cases {
 namespace {
@@ -73,8 +76,46 @@ class LeNet5Inference : public infer::InferenceCase {
     e.count += static_cast<double>(labels.size(0));
   }
 
-  double flops_per_sample() const override { return 2 * LeNet5Impl::forward_macs(); }
-  std::string caveat() const override { return caveat_; }
+#ifdef XPUPERF_HAVE_ONNX
+  // The same layers as LeNet5Impl::forward, as ONNX nodes.
+  std::string export_model(torch::nn::Module& module, const infer::InferContext&, const std::string& dir) override {
+    using infer::onnx_export::Attribute;
+    auto& m = dynamic_cast<LeNet5Impl&>(module);
+    infer::onnx_export::Graph g("lenet5");
+    for (const auto& p : m.named_parameters()) {
+      const torch::Tensor t = p.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
+      g.initializer(p.key(), t.sizes().vec(), std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()));
+    }
+    const auto kernel5 = Attribute::ints_of("kernel_shape", {5, 5});
+    const std::vector<Attribute> pool = {Attribute::ints_of("kernel_shape", {2, 2}),
+                                         Attribute::ints_of("strides", {2, 2})};
+    g.input("image", {1, 28, 28});
+    g.node("Conv", {"image", "conv1.weight", "conv1.bias"}, "conv1",
+           {kernel5, Attribute::ints_of("pads", {2, 2, 2, 2})});
+    g.node("Relu", {"conv1"}, "relu1");
+    g.node("MaxPool", {"relu1"}, "pool1", pool);
+    g.node("Conv", {"pool1", "conv2.weight", "conv2.bias"}, "conv2", {kernel5});
+    g.node("Relu", {"conv2"}, "relu2");
+    g.node("MaxPool", {"relu2"}, "pool2", pool);
+    g.node("Flatten", {"pool2"}, "flat", {Attribute::int_of("axis", 1)});
+    g.node("Gemm", {"flat", "fc1.weight", "fc1.bias"}, "fc1", {Attribute::int_of("transB", 1)});
+    g.node("Relu", {"fc1"}, "relu3");
+    g.node("Gemm", {"relu3", "fc2.weight", "fc2.bias"}, "fc2", {Attribute::int_of("transB", 1)});
+    g.node("Relu", {"fc2"}, "relu4");
+    g.node("Gemm", {"relu4", "fc3.weight", "fc3.bias"}, "logits", {Attribute::int_of("transB", 1)});
+    g.output("logits", {kClasses});
+    const std::string path = dir + "/lenet5.onnx";
+    g.save(path);
+    return path;
+  }
+#endif
+
+  double flops_per_sample() const override {
+    return 2 * LeNet5Impl::forward_macs();
+  }
+  std::string caveat() const override {
+    return caveat_;
+  }
 
  private:
   std::string caveat_;
