@@ -174,5 +174,32 @@ TEST_F(InferCli, ErrorsNameTheKeyAndWhatToDo) {
   EXPECT_TRUE(has(parse(random.output).finished.value("caveat", ""), "random weights")) << random.output;
 }
 
+TEST_F(InferCli, PlanRunsInferenceRoundsIntoTheSummary) {
+  test::TempDir dir;
+  const std::string plan =
+      dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
+                                 "/results\ninference:\n  \"lenet5:libtorch:CPU:2\": {data_dir: " + kData +
+                                 ", checkpoint: " + checkpoint() + ", compiler: opencv, latency_queries: 20}\n");
+  const Result r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 120);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "lenet5:infer-libtorch:CPU:1:1:2 round 2/2 ... ok: inference_core")) << r.output;
+  const std::string run = run_folder_in(dir.path() + "/results");
+  std::ifstream in(run + "/summary.json");
+  const json s = json::parse(in);
+  ASSERT_EQ(s["cases"].size(), 1u);
+  const json& c = s["cases"][0];
+  EXPECT_EQ(c["case"], "lenet5:libtorch:CPU:2");
+  EXPECT_EQ(c["family"], "inference");
+  EXPECT_EQ(c["aggregate"]["inference_core"]["n"], 2);
+  EXPECT_GT(c["aggregate"]["inference_accuracy"]["median"].get<double>(), 0.8);
+  // The exported model stays in the round's node folder.
+  EXPECT_TRUE(fs::exists(run + "/lenet5_infer-libtorch_CPU_1_1_2/round1/localhost_noderank0/lenet5.onnx"));
+  const std::string md = test::read_file(run + "/summary.md");
+  EXPECT_TRUE(has(md, "| lenet5:libtorch:CPU:2 | 2 / 2 |")) << md;
+  const Result again = xpuperf({"--root", kRoot, "check", run + "/plan.yaml"}, dir.path());
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_TRUE(has(again.output, "inference lenet5:libtorch:CPU:2")) << again.output;
+}
+
 }  // namespace
 }  // namespace xpuperf

@@ -6,6 +6,7 @@
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/core/base_config.h"
+#include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/plan.h"
 
 namespace xpuperf::cli {
@@ -56,6 +57,9 @@ int run_check(const GlobalOptions& global, const std::string& plan_path, bool qu
   for (const auto& c : plan->cases) {
     if (is_base_key(c.key))
       std::cout << "  base " << base_key_text(c.key) << (c.sets.empty() ? "" : "  set: " + join_sets(c.sets)) << "\n";
+    else if (is_inference_key(c.key))
+      std::cout << "  inference " << inference_key_text(c.key) << (c.sets.empty() ? "" : "  set: " + join_sets(c.sets))
+                << "\n";
     else
       std::cout << "  " << c.key.str() << "  data: " << c.data_dir << "\n";
   }

@@ -123,4 +123,37 @@ std::optional<Config> load_inference_config(const Repo& repo, const std::string&
   return merged;
 }
 
+bool apply_inference_overrides(Config& config, const std::vector<Override>& overrides, Diagnostics& diags) {
+  const Config defaults = config;
+  bool ok = true;
+  for (const auto& o : overrides) {
+    if (check_against_base(defaults, o.key, o.value, o.source, o.source.file, diags))
+      config.set(o.key, o.value, o.source);
+    else
+      ok = false;
+  }
+  return ok;
+}
+
+std::optional<CaseKey> parse_inference_key(const std::string& text, const Source& where, Diagnostics& diags) {
+  std::vector<std::string> f;
+  std::size_t start = 0;
+  while (true) {
+    const auto colon = text.find(':', start);
+    f.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  if (f.size() != 4) {
+    diags.error(where, "inference case '" + text + "' must be case:framework:hardware:repeat",
+                "e.g. lenet5:libtorch:CPU:1");
+    return std::nullopt;
+  }
+  return parse_case_key(f[0] + ":" + kInferencePrefix + f[1] + ":" + f[2] + ":1:1:" + f[3], where, diags);
+}
+
+std::string inference_key_text(const CaseKey& key) {
+  return key.model + ":" + inference_framework(key) + ":" + key.hardware + ":" + std::to_string(key.repeat);
+}
+
 }  // namespace xpuperf

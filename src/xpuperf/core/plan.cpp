@@ -7,6 +7,7 @@
 #include <set>
 
 #include "xpuperf/core/base_config.h"
+#include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/training_config.h"
 
 namespace xpuperf {
@@ -16,7 +17,7 @@ const std::vector<std::string>& plan_keys() {
   static const std::vector<std::string> keys = {
       "vendor",          "log_dir",     "log_level",           "hosts",    "ssh",          "launcher",
       "slurm_partition", "master_port", "visible_devices_env", "shm_size", "clear_caches", "case_time_limit",
-      "monitor_period",  "history_db",  "deploy_path",         "cases",    "base"};
+      "monitor_period",  "history_db",  "deploy_path",         "cases",    "base",         "inference"};
   return keys;
 }
 
@@ -180,22 +181,24 @@ void check_node_count(const Plan& plan, const CaseKey& key, const std::string& t
                 "add hosts, or lower nnodes");
 }
 
-// base: {"metric:hardware:nnodes:nproc:repeat": null or {key: value, ...}}
-void read_base_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
-  const ConfigEntry* e = raw.find("base");
+// base: {"metric:hardware:nnodes:nproc:repeat": null or {key: value, ...}}, and the same for
+// inference: {"case:framework:hardware:repeat": ...}.
+using KeyParser = std::optional<CaseKey> (*)(const std::string&, const Source&, Diagnostics&);
+void read_keyed_section(const Config& raw, const std::string& section, KeyParser parse, const std::string& example,
+                        Plan& plan, Diagnostics& diags) {
+  const ConfigEntry* e = raw.find(section);
   if (!e) return;
   if (!e->value.IsMap()) {
-    diags.error(e->source, "'base' must map base case keys to overrides (or nothing)",
-                "e.g. base: {\"computation-FP32:CPU:1:1:1\": {cpu_size: 512}, \"main_memory-bandwidth:CPU:1:1:1\": }");
+    diags.error(e->source, "'" + section + "' must map case keys to overrides (or nothing)", "e.g. " + example);
     return;
   }
   std::set<std::string> seen;
   for (const auto& kv : e->value) {
     const Source where = line_of(kv.first, e->source.file);
     const std::string text = kv.first.Scalar();
-    auto key = parse_base_key(text, where, diags);
+    auto key = parse(text, where, diags);
     if (!key) continue;
-    if (!seen.insert(key->str()).second) diags.error(where, "base case '" + text + "' is listed twice");
+    if (!seen.insert(key->str()).second) diags.error(where, "case '" + text + "' is listed twice");
     PlanCase c{*key, "", where, {}};
     if (kv.second.IsMap()) {
       for (const auto& o : kv.second) {
@@ -222,8 +225,8 @@ void read_base_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
 void read_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
   const ConfigEntry* e = raw.find("cases");
   if (!e) {
-    if (!raw.has("base"))
-      diags.error({raw.origin(), 0}, "missing required key 'cases' (or 'base')",
+    if (!raw.has("base") && !raw.has("inference"))
+      diags.error({raw.origin(), 0}, "missing required key 'cases' (or 'base', 'inference')",
                   "add cases: {\"<model>:<framework>:<hardware>:<nnodes>:<nproc>:<repeat>\": <data dir>}");
     return;
   }
@@ -311,8 +314,13 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
   if (!plan.deploy_path.empty() && plan.deploy_path[0] != '/')
     diags.error(raw->at("deploy_path").source,
                 "'deploy_path' must be an absolute path, got '" + plan.deploy_path + "'");
-  read_base_cases(*raw, plan, diags);
+  read_keyed_section(*raw, "base", parse_base_key,
+                     "base: {\"computation-FP32:CPU:1:1:1\": {cpu_size: 512}, \"main_memory-bandwidth:CPU:1:1:1\": }",
+                     plan, diags);
   read_cases(*raw, plan, diags);
+  read_keyed_section(*raw, "inference", parse_inference_key,
+                     "inference: {\"lenet5:libtorch:CPU:1\": {data_dir: /usr/share/datasets/fashion-mnist}}", plan,
+                     diags);
   return plan;
 }
 
@@ -346,6 +354,14 @@ void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags) {
       for (const auto& text : c.sets)
         if (auto o = parse_set_override(text, diags)) request.sets.push_back({o->key, o->value, c.source});
       load_base_config(repo, request, diags);
+      continue;
+    }
+    if (is_inference_key(c.key)) {
+      auto config = load_inference_config(repo, c.key.model, plan.vendor, c.source, plan_keys(), diags);
+      std::vector<Override> overrides;
+      for (const auto& text : c.sets)
+        if (auto o = parse_set_override(text, diags)) overrides.push_back({o->key, o->value, c.source});
+      if (config) apply_inference_overrides(*config, overrides, diags);
       continue;
     }
     TrainingConfigRequest request{c.key, plan.vendor, c.data_dir, c.source, vendor_line, c.source, {}};

@@ -24,7 +24,7 @@ struct PlanCase {
   CaseKey key;                    // base cases: framework "base" (base_config.h)
   std::string data_dir;           // empty for base cases
   Source source;                  // the plan line of the case
-  std::vector<std::string> sets;  // base cases: the plan's overrides, as key=value
+  std::vector<std::string> sets;  // base and inference cases: the plan's overrides, as key=value
 };
 
 struct Plan {
@@ -45,7 +45,7 @@ struct Plan {
   std::string history_db;   // the run history; empty: the default (report/history.h); "none": off  // seconds between
                             // monitor samples (0.1 at least)
   std::string deploy_path;  // where xpuperf lives on every host; empty: this checkout
-  std::vector<PlanCase> cases;  // the `base:` cases first, then `cases:`, each in plan order
+  std::vector<PlanCase> cases;  // `base:` first, then `cases:`, then `inference:`, each in plan order
   Config raw;                   // the plan as written, with sources
 };
 

@@ -16,7 +16,9 @@ struct Attribute {
   std::int64_t value = 0;          // an int attribute, when `ints` is empty and `list` is false
   bool list = true;
 
-  static Attribute ints_of(std::string name, std::vector<std::int64_t> v) { return {std::move(name), std::move(v), 0, true}; }
+  static Attribute ints_of(std::string name, std::vector<std::int64_t> v) {
+    return {std::move(name), std::move(v), 0, true};
+  }
   static Attribute int_of(std::string name, std::int64_t v) { return {std::move(name), {}, v, false}; }
 };
 

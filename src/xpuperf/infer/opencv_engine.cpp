@@ -2,7 +2,6 @@
 // CPU. It proves the export: its outputs are compared with LibTorch's in step (g).
 
 #include <opencv2/dnn.hpp>
-
 #include <stdexcept>
 
 #include "xpuperf/infer/engine.h"

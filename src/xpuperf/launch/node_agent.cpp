@@ -14,7 +14,9 @@
 
 #include "xpuperf/core/base_config.h"
 #include "xpuperf/core/files.h"
+#include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/perflog.h"
+#include "xpuperf/core/plan.h"
 #include "xpuperf/core/process.h"
 #include "xpuperf/core/rank_env.h"
 #include "xpuperf/core/repo.h"
@@ -151,7 +153,14 @@ int run_node(const NodeRequest& original) {
   const auto key = parse_case_key(request.case_key, {"--case-key", 0}, diags);
   std::optional<Config> config;
   const bool base = key && is_base_key(*key);
-  if (base) {
+  const bool inference = key && is_inference_key(*key);
+  if (inference) {
+    config = load_inference_config(Repo(request.root), key->model, request.vendor, {"plan", 0}, plan_keys(), diags);
+    std::vector<Override> overrides;
+    for (const auto& text : request.sets)
+      if (auto o = parse_set_override(text, diags)) overrides.push_back(*o);
+    if (config && !apply_inference_overrides(*config, overrides, diags)) config.reset();
+  } else if (base) {
     BaseConfigRequest config_request{key->model, request.vendor, {}, {"plan", 0}};
     for (const auto& text : request.sets)
       if (auto o = parse_set_override(text, diags)) config_request.sets.push_back(*o);
@@ -207,7 +216,13 @@ int run_node(const NodeRequest& original) {
     env.master_addr = request.master_addr;
     env.master_port = request.master_port;
     ProcessSpec spec;
-    if (base) {
+    if (inference) {
+      spec.argv = {"/proc/self/exe", "--root",       request.root,  "infer",
+                   "--case",         key->model,     "--framework", inference_framework(*key),
+                   "--vendor",       request.vendor, "--hardware",  key->hardware,
+                   "--out",          request.out_dir};
+      for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
+    } else if (base) {
       spec.argv = {"/proc/self/exe", "--root",       request.root, "base",       key->model,
                    "--vendor",       request.vendor, "--hardware", key->hardware};
       for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});

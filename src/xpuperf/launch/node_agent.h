@@ -14,7 +14,7 @@ struct NodeRequest {
   std::string case_key;  // model:framework:hardware:nnodes:nproc:repeat
   std::string vendor;
   std::string data_dir;
-  std::vector<std::string> sets;  // base cases: overrides, key=value
+  std::vector<std::string> sets;  // base and inference cases: overrides, key=value
   int node_rank = 0;
   std::string node_addr;  // this host's address as the plan names it (Gloo binds to it)
   std::string master_addr = "127.0.0.1";

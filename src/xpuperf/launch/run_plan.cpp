@@ -13,6 +13,7 @@
 
 #include "xpuperf/core/base_config.h"
 #include "xpuperf/core/files.h"
+#include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/version.h"
@@ -97,14 +98,20 @@ std::string plan_as_run(const Plan& p) {
   out << YAML::Key << "monitor_period" << YAML::Value << p.monitor_period_s;
   out << YAML::Key << "history_db" << YAML::Value << p.history_db;
   out << YAML::Key << "deploy_path" << YAML::Value << p.deploy_path;
-  const auto count = [&](bool base) {
-    return std::count_if(p.cases.begin(), p.cases.end(), [&](const PlanCase& c) { return is_base_key(c.key) == base; });
+  enum Family { kBase, kTraining, kInference };
+  const auto family = [](const PlanCase& c) {
+    return is_base_key(c.key) ? kBase : is_inference_key(c.key) ? kInference : kTraining;
   };
-  if (count(true) > 0) {
-    out << YAML::Key << "base" << YAML::Value << YAML::BeginMap;
+  const auto count = [&](Family f) {
+    return std::count_if(p.cases.begin(), p.cases.end(), [&](const PlanCase& c) { return family(c) == f; });
+  };
+  const auto keyed_section = [&](const char* name, Family f) {
+    if (count(f) == 0) return;
+    out << YAML::Key << name << YAML::Value << YAML::BeginMap;
     for (const auto& c : p.cases) {
-      if (!is_base_key(c.key)) continue;
-      out << YAML::Key << YAML::DoubleQuoted << base_key_text(c.key) << YAML::Value;
+      if (family(c) != f) continue;
+      out << YAML::Key << YAML::DoubleQuoted << (f == kBase ? base_key_text(c.key) : inference_key_text(c.key))
+          << YAML::Value;
       if (c.sets.empty()) {
         out << YAML::Null;
         continue;
@@ -117,13 +124,15 @@ std::string plan_as_run(const Plan& p) {
       out << YAML::EndMap;
     }
     out << YAML::EndMap;
-  }
-  if (count(false) > 0) {
+  };
+  keyed_section("base", kBase);
+  if (count(kTraining) > 0) {
     out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap;
     for (const auto& c : p.cases)
-      if (!is_base_key(c.key)) out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value << c.data_dir;
+      if (family(c) == kTraining) out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value << c.data_dir;
     out << YAML::EndMap;
   }
+  keyed_section("inference", kInference);
   out << YAML::EndMap;
   return std::string("# the plan as run by xpuperf ") + kVersion + " (git " + kGitHash +
          "), every default written out\n" + out.c_str() + "\n";
@@ -133,6 +142,20 @@ std::string fmt(double value, int precision) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(precision) << value;
   return out.str();
+}
+
+// An inference case's headline, as "inference_core 77410.7 items/s, accuracy 0.8700".
+std::string inference_headline(const FinishedInfo& f) {
+  const json& e = f.extra;
+  std::string text;
+  for (const char* key : {"inference_core", "validation_core"})
+    if (e.contains(key) && e[key].is_number()) {
+      text = std::string(key) + " " + fmt(e[key].get<double>(), 1) + " items/s";
+      const char* accuracy = std::string(key) == "inference_core" ? "inference_accuracy" : "validation_accuracy";
+      if (e.contains(accuracy) && e[accuracy].is_number()) text += ", accuracy " + fmt(e[accuracy].get<double>(), 4);
+      break;
+    }
+  return text;
 }
 
 // A base case's first figure, as "median 771.2 TFLOP/s (78.0 % of datasheet)".
@@ -152,7 +175,10 @@ void print_table(const std::vector<RoundRow>& rows) {
             << "| --- | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | --- |\n";
   for (const auto& r : rows) {
     std::string sps = "", converged = "", metric = "", e2e = "";
-    if (r.finished && r.finished->extra.contains("figures")) {
+    if (r.finished && r.finished->extra.contains("steps")) {
+      metric = inference_headline(*r.finished);
+      if (r.finished->e2e_time) e2e = fmt(*r.finished->e2e_time, 1);
+    } else if (r.finished && r.finished->extra.contains("figures")) {
       metric = base_headline(*r.finished);
       if (r.finished->e2e_time) e2e = fmt(*r.finished->e2e_time, 1);
     } else if (r.finished) {
@@ -367,6 +393,7 @@ int run_plan(const Repo& repo, const RunOptions& options) {
           run_round(*launcher, *plan, deployment, c, round, case_dir, chip_peaks(repo, plan->vendor, c.key.hardware));
       std::cout << " " << row.status;
       if (row.finished && row.finished->extra.contains("figures")) std::cout << ": " << base_headline(*row.finished);
+      if (row.finished && row.finished->extra.contains("steps")) std::cout << ": " << inference_headline(*row.finished);
       if (row.finished && row.finished->final_metric) {
         const auto& f = *row.finished;
         std::cout << ": " << (f.converged.value_or(false) ? "converged" : "not converged") << ", "

@@ -206,10 +206,14 @@ std::string report_html(const json& summary, const std::string& run_dir) {
     page << "<h2>" << html_escape(key) << "</h2>\n";
     std::vector<std::pair<std::string, double>> bars;
     const bool base = c.value("family", "") == "base";
-    std::string bar_unit = "samples/s";
+    const bool inference = c.value("family", "") == "inference";
+    std::string bar_unit = inference ? "inference_core, items/s" : "samples/s";
     for (const auto& r : c["rounds"]) {
-      bars.push_back({"round " + std::to_string(r["round"].get<int>()),
-                      r.value(base ? "value" : "training_samples_per_second", 0.0)});
+      bars.push_back(
+          {"round " + std::to_string(r["round"].get<int>()), r.value(base        ? "value"
+                                                                     : inference ? "inference_core"
+                                                                                 : "training_samples_per_second",
+                                                                     0.0)});
       if (base && r.contains("unit")) bar_unit = r.value("figure", "") + ", " + r["unit"].get<std::string>();
     }
     page << svg_bar_chart(base ? "Headline figure per round" : "Throughput per round", bars, bar_unit) << "\n";

@@ -10,6 +10,7 @@
 
 #include "xpuperf/core/base_config.h"
 #include "xpuperf/core/files.h"
+#include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/plan.h"
 #include "xpuperf/core/version.h"
@@ -123,6 +124,13 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
   }
   if (extra.contains("figures") && extra["figures"].is_array() && !extra["figures"].empty())
     add_base_figures(r, extra, monitor_files, nproc);
+  if (extra.contains("steps")) {  // an inference case (seed 004's figures)
+    for (const char* key : {"validation_whole", "validation_core", "inference_whole", "inference_core",
+                            "validation_accuracy", "inference_accuracy", "mfu", "foo_time", "engine", "steps",
+                            "latency", "max_abs_diff_vs_validation", "caveat", "samples", "data"})
+      if (extra.contains(key) && !extra[key].is_null()) r[key] = extra[key];
+    if (extra.contains("latency") && !extra["latency"].empty()) r["latency_p99_ms"] = extra["latency"][0]["p99_ms"];
+  }
   if (!monitor_files.empty()) {
     const auto a = monitor::analyse_monitor_csv(monitor_files, monitor::accelerators_of_round(nproc));
     if (a.round_energy_j() > 0) {
@@ -148,7 +156,14 @@ const char* kAggregated[] = {"training_samples_per_second",
                              "mfu",
                              "value",
                              "mean_power_w",
-                             "perf_per_watt"};
+                             "perf_per_watt",
+                             "validation_whole",
+                             "validation_core",
+                             "inference_whole",
+                             "inference_core",
+                             "validation_accuracy",
+                             "inference_accuracy",
+                             "latency_p99_ms"};
 
 json plan_summary(const fs::path& run, const Plan& plan) {
   json summary = {{"schema", kSummarySchema},
@@ -159,8 +174,13 @@ json plan_summary(const fs::path& run, const Plan& plan) {
   bool have_system = false;
   for (const auto& c : plan.cases) {
     const fs::path case_dir = run / c.key.dir_name();
-    json entry = {{"case", is_base_key(c.key) ? base_key_text(c.key) : c.key.str()},
-                  {"family", is_base_key(c.key) ? "base" : "training"},
+    const bool base = is_base_key(c.key), inference = is_inference_key(c.key);
+    json entry = {{"case", base        ? base_key_text(c.key)
+                           : inference ? inference_key_text(c.key)
+                                       : c.key.str()},
+                  {"family", base        ? "base"
+                             : inference ? "inference"
+                                         : "training"},
                   {"dir", c.key.dir_name()},
                   {"model", c.key.model},
                   {"framework", c.key.framework},
@@ -304,6 +324,27 @@ std::string base_table(const json& s) {
   return md.str();
 }
 
+// Seed 004's four throughputs and both accuracies per inference case (medians over ok rounds).
+std::string inference_table(const json& s) {
+  std::ostringstream md;
+  md << "\n| inference case | rounds ok / run | validation_whole | validation_core | inference_whole | inference_core "
+        "| "
+        "accuracy (validation / engine) | batch-1 p99 (ms) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: "
+        "|\n";
+  for (const auto& c : s["cases"]) {
+    if (c.value("family", "") != "inference") continue;
+    const json& a = c["aggregate"];
+    auto med = [&a](const char* key, int digits) {
+      return a.contains(key) ? fixed(a[key]["median"], digits) : std::string("null");
+    };
+    md << "| " << c["case"].get<std::string>() << " | " << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
+       << " | " << med("validation_whole", 1) << " | " << med("validation_core", 1) << " | "
+       << med("inference_whole", 1) << " | " << med("inference_core", 1) << " | " << med("validation_accuracy", 4)
+       << " / " << med("inference_accuracy", 4) << " | " << med("latency_p99_ms", 3) << " |\n";
+  }
+  return md.str();
+}
+
 std::string summary_markdown(const json& s) {
   std::ostringstream md;
   md << "# xpuperf " << s.value("run", "") << "\n\n";
@@ -315,15 +356,18 @@ std::string summary_markdown(const json& s) {
     md << "; " << s["system"].value("cpu_model", "") << ", " << s["system"].value("cpu_cores", 0) << " cores, "
        << s["system"].value("os", "");
   md << ".\n\n";
-  bool any_base = false, any_training = false;
-  for (const auto& c : s["cases"]) (c.value("family", "training") == "base" ? any_base : any_training) = true;
+  bool any_base = false, any_training = false, any_inference = false;
+  for (const auto& c : s["cases"]) {
+    const std::string family = c.value("family", "training");
+    (family == "base" ? any_base : family == "inference" ? any_inference : any_training) = true;
+  }
   if (any_base) md << base_table(s);
   if (any_training)
     md << "| case | rounds ok / run | converged | samples/s (mean ± std) | CV | 95% CI | olympic mean | final metric "
           "(median) | e2e s (median) | energy/sample (J) |\n"
        << "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |\n";
   for (const auto& c : s["cases"]) {
-    if (c.value("family", "training") == "base") continue;
+    if (c.value("family", "training") != "training") continue;
     const json& a = c["aggregate"];
     md << "| " << c["case"].get<std::string>() << " | " << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
        << " | " << a["rounds_converged"].get<int>() << " | ";
@@ -340,6 +384,7 @@ std::string summary_markdown(const json& s) {
     md << " | " << (a.contains("e2e_time") ? fixed(a["e2e_time"]["median"], 1) : "") << " | "
        << (a.contains("energy_per_sample_j") ? fixed(a["energy_per_sample_j"]["mean"], 6) : "") << " |\n";
   }
+  if (any_inference) md << inference_table(s);
   bool any_failed = false;
   for (const auto& c : s["cases"])
     for (const auto& f : c["failed_rounds"]) {
