@@ -8,6 +8,40 @@
 
 namespace xpuperf::monitor {
 
+namespace {
+
+// What a device's energy counts as, in the order a round is charged: accelerators, else CPU
+// packages, else the whole system.
+enum Charge { kAccelerator = 0, kCpuPackage = 1, kSystem = 2, kNotCharged = 3 };
+
+Charge charge_of(const std::string& device) {
+  if (device.rfind("gpu", 0) == 0) return kAccelerator;
+  if (device.rfind("package", 0) == 0) return kCpuPackage;
+  if (device == "system") return kSystem;
+  return kNotCharged;
+}
+
+}  // namespace
+
+void for_each_monitor_row(const std::string& path, const std::function<void(const MonitorRow&)>& row) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // header
+  MonitorRow r;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string t, value;
+    if (!std::getline(f, t, ',') || !std::getline(f, r.node, ',') || !std::getline(f, r.device, ',') ||
+        !std::getline(f, r.metric, ',') || !std::getline(f, value))
+      continue;  // a row cut off by a crash
+    char* end = nullptr;
+    r.value = std::strtod(value.c_str(), &end);
+    if (end == value.c_str()) continue;
+    r.time = std::atof(t.c_str());
+    row(r);
+  }
+}
+
 double integrate(const std::vector<std::pair<double, double>>& series) {
   double total = 0;
   for (std::size_t i = 1; i < series.size(); ++i)
@@ -50,29 +84,15 @@ nlohmann::json MonitorAnalysis::to_json() const {
 
 double mean_power_in_window(const std::vector<std::string>& paths, double t0, double t1,
                             const std::set<std::string>& accelerators_used) {
-  // (node, device) → power samples in the window, by kind: 0 accelerators, 1 packages, 2 system.
-  std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> series[3];
-  for (const auto& path : paths) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);
-    while (std::getline(in, line)) {
-      std::istringstream f(line);
-      std::string t, node, device, metric, value;
-      if (!std::getline(f, t, ',') || !std::getline(f, node, ',') || !std::getline(f, device, ',') ||
-          !std::getline(f, metric, ',') || !std::getline(f, value) || metric != "power_w")
-        continue;
-      int kind = -1;
-      if (device.rfind("gpu", 0) == 0) {
-        if (accelerators_used.empty() || accelerators_used.count(device)) kind = 0;
-      } else if (device.rfind("package", 0) == 0) {
-        kind = 1;
-      } else if (device == "system") {
-        kind = 2;
-      }
-      if (kind >= 0) series[kind][{node, device}].push_back({std::atof(t.c_str()), std::atof(value.c_str())});
-    }
-  }
+  // (node, device) → power samples, by Charge.
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> series[kNotCharged];
+  for (const auto& path : paths)
+    for_each_monitor_row(path, [&](const MonitorRow& r) {
+      const Charge charge = charge_of(r.device);
+      if (r.metric != "power_w" || charge == kNotCharged) return;
+      if (charge == kAccelerator && !accelerators_used.empty() && !accelerators_used.count(r.device)) return;
+      series[charge][{r.node, r.device}].push_back({r.time, r.value});
+    });
   for (const auto& kind : series) {
     double total = 0;
     bool any = false;
@@ -103,26 +123,13 @@ std::set<std::string> accelerators_of_round(int nproc) {
 MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths,
                                     const std::set<std::string>& accelerators_used) {
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<std::pair<double, double>>> data;
-  for (const auto& path : paths) {
-    std::ifstream in(path);
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-      std::istringstream f(line);
-      std::string t, node, device, metric, value;
-      if (!std::getline(f, t, ',') || !std::getline(f, node, ',') || !std::getline(f, device, ',') ||
-          !std::getline(f, metric, ',') || !std::getline(f, value))
-        continue;  // a row cut off by a crash
-      char* end = nullptr;
-      const double v = std::strtod(value.c_str(), &end);
-      if (end == value.c_str()) continue;
-      data[{node, device, metric}].push_back({std::atof(t.c_str()), v});
-    }
-  }
+  for (const auto& path : paths)
+    for_each_monitor_row(path, [&](const MonitorRow& r) {
+      data[{r.node, r.device, r.metric}].push_back({r.time, r.value});
+    });
   MonitorAnalysis a;
   const auto left_out = [&](const std::string& device) {
-    const bool accelerator = device.rfind("gpu", 0) == 0;
-    if (!accelerator || accelerators_used.empty() || accelerators_used.count(device)) return false;
+    if (charge_of(device) != kAccelerator || accelerators_used.empty() || accelerators_used.count(device)) return false;
     a.accelerators_left_out.insert(device);
     return true;
   };
@@ -165,12 +172,18 @@ MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths,
     if (s.metric == "power_w" && has_counter) continue;
     const double joules = s.metric == "energy_j" ? s.last_value : integrate(data[{s.node, s.device, s.metric}]);
     a.energy_j[id] = joules;
-    if (s.device.rfind("gpu", 0) == 0) {
-      if (!left_out(s.device)) a.accelerator_energy_j += joules;
-    } else if (s.device.rfind("package", 0) == 0) {
-      a.cpu_energy_j += joules;
-    } else if (s.device == "system") {
-      a.system_energy_j += joules;
+    switch (charge_of(s.device)) {
+      case kAccelerator:
+        if (!left_out(s.device)) a.accelerator_energy_j += joules;
+        break;
+      case kCpuPackage:
+        a.cpu_energy_j += joules;
+        break;
+      case kSystem:
+        a.system_energy_j += joules;
+        break;
+      case kNotCharged:
+        break;
     }
   }
   for (const auto& [node, peak] : host_peak) a.peak_host_mem_bytes = std::max(a.peak_host_mem_bytes, peak);

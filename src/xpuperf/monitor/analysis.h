@@ -2,6 +2,7 @@
 // What a round's monitor.csv files say: statistics of every series, energy per device, peak
 // memory. docs/METRICS.md defines each figure.
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -35,6 +36,17 @@ struct MonitorAnalysis {
   // else the whole system; 0 when nothing measured power.
   double round_energy_j() const;
 };
+
+// One row of monitor.csv (time,node,device,metric,value).
+struct MonitorRow {
+  double time = 0;
+  std::string node, device, metric;
+  double value = 0;
+};
+
+// Calls `row` for every readable row of a monitor.csv (header skipped); rows cut off by a
+// crash, or whose value is not a number, are skipped.
+void for_each_monitor_row(const std::string& path, const std::function<void(const MonitorRow&)>& row);
 
 // Trapezoid integral of (time, value) pairs sorted by time.
 double integrate(const std::vector<std::pair<double, double>>& series);

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "xpuperf/monitor/analysis.h"
 #include "xpuperf/report/summary.h"
 
 namespace xpuperf::report {
@@ -38,22 +39,13 @@ std::string num(double v) {
 std::map<std::string, std::vector<Series>> round_series(const fs::path& round_dir) {
   std::map<std::string, std::map<std::string, Series>> by_metric;
   std::error_code ec;
-  for (const auto& node : fs::directory_iterator(round_dir, ec)) {
-    std::ifstream in(node.path() / "monitor.csv");
-    std::string line;
-    std::getline(in, line);
-    while (std::getline(in, line)) {
-      std::istringstream f(line);
-      std::string t, n, device, metric, value;
-      if (!std::getline(f, t, ',') || !std::getline(f, n, ',') || !std::getline(f, device, ',') ||
-          !std::getline(f, metric, ',') || !std::getline(f, value))
-        continue;
-      if (device.rfind("cpu", 0) == 0 && device != "cpu") continue;  // per core: too many lines
-      Series& s = by_metric[metric][n + " " + device];
-      s.label = n + " " + device;
-      s.points.push_back({std::atof(t.c_str()), std::atof(value.c_str())});
-    }
-  }
+  for (const auto& node : fs::directory_iterator(round_dir, ec))
+    monitor::for_each_monitor_row((node.path() / "monitor.csv").string(), [&](const monitor::MonitorRow& r) {
+      if (r.device.rfind("cpu", 0) == 0 && r.device != "cpu") return;  // per core: too many lines
+      Series& s = by_metric[r.metric][r.node + " " + r.device];
+      s.label = r.node + " " + r.device;
+      s.points.push_back({r.time, r.value});
+    });
   std::map<std::string, std::vector<Series>> out;
   for (auto& [metric, series] : by_metric)
     for (auto& [label, s] : series) out[metric].push_back(std::move(s));
