@@ -51,6 +51,32 @@ std::vector<std::pair<std::int64_t, std::int64_t>> gemm_sample_positions(std::in
   return out;
 }
 
+void check_gemm_result(const GemmPrecision& p, std::int64_t size, int samples,
+                       const std::function<double(std::int64_t, std::int64_t)>& element, BaseResult& r) {
+  std::vector<std::vector<int>> a_rows, b_cols;
+  std::vector<double> c;
+  for (const auto& [i, j] : gemm_sample_positions(size, size, samples)) {
+    std::vector<int> a(static_cast<std::size_t>(size)), b(static_cast<std::size_t>(size));
+    for (std::int64_t l = 0; l < size; ++l) {
+      a[static_cast<std::size_t>(l)] = gemm_level(static_cast<std::uint64_t>(l + i * size), 1);
+      b[static_cast<std::size_t>(l)] = gemm_level(static_cast<std::uint64_t>(l + j * size), 2);
+    }
+    a_rows.push_back(std::move(a));
+    b_cols.push_back(std::move(b));
+    c.push_back(element(i, j));
+  }
+  double worst = 0;
+  const int wrong = check_gemm_samples(p, a_rows, b_cols, c, worst);
+  r.correct = wrong == 0;
+  r.check = std::to_string(wrong) + " wrong of " + std::to_string(c.size()) +
+            " sampled elements against exact sums (worst relative error " + std::to_string(worst) + ")";
+}
+
+void add_gemm_figures(const GemmPrecision& p, const std::vector<double>& rates, BaseResult& r) {
+  r.figures.push_back({"median", median_of(rates), p.unit, p.datasheet});
+  r.figures.push_back({"best", best_of(rates), p.unit, p.datasheet});
+}
+
 BaseResult time_and_check_host_gemm(const GemmPrecision& p, const Config& config, std::int64_t size,
                                     const std::function<void()>& gemm,
                                     const std::function<double(std::int64_t, std::int64_t)>& element) {
@@ -70,25 +96,8 @@ BaseResult time_and_check_host_gemm(const GemmPrecision& p, const Config& config
   }
   r.ended_unix = now_unix();
 
-  std::vector<std::vector<int>> a_rows, b_cols;
-  std::vector<double> c;
-  for (const auto& [i, j] : gemm_sample_positions(size, size, static_cast<int>(config.get_int("check_samples")))) {
-    std::vector<int> a(static_cast<std::size_t>(size)), b(static_cast<std::size_t>(size));
-    for (std::int64_t l = 0; l < size; ++l) {
-      a[static_cast<std::size_t>(l)] = gemm_level(static_cast<std::uint64_t>(l + i * size), 1);
-      b[static_cast<std::size_t>(l)] = gemm_level(static_cast<std::uint64_t>(l + j * size), 2);
-    }
-    a_rows.push_back(std::move(a));
-    b_cols.push_back(std::move(b));
-    c.push_back(element(i, j));
-  }
-  double worst = 0;
-  const int wrong = check_gemm_samples(p, a_rows, b_cols, c, worst);
-  r.correct = wrong == 0;
-  r.check = std::to_string(wrong) + " wrong of " + std::to_string(c.size()) +
-            " sampled elements against exact sums (worst relative error " + std::to_string(worst) + ")";
-  r.figures.push_back({"median", median_of(rates), p.unit, p.datasheet});
-  r.figures.push_back({"best", best_of(rates), p.unit, p.datasheet});
+  check_gemm_result(p, size, static_cast<int>(config.get_int("check_samples")), element, r);
+  add_gemm_figures(p, rates, r);
   r.details = {{"m", size}, {"n", size}, {"k", size}, {"rates", rates}};
   return r;
 }

@@ -52,6 +52,13 @@ int check_gemm_samples(const GemmPrecision& p, const std::vector<std::vector<int
 // The (i, j) positions to check: corners, and pseudo-random ones.
 std::vector<std::pair<std::int64_t, std::int64_t>> gemm_sample_positions(std::int64_t m, std::int64_t n, int count);
 
+// Checks `samples` elements (gemm_sample_positions) of a size^3 result read with element(i, j)
+// against exact sums: sets r.correct and r.check.
+void check_gemm_result(const GemmPrecision& p, std::int64_t size, int samples,
+                       const std::function<double(std::int64_t, std::int64_t)>& element, BaseResult& r);
+// The median and best of the timed windows' rates, the figures of every GEMM case.
+void add_gemm_figures(const GemmPrecision& p, const std::vector<double>& rates, BaseResult& r);
+
 // A host-timed GEMM case (CPU paths): `warmup` calls, then `repeats` windows of `seconds`, rates
 // in the precision's unit; then the check of sampled outputs, read with `element(i, j)`.
 BaseResult time_and_check_host_gemm(const GemmPrecision& p, const Config& config, std::int64_t size,

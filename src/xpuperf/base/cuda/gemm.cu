@@ -212,28 +212,13 @@ class CudaGemm : public BaseBenchmark {
     r.ended_unix = now_unix();
     XPUPERF_CUDA(cudaDeviceSynchronize());
 
-    std::vector<std::vector<int>> a_rows, b_cols;
-    std::vector<double> values;
-    for (const auto& [i, j] : gemm_sample_positions(m, n, static_cast<int>(ctx.config.get_int("check_samples")))) {
-      std::vector<int> ra(static_cast<std::size_t>(k)), cb(static_cast<std::size_t>(k));
-      for (std::int64_t l = 0; l < k; ++l) {
-        ra[static_cast<std::size_t>(l)] = gemm_level(static_cast<std::uint64_t>(l + i * k), 1);
-        cb[static_cast<std::size_t>(l)] = gemm_level(static_cast<std::uint64_t>(l + j * k), 2);
-      }
-      a_rows.push_back(std::move(ra));
-      b_cols.push_back(std::move(cb));
-      values.push_back(element_value(p.name, c.get(), i + j * m));
-    }
-    double worst = 0;
-    const int wrong = check_gemm_samples(p, a_rows, b_cols, values, worst);
-    r.correct = wrong == 0;
-    r.check = std::to_string(wrong) + " wrong of " + std::to_string(values.size()) +
-              " sampled elements against exact sums (worst relative error " + std::to_string(worst) + ")";
+    check_gemm_result(
+        p, m, static_cast<int>(ctx.config.get_int("check_samples")),
+        [&](std::int64_t i, std::int64_t j) { return element_value(p.name, c.get(), i + j * m); }, r);
     cudaDeviceProp prop{};
     XPUPERF_CUDA(cudaGetDeviceProperties(&prop, ctx.device));
     r.implementation = "cuBLASLt, fastest of " + std::to_string(found) + " algorithms, " + prop.name;
-    r.figures.push_back({"median", median_of(rates), p.unit, p.datasheet});
-    r.figures.push_back({"best", best_of(rates), p.unit, p.datasheet});
+    add_gemm_figures(p, rates, r);
     r.details = {{"m", m},
                  {"n", n},
                  {"k", k},
