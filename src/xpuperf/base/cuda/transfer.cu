@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,21 @@ namespace {
 struct PinnedDeleter {
   void operator()(void* p) const { cudaFreeHost(p); }
 };
+
+// GB/s of `repeats` calls of `copy` (`bytes` each) on `stream`, each timed with CUDA events,
+// after one untimed call. The events are made on the current device, which must be the stream's.
+std::vector<double> copy_rates(cudaStream_t stream, int repeats, std::size_t bytes, const std::function<void()>& copy) {
+  EventTimer timer;
+  copy();
+  XPUPERF_CUDA(cudaStreamSynchronize(stream));
+  std::vector<double> rates;
+  for (int i = 0; i < repeats; ++i) {
+    timer.start(stream);
+    copy();
+    rates.push_back(static_cast<double>(bytes) / timer.stop(stream) / 1e9);
+  }
+  return rates;
+}
 
 class HostTransfer : public BaseBenchmark {
  public:
@@ -39,7 +55,6 @@ class HostTransfer : public BaseBenchmark {
     cudaStream_t stream = nullptr;
     XPUPERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     std::shared_ptr<void> stream_guard(nullptr, [stream](void*) { cudaStreamDestroy(stream); });
-    EventTimer timer;
     const int repeats = static_cast<int>(ctx.config.get_int("repeats"));
     BaseResult r;
     nlohmann::json sweep = nlohmann::json::array();
@@ -55,14 +70,7 @@ class HostTransfer : public BaseBenchmark {
           else
             XPUPERF_CUDA(cudaMemcpyAsync(host, device.get(), bytes, cudaMemcpyDeviceToHost, stream));
         };
-        copy();  // warm-up
-        XPUPERF_CUDA(cudaStreamSynchronize(stream));
-        std::vector<double> rates;
-        for (int i = 0; i < repeats; ++i) {
-          timer.start(stream);
-          copy();
-          rates.push_back(static_cast<double>(bytes) / timer.stop(stream) / 1e9);
-        }
+        const std::vector<double> rates = copy_rates(stream, repeats, bytes, copy);
         sweep.push_back(
             {{"memory", memory}, {"bytes", bytes}, {"best_gbps", best_of(rates)}, {"median_gbps", median_of(rates)}});
         if (bytes == largest) {
@@ -147,18 +155,9 @@ class PeerCopy : public BaseBenchmark {
         XPUPERF_CUDA(cudaSetDevice(src));
         cudaStream_t stream = nullptr;
         XPUPERF_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-        EventTimer timer;
-        auto copy = [&] {
+        const std::vector<double> rates = copy_rates(stream, repeats, bytes, [&] {
           XPUPERF_CUDA(cudaMemcpyPeerAsync(buffers[dst]->get(), dst, buffers[src]->get(), src, bytes, stream));
-        };
-        copy();
-        XPUPERF_CUDA(cudaStreamSynchronize(stream));
-        std::vector<double> rates;
-        for (int i = 0; i < repeats; ++i) {
-          timer.start(stream);
-          copy();
-          rates.push_back(static_cast<double>(bytes) / timer.stop(stream) / 1e9);
-        }
+        });
         cudaStreamDestroy(stream);
         unsigned char probe = 0;
         XPUPERF_CUDA(cudaMemcpy(&probe, buffers[dst]->get(), 1, cudaMemcpyDeviceToHost));
