@@ -6,6 +6,7 @@
 #include "xpuperf/base/base_benchmark.h"
 #include "xpuperf/core/base_config.h"
 #include "xpuperf/core/perflog.h"
+#include "xpuperf/core/specs.h"
 
 namespace xpuperf::base {
 
@@ -17,26 +18,13 @@ std::string resolve_backend(const std::string& backend, const std::string& vendo
 }
 
 void add_datasheet(const Repo& repo, const std::string& vendor, const std::string& hardware, json& figures) {
-  Diagnostics ignored;
-  const auto specs = load_config_file(repo.vendor_dir(vendor) + "/specs.yaml", ignored);
-  if (!specs || !specs->has("chips")) return;
-  const YAML::Node chip = specs->at("chips").value[hardware];
-  if (!chip || !chip.IsMap()) return;
+  const YAML::Node chip = chip_specs(repo, vendor, hardware);
+  if (!chip) return;
   for (auto& f : figures) {
-    const std::string path = f.value("datasheet", "");
-    if (path.empty()) continue;
-    YAML::Node node = YAML::Clone(chip);
-    std::istringstream parts(path);
-    std::string part;
-    while (node && std::getline(parts, part, '.')) node = node.IsMap() ? node[part] : YAML::Node();
-    if (!node || !node.IsScalar()) continue;
-    try {
-      const double sheet = node.as<double>();
-      if (sheet <= 0) continue;
-      f["datasheet_value"] = sheet;
-      f["ratio"] = f["value"].get<double>() / sheet;
-    } catch (const YAML::Exception&) {
-    }
+    const double sheet = chip_figure(chip, f.value("datasheet", ""));
+    if (sheet <= 0) continue;
+    f["datasheet_value"] = sheet;
+    f["ratio"] = f["value"].get<double>() / sheet;
   }
 }
 

@@ -6,6 +6,7 @@
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/plan.h"
+#include "xpuperf/core/specs.h"
 #include "xpuperf/core/training_config.h"
 #ifdef XPUPERF_HAVE_TORCH
 #include "xpuperf/infer/entry.h"
@@ -24,17 +25,6 @@ struct InferOptions {
   std::string out = "results/export";
   std::vector<std::string> sets;
 };
-
-// The chip's datasheet peak (TFLOP/s) at the case's precision, for MFU; 0 when not listed.
-double chip_peak(const Repo& repo, const std::string& vendor, const std::string& hardware, bool fp16) {
-  Diagnostics ignored;
-  const auto specs = load_config_file(repo.vendor_dir(vendor) + "/specs.yaml", ignored);
-  if (!specs || !specs->has("chips") || hardware.empty()) return 0;
-  const YAML::Node chip = specs->at("chips").value[hardware];
-  if (!chip || !chip.IsMap() || !chip["peak_tflops"] || !chip["peak_tflops"].IsMap()) return 0;
-  const YAML::Node peak = chip["peak_tflops"][fp16 ? "fp16" : "fp32"];
-  return peak && peak.IsScalar() ? peak.as<double>(0.0) : 0.0;
-}
 
 int run_infer(const GlobalOptions& global, InferOptions opts) {
   const Repo repo = find_repo(global);
@@ -64,14 +54,11 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
   std::error_code ec;
   std::filesystem::create_directories(opts.out, ec);
   if (ec) throw CommandError("--out " + opts.out + ": cannot create it: " + ec.message());
-  infer::InferRequest request{
-      opts.name,
-      opts.framework,
-      opts.vendor,
-      *config,
-      chip_peak(repo, opts.vendor, opts.hardware.empty() && opts.vendor == "cpu" ? "CPU" : opts.hardware,
-                config->get_bool("fp16")),
-      opts.out};
+  // The chip's datasheet peak at the case's precision, for MFU (0: not listed).
+  const std::string hardware = opts.hardware.empty() && opts.vendor == "cpu" ? "CPU" : opts.hardware;
+  const double peak = chip_figure(chip_specs(repo, opts.vendor, hardware),
+                                  config->get_bool("fp16") ? "peak_tflops.fp16" : "peak_tflops.fp32");
+  infer::InferRequest request{opts.name, opts.framework, opts.vendor, *config, peak, opts.out};
   return infer::run_inference(request, std::cout, std::cerr);
 #endif
 }

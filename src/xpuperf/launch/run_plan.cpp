@@ -16,6 +16,7 @@
 #include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/core/perflog.h"
+#include "xpuperf/core/specs.h"
 #include "xpuperf/core/version.h"
 #include "xpuperf/launch/launcher.h"
 #include "xpuperf/monitor/analysis.h"
@@ -213,17 +214,15 @@ Deployment deployment_of(const Plan& plan, const Repo& repo, const std::string& 
 // Seed 004's figures from the vendor's datasheet: total memory and fp32/fp16 peaks of the chip
 // (vendors/<v>/specs.yaml, chips.<hardware>); empty when the vendor does not list the chip.
 json chip_peaks(const Repo& repo, const std::string& vendor, const std::string& hardware) {
-  Diagnostics ignored;
-  const auto specs = load_config_file(repo.vendor_dir(vendor) + "/specs.yaml", ignored);
+  const YAML::Node chip = chip_specs(repo, vendor, hardware);
   json out = json::object();
-  if (!specs || !specs->has("chips")) return out;
-  const YAML::Node chip = specs->at("chips").value[hardware];
-  if (!chip || !chip.IsMap()) return out;
+  if (!chip) return out;
   if (chip["name"]) out["chip"] = chip["name"].as<std::string>("");
-  const YAML::Node peaks = chip["peak_tflops"];
   for (const char* precision : {"fp32", "fp16"})
-    if (peaks && peaks[precision]) out[std::string(precision) + "_peak_tflops"] = peaks[precision].as<double>(0.0);
-  if (chip["memory_gib"]) out["datasheet_memory_bytes"] = chip["memory_gib"].as<double>(0.0) * 1024.0 * 1024 * 1024;
+    if (const double peak = chip_figure(chip, std::string("peak_tflops.") + precision); peak > 0)
+      out[std::string(precision) + "_peak_tflops"] = peak;
+  if (const double gib = chip_figure(chip, "memory_gib"); gib > 0)
+    out["datasheet_memory_bytes"] = gib * 1024.0 * 1024 * 1024;
   return out;
 }
 
