@@ -87,11 +87,6 @@ double percentile(std::vector<double> values, double p) {
   return values[std::min(at, values.size() - 1)];
 }
 
-bool is_null(const Config& config, const std::string& key) {
-  const ConfigEntry* e = config.find(key);
-  return !e || value_kind(e->value) == ValueKind::Null || (e->value.IsScalar() && e->value.Scalar().empty());
-}
-
 }  // namespace
 
 int run_inference(const InferRequest& request, std::ostream& out, std::ostream& err) {
@@ -114,11 +109,11 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
   };
   try {
     // (a) config and the switches, checked before anything runs.
-    const std::string compiler = is_null(config, "compiler") ? "" : config.get_string("compiler");
+    // null and "" both read as "" (off).
+    const std::string compiler = config.get_string("compiler");
     const bool no_validation = config.get_bool("no_validation");
-    const std::string onnx_given = is_null(config, "exist_onnx_path") ? "" : config.get_string("exist_onnx_path");
-    const std::string compiled_given =
-        is_null(config, "exist_compiler_path") ? "" : config.get_string("exist_compiler_path");
+    const std::string onnx_given = config.get_string("exist_onnx_path");
+    const std::string compiled_given = config.get_string("exist_compiler_path");
     if (no_validation && onnx_given.empty())
       throw ConfigError("no_validation: true (" + config.at("no_validation").source.str() +
                         ") needs exist_onnx_path: the model is not built, so nothing could be exported; set "
