@@ -2,36 +2,31 @@
 
 #include <algorithm>
 #include <chrono>
-#include <set>
+
+#include "xpuperf/core/registry.h"
 
 namespace xpuperf::base {
 
 namespace {
-std::vector<BaseRegistration>& registry() {
-  static std::vector<BaseRegistration> r;
-  return r;
+// Registry keys are "metric:backend" (metric names have no ':').
+std::string key_of(const std::string& metric, const std::string& backend) {
+  return metric + ":" + backend;
 }
 }  // namespace
 
 bool register_base(const std::string& metric, const std::string& backend, BaseFactory factory) {
-  registry().push_back({metric, backend, std::move(factory)});
-  return true;
-}
-
-const std::vector<BaseRegistration>& base_registry() {
-  return registry();
+  return Registry<BaseBenchmark>::instance().add(key_of(metric, backend), std::move(factory));
 }
 
 std::unique_ptr<BaseBenchmark> make_base(const std::string& metric, const std::string& backend) {
-  for (const auto& r : registry())
-    if (r.metric == metric && r.backend == backend) return r.factory();
-  return nullptr;
+  return Registry<BaseBenchmark>::instance().make(key_of(metric, backend));
 }
 
-std::vector<std::string> built_base_metrics() {
-  std::set<std::string> names;
-  for (const auto& r : registry()) names.insert(r.metric);
-  return {names.begin(), names.end()};
+std::vector<std::string> base_backends(const std::string& metric) {
+  std::vector<std::string> out;
+  for (const auto& key : Registry<BaseBenchmark>::instance().keys())
+    if (key.rfind(metric + ":", 0) == 0) out.push_back(key.substr(metric.size() + 1));
+  return out;
 }
 
 double now_unix() {

@@ -53,19 +53,12 @@ class BaseBenchmark {
 
 using BaseFactory = std::function<std::unique_ptr<BaseBenchmark>()>;
 
-struct BaseRegistration {
-  std::string metric;
-  std::string backend;  // "cpu", "cuda"
-  BaseFactory factory;
-};
-
 // Registers at static-initialisation time (see XPUPERF_REGISTER_BASE).
 bool register_base(const std::string& metric, const std::string& backend, BaseFactory factory);
-const std::vector<BaseRegistration>& base_registry();
 // The implementation of a metric for a backend; nullptr when none is built in.
 std::unique_ptr<BaseBenchmark> make_base(const std::string& metric, const std::string& backend);
-// Every metric built into this binary, sorted, each once.
-std::vector<std::string> built_base_metrics();
+// The backends ("cpu", "cuda") built for a metric, sorted.
+std::vector<std::string> base_backends(const std::string& metric);
 
 // Seconds since the epoch, and a monotonic clock in seconds, for measurements.
 double now_unix();

@@ -70,11 +70,8 @@ int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, st
   const std::string backend = resolve_backend(request.backend, request.vendor);
   auto bench = make_base(request.metric, backend);
   if (!bench) {
-    std::vector<std::string> backends;
-    for (const auto& r : base_registry())
-      if (r.metric == request.metric) backends.push_back(r.backend);
     err << "xpuperf base: " << request.metric << " has no " << backend
-        << " implementation in this build (built: " << join_or_none(backends) << ")\n";
+        << " implementation in this build (built: " << join_or_none(base_backends(request.metric)) << ")\n";
     return kBaseCannotRun;
   }
   BaseContext ctx{request.metric, *config, request.device >= 0 ? request.device : request.env.local_rank, request.env};

@@ -27,10 +27,8 @@ struct BaseOptions {
 int list_base(const Repo& repo) {
   std::cout << "| base case | built for | config |\n| --- | --- | --- |\n";
   for (const auto& metric : repo.base_metrics()) {
-    std::vector<std::string> backends;
-    for (const auto& r : base::base_registry())
-      if (r.metric == metric) backends.push_back(r.backend);
-    std::cout << "| " << metric << " | " << join_or_none(backends) << " | " << repo.base_config(metric) << " |\n";
+    std::cout << "| " << metric << " | " << join_or_none(base::base_backends(metric)) << " | "
+              << repo.base_config(metric) << " |\n";
   }
   return 0;
 }

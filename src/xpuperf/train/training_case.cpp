@@ -1,5 +1,7 @@
 #include "xpuperf/train/training_case.h"
 
+#include "xpuperf/core/registry.h"
+
 namespace xpuperf::train {
 
 TensorDataset::TensorDataset(std::vector<torch::Tensor> tensors, std::string description)
@@ -26,28 +28,16 @@ std::map<std::string, double> MetricSums::values() const {
   return out;
 }
 
-namespace {
-std::map<std::string, TrainingCaseFactory>& registry() {
-  static std::map<std::string, TrainingCaseFactory> cases;
-  return cases;
-}
-}  // namespace
-
 bool register_training_case(const std::string& model, const std::string& framework, TrainingCaseFactory factory) {
-  registry()[model + ":" + framework] = std::move(factory);
-  return true;
+  return Registry<TrainingCase>::instance().add(model + ":" + framework, std::move(factory));
 }
 
 std::unique_ptr<TrainingCase> make_training_case(const std::string& model, const std::string& framework) {
-  auto it = registry().find(model + ":" + framework);
-  if (it == registry().end()) return nullptr;
-  return it->second();
+  return Registry<TrainingCase>::instance().make(model + ":" + framework);
 }
 
 std::vector<std::string> registered_training_cases() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : registry()) names.push_back(name);
-  return names;
+  return Registry<TrainingCase>::instance().keys();
 }
 
 }  // namespace xpuperf::train
