@@ -58,9 +58,8 @@ void print_table(const json& value, std::ostream& out) {
 int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, std::ostream& err) {
   const double started = now_seconds();
   Diagnostics diags;
-  BaseConfigRequest config_request{request.metric, request.vendor, {}, {"command line", 0}};
-  for (const auto& text : request.sets)
-    if (auto o = parse_set_override(text, diags)) config_request.sets.push_back(*o);
+  BaseConfigRequest config_request{
+      request.metric, request.vendor, parse_set_overrides(request.sets, diags), {"command line", 0}};
   std::optional<Config> config;
   if (!diags.has_errors()) config = load_base_config(repo, config_request, diags);
   const bool lead = request.env.rank == 0;

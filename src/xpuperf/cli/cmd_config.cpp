@@ -51,9 +51,7 @@ int run_training(const Repo& repo, const ConfigOptions& opts, const CaseKey& key
   request.where = {"command line", 0};
   request.vendor_where = {opts.vendor.empty() ? "the only vendor with this config" : "--vendor", 0};
   request.data_dir_where = {"--data-dir", 0};
-  for (const auto& text : opts.sets) {
-    if (auto o = parse_set_override(text, diags)) request.sets.push_back(*o);
-  }
+  request.sets = parse_set_overrides(opts.sets, diags);
   auto config = load_training_config(repo, request, diags);
   if (print_diagnostics(diags) != 0 || !config) return 1;
   std::cout << config->to_annotated_yaml("merged config of " + key.str() + ", vendor " + vendor +

@@ -38,8 +38,7 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
     const Config defaults = *config;
     std::vector<Override> overrides;
     if (!opts.data_dir.empty()) overrides.push_back({"data_dir", string_node(opts.data_dir), {"--data-dir", 0}});
-    for (const auto& text : opts.sets)
-      if (auto o = parse_set_override(text, diags)) overrides.push_back(*o);
+    for (auto& o : parse_set_overrides(opts.sets, diags)) overrides.push_back(std::move(o));
     for (const auto& o : overrides)
       if (check_against_base(defaults, o.key, o.value, o.source, o.source.file, diags))
         config->set(o.key, o.value, o.source);

@@ -43,8 +43,7 @@ int run_train(const GlobalOptions& global, const TrainOptions& opts, const std::
     request.where = {"command line", 0};
     request.vendor_where = {"--vendor", 0};
     request.data_dir_where = {"--data-dir", 0};
-    for (const auto& text : opts.sets)
-      if (auto o = parse_set_override(text, diags)) request.sets.push_back(*o);
+    request.sets = parse_set_overrides(opts.sets, diags);
   }
   std::optional<Config> config;
   if (key) config = load_training_config(repo, request, diags);

@@ -350,18 +350,12 @@ void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags) {
   }
   for (const auto& c : plan.cases) {
     if (is_base_key(c.key)) {
-      BaseConfigRequest request{c.key.model, plan.vendor, {}, c.source};
-      for (const auto& text : c.sets)
-        if (auto o = parse_set_override(text, diags)) request.sets.push_back({o->key, o->value, c.source});
-      load_base_config(repo, request, diags);
+      load_base_config(repo, {c.key.model, plan.vendor, parse_set_overrides(c.sets, diags, c.source), c.source}, diags);
       continue;
     }
     if (is_inference_key(c.key)) {
       auto config = load_inference_config(repo, c.key.model, plan.vendor, c.source, plan_keys(), diags);
-      std::vector<Override> overrides;
-      for (const auto& text : c.sets)
-        if (auto o = parse_set_override(text, diags)) overrides.push_back({o->key, o->value, c.source});
-      if (config) apply_inference_overrides(*config, overrides, diags);
+      if (config) apply_inference_overrides(*config, parse_set_overrides(c.sets, diags, c.source), diags);
       continue;
     }
     TrainingConfigRequest request{c.key, plan.vendor, c.data_dir, c.source, vendor_line, c.source, {}};

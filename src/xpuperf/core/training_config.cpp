@@ -74,6 +74,17 @@ std::optional<Override> parse_set_override(const std::string& text, Diagnostics&
   return Override{text.substr(0, eq), parse_scalar_text(text.substr(eq + 1)), where};
 }
 
+std::vector<Override> parse_set_overrides(const std::vector<std::string>& texts, Diagnostics& diags,
+                                          const std::optional<Source>& where) {
+  std::vector<Override> out;
+  for (const auto& text : texts)
+    if (auto o = parse_set_override(text, diags)) {
+      if (where) o->source = *where;
+      out.push_back(*o);
+    }
+  return out;
+}
+
 std::vector<std::pair<std::string, Source>> mutable_param_names(const Config& mutable_params, Diagnostics& diags) {
   std::vector<std::pair<std::string, Source>> names;
   const ConfigEntry* entry = mutable_params.find("mutable_params");

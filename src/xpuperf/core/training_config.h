@@ -22,6 +22,10 @@ struct Override {
 
 // "key=value" from the command line; the value is read as YAML (`lr=0.1` is a number).
 std::optional<Override> parse_set_override(const std::string& text, Diagnostics& diags);
+// Every "key=value" of a list; each bad one goes to `diags`. With `where`, the overrides are
+// attributed to it (a plan line) instead of to the text.
+std::vector<Override> parse_set_overrides(const std::vector<std::string>& texts, Diagnostics& diags,
+                                          const std::optional<Source>& where = std::nullopt);
 
 // Checks one override against the defaults file: the key must exist there and keep its kind;
 // `layer` names who set it in the message ("the vendor config", "--set").

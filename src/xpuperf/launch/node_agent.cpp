@@ -156,15 +156,10 @@ int run_node(const NodeRequest& original) {
   const bool inference = key && is_inference_key(*key);
   if (inference) {
     config = load_inference_config(Repo(request.root), key->model, request.vendor, {"plan", 0}, plan_keys(), diags);
-    std::vector<Override> overrides;
-    for (const auto& text : request.sets)
-      if (auto o = parse_set_override(text, diags)) overrides.push_back(*o);
-    if (config && !apply_inference_overrides(*config, overrides, diags)) config.reset();
+    if (config && !apply_inference_overrides(*config, parse_set_overrides(request.sets, diags), diags)) config.reset();
   } else if (base) {
-    BaseConfigRequest config_request{key->model, request.vendor, {}, {"plan", 0}};
-    for (const auto& text : request.sets)
-      if (auto o = parse_set_override(text, diags)) config_request.sets.push_back(*o);
-    config = load_base_config(Repo(request.root), config_request, diags);
+    config = load_base_config(
+        Repo(request.root), {key->model, request.vendor, parse_set_overrides(request.sets, diags), {"plan", 0}}, diags);
   } else if (key) {
     TrainingConfigRequest config_request;
     config_request.key = *key;
