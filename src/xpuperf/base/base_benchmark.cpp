@@ -1,7 +1,6 @@
 #include "xpuperf/base/base_benchmark.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "xpuperf/core/registry.h"
 
@@ -27,14 +26,6 @@ std::vector<std::string> base_backends(const std::string& metric) {
   for (const auto& key : Registry<BaseBenchmark>::instance().keys())
     if (key.rfind(metric + ":", 0) == 0) out.push_back(key.substr(metric.size() + 1));
   return out;
-}
-
-double now_unix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double median_of(std::vector<double> values) {

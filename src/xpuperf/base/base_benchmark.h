@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "xpuperf/core/config.h"
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/rank_env.h"
 
 namespace xpuperf::base {
@@ -59,10 +60,6 @@ bool register_base(const std::string& metric, const std::string& backend, BaseFa
 std::unique_ptr<BaseBenchmark> make_base(const std::string& metric, const std::string& backend);
 // The backends ("cpu", "cuda") built for a metric, sorted.
 std::vector<std::string> base_backends(const std::string& metric);
-
-// Seconds since the epoch, and a monotonic clock in seconds, for measurements.
-double now_unix();
-double now_seconds();
 
 // Median and best (largest) of a list of rates; empty lists give 0.
 double median_of(std::vector<double> values);

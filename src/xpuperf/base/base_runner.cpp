@@ -56,7 +56,7 @@ void print_table(const json& value, std::ostream& out) {
 }  // namespace
 
 int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, std::ostream& err) {
-  const double started = now_seconds();
+  const double started = steady_seconds();
   Diagnostics diags;
   BaseConfigRequest config_request{
       request.metric, request.vendor, parse_set_overrides(request.sets, diags), {"command line", 0}};
@@ -102,7 +102,7 @@ int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, st
                 {"world_size", request.env.world_size},
                 {"started_unix", result.started_unix},
                 {"ended_unix", result.ended_unix},
-                {"e2e_time", now_seconds() - started},
+                {"e2e_time", steady_seconds() - started},
                 {"details", result.details}};
   print_table(value, out);
   PerfLogWriter(out, request.env.rank).log(perflog_event::kFinished, value, __FILE__, __LINE__);

@@ -56,7 +56,7 @@ class Collective : public BaseBenchmark {
     std::int64_t total_wrong = 0;
     double largest_busbw = 0, largest_algbw = 0, largest_size = 0, busbw_sum = 0;
     BaseResult r;
-    r.started_unix = now_unix();
+    r.started_unix = unix_seconds();
     for (std::int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
       // Elements of the larger buffer, a multiple of n so that every rank's share is whole.
       const std::int64_t count = std::max<std::int64_t>(n, bytes / 4 / n * n);
@@ -85,10 +85,10 @@ class Collective : public BaseBenchmark {
       sync();
       dist->barrier();
       sync();
-      const double t0 = now_seconds();
+      const double t0 = steady_seconds();
       for (int i = 0; i < iterations; ++i) once();
       sync();
-      torch::Tensor seconds = torch::full({1}, (now_seconds() - t0) / iterations, opts.dtype(torch::kFloat64));
+      torch::Tensor seconds = torch::full({1}, (steady_seconds() - t0) / iterations, opts.dtype(torch::kFloat64));
       dist->all_reduce_sum(seconds);
       const double time = seconds.item<double>() / n;
 
@@ -106,7 +106,7 @@ class Collective : public BaseBenchmark {
       busbw_sum += busbw;
       if (bytes > max_bytes / 2) break;  // no overflow past max
     }
-    r.ended_unix = now_unix();
+    r.ended_unix = unix_seconds();
     r.correct = total_wrong == 0;
     r.check = std::to_string(total_wrong) + " wrong elements over " + std::to_string(sweep.size()) +
               " sizes (nccl-tests' #wrong, summed over ranks)";

@@ -84,17 +84,17 @@ BaseResult time_and_check_host_gemm(const GemmPrecision& p, const Config& config
   for (int i = 0; i < config.get_int("warmup"); ++i) gemm();
   const double flops = 2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
   std::vector<double> rates;
-  r.started_unix = now_unix();
+  r.started_unix = unix_seconds();
   for (int rep = 0; rep < config.get_int("repeats"); ++rep) {
-    const double t0 = now_seconds();
+    const double t0 = steady_seconds();
     int calls = 0;
     do {
       gemm();
       ++calls;
-    } while (now_seconds() - t0 < config.get_number("seconds"));
-    rates.push_back(flops * calls / (now_seconds() - t0) / 1e12);
+    } while (steady_seconds() - t0 < config.get_number("seconds"));
+    rates.push_back(flops * calls / (steady_seconds() - t0) / 1e12);
   }
-  r.ended_unix = now_unix();
+  r.ended_unix = unix_seconds();
 
   check_gemm_result(p, size, static_cast<int>(config.get_int("check_samples")), element, r);
   add_gemm_figures(p, rates, r);

@@ -20,6 +20,10 @@ void write_json_file(const std::string& path, const nlohmann::json& value) {
   std::filesystem::rename(tmp, path);
 }
 
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 double unix_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

@@ -12,5 +12,7 @@ std::string read_file_or_empty(const std::string& path);
 void write_json_file(const std::string& path, const nlohmann::json& value);
 // Seconds since the Unix epoch (wall clock), for timestamps compared across processes.
 double unix_seconds();
+// Seconds on the monotonic clock, for durations within one process.
+double steady_seconds();
 
 }  // namespace xpuperf

@@ -9,11 +9,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <thread>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/infer/engine.h"
@@ -33,10 +33,6 @@ std::vector<std::string> built_engines() {
 }
 
 namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 void sync(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
@@ -59,16 +55,16 @@ PassResult timed_passes(const Batches& batches, int repeat, const torch::Device&
     forward(batches.inputs[0].to(device), foo);
     sync(device);
   }
-  const double start = now();
+  const double start = steady_seconds();
   for (int pass = 0; pass < repeat; ++pass) {
     for (std::size_t i = 0; i < batches.inputs.size(); ++i) {
       const torch::Tensor input = batches.inputs[i].to(device);
       sync(device);
-      const double t0 = now();
+      const double t0 = steady_seconds();
       double foo = 0;
       const torch::Tensor out = forward(input, foo);
       sync(device);
-      r.core += now() - t0 - foo;
+      r.core += steady_seconds() - t0 - foo;
       r.foo += foo;
       if (pass == 0) {
         const torch::Tensor host = out.to(torch::kCPU).to(torch::kFloat);
@@ -77,7 +73,7 @@ PassResult timed_passes(const Batches& batches, int repeat, const torch::Device&
       }
     }
   }
-  r.whole = now() - start - r.foo;
+  r.whole = steady_seconds() - start - r.foo;
   return r;
 }
 
@@ -101,7 +97,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
   }
   const Config& config = request.config;
   PerfLogWriter log(out, 0);
-  const double started = now();
+  const double started = steady_seconds();
   json steps = json::object();
   auto step = [&](const std::string& id, const std::string& what) {
     steps[id] = what;
@@ -179,9 +175,9 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       step("e_compile", "skipped: compiler null");
       step("f_inference", "skipped: compiler null");
     } else {
-      const double t0 = now();
+      const double t0 = steady_seconds();
       engine->compile({ctx, *c, model, onnx, compiled_given, fp16});
-      figures["compile_time"] = now() - t0;
+      figures["compile_time"] = steady_seconds() - t0;
       step("e_compile", compiled_given.empty() ? "ran: " + engine->describe()
                                                : "skipped: exist_compiler_path " + compiled_given + " loaded");
       const PassResult f = timed_passes(batches, repeat, device, *c, [&](const torch::Tensor& x, double& foo) {
@@ -216,10 +212,10 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
           const std::int64_t at = (q * bs) % (all.size(0) - bs + 1);
           const torch::Tensor x = all.slice(0, at, at + bs).to(device);
           sync(device);
-          const double t = now();
+          const double t = steady_seconds();
           const EngineOutput o = engine->infer(x);
           sync(device);
-          ms.push_back((now() - t - o.foo_time) * 1e3);
+          ms.push_back((steady_seconds() - t - o.foo_time) * 1e3);
         }
         latency.push_back({{"batch_size", bs},
                            {"queries", queries},
@@ -237,7 +233,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
     figures["samples"] = samples;
     figures["data"] = batches.description;
     figures["steps"] = steps;
-    figures["e2e_time"] = now() - started;
+    figures["e2e_time"] = steady_seconds() - started;
     if (const std::string caveat = c->caveat(); !caveat.empty()) figures["caveat"] = caveat;
     step("g_results", "ran");
     log.log(perflog_event::kFinished, figures, __FILE__, __LINE__);

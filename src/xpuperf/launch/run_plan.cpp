@@ -289,7 +289,7 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deplo
   }
   // The time the harness itself costs a round: start to the ranks running, plus the last rank's
   // exit to the round recorded (docs/METRICS.md).
-  const double ended_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double ended_unix = unix_seconds();
   status["ended_unix"] = ended_unix;
   if (first_rank > 0 && last_exit > 0) {
     status["overhead_start_s"] = first_rank - started_unix;

@@ -17,10 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 using Counters = std::vector<std::pair<std::string, std::pair<double, double>>>;
 
 // Rates of two counters per name between two readings.

@@ -41,10 +41,10 @@ class CpuBandwidth : public BaseBenchmark {
     std::vector<Kernel> kernels = {
         {"read", bytes, {}}, {"write", bytes, {}}, {"copy", 2 * bytes, {}}, {"triad", 3 * bytes, {}}};
     BaseResult r;
-    r.started_unix = now_unix();
+    r.started_unix = unix_seconds();
     for (int rep = 0; rep < ctx.config.get_int("repeats"); ++rep) {
       for (auto& k : kernels) {
-        const double t0 = now_seconds();
+        const double t0 = steady_seconds();
         const std::string name = k.name;
         if (name == "read") {
           double sum = 0;
@@ -61,10 +61,10 @@ class CpuBandwidth : public BaseBenchmark {
 #pragma omp parallel for schedule(static)
           for (std::int64_t i = 0; i < sn; ++i) a[i] = b[i] + scalar * c[i];
         }
-        k.rates.push_back(k.bytes / (now_seconds() - t0) / 1e9);
+        k.rates.push_back(k.bytes / (steady_seconds() - t0) / 1e9);
       }
     }
-    r.ended_unix = now_unix();
+    r.ended_unix = unix_seconds();
     // Each repeat runs read (sum a), write (c = s), copy (c = a), triad (a = b + s*c): the same
     // recurrence on scalars gives what every element must hold (to rounding: triad may use an FMA).
     double ea = 1.0, ec = 0.0, expected_sum = 0;
@@ -112,8 +112,8 @@ class CpuCapacity : public BaseBenchmark {
     std::vector<std::pair<void*, std::size_t>> chunks;
     double held = 0;
     BaseResult r;
-    r.started_unix = now_unix();
-    const double t0 = now_seconds();
+    r.started_unix = unix_seconds();
+    const double t0 = steady_seconds();
     while (held + chunk <= limit) {
       const auto size = static_cast<std::size_t>(chunk);
       void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -122,8 +122,8 @@ class CpuCapacity : public BaseBenchmark {
       chunks.push_back({p, size});
       held += chunk;
     }
-    const double seconds = now_seconds() - t0;
-    r.ended_unix = now_unix();
+    const double seconds = steady_seconds() - t0;
+    r.ended_unix = unix_seconds();
     for (auto& [p, size] : chunks) ::munmap(p, size);
     r.correct = held > 0;
     r.check =

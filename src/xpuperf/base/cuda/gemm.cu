@@ -203,13 +203,13 @@ class CudaGemm : public BaseBenchmark {
     for (int i = 0; i < static_cast<int>(ctx.config.get_int("warmup")); ++i) XPUPERF_LT(gemm(algo));
     std::vector<double> rates;
     BaseResult r;
-    r.started_unix = now_unix();
+    r.started_unix = unix_seconds();
     for (int rep = 0; rep < ctx.config.get_int("repeats"); ++rep) {
       timer.start(stream);
       for (int i = 0; i < calls; ++i) XPUPERF_LT(gemm(algo));
       rates.push_back(flops * calls / timer.stop(stream) / 1e12);
     }
-    r.ended_unix = now_unix();
+    r.ended_unix = unix_seconds();
     XPUPERF_CUDA(cudaDeviceSynchronize());
 
     check_gemm_result(

@@ -165,7 +165,7 @@ class CudaBandwidth : public BaseBenchmark {
     for (auto& k : kernels) launch(k.name);  // warm-up
     XPUPERF_CUDA(cudaDeviceSynchronize());
     BaseResult r;
-    r.started_unix = now_unix();
+    r.started_unix = unix_seconds();
     for (int rep = 0; rep < ctx.config.get_int("repeats"); ++rep) {
       for (auto& k : kernels) {
         timer.start(nullptr);
@@ -173,7 +173,7 @@ class CudaBandwidth : public BaseBenchmark {
         k.rates.push_back(k.bytes / timer.stop(nullptr) / 1e9);
       }
     }
-    r.ended_unix = now_unix();
+    r.ended_unix = unix_seconds();
     XPUPERF_CUDA(cudaGetLastError());
     // The check: each kernel once more from a known state (a = 1, b = 2), its output read back
     // whole. (read's loads are kept by a data-dependent store; its sum is not checked.)
@@ -235,7 +235,7 @@ class CudaCapacity : public BaseBenchmark {
     std::vector<void*> held;
     double bytes = 0;
     BaseResult r;
-    r.started_unix = now_unix();
+    r.started_unix = unix_seconds();
     for (std::size_t chunk = static_cast<std::size_t>(ctx.config.get_int("cuda_chunk_mib")) << 20; chunk >= (2u << 20);
          chunk /= 2) {
       while (true) {
@@ -250,7 +250,7 @@ class CudaCapacity : public BaseBenchmark {
       }
     }
     const cudaError_t touched = cudaDeviceSynchronize();
-    r.ended_unix = now_unix();
+    r.ended_unix = unix_seconds();
     for (void* p : held) cudaFree(p);
     r.correct = touched == cudaSuccess && bytes > 0;
     r.check = touched == cudaSuccess ? "every chunk written by a kernel"

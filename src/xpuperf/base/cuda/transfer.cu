@@ -59,7 +59,7 @@ class HostTransfer : public BaseBenchmark {
     BaseResult r;
     nlohmann::json sweep = nlohmann::json::array();
     double pinned_largest = 0, pageable_largest = 0, pinned_largest_median = 0;
-    r.started_unix = now_unix();
+    r.started_unix = unix_seconds();
     for (const char* memory : {"pinned", "pageable"}) {
       void* host = std::string(memory) == "pinned" ? pinned.get() : static_cast<void*>(pageable.data());
       for (const auto& s : sizes) {
@@ -81,7 +81,7 @@ class HostTransfer : public BaseBenchmark {
         }
       }
     }
-    r.ended_unix = now_unix();
+    r.ended_unix = unix_seconds();
     // The check: the pageable transfers ran last; their bytes must have arrived.
     std::vector<char> probe(4096);
     if (to_device_) {
@@ -144,7 +144,7 @@ class PeerCopy : public BaseBenchmark {
     std::vector<double> all;
     bool correct = true;
     BaseResult r;
-    r.started_unix = now_unix();
+    r.started_unix = unix_seconds();
     for (int src = 0; src < n; ++src) {
       nlohmann::json row = nlohmann::json::array();
       for (int dst = 0; dst < n; ++dst) {
@@ -169,7 +169,7 @@ class PeerCopy : public BaseBenchmark {
       }
       matrix.push_back(row);
     }
-    r.ended_unix = now_unix();
+    r.ended_unix = unix_seconds();
     r.correct = correct;
     r.check = correct ? "every copy delivered the source's pattern" : "a copy did NOT deliver the source's pattern";
     r.implementation = "cudaMemcpyPeerAsync of " + std::to_string(bytes >> 20) + " MiB, every ordered pair of " +
@@ -198,19 +198,19 @@ class LaunchLatency : public BaseBenchmark {
     for (int i = 0; i < 100; ++i) empty_kernel<<<1, 1, 0, stream>>>();
     XPUPERF_CUDA(cudaStreamSynchronize(stream));
     BaseResult r;
-    r.started_unix = now_unix();
+    r.started_unix = unix_seconds();
     // Launch rate: host time to enqueue back-to-back launches.
-    double t0 = now_seconds();
+    double t0 = steady_seconds();
     for (int i = 0; i < launches; ++i) empty_kernel<<<1, 1, 0, stream>>>();
-    const double enqueue = (now_seconds() - t0) / launches;
+    const double enqueue = (steady_seconds() - t0) / launches;
     XPUPERF_CUDA(cudaStreamSynchronize(stream));
     // Launch and wait, one at a time.
     std::vector<double> round_trips;
     for (int i = 0; i < launches / 10; ++i) {
-      t0 = now_seconds();
+      t0 = steady_seconds();
       empty_kernel<<<1, 1, 0, stream>>>();
       XPUPERF_CUDA(cudaStreamSynchronize(stream));
-      round_trips.push_back(now_seconds() - t0);
+      round_trips.push_back(steady_seconds() - t0);
     }
     // 4 bytes to the device and back, pinned.
     void* host = nullptr;
@@ -220,13 +220,13 @@ class LaunchLatency : public BaseBenchmark {
     std::vector<double> memcpy_trips;
     *static_cast<int*>(host) = 7;
     for (int i = 0; i < launches / 10; ++i) {
-      t0 = now_seconds();
+      t0 = steady_seconds();
       XPUPERF_CUDA(cudaMemcpyAsync(device.get(), host, 4, cudaMemcpyHostToDevice, stream));
       XPUPERF_CUDA(cudaMemcpyAsync(host, device.get(), 4, cudaMemcpyDeviceToHost, stream));
       XPUPERF_CUDA(cudaStreamSynchronize(stream));
-      memcpy_trips.push_back(now_seconds() - t0);
+      memcpy_trips.push_back(steady_seconds() - t0);
     }
-    r.ended_unix = now_unix();
+    r.ended_unix = unix_seconds();
     r.correct = *static_cast<int*>(host) == 7;
     r.check = r.correct ? "the 4-byte round trip returned its value" : "the 4-byte round trip returned a wrong value";
     r.implementation = "empty kernel <<<1,1>>> on a non-blocking stream, " + std::to_string(launches) + " launches";
