@@ -365,6 +365,7 @@ int run_plan(const Repo& repo, const RunOptions& options) {
   int done = 0;
   for (const auto& c : plan->cases) {
     const std::string case_dir = run_dir + "/" + c.key.dir_name();
+    const json peaks = chip_peaks(repo, plan->vendor, c.key.hardware);  // the same for every round
     for (int round = 1; round <= c.key.repeat && g_stop == 0; ++round) {
       ++done;
       std::cout << "  [" << done << "/" << total << "] " << c.key.str() << " round " << round << "/" << c.key.repeat
@@ -388,8 +389,7 @@ int run_plan(const Repo& repo, const RunOptions& options) {
           continue;
         }
       }
-      RoundRow row =
-          run_round(*launcher, *plan, deployment, c, round, case_dir, chip_peaks(repo, plan->vendor, c.key.hardware));
+      RoundRow row = run_round(*launcher, *plan, deployment, c, round, case_dir, peaks);
       std::cout << " " << row.status;
       if (row.finished && row.finished->extra.contains("figures")) std::cout << ": " << base_headline(*row.finished);
       if (row.finished && row.finished->extra.contains("steps")) std::cout << ": " << inference_headline(*row.finished);
