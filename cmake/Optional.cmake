@@ -41,10 +41,13 @@ macro(xpuperf_find_optional_torch)
       set(XPUPERF_HAVE_TORCH ON)
       # TORCH_CXX_FLAGS is one string ("-D_GLIBCXX_USE_CXX11_ABI=1"); compile options want a list.
       separate_arguments(XPUPERF_TORCH_CXX_FLAGS UNIX_COMMAND "${TORCH_CXX_FLAGS}")
-      # PyTorch's CUDA builds carry ProcessGroupNCCL; Debian's CPU build does not.
+      # PyTorch's CUDA builds carry ProcessGroupNCCL and ATen's CUDA API (streams, CUDA graphs);
+      # Debian's CPU build does not.
       set(XPUPERF_HAVE_NCCL OFF)
+      set(XPUPERF_HAVE_TORCH_CUDA OFF)
       if(XPUPERF_HAVE_CUDA AND EXISTS "${TORCH_INSTALL_PREFIX}/lib/libtorch_cuda.so")
         set(XPUPERF_HAVE_NCCL ON)
+        set(XPUPERF_HAVE_TORCH_CUDA ON)
       endif()
       # ProcessGroupGloo's header needs Gloo's headers, which PyTorch wheels do not ship
       # (Debian: libgloo-dev). Without them the gloo backend is left out.

@@ -21,7 +21,9 @@ struct CompileInputs {
   std::shared_ptr<torch::nn::Module> model;  // null when no_validation is set
   std::string onnx_path;                     // the exported or given ONNX file; may be empty
   std::string compiled_path;                 // exist_compiler_path: the engine's own format; may be empty
-  bool fp16 = false;
+  torch::Dtype dtype = torch::kFloat;        // the precision to run in (fp16: true → half or bfloat16)
+  std::vector<std::int64_t> sample_shape;    // one input sample, e.g. {3, 224, 224}
+  std::vector<std::int64_t> batch_sizes;     // every batch size infer() will see, for static-shape engines
 };
 
 struct EngineOutput {
@@ -34,9 +36,15 @@ class Engine {
   virtual ~Engine() = default;
   // Throws std::runtime_error saying what the engine needs when it cannot compile.
   virtual void compile(const CompileInputs& in) = 0;
+  // The outputs may be the engine's own buffer: valid until the next infer() call.
   virtual EngineOutput infer(const torch::Tensor& input) = 0;
   virtual std::string describe() const = 0;
 };
+
+// float32, float16, bfloat16: how engines name their precision.
+inline std::string precision_name(torch::Dtype dtype) {
+  return dtype == torch::kHalf ? "float16" : dtype == torch::kBFloat16 ? "bfloat16" : "float32";
+}
 
 using EngineFactory = std::function<std::unique_ptr<Engine>()>;
 bool register_engine(const std::string& name, EngineFactory factory);

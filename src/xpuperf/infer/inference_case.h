@@ -19,12 +19,26 @@ struct InferContext {
   torch::Device device;
 };
 
-// The evaluation set in batches of batch_size, on the CPU (the pipeline moves them).
+struct Batch {
+  torch::Tensor input;   // on the CPU; the pipeline moves it
+  torch::Tensor labels;  // on the CPU
+};
+
+// The evaluation set in batches of batch_size. Batches are loaded when the pipeline asks for them
+// (inside the *_whole timing, as seed 004 counts loading), so a set larger than memory works.
 struct Batches {
-  std::vector<torch::Tensor> inputs;
-  std::vector<torch::Tensor> labels;
-  std::string description;  // what the data are (file, synthetic, ...)
-  std::int64_t samples = 0;
+  std::size_t count = 0;                   // number of batches
+  std::function<Batch(std::size_t)> load;  // batch i (0 <= i < count); may be called again
+  std::string description;                 // what the data are (folder, file, synthetic, ...)
+  std::int64_t samples = 0;                // over all batches
+  std::int64_t batch_size = 0;             // every batch but perhaps the last
+  std::vector<std::int64_t> sample_shape;  // one input sample, e.g. {3, 224, 224}
+
+  // Batches over tensors already in memory (first dimension: samples).
+  static Batches in_memory(const torch::Tensor& inputs, const torch::Tensor& labels, std::int64_t batch_size,
+                           std::string description);
+  // The distinct batch sizes the pipeline will run (the full one and the last, partial one).
+  std::vector<std::int64_t> batch_sizes() const;
 };
 
 // What the evaluator adds up (on the CPU): correct answers out of a count.

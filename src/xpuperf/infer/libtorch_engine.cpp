@@ -1,5 +1,5 @@
 // The `libtorch` engine: the case's own LibTorch model run eagerly, without gradients, in the
-// configured precision (fp16: half on CUDA, bfloat16 on the CPU, whose half kernels are few).
+// configured precision.
 // It compiles from the validated model, or loads a checkpoint given as exist_compiler_path.
 
 #include <stdexcept>
@@ -23,11 +23,10 @@ class LibTorchEngine : public Engine {
       throw std::runtime_error(
           "engine libtorch runs the case's model: keep no_validation: false, or give exist_compiler_path: a "
           "checkpoint of the model (as xpuperf train --set save_checkpoint=FILE writes)");
-    dtype_ = in.fp16 ? (device_.is_cuda() ? torch::kHalf : torch::kBFloat16) : torch::kFloat;
+    dtype_ = in.dtype;
     model_->to(dtype_);
     model_->eval();
-    describe_ = std::string("libtorch eager, ") + (in.fp16 ? (device_.is_cuda() ? "float16" : "bfloat16") : "float32") +
-                ", " + (device_.is_cuda() ? "cuda" : "cpu") +
+    describe_ = "libtorch eager, " + precision_name(dtype_) + ", " + (device_.is_cuda() ? "cuda" : "cpu") +
                 (in.compiled_path.empty() ? "" : ", weights from " + in.compiled_path);
   }
 

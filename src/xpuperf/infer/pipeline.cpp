@@ -45,20 +45,21 @@ struct PassResult {
 };
 
 // `repeat` passes over the batches after one untimed warm-up batch; the accuracy is the first
-// pass's.
+// pass's. Loading a batch counts in *_whole, as seed 004 says.
 template <typename Forward>
 PassResult timed_passes(const Batches& batches, int repeat, const torch::Device& device, InferenceCase& c,
                         const Forward& forward) {
   PassResult r;
-  if (!batches.inputs.empty()) {  // one untimed batch first: lazy initialisation, kernel selection
+  if (batches.count > 0) {  // one untimed batch first: lazy initialisation, kernel selection
     double foo = 0;
-    forward(batches.inputs[0].to(device), foo);
+    forward(batches.load(0).input.to(device), foo);
     sync(device);
   }
   const double start = steady_seconds();
   for (int pass = 0; pass < repeat; ++pass) {
-    for (std::size_t i = 0; i < batches.inputs.size(); ++i) {
-      const torch::Tensor input = batches.inputs[i].to(device);
+    for (std::size_t i = 0; i < batches.count; ++i) {
+      const Batch batch = batches.load(i);
+      const torch::Tensor input = batch.input.to(device);
       sync(device);
       const double t0 = steady_seconds();
       double foo = 0;
@@ -68,13 +69,43 @@ PassResult timed_passes(const Batches& batches, int repeat, const torch::Device&
       r.foo += foo;
       if (pass == 0) {
         const torch::Tensor host = out.to(torch::kCPU).to(torch::kFloat);
-        c.evaluator(host, batches.labels[i], r.evaluation);
+        c.evaluator(host, batch.labels, r.evaluation);
         if (i == 0) r.first_outputs = host;
       }
     }
   }
   r.whole = steady_seconds() - start - r.foo;
   return r;
+}
+
+// fp16: true runs the engine in half precision: half_precision float16 or bfloat16, or auto
+// (float16 on CUDA, bfloat16 on the CPU, whose float16 kernels are few).
+torch::Dtype engine_dtype(const Config& config, const torch::Device& device) {
+  if (!config.get_bool("fp16")) return torch::kFloat;
+  const std::string half = config.get_string("half_precision", "auto");
+  if (half == "float16") return torch::kHalf;
+  if (half == "bfloat16") return torch::kBFloat16;
+  if (half == "auto") return device.is_cuda() ? torch::kHalf : torch::kBFloat16;
+  throw ConfigError("half_precision: '" + half + "' (" + config.at("half_precision").source.str() +
+                    ") is not auto, float16 or bfloat16");
+}
+
+std::vector<std::int64_t> latency_batch_sizes(const Config& config, const Batches& batches) {
+  std::vector<std::int64_t> sizes;
+  if (!config.has("latency_batch_sizes")) return sizes;
+  for (const auto& text : config.get_string_list("latency_batch_sizes")) {
+    std::int64_t bs = 0;
+    try {
+      bs = std::stoll(text);
+    } catch (const std::exception&) {
+    }
+    if (bs <= 0 || bs > batches.batch_size || bs > batches.samples)
+      throw ConfigError("latency_batch_sizes: " + text + " is not a batch size in 1.." +
+                        std::to_string(std::min(batches.batch_size, batches.samples)) + " (batch_size " +
+                        std::to_string(batches.batch_size) + ")");
+    sizes.push_back(bs);
+  }
+  return sizes;
 }
 
 double percentile(std::vector<double> values, double p) {
@@ -126,7 +157,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
     }
     const torch::Device device = train::choose_device(config.get_string("device", "auto"), 0);
     if (!device.is_cuda()) torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-    const bool fp16 = config.get_bool("fp16");
+    const torch::Dtype dtype = engine_dtype(config, device);
     const int repeat = static_cast<int>(std::max<std::int64_t>(1, config.get_int("repeat")));
     const InferContext ctx{config, device};
     step("a_config", "ran: case " + name + ", vendor " + request.vendor + ", compiler " +
@@ -134,6 +165,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
 
     // (b) dataset and model.
     const Batches batches = c->build_dataloader(ctx);
+    const std::vector<std::int64_t> latency_sizes = latency_batch_sizes(config, batches);
     std::shared_ptr<torch::nn::Module> model;
     if (!no_validation) model = c->create_model(ctx, "");
     torch::Tensor validation_outputs;  // of the first batch, to compare the engine's with
@@ -176,7 +208,10 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       step("f_inference", "skipped: compiler null");
     } else {
       const double t0 = steady_seconds();
-      engine->compile({ctx, *c, model, onnx, compiled_given, fp16});
+      std::vector<std::int64_t> sizes = batches.batch_sizes();
+      for (const std::int64_t bs : latency_sizes)
+        if (std::find(sizes.begin(), sizes.end(), bs) == sizes.end()) sizes.push_back(bs);
+      engine->compile({ctx, *c, model, onnx, compiled_given, dtype, batches.sample_shape, sizes});
       figures["compile_time"] = steady_seconds() - t0;
       step("e_compile", compiled_given.empty() ? "ran: " + engine->describe()
                                                : "skipped: exist_compiler_path " + compiled_given + " loaded");
@@ -201,16 +236,13 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
         figures["mfu"] = flops * (samples / f.core) / (request.peak_tflops * 1e12);
       // Latency, one query at a time (MLPerf's SingleStream): p50/p90/p99 over latency_queries.
       json latency = json::array();
-      const torch::Tensor all = torch::cat(batches.inputs);
-      for (const auto& text : config.get_string_list("latency_batch_sizes")) {
-        const std::int64_t bs = std::stoll(text);
-        if (bs <= 0 || bs > all.size(0))
-          throw ConfigError("latency_batch_sizes: " + text + " is not in 1.." + std::to_string(all.size(0)));
+      const torch::Tensor first = batches.count > 0 ? batches.load(0).input : torch::Tensor();
+      for (const std::int64_t bs : latency_sizes) {
         std::vector<double> ms;
         const std::int64_t queries = config.get_int("latency_queries");
         for (std::int64_t q = 0; q < queries; ++q) {
-          const std::int64_t at = (q * bs) % (all.size(0) - bs + 1);
-          const torch::Tensor x = all.slice(0, at, at + bs).to(device);
+          const std::int64_t at = (q * bs) % (first.size(0) - bs + 1);
+          const torch::Tensor x = first.slice(0, at, at + bs).to(device);
           sync(device);
           const double t = steady_seconds();
           const EngineOutput o = engine->infer(x);

@@ -18,12 +18,12 @@ class LeNet5Inference : public infer::InferenceCase {
  public:
   infer::Batches build_dataloader(const infer::InferContext& ctx) override {
     torch::Tensor images, labels;
-    infer::Batches b;
+    std::string description;
     if (ctx.config.get_bool("synthetic_data")) {
       auto gen = at::detail::createCPUGenerator(1234);
       images = torch::randn({10000, 1, 28, 28}, gen);
       labels = torch::randint(kClasses, {10000}, gen, torch::TensorOptions().dtype(torch::kLong));
-      b.description = "synthetic: 10000 random images and labels (throughput only, no accuracy)";
+      description = "synthetic: 10000 random images and labels (throughput only, no accuracy)";
     } else {
       const std::string dir = ctx.config.get_string("data_dir");
       if (dir.empty())
@@ -32,16 +32,11 @@ class LeNet5Inference : public infer::InferenceCase {
             "install dataset-fashion-mnist), or synthetic_data: true");
       FashionMnist set = load_fashion_mnist(dir, ctx.config.get_string("eval_data"));
       images = set.images, labels = set.labels;
-      b.description = "Fashion-MNIST test set, " + set.description;
+      description = "Fashion-MNIST test set, " + set.description;
     }
     const std::int64_t batch = ctx.config.get_int("batch_size");
     if (batch <= 0) throw ConfigError("batch_size must be positive");
-    b.samples = images.size(0);
-    for (std::int64_t at = 0; at < b.samples; at += batch) {
-      b.inputs.push_back(images.slice(0, at, std::min(at + batch, b.samples)).contiguous());
-      b.labels.push_back(labels.slice(0, at, std::min(at + batch, b.samples)).contiguous());
-    }
-    return b;
+    return infer::Batches::in_memory(images, labels, batch, description);
   }
 
   std::shared_ptr<torch::nn::Module> create_model(const infer::InferContext& ctx,

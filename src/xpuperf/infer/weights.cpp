@@ -1,0 +1,73 @@
+#include "xpuperf/infer/weights.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <stdexcept>
+
+namespace xpuperf::infer {
+
+namespace {
+
+// A PyTorch state_dict: torch.save writes an OrderedDict of name → tensor, which LibTorch's
+// unpickler reads as a generic dict.
+std::map<std::string, torch::Tensor> read_state_dict(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const torch::IValue value = torch::pickle_load(bytes);
+  if (!value.isGenericDict()) throw std::runtime_error(path + " holds a " + value.tagKind() + ", not a state_dict");
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& item : value.toGenericDict()) {
+    if (!item.key().isString() || !item.value().isTensor())
+      throw std::runtime_error(path + ": a state_dict entry is not name → tensor");
+    tensors[item.key().toStringRef()] = item.value().toTensor();
+  }
+  return tensors;
+}
+
+void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch::Tensor>& tensors,
+                     const std::string& path) {
+  std::map<std::string, torch::Tensor> targets;
+  for (const auto& p : model.named_parameters()) targets[p.key()] = p.value();
+  for (const auto& b : model.named_buffers()) targets[b.key()] = b.value();
+  std::string problems;
+  for (const auto& [name, target] : targets) {
+    const auto it = tensors.find(name);
+    if (it == tensors.end())
+      problems += "\n  missing: " + name;
+    else if (it->second.sizes() != target.sizes())
+      problems += "\n  " + name + ": shape " + c10::str(it->second.sizes()) + " in the file, " +
+                  c10::str(target.sizes()) + " in the model";
+  }
+  for (const auto& [name, tensor] : tensors)
+    if (!targets.count(name)) problems += "\n  unexpected: " + name;
+  if (!problems.empty()) throw std::runtime_error(path + " does not match the model:" + problems);
+  const torch::NoGradGuard no_grad;
+  for (auto& [name, target] : targets) target.copy_(tensors.at(name));
+}
+
+}  // namespace
+
+std::string load_weights(torch::nn::Module& model, const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
+  std::string archive_error;
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path, torch::kCPU);
+    model.load(archive);
+    return "LibTorch archive";
+  } catch (const c10::Error& e) {
+    archive_error = e.what_without_backtrace();
+  }
+  try {
+    copy_state_dict(model, read_state_dict(path), path);
+    return "PyTorch state_dict";
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(path + " is neither a LibTorch archive (" + archive_error.substr(0, 200) +
+                             ") nor a PyTorch state_dict (" + std::string(e.what_without_backtrace()).substr(0, 200) +
+                             ")");
+  }
+}
+
+}  // namespace xpuperf::infer

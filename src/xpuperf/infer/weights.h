@@ -1,0 +1,17 @@
+#pragma once
+// Loads a model's weights from either format a user has: a LibTorch archive (module->save, as
+// `xpuperf train --set save_checkpoint=F` writes) or a PyTorch state_dict saved in Python
+// (torch.save(model.state_dict(), F)). Names and shapes must match the module's exactly; any
+// missing, unexpected or mis-shaped entry is an error that names it.
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace xpuperf::infer {
+
+// Returns which format it read ("LibTorch archive" or "PyTorch state_dict"); throws
+// std::runtime_error saying what does not match.
+std::string load_weights(torch::nn::Module& model, const std::string& path);
+
+}  // namespace xpuperf::infer
