@@ -22,7 +22,7 @@ with torch.no_grad():
         if isinstance(m, torch.nn.BatchNorm2d):
             m.running_mean.uniform_(-0.1, 0.1); m.running_var.uniform_(0.5, 1.5)
             m.weight.uniform_(0.5, 1.5); m.bias.uniform_(-0.1, 0.1)
-torch.save(model.state_dict(), f"{a.out}/resnet50.pth")
+torch.save(dict(model.state_dict()), f"{a.out}/resnet50.pth")  # LibTorch cannot read OrderedDicts
 torch.jit.save(torch.jit.trace(model, torch.randn(1, 3, 224, 224)), f"{a.out}/resnet50_ts.pt")
 
 dev = torch.device("cuda")

@@ -16,6 +16,11 @@ std::map<std::string, torch::Tensor> read_state_dict(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const torch::IValue value = torch::pickle_load(bytes);
+  // LibTorch's unpickler reads Python's OrderedDict (what state_dict() returns) as None.
+  if (value.isNone())
+    throw std::runtime_error(path +
+                             " looks like torch.save(model.state_dict()): LibTorch cannot read the OrderedDict a "
+                             "state_dict is; save a plain dict instead: torch.save(dict(model.state_dict()), F)");
   if (!value.isGenericDict()) throw std::runtime_error(path + " holds a " + value.tagKind() + ", not a state_dict");
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& item : value.toGenericDict()) {
@@ -60,14 +65,16 @@ std::string load_weights(torch::nn::Module& model, const std::string& path) {
   } catch (const c10::Error& e) {
     archive_error = e.what_without_backtrace();
   }
+  std::map<std::string, torch::Tensor> tensors;
   try {
-    copy_state_dict(model, read_state_dict(path), path);
-    return "PyTorch state_dict";
+    tensors = read_state_dict(path);
   } catch (const c10::Error& e) {
     throw std::runtime_error(path + " is neither a LibTorch archive (" + archive_error.substr(0, 200) +
                              ") nor a PyTorch state_dict (" + std::string(e.what_without_backtrace()).substr(0, 200) +
                              ")");
   }
+  copy_state_dict(model, tensors, path);
+  return "PyTorch state_dict";
 }
 
 }  // namespace xpuperf::infer

@@ -1,7 +1,7 @@
 #pragma once
 // Loads a model's weights from either format a user has: a LibTorch archive (module->save, as
 // `xpuperf train --set save_checkpoint=F` writes) or a PyTorch state_dict saved in Python
-// (torch.save(model.state_dict(), F)). Names and shapes must match the module's exactly; any
+// (torch.save(dict(model.state_dict()), F)). Names and shapes must match the module's exactly; any
 // missing, unexpected or mis-shaped entry is an error that names it.
 
 #include <torch/torch.h>

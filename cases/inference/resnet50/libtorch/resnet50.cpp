@@ -113,7 +113,7 @@ class ResNet50Inference : public infer::InferenceCase {
     if (path.empty()) {
       caveat_ =
           "random weights (no checkpoint): accuracy is chance; give checkpoint: a torchvision resnet50 "
-          "state_dict (torch.save(model.state_dict(), F)) or a LibTorch archive";
+          "state_dict (torch.save(dict(model.state_dict()), F)) or a LibTorch archive";
     } else {
       try {
         infer::load_weights(*model, path);

@@ -1,6 +1,6 @@
 #pragma once
 // ResNet-50 (v1.5: the stride on the 3×3 convolution), laid out and named as torchvision's
-// resnet50, so that its state_dict (torch.save(model.state_dict(), F)) loads here unchanged:
+// resnet50, so that its state_dict (torch.save(dict(model.state_dict()), F)) loads here unchanged:
 // 25,557,032 parameters. Each block folds its batch norms for the libtorch-graph engine.
 
 #include <torch/torch.h>
