@@ -38,6 +38,8 @@ PY
   ours graph compiler=libtorch-graph
   ours graph_unfused compiler=libtorch-graph cudnn_fusion=false
   ours torchscript compiler=torchscript exist_compiler_path="$work/resnet50_ts.pt"
+  # float32: torchvision's traced graph against xpuperf's own model with the same weights.
+  ours torchscript_fp32 compiler=torchscript fp16=false exist_compiler_path="$work/resnet50_ts.pt"
   if [[ -f $work/resnet50.pt2 ]]; then ours aoti compiler=aoti exist_compiler_path="$work/resnet50.pt2"; fi
 } > "$work/ours.jsonl"
 
@@ -46,13 +48,14 @@ import json, sys
 ours = {o["label"]: o for o in map(json.loads, open(sys.argv[1]))}
 ref = {o["figure"]: o["value"] for o in map(json.loads, open(sys.argv[2]))}
 print("torchvision resnet50 parameters:", ref.get("parameters"))
-print("\n| xpuperf engine | engine | inference_core img/s | batch-1 p50 / p99 ms | max abs diff vs fp32 validation |")
-print("| --- | --- | ---: | ---: | ---: |")
+print("\n| run | engine | inference_core img/s | MFU | batch-1 p50 / p99 ms | output diff vs fp32 validation (relative) | top-1 agreement |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
 for label, o in ours.items():
     lat = (o.get("latency") or [{}])[0]
     print(f"| {label} | {o.get('engine', 'failed')} | {o.get('inference_core', float('nan')):.0f} | "
+          f"{o.get('mfu', float('nan')):.3f} | "
           f"{lat.get('p50_ms', float('nan')):.3f} / {lat.get('p99_ms', float('nan')):.3f} | "
-          f"{o.get('max_abs_diff_vs_validation', float('nan')):.4f} |")
+          f"{o.get('relative_diff_vs_validation', float('nan')):.2e} | {o.get('top1_agreement_vs_validation', float('nan')):.3f} |")
 print("\n| figure | xpuperf | PyTorch | reference | ratio |")
 print("| --- | ---: | ---: | --- | ---: |")
 def row(name, mine, theirs, what):

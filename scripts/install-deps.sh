@@ -13,8 +13,9 @@ packages=(
   libtorch-dev libgloo-dev
   # base cases on the CPU: BLAS for the FP64/FP32 GEMMs
   libopenblas-dev
-  # inference: ONNX export and the OpenCV engine
-  libonnx-dev libopencv-dev
+  # inference: ONNX export and the OpenCV engine; PyTorch in Python makes the TorchScript and
+  # state_dict files the inference tests load
+  libonnx-dev libopencv-dev python3-torch
   # tests (the ssh and slurm launchers run against a real sshd and a one-node Slurm)
   libgtest-dev libgmock-dev openssh-client openssh-server slurm-wlm
   # report.html is checked in a real browser

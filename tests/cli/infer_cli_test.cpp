@@ -158,11 +158,125 @@ TEST_F(InferCli, ExportedOnnxRunInOpenCvMatchesLibTorch) {
   EXPECT_TRUE(has(broken.output, "OpenCV cannot read " + bad)) << broken.output;
 }
 
+TEST_F(InferCli, LibTorchGraphOnTheCpuRunsTheFoldedEagerPath) {
+  const Result r = infer({"checkpoint=" + checkpoint(), "compiler=libtorch-graph"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json& f = parse(r.output).finished;
+  const std::string engine = f["engine"];
+  EXPECT_TRUE(has(engine, "libtorch-graph, float32, cpu, 0 blocks with batch norm folded, channels-last")) << engine;
+  EXPECT_TRUE(has(engine, "eager (CUDA graphs need a CUDA device)")) << engine;
+  EXPECT_LT(f["relative_diff_vs_validation"].get<double>(), 1e-5) << f.dump();
+  EXPECT_GE(f["top1_agreement_vs_validation"].get<double>(), 0.99) << f.dump();
+  EXPECT_NEAR(f["inference_accuracy"].get<double>(), f["validation_accuracy"].get<double>(), 1e-3);
+}
+
+// Python-made files: a state_dict and a TorchScript trace of a LeNet-5 written in Python.
+bool have_python_torch() {
+  return run_ok({"/usr/bin/python3", "-c", "import torch"}, {}, 60);
+}
+
+TEST_F(InferCli, PythonStateDictAndTorchScriptMatchTheCheckpoint) {
+  if (!have_python_torch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  ASSERT_TRUE(
+      run_ok({"/usr/bin/python3", kRoot + "/tests/cli/make_lenet5_torchscript.py", checkpoint(), out.path()}, {}, 120));
+  const Result archive = infer({"checkpoint=" + checkpoint(), "compiler=null"});
+  ASSERT_EQ(archive.code, 0) << archive.output;
+  const Result dict = infer({"checkpoint=" + out.path() + "/dict.pth", "compiler=null"});
+  ASSERT_EQ(dict.code, 0) << dict.output;
+  EXPECT_EQ(parse(dict.output).finished["validation_accuracy"], parse(archive.output).finished["validation_accuracy"]);
+
+  const Result ordered = infer({"checkpoint=" + out.path() + "/ordered.pth"});
+  EXPECT_EQ(ordered.code, 1);
+  EXPECT_TRUE(has(ordered.output, "save a plain dict instead: torch.save(dict(model.state_dict()), F)"))
+      << ordered.output;
+
+  const Result ts =
+      infer({"checkpoint=" + checkpoint(), "compiler=torchscript", "exist_compiler_path=" + out.path() + "/ts.pt"});
+  ASSERT_EQ(ts.code, 0) << ts.output;
+  const Parsed p = parse(ts.output);
+  EXPECT_TRUE(has(p.steps.at("e_compile"), "skipped: exist_compiler_path")) << p.steps.at("e_compile");
+  EXPECT_TRUE(has(p.finished["engine"], "torchscript, float32, cpu, frozen")) << p.finished.dump();
+  EXPECT_LT(p.finished["relative_diff_vs_validation"].get<double>(), 1e-5) << p.finished.dump();
+  EXPECT_NEAR(p.finished["inference_accuracy"].get<double>(), p.finished["validation_accuracy"].get<double>(), 1e-3);
+
+  const Result none = infer({"compiler=torchscript"});
+  EXPECT_EQ(none.code, 1);
+  EXPECT_TRUE(has(none.output, "engine torchscript runs a TorchScript file: set exist_compiler_path")) << none.output;
+}
+
+Result resnet50(const std::string& out_dir, std::vector<std::string> sets) {
+  std::vector<std::string> args = {"--root",     kRoot,   "infer",        "--case", "resnet50",
+                                   "--vendor",   "cpu",   "--out",        out_dir,  "--set",
+                                   "fp16=false", "--set", "batch_size=4", "--set",  "latency_queries=3"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  return xpuperf(args, kRoot, {}, 120);
+}
+
+TEST(InferResNet50, FoldedGraphAndOnnxMatchTheModelWithTorchvisionNames) {
+  if (!have_python_torch()) GTEST_SKIP() << "Debian's python3-torch is not installed";
+  test::TempDir dir;
+  const std::string weights = dir.path() + "/resnet50.pth";
+  ASSERT_TRUE(run_ok({"/usr/bin/python3", kRoot + "/tests/cli/make_resnet50_state_dict.py", weights}, {}, 120));
+  for (const char* engine : {"libtorch-graph", "opencv"}) {
+    const Result r = resnet50(dir.path(), {"synthetic_data=true", "synthetic_samples=6", "checkpoint=" + weights,
+                                           std::string("compiler=") + engine});
+    ASSERT_EQ(r.code, 0) << r.output;
+    const Parsed p = parse(r.output);
+    EXPECT_EQ(p.finished["samples"], 6.0);
+    EXPECT_EQ(p.finished["metric"], "top1_accuracy");
+    EXPECT_TRUE(has(p.finished["caveat"], "synthetic images")) << p.finished.dump();
+    EXPECT_LT(p.finished["relative_diff_vs_validation"].get<double>(), 1e-5) << engine << p.finished.dump();
+    EXPECT_EQ(p.finished["top1_agreement_vs_validation"], 1.0) << engine;
+    if (std::string(engine) == "libtorch-graph") {
+      EXPECT_TRUE(has(p.finished["engine"], "17 blocks with batch norm folded")) << p.finished.dump();
+    }
+  }
+  EXPECT_TRUE(fs::exists(dir.path() + "/resnet50.onnx"));
+}
+
+// A 24-bit BMP of one colour, which OpenCV decodes like any ImageNet JPEG.
+void write_bmp(const std::string& path, int width, int height, unsigned char shade) {
+  const int row = (width * 3 + 3) / 4 * 4;
+  const std::uint32_t size = 54 + static_cast<std::uint32_t>(row * height);
+  std::string h(54, '\0');
+  auto put = [&](int at, std::uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) h[static_cast<std::size_t>(at + i)] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  h[0] = 'B', h[1] = 'M';
+  put(2, size, 4), put(10, 54, 4), put(14, 40, 4), put(18, static_cast<std::uint32_t>(width), 4);
+  put(22, static_cast<std::uint32_t>(height), 4), put(26, 1, 2), put(28, 24, 2);
+  std::ofstream out(path, std::ios::binary);
+  out << h << std::string(static_cast<std::size_t>(row * height), static_cast<char>(shade));
+}
+
+TEST(InferResNet50, ReadsAnImageNetStyleFolder) {
+  test::TempDir dir;
+  for (const char* cls : {"n02", "n01"}) {
+    fs::create_directories(dir.path() + "/val/" + cls);
+    write_bmp(dir.path() + "/val/" + cls + "/a.bmp", 300, 200, 40);
+    write_bmp(dir.path() + "/val/" + cls + "/b.BMP", 64, 48, 200);  // smaller than the crop: scaled up
+  }
+  const Result r = resnet50(dir.path(), {"data_dir=" + dir.path() + "/val", "compiler=null", "num_workers=2"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Parsed p = parse(r.output);
+  EXPECT_EQ(p.finished["samples"], 4.0);
+  EXPECT_TRUE(has(p.steps.at("b_data_model"), "4 images, 2 classes")) << p.steps.at("b_data_model");
+  EXPECT_TRUE(has(p.finished["caveat"], "random weights")) << p.finished.dump();
+
+  fs::create_directories(dir.path() + "/val/n03");
+  const Result empty = resnet50(dir.path(), {"data_dir=" + dir.path() + "/val", "compiler=null"});
+  EXPECT_EQ(empty.code, 1);
+  EXPECT_TRUE(has(empty.output, "class folder '" + dir.path() + "/val/n03' has no images")) << empty.output;
+  const Result none = resnet50(dir.path(), {"compiler=null"});
+  EXPECT_EQ(none.code, 1);
+  EXPECT_TRUE(has(none.output, "resnet50 needs data_dir")) << none.output;
+}
+
 TEST_F(InferCli, ErrorsNameTheKeyAndWhatToDo) {
-  const Result engine = infer({"compiler=tensorrt"});
+  const Result engine = infer({"compiler=tensorrt-nope"});
   EXPECT_EQ(engine.code, 1);
-  EXPECT_TRUE(has(engine.output, "compiler 'tensorrt'")) << engine.output;
-  EXPECT_TRUE(has(engine.output, "built: libtorch, opencv")) << engine.output;
+  EXPECT_TRUE(has(engine.output, "compiler 'tensorrt-nope'")) << engine.output;
+  EXPECT_TRUE(has(engine.output, "libtorch, libtorch-graph, opencv, torchscript")) << engine.output;
   const Result missing = infer({"checkpoint=/nope/lenet5.pt"});
   EXPECT_EQ(missing.code, 1);
   EXPECT_TRUE(has(missing.output, "checkpoint '/nope/lenet5.pt' does not exist")) << missing.output;

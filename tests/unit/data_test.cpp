@@ -6,6 +6,7 @@
 
 #include "test_util.h"
 #include "xpuperf/data/idx.h"
+#include "xpuperf/data/image_folder.h"
 #include "xpuperf/data/shard_sampler.h"
 
 namespace xpuperf::data {
@@ -127,6 +128,46 @@ TEST(ShardSampler, EvaluationSplitCountsEverySampleOnce) {
   EXPECT_EQ(seen.size(), 10u);
   for (std::int64_t i = 0; i < 10; ++i) EXPECT_EQ(seen.count(i), 1u);
   EXPECT_EQ(shard_indices({5, 0, 1, false, 0, false}, 0), (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
+}
+
+}  // namespace
+}  // namespace xpuperf::data
+
+namespace xpuperf::data {
+namespace {
+
+TEST(ImageFolder, ClassesAndImagesAreSortedLikeTorchvision) {
+  test::TempDir dir;
+  dir.write("val/n02/b.JPEG", "x");
+  dir.write("val/n02/a.jpg", "x");
+  dir.write("val/n02/notes.txt", "not an image");
+  dir.write("val/n01/z.png", "x");
+  const ImageFolder f = list_image_folder(dir.path() + "/val");
+  ASSERT_EQ(f.classes, (std::vector<std::string>{"n01", "n02"}));
+  ASSERT_EQ(f.images.size(), 3u);
+  EXPECT_EQ(f.images[0].path, dir.path() + "/val/n01/z.png");
+  EXPECT_EQ(f.images[0].label, 0);
+  EXPECT_EQ(f.images[1].path, dir.path() + "/val/n02/a.jpg");
+  EXPECT_EQ(f.images[2].label, 1);
+}
+
+TEST(ImageFolder, MissingOrEmptyFoldersAreClearErrors) {
+  test::TempDir dir;
+  try {
+    list_image_folder(dir.path() + "/nope");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + dir.path() + "/nope' does not exist"), std::string::npos) << e.what();
+  }
+  dir.write("flat/a.jpg", "x");
+  EXPECT_THROW(list_image_folder(dir.path() + "/flat"), DataError);  // no class folders
+  dir.write("val/n01/readme.txt", "x");
+  try {
+    list_image_folder(dir.path() + "/val");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("n01' has no images"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -229,8 +229,15 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       figures["engine"] = engine->describe();
       // The engine's outputs against the framework's on the same first batch.
       if (validation_outputs.defined() && f.first_outputs.defined() &&
-          validation_outputs.sizes() == f.first_outputs.sizes())
-        figures["max_abs_diff_vs_validation"] = (f.first_outputs - validation_outputs).abs().max().item<double>();
+          validation_outputs.sizes() == f.first_outputs.sizes()) {
+        const double diff = (f.first_outputs - validation_outputs).abs().max().item<double>();
+        const double scale = validation_outputs.abs().max().item<double>();
+        figures["max_abs_diff_vs_validation"] = diff;
+        figures["relative_diff_vs_validation"] = scale > 0 ? diff / scale : diff;  // of the largest output
+        if (f.first_outputs.dim() == 2)
+          figures["top1_agreement_vs_validation"] =
+              f.first_outputs.argmax(1).eq(validation_outputs.argmax(1)).to(torch::kFloat).mean().item<double>();
+      }
       const double flops = config.get_number("flops") > 0 ? config.get_number("flops") : c->flops_per_sample();
       if (request.peak_tflops > 0 && flops > 0)
         figures["mfu"] = flops * (samples / f.core) / (request.peak_tflops * 1e12);

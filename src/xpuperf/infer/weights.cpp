@@ -10,17 +10,19 @@ namespace xpuperf::infer {
 
 namespace {
 
+std::string ordered_dict_advice(const std::string& path) {
+  return path +
+         " looks like torch.save(model.state_dict()): LibTorch cannot read the OrderedDict a state_dict is; save a "
+         "plain dict instead: torch.save(dict(model.state_dict()), F)";
+}
+
 // A PyTorch state_dict: torch.save writes an OrderedDict of name → tensor, which LibTorch's
 // unpickler reads as a generic dict.
 std::map<std::string, torch::Tensor> read_state_dict(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const torch::IValue value = torch::pickle_load(bytes);
-  // LibTorch's unpickler reads Python's OrderedDict (what state_dict() returns) as None.
-  if (value.isNone())
-    throw std::runtime_error(path +
-                             " looks like torch.save(model.state_dict()): LibTorch cannot read the OrderedDict a "
-                             "state_dict is; save a plain dict instead: torch.save(dict(model.state_dict()), F)");
+  if (value.isNone()) throw std::runtime_error(ordered_dict_advice(path));
   if (!value.isGenericDict()) throw std::runtime_error(path + " holds a " + value.tagKind() + ", not a state_dict");
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& item : value.toGenericDict()) {
@@ -69,6 +71,9 @@ std::string load_weights(torch::nn::Module& model, const std::string& path) {
   try {
     tensors = read_state_dict(path);
   } catch (const c10::Error& e) {
+    // LibTorch's unpickler reads Python's OrderedDict (what state_dict() returns) as None.
+    if (std::string(e.what_without_backtrace()).find("GenericDict but got None") != std::string::npos)
+      throw std::runtime_error(ordered_dict_advice(path));
     throw std::runtime_error(path + " is neither a LibTorch archive (" + archive_error.substr(0, 200) +
                              ") nor a PyTorch state_dict (" + std::string(e.what_without_backtrace()).substr(0, 200) +
                              ")");

@@ -125,9 +125,10 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
   if (extra.contains("figures") && extra["figures"].is_array() && !extra["figures"].empty())
     add_base_figures(r, extra, monitor_files, nproc);
   if (extra.contains("steps")) {  // an inference case (seed 004's figures)
-    for (const char* key : {"validation_whole", "validation_core", "inference_whole", "inference_core",
-                            "validation_accuracy", "inference_accuracy", "mfu", "foo_time", "engine", "steps",
-                            "latency", "max_abs_diff_vs_validation", "caveat", "samples", "data"})
+    for (const char* key :
+         {"validation_whole", "validation_core", "inference_whole", "inference_core", "validation_accuracy",
+          "inference_accuracy", "mfu", "foo_time", "engine", "steps", "latency", "max_abs_diff_vs_validation",
+          "relative_diff_vs_validation", "top1_agreement_vs_validation", "caveat", "samples", "data"})
       if (extra.contains(key) && !extra[key].is_null()) r[key] = extra[key];
     if (extra.contains("latency") && !extra["latency"].empty()) r["latency_p99_ms"] = extra["latency"][0]["p99_ms"];
   }

@@ -7,6 +7,7 @@
 
 #include "cases/training/lenet5/libtorch/lenet5_model.h"
 #include "xpuperf/infer/inference_case.h"
+#include "xpuperf/infer/weights.h"
 #ifdef XPUPERF_HAVE_ONNX
 #include "xpuperf/infer/onnx_export.h"
 #endif
@@ -53,9 +54,11 @@ class LeNet5Inference : public infer::InferenceCase {
         throw ConfigError("checkpoint '" + path +
                           "' does not exist (write one with xpuperf train --case lenet5 --set "
                           "save_checkpoint=FILE)");
-      torch::serialize::InputArchive archive;
-      archive.load_from(path, torch::kCPU);
-      model->load(archive);
+      try {
+        infer::load_weights(*model, path);
+      } catch (const std::runtime_error& e) {
+        throw ConfigError(std::string("checkpoint: ") + e.what());
+      }
     }
     model->to(ctx.device);
     model->eval();
