@@ -18,6 +18,8 @@ packages=(
   libonnx-dev libopencv-dev python3-torch
   # tests (the ssh and slurm launchers run against a real sshd and a one-node Slurm)
   libgtest-dev libgmock-dev openssh-client openssh-server slurm-wlm
+  # containers: rounds in podman (runc; the test image is made with debootstrap)
+  podman runc debootstrap
   # report.html is checked in a real browser
   chromium
   # the quickstart's data (plans/quickstart.yaml)

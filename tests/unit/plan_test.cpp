@@ -208,3 +208,47 @@ TEST(ShippedPlans, AllLoadAndCheck) {
 
 }  // namespace
 }  // namespace xpuperf
+
+namespace xpuperf {
+namespace {
+
+TEST(PlanContainer, ReadsTheSection) {
+  Diagnostics diags;
+  auto plan = load_plan_text(
+      "vendor: nvidia\ncontainer:\n  engine: podman\n  image: registry.example.com/team/xpuperf:1.0\n  build: false\n"
+      "  run_options: [--gpus, all]\n  mounts: [/data:/data:ro]\n  env: {NCCL_DEBUG: INFO}\n  privileged: true\n"
+      "cases: {\"lenet5:libtorch:H100:1:1:1\": /d}\n",
+      "plan.yaml", diags);
+  ASSERT_TRUE(plan) << diags.format();
+  const ContainerSettings& c = plan->container;
+  EXPECT_TRUE(c.enabled());
+  EXPECT_EQ(c.engine, "podman");
+  EXPECT_EQ(c.image, "registry.example.com/team/xpuperf:1.0");
+  EXPECT_FALSE(c.build);
+  EXPECT_EQ(c.run_options, (std::vector<std::string>{"--gpus", "all"}));
+  EXPECT_EQ(c.mounts, (std::vector<std::string>{"/data:/data:ro"}));
+  ASSERT_EQ(c.env.size(), 1u);
+  EXPECT_EQ(c.env[0].second, "INFO");
+  EXPECT_TRUE(c.privileged);
+}
+
+TEST(PlanContainer, ProblemsNameTheKey) {
+  Diagnostics diags;
+  auto plan = load_plan_text(
+      "vendor: cpu\ncontainer:\n  engine: lxc\n  image: \"Bad Image\"\n  mount: []\n  run_options: --gpus\n"
+      "  mounts: [relative:/x]\n  env: {\"1X\": a}\ncases: {\"x:y:z:1:1:1\": /d}\n",
+      "plan.yaml", diags);
+  EXPECT_FALSE(plan);
+  const std::string text = diags.format();
+  EXPECT_NE(text.find("plan.yaml:3: error: 'engine' must be one of none, docker, podman, got 'lxc'"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("'Bad Image' is not an image name"), std::string::npos) << text;
+  EXPECT_NE(text.find("unknown key 'container.mount'"), std::string::npos) << text;
+  EXPECT_NE(text.find("did you mean 'mounts'?"), std::string::npos) << text;
+  EXPECT_NE(text.find("'container.run_options' must be a list of strings"), std::string::npos) << text;
+  EXPECT_NE(text.find("mount 'relative:/x' must be /host/path:/container/path"), std::string::npos) << text;
+  EXPECT_NE(text.find("container.env: '1X' must be a variable name"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace xpuperf

@@ -29,7 +29,23 @@ void add_node_command(CLI::App& app, const GlobalOptions& global, int& exit_code
       ->capture_default_str();
   cmd->add_option("--set", request->sets, "A base case's override, key=value (repeatable)");
   cmd->add_flag("--clear-caches", request->clear_caches, "Drop the page cache before starting the ranks (needs root)");
-  cmd->callback([&global, &exit_code, request] {
+  auto& c = request->container;
+  cmd->add_option("--container-engine", c.engine, "Run the ranks in a container: none, docker or podman")
+      ->check(CLI::IsMember({"none", "docker", "podman"}))
+      ->capture_default_str();
+  cmd->add_option("--container-image", c.image, "The image (built from vendors/<v>/container when it has a recipe)");
+  cmd->add_flag("!--no-container-build", c.build, "Use the image as it is, even when the vendor has a recipe");
+  cmd->add_option("--container-run-option", c.run_options, "An extra `run` argument (repeatable; use =, e.g. =--gpus)");
+  cmd->add_option("--container-mount", c.mounts, "An extra volume, /host:/container[:options] (repeatable)");
+  auto env = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--container-env", *env, "An extra variable in the container, NAME=value (repeatable)");
+  cmd->add_flag("--container-privileged", c.privileged, "Run the container --privileged (least privilege otherwise)");
+  cmd->callback([&global, &exit_code, request, env] {
+    for (const auto& e : *env) {
+      const auto eq = e.find('=');
+      if (eq == std::string::npos || eq == 0) throw CommandError("--container-env wants NAME=value, got '" + e + "'");
+      request->container.env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+    }
     request->root = find_repo(global).root();
     if (request->root.empty()) request->root = ".";
     exit_code = run_node(*request);

@@ -18,6 +18,9 @@ void add_run_command(CLI::App& app, const GlobalOptions& global, int& exit_code)
   auto* resume =
       cmd->add_option("--resume", options->resume_dir, "Finish an interrupted run folder, skipping finished rounds");
   plan->excludes(resume);
+  cmd->add_flag("--dry-run", options->dry_run,
+                "Check the plan, then print every command the run would start on every host (node agents, "
+                "containers, ranks) without starting any");
   cmd->callback([&global, &exit_code, options] {
     if (options->plan_path.empty() && options->resume_dir.empty())
       throw CommandError("give a plan (xpuperf run plans/quickstart.yaml) or --resume RUN_DIR");

@@ -15,9 +15,10 @@ namespace fs = std::filesystem;
 
 const std::vector<std::string>& plan_keys() {
   static const std::vector<std::string> keys = {
-      "vendor",          "log_dir",     "log_level",           "hosts",    "ssh",          "launcher",
-      "slurm_partition", "master_port", "visible_devices_env", "shm_size", "clear_caches", "case_time_limit",
-      "monitor_period",  "history_db",  "deploy_path",         "cases",    "base",         "inference"};
+      "vendor",          "log_dir",     "log_level",           "hosts",     "ssh",          "launcher",
+      "slurm_partition", "master_port", "visible_devices_env", "shm_size",  "clear_caches", "case_time_limit",
+      "monitor_period",  "history_db",  "deploy_path",         "container", "cases",        "base",
+      "inference"};
   return keys;
 }
 
@@ -172,6 +173,72 @@ void read_ssh(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
     diags.error(ssh.at("user").source, "'" + plan.ssh.user + "' is not a valid user name");
 }
 
+// A list of strings (each a scalar) at `key` of a section config.
+void string_list(const Config& section, const std::string& key, std::vector<std::string>& out,
+                 const std::string& example, Diagnostics& diags) {
+  const ConfigEntry* e = section.find(key);
+  if (!e) return;
+  bool ok = e->value.IsSequence();
+  if (ok)
+    for (const auto& item : e->value) ok = ok && item.IsScalar();
+  if (!ok) {
+    diags.error(e->source, "'container." + key + "' must be a list of strings", "e.g. " + example);
+    return;
+  }
+  out.clear();
+  for (const auto& item : e->value) out.push_back(item.Scalar());
+}
+
+void read_container(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
+  if (!e) return;
+  if (!e->value.IsMap()) {
+    diags.error(e->source, "'container' must be a map", "e.g. container: {engine: podman, run_options: [--gpus, all]}");
+    return;
+  }
+  Config section(e->source.file);
+  for (const auto& kv : e->value) section.set(kv.first.Scalar(), kv.second, line_of(kv.first, e->source.file));
+  const std::vector<std::string> allowed = {"engine", "image", "build", "run_options", "mounts", "env", "privileged"};
+  for (const auto& key : section.keys()) {
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      const std::string near = closest_match(key, allowed);
+      diags.error(section.at(key).source, "unknown key 'container." + key + "'",
+                  (near.empty() ? "" : "did you mean '" + near + "'? ") + "container keys: " + join_or_none(allowed));
+    }
+  }
+  ContainerSettings& c = plan.container;
+  PlanReader r(section, diags);
+  r.choice("engine", c.engine, {"none", "docker", "podman"});
+  r.string("image", c.image);
+  static const std::regex image_name(R"([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?)");
+  if (!c.image.empty() && !std::regex_match(c.image, image_name))
+    diags.error(section.at("image").source, "'" + c.image + "' is not an image name",
+                "e.g. xpuperf-nvidia:latest or registry.example.com/team/image:tag");
+  r.boolean("build", c.build);
+  r.boolean("privileged", c.privileged);
+  string_list(section, "run_options", c.run_options, "run_options: [--gpus, all]", diags);
+  string_list(section, "mounts", c.mounts, "mounts: [/data:/data:ro]", diags);
+  for (const auto& m : c.mounts)
+    if (m.find(':') == std::string::npos || m[0] != '/')
+      diags.error(section.at("mounts").source, "mount '" + m + "' must be /host/path:/container/path[:options]");
+  if (const ConfigEntry* env = section.find("env")) {
+    if (!env->value.IsMap()) {
+      diags.error(env->source, "'container.env' must map variable names to values", "e.g. env: {NCCL_DEBUG: INFO}");
+    } else {
+      for (const auto& kv : env->value) {
+        const std::string name = kv.first.Scalar();
+        if (!std::regex_match(name, std::regex("[A-Za-z_][A-Za-z0-9_]*")) || !kv.second.IsScalar())
+          diags.error(line_of(kv.first, env->source.file),
+                      "container.env: '" + name + "' must be a variable name with a scalar value");
+        else
+          c.env.emplace_back(name, kv.second.Scalar());
+      }
+    }
+  }
+  if (!c.enabled() && section.keys().size() > (section.has("engine") ? 1u : 0u))
+    diags.warning(e->source, "container settings are ignored with engine none",
+                  "set container.engine: podman or docker");
+}
+
 void check_node_count(const Plan& plan, const CaseKey& key, const std::string& text, const Source& where,
                       Diagnostics& diags) {
   if (plan.launcher != "slurm" && key.nnodes > static_cast<int>(plan.hosts.size()))
@@ -314,6 +381,7 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
   if (!plan.deploy_path.empty() && plan.deploy_path[0] != '/')
     diags.error(raw->at("deploy_path").source,
                 "'deploy_path' must be an absolute path, got '" + plan.deploy_path + "'");
+  read_container(raw->find("container"), plan, diags);
   read_keyed_section(*raw, "base", parse_base_key,
                      "base: {\"computation-FP32:CPU:1:1:1\": {cpu_size: 512}, \"main_memory-bandwidth:CPU:1:1:1\": }",
                      plan, diags);
@@ -348,6 +416,11 @@ void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags) {
                 (near.empty() ? "" : "did you mean '" + near + "'? ") + "vendors here: " + join_or_none(vendors));
     return;  // every case would fail the same way
   }
+  if (plan.container.enabled() && plan.container.image.empty() &&
+      !(plan.container.build && fs::exists(repo.vendor_dir(plan.vendor) + "/container/Dockerfile", ec)))
+    diags.error(plan.raw.at("container").source,
+                "the container needs an image: set container.image, or write the vendor's recipe " +
+                    repo.vendor_dir(plan.vendor) + "/container/Dockerfile (built when it changes)");
   for (const auto& c : plan.cases) {
     if (is_base_key(c.key)) {
       load_base_config(repo, {c.key.model, plan.vendor, parse_set_overrides(c.sets, diags, c.source), c.source}, diags);

@@ -20,6 +20,18 @@ struct SshSettings {
   int connect_timeout_s = 10;
 };
 
+// Where the ranks run: on the host (engine none) or in one container per node and round.
+struct ContainerSettings {
+  std::string engine = "none";           // none, docker, podman
+  std::string image;                     // to run as is; with a recipe, the tag it is built as
+  bool build = true;                     // build from vendors/<v>/container/Dockerfile when there is one
+  std::vector<std::string> run_options;  // extra `run` arguments, e.g. [--gpus, all]
+  std::vector<std::string> mounts;       // extra volumes, host:container[:options]
+  std::vector<std::pair<std::string, std::string>> env;  // extra environment in the container
+  bool privileged = false;                               // only when asked: least privilege by default
+  bool enabled() const { return engine != "none"; }
+};
+
 struct PlanCase {
   CaseKey key;                    // base cases: framework "base" (base_config.h)
   std::string data_dir;           // empty for base cases
@@ -45,6 +57,7 @@ struct Plan {
   std::string history_db;   // the run history; empty: the default (report/history.h); "none": off  // seconds between
                             // monitor samples (0.1 at least)
   std::string deploy_path;  // where xpuperf lives on every host; empty: this checkout
+  ContainerSettings container;
   std::vector<PlanCase> cases;  // `base:` first, then `cases:`, then `inference:`, each in plan order
   Config raw;                   // the plan as written, with sources
 };

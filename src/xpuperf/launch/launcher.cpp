@@ -75,9 +75,64 @@ class LocalLauncher : public Launcher {
 
 }  // namespace
 
+std::vector<std::string> agent_options(const Plan& plan, const PlanCase& c) {
+  std::vector<std::string> argv = {"--time-limit",          std::to_string(plan.case_time_limit_s),
+                                   "--visible-devices-env", plan.visible_devices_env,
+                                   "--monitor-period",      std::to_string(plan.monitor_period_s)};
+  if (plan.clear_caches) argv.push_back("--clear-caches");
+  for (const auto& set : c.sets) argv.insert(argv.end(), {"--set", set});
+  const ContainerSettings& k = plan.container;
+  if (!k.enabled()) return argv;
+  argv.insert(argv.end(), {"--container-engine", k.engine});
+  if (!k.image.empty()) argv.insert(argv.end(), {"--container-image", k.image});
+  if (!k.build) argv.push_back("--no-container-build");
+  // name=value: the values may start with '-' (run options like --gpus).
+  for (const auto& o : k.run_options) argv.push_back("--container-run-option=" + o);
+  for (const auto& m : k.mounts) argv.push_back("--container-mount=" + m);
+  for (const auto& [name, value] : k.env) argv.push_back("--container-env=" + name + "=" + value);
+  if (k.privileged) argv.push_back("--container-privileged");
+  return argv;
+}
+
+std::vector<std::string> node_agent_argv(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
+                                         std::size_t i) {
+  const PlanCase& c = *spec.plan_case;
+  const std::string& host = spec.hosts[i];
+  std::vector<std::string> argv = {deployment.xpuperf,
+                                   "--root",
+                                   deployment.root,
+                                   "node",
+                                   "--case-key",
+                                   c.key.str(),
+                                   "--vendor",
+                                   plan.vendor,
+                                   "--data-dir",
+                                   c.data_dir,
+                                   "--node-rank",
+                                   std::to_string(i),
+                                   "--node-addr",
+                                   master_address(host),
+                                   "--master-addr",
+                                   master_address(spec.hosts[0]),
+                                   "--master-port",
+                                   std::to_string(plan.master_port),
+                                   "--out",
+                                   spec.round_dir + "/" + node_dir_name(host, static_cast<int>(i))};
+  const auto options = agent_options(plan, c);
+  argv.insert(argv.end(), options.begin(), options.end());
+  return argv;
+}
+
+std::vector<std::vector<std::string>> Launcher::round_commands(const Plan& plan, const Deployment& deployment,
+                                                               const RoundSpec& spec) {
+  std::vector<std::vector<std::string>> commands;
+  for (std::size_t i = 0; i < spec.hosts.size(); ++i)
+    commands.push_back(node_command(plan, spec.hosts[i], node_agent_argv(plan, deployment, spec, i)));
+  return commands;
+}
+
 RoundOutcome Launcher::run_round(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
                                  const std::atomic<int>& stop) {
-  const PlanCase& c = *spec.plan_case;
   const std::size_t n = spec.hosts.size();
   std::vector<NodeOutcome> nodes(n);
   std::vector<std::unique_ptr<Process>> agents(n);
@@ -87,34 +142,7 @@ RoundOutcome Launcher::run_round(const Plan& plan, const Deployment& deployment,
     node.node_rank = static_cast<int>(i);
     node.dir = spec.round_dir + "/" + node_dir_name(node.host, node.node_rank);
     fs::create_directories(node.dir);
-    std::vector<std::string> agent = {deployment.xpuperf,
-                                      "--root",
-                                      deployment.root,
-                                      "node",
-                                      "--case-key",
-                                      c.key.str(),
-                                      "--vendor",
-                                      plan.vendor,
-                                      "--data-dir",
-                                      c.data_dir,
-                                      "--node-rank",
-                                      std::to_string(i),
-                                      "--node-addr",
-                                      master_address(node.host),
-                                      "--master-addr",
-                                      master_address(spec.hosts[0]),
-                                      "--master-port",
-                                      std::to_string(plan.master_port),
-                                      "--out",
-                                      node.dir,
-                                      "--time-limit",
-                                      std::to_string(plan.case_time_limit_s),
-                                      "--visible-devices-env",
-                                      plan.visible_devices_env};
-    agent.push_back("--monitor-period");
-    agent.push_back(std::to_string(plan.monitor_period_s));
-    if (plan.clear_caches) agent.push_back("--clear-caches");
-    for (const auto& set : c.sets) agent.insert(agent.end(), {"--set", set});
+    const std::vector<std::string> agent = node_agent_argv(plan, deployment, spec, i);
     ProcessSpec process;
     process.argv = node_command(plan, node.host, agent);
     process.log_path = node.dir + "/node_agent.log";

@@ -53,6 +53,9 @@ class Launcher {
   // node now, then return. When one node fails, the others are stopped.
   virtual RoundOutcome run_round(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
                                  const std::atomic<int>& stop);
+  // The commands run_round would start (one per node, or one for all), for `xpuperf run --dry-run`.
+  virtual std::vector<std::vector<std::string>> round_commands(const Plan& plan, const Deployment& deployment,
+                                                               const RoundSpec& spec);
 
  protected:
   // The command that runs `agent` (an argument vector) on `host`.
@@ -70,6 +73,13 @@ bool read_node_status(NodeOutcome& node);
 // The round's status and reason from its nodes: the first node that went wrong on its own,
 // else one that was stopped.
 RoundOutcome round_outcome(std::vector<NodeOutcome> nodes, bool interrupted);
+
+// The node agent's options every launcher passes the same way: time limit, devices, monitors,
+// caches, the case's overrides and the container.
+std::vector<std::string> agent_options(const Plan& plan, const PlanCase& c);
+// The node agent of the round's node `i` (local and ssh launchers; its folder is <round>/<host>_noderank<i>).
+std::vector<std::string> node_agent_argv(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
+                                         std::size_t i);
 
 // The plan's launcher; throws std::runtime_error for a launcher this build cannot start.
 std::unique_ptr<Launcher> make_launcher(const Plan& plan);

@@ -21,6 +21,7 @@
 #include "xpuperf/core/rank_env.h"
 #include "xpuperf/core/repo.h"
 #include "xpuperf/core/training_config.h"
+#include "xpuperf/launch/container.h"
 #include "xpuperf/launch/sys_info.h"
 #include "xpuperf/monitor/sampler.h"
 
@@ -45,6 +46,16 @@ void on_stop_signal(int sig) {
   g_stop_signal = sig;
 }
 
+// The last line a rank printed that is not a PerfLog event: usually what went wrong.
+std::string last_message(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty() && line.find(kPerfLogTag) == std::string::npos) last = line;
+  constexpr std::size_t kMax = 300;
+  return last.size() > kMax ? last.substr(0, kMax) + "..." : last;
+}
+
 json exit_json(const ExitStatus& s) {
   json j = {{"description", s.describe()}, {"timed_out", s.timed_out}, {"stopped", s.stopped}};
   if (s.kind == ExitStatus::Kind::Exited)
@@ -53,6 +64,126 @@ json exit_json(const ExitStatus& s) {
     j["signal"] = s.signal;
   return j;
 }
+
+// This binary's real path: what a container mounts and runs (its /proc/self/exe is not ours).
+std::string own_binary() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("/proc/self/exe") : exe.string();
+}
+
+bool is_inside(const fs::path& path, const fs::path& dir) {
+  const fs::path relative = path.lexically_normal().lexically_relative(dir.lexically_normal());
+  return !relative.empty() && *relative.begin() != "..";
+}
+
+// The round's container: started after the image is ready, removed when the agent leaves
+// (whatever happened: rank failure, time limit, signal; rm -f also ends every process in it).
+class RoundContainer {
+ public:
+  // `suffix` makes the name unique on the host: the agent's pid.
+  RoundContainer(const NodeRequest& request, json& status, const std::string& suffix = std::to_string(::getpid()))
+      : request_(request), status_(status) {
+    if (!request.container.enabled()) return;
+    cli_ = std::make_unique<ContainerCli>(request.container.engine);
+    image_ = container_image(request.container, request.vendor);
+    planned_name_ = container_name(request.out_dir, suffix);
+  }
+  ~RoundContainer() { remove(); }
+  RoundContainer(const RoundContainer&) = delete;
+  RoundContainer& operator=(const RoundContainer&) = delete;
+
+  bool enabled() const { return cli_ != nullptr; }
+
+  // Prepares the image and starts the container; "" when it runs, else why not.
+  std::string start() {
+    const ImagePrepared prepared =
+        prepare_image(*cli_, request_.container, image_, recipe_dir(request_.root, request_.vendor),
+                      request_.out_dir + "/container_build.log");
+    status_["container"] = {{"engine", cli_->engine()}, {"image", image_}, {"image_prepared", prepared.what}};
+    std::cerr << "xpuperf node: container: " << prepared.what << "\n";
+    if (!prepared.ok) return prepared.what;
+    ProcessSpec spec;
+    spec.argv = cli_->run(run_spec());
+    spec.log_path = request_.out_dir + "/container.log";
+    try {
+      const ExitStatus s = run_process(spec, std::chrono::minutes(10));
+      name_ = planned_name_;  // remove it even when run failed half-way
+      status_["container"]["name"] = name_;
+      if (!s.ok())
+        return "cannot start container " + name_ + " (" + cli_->engine() + " run " + s.describe() +
+               "): " + last_message(spec.log_path);
+    } catch (const ProcessError& e) {
+      return "cannot run " + cli_->engine() + ": " + e.what();
+    }
+    return "";
+  }
+
+  // What start() runs: the image check, the build (only when the recipe changed), `run`.
+  std::vector<std::vector<std::string>> plan_commands() const {
+    std::vector<std::vector<std::string>> commands = {cli_->recipe_label(image_)};
+    const std::string recipe = recipe_dir(request_.root, request_.vendor);
+    if (request_.container.build && fs::exists(recipe + "/Dockerfile"))
+      commands.push_back(cli_->build(image_, recipe, recipe_hash(recipe)));
+    commands.push_back(cli_->run(run_spec()));
+    return commands;
+  }
+  std::vector<std::string> remove_command() const { return cli_->remove(planned_name_); }
+
+  // A rank's command inside the container: the vendor's environment_variables.sh first.
+  void wrap(ProcessSpec& rank, const std::string& case_config_dir) const {
+    std::vector<std::pair<std::string, std::string>> env(rank.env.begin(), rank.env.end());
+    std::vector<std::string> argv = rank.argv;
+    argv[0] = own_binary();
+    const std::string vendor_dir = Repo(request_.root).vendor_dir(request_.vendor);
+    std::vector<std::string> env_files = {vendor_dir + "/environment_variables.sh"};
+    if (!case_config_dir.empty()) env_files.push_back(case_config_dir + "/environment_variables.sh");
+    rank.argv = cli_->exec(planned_name_, env, request_.out_dir, env_files, argv);
+    rank.env.clear();
+  }
+
+  void remove() {
+    if (name_.empty()) return;
+    ProcessSpec spec;
+    spec.argv = cli_->remove(name_);
+    spec.log_path = request_.out_dir + "/container.log";
+    bool removed = false;
+    try {
+      removed = run_process(spec, std::chrono::minutes(2)).ok();
+    } catch (const ProcessError&) {
+    }
+    status_["container"]["removed"] = removed;
+    if (!removed) std::cerr << "xpuperf node: could not remove container " << name_ << " (see container.log)\n";
+    name_.clear();
+  }
+
+ private:
+  ContainerRun run_spec() const {
+    ContainerRun run;
+    run.name = planned_name_;
+    run.image = image_;
+    run.privileged = request_.container.privileged;
+    run.options = request_.container.run_options;
+    run.env = request_.container.env;
+    // The deployment (read-only), this node's folder (written), the data (read-only), at the
+    // same paths as on the host, so that every path in the rank's command line holds.
+    run.volumes.push_back(request_.root + ":" + request_.root + ":ro");
+    const std::string binary = own_binary();
+    if (!is_inside(binary, request_.root)) run.volumes.push_back(binary + ":" + binary + ":ro");
+    run.volumes.push_back(request_.out_dir + ":" + request_.out_dir);
+    std::error_code ec;
+    if (!request_.data_dir.empty() && fs::is_directory(request_.data_dir, ec))
+      run.volumes.push_back(request_.data_dir + ":" + request_.data_dir + ":ro");
+    run.volumes.insert(run.volumes.end(), request_.container.mounts.begin(), request_.container.mounts.end());
+    return run;
+  }
+
+  const NodeRequest& request_;
+  json& status_;
+  std::unique_ptr<ContainerCli> cli_;
+  std::string image_, planned_name_;
+  std::string name_;  // set once started: what remove() removes
+};
 
 }  // namespace
 
@@ -113,14 +244,109 @@ std::optional<NodeRequest> from_slurm(NodeRequest request) {
   return request;
 }
 
-// The last line a rank printed that is not a PerfLog event: usually what went wrong.
-std::string last_message(const std::string& log_path) {
-  std::ifstream in(log_path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty() && line.find(kPerfLogTag) == std::string::npos) last = line;
-  constexpr std::size_t kMax = 300;
-  return last.size() > kMax ? last.substr(0, kMax) + "..." : last;
+namespace {
+
+// The case's merged config, as the rank will read it.
+std::optional<Config> node_config(const NodeRequest& request, const CaseKey& key, Diagnostics& diags) {
+  std::optional<Config> config;
+  if (is_inference_key(key)) {
+    config = load_inference_config(Repo(request.root), key.model, request.vendor, {"plan", 0}, plan_keys(), diags);
+    if (config && !apply_inference_overrides(*config, parse_set_overrides(request.sets, diags), diags)) config.reset();
+  } else if (is_base_key(key)) {
+    config = load_base_config(
+        Repo(request.root), {key.model, request.vendor, parse_set_overrides(request.sets, diags), {"plan", 0}}, diags);
+  } else {
+    TrainingConfigRequest config_request;
+    config_request.key = key;
+    config_request.vendor = request.vendor;
+    config_request.data_dir = request.data_dir;
+    config_request.where = {"plan", 0};
+    config = load_training_config(Repo(request.root), config_request, diags);
+  }
+  return config;
+}
+
+// Local rank `local`'s command and environment (global rank = node_rank * nproc + local).
+ProcessSpec rank_process(const NodeRequest& request, const CaseKey& key, const Config& config, int local) {
+  const bool base = is_base_key(key), inference = is_inference_key(key);
+  RankEnv env;
+  env.rank = request.node_rank * key.nproc + local;
+  env.local_rank = local;
+  env.world_size = key.world_size();
+  env.local_world_size = key.nproc;
+  env.node_rank = request.node_rank;
+  env.master_addr = request.master_addr;
+  env.master_port = request.master_port;
+  ProcessSpec spec;
+  if (inference) {
+    spec.argv = {
+        "/proc/self/exe",         "--root",   request.root,   "infer",      "--case",     key.model, "--framework",
+        inference_framework(key), "--vendor", request.vendor, "--hardware", key.hardware, "--out",   request.out_dir};
+    for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
+  } else if (base) {
+    spec.argv = {"/proc/self/exe", "--root",       request.root, "base",      key.model,
+                 "--vendor",       request.vendor, "--hardware", key.hardware};
+    for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
+  } else {
+    spec.argv = {"/proc/self/exe", "--root",
+                 request.root,     "train",
+                 "--case",         key.model,
+                 "--framework",    key.framework,
+                 "--vendor",       request.vendor,
+                 "--hardware",     key.hardware,
+                 "--nnodes",       std::to_string(key.nnodes),
+                 "--nproc",        std::to_string(key.nproc),
+                 "--data-dir",     request.data_dir};
+  }
+  spec.env = env.to_env();
+  // A base case that measures the whole host (peer copies between every pair) sees every device.
+  std::string visible;
+  for (int i = 0; i < key.nproc; ++i) visible += (i ? "," : "") + std::to_string(i);
+  if (!(base && config.get_bool("whole_host", false))) spec.env[request.visible_devices_env] = visible;
+  // CUDA numbers devices fastest first by default; NVML (the monitors) in PCI bus order. One
+  // order for both, so that the monitors charge a round with the devices it ran on.
+  if (!std::getenv("CUDA_DEVICE_ORDER")) spec.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  if (!request.node_addr.empty()) spec.env["XPUPERF_NODE_ADDR"] = request.node_addr;
+  return spec;
+}
+
+// A training case's vendor config folder (its environment_variables.sh), "" for others.
+std::string case_config_dir(const NodeRequest& request, const CaseKey& key) {
+  if (is_base_key(key) || is_inference_key(key)) return "";
+  return Repo(request.root).vendor_dir(request.vendor) + "/training/" + key.model + "-" + key.framework + "/config";
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> node_dry_run(const NodeRequest& request, std::string& problem) {
+  Diagnostics diags;
+  const auto key = parse_case_key(request.case_key, {"--case-key", 0}, diags);
+  const std::optional<Config> config = key ? node_config(request, *key, diags) : std::nullopt;
+  if (!config) {
+    problem = diags.format(Severity::Error);
+    return {};
+  }
+  std::vector<std::vector<std::string>> commands;
+  json status;
+  RoundContainer container(request, status, "PID");
+  if (container.enabled()) {
+    const auto plan = container.plan_commands();
+    commands.insert(commands.end(), plan.begin(), plan.end());
+  }
+  for (int local = 0; local < key->nproc; ++local) {
+    ProcessSpec spec = rank_process(request, *key, *config, local);
+    if (container.enabled()) {
+      container.wrap(spec, case_config_dir(request, *key));
+    } else {
+      std::vector<std::string> with_env = {"env"};
+      for (const auto& [k, v] : spec.env) with_env.push_back(k + "=" + v);
+      with_env.insert(with_env.end(), spec.argv.begin(), spec.argv.end());
+      spec.argv = with_env;
+    }
+    commands.push_back(spec.argv);
+  }
+  if (container.enabled()) commands.push_back(container.remove_command());
+  return commands;
 }
 
 int run_node(const NodeRequest& original) {
@@ -151,23 +377,7 @@ int run_node(const NodeRequest& original) {
 
   Diagnostics diags;
   const auto key = parse_case_key(request.case_key, {"--case-key", 0}, diags);
-  std::optional<Config> config;
-  const bool base = key && is_base_key(*key);
-  const bool inference = key && is_inference_key(*key);
-  if (inference) {
-    config = load_inference_config(Repo(request.root), key->model, request.vendor, {"plan", 0}, plan_keys(), diags);
-    if (config && !apply_inference_overrides(*config, parse_set_overrides(request.sets, diags), diags)) config.reset();
-  } else if (base) {
-    config = load_base_config(
-        Repo(request.root), {key->model, request.vendor, parse_set_overrides(request.sets, diags), {"plan", 0}}, diags);
-  } else if (key) {
-    TrainingConfigRequest config_request;
-    config_request.key = *key;
-    config_request.vendor = request.vendor;
-    config_request.data_dir = request.data_dir;
-    config_request.where = {"plan", 0};
-    config = load_training_config(Repo(request.root), config_request, diags);
-  }
+  const std::optional<Config> config = key ? node_config(request, *key, diags) : std::nullopt;
   if (!config) return finish(kNodeBadInput, "config: " + diags.format(Severity::Error));
   std::ofstream(request.out_dir + "/config.yaml")
       << config->to_annotated_yaml("merged config of " + key->str() + ", vendor " + request.vendor);
@@ -175,6 +385,15 @@ int run_node(const NodeRequest& original) {
   if (request.clear_caches) {
     status["clear_caches"] = clear_page_cache();
     std::cerr << "xpuperf node: clear_caches: " << status["clear_caches"].get<std::string>() << "\n";
+  }
+
+  RoundContainer container(request, status);
+  if (container.enabled()) {
+    const std::string problem = container.start();
+    if (!problem.empty()) {
+      container.remove();
+      return finish(kNodeBadInput, "container: " + problem);
+    }
   }
 
   // Monitors run from before the first rank starts until after the last one ends.
@@ -193,8 +412,6 @@ int run_node(const NodeRequest& original) {
   }
 
   // The ranks of this node: global rank = node_rank * nproc + local rank.
-  std::string visible;
-  for (int i = 0; i < key->nproc; ++i) visible += (i ? "," : "") + std::to_string(i);
   std::vector<std::unique_ptr<Process>> ranks;
   std::vector<int> global_ranks;
   struct sigaction action {};
@@ -202,52 +419,19 @@ int run_node(const NodeRequest& original) {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   for (int local = 0; local < key->nproc; ++local) {
-    RankEnv env;
-    env.rank = request.node_rank * key->nproc + local;
-    env.local_rank = local;
-    env.world_size = key->world_size();
-    env.local_world_size = key->nproc;
-    env.node_rank = request.node_rank;
-    env.master_addr = request.master_addr;
-    env.master_port = request.master_port;
-    ProcessSpec spec;
-    if (inference) {
-      spec.argv = {"/proc/self/exe", "--root",       request.root,  "infer",
-                   "--case",         key->model,     "--framework", inference_framework(*key),
-                   "--vendor",       request.vendor, "--hardware",  key->hardware,
-                   "--out",          request.out_dir};
-      for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
-    } else if (base) {
-      spec.argv = {"/proc/self/exe", "--root",       request.root, "base",       key->model,
-                   "--vendor",       request.vendor, "--hardware", key->hardware};
-      for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
-    } else {
-      spec.argv = {"/proc/self/exe", "--root",
-                   request.root,     "train",
-                   "--case",         key->model,
-                   "--framework",    key->framework,
-                   "--vendor",       request.vendor,
-                   "--hardware",     key->hardware,
-                   "--nnodes",       std::to_string(key->nnodes),
-                   "--nproc",        std::to_string(key->nproc),
-                   "--data-dir",     request.data_dir};
-    }
-    spec.env = env.to_env();
-    // A base case that measures the whole host (peer copies between every pair) sees every device.
-    if (!(base && config->get_bool("whole_host", false))) spec.env[request.visible_devices_env] = visible;
-    // CUDA numbers devices fastest first by default; NVML (the monitors) in PCI bus order. One
-    // order for both, so that the monitors charge a round with the devices it ran on.
-    if (!std::getenv("CUDA_DEVICE_ORDER")) spec.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
-    if (!request.node_addr.empty()) spec.env["XPUPERF_NODE_ADDR"] = request.node_addr;
-    spec.log_path = request.out_dir + "/rank" + std::to_string(env.rank) + ".out.log";
+    ProcessSpec spec = rank_process(request, *key, *config, local);
+    const int rank = request.node_rank * key->nproc + local;
+    if (container.enabled()) container.wrap(spec, case_config_dir(request, *key));
+    spec.log_path = request.out_dir + "/rank" + std::to_string(rank) + ".out.log";
     spec.echo = request.echo;
-    spec.echo_prefix = "[rank " + std::to_string(env.rank) + "] ";
+    spec.echo_prefix = "[rank " + std::to_string(rank) + "] ";
     try {
       ranks.push_back(Process::start(spec));
-      global_ranks.push_back(env.rank);
+      global_ranks.push_back(rank);
     } catch (const ProcessError& e) {
       for (auto& r : ranks) r->stop(std::chrono::seconds(5));
-      return finish(kNodeBadInput, std::string("cannot start rank ") + std::to_string(env.rank) + ": " + e.what());
+      container.remove();
+      return finish(kNodeBadInput, std::string("cannot start rank ") + std::to_string(rank) + ": " + e.what());
     }
   }
 
@@ -282,6 +466,7 @@ int run_node(const NodeRequest& original) {
   }
   status["ranks_ended_unix"] = unix_seconds();
   if (monitors) monitors->stop();
+  container.remove();
   for (std::size_t i = 0; i < ranks.size(); ++i)
     status["ranks"].push_back(
         {{"rank", global_ranks[i]}, {"pid", ranks[i]->pid()}, {"status", exit_json(outcome.statuses[i])}});

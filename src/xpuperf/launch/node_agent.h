@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "xpuperf/core/plan.h"
+
 namespace xpuperf {
 
 struct NodeRequest {
@@ -28,6 +30,8 @@ struct NodeRequest {
   // Under srun: node rank, host and master from Slurm's variables, and out_dir is the round
   // folder, in which the agent makes its own <host>_noderank<i> folder.
   bool slurm = false;  // drop the page cache before starting the ranks (needs root)
+  // Ranks in a container (container.h): one per node and round, removed when the round ends.
+  ContainerSettings container;
 };
 
 // Exit codes of the agent, also written to node_status.json.
@@ -38,5 +42,9 @@ inline constexpr int kNodeTimedOut = 124;
 inline constexpr int kNodeInterrupted = 130;
 
 int run_node(const NodeRequest& request);
+
+// What run_node would run, without running anything (`xpuperf run --dry-run`): the container's
+// commands and each rank's. Empty, with `problem` set, when the case's config does not load.
+std::vector<std::vector<std::string>> node_dry_run(const NodeRequest& request, std::string& problem);
 
 }  // namespace xpuperf

@@ -16,9 +16,11 @@
 #include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/core/perflog.h"
+#include "xpuperf/core/shell_quote.h"
 #include "xpuperf/core/specs.h"
 #include "xpuperf/core/version.h"
 #include "xpuperf/launch/launcher.h"
+#include "xpuperf/launch/node_agent.h"
 #include "xpuperf/monitor/analysis.h"
 #include "xpuperf/report/history.h"
 #include "xpuperf/report/summary.h"
@@ -99,6 +101,17 @@ std::string plan_as_run(const Plan& p) {
   out << YAML::Key << "monitor_period" << YAML::Value << p.monitor_period_s;
   out << YAML::Key << "history_db" << YAML::Value << p.history_db;
   out << YAML::Key << "deploy_path" << YAML::Value << p.deploy_path;
+  out << YAML::Key << "container" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "engine" << YAML::Value << p.container.engine;
+  out << YAML::Key << "image" << YAML::Value << p.container.image;
+  out << YAML::Key << "build" << YAML::Value << p.container.build;
+  out << YAML::Key << "run_options" << YAML::Value << YAML::Flow << p.container.run_options;
+  out << YAML::Key << "mounts" << YAML::Value << YAML::Flow << p.container.mounts;
+  out << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
+  for (const auto& [name, value] : p.container.env) out << YAML::Key << name << YAML::Value << value;
+  out << YAML::EndMap;
+  out << YAML::Key << "privileged" << YAML::Value << p.container.privileged;
+  out << YAML::EndMap;
   enum Family { kBase, kTraining, kInference };
   const auto family = [](const PlanCase& c) {
     return is_base_key(c.key) ? kBase : is_inference_key(c.key) ? kInference : kTraining;
@@ -301,6 +314,46 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deplo
 
 }  // namespace
 
+// `--dry-run`: every command the run would start, host by host, and what each node agent would
+// run there (container, ranks), without starting anything.
+void print_dry_run(const Plan& plan, Launcher& launcher, const Deployment& deployment) {
+  const std::string run_dir = fs::absolute(plan.log_dir + "/run<YYYYmmddHHMMSS>").lexically_normal().string();
+  std::cout << "Dry run: nothing is started. Launcher " << launcher.name() << ", run folder " << run_dir << "\n";
+  for (const auto& c : plan.cases) {
+    const std::string case_dir = run_dir + "/" + c.key.dir_name();
+    for (int round = 1; round <= c.key.repeat; ++round) {
+      RoundSpec spec;
+      spec.plan_case = &c;
+      spec.round = round;
+      spec.round_dir = case_dir + "/round" + std::to_string(round);
+      const auto nodes = std::min<std::size_t>(static_cast<std::size_t>(c.key.nnodes), plan.hosts.size());
+      spec.hosts.assign(plan.hosts.begin(), plan.hosts.begin() + static_cast<std::ptrdiff_t>(nodes));
+      std::cout << "\n# " << c.key.str() << " round " << round << "/" << c.key.repeat << "\n";
+      for (const auto& command : launcher.round_commands(plan, deployment, spec))
+        std::cout << "[controller] $ " << shell_join(command) << "\n";
+      for (std::size_t i = 0; i < spec.hosts.size(); ++i) {
+        NodeRequest request;
+        request.root = deployment.root;
+        request.case_key = c.key.str();
+        request.vendor = plan.vendor;
+        request.data_dir = c.data_dir;
+        request.sets = c.sets;
+        request.node_rank = static_cast<int>(i);
+        request.node_addr = spec.hosts[i] == "localhost" ? "127.0.0.1" : spec.hosts[i];
+        request.master_addr = spec.hosts[0] == "localhost" ? "127.0.0.1" : spec.hosts[0];
+        request.master_port = plan.master_port;
+        request.out_dir = spec.round_dir + "/" + node_dir_name(spec.hosts[i], static_cast<int>(i));
+        request.visible_devices_env = plan.visible_devices_env;
+        request.container = plan.container;
+        std::string problem;
+        const auto commands = node_dry_run(request, problem);
+        if (!problem.empty()) std::cout << "[" << spec.hosts[i] << "] cannot describe: " << problem << "\n";
+        for (const auto& command : commands) std::cout << "[" << spec.hosts[i] << "] $ " << shell_join(command) << "\n";
+      }
+    }
+  }
+}
+
 int run_plan(const Repo& repo, const RunOptions& options) {
   std::cout << "==============================================\n"
             << "  xpuperf " << kVersion << " (git " << kGitHash << ")\n"
@@ -330,6 +383,10 @@ int run_plan(const Repo& repo, const RunOptions& options) {
     return 2;
   }
   std::cout << " [SUCCESS]\n";
+  if (options.dry_run) {
+    print_dry_run(*plan, *launcher, deployment);
+    return 0;
+  }
   log::Level level = log::Level::Info;
   log::parse_level(plan->log_level, level);
   log::set_level(level);

@@ -13,6 +13,7 @@ struct RunOptions {
   std::string plan_path;   // the plan to run, or
   std::string resume_dir;  // a run folder to finish (its plan.yaml), skipping finished rounds
   std::string xpuperf;     // this binary, to start node agents
+  bool dry_run = false;    // print every command that would run, on every host; start nothing
 };
 
 // Exit code: 0 every round ok, 1 a round failed or did not converge... see README, 2 the plan

@@ -67,41 +67,36 @@ class SlurmLauncher : public Launcher {
     fs::remove(log);
   }
 
+  // One srun starts a node agent on each allocated node.
+  std::vector<std::string> srun_argv(const Plan& plan, const Deployment& deployment, const RoundSpec& spec) const {
+    const PlanCase& c = *spec.plan_case;
+    std::vector<std::string> argv = {
+        "srun", "--nodes=" + std::to_string(c.key.nnodes), "--ntasks=" + std::to_string(c.key.nnodes),
+        "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--job-name=xpuperf-" + c.key.model,
+        // Slurm's own limit a minute after ours, in case the agents cannot keep it.
+        "--time=" + std::to_string(static_cast<long long>(std::ceil(plan.case_time_limit_s / 60.0)) + 1)};
+    if (!plan.slurm_partition.empty()) argv.push_back("--partition=" + plan.slurm_partition);
+    for (const std::string& arg :
+         {std::string("--"), deployment.xpuperf, std::string("--root"), deployment.root, std::string("node"),
+          std::string("--slurm"), std::string("--case-key"), c.key.str(), std::string("--vendor"), plan.vendor,
+          std::string("--data-dir"), c.data_dir, std::string("--master-port"), std::to_string(plan.master_port),
+          std::string("--out"), spec.round_dir})
+      argv.push_back(arg);
+    const auto options = agent_options(plan, c);
+    argv.insert(argv.end(), options.begin(), options.end());
+    return argv;
+  }
+
+  std::vector<std::vector<std::string>> round_commands(const Plan& plan, const Deployment& deployment,
+                                                       const RoundSpec& spec) override {
+    return {srun_argv(plan, deployment, spec)};
+  }
+
   RoundOutcome run_round(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
                          const std::atomic<int>& stop) override {
-    const PlanCase& c = *spec.plan_case;
-    const int nodes = c.key.nnodes;
+    const int nodes = spec.plan_case->key.nnodes;
     ProcessSpec srun;
-    srun.argv = {"srun", "--nodes=" + std::to_string(nodes), "--ntasks=" + std::to_string(nodes), "--ntasks-per-node=1",
-                 "--kill-on-bad-exit=1", "--job-name=xpuperf-" + c.key.model,
-                 // Slurm's own limit a minute after ours, in case the agents cannot keep it.
-                 "--time=" + std::to_string(static_cast<long long>(std::ceil(plan.case_time_limit_s / 60.0)) + 1)};
-    if (!plan.slurm_partition.empty()) srun.argv.push_back("--partition=" + plan.slurm_partition);
-    for (const std::string& arg : {std::string("--"),
-                                   deployment.xpuperf,
-                                   std::string("--root"),
-                                   deployment.root,
-                                   std::string("node"),
-                                   std::string("--slurm"),
-                                   std::string("--case-key"),
-                                   c.key.str(),
-                                   std::string("--vendor"),
-                                   plan.vendor,
-                                   std::string("--data-dir"),
-                                   c.data_dir,
-                                   std::string("--master-port"),
-                                   std::to_string(plan.master_port),
-                                   std::string("--out"),
-                                   spec.round_dir,
-                                   std::string("--time-limit"),
-                                   std::to_string(plan.case_time_limit_s),
-                                   std::string("--visible-devices-env"),
-                                   plan.visible_devices_env})
-      srun.argv.push_back(arg);
-    srun.argv.push_back("--monitor-period");
-    srun.argv.push_back(std::to_string(plan.monitor_period_s));
-    if (plan.clear_caches) srun.argv.push_back("--clear-caches");
-    for (const auto& set : c.sets) srun.argv.insert(srun.argv.end(), {"--set", set});
+    srun.argv = srun_argv(plan, deployment, spec);
     fs::create_directories(spec.round_dir);
     srun.log_path = spec.round_dir + "/srun.log";
 
