@@ -1,7 +1,7 @@
 // `xpuperf run` with the ranks in real podman containers (Debian's podman with runc, the test
 // base image made once with debootstrap and cached in /var/tmp): a lenet5 round inside a
-// container, --dry-run, a recipe change that rebuilds the image, a failing rank and a time-out —
-// and no container left behind after any of them. Root only, as TEST-HOSTS.md describes.
+// container, --dry-run, a recipe change that rebuilds the image, a failing rank, a time-out and
+// Ctrl-C — and no container left behind after any of them. Root only, as TEST-HOSTS.md describes.
 //
 // The image is a minimal Debian; the host's /usr (and /etc/alternatives) is mounted read-only
 // through the plan's container.mounts, so that the host-built xpuperf and LibTorch run inside
@@ -9,12 +9,14 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_util.h"
 
@@ -112,7 +114,9 @@ class PodmanRun : public ::testing::Test {
     fs::copy(kRoot + "/tests/fixtures/run_repo", root.path(), fs::copy_options::recursive);
     fs::create_directories(root.path() + "/cases/inference");
     fs::copy(kRoot + "/cases/inference/lenet5", root.path() + "/cases/inference/lenet5", fs::copy_options::recursive);
-    image = "xpuperf-test-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ":latest";
+    // podman's name for a local image (its `ancestor` filter wants the full name).
+    image = "localhost/xpuperf-test-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+            ":latest";
     for (char& c : image)
       if (std::isupper(static_cast<unsigned char>(c))) c = static_cast<char>(std::tolower(c));
     recipe("v1");
@@ -211,6 +215,30 @@ TEST_F(PodmanRun, AFailingRankAndATimeOutRemoveTheContainer) {
   EXPECT_EQ(slow.code, 1) << slow.output;
   EXPECT_TRUE(has(slow.output, "timed_out")) << slow.output;
   EXPECT_TRUE(read_json(node_dir() + "/node_status.json")["container"]["removed"].get<bool>());
+  EXPECT_TRUE(leftover_containers(image).empty());
+}
+
+TEST_F(PodmanRun, CtrlCRemovesTheContainer) {
+  ProcessSpec spec;
+  spec.argv = {XPUPERF_BINARY, "--root", root.path(), "run",
+               plan("cases:\n  \"lenet5:libtorch:SLOW:1:1:1\": /usr/share/datasets/fashion-mnist\n")};
+  spec.env = podman_env();
+  spec.env["XPUPERF_HISTORY"] = dir.path() + "/history.db";
+  spec.log_path = dir.path() + "/run.log";
+  auto run = Process::start(spec);
+  // Wait until the round's container runs, then press Ctrl-C.
+  bool started = false;
+  for (int i = 0; i < 600 && !started; ++i) {
+    started = !leftover_containers(image).empty();
+    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(started) << test::read_file(spec.log_path);
+  ::kill(run->pid(), SIGINT);
+  const ExitStatus status = run->wait();
+  EXPECT_EQ(status.code, 130) << test::read_file(spec.log_path);
+  const json node = read_json(node_dir() + "/node_status.json");
+  EXPECT_EQ(node["exit_code"], 130) << node.dump();
+  EXPECT_TRUE(node["container"]["removed"].get<bool>()) << node.dump();
   EXPECT_TRUE(leftover_containers(image).empty());
 }
 
