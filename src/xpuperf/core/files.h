@@ -8,6 +8,10 @@ namespace xpuperf {
 
 // The whole file, or "" when it cannot be read (for /proc and /sys files that may be absent).
 std::string read_file_or_empty(const std::string& path);
+// The first line of a file, and the last line that is not empty ("" when none): what a tool
+// printed last is usually why it failed.
+std::string first_line_of(const std::string& path);
+std::string last_line_of(const std::string& path);
 // Writes JSON through a temporary file and a rename, so a reader never sees half of it.
 void write_json_file(const std::string& path, const nlohmann::json& value);
 // Seconds since the Unix epoch (wall clock), for timestamps compared across processes.

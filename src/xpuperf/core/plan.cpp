@@ -146,23 +146,33 @@ void read_hosts(const Config& raw, Plan& plan, Diagnostics& diags) {
   }
 }
 
-void read_ssh(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
-  if (!e) return;
+// A map-valued plan key (ssh, container) as a small config of its own, with lines of its own;
+// nothing when it is not a map. Unknown keys are errors naming `name.key`.
+std::optional<Config> read_section(const ConfigEntry* e, const std::string& name,
+                                   const std::vector<std::string>& allowed, const std::string& example,
+                                   Diagnostics& diags) {
+  if (!e) return std::nullopt;
   if (!e->value.IsMap()) {
-    diags.error(e->source, "'ssh' must be a map", "e.g. ssh: {port: 22, user: root}");
-    return;
+    diags.error(e->source, "'" + name + "' must be a map", "e.g. " + example);
+    return std::nullopt;
   }
-  // The ssh section is a small config of its own, with lines of its own.
-  Config ssh(e->source.file);
-  for (const auto& kv : e->value) ssh.set(kv.first.Scalar(), kv.second, line_of(kv.first, e->source.file));
-  const std::vector<std::string> allowed = {"port", "user", "known_hosts", "identity_file", "connect_timeout"};
-  for (const auto& key : ssh.keys()) {
+  Config section(e->source.file);
+  for (const auto& kv : e->value) section.set(kv.first.Scalar(), kv.second, line_of(kv.first, e->source.file));
+  for (const auto& key : section.keys()) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       const std::string near = closest_match(key, allowed);
-      diags.error(ssh.at(key).source, "unknown key 'ssh." + key + "'",
-                  (near.empty() ? "" : "did you mean '" + near + "'? ") + "ssh keys: " + join_or_none(allowed));
+      diags.error(section.at(key).source, "unknown key '" + name + "." + key + "'",
+                  (near.empty() ? "" : "did you mean '" + near + "'? ") + name + " keys: " + join_or_none(allowed));
     }
   }
+  return section;
+}
+
+void read_ssh(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
+  const auto section = read_section(e, "ssh", {"port", "user", "known_hosts", "identity_file", "connect_timeout"},
+                                    "ssh: {port: 22, user: root}", diags);
+  if (!section) return;
+  const Config& ssh = *section;
   PlanReader r(ssh, diags);
   r.integer("port", plan.ssh.port, 1, 65535);
   r.string("user", plan.ssh.user);
@@ -190,21 +200,11 @@ void string_list(const Config& section, const std::string& key, std::vector<std:
 }
 
 void read_container(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
-  if (!e) return;
-  if (!e->value.IsMap()) {
-    diags.error(e->source, "'container' must be a map", "e.g. container: {engine: podman, run_options: [--gpus, all]}");
-    return;
-  }
-  Config section(e->source.file);
-  for (const auto& kv : e->value) section.set(kv.first.Scalar(), kv.second, line_of(kv.first, e->source.file));
-  const std::vector<std::string> allowed = {"engine", "image", "build", "run_options", "mounts", "env", "privileged"};
-  for (const auto& key : section.keys()) {
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      const std::string near = closest_match(key, allowed);
-      diags.error(section.at(key).source, "unknown key 'container." + key + "'",
-                  (near.empty() ? "" : "did you mean '" + near + "'? ") + "container keys: " + join_or_none(allowed));
-    }
-  }
+  const auto config =
+      read_section(e, "container", {"engine", "image", "build", "run_options", "mounts", "env", "privileged"},
+                   "container: {engine: podman, run_options: [--gpus, all]}", diags);
+  if (!config) return;
+  const Config& section = *config;
   ContainerSettings& c = plan.container;
   PlanReader r(section, diags);
   r.choice("engine", c.engine, {"none", "docker", "podman"});

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/process.h"
 
 namespace xpuperf {
@@ -118,25 +119,6 @@ std::string container_name(const std::string& node_dir, const std::string& suffi
   return name;
 }
 
-namespace {
-
-std::string first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-std::string last_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return last;
-}
-
-}  // namespace
-
 ImagePrepared prepare_image(const ContainerCli& cli, const ContainerSettings& settings, const std::string& image,
                             const std::string& recipe, const std::string& build_log) {
   const bool has_recipe = settings.build && fs::exists(recipe + "/Dockerfile");
@@ -152,7 +134,7 @@ ImagePrepared prepare_image(const ContainerCli& cli, const ContainerSettings& se
     inspect.argv = cli.recipe_label(image);
     inspect.log_path = build_log + ".inspect";
     const bool exists = run_process(inspect, std::chrono::seconds(60)).ok();
-    const std::string label = exists ? first_line(inspect.log_path) : "";
+    const std::string label = exists ? first_line_of(inspect.log_path) : "";
     fs::remove(inspect.log_path);
     if (!has_recipe) {
       result.ok = exists;
@@ -173,7 +155,7 @@ ImagePrepared prepare_image(const ContainerCli& cli, const ContainerSettings& se
         result.what = s.ok() ? "image " + image + " built from " + recipe + " (recipe " + hash +
                                    (exists ? ", was " + (label.empty() ? std::string("unlabelled") : label) : "") + ")"
                              : "building " + image + " from " + recipe + " " + s.describe() + ": " +
-                                   last_line(build_log) + " (see " + build_log + ")";
+                                   last_line_of(build_log) + " (see " + build_log + ")";
       }
     }
   } catch (const ProcessError& e) {

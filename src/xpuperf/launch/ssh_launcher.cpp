@@ -9,6 +9,7 @@
 #include <fstream>
 #include <future>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/shell_quote.h"
 #include "xpuperf/launch/launcher.h"
 
@@ -21,14 +22,6 @@ std::string expand_home(const std::string& path) {
   if (path.rfind("~/", 0) != 0) return path;
   const char* home = std::getenv("HOME");
   return std::string(home ? home : "") + path.substr(1);
-}
-
-std::string last_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
-  return last;
 }
 
 class SshLauncher : public Launcher {
@@ -72,7 +65,7 @@ class SshLauncher : public Launcher {
           if (s.kind == ExitStatus::Kind::Exited && s.code == 1)
             return "xpuperf is not at " + deployment.xpuperf + " (with " + deployment.root + "/cases) on " + host +
                    ": deploy it there or set deploy_path";
-          return "cannot reach " + host + " over ssh (" + s.describe() + "): " + last_line(spec.log_path);
+          return "cannot reach " + host + " over ssh (" + s.describe() + "): " + last_line_of(spec.log_path);
         } catch (const ProcessError& e) {
           return std::string("cannot run ssh: ") + e.what();
         }
