@@ -176,6 +176,12 @@ TEST_F(PodmanRun, RoundRunsInsideAContainerAndLeavesNothing) {
   EXPECT_TRUE(has(log, "sourced vendor env")) << log;
   EXPECT_TRUE(has(log, "\"event\":\"FINISHED\"")) << log;
   EXPECT_TRUE(fs::exists(node + "/lenet5.onnx")) << "the rank writes into the mounted node folder";
+  // The plan as run keeps the container, so that --resume runs the same way.
+  const std::string as_run = fs::path(node).parent_path().parent_path().parent_path().string() + "/plan.yaml";
+  EXPECT_TRUE(has(test::read_file(as_run), "engine: podman")) << test::read_file(as_run);
+  const Result check = xpuperf({"--root", root.path(), "check", as_run}, dir.path(), podman_env(), 60);
+  EXPECT_EQ(check.code, 0) << check.output;
+  EXPECT_FALSE(has(check.output, "warning")) << check.output;
   EXPECT_TRUE(leftover_containers(image).empty());
 }
 

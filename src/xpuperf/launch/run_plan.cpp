@@ -101,17 +101,19 @@ std::string plan_as_run(const Plan& p) {
   out << YAML::Key << "monitor_period" << YAML::Value << p.monitor_period_s;
   out << YAML::Key << "history_db" << YAML::Value << p.history_db;
   out << YAML::Key << "deploy_path" << YAML::Value << p.deploy_path;
-  out << YAML::Key << "container" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "engine" << YAML::Value << p.container.engine;
-  out << YAML::Key << "image" << YAML::Value << p.container.image;
-  out << YAML::Key << "build" << YAML::Value << p.container.build;
-  out << YAML::Key << "run_options" << YAML::Value << YAML::Flow << p.container.run_options;
-  out << YAML::Key << "mounts" << YAML::Value << YAML::Flow << p.container.mounts;
-  out << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
-  for (const auto& [name, value] : p.container.env) out << YAML::Key << name << YAML::Value << value;
-  out << YAML::EndMap;
-  out << YAML::Key << "privileged" << YAML::Value << p.container.privileged;
-  out << YAML::EndMap;
+  if (p.container.enabled()) {  // engine none has no settings (the reader warns about any)
+    out << YAML::Key << "container" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "engine" << YAML::Value << p.container.engine;
+    out << YAML::Key << "image" << YAML::Value << p.container.image;
+    out << YAML::Key << "build" << YAML::Value << p.container.build;
+    out << YAML::Key << "run_options" << YAML::Value << YAML::Flow << p.container.run_options;
+    out << YAML::Key << "mounts" << YAML::Value << YAML::Flow << p.container.mounts;
+    out << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
+    for (const auto& [name, value] : p.container.env) out << YAML::Key << name << YAML::Value << value;
+    out << YAML::EndMap;
+    out << YAML::Key << "privileged" << YAML::Value << p.container.privileged;
+    out << YAML::EndMap;
+  }
   enum Family { kBase, kTraining, kInference };
   const auto family = [](const PlanCase& c) {
     return is_base_key(c.key) ? kBase : is_inference_key(c.key) ? kInference : kTraining;
