@@ -132,6 +132,20 @@ TEST_F(RunCli, RecordsTheHarnessOverheadOfEachRound) {
   EXPECT_GE(status["overhead_end_s"].get<double>(), 0.0);
 }
 
+TEST_F(RunCli, TwoNodeAgentsOnThisMachineTakeTheirOwnDevices) {
+  const Result r = run({plan(case_line("lenet5:libtorch:CPU:2:1:1"), "hosts: [127.0.0.1, 127.0.0.2]\n")});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "(launcher local)")) << r.output;
+  const std::string round = run_dir() + "/lenet5_libtorch_CPU_2_1_1/round1";
+  for (int node = 0; node < 2; ++node) {
+    const std::string node_dir = round + "/127.0.0." + std::to_string(node + 1) + "_noderank" + std::to_string(node);
+    const json status = read_json(node_dir + "/node_status.json");
+    ASSERT_TRUE(status.is_object()) << node_dir;
+    EXPECT_EQ(status["devices"], json::array({"gpu" + std::to_string(node)})) << status.dump();
+    EXPECT_TRUE(fs::exists(node_dir + "/rank" + std::to_string(node) + ".out.log"));
+  }
+}
+
 TEST_F(RunCli, AFailingRankFailsItsRoundAndThePlanGoesOn) {
   const Result r = run({plan(case_line("lenet5:libtorch:BAD:1:1:1") + case_line("lenet5:libtorch:CPU:1:1:1"))});
   EXPECT_EQ(r.code, 1) << r.output;

@@ -100,10 +100,15 @@ TEST(Plan, ReportsEveryProblemAtOnce) {
   EXPECT_EQ(diags.error_count(), 10) << text;
 }
 
-TEST(Plan, LocalLauncherNeedsOneLocalHost) {
+TEST(Plan, LocalLauncherNeedsLocalHosts) {
   Diagnostics diags;
   EXPECT_FALSE(load("vendor: cpu\nhosts: [n1, n2]\nlauncher: local\ncases: {\"a:b:c:1:1:1\": /d}\n", diags));
   EXPECT_NE(diags.format().find("plan.yaml:3: error: the local launcher runs on this machine only"), std::string::npos);
+  // Several loopback addresses: node agents on this machine, started without ssh.
+  Diagnostics loopback;
+  auto plan = load("vendor: cpu\nhosts: [127.0.0.1, 127.0.0.2]\ncases: {\"a:b:c:2:1:1\": /d}\n", loopback);
+  ASSERT_TRUE(plan) << loopback.format();
+  EXPECT_EQ(plan->launcher, "local");
 }
 
 TEST(Plan, CasesAreRequiredAndNeedDataFolders) {

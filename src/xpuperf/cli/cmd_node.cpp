@@ -29,6 +29,9 @@ void add_node_command(CLI::App& app, const GlobalOptions& global, int& exit_code
       ->capture_default_str();
   cmd->add_option("--set", request->sets, "A base case's override, key=value (repeatable)");
   cmd->add_flag("--clear-caches", request->clear_caches, "Drop the page cache before starting the ranks (needs root)");
+  cmd->add_option("--first-device", request->first_device,
+                  "The first device of this node's ranks (several node agents on one host)")
+      ->capture_default_str();
   auto& c = request->container;
   cmd->add_option("--container-engine", c.engine, "Run the ranks in a container: none, docker or podman")
       ->check(CLI::IsMember({"none", "docker", "podman"}))

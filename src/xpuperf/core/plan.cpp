@@ -344,12 +344,13 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
   read_hosts(*raw, plan, diags);
   read_ssh(raw->find("ssh"), plan, diags);
   const bool all_local = std::all_of(plan.hosts.begin(), plan.hosts.end(), is_local_host);
-  plan.launcher = plan.hosts.size() == 1 && all_local ? "local" : "ssh";
+  // Several loopback "hosts" are node agents on this machine (a multi-node round simulated here).
+  plan.launcher = all_local ? "local" : "ssh";
   r.choice("launcher", plan.launcher, {"local", "ssh", "slurm"});
-  if (plan.launcher == "local" && (plan.hosts.size() != 1 || !all_local))
+  if (plan.launcher == "local" && !all_local)
     diags.error(raw->has("launcher") ? raw->at("launcher").source : Source{name, 0},
                 "the local launcher runs on this machine only, but hosts are " + join_or_none(plan.hosts),
-                "use launcher: ssh or slurm, or hosts: [localhost]");
+                "use launcher: ssh or slurm, or loopback hosts (localhost, 127.0.0.x)");
   r.string("slurm_partition", plan.slurm_partition);
   r.integer("master_port", plan.master_port, 1, 65535);
   r.string("visible_devices_env", plan.visible_devices_env);

@@ -94,6 +94,14 @@ std::vector<std::string> agent_options(const Plan& plan, const PlanCase& c) {
   return argv;
 }
 
+int first_device_of(const RoundSpec& spec, std::size_t i) {
+  const auto local = std::count_if(spec.hosts.begin(), spec.hosts.end(), is_local_host);
+  if (!is_local_host(spec.hosts[i]) || local < 2) return -1;
+  const auto before = std::count_if(spec.hosts.begin(), spec.hosts.begin() + static_cast<std::ptrdiff_t>(i),
+                                    [](const std::string& h) { return is_local_host(h); });
+  return static_cast<int>(before) * spec.plan_case->key.nproc;
+}
+
 std::vector<std::string> node_agent_argv(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
                                          std::size_t i) {
   const PlanCase& c = *spec.plan_case;
@@ -120,6 +128,8 @@ std::vector<std::string> node_agent_argv(const Plan& plan, const Deployment& dep
                                    spec.round_dir + "/" + node_dir_name(host, static_cast<int>(i))};
   const auto options = agent_options(plan, c);
   argv.insert(argv.end(), options.begin(), options.end());
+  if (const int first = first_device_of(spec, i); first >= 0)
+    argv.insert(argv.end(), {"--first-device", std::to_string(first)});
   return argv;
 }
 

@@ -77,6 +77,9 @@ RoundOutcome round_outcome(std::vector<NodeOutcome> nodes, bool interrupted);
 // The node agent's options every launcher passes the same way: time limit, devices, monitors,
 // caches, the case's overrides and the container.
 std::vector<std::string> agent_options(const Plan& plan, const PlanCase& c);
+// Node agents on this same machine (several loopback hosts) take the next devices: node `i`'s
+// first device, or -1 when its host is not shared.
+int first_device_of(const RoundSpec& spec, std::size_t i);
 // The node agent of the round's node `i` (local and ssh launchers; its folder is <round>/<host>_noderank<i>).
 std::vector<std::string> node_agent_argv(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
                                          std::size_t i);

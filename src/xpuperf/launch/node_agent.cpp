@@ -301,7 +301,8 @@ ProcessSpec rank_process(const NodeRequest& request, const CaseKey& key, const C
   spec.env = env.to_env();
   // A base case that measures the whole host (peer copies between every pair) sees every device.
   std::string visible;
-  for (int i = 0; i < key.nproc; ++i) visible += (i ? "," : "") + std::to_string(i);
+  const int first = std::max(0, request.first_device);
+  for (int i = 0; i < key.nproc; ++i) visible += (i ? "," : "") + std::to_string(first + i);
   if (!(base && config.get_bool("whole_host", false))) spec.env[request.visible_devices_env] = visible;
   // CUDA numbers devices fastest first by default; NVML (the monitors) in PCI bus order. One
   // order for both, so that the monitors charge a round with the devices it ran on.
@@ -408,6 +409,16 @@ int run_node(const NodeRequest& original) {
         monitor::load_command_sampler(Repo(request.root).vendor_dir(request.vendor) + "/monitor.yaml", error);
     if (vendor_sampler) monitors->add(std::move(vendor_sampler));
     if (!error.empty()) std::cerr << "xpuperf node: vendor monitor left out: " << error << "\n";
+    if (request.first_device >= 0 && !config->get_bool("whole_host", false)) {
+      std::set<std::string> mine;
+      json devices = json::array();
+      for (int i = 0; i < key->nproc; ++i) {
+        mine.insert("gpu" + std::to_string(request.first_device + i));
+        devices.push_back("gpu" + std::to_string(request.first_device + i));
+      }
+      monitors->only_accelerators(mine);
+      status["devices"] = devices;  // what the summary charges this node for
+    }
     monitors->start();
   }
 

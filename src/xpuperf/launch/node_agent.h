@@ -30,6 +30,9 @@ struct NodeRequest {
   // Under srun: node rank, host and master from Slurm's variables, and out_dir is the round
   // folder, in which the agent makes its own <host>_noderank<i> folder.
   bool slurm = false;  // drop the page cache before starting the ranks (needs root)
+  // Set when several node agents share this host: this node's ranks see devices first_device ..
+  // first_device+nproc-1 and its monitors record only those accelerators. -1: the host is ours.
+  int first_device = -1;
   // Ranks in a container (container.h): one per node and round, removed when the round ends.
   ContainerSettings container;
 };

@@ -291,7 +291,7 @@ RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deplo
     if (fs::exists(node.dir + "/monitor.csv")) monitor_files.push_back(node.dir + "/monitor.csv");
   if (!monitor_files.empty()) {
     const monitor::MonitorAnalysis a =
-        monitor::analyse_monitor_csv(monitor_files, monitor::accelerators_of_round(c.key.nproc));
+        monitor::analyse_monitor_csv(monitor_files, report::accelerators_charged(monitor_files, c.key.nproc));
     json m = a.to_json();
     const double samples = row.finished && row.finished->num_trained_samples
                                ? static_cast<double>(*row.finished->num_trained_samples)
@@ -347,6 +347,7 @@ void print_dry_run(const Plan& plan, Launcher& launcher, const Deployment& deplo
         request.out_dir = spec.round_dir + "/" + node_dir_name(spec.hosts[i], static_cast<int>(i));
         request.visible_devices_env = plan.visible_devices_env;
         request.container = plan.container;
+        request.first_device = first_device_of(spec, i);
         std::string problem;
         const auto commands = node_dry_run(request, problem);
         if (!problem.empty()) std::cout << "[" << spec.hosts[i] << "] cannot describe: " << problem << "\n";

@@ -114,6 +114,10 @@ double mean_power_in_window(const std::vector<std::string>& paths, double t0, do
   return 0;
 }
 
+bool is_accelerator(const std::string& device) {
+  return charge_of(device) == kAccelerator;
+}
+
 std::set<std::string> accelerators_of_round(int nproc) {
   std::set<std::string> out;
   for (int i = 0; i < nproc; ++i) out.insert("gpu" + std::to_string(i));

@@ -65,6 +65,9 @@ MonitorAnalysis analyse_monitor_csv(const std::vector<std::string>& paths,
 double mean_power_in_window(const std::vector<std::string>& paths, double t0, double t1,
                             const std::set<std::string>& accelerators_used = {});
 
+// Whether a monitor device is an accelerator (gpu<k>), what a round is charged for first.
+bool is_accelerator(const std::string& device);
+
 // The accelerators a round of `nproc` ranks per node uses: gpu0 … gpu<nproc-1> (the node agent
 // gives local rank i device i, in PCI bus order like NVML's).
 std::set<std::string> accelerators_of_round(int nproc);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "xpuperf/core/files.h"
+#include "xpuperf/monitor/analysis.h"
 #include "xpuperf/monitor/nvml_sampler.h"
 
 namespace xpuperf::monitor {
@@ -103,8 +104,10 @@ void Monitor::write_samples() {
   char time_text[32];
   std::snprintf(time_text, sizeof time_text, "%.3f", t);
   for (auto& s : samplers_)
-    for (const auto& row : s->sample())
+    for (const auto& row : s->sample()) {
+      if (!only_.empty() && !only_.count(row.device) && is_accelerator(row.device)) continue;
       csv_ << time_text << ',' << node_ << ',' << row.device << ',' << row.metric << ',' << row.value << '\n';
+    }
   csv_.flush();
 }
 

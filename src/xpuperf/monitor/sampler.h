@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -129,6 +130,8 @@ class Monitor {
   Monitor(std::string csv_path, std::string node, double period_s);
   ~Monitor();  // stops
   void add(std::unique_ptr<Sampler> sampler);
+  // Records only these accelerators (not the host's others): for node agents sharing a host.
+  void only_accelerators(std::set<std::string> devices) { only_ = std::move(devices); }
   void start();
   void stop();
 
@@ -137,6 +140,7 @@ class Monitor {
   void write_samples();
 
   std::string path_, node_;
+  std::set<std::string> only_;  // empty: every accelerator
   double period_s_;
   std::vector<std::unique_ptr<Sampler>> samplers_;
   std::ofstream csv_;

@@ -41,6 +41,21 @@ std::optional<json> read_json(const fs::path& path) {
   return value;
 }
 
+}  // namespace
+
+std::set<std::string> accelerators_charged(const std::vector<std::string>& monitor_files, int nproc) {
+  std::set<std::string> devices;
+  for (const auto& file : monitor_files) {
+    const auto status = read_json(fs::path(file).parent_path() / "node_status.json");
+    if (status && status->is_object() && status->contains("devices") && (*status)["devices"].is_array())
+      for (const auto& d : (*status)["devices"])
+        if (d.is_string()) devices.insert(d.get<std::string>());
+  }
+  return devices.empty() ? monitor::accelerators_of_round(nproc) : devices;
+}
+
+namespace {
+
 // A base case's figures (FINISHED of `xpuperf base`): the headline (the first figure) as
 // value/unit with its datasheet ratio, every figure, the check, and the power drawn during the
 // measured window with the headline per watt.
@@ -56,7 +71,7 @@ void add_base_figures(json& r, const json& extra, const std::vector<std::string>
   r["implementation"] = extra.value("implementation", "");
   const double t0 = extra.value("started_unix", 0.0), t1 = extra.value("ended_unix", 0.0);
   if (monitor_files.empty() || t0 <= 0 || t1 < t0) return;
-  const double watts = monitor::mean_power_in_window(monitor_files, t0, t1, monitor::accelerators_of_round(nproc));
+  const double watts = monitor::mean_power_in_window(monitor_files, t0, t1, accelerators_charged(monitor_files, nproc));
   if (watts <= 0) return;
   r["mean_power_w"] = watts;
   // Per watt only for rates (TFLOP/s, GB/s): a latency or a size per watt means nothing.
@@ -133,7 +148,7 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
     if (extra.contains("latency") && !extra["latency"].empty()) r["latency_p99_ms"] = extra["latency"][0]["p99_ms"];
   }
   if (!monitor_files.empty()) {
-    const auto a = monitor::analyse_monitor_csv(monitor_files, monitor::accelerators_of_round(nproc));
+    const auto a = monitor::analyse_monitor_csv(monitor_files, accelerators_charged(monitor_files, nproc));
     if (a.round_energy_j() > 0) {
       r["energy_j"] = a.round_energy_j();
       if (r.contains("num_trained_samples") && r["num_trained_samples"].get<double>() > 0)

@@ -4,7 +4,9 @@
 // same code at its end, and `xpuperf report RUN_DIR` reruns it.
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace xpuperf::report {
 
@@ -12,6 +14,10 @@ inline constexpr const char* kSummarySchema = "xpuperf.summary/1";
 
 // Reads the run folder; throws std::runtime_error when it is not one (no plan.yaml).
 nlohmann::json build_summary(const std::string& run_dir);
+// The accelerators a round is charged for, from the node folders of its monitor.csv files: the
+// `devices` each node agent that shared its host listed in node_status.json, else gpu0 …
+// gpu<nproc-1> (monitor::accelerators_of_round).
+std::set<std::string> accelerators_charged(const std::vector<std::string>& monitor_files, int nproc);
 std::string summary_markdown(const nlohmann::json& summary);
 
 // Writes summary.json, summary.md and report.html into the run folder and returns the Markdown.
