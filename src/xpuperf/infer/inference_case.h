@@ -49,6 +49,12 @@ struct Evaluation {
   double value() const { return count > 0 ? correct / count : 0.0; }
 };
 
+// Top-1 accuracy of one batch's outputs (classes on dimension 1).
+inline void count_top1(const torch::Tensor& outputs, const torch::Tensor& labels, Evaluation& e) {
+  e.correct += outputs.argmax(1).eq(labels).sum().item<double>();
+  e.count += static_cast<double>(labels.size(0));
+}
+
 class InferenceCase {
  public:
   virtual ~InferenceCase() = default;

@@ -9,7 +9,7 @@
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/infer/weights.h"
 #ifdef XPUPERF_HAVE_ONNX
-#include "xpuperf/infer/onnx_export.h"
+#include "xpuperf/infer/onnx_weights.h"
 #endif
 
 namespace xpuperf::cases {
@@ -70,8 +70,7 @@ class LeNet5Inference : public infer::InferenceCase {
   }
 
   void evaluator(const torch::Tensor& outputs, const torch::Tensor& labels, infer::Evaluation& e) override {
-    e.correct += outputs.argmax(1).eq(labels).sum().item<double>();
-    e.count += static_cast<double>(labels.size(0));
+    infer::count_top1(outputs, labels, e);
   }
 
 #ifdef XPUPERF_HAVE_ONNX
@@ -80,10 +79,7 @@ class LeNet5Inference : public infer::InferenceCase {
     using infer::onnx_export::Attribute;
     auto& m = dynamic_cast<LeNet5Impl&>(module);
     infer::onnx_export::Graph g("lenet5");
-    for (const auto& p : m.named_parameters()) {
-      const torch::Tensor t = p.value().detach().to(torch::kCPU, torch::kFloat).contiguous();
-      g.initializer(p.key(), t.sizes().vec(), std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()));
-    }
+    infer::onnx_export::add_weights(g, m);
     const auto kernel5 = Attribute::ints_of("kernel_shape", {5, 5});
     const std::vector<Attribute> pool = {Attribute::ints_of("kernel_shape", {2, 2}),
                                          Attribute::ints_of("strides", {2, 2})};

@@ -13,7 +13,7 @@
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/infer/weights.h"
 #ifdef XPUPERF_HAVE_ONNX
-#include "xpuperf/infer/onnx_export.h"
+#include "xpuperf/infer/onnx_weights.h"
 #endif
 #ifdef XPUPERF_HAVE_OPENCV
 #include <opencv2/imgcodecs.hpp>
@@ -133,8 +133,7 @@ class ResNet50Inference : public infer::InferenceCase {
 
   void evaluator(const torch::Tensor& outputs, const torch::Tensor& labels, infer::Evaluation& e) override {
     e.metric = "top1_accuracy";
-    e.correct += outputs.argmax(1).eq(labels).sum().item<double>();
-    e.count += static_cast<double>(labels.size(0));
+    infer::count_top1(outputs, labels, e);
   }
 
 #ifdef XPUPERF_HAVE_ONNX
@@ -144,13 +143,7 @@ class ResNet50Inference : public infer::InferenceCase {
     auto& m = dynamic_cast<ResNet50Impl&>(module);
     if (m.folded) throw std::runtime_error("resnet50's ONNX export needs the unfolded model");
     infer::onnx_export::Graph g("resnet50");
-    auto add = [&](const std::string& name, const torch::Tensor& value) {
-      const torch::Tensor t = value.detach().to(torch::kCPU, torch::kFloat).contiguous();
-      g.initializer(name, t.sizes().vec(), std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()));
-    };
-    for (const auto& p : m.named_parameters()) add(p.key(), p.value());
-    for (const auto& b : m.named_buffers())
-      if (b.key().find("num_batches_tracked") == std::string::npos) add(b.key(), b.value());
+    infer::onnx_export::add_weights(g, m);
     auto conv_bn = [&](const std::string& conv, const std::string& bn, const std::string& in, std::int64_t kernel,
                        std::int64_t stride, const std::string& out) {
       const std::int64_t pad = kernel / 2;
