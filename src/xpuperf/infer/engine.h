@@ -46,6 +46,16 @@ inline std::string precision_name(torch::Dtype dtype) {
   return dtype == torch::kHalf ? "float16" : dtype == torch::kBFloat16 ? "bfloat16" : "float32";
 }
 
+// Channels-last (NHWC) weights and inputs, which cuDNN and oneDNN run fastest: every 4-D
+// parameter of `model`, and a 4-D input.
+inline void make_channels_last(torch::nn::Module& model) {
+  for (auto& p : model.parameters())
+    if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+}
+inline torch::Tensor channels_last_input(const torch::Tensor& x) {
+  return x.dim() == 4 ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x;
+}
+
 using EngineFactory = std::function<std::unique_ptr<Engine>()>;
 bool register_engine(const std::string& name, EngineFactory factory);
 std::unique_ptr<Engine> make_engine(const std::string& name);

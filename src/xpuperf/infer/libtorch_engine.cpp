@@ -1,5 +1,5 @@
 // The `libtorch` engine: the case's own LibTorch model run eagerly, without gradients, in the
-// configured precision.
+// configured precision (channels-last unless channels_last: false, as PyTorch users run it).
 // It compiles from the validated model, or loads a checkpoint given as exist_compiler_path.
 
 #include <stdexcept>
@@ -26,14 +26,17 @@ class LibTorchEngine : public Engine {
     dtype_ = in.dtype;
     model_->to(dtype_);
     model_->eval();
+    channels_last_ = in.ctx.config.get_bool("channels_last", true);
+    if (channels_last_) make_channels_last(*model_);
     describe_ = "libtorch eager, " + precision_name(dtype_) + ", " + (device_.is_cuda() ? "cuda" : "cpu") +
+                (channels_last_ ? ", channels-last" : "") +
                 (in.compiled_path.empty() ? "" : ", weights from " + in.compiled_path);
   }
 
   EngineOutput infer(const torch::Tensor& input) override {
     const torch::NoGradGuard no_grad;
     const torch::Tensor x = input.to(device_, dtype_);
-    return {case_->model_forward(*model_, x), 0.0};
+    return {case_->model_forward(*model_, channels_last_ ? channels_last_input(x) : x), 0.0};
   }
 
   std::string describe() const override { return describe_; }
@@ -41,6 +44,7 @@ class LibTorchEngine : public Engine {
  private:
   torch::Device device_{torch::kCPU};
   torch::Dtype dtype_ = torch::kFloat;
+  bool channels_last_ = true;
   InferenceCase* case_ = nullptr;
   std::shared_ptr<torch::nn::Module> model_;
   std::string describe_;

@@ -40,9 +40,7 @@ class LibTorchGraphEngine : public Engine {
     model_->eval();
     const int folded = fold_all_batchnorm(*model_, {cudnn_fusion});
     model_->to(dtype_);
-    if (channels_last_)
-      for (auto& p : model_->parameters())
-        if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+    if (channels_last_) make_channels_last(*model_);
     describe_ = "libtorch-graph, " + precision_name(dtype_) + ", " + (device_.is_cuda() ? "cuda" : "cpu") + ", " +
                 std::to_string(folded) + " blocks with batch norm folded" +
                 (cudnn_fusion && folded ? " (cuDNN conv+bias+add+ReLU fusion)" : "") +
@@ -84,8 +82,8 @@ class LibTorchGraphEngine : public Engine {
 
  private:
   torch::Tensor prepare(const torch::Tensor& input) const {
-    torch::Tensor x = input.to(device_, dtype_);
-    return channels_last_ && x.dim() == 4 ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x;
+    const torch::Tensor x = input.to(device_, dtype_);
+    return channels_last_ ? channels_last_input(x) : x;
   }
 
 #ifdef XPUPERF_HAVE_TORCH_CUDA

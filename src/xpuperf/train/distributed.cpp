@@ -8,8 +8,11 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <torch/version.h>
+
 #include <cstdlib>
 #include <mutex>
+#include <type_traits>
 
 #include "xpuperf/core/log.h"
 
@@ -33,13 +36,28 @@ template <typename Group>
 struct GroupCollectives : Distributed::Collectives {
   c10::intrusive_ptr<Group> group;
   explicit GroupCollectives(c10::intrusive_ptr<Group> g) : group(std::move(g)) {}
+  ~GroupCollectives() override {
+#if defined(XPUPERF_HAVE_NCCL) && TORCH_VERSION_MAJOR >= 2
+    // LibTorch 2.x warns (and may leak) when an NCCL group is destroyed without shutdown().
+    if constexpr (std::is_same_v<Group, c10d::ProcessGroupNCCL>) {
+      try {
+        group->shutdown();
+      } catch (const std::exception&) {
+      }
+    }
+#endif
+  }
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, c10d::ReduceOp op) override {
     c10d::AllreduceOptions options;
     options.reduceOp = op;
     return group->allreduce(t, options);
   }
-  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t) override { return group->broadcast(t); }
-  c10::intrusive_ptr<c10d::Work> barrier() override { return group->barrier(); }
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t) override {
+    return group->broadcast(t);
+  }
+  c10::intrusive_ptr<c10d::Work> barrier() override {
+    return group->barrier();
+  }
   c10::intrusive_ptr<c10d::Work> all_gather(at::Tensor& out, at::Tensor& in) override {
     try {
       return group->_allgather_base(out, in);
