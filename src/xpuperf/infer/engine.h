@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ inline void make_channels_last(torch::nn::Module& model) {
 }
 inline torch::Tensor channels_last_input(const torch::Tensor& x) {
   return x.dim() == 4 ? x.contiguous(torch::MemoryFormat::ChannelsLast) : x;
+}
+
+// The case's LibTorch model for an engine that runs it (libtorch, libtorch-graph): a checkpoint
+// given as exist_compiler_path, else the model validation ran (which the engine may change in
+// place). Throws naming `engine` when there is neither.
+inline std::shared_ptr<torch::nn::Module> case_model(const CompileInputs& in, const std::string& engine) {
+  if (!in.compiled_path.empty()) return in.inference_case.create_model(in.ctx, in.compiled_path);
+  if (in.model) return in.model;
+  throw std::runtime_error("engine " + engine +
+                           " runs the case's model: keep no_validation: false, or give exist_compiler_path: a "
+                           "checkpoint of the model (as xpuperf train --set save_checkpoint=FILE writes)");
 }
 
 using EngineFactory = std::function<std::unique_ptr<Engine>()>;

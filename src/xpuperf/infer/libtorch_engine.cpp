@@ -2,8 +2,6 @@
 // configured precision (channels-last unless channels_last: false, as PyTorch users run it).
 // It compiles from the validated model, or loads a checkpoint given as exist_compiler_path.
 
-#include <stdexcept>
-
 #include "xpuperf/infer/engine.h"
 
 namespace xpuperf::infer {
@@ -15,14 +13,7 @@ class LibTorchEngine : public Engine {
   void compile(const CompileInputs& in) override {
     device_ = in.ctx.device;
     case_ = &in.inference_case;
-    if (!in.compiled_path.empty())
-      model_ = in.inference_case.create_model(in.ctx, in.compiled_path);
-    else if (in.model)
-      model_ = in.model;
-    else
-      throw std::runtime_error(
-          "engine libtorch runs the case's model: keep no_validation: false, or give exist_compiler_path: a "
-          "checkpoint of the model (as xpuperf train --set save_checkpoint=FILE writes)");
+    model_ = case_model(in, "libtorch");
     dtype_ = in.dtype;
     model_->to(dtype_);
     model_->eval();

@@ -25,14 +25,7 @@ class LibTorchGraphEngine : public Engine {
     device_ = in.ctx.device;
     case_ = &in.inference_case;
     dtype_ = in.dtype;
-    if (!in.compiled_path.empty())
-      model_ = in.inference_case.create_model(in.ctx, in.compiled_path);
-    else if (in.model)
-      model_ = in.model;  // validation is done with it: folding may change it in place
-    else
-      throw std::runtime_error(
-          "engine libtorch-graph compiles the case's model: keep no_validation: false, or give "
-          "exist_compiler_path: a checkpoint of the model");
+    model_ = case_model(in, "libtorch-graph");  // folding may change it in place
     const Config& config = in.ctx.config;
     const bool cudnn_fusion = device_.is_cuda() && config.get_bool("cudnn_fusion", true);
     channels_last_ = config.get_bool("channels_last", true);
