@@ -75,13 +75,56 @@ class LocalLauncher : public Launcher {
 
 }  // namespace
 
-std::vector<std::string> agent_options(const Plan& plan, const PlanCase& c) {
-  std::vector<std::string> argv = {"--time-limit",          std::to_string(plan.case_time_limit_s),
-                                   "--visible-devices-env", plan.visible_devices_env,
-                                   "--monitor-period",      std::to_string(plan.monitor_period_s)};
-  if (plan.clear_caches) argv.push_back("--clear-caches");
-  for (const auto& set : c.sets) argv.insert(argv.end(), {"--set", set});
-  const ContainerSettings& k = plan.container;
+namespace {
+
+// Node agents on this same machine (several loopback hosts) take the next devices: node `i`'s
+// first device, or -1 when its host is not shared.
+int first_device_of(const RoundSpec& spec, std::size_t i) {
+  const auto local = std::count_if(spec.hosts.begin(), spec.hosts.end(), is_local_host);
+  if (!is_local_host(spec.hosts[i]) || local < 2) return -1;
+  const auto before = std::count_if(spec.hosts.begin(), spec.hosts.begin() + static_cast<std::ptrdiff_t>(i),
+                                    [](const std::string& h) { return is_local_host(h); });
+  return static_cast<int>(before) * spec.plan_case->key.nproc;
+}
+
+}  // namespace
+
+NodeRequest node_request(const Plan& plan, const Deployment& deployment, const RoundSpec& spec, std::size_t i) {
+  const PlanCase& c = *spec.plan_case;
+  NodeRequest r;
+  r.root = deployment.root;
+  r.case_key = c.key.str();
+  r.vendor = plan.vendor;
+  r.data_dir = c.data_dir;
+  r.sets = c.sets;
+  r.node_rank = static_cast<int>(i);
+  r.node_addr = master_address(spec.hosts[i]);
+  r.master_addr = master_address(spec.hosts[0]);
+  r.master_port = plan.master_port;
+  r.out_dir = spec.round_dir + "/" + node_dir_name(spec.hosts[i], static_cast<int>(i));
+  r.time_limit_s = plan.case_time_limit_s;
+  r.visible_devices_env = plan.visible_devices_env;
+  r.clear_caches = plan.clear_caches;
+  r.monitor_period_s = plan.monitor_period_s;
+  r.first_device = first_device_of(spec, i);
+  r.container = plan.container;
+  return r;
+}
+
+std::vector<std::string> node_agent_argv(const std::string& xpuperf, const NodeRequest& r) {
+  std::vector<std::string> argv = {xpuperf, "--root", r.root, "node"};
+  if (r.slurm) argv.push_back("--slurm");
+  argv.insert(argv.end(), {"--case-key", r.case_key, "--vendor", r.vendor, "--data-dir", r.data_dir});
+  if (!r.slurm)
+    argv.insert(argv.end(), {"--node-rank", std::to_string(r.node_rank), "--node-addr", r.node_addr, "--master-addr",
+                             r.master_addr});
+  argv.insert(argv.end(), {"--master-port", std::to_string(r.master_port), "--out", r.out_dir, "--time-limit",
+                           std::to_string(r.time_limit_s), "--visible-devices-env", r.visible_devices_env,
+                           "--monitor-period", std::to_string(r.monitor_period_s)});
+  if (r.clear_caches) argv.push_back("--clear-caches");
+  for (const auto& set : r.sets) argv.insert(argv.end(), {"--set", set});
+  if (r.first_device >= 0) argv.insert(argv.end(), {"--first-device", std::to_string(r.first_device)});
+  const ContainerSettings& k = r.container;
   if (!k.enabled()) return argv;
   argv.insert(argv.end(), {"--container-engine", k.engine});
   if (!k.image.empty()) argv.insert(argv.end(), {"--container-image", k.image});
@@ -94,50 +137,12 @@ std::vector<std::string> agent_options(const Plan& plan, const PlanCase& c) {
   return argv;
 }
 
-int first_device_of(const RoundSpec& spec, std::size_t i) {
-  const auto local = std::count_if(spec.hosts.begin(), spec.hosts.end(), is_local_host);
-  if (!is_local_host(spec.hosts[i]) || local < 2) return -1;
-  const auto before = std::count_if(spec.hosts.begin(), spec.hosts.begin() + static_cast<std::ptrdiff_t>(i),
-                                    [](const std::string& h) { return is_local_host(h); });
-  return static_cast<int>(before) * spec.plan_case->key.nproc;
-}
-
-std::vector<std::string> node_agent_argv(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
-                                         std::size_t i) {
-  const PlanCase& c = *spec.plan_case;
-  const std::string& host = spec.hosts[i];
-  std::vector<std::string> argv = {deployment.xpuperf,
-                                   "--root",
-                                   deployment.root,
-                                   "node",
-                                   "--case-key",
-                                   c.key.str(),
-                                   "--vendor",
-                                   plan.vendor,
-                                   "--data-dir",
-                                   c.data_dir,
-                                   "--node-rank",
-                                   std::to_string(i),
-                                   "--node-addr",
-                                   master_address(host),
-                                   "--master-addr",
-                                   master_address(spec.hosts[0]),
-                                   "--master-port",
-                                   std::to_string(plan.master_port),
-                                   "--out",
-                                   spec.round_dir + "/" + node_dir_name(host, static_cast<int>(i))};
-  const auto options = agent_options(plan, c);
-  argv.insert(argv.end(), options.begin(), options.end());
-  if (const int first = first_device_of(spec, i); first >= 0)
-    argv.insert(argv.end(), {"--first-device", std::to_string(first)});
-  return argv;
-}
-
 std::vector<std::vector<std::string>> Launcher::round_commands(const Plan& plan, const Deployment& deployment,
                                                                const RoundSpec& spec) {
   std::vector<std::vector<std::string>> commands;
   for (std::size_t i = 0; i < spec.hosts.size(); ++i)
-    commands.push_back(node_command(plan, spec.hosts[i], node_agent_argv(plan, deployment, spec, i)));
+    commands.push_back(node_command(plan, spec.hosts[i],
+                                    node_agent_argv(deployment.xpuperf, node_request(plan, deployment, spec, i))));
   return commands;
 }
 
@@ -150,9 +155,10 @@ RoundOutcome Launcher::run_round(const Plan& plan, const Deployment& deployment,
     NodeOutcome& node = nodes[i];
     node.host = spec.hosts[i];
     node.node_rank = static_cast<int>(i);
-    node.dir = spec.round_dir + "/" + node_dir_name(node.host, node.node_rank);
+    const NodeRequest request = node_request(plan, deployment, spec, i);
+    node.dir = request.out_dir;
     fs::create_directories(node.dir);
-    const std::vector<std::string> agent = node_agent_argv(plan, deployment, spec, i);
+    const std::vector<std::string> agent = node_agent_argv(deployment.xpuperf, request);
     ProcessSpec process;
     process.argv = node_command(plan, node.host, agent);
     process.log_path = node.dir + "/node_agent.log";

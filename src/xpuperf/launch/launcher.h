@@ -10,6 +10,7 @@
 #include "xpuperf/core/diagnostics.h"
 #include "xpuperf/core/plan.h"
 #include "xpuperf/core/process.h"
+#include "xpuperf/launch/node_agent.h"
 
 namespace xpuperf {
 
@@ -74,15 +75,12 @@ bool read_node_status(NodeOutcome& node);
 // else one that was stopped.
 RoundOutcome round_outcome(std::vector<NodeOutcome> nodes, bool interrupted);
 
-// The node agent's options every launcher passes the same way: time limit, devices, monitors,
-// caches, the case's overrides and the container.
-std::vector<std::string> agent_options(const Plan& plan, const PlanCase& c);
-// Node agents on this same machine (several loopback hosts) take the next devices: node `i`'s
-// first device, or -1 when its host is not shared.
-int first_device_of(const RoundSpec& spec, std::size_t i);
-// The node agent of the round's node `i` (local and ssh launchers; its folder is <round>/<host>_noderank<i>).
-std::vector<std::string> node_agent_argv(const Plan& plan, const Deployment& deployment, const RoundSpec& spec,
-                                         std::size_t i);
+// What the node agent of the round's node `i` is asked to do (local and ssh launchers; its folder
+// is <round>/<host>_noderank<i>): what its command line carries and what --dry-run describes.
+NodeRequest node_request(const Plan& plan, const Deployment& deployment, const RoundSpec& spec, std::size_t i);
+// `xpuperf node` with `request` on its command line (with `slurm`, node rank, addresses and
+// node folder come from Slurm instead).
+std::vector<std::string> node_agent_argv(const std::string& xpuperf, const NodeRequest& request);
 
 // The plan's launcher; throws std::runtime_error for a launcher this build cannot start.
 std::unique_ptr<Launcher> make_launcher(const Plan& plan);

@@ -241,18 +241,24 @@ json chip_peaks(const Repo& repo, const std::string& vendor, const std::string& 
   return out;
 }
 
+// Round `round` of case `c` on the plan's first nnodes hosts (Slurm picks its own nodes: the
+// plan's hosts may be fewer than nnodes there).
+RoundSpec round_spec(const Plan& plan, const PlanCase& c, int round, const std::string& round_dir) {
+  RoundSpec spec;
+  spec.plan_case = &c;
+  spec.round = round;
+  spec.round_dir = round_dir;
+  const auto nodes = std::min<std::size_t>(static_cast<std::size_t>(c.key.nnodes), plan.hosts.size());
+  spec.hosts.assign(plan.hosts.begin(), plan.hosts.begin() + static_cast<std::ptrdiff_t>(nodes));
+  return spec;
+}
+
 // Runs one round and records it in round_status.json.
 RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deployment, const PlanCase& c, int round,
                    const std::string& case_dir, const json& chip_peaks) {
   RoundRow row{c.key.str(), round, "failed", "", std::nullopt, case_dir + "/round" + std::to_string(round)};
   fs::create_directories(row.dir);
-  RoundSpec spec;
-  spec.plan_case = &c;
-  spec.round = round;
-  spec.round_dir = row.dir;
-  // (Slurm picks its own nodes: the plan's hosts may be fewer than nnodes there.)
-  const auto nodes = std::min<std::size_t>(static_cast<std::size_t>(c.key.nnodes), plan.hosts.size());
-  spec.hosts.assign(plan.hosts.begin(), plan.hosts.begin() + static_cast<std::ptrdiff_t>(nodes));
+  const RoundSpec spec = round_spec(plan, c, round, row.dir);
   const auto started = std::chrono::system_clock::now();
   const RoundOutcome outcome = launcher.run_round(plan, deployment, spec, g_stop);
   row.status = outcome.status;
@@ -324,30 +330,12 @@ void print_dry_run(const Plan& plan, Launcher& launcher, const Deployment& deplo
   for (const auto& c : plan.cases) {
     const std::string case_dir = run_dir + "/" + c.key.dir_name();
     for (int round = 1; round <= c.key.repeat; ++round) {
-      RoundSpec spec;
-      spec.plan_case = &c;
-      spec.round = round;
-      spec.round_dir = case_dir + "/round" + std::to_string(round);
-      const auto nodes = std::min<std::size_t>(static_cast<std::size_t>(c.key.nnodes), plan.hosts.size());
-      spec.hosts.assign(plan.hosts.begin(), plan.hosts.begin() + static_cast<std::ptrdiff_t>(nodes));
+      const RoundSpec spec = round_spec(plan, c, round, case_dir + "/round" + std::to_string(round));
       std::cout << "\n# " << c.key.str() << " round " << round << "/" << c.key.repeat << "\n";
       for (const auto& command : launcher.round_commands(plan, deployment, spec))
         std::cout << "[controller] $ " << shell_join(command) << "\n";
       for (std::size_t i = 0; i < spec.hosts.size(); ++i) {
-        NodeRequest request;
-        request.root = deployment.root;
-        request.case_key = c.key.str();
-        request.vendor = plan.vendor;
-        request.data_dir = c.data_dir;
-        request.sets = c.sets;
-        request.node_rank = static_cast<int>(i);
-        request.node_addr = spec.hosts[i] == "localhost" ? "127.0.0.1" : spec.hosts[i];
-        request.master_addr = spec.hosts[0] == "localhost" ? "127.0.0.1" : spec.hosts[0];
-        request.master_port = plan.master_port;
-        request.out_dir = spec.round_dir + "/" + node_dir_name(spec.hosts[i], static_cast<int>(i));
-        request.visible_devices_env = plan.visible_devices_env;
-        request.container = plan.container;
-        request.first_device = first_device_of(spec, i);
+        const NodeRequest request = node_request(plan, deployment, spec, i);
         std::string problem;
         const auto commands = node_dry_run(request, problem);
         if (!problem.empty()) std::cout << "[" << spec.hosts[i] << "] cannot describe: " << problem << "\n";

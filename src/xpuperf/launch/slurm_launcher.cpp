@@ -76,14 +76,14 @@ class SlurmLauncher : public Launcher {
         // Slurm's own limit a minute after ours, in case the agents cannot keep it.
         "--time=" + std::to_string(static_cast<long long>(std::ceil(plan.case_time_limit_s / 60.0)) + 1)};
     if (!plan.slurm_partition.empty()) argv.push_back("--partition=" + plan.slurm_partition);
-    for (const std::string& arg :
-         {std::string("--"), deployment.xpuperf, std::string("--root"), deployment.root, std::string("node"),
-          std::string("--slurm"), std::string("--case-key"), c.key.str(), std::string("--vendor"), plan.vendor,
-          std::string("--data-dir"), c.data_dir, std::string("--master-port"), std::to_string(plan.master_port),
-          std::string("--out"), spec.round_dir})
-      argv.push_back(arg);
-    const auto options = agent_options(plan, c);
-    argv.insert(argv.end(), options.begin(), options.end());
+    // Each agent learns its node rank, addresses and folder (in the round's) from Slurm.
+    NodeRequest request = node_request(plan, deployment, spec, 0);
+    request.slurm = true;
+    request.out_dir = spec.round_dir;
+    request.first_device = -1;  // one agent a node: the node's devices are its own
+    argv.push_back("--");
+    const auto agent = node_agent_argv(deployment.xpuperf, request);
+    argv.insert(argv.end(), agent.begin(), agent.end());
     return argv;
   }
 
