@@ -59,7 +59,8 @@ namespace {
 // A base case's figures (FINISHED of `xpuperf base`): the headline (the first figure) as
 // value/unit with its datasheet ratio, every figure, the check, and the power drawn during the
 // measured window with the headline per watt.
-void add_base_figures(json& r, const json& extra, const std::vector<std::string>& monitor_files, int nproc) {
+void add_base_figures(json& r, const json& extra, const std::vector<std::string>& monitor_files,
+                      const std::set<std::string>& accelerators) {
   const json& head = extra["figures"][0];
   r["figures"] = extra["figures"];
   r["figure"] = head.value("name", "");
@@ -71,7 +72,7 @@ void add_base_figures(json& r, const json& extra, const std::vector<std::string>
   r["implementation"] = extra.value("implementation", "");
   const double t0 = extra.value("started_unix", 0.0), t1 = extra.value("ended_unix", 0.0);
   if (monitor_files.empty() || t0 <= 0 || t1 < t0) return;
-  const double watts = monitor::mean_power_in_window(monitor_files, t0, t1, accelerators_charged(monitor_files, nproc));
+  const double watts = monitor::mean_power_in_window(monitor_files, t0, t1, accelerators);
   if (watts <= 0) return;
   r["mean_power_w"] = watts;
   // Per watt only for rates (TFLOP/s, GB/s): a latency or a size per watt means nothing.
@@ -96,6 +97,7 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
         if (e.event == perflog_event::kFinished) finished = FinishedInfo::from_json(e.value);
     }
   }
+  const std::set<std::string> accelerators = accelerators_charged(monitor_files, nproc);
   const auto status = read_json(round_dir / "round_status.json");
   json extra = finished ? finished->extra : json::object();
   if (status && status->contains("status")) {
@@ -138,7 +140,7 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
                  (m[peak_key].get<double>() * 1e12 * world);
   }
   if (extra.contains("figures") && extra["figures"].is_array() && !extra["figures"].empty())
-    add_base_figures(r, extra, monitor_files, nproc);
+    add_base_figures(r, extra, monitor_files, accelerators);
   if (extra.contains("steps")) {  // an inference case (seed 004's figures)
     for (const char* key :
          {"validation_whole", "validation_core", "inference_whole", "inference_core", "validation_accuracy",
@@ -148,7 +150,7 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
     if (extra.contains("latency") && !extra["latency"].empty()) r["latency_p99_ms"] = extra["latency"][0]["p99_ms"];
   }
   if (!monitor_files.empty()) {
-    const auto a = monitor::analyse_monitor_csv(monitor_files, accelerators_charged(monitor_files, nproc));
+    const auto a = monitor::analyse_monitor_csv(monitor_files, accelerators);
     if (a.round_energy_j() > 0) {
       r["energy_j"] = a.round_energy_j();
       if (r.contains("num_trained_samples") && r["num_trained_samples"].get<double>() > 0)
