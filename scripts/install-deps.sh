@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages xpuperf's build, tests and quickstart need. Idempotent: when
-# everything is there it prints nothing and touches nothing.
+# Installs the Debian 12 packages xpuperf needs. Idempotent: when everything is there it prints
+# nothing and touches nothing.
+#
+#   scripts/install-deps.sh run    what the build and the quickstart need (`make run`)
+#   scripts/install-deps.sh [test] that, and what the tests start: sshd, Slurm, podman, Chromium,
+#                                  PyTorch in Python (`make test`)
 set -euo pipefail
+
+mode=${1:-test}
+if [[ $mode != run && $mode != test ]]; then
+  echo "usage: scripts/install-deps.sh [run|test]" >&2
+  exit 2
+fi
 
 packages=(
   # build
@@ -13,18 +23,25 @@ packages=(
   libtorch-dev libgloo-dev
   # base cases on the CPU: BLAS for the FP64/FP32 GEMMs
   libopenblas-dev
-  # inference: ONNX export and the OpenCV engine; PyTorch in Python makes the TorchScript and
-  # state_dict files the inference tests load
-  libonnx-dev libopencv-dev python3-torch
-  # tests (the ssh and slurm launchers run against a real sshd and a one-node Slurm)
-  libgtest-dev libgmock-dev openssh-client openssh-server slurm-wlm
-  # containers: rounds in podman (runc; the test image is made with debootstrap)
-  podman runc debootstrap
-  # report.html is checked in a real browser
-  chromium
+  # inference: ONNX export and the OpenCV engine
+  libonnx-dev libopencv-dev
   # the quickstart's data (plans/quickstart.yaml)
   dataset-fashion-mnist
 )
+if [[ $mode == test ]]; then
+  packages+=(
+    # the unit tests
+    libgtest-dev libgmock-dev
+    # PyTorch in Python makes the TorchScript and state_dict files the inference tests load
+    python3-torch
+    # the ssh and slurm launchers run against a real sshd and a one-node Slurm
+    openssh-client openssh-server slurm-wlm
+    # containers: rounds in podman (runc; the test image is made with debootstrap)
+    podman runc debootstrap
+    # report.html is checked in a real browser
+    chromium
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

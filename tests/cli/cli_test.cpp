@@ -18,6 +18,25 @@ TEST(Cli, HelpAndVersion) {
   EXPECT_NE(xpuperf({"frobnicate"}).code, 0);
 }
 
+TEST(Cli, AnUnknownCommandIsNamedWithTheClosestOne) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"sweep"}, {"sweep", "--help"}, {"--root", ".", "sweep", "x"}}) {
+    const Result r = xpuperf(args);
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_TRUE(has(r.output, "xpuperf: error: unknown command 'sweep'")) << r.output;
+    EXPECT_TRUE(has(r.output, "Commands: check, config, list")) << r.output;
+    EXPECT_FALSE(has(r.output, "A subcommand is required")) << r.output;
+    EXPECT_FALSE(has(r.output, "Usage:")) << "no main help for an unknown command: " << r.output;
+  }
+  const Result typo = xpuperf({"chek", "plans/good.yaml"});
+  EXPECT_EQ(typo.code, 1);
+  EXPECT_TRUE(has(typo.output, "unknown command 'chek'; did you mean 'check'?")) << typo.output;
+  const Result none = xpuperf({});
+  EXPECT_EQ(none.code, 1) << "a missing command is bad input: " << none.output;
+  const Result bad_option = xpuperf({"check", "--no-such-option", "plans/good.yaml"});
+  EXPECT_EQ(bad_option.code, 1) << bad_option.output;
+}
+
 TEST(Cli, CheckAcceptsAGoodPlan) {
   const Result r = xpuperf({"check", "plans/good.yaml"});
   EXPECT_EQ(r.code, 0) << r.output;
@@ -69,7 +88,7 @@ TEST(Cli, ConfigRejectsAnImmutableVendorOverride) {
   EXPECT_TRUE(has(r.output, "config_X1x1x2.yaml:3: error: 'lr' must be a number, got \"quick\"")) << r.output;
 }
 
-TEST(Cli, ConfigOfAnInferenceCaseFollowsSeed004) {
+TEST(Cli, ConfigOfAnInferenceCaseFollowsFlagPerfInferenceRules) {
   const Result r = xpuperf({"config", "toy:libtorch"});
   EXPECT_EQ(r.code, 1);  // the vendor file "overrides" fp16 with the same value
   EXPECT_TRUE(has(r.output, "toy_configurations.yaml:1: info: vendor changes 'batch_size' from 256 to 128"))

@@ -1,6 +1,6 @@
-// `xpuperf infer` on lenet5 as a user runs it: seed 004's seven steps, each switch combination
-// (compiler null, no_validation, exist_onnx_path, exist_compiler_path), the figures and the
-// errors. Uses the real configs and Fashion-MNIST; one short training writes the checkpoint.
+// `xpuperf infer` on lenet5 as a user runs it: the seven steps of FlagPerf's inference framework, each switch
+// combination (compiler null, no_validation, exist_onnx_path, exist_compiler_path), the figures and the errors. Uses
+// the real configs and Fashion-MNIST; one short training writes the checkpoint.
 
 #include <gtest/gtest.h>
 
@@ -141,7 +141,7 @@ TEST_F(InferCli, ExportedOnnxRunInOpenCvMatchesLibTorch) {
   EXPECT_LT(f["max_abs_diff_vs_validation"].get<double>(), 1e-4) << f.dump();
   EXPECT_NEAR(f["inference_accuracy"].get<double>(), f["validation_accuracy"].get<double>(), 1e-3);
 
-  // The adapted-case path of seed 004: no model, the ONNX file given, straight to the engine.
+  // The adapted-case path of FlagPerf's inference framework: no model, the ONNX file given, straight to the engine.
   const std::string onnx = out.path() + "/given.onnx";
   fs::copy_file(out.path() + "/lenet5.onnx", onnx);
   const Result given = infer({"compiler=opencv", "no_validation=true", "exist_onnx_path=" + onnx});

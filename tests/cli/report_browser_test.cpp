@@ -1,5 +1,6 @@
-// report.html opened in a real browser (Debian's headless Chromium): a screenshot is taken and
-// must show the charts — pixels of the charts' colour — not a blank page.
+// report.html and the comparison page opened in a real browser (Debian's headless Chromium): a
+// screenshot is taken and must show the charts — pixels of the charts' colour — not a blank page.
+// The screenshots stay in build/tests/screenshots/ for a person to look at.
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -10,6 +11,7 @@
 #include <fstream>
 
 #include "cli_util.h"
+#include "xpuperf/report/compare.h"
 #include "xpuperf/report/html.h"
 #include "xpuperf/report/summary.h"
 
@@ -78,11 +80,17 @@ std::optional<Image> read_png(const std::string& path) {
   return img;
 }
 
-TEST(ReportInABrowser, ShowsTheChartsNotABlankPage) {
-  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "chromium is not installed (apt-get install chromium)";
+struct Pixels {
+  std::size_t chart = 0, dark = 0;
+};
+
+// Opens `html` in headless Chromium, keeps the screenshot in screenshots/NAME.png (in the test's
+// working folder, build/tests, for a person to look at) and counts what it shows.
+Pixels screenshot(const std::string& html, const std::string& name, int height) {
   test::TempDir dir;
-  const std::string run = test::test_path("fixtures/run_tree/run20260101000000");
-  const std::string html = dir.write("report.html", report::report_html(report::build_summary(run), run));
+  const std::string page = dir.write(name + ".html", html);
+  fs::create_directories("screenshots");
+  const std::string png = fs::absolute("screenshots/" + name + ".png").string();
   ProcessSpec spec;
   spec.argv = {"/usr/bin/chromium",
                "--headless",
@@ -93,25 +101,61 @@ TEST(ReportInABrowser, ShowsTheChartsNotABlankPage) {
                "--disable-background-networking",
                "--disable-component-update",
                "--disable-sync",
+               "--hide-scrollbars",
                "--user-data-dir=" + dir.path() + "/profile",
-               "--window-size=1100,2400",
-               "--screenshot=" + dir.path() + "/report.png",
-               "file://" + html};
+               "--window-size=1100," + std::to_string(height),
+               "--screenshot=" + png,
+               "file://" + page};
   spec.log_path = dir.path() + "/chromium.log";
-  ASSERT_TRUE(run_process(spec, std::chrono::seconds(60)).ok()) << test::read_file(spec.log_path);
-  const auto img = read_png(dir.path() + "/report.png");
-  ASSERT_TRUE(img) << "not a PNG Chromium would write";
+  EXPECT_TRUE(run_process(spec, std::chrono::seconds(60)).ok()) << test::read_file(spec.log_path);
+  const auto img = read_png(png);
+  EXPECT_TRUE(img) << "not a PNG Chromium would write: " << png;
+  if (!img) return {};
   EXPECT_EQ(img->width, 1100);
-  // The charts' first colour, #1f77b4: the throughput bars and the first line of each chart.
-  std::size_t chart_pixels = 0, dark_pixels = 0;
+  Pixels p;
+  // The series colours (report/chart.cpp): lines, dots, legend swatches and bars.
+  const int palette[][3] = {{0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c},
+                            {0xd6, 0x27, 0x28}, {0x94, 0x67, 0xbd}, {0x8c, 0x56, 0x4b}};
   for (std::size_t i = 0; i + 2 < img->rgb.size(); i += 3) {
     const int r = img->rgb[i], g = img->rgb[i + 1], b = img->rgb[i + 2];
-    if (std::abs(r - 0x1f) < 12 && std::abs(g - 0x77) < 12 && std::abs(b - 0xb4) < 12) ++chart_pixels;
-    if (r < 80 && g < 80 && b < 80) ++dark_pixels;  // text
+    for (const auto& c : palette)
+      if (std::abs(r - c[0]) < 12 && std::abs(g - c[1]) < 12 && std::abs(b - c[2]) < 12) {
+        ++p.chart;
+        break;
+      }
+    if (r < 80 && g < 80 && b < 80) ++p.dark;  // text
   }
-  RecordProperty("chart_pixels", static_cast<int>(chart_pixels));
-  EXPECT_GT(chart_pixels, 20000u) << "the bar and line charts should be drawn";
-  EXPECT_GT(dark_pixels, 2000u) << "the table and titles should be drawn";
+  return p;
+}
+
+TEST(ReportInABrowser, ShowsTheChartsNotABlankPage) {
+  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "chromium is not installed (apt-get install chromium)";
+  const std::string run = test::test_path("fixtures/run_tree/run20260101000000");
+  const Pixels p = screenshot(report::report_html(report::build_summary(run), run), "fixture_report", 2400);
+  RecordProperty("chart_pixels", static_cast<int>(p.chart));
+  EXPECT_GT(p.chart, 1500u) << "the curves, monitor lines and energy bars should be drawn";
+  EXPECT_GT(p.dark, 2000u) << "the tables and titles should be drawn";
+}
+
+// A real quickstart-like run (base cases, LeNet-5 trained 3 rounds, lenet5 inference) made by
+// `xpuperf run` on this kind of machine: the time-to-train curves, the datasheet bars, latency.
+TEST(ReportInABrowser, ARealThreeRoundLeNet5RunShowsItsCurves) {
+  if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "chromium is not installed (apt-get install chromium)";
+  const std::string run = test::test_path("fixtures/run_tree_lenet5/run20261122220000");
+  const auto summary = report::build_summary(run);
+  const std::string html = report::report_html(summary, run);
+  for (const char* part : {"accuracy against wall time (time to train)", "target reached at", "Throughput over the run",
+                           "Latency of one query at a time", "Utilisation per device", "Memory used per device"})
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  const Pixels p = screenshot(html, "lenet5_3_rounds_report", 6000);
+  RecordProperty("chart_pixels", static_cast<int>(p.chart));
+  EXPECT_GT(p.chart, 8000u) << "the curves should be drawn";
+  EXPECT_GT(p.dark, 20000u) << "the tables and titles should be drawn";
+  const Pixels c =
+      screenshot(report::compare_html(summary, summary, run, run, report::compare_summaries(summary, summary), 5),
+                 "lenet5_compare", 3000);
+  RecordProperty("compare_chart_pixels", static_cast<int>(c.chart));
+  EXPECT_GT(c.chart, 3000u) << "both runs' curves should be drawn";
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "test_util.h"
 #include "xpuperf/report/stats.h"
@@ -65,156 +66,190 @@ TEST(Summary, ANonRunFolderIsAClearError) {
 }  // namespace
 }  // namespace xpuperf::report
 
+#include "xpuperf/report/curves.h"
 #include "xpuperf/report/html.h"
 
 namespace xpuperf::report {
 namespace {
 
-TEST(Html, LineChartsDrawEverySeries) {
-  const std::string svg =
-      svg_line_chart("power <W>", {{"gpu0", {{0, 100}, {1, 200}, {2, 150}}}, {"gpu1", {{0, 90}}}}, "W");
-  EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n'), 0);
-  EXPECT_NE(svg.find("<title>power &lt;W&gt;</title>"), std::string::npos) << svg;
-  EXPECT_EQ(svg.find("<W>"), std::string::npos);  // escaped
-  std::size_t lines = 0;
-  for (std::size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) ++lines;
-  EXPECT_EQ(lines, 2u);
-  EXPECT_NE(svg_line_chart("empty", {}, "W").find("no samples"), std::string::npos);
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
 }
 
-TEST(Html, TheReportOfAResultTreeHasTheTableTheChartsAndTheFailures) {
+TEST(Chart, NiceTicksCoverTheRangeInRoundSteps) {
+  EXPECT_EQ(nice_ticks(0, 1, 5), (std::vector<double>{0, 0.2, 0.4, 0.6, 0.8, 1.0}));
+  EXPECT_EQ(nice_ticks(3, 97, 5), (std::vector<double>{0, 20, 40, 60, 80, 100}));
+  const auto t = nice_ticks(0.81, 0.93, 5);
+  EXPECT_LE(t.front(), 0.81);
+  EXPECT_GE(t.back(), 0.93 - 1e-12);
+  EXPECT_EQ(nice_ticks(5, 5).size(), 1u);
+  EXPECT_EQ(short_number(25557032), "25.6M");
+  EXPECT_EQ(short_number(0.8912), "0.891");
+  EXPECT_EQ(short_number(12345), "12.3k");
+}
+
+TEST(Chart, LineChartsDrawEverySeriesTheTargetAndTheMarkers) {
+  LineChart c;
+  c.title = "accuracy <eval>";
+  c.x_label = "step";
+  c.y_label = "accuracy";
+  c.series = {{"round 1", {{0, 0.5}, {100, 0.8}, {200, 0.9}}, true}, {"round <2>", {{0, 0.4}, {150, 0.85}}}};
+  c.y_line = 0.89;
+  c.y_line_label = "target 0.89";
+  c.markers = {{200, "target reached at step 200", 0}};
+  const std::string html = line_chart_html(c);
+  EXPECT_EQ(count_of(html, "\n"), 0u);
+  EXPECT_EQ(count_of(html, "<polyline"), 2u);
+  EXPECT_EQ(count_of(html, "<circle"), 3u) << "dots only for the series that asks for them";
+  EXPECT_EQ(count_of(html, "stroke-dasharray=\"6 4\""), 1u) << "the target line";
+  EXPECT_NE(html.find("target reached at step 200"), std::string::npos);
+  EXPECT_NE(html.find("<figcaption>accuracy &lt;eval&gt;</figcaption>"), std::string::npos) << html;
+  EXPECT_NE(html.find("round &lt;2&gt;</span>"), std::string::npos) << "the legend is HTML, escaped: " << html;
+  EXPECT_EQ(html.find("<eval>"), std::string::npos);
+  // Every point lies inside the SVG's 720 × 250 box.
+  for (auto at = html.find("points=\""); at != std::string::npos; at = html.find("points=\"", at + 1)) {
+    std::istringstream points(html.substr(at + 8, html.find('"', at + 8) - at - 8));
+    double x = 0, y = 0;
+    char comma = 0;
+    while (points >> x >> comma >> y) {
+      EXPECT_GE(x, 0);
+      EXPECT_LE(x, 720);
+      EXPECT_GE(y, 0);
+      EXPECT_LE(y, 250);
+    }
+  }
+  EXPECT_NE(line_chart_html(LineChart{"empty", "", "", {}, {}, "", {}, false}).find("no samples"), std::string::npos);
+}
+
+TEST(Chart, BarsAreScaledToTheLargest) {
+  const std::string html = bar_chart_html("energy", {{"round 1", 50, "50 J", false}, {"round 2", 100, "100 J", false}});
+  EXPECT_NE(html.find("width:50.0%"), std::string::npos) << html;
+  EXPECT_NE(html.find("width:100.0%"), std::string::npos) << html;
+}
+
+PerfLogEvent event(const std::string& name, double time_ms, nlohmann::json value) {
+  return PerfLogEvent{name, std::move(value), {{"time_ms", time_ms}, {"rank", 0}}, 0};
+}
+
+TEST(Curves, TheMomentTheTargetWasReachedIsTheFirstEvaluationPastIt) {
+  const std::vector<PerfLogEvent> events = {
+      event("INIT_START", 10000, nullptr),
+      event("STEP_END", 12000, {{"global_steps", 10}, {"loss", 2.0}, {"samples_per_second", 500.0}}),
+      event("EVALUATE", 13000, {{"global_steps", 10}, {"epoch", 0}, {"accuracy", 0.7}}),
+      event("STEP_END", 15000, {{"global_steps", 20}, {"loss", 1.0}, {"samples_per_second", 550.0}}),
+      event("EVALUATE", 16500, {{"global_steps", 20}, {"epoch", 1}, {"accuracy", 0.9}}),
+      event("EVALUATE", 17000, {{"global_steps", 20}, {"epoch", 1}, {"accuracy", 0.95}}),
+      event("FINISHED", 17500,
+            {{"final_metric", {{"name", "accuracy"}, {"value", 0.95}, {"target", 0.89}}}, {"target_mode", "max"}})};
+  const TrainingCurves c = training_curves(events);
+  ASSERT_EQ(c.loss.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.loss[1].step, 20);
+  EXPECT_DOUBLE_EQ(c.loss[1].seconds, 5.0) << "seconds since INIT_START";
+  EXPECT_EQ(c.metric_name, "accuracy");
+  ASSERT_TRUE(c.target_hit);
+  EXPECT_DOUBLE_EQ(c.target_hit->seconds, 6.5);
+  EXPECT_DOUBLE_EQ(c.target_hit->value, 0.9);
+  const TrainingCurves back = TrainingCurves::from_json(c.to_json());
+  EXPECT_EQ(back.metric.size(), 3u);
+  EXPECT_EQ(back.throughput.size(), 2u);
+  ASSERT_TRUE(back.target_hit);
+  EXPECT_DOUBLE_EQ(back.target_hit->step, 20);
+  EXPECT_EQ(back.target, 0.89);
+
+  // A loss target is reached from above; without FINISHED the metric is the evaluation's own key.
+  const TrainingCurves down = training_curves({event("EVALUATE", 1000, {{"epoch", 0}, {"val_loss", 3.0}}),
+                                               event("EVALUATE", 2000, {{"epoch", 1}, {"val_loss", 2.0}})});
+  EXPECT_EQ(down.metric_name, "val_loss");
+  EXPECT_FALSE(down.higher_is_better);
+  EXPECT_FALSE(down.target_hit) << "no target known";
+}
+
+TEST(Curves, ThinnedSeriesKeepTheirLastPoint) {
+  TrainingCurves c;
+  for (int i = 0; i < 1001; ++i) c.loss.push_back({static_cast<double>(i), i * 0.1, 1.0 / (i + 1)});
+  const auto j = c.to_json(100);
+  EXPECT_LE(j["loss"].size(), 102u);
+  EXPECT_EQ(j["loss"].back()[0], 1000);
+}
+
+TEST(Html, TheReportOfAResultTreeHasTheTablesTheChartsAndTheFailures) {
   const std::string run = test::test_path("fixtures/run_tree/run20260101000000");
   const std::string html = report_html(build_summary(run), run);
-  for (const char* part : {"<!DOCTYPE html>", "<table>", "lenet5:libtorch:CPU:1:1:5", "Throughput per round",
-                           "<polyline", "power_w", "mem_used_bytes", "rank 1 killed by signal 9 (Killed)"})
+  for (const char* part : {"<!DOCTYPE html>", "<h2>Training</h2>", "lenet5:libtorch:CPU:1:1:5",
+                           "Training loss against step", "<polyline", "Power per device", "Memory used per device",
+                           "Energy per round", "rank 1 killed by signal 9 (Killed)", "(n = 1)"})
     EXPECT_NE(html.find(part), std::string::npos) << part;
+  EXPECT_EQ(html.find("± 0.0"), std::string::npos) << "one round has no spread";
+  EXPECT_EQ(html.find("<h2>Inference</h2>"), std::string::npos) << "no inference case in this run";
   // Nothing is fetched from a network: the only addresses are SVG's namespace.
-  auto count = [&html](const std::string& what) {
-    std::size_t n = 0;
-    for (auto at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
-    return n;
-  };
-  EXPECT_EQ(count("http"), count("http://www.w3.org/2000/svg"));
+  EXPECT_EQ(count_of(html, "http"), count_of(html, "http://www.w3.org/2000/svg"));
 }
 
-}  // namespace
-}  // namespace xpuperf::report
-
-#include "xpuperf/report/compare.h"
-
-namespace xpuperf::report {
-namespace {
-
-TEST(Compare, IncompleteBetaAndWelchAgainstKnownValues) {
-  EXPECT_NEAR(incomplete_beta(2, 3, 0.5), 0.6875, 1e-12);  // sum of binomial terms
-  EXPECT_NEAR(incomplete_beta(1, 1, 0.3), 0.3, 1e-12);     // the uniform distribution
-  const auto w = welch_t_test({1, 2, 3, 4, 5}, {2, 4, 6, 8, 10});
-  ASSERT_TRUE(w);
-  EXPECT_NEAR(w->t, 3.0 / std::sqrt(2.5), 1e-12);
-  EXPECT_NEAR(w->df, 6.25 / (0.0625 + 1.0), 1e-12);
-  EXPECT_NEAR(w->p, 0.1072, 0.002);  // scipy.stats.ttest_ind(equal_var=False): 0.10724
-  EXPECT_FALSE(welch_t_test({1}, {2, 3}));
-  EXPECT_DOUBLE_EQ(welch_t_test({5, 5}, {5, 5})->p, 1.0);
+TEST(Html, ARealRunHasTimeToTrainCurvesLatencyAndNoConvergedColumnForBaseCases) {
+  const std::string run = test::test_path("fixtures/run_tree_lenet5/run20261122220000");
+  const auto summary = build_summary(run);
+  const auto& lenet5 = summary["cases"][5];
+  ASSERT_EQ(lenet5["case"], "lenet5:libtorch:CPU:1:1:3");
+  for (const auto& r : lenet5["rounds"]) {
+    ASSERT_TRUE(r.contains("time_to_target")) << r.dump();
+    EXPECT_GT(r["time_to_target"].get<double>(), 1.0);
+    EXPECT_LE(r["time_to_target"].get<double>(), r["e2e_time"].get<double>() + 0.01) << "reached before the end";
+    EXPECT_GT(r["curves"]["loss"].size(), 10u);
+    EXPECT_EQ(r["curves"]["metric"]["mode"], "max");
+    EXPECT_EQ(r["curves"]["metric"]["target"], 0.88);
+  }
+  const std::string html = report_html(summary, run);
+  for (const char* part :
+       {"<h2>Hardware (base cases)</h2>", "<h2>Training</h2>", "<h2>Inference</h2>", "accuracy against step",
+        "accuracy against wall time (time to train)", "target reached at", "target 0.88", "Throughput over the run",
+        "Latency of one query at a time, per batch size", "Utilisation per device", "too few to draw"})
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  // The base table has no "converged" column; the training table has.
+  const std::string base_table =
+      html.substr(html.find("<h2>Hardware"), html.find("<h2>Training") - html.find("<h2>Hardware"));
+  EXPECT_EQ(base_table.find("converged"), std::string::npos);
+  EXPECT_NE(base_table.find("not listed"), std::string::npos) << "the cpu vendor has no datasheet figures";
 }
 
-nlohmann::json summary_with(const std::string& key, const std::vector<double>& rates) {
-  nlohmann::json rounds = nlohmann::json::array();
-  for (double r : rates) rounds.push_back({{"status", "ok"}, {"training_samples_per_second", r}});
-  rounds.push_back({{"status", "failed"}, {"training_samples_per_second", 1.0}});  // never counted
-  return {{"cases", {{{"case", key}, {"rounds", rounds}}}}};
+TEST(Html, BaseCasesAreDrawnAgainstTheDatasheet) {
+  nlohmann::json summary = {{"run", "r"},
+                            {"plan", {{"vendor", "nvidia"}, {"launcher", "local"}}},
+                            {"cases",
+                             {{{"case", "computation-BF16:H100:1:1:1"},
+                               {"family", "base"},
+                               {"rounds",
+                                {{{"round", 1},
+                                  {"status", "ok"},
+                                  {"figure", "median"},
+                                  {"unit", "TFLOP/s"},
+                                  {"value", 700.0},
+                                  {"figures", {{{"name", "median"}, {"value", 700.0}, {"datasheet_value", 989.4}}}}}}},
+                               {"failed_rounds", nlohmann::json::array()},
+                               {"aggregate", {{"rounds_used", 1}, {"value", {{"median", 700.0}}}}}}}}};
+  const std::string html = report_html(summary, "/nonexistent");
+  EXPECT_NE(html.find("Measured, as a share of the vendor's datasheet figure"), std::string::npos) << html;
+  EXPECT_NE(html.find("700 of 989 TFLOP/s = 70.7 %"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>70.7 %</td>"), std::string::npos) << html;
 }
 
-TEST(Compare, VerdictsOnConstructedRuns) {
-  const auto a = summary_with("m:f:H:1:1:5", {100, 101, 99, 100, 100});
-  // 10 % slower, clearly: a regression beyond 5 % but not beyond 20 %.
-  auto rows = compare_summaries(a, summary_with("m:f:H:1:1:3", {90, 91, 89}));
-  ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].case_key, "m:f:H:1:1");
-  EXPECT_NEAR(rows[0].ratio, 0.9, 1e-12);
-  EXPECT_TRUE(rows[0].significant);
-  EXPECT_TRUE(rows[0].regression(5));
-  EXPECT_FALSE(rows[0].regression(20));
-  // Noise: no significant change, whatever the threshold.
-  rows = compare_summaries(a, summary_with("m:f:H:1:1:5", {99, 102, 100, 98, 101}));
-  EXPECT_FALSE(rows[0].significant);
-  EXPECT_FALSE(rows[0].regression(0));
-  // Different cases are not compared.
-  EXPECT_TRUE(compare_summaries(a, summary_with("m:f:H:1:8:5", {100, 100})).empty());
+TEST(Html, OneRoundSaysNEqualsOneInsteadOfAZeroSpread) {
+  nlohmann::json one = {{"n", 1}, {"mean", 812.5}, {"std", 0.0}};
+  EXPECT_EQ(mean_and_spread(one, 1), "812.5 (n = 1)");
+  one["n"] = 3;
+  one["std"] = 2.25;
+  EXPECT_EQ(mean_and_spread(one, 1), "812.5 ± 2.2");
 }
 
-}  // namespace
-}  // namespace xpuperf::report
-
-#include "xpuperf/report/history.h"
-
-namespace xpuperf::report {
-namespace {
-
-TEST(History, RecordsRunsOnceAndListsThem) {
-  test::TempDir dir;
-  const std::string db = dir.path() + "/sub/history.db";
+TEST(Html, TheComparisonShowsTheVerdictsAndBothRunsCurves) {
   const std::string run = test::test_path("fixtures/run_tree/run20260101000000");
   const auto summary = build_summary(run);
-  record_run(db, summary, run);
-  record_run(db, summary, run);  // the same run folder again: replaced, not doubled
-  const auto rows = list_history(db);
-  ASSERT_EQ(rows.size(), 2u);  // two cases of one run
-  EXPECT_EQ(rows[0].case_key, "lenet5:libtorch:CPU:1:1:5");
-  EXPECT_EQ(rows[0].rounds, 5);
-  EXPECT_EQ(rows[0].rounds_ok, 5);
-  EXPECT_EQ(rows[0].rounds_converged, 5);
-  EXPECT_DOUBLE_EQ(rows[0].mean_samples_per_second, 13000.0);
-  EXPECT_EQ(rows[1].rounds, 2);
-  EXPECT_EQ(rows[1].rounds_ok, 1);
-  EXPECT_EQ(list_history(db, "lenet5:libtorch:CPU:1:2").size(), 1u);
-  EXPECT_TRUE(list_history(dir.path() + "/absent.db").empty());
-}
-
-}  // namespace
-}  // namespace xpuperf::report
-
-namespace xpuperf::report {
-namespace {
-
-TEST(Summary, AFlagPerfResultTreeIsReadToo) {
-  const auto summary = build_summary(test::test_path("fixtures/flagperf_tree/run20221121191924"));
-  EXPECT_EQ(summary["source"], "flagperf");
-  EXPECT_EQ(test::compare_golden("summary_flagperf.json", summary.dump(2) + "\n"), "");
-  EXPECT_EQ(test::compare_golden("summary_flagperf.md", summary_markdown(summary)), "");
-  ASSERT_EQ(summary["cases"].size(), 2u);
-  const auto& glm = summary["cases"][1];
-  EXPECT_EQ(glm["case"], "GLM_TORCH_DEMO_A100_1X8");
-  EXPECT_EQ(glm["aggregate"]["rounds_used"], 3);
-  EXPECT_EQ(glm["aggregate"]["final_metric_name"], "mlm_accuracy");
-  const auto& cpm = summary["cases"][0];
-  EXPECT_EQ(cpm["failed_rounds"][0]["round"], 2);
-}
-
-}  // namespace
-}  // namespace xpuperf::report
-
-namespace xpuperf::report {
-namespace {
-
-TEST(Summary, MfuFromTheModelFlopsAndTheChipsPeak) {
-  test::TempDir dir;
-  dir.write("run1/plan.yaml", "vendor: nvidia\ncases:\n  \"m:libtorch:H100:1:2:2\": /d\n");
-  auto finished = [](const char* precision) {
-    return std::string(
-               "[PerfLog] {\"event\":\"FINISHED\",\"value\":{\"training_samples_per_second\":1000000,"
-               "\"train_flops_per_sample\":2500000,\"world_size\":2,\"mixed_precision\":\"") +
-           precision + "\"}}\n";
-  };
-  const std::string status = "{\"status\":\"ok\",\"monitor\":{\"fp32_peak_tflops\":67,\"fp16_peak_tflops\":989.4}}";
-  dir.write("run1/m_libtorch_H100_1_2_2/round1/localhost_noderank0/rank0.out.log", finished("off"));
-  dir.write("run1/m_libtorch_H100_1_2_2/round1/round_status.json", status);
-  dir.write("run1/m_libtorch_H100_1_2_2/round2/localhost_noderank0/rank0.out.log", finished("bf16"));
-  dir.write("run1/m_libtorch_H100_1_2_2/round2/round_status.json", status);
-  const auto s = build_summary(dir.path() + "/run1");
-  const auto& rounds = s["cases"][0]["rounds"];
-  EXPECT_NEAR(rounds[0]["mfu"].get<double>(), 2.5e6 * 1e6 / (67e12 * 2), 1e-12);     // fp32 peak
-  EXPECT_NEAR(rounds[1]["mfu"].get<double>(), 2.5e6 * 1e6 / (989.4e12 * 2), 1e-12);  // bf16: the fp16 peak
-  EXPECT_EQ(s["cases"][0]["aggregate"]["mfu"]["n"], 2);
+  const auto rows = compare_summaries(summary, summary);
+  const std::string html = compare_html(summary, summary, "runA", "runB", rows, 5);
+  for (const char* part : {"<h1>xpuperf compare</h1>", "A: runA", "training_samples_per_second",
+                           "no significant change", "A round 2", "B round 2", "Training loss against step"})
+    EXPECT_NE(html.find(part), std::string::npos) << part;
 }
 
 }  // namespace

@@ -1,18 +1,22 @@
 // `xpuperf compare RUN_A RUN_B`: per case, B/A of each figure and whether the rounds say the
 // change is real.
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/report/compare.h"
+#include "xpuperf/report/html.h"
 #include "xpuperf/report/summary.h"
 
 namespace xpuperf::cli {
 
 namespace {
 
-int run_compare(const std::string& run_a, const std::string& run_b, double fail_percent) {
+int run_compare(const std::string& run_a, const std::string& run_b, double fail_percent, const std::string& html) {
   nlohmann::json a, b;
   try {
     a = report::build_summary(run_a);
@@ -27,23 +31,18 @@ int run_compare(const std::string& run_a, const std::string& run_b, double fail_
             << "| --- | --- | ---: | ---: | ---: | ---: | --- |\n";
   int regressions = 0;
   for (const auto& r : rows) {
-    std::string verdict;
-    if (!r.test) {
-      verdict = "too few rounds to test (2 a side)";
-    } else if (!r.significant) {
-      verdict = "no significant change";
-    } else {
-      const bool better = r.higher_is_better ? r.ratio > 1 : r.ratio < 1;
-      verdict = better ? "better (significant)" : "worse (significant)";
-    }
-    if (fail_percent >= 0 && r.regression(fail_percent)) {
-      verdict += ", REGRESSION";
-      ++regressions;
-    }
+    const std::string verdict = report::verdict(r, fail_percent);
+    if (fail_percent >= 0 && r.regression(fail_percent)) ++regressions;
     std::cout << std::setprecision(6) << "| " << r.case_key << " | " << r.figure << " | " << r.mean_a << " | "
               << r.mean_b << " | " << std::fixed << std::setprecision(3) << r.ratio << " | "
               << (r.test ? std::to_string(r.test->p).substr(0, 6) : std::string("")) << " | " << verdict << " |\n"
               << std::defaultfloat;
+  }
+  if (!html.empty()) {
+    std::ofstream out(html);
+    out << report::compare_html(a, b, run_a, run_b, rows, fail_percent);
+    if (!out) throw CommandError("cannot write " + html + ": " + std::strerror(errno));
+    std::cout << "\nWrote " << html << " (open it in a browser).\n";
   }
   if (regressions > 0) {
     std::cout << "\n"
@@ -63,10 +62,14 @@ void add_compare_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   auto a = std::make_shared<std::string>();
   auto b = std::make_shared<std::string>();
   auto fail = std::make_shared<double>(-1);
+  auto html = std::make_shared<std::string>();
   cmd->add_option("run_a", *a, "The reference run folder")->required();
   cmd->add_option("run_b", *b, "The run folder to compare with it")->required();
   cmd->add_option("--fail-on-regression", *fail, "Exit 1 when a figure is significantly worse by more than PCT %");
-  cmd->callback([&exit_code, a, b, fail] { exit_code = run_compare(*a, *b, *fail); });
+  cmd->add_option("--html", *html,
+                  "Also write the comparison as one self-contained HTML page: the verdicts, and both runs' "
+                  "training curves on the same axes");
+  cmd->callback([&exit_code, a, b, fail, html] { exit_code = run_compare(*a, *b, *fail, *html); });
 }
 
 }  // namespace xpuperf::cli

@@ -81,7 +81,7 @@ int run_inference(const Repo& repo, const ConfigOptions& opts, const std::string
 
 int run_config(const GlobalOptions& global, const ConfigOptions& opts) {
   const Repo repo = find_repo(global);
-  // Seed 004 names inference cases "<case>:<framework>"; training keys have six fields.
+  // FlagPerf's inference framework names inference cases "<case>:<framework>"; training keys have six fields.
   const auto colon = opts.key.find(':');
   if (colon != std::string::npos && opts.key.find(':', colon + 1) == std::string::npos)
     return run_inference(repo, opts, opts.key.substr(0, colon));

@@ -1,4 +1,4 @@
-// `xpuperf infer`: one inference case through seed 004's seven steps (src/xpuperf/infer/).
+// `xpuperf infer`: one inference case through the seven steps of FlagPerf's inference framework (src/xpuperf/infer/).
 
 #include <filesystem>
 #include <iostream>
@@ -65,8 +65,8 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
 }  // namespace
 
 void add_infer_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
-  auto* cmd =
-      app.add_subcommand("infer", "Run one inference case through seed 004's seven steps and print its figures");
+  auto* cmd = app.add_subcommand(
+      "infer", "Run one inference case through FlagPerf's seven inference steps and print its figures");
   cmd->footer(
       "Config: cases/inference/<case>/{configurations,parameters}.yaml < vendors/<v>/inference/"
       "<case>_configurations.yaml < --data-dir, --set. The switches compiler, no_validation, exist_onnx_path and "

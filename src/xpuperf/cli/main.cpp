@@ -1,7 +1,9 @@
 // xpuperf: run benchmark plans on AI accelerators and report what was measured.
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/core/config.h"
@@ -21,6 +23,29 @@ Repo find_repo(const GlobalOptions& global, const std::string& near) {
         "cannot find the xpuperf content folders (cases/ and vendors/); run from the xpuperf checkout, "
         "or pass --root DIR or set XPUPERF_ROOT");
   return *repo;
+}
+
+// CLI11 takes a word that is no subcommand for an argument of the main command, then answers
+// "A subcommand is required" (exit 106), and prints the main help for `word --help`. A mistyped
+// command is the user's error: name it, suggest the closest command, exit 1.
+std::optional<std::string> unknown_command(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--root") {
+      ++i;  // its value
+      continue;
+    }
+    if (arg.rfind("-", 0) == 0) continue;
+    if (std::find(names.begin(), names.end(), arg) != names.end()) return std::nullopt;
+    std::string commands;
+    for (const auto& n : names) commands += (commands.empty() ? "" : ", ") + n;
+    const std::string near = closest_match(arg, names);
+    return "unknown command '" + arg + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+           "\nCommands: " + commands + ". `xpuperf --help` describes them.";
+  }
+  return std::nullopt;
 }
 
 }  // namespace xpuperf::cli
@@ -53,10 +78,15 @@ int main(int argc, char** argv) {
   cli::add_compare_command(app, global, exit_code);
   cli::add_history_command(app, global, exit_code);
 
+  if (const auto message = cli::unknown_command(app, argc, argv)) {
+    std::cerr << "xpuperf: error: " << *message << "\n";
+    return 1;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (105, 106, 109, ...) say "bad input" in many ways; the README promises 1.
+    return app.exit(e) == 0 ? 0 : 1;
   } catch (const cli::CommandError& e) {
     std::cerr << "xpuperf: error: " << e.what() << "\n";
     return e.exit_code();

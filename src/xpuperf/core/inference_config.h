@@ -1,5 +1,5 @@
 #pragma once
-// The inference config rules of seed 004:
+// The inference config rules of FlagPerf's inference framework:
 //   configurations.yaml — the keys every case shares (batch_size, flops, fp16, compiler, ...)
 //   parameters.yaml     — case-specific keys a vendor may not touch
 //   vendors/<v>/inference/<case>_configurations.yaml — the vendor's overrides

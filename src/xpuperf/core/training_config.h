@@ -1,5 +1,5 @@
 #pragma once
-// The training config merge (seeds 000/001): `_base.yaml` < vendor `config_<HW>x<N>x<P>.yaml`
+// The training config merge (FlagPerf's standard-case specification): `_base.yaml` < vendor `config_<HW>x<N>x<P>.yaml`
 // < plan values (vendor, data_dir) < command line `--set key=value`.
 // `mutable_params.yaml` lists what a vendor may change; anything else in a vendor file is an
 // error (FlagPerf only logs it).

@@ -1,8 +1,7 @@
 #pragma once
-// Seed 004's compiler class: an Engine is compiled once (step e) and then runs batches (step f),
-// returning the outputs and `foo_time`, the seconds of that call that were not inference (e.g. a
-// compiler that can only build on the first real input). A non-zero foo_time is reported and
-// flagged.
+// The compiler class of FlagPerf's inference framework: an Engine is compiled once (step e) and then runs batches (step
+// f), returning the outputs and `foo_time`, the seconds of that call that were not inference (e.g. a compiler that can
+// only build on the first real input). A non-zero foo_time is reported and flagged.
 
 #include <torch/torch.h>
 

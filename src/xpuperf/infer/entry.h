@@ -1,5 +1,6 @@
 #pragma once
-// `xpuperf infer`, callable from torch-free code: seed 004's seven steps for one inference case.
+// `xpuperf infer`, callable from torch-free code: the seven steps of FlagPerf's inference framework for one inference
+// case.
 
 #include <ostream>
 #include <string>

@@ -1,7 +1,6 @@
 #pragma once
-// Seed 004's six case functions as a C++ interface. A case builds its data and model and judges
-// outputs; the pipeline (pipeline.h) times and runs them, and an Engine (engine.h) runs the
-// compiled model.
+// The six case functions of FlagPerf's inference framework as a C++ interface. A case builds its data and model and
+// judges outputs; the pipeline (pipeline.h) times and runs them, and an Engine (engine.h) runs the compiled model.
 
 #include <torch/torch.h>
 
@@ -25,7 +24,7 @@ struct Batch {
 };
 
 // The evaluation set in batches of batch_size. Batches are loaded when the pipeline asks for them
-// (inside the *_whole timing, as seed 004 counts loading), so a set larger than memory works.
+// (inside the *_whole timing, as FlagPerf's inference framework counts loading), so a set larger than memory works.
 struct Batches {
   std::size_t count = 0;                   // number of batches
   std::function<Batch(std::size_t)> load;  // batch i (0 <= i < count); may be called again

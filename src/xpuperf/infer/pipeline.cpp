@@ -1,5 +1,5 @@
-// Seed 004's pipeline: (a) logger and config, (b) dataset and model, (c) framework validation,
-// (d) export, (e) engine compile, (f) engine inference, (g) results; with its four switches:
+// The pipeline of FlagPerf's inference framework: (a) logger and config, (b) dataset and model, (c) framework
+// validation, (d) export, (e) engine compile, (f) engine inference, (g) results; with its four switches:
 //   compiler: null          → no (e) and (f): the inference figures are null
 //   no_validation: true     → no model, no (c) and (d); needs exist_onnx_path
 //   exist_onnx_path: <file> → no (d)
@@ -45,7 +45,7 @@ struct PassResult {
 };
 
 // `repeat` passes over the batches after one untimed warm-up batch; the accuracy is the first
-// pass's. Loading a batch counts in *_whole, as seed 004 says.
+// pass's. Loading a batch counts in *_whole, as FlagPerf's inference framework says.
 template <typename Forward>
 PassResult timed_passes(const Batches& batches, int repeat, const torch::Device& device, InferenceCase& c,
                         const Forward& forward) {
@@ -225,7 +225,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       figures["inference_accuracy"] = f.evaluation.value();
       figures["metric"] = f.evaluation.metric;
       figures["foo_time"] = f.foo;
-      figures["foo_time_flagged"] = f.foo != 0.0;  // seed 004: any non-zero foo_time is reviewed
+      figures["foo_time_flagged"] = f.foo != 0.0;  // FlagPerf: any non-zero foo_time is reviewed
       figures["engine"] = engine->describe();
       // The engine's outputs against the framework's on the same first batch.
       if (validation_outputs.defined() && f.first_outputs.defined() &&

@@ -1,5 +1,5 @@
 #pragma once
-// Containers for the ranks (seed 002's images, without its leftovers): the docker and podman
+// Containers for the ranks (FlagPerf's per-round images, without its leftovers): the docker and podman
 // command lines as argument vectors, the image built from the vendor's recipe when it is missing
 // or when the recipe changed (a content hash in an image label), and unique container names.
 // The node agent (node_agent.cpp) runs one container per node and round: `run` it, `exec` each

@@ -226,8 +226,8 @@ Deployment deployment_of(const Plan& plan, const Repo& repo, const std::string& 
           plan.deploy_path};
 }
 
-// Seed 004's figures from the vendor's datasheet: total memory and fp32/fp16 peaks of the chip
-// (vendors/<v>/specs.yaml, chips.<hardware>); empty when the vendor does not list the chip.
+// The figures FlagPerf's inference framework takes from the vendor's datasheet: total memory and fp32/fp16 peaks of the
+// chip (vendors/<v>/specs.yaml, chips.<hardware>); empty when the vendor does not list the chip.
 json chip_peaks(const Repo& repo, const std::string& vendor, const std::string& hardware) {
   const YAML::Node chip = chip_specs(repo, vendor, hardware);
   json out = json::object();
@@ -485,6 +485,12 @@ int run_plan(const Repo& repo, const RunOptions& options) {
   bool all_ok = true;
   for (const auto& r : rows) all_ok = all_ok && r.status == "ok";
   std::cout << "\nSee all logs in " << display_path(run_dir) << "\n";
+  if (!summary.empty()) {
+    std::error_code absolute_error;
+    const std::string html = fs::absolute(fs::path(run_dir) / "report.html", absolute_error).string();
+    std::cout << "Report with the curves: " << display_path(run_dir + "/report.html")
+              << "\n  open it in a browser: xdg-open " << shell_quote(html) << "  (or file://" << html << ")\n";
+  }
   return all_ok ? 0 : 1;
 }
 

@@ -81,9 +81,24 @@ bool FigureComparison::regression(double percent) const {
   return worse * 100 > percent;
 }
 
+std::string verdict(const FigureComparison& r, double fail_percent) {
+  std::string text;
+  if (!r.test) {
+    text = "too few rounds to test (2 a side)";
+  } else if (!r.significant) {
+    text = "no significant change";
+  } else {
+    const bool better = r.higher_is_better ? r.ratio > 1 : r.ratio < 1;
+    text = better ? "better (significant)" : "worse (significant)";
+  }
+  if (fail_percent >= 0 && r.regression(fail_percent)) text += ", REGRESSION";
+  return text;
+}
+
 std::vector<FigureComparison> compare_summaries(const nlohmann::json& a, const nlohmann::json& b) {
   const std::vector<std::pair<std::string, bool>> figures = {{"training_samples_per_second", true},
                                                              {"e2e_time", false},
+                                                             {"time_to_target", false},
                                                              {"final_metric", true},
                                                              {"energy_per_sample_j", false}};
   // A case is the same whatever its repeat count: compare model:framework:hardware:nnodes:nproc.

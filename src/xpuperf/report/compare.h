@@ -30,6 +30,10 @@ struct FigureComparison {
   bool regression(double percent) const;  // significant and worse by more than `percent`
 };
 
+// What the rounds say about a figure: "better (significant)", "no significant change", ...,
+// with ", REGRESSION" when it got worse beyond `fail_percent` (negative: not checked).
+std::string verdict(const FigureComparison& row, double fail_percent = -1);
+
 // Per case present in both summaries (model:framework:hardware:nnodes:nproc, whatever the
 // repeat count), per figure both have successful rounds of.
 std::vector<FigureComparison> compare_summaries(const nlohmann::json& a, const nlohmann::json& b);

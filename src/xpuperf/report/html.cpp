@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <map>
 #include <sstream>
 
 #include "xpuperf/monitor/analysis.h"
-#include "xpuperf/report/summary.h"
+#include "xpuperf/report/chart.h"
+#include "xpuperf/report/curves.h"
 
 namespace xpuperf::report {
 namespace fs = std::filesystem;
@@ -17,218 +17,439 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kWidth = 720, kHeight = 260, kLeft = 70, kRight = 160, kTop = 30, kBottom = 35;
-const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+// At most this many lines in one monitor chart; beyond it only the first round is drawn.
+constexpr std::size_t kMaxMonitorLines = 8;
+// A series of fewer samples says nothing over time (a base case of a second at 1 Hz).
+constexpr std::size_t kMinMonitorSamples = 3;
 
-std::string num(double v) {
-  std::ostringstream out;
-  const double a = std::fabs(v);
-  if (a >= 1e9)
-    out << std::setprecision(3) << v / 1e9 << "G";
-  else if (a >= 1e6)
-    out << std::setprecision(3) << v / 1e6 << "M";
-  else if (a >= 1e4)
-    out << std::setprecision(3) << v / 1e3 << "k";
-  else
-    out << std::setprecision(4) << v;
-  return out.str();
+std::string family_of(const json& c) {
+  return c.value("family", "training");
 }
 
-// Every series of one metric in the monitor.csv files of a round folder.
-std::map<std::string, std::vector<Series>> round_series(const fs::path& round_dir) {
-  std::map<std::string, std::map<std::string, Series>> by_metric;
-  std::error_code ec;
-  for (const auto& node : fs::directory_iterator(round_dir, ec))
-    monitor::for_each_monitor_row((node.path() / "monitor.csv").string(), [&](const monitor::MonitorRow& r) {
-      if (r.device.rfind("cpu", 0) == 0 && r.device != "cpu") return;  // per core: too many lines
-      Series& s = by_metric[r.metric][r.node + " " + r.device];
-      s.label = r.node + " " + r.device;
-      s.points.push_back({r.time, r.value});
-    });
-  std::map<std::string, std::vector<Series>> out;
-  for (auto& [metric, series] : by_metric)
-    for (auto& [label, s] : series) out[metric].push_back(std::move(s));
+std::string median_of(const json& a, const char* key, int digits) {
+  return a.contains(key) ? fixed_digits(a[key]["median"].get<double>(), digits) : "";
+}
+
+void page_start(std::ostringstream& page, const std::string& title) {
+  page << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << html_escape(title)
+       << "</title><style>body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}"
+          "table{border-collapse:collapse;margin:.5em 0;font-size:14px}"
+          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+          "td:first-child,th:first-child,td.text,th.text{text-align:left}th{background:#f4f4f4}.note{color:#555}"
+          ".bad{color:#b00020}.good{color:#1b7a1b}h2{margin-top:1.6em;border-bottom:1px solid #ddd}"
+       << chart_css() << "</style></head><body>\n";
+}
+
+void system_line(std::ostringstream& page, const json& summary) {
+  page << "<p>Vendor " << html_escape(summary["plan"].value("vendor", "")) << ", launcher "
+       << html_escape(summary["plan"].value("launcher", ""));
+  if (summary.contains("system"))
+    page << "; " << html_escape(summary["system"].value("cpu_model", "")) << ", "
+         << summary["system"].value("cpu_cores", 0) << " cores, " << html_escape(summary["system"].value("os", ""));
+  page << ".</p>\n";
+}
+
+void failed_rounds(std::ostringstream& page, const json& c) {
+  for (const auto& f : c["failed_rounds"])
+    page << "<p class=\"bad\">Round " << f["round"].get<int>() << ": " << html_escape(f["status"].get<std::string>())
+         << " (" << html_escape(f["reason"].get<std::string>()) << ")</p>\n";
+}
+
+// ---- training ----------------------------------------------------------------------------------
+
+void training_table(std::ostringstream& page, const json& summary) {
+  page << "<table><tr><th>case</th><th>rounds ok / run</th><th>converged</th><th>samples/s</th><th>CV</th>"
+          "<th>95% CI</th><th>final metric (median)</th><th>time to target, s (median)</th><th>e2e s (median)</th>"
+          "<th>energy / sample, J</th></tr>\n";
+  for (const auto& c : summary["cases"]) {
+    if (family_of(c) != "training") continue;
+    const json& a = c["aggregate"];
+    page << "<tr><td>" << html_escape(c["case"].get<std::string>()) << "</td><td>" << a["rounds_used"].get<int>()
+         << " / " << c["rounds"].size() << "</td><td>" << a["rounds_converged"].get<int>() << "</td>";
+    if (a.contains("training_samples_per_second")) {
+      const json& t = a["training_samples_per_second"];
+      const bool one = t.value("n", 0) < 2;
+      page << "<td>" << mean_and_spread(t, 1) << "</td><td>"
+           << (one ? "–" : fixed_digits(100 * t["cv"].get<double>(), 2) + " %") << "</td><td>"
+           << (one ? "n = 1"
+                   : fixed_digits(t["ci95"][0].get<double>(), 1) + " – " + fixed_digits(t["ci95"][1].get<double>(), 1))
+           << "</td>";
+    } else {
+      page << "<td></td><td></td><td></td>";
+    }
+    page << "<td>" << html_escape(a.value("final_metric_name", "")) << " " << median_of(a, "final_metric", 4)
+         << "</td><td>" << median_of(a, "time_to_target", 1) << "</td><td>" << median_of(a, "e2e_time", 1)
+         << "</td><td>" << (a.contains("energy_per_sample_j") ? fixed_digits(a["energy_per_sample_j"]["mean"], 6) : "")
+         << "</td></tr>\n";
+  }
+  page << "</table>\n";
+}
+
+// Each labelled run's rounds as series of one curve. `label_prefix` tells two runs apart.
+struct RoundCurves {
+  std::string label;
+  TrainingCurves curves;
+};
+
+std::vector<RoundCurves> curves_of(const json& c, const std::string& label_prefix) {
+  std::vector<RoundCurves> out;
+  for (const auto& r : c["rounds"])
+    if (r.contains("curves"))
+      out.push_back(
+          {label_prefix + "round " + std::to_string(r["round"].get<int>()), TrainingCurves::from_json(r["curves"])});
   return out;
+}
+
+std::vector<std::pair<double, double>> xy(const std::vector<CurvePoint>& points, bool by_time) {
+  std::vector<std::pair<double, double>> out;
+  for (const auto& p : points) out.push_back({by_time ? p.seconds : p.step, p.value});
+  return out;
+}
+
+void training_charts(std::ostringstream& page, const std::vector<RoundCurves>& rounds) {
+  if (rounds.empty()) {
+    page << "<p class=\"note\">No STEP_END or EVALUATE events in the rank logs: no curves to draw.</p>\n";
+    return;
+  }
+  const TrainingCurves& first = rounds.front().curves;
+  const std::string metric = first.metric_name.empty() ? "metric" : first.metric_name;
+  for (const bool by_time : {false, true}) {
+    const std::string x_label = by_time ? "seconds since the case started (INIT_START)" : "training step";
+    LineChart m;
+    m.title = metric + " against " + (by_time ? "wall time (time to train)" : "step");
+    m.x_label = x_label;
+    m.y_label = metric + (first.higher_is_better ? " (higher is better)" : " (lower is better)");
+    m.y_line = first.target;
+    if (first.target) m.y_line_label = "target " + short_number(*first.target);
+    // One marker a moment: rounds that reached the target at the same step share it.
+    std::map<std::string, std::pair<std::string, Marker>> moments;  // what it says -> (rounds, marker)
+    for (std::size_t i = 0; i < rounds.size(); ++i) {
+      const auto& rc = rounds[i];
+      m.series.push_back({rc.label, xy(rc.curves.metric, by_time), true});
+      if (!rc.curves.target_hit) continue;
+      const auto& hit = *rc.curves.target_hit;
+      const std::string when = by_time ? fixed_digits(hit.seconds, 1) + " s" : "step " + short_number(hit.step);
+      auto [it, fresh] =
+          moments.try_emplace(when, rc.label, Marker{by_time ? hit.seconds : hit.step, "", static_cast<int>(i)});
+      if (!fresh) it->second.first += ", " + rc.label;
+    }
+    for (auto& [when, named] : moments) {
+      named.second.label = (rounds.size() > 1 ? named.first + ": " : std::string()) + "target reached at " + when;
+      m.markers.push_back(named.second);
+    }
+    page << line_chart_html(m) << "\n";
+  }
+  for (const bool by_time : {false, true}) {
+    LineChart l;
+    l.title = std::string("Training loss against ") + (by_time ? "wall time" : "step");
+    l.x_label = by_time ? "seconds since the case started (INIT_START)" : "training step";
+    l.y_label = "loss (the logged step's)";
+    for (const auto& rc : rounds) l.series.push_back({rc.label, xy(rc.curves.loss, by_time)});
+    page << line_chart_html(l) << "\n";
+  }
+  LineChart t;
+  t.title = "Throughput over the run";
+  t.x_label = "seconds since the case started (INIT_START)";
+  t.y_label = "samples/s over each logging interval";
+  t.y_from_zero = true;
+  for (const auto& rc : rounds) t.series.push_back({rc.label, xy(rc.curves.throughput, true)});
+  page << line_chart_html(t) << "\n";
+}
+
+// ---- base cases --------------------------------------------------------------------------------
+
+void base_section(std::ostringstream& page, const json& summary) {
+  page << "<table><tr><th>base case</th><th>rounds ok / run</th><th class=\"text\">figure</th><th>value (median)</th>"
+          "<th class=\"text\">unit</th><th>datasheet</th><th>of datasheet</th><th>power, W</th><th>per watt</th>"
+          "<th class=\"text\">check</th></tr>\n";
+  std::vector<Bar> bars;
+  for (const auto& c : summary["cases"]) {
+    if (family_of(c) != "base") continue;
+    const json& a = c["aggregate"];
+    const json* last_ok = nullptr;
+    for (const auto& r : c["rounds"])
+      if (r["status"] == "ok") last_ok = &r;
+    const std::string key = c["case"].get<std::string>();
+    page << "<tr><td>" << html_escape(key) << "</td><td>" << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
+         << "</td>";
+    if (!last_ok || !a.contains("value")) {
+      page << "<td colspan=\"8\"></td></tr>\n";
+      continue;
+    }
+    const json& r = *last_ok;
+    const double value = a["value"]["median"].get<double>();
+    double sheet = 0;
+    if (r.contains("figures") && !r["figures"].empty()) sheet = r["figures"][0].value("datasheet_value", 0.0);
+    const std::string unit = r.value("unit", "");
+    page << "<td class=\"text\">" << html_escape(r.value("figure", "")) << "</td><td>" << short_number(value)
+         << "</td><td class=\"text\">" << html_escape(unit) << "</td><td>"
+         << (sheet > 0 ? short_number(sheet) : "not listed") << "</td><td>"
+         << (sheet > 0 ? fixed_digits(100 * value / sheet, 1) + " %" : "") << "</td><td>"
+         << median_of(a, "mean_power_w", 1) << "</td><td>"
+         << (a.contains("perf_per_watt")
+                 ? fixed_digits(a["perf_per_watt"]["median"], 4) + " " + html_escape(r.value("perf_per_watt_unit", ""))
+                 : "")
+         << "</td><td class=\"text\">" << html_escape(r.value("check", "")) << "</td></tr>\n";
+    if (sheet > 0)
+      bars.push_back({key + " (" + r.value("figure", "") + ")", 100 * value / sheet,
+                      short_number(value) + " of " + short_number(sheet) + " " + unit + " = " +
+                          fixed_digits(100 * value / sheet, 1) + " %"});
+  }
+  page << "</table>\n";
+  if (!bars.empty()) {
+    bars.insert(bars.begin(), Bar{"the datasheet figure", 100, "100 %", true});
+    page << bar_chart_html("Measured, as a share of the vendor's datasheet figure (vendors/<v>/specs.yaml)", bars)
+         << "\n";
+  }
+}
+
+// ---- inference ---------------------------------------------------------------------------------
+
+// Rounds on random inputs have no accuracy worth a number.
+bool synthetic_data(const json& c) {
+  for (const auto& r : c["rounds"])
+    if (r.value("data", "").rfind("synthetic", 0) == 0) return true;
+  return false;
+}
+
+void inference_table(std::ostringstream& page, const json& summary) {
+  page << "<table><tr><th>inference case</th><th>rounds ok / run</th><th>validation_<wbr>whole</th>"
+          "<th>validation_<wbr>core</th><th>inference_<wbr>whole</th><th>inference_<wbr>core</th><th>accuracy "
+          "(validation / engine)</th><th>batch-1 p99, ms</th></tr>\n";
+  for (const auto& c : summary["cases"]) {
+    if (family_of(c) != "inference") continue;
+    const json& a = c["aggregate"];
+    page << "<tr><td>" << html_escape(c["case"].get<std::string>()) << "</td><td>" << a["rounds_used"].get<int>()
+         << " / " << c["rounds"].size() << "</td><td>" << median_of(a, "validation_whole", 1) << "</td><td>"
+         << median_of(a, "validation_core", 1) << "</td><td>" << median_of(a, "inference_whole", 1) << "</td><td>"
+         << median_of(a, "inference_core", 1) << "</td><td>"
+         << (synthetic_data(c) ? std::string("synthetic data: none claimed")
+                               : median_of(a, "validation_accuracy", 4) + " / " + median_of(a, "inference_accuracy", 4))
+         << "</td><td>" << median_of(a, "latency_p99_ms", 3) << "</td></tr>\n";
+  }
+  page << "</table><p class=\"note\">items/s, medians over the ok rounds; <i>whole</i> includes moving data and "
+          "evaluation, <i>core</i> only the synchronised compute.</p>\n";
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void latency_section(std::ostringstream& page, const json& c) {
+  // batch size -> percentile -> one value per ok round
+  std::map<double, std::map<std::string, std::vector<double>>> by_batch;
+  for (const auto& r : c["rounds"]) {
+    if (r["status"] != "ok" || !r.contains("latency") || !r["latency"].is_array()) continue;
+    for (const auto& l : r["latency"])
+      for (const char* p : {"p50_ms", "p90_ms", "p99_ms"})
+        if (l.contains(p) && l[p].is_number()) by_batch[l.value("batch_size", 0.0)][p].push_back(l[p].get<double>());
+  }
+  if (by_batch.empty()) return;
+  page << "<table><tr><th>batch size</th><th>p50, ms</th><th>p90, ms</th><th>p99, ms</th><th>rounds</th></tr>\n";
+  LineChart chart;
+  chart.title = "Latency of one query at a time, per batch size (medians over rounds)";
+  chart.x_label = "batch size";
+  chart.y_label = "ms";
+  chart.y_from_zero = true;
+  for (const char* p : {"p50_ms", "p90_ms", "p99_ms"}) chart.series.push_back({std::string(p, 3), {}, true});
+  for (const auto& [bs, ps] : by_batch) {
+    page << "<tr><td>" << short_number(bs) << "</td>";
+    std::size_t i = 0, rounds = 0;
+    for (const char* p : {"p50_ms", "p90_ms", "p99_ms"}) {
+      const auto it = ps.find(p);
+      if (it == ps.end()) {
+        page << "<td></td>";
+      } else {
+        const double m = median(it->second);
+        page << "<td>" << fixed_digits(m, 3) << "</td>";
+        chart.series[i].points.push_back({bs, m});
+        rounds = std::max(rounds, it->second.size());
+      }
+      ++i;
+    }
+    page << "<td>" << rounds << "</td></tr>\n";
+  }
+  page << "</table>\n";
+  if (by_batch.size() > 1) page << line_chart_html(chart) << "\n";
+}
+
+// ---- accelerators ------------------------------------------------------------------------------
+
+struct MonitorChart {
+  const char* metric;
+  const char* title;
+  const char* unit;
+};
+
+// Every round's monitor series of one case: metric -> series labelled "round k · node device",
+// time from the round's first sample.
+std::map<std::string, std::vector<Series>> case_monitor_series(const fs::path& case_dir, const json& c) {
+  std::map<std::string, std::vector<Series>> out;
+  for (const auto& r : c["rounds"]) {
+    const int round = r["round"].get<int>();
+    const fs::path round_dir = case_dir / ("round" + std::to_string(round));
+    std::map<std::string, std::map<std::string, Series>> by_metric;
+    double t0 = 1e300;
+    std::error_code ec;
+    for (const auto& node : fs::directory_iterator(round_dir, ec))
+      monitor::for_each_monitor_row((node.path() / "monitor.csv").string(), [&](const monitor::MonitorRow& row) {
+        if (row.device.rfind("cpu", 0) == 0 && row.device != "cpu") return;  // per core: too many lines
+        t0 = std::min(t0, row.time);
+        const std::string label = "round " + std::to_string(round) + " · " + row.node + " " + row.device;
+        Series& s = by_metric[row.metric][label];
+        s.label = label;
+        s.points.push_back({row.time, row.value});
+      });
+    for (auto& [metric, series] : by_metric)
+      for (auto& [label, s] : series) {
+        for (auto& p : s.points) p.first -= t0;
+        std::sort(s.points.begin(), s.points.end());
+        out[metric].push_back(std::move(s));
+      }
+  }
+  return out;
+}
+
+void accelerator_section(std::ostringstream& page, const json& c, const std::string& run_dir) {
+  std::string dir_name = c.value("dir", c["case"].get<std::string>());
+  std::replace(dir_name.begin(), dir_name.end(), ':', '_');
+  const auto series = case_monitor_series(fs::path(run_dir) / dir_name, c);
+  const std::vector<MonitorChart> charts = {{"power_w", "Power", "W"},
+                                            {"util_percent", "Utilisation", "%"},
+                                            {"mem_used_bytes", "Memory used", "bytes"},
+                                            {"temperature_c", "Temperature", "°C"}};
+  std::ostringstream body;
+  std::size_t drawn = 0, samples = 0;
+  for (const auto& chart : charts) {
+    auto it = series.find(chart.metric);
+    if (it == series.end()) continue;
+    std::size_t metric_samples = 0;
+    for (const auto& s : it->second) metric_samples = std::max(metric_samples, s.points.size());
+    samples = std::max(samples, metric_samples);
+    if (metric_samples < kMinMonitorSamples) continue;
+    ++drawn;
+    LineChart l;
+    l.title = std::string(chart.title) + " per device";
+    l.x_label = "seconds since the round's first sample";
+    l.y_label = std::string(chart.metric) + ", " + chart.unit;
+    l.y_from_zero = true;
+    l.series = it->second;
+    if (l.series.size() > kMaxMonitorLines) {
+      const std::string first = l.series.front().label.substr(0, l.series.front().label.find(" · "));
+      l.series.erase(std::remove_if(l.series.begin(), l.series.end(),
+                                    [&first](const Series& s) { return s.label.rfind(first + " · ", 0) != 0; }),
+                     l.series.end());
+      l.title += " (" + first + " only: " + std::to_string(it->second.size()) + " lines in all)";
+    }
+    body << line_chart_html(l) << "\n";
+  }
+  const bool base = family_of(c) == "base";
+  if (drawn > 0) {
+    // A base case's rounds last a second or two: its monitors are there, folded, not in the way.
+    page << "<details" << (base ? "" : " open") << "><summary>Devices over time (" << drawn << " chart"
+         << (drawn == 1 ? "" : "s") << ")</summary>\n"
+         << body.str() << "</details>\n";
+  } else if (samples > 0) {
+    page << "<p class=\"note\">Devices over time: " << samples << " monitor sample" << (samples == 1 ? "" : "s")
+         << " a device, too few to draw (each round is shorter than " << kMinMonitorSamples
+         << " monitor periods).</p>\n";
+  }
+  std::vector<Bar> energy;
+  for (const auto& r : c["rounds"])
+    if (r.contains("energy_j"))
+      energy.push_back({"round " + std::to_string(r["round"].get<int>()), r["energy_j"].get<double>(),
+                        fixed_digits(r["energy_j"].get<double>(), 1) + " J" +
+                            (r.contains("energy_per_sample_j")
+                                 ? " (" + short_number(r["energy_per_sample_j"].get<double>()) + " J/sample)"
+                                 : "")});
+  if (!energy.empty()) page << bar_chart_html("Energy per round (the devices the round ran on)", energy) << "\n";
 }
 
 }  // namespace
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string svg_line_chart(const std::string& title, const std::vector<Series>& series, const std::string& unit) {
-  double t0 = 1e300, t1 = -1e300, v0 = 0, v1 = -1e300;
-  for (const auto& s : series)
-    for (const auto& [t, v] : s.points) {
-      t0 = std::min(t0, t);
-      t1 = std::max(t1, t);
-      v0 = std::min(v0, v);
-      v1 = std::max(v1, v);
-    }
-  std::ostringstream svg;
-  svg << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
-      << "\" role=\"img\"><title>" << html_escape(title) << "</title>";
-  svg << "<text x=\"" << kLeft << "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" << html_escape(title)
-      << "</text>";
-  const int w = kWidth - kLeft - kRight, h = kHeight - kTop - kBottom;
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << w << "\" height=\"" << h
-      << "\" fill=\"none\" stroke=\"#999\"/>";
-  if (t1 <= t0 || v1 <= -1e299) {
-    svg << "<text x=\"" << kLeft + 10 << "\" y=\"" << kTop + h / 2 << "\">no samples</text></svg>";
-    return svg.str();
-  }
-  if (v1 <= v0) v1 = v0 + 1;
-  svg << "<text x=\"" << kLeft - 5 << "\" y=\"" << kTop + 10 << "\" text-anchor=\"end\" font-size=\"11\">" << num(v1)
-      << "</text><text x=\"" << kLeft - 5 << "\" y=\"" << kTop + h << "\" text-anchor=\"end\" font-size=\"11\">"
-      << num(v0) << "</text><text x=\"" << kLeft - 5 << "\" y=\"" << kTop + h / 2
-      << "\" text-anchor=\"end\" font-size=\"11\">" << html_escape(unit) << "</text>";
-  svg << "<text x=\"" << kLeft << "\" y=\"" << kHeight - 10 << "\" font-size=\"11\">0 s</text><text x=\"" << kLeft + w
-      << "\" y=\"" << kHeight - 10 << "\" text-anchor=\"end\" font-size=\"11\">" << num(t1 - t0) << " s</text>";
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const auto& s = series[i];
-    const char* colour = kColours[i % 10];
-    // At most ~600 points a line: every k-th sample.
-    const std::size_t step = std::max<std::size_t>(1, s.points.size() / 600);
-    svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\" points=\"";
-    for (std::size_t k = 0; k < s.points.size(); k += step) {
-      const double x = kLeft + (s.points[k].first - t0) / (t1 - t0) * w;
-      const double y = kTop + h - (s.points[k].second - v0) / (v1 - v0) * h;
-      svg << std::fixed << std::setprecision(1) << x << "," << y << " ";
-    }
-    svg << "\"/>";
-    svg << "<text x=\"" << kLeft + w + 8 << "\" y=\"" << kTop + 12 + 14 * static_cast<int>(i)
-        << "\" font-size=\"11\" fill=\"" << colour << "\">" << html_escape(s.label) << "</text>";
-  }
-  svg << "</svg>";
-  return svg.str();
-}
-
-std::string svg_bar_chart(const std::string& title, const std::vector<std::pair<std::string, double>>& bars,
-                          const std::string& unit) {
-  double top = 0;
-  for (const auto& b : bars) top = std::max(top, b.second);
-  if (top <= 0) top = 1;
-  const int w = kWidth - kLeft - kRight, h = kHeight - kTop - kBottom;
-  std::ostringstream svg;
-  svg << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
-      << "\" role=\"img\"><title>" << html_escape(title) << "</title>";
-  svg << "<text x=\"" << kLeft << "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" << html_escape(title)
-      << "</text>";
-  svg << "<text x=\"" << kLeft - 5 << "\" y=\"" << kTop + 10 << "\" text-anchor=\"end\" font-size=\"11\">" << num(top)
-      << "</text><text x=\"" << kLeft - 5 << "\" y=\"" << kTop + h / 2 << "\" text-anchor=\"end\" font-size=\"11\">"
-      << html_escape(unit) << "</text>";
-  const double slot = bars.empty() ? w : static_cast<double>(w) / static_cast<double>(bars.size());
-  for (std::size_t i = 0; i < bars.size(); ++i) {
-    const double bh = bars[i].second / top * h;
-    const double x = kLeft + slot * static_cast<double>(i) + slot * 0.15;
-    svg << std::fixed << std::setprecision(1) << "<rect x=\"" << x << "\" y=\"" << kTop + h - bh << "\" width=\""
-        << slot * 0.7 << "\" height=\"" << bh << "\" fill=\"" << kColours[0] << "\"><title>"
-        << html_escape(bars[i].first) << ": " << num(bars[i].second) << "</title></rect>";
-    svg << "<text x=\"" << x + slot * 0.35 << "\" y=\"" << kHeight - 18 << "\" text-anchor=\"middle\" font-size=\"11\">"
-        << html_escape(bars[i].first) << "</text>";
-  }
-  svg << "</svg>";
-  return svg.str();
-}
-
-// A base case's headline in the summary table: "median 0.283 TFLOP/s" (empty for training cases).
-std::string base_figure(const json& c, const std::string& median) {
-  if (c.value("family", "") != "base" || median.empty()) return "";
-  for (const auto& r : c["rounds"])
-    if (r.contains("unit"))
-      return html_escape(r.value("figure", "") + " " + median + " " + r["unit"].get<std::string>());
-  return "";
+std::string mean_and_spread(const json& a, int digits) {
+  if (a.value("n", 0) < 2) return fixed_digits(a["mean"].get<double>(), digits) + " (n = 1)";
+  return fixed_digits(a["mean"].get<double>(), digits) + " ± " + fixed_digits(a["std"].get<double>(), digits);
 }
 
 std::string report_html(const json& summary, const std::string& run_dir) {
   std::ostringstream page;
   const std::string name = summary.value("run", "run");
-  page << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>xpuperf " << html_escape(name)
-       << "</title><style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
-          ".chart{display:block;margin:1em 0}</style></head><body>\n";
-  page << "<h1>xpuperf " << html_escape(name) << "</h1>\n<p>Vendor " << html_escape(summary["plan"].value("vendor", ""))
-       << ", launcher " << html_escape(summary["plan"].value("launcher", ""));
-  if (summary.contains("system"))
-    page << "; " << html_escape(summary["system"].value("cpu_model", "")) << ", "
-         << summary["system"].value("cpu_cores", 0) << " cores, " << html_escape(summary["system"].value("os", ""));
-  page << ".</p>\n<h2>Summary</h2>\n<table><tr><th>case</th><th>rounds ok / run</th><th>converged</th>"
-          "<th>samples/s mean</th><th>std</th><th>CV</th><th>final metric (median)</th><th>e2e s (median)</th>"
-          "<th>energy (J, mean)</th></tr>\n";
+  page_start(page, "xpuperf " + name);
+  page << "<h1>xpuperf " << html_escape(name) << "</h1>\n";
+  system_line(page, summary);
+  bool any[3] = {false, false, false};
   for (const auto& c : summary["cases"]) {
-    const json& a = c["aggregate"];
-    auto stat = [&a](const char* key, const char* field, int digits) -> std::string {
-      if (!a.contains(key)) return "";
-      std::ostringstream out;
-      out << std::fixed << std::setprecision(digits) << a[key][field].get<double>();
-      return out.str();
-    };
-    page << "<tr><td>" << html_escape(c["case"].get<std::string>()) << "</td><td>" << a["rounds_used"].get<int>()
-         << " / " << c["rounds"].size() << "</td><td>" << a["rounds_converged"].get<int>() << "</td><td>"
-         << stat("training_samples_per_second", "mean", 1) << "</td><td>"
-         << stat("training_samples_per_second", "std", 1) << "</td><td>" << stat("training_samples_per_second", "cv", 4)
-         << "</td><td>" << html_escape(a.value("final_metric_name", "")) << " " << stat("final_metric", "median", 4)
-         << base_figure(c, stat("value", "median", 3)) << "</td><td>" << stat("e2e_time", "median", 1) << "</td><td>"
-         << stat("energy_j", "mean", 1) << "</td></tr>\n";
+    const std::string f = family_of(c);
+    any[f == "base" ? 0 : f == "training" ? 1 : 2] = true;
   }
-  page << "</table>\n";
+  if (any[0]) {
+    page << "<h2>Hardware (base cases)</h2>\n";
+    base_section(page, summary);
+  }
+  if (any[1]) {
+    page << "<h2>Training</h2>\n";
+    training_table(page, summary);
+  }
+  if (any[2]) {
+    page << "<h2>Inference</h2>\n";
+    inference_table(page, summary);
+  }
   for (const auto& c : summary["cases"]) {
-    const std::string key = c["case"].get<std::string>();
-    page << "<h2>" << html_escape(key) << "</h2>\n";
-    std::vector<std::pair<std::string, double>> bars;
-    const bool base = c.value("family", "") == "base";
-    const bool inference = c.value("family", "") == "inference";
-    std::string bar_unit = inference ? "inference_core, items/s" : "samples/s";
-    for (const auto& r : c["rounds"]) {
-      bars.push_back(
-          {"round " + std::to_string(r["round"].get<int>()), r.value(base        ? "value"
-                                                                     : inference ? "inference_core"
-                                                                                 : "training_samples_per_second",
-                                                                     0.0)});
-      if (base && r.contains("unit")) bar_unit = r.value("figure", "") + ", " + r["unit"].get<std::string>();
+    const std::string family = family_of(c);
+    page << "<h3>" << html_escape(c["case"].get<std::string>()) << "</h3>\n";
+    failed_rounds(page, c);
+    if (family == "training") training_charts(page, curves_of(c, ""));
+    if (family == "inference") {
+      for (const auto& r : c["rounds"])
+        if (r.contains("caveat")) {
+          page << "<p class=\"note\">" << html_escape(r.value("caveat", "")) << "</p>\n";
+          break;
+        }
+      latency_section(page, c);
     }
-    page << svg_bar_chart(base ? "Headline figure per round" : "Throughput per round", bars, bar_unit) << "\n";
-    for (const auto& f : c["failed_rounds"])
-      page << "<p>Round " << f["round"].get<int>() << ": " << html_escape(f["status"].get<std::string>()) << " ("
-           << html_escape(f["reason"].get<std::string>()) << ")</p>\n";
-    // The monitors of the first round that has them.
-    std::string dir_name = c.value("dir", key);
-    std::replace(dir_name.begin(), dir_name.end(), ':', '_');
-    for (const auto& r : c["rounds"]) {
-      const auto series =
-          round_series(fs::path(run_dir) / dir_name / ("round" + std::to_string(r["round"].get<int>())));
-      if (series.empty()) continue;
-      page << "<h3>Monitors, round " << r["round"].get<int>() << "</h3>\n";
-      const std::vector<std::pair<std::string, std::string>> charts = {
-          {"power_w", "W"}, {"util_percent", "%"}, {"mem_used_bytes", "bytes"}, {"temperature_c", "°C"}};
-      for (const auto& [metric, unit] : charts)
-        if (series.count(metric)) page << svg_line_chart(metric, series.at(metric), unit) << "\n";
-      break;
-    }
+    accelerator_section(page, c, run_dir);
   }
-  page << "<p><small>Written by xpuperf " << html_escape(summary.value("xpuperf_version", ""))
+  page << "<p class=\"note\"><small>Written by xpuperf " << html_escape(summary.value("xpuperf_version", ""))
        << " from the run folder; summary.json has every figure.</small></p>\n</body></html>\n";
+  return page.str();
+}
+
+std::string compare_html(const json& a, const json& b, const std::string& run_a, const std::string& run_b,
+                         const std::vector<FigureComparison>& rows, double fail_percent) {
+  std::ostringstream page;
+  page_start(page, "xpuperf compare " + a.value("run", "A") + " / " + b.value("run", "B"));
+  page << "<h1>xpuperf compare</h1>\n<p>A: " << html_escape(run_a) << " (" << html_escape(a.value("run", ""))
+       << ")<br>B: " << html_escape(run_b) << " (" << html_escape(b.value("run", "")) << ")</p>\n";
+  page << "<table><tr><th>case</th><th class=\"text\">figure</th><th>mean A</th><th>mean B</th><th>B / A</th>"
+          "<th>Welch p</th><th class=\"text\">verdict</th></tr>\n";
+  for (const auto& r : rows) {
+    const std::string v = verdict(r, fail_percent);
+    const char* cls = v.find("worse") != std::string::npos    ? "bad"
+                      : v.find("better") != std::string::npos ? "good"
+                                                              : "";
+    page << "<tr><td>" << html_escape(r.case_key) << "</td><td class=\"text\">" << html_escape(r.figure) << "</td><td>"
+         << short_number(r.mean_a) << "</td><td>" << short_number(r.mean_b) << "</td><td>" << fixed_digits(r.ratio, 3)
+         << "</td><td>" << (r.test ? fixed_digits(r.test->p, 4) : "") << "</td><td class=\"text " << cls << "\">"
+         << html_escape(v) << "</td></tr>\n";
+  }
+  page << "</table><p class=\"note\">A change is significant when Welch's two-sided p &lt; 0.05 over the rounds.</p>\n";
+  // Both runs' curves of each training case they share, on the same axes.
+  auto identity = [](const json& c) {
+    const std::string key = c["case"].get<std::string>();
+    return key.substr(0, key.rfind(':'));
+  };
+  for (const auto& ca : a["cases"])
+    for (const auto& cb : b["cases"]) {
+      if (family_of(ca) != "training" || identity(ca) != identity(cb)) continue;
+      page << "<h2>" << html_escape(identity(ca)) << "</h2>\n";
+      auto rounds = curves_of(ca, "A ");
+      for (auto& rc : curves_of(cb, "B ")) rounds.push_back(std::move(rc));
+      training_charts(page, rounds);
+    }
+  page << "</body></html>\n";
   return page.str();
 }
 

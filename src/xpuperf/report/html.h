@@ -1,28 +1,29 @@
 #pragma once
-// report.html: one self-contained page (no network, no scripts) with the summary table,
-// throughput per round and the monitor time series, drawn as inline SVG.
+// report.html: one self-contained page (no network, no scripts) that shows what people look at:
+// per family a table of the figures; for training the time-to-train picture (the eval metric
+// against step and wall time with the target and the moment it was reached), loss and
+// throughput over the run; for base cases the figure against the datasheet; for inference the
+// latency percentiles per batch size; the accelerators' power, utilisation and memory over time
+// per device and the energy per round. Drawn from summary.json and the rounds' monitor.csv.
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "xpuperf/report/chart.h"
+#include "xpuperf/report/compare.h"
+
 namespace xpuperf::report {
-
-struct Series {
-  std::string label;
-  std::vector<std::pair<double, double>> points;  // (time, value)
-};
-
-// A line chart of several series over time; `unit` labels the y axis.
-std::string svg_line_chart(const std::string& title, const std::vector<Series>& series, const std::string& unit);
-// A bar chart, one bar a (label, value).
-std::string svg_bar_chart(const std::string& title, const std::vector<std::pair<std::string, double>>& bars,
-                          const std::string& unit);
 
 // The page for a run folder whose summary is `summary` (build_summary).
 std::string report_html(const nlohmann::json& summary, const std::string& run_dir);
 
-std::string html_escape(const std::string& text);
+// `xpuperf compare A B --html FILE`: the two runs side by side, the verdict of each figure, and
+// per training case both runs' curves on the same axes.
+std::string compare_html(const nlohmann::json& a, const nlohmann::json& b, const std::string& run_a,
+                         const std::string& run_b, const std::vector<FigureComparison>& rows, double fail_percent);
+
+// "mean ± std" of an aggregate, or "mean (n = 1)" for a single round: no spread to show.
+std::string mean_and_spread(const nlohmann::json& aggregate, int digits);
 
 }  // namespace xpuperf::report

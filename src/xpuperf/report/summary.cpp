@@ -15,6 +15,8 @@
 #include "xpuperf/core/plan.h"
 #include "xpuperf/core/version.h"
 #include "xpuperf/monitor/analysis.h"
+#include "xpuperf/report/chart.h"
+#include "xpuperf/report/curves.h"
 #include "xpuperf/report/html.h"
 #include "xpuperf/report/stats.h"
 
@@ -86,15 +88,27 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
   json r = {{"round", round}};
   std::optional<FinishedInfo> finished;
   std::vector<std::string> monitor_files;
+  std::optional<TrainingCurves> curves;  // from the first log with steps or evaluations: the leader's
   for (const auto& node : sorted_dirs(round_dir, "")) {
     if (node.filename().string().find("_noderank") == std::string::npos) continue;
     if (fs::exists(node / "monitor.csv")) monitor_files.push_back((node / "monitor.csv").string());
+    std::vector<fs::path> logs;
     for (const auto& entry : fs::directory_iterator(node)) {
       const std::string name = entry.path().filename().string();
-      if (name.rfind("rank", 0) != 0 || name.find(".out.log") == std::string::npos) continue;
-      std::ifstream in(entry.path());
-      for (const auto& e : parse_perflog(in).events)
+      if (name.rfind("rank", 0) == 0 && name.find(".out.log") != std::string::npos) logs.push_back(entry.path());
+    }
+    std::sort(logs.begin(), logs.end(), [](const fs::path& a, const fs::path& b) {
+      return std::atoi(a.filename().string().c_str() + 4) < std::atoi(b.filename().string().c_str() + 4);
+    });
+    for (const auto& log : logs) {
+      std::ifstream in(log);
+      const auto events = parse_perflog(in).events;
+      for (const auto& e : events)
         if (e.event == perflog_event::kFinished) finished = FinishedInfo::from_json(e.value);
+      if (!curves) {
+        TrainingCurves c = training_curves(events);
+        if (!c.empty()) curves = std::move(c);
+      }
     }
   }
   const std::set<std::string> accelerators = accelerators_charged(monitor_files, nproc);
@@ -139,9 +153,16 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
       r["mfu"] = extra["train_flops_per_sample"].get<double>() * r["training_samples_per_second"].get<double>() /
                  (m[peak_key].get<double>() * 1e12 * world);
   }
+  if (curves && !extra.contains("figures") && !extra.contains("steps")) {  // a training round
+    r["curves"] = curves->to_json();
+    if (curves->target_hit) {
+      r["time_to_target"] = curves->target_hit->seconds;
+      r["steps_to_target"] = curves->target_hit->step;
+    }
+  }
   if (extra.contains("figures") && extra["figures"].is_array() && !extra["figures"].empty())
     add_base_figures(r, extra, monitor_files, accelerators);
-  if (extra.contains("steps")) {  // an inference case (seed 004's figures)
+  if (extra.contains("steps")) {  // an inference case (the figures of FlagPerf's inference framework)
     for (const char* key :
          {"validation_whole", "validation_core", "inference_whole", "inference_core", "validation_accuracy",
           "inference_accuracy", "mfu", "foo_time", "engine", "steps", "latency", "max_abs_diff_vs_validation",
@@ -164,6 +185,7 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
 
 const char* kAggregated[] = {"training_samples_per_second",
                              "e2e_time",
+                             "time_to_target",
                              "init_time",
                              "raw_train_time",
                              "final_metric",
@@ -251,12 +273,6 @@ json aggregate_case(const json& entry) {
   return agg;
 }
 
-std::string fixed(double v, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << v;
-  return out.str();
-}
-
 // A FlagPerf result tree: run<ts>/<case>/round<N>/<host>_noderank<i>/rank<k>.out.log.
 bool is_flagperf_tree(const fs::path& run) {
   for (const auto& c : sorted_dirs(run, ""))
@@ -327,11 +343,12 @@ std::string base_table(const json& s) {
        << " | ";
     if (last_ok && a.contains("value")) {
       const json& r = *last_ok;
-      md << r.value("figure", "") << " | " << fixed(a["value"]["median"], 3) << " | " << r.value("unit", "") << " | "
-         << (r.contains("datasheet_ratio") ? fixed(100 * r["datasheet_ratio"].get<double>(), 1) + " %" : "") << " | "
-         << (a.contains("mean_power_w") ? fixed(a["mean_power_w"]["median"], 1) : "") << " | "
+      md << r.value("figure", "") << " | " << fixed_digits(a["value"]["median"], 3) << " | " << r.value("unit", "")
+         << " | "
+         << (r.contains("datasheet_ratio") ? fixed_digits(100 * r["datasheet_ratio"].get<double>(), 1) + " %" : "")
+         << " | " << (a.contains("mean_power_w") ? fixed_digits(a["mean_power_w"]["median"], 1) : "") << " | "
          << (a.contains("perf_per_watt")
-                 ? fixed(a["perf_per_watt"]["median"], 4) + " " + r.value("perf_per_watt_unit", "")
+                 ? fixed_digits(a["perf_per_watt"]["median"], 4) + " " + r.value("perf_per_watt_unit", "")
                  : "")
          << " | " << r.value("check", "") << " |\n";
     } else {
@@ -342,7 +359,7 @@ std::string base_table(const json& s) {
   return md.str();
 }
 
-// Seed 004's four throughputs and both accuracies per inference case (medians over ok rounds).
+// FlagPerf inference's four throughputs and both accuracies per inference case (medians over ok rounds).
 std::string inference_table(const json& s) {
   std::ostringstream md;
   md << "\n| inference case | rounds ok / run | validation_whole | validation_core | inference_whole | inference_core "
@@ -352,13 +369,17 @@ std::string inference_table(const json& s) {
   for (const auto& c : s["cases"]) {
     if (c.value("family", "") != "inference") continue;
     const json& a = c["aggregate"];
+    bool synthetic = false;  // random inputs: no accuracy worth a number
+    for (const auto& r : c["rounds"]) synthetic = synthetic || r.value("data", "").rfind("synthetic", 0) == 0;
     auto med = [&a](const char* key, int digits) {
-      return a.contains(key) ? fixed(a[key]["median"], digits) : std::string("null");
+      return a.contains(key) ? fixed_digits(a[key]["median"], digits) : std::string("null");
     };
     md << "| " << c["case"].get<std::string>() << " | " << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
        << " | " << med("validation_whole", 1) << " | " << med("validation_core", 1) << " | "
-       << med("inference_whole", 1) << " | " << med("inference_core", 1) << " | " << med("validation_accuracy", 4)
-       << " / " << med("inference_accuracy", 4) << " | " << med("latency_p99_ms", 3) << " |\n";
+       << med("inference_whole", 1) << " | " << med("inference_core", 1) << " | "
+       << (synthetic ? std::string("synthetic data: none claimed")
+                     : med("validation_accuracy", 4) + " / " + med("inference_accuracy", 4))
+       << " | " << med("latency_p99_ms", 3) << " |\n";
   }
   return md.str();
 }
@@ -382,8 +403,8 @@ std::string summary_markdown(const json& s) {
   if (any_base) md << base_table(s);
   if (any_training)
     md << "| case | rounds ok / run | converged | samples/s (mean ± std) | CV | 95% CI | olympic mean | final metric "
-          "(median) | e2e s (median) | energy/sample (J) |\n"
-       << "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: |\n";
+          "(median) | time to target s (median) | e2e s (median) | energy/sample (J) |\n"
+       << "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |\n";
   for (const auto& c : s["cases"]) {
     if (c.value("family", "training") != "training") continue;
     const json& a = c["aggregate"];
@@ -391,16 +412,21 @@ std::string summary_markdown(const json& s) {
        << " | " << a["rounds_converged"].get<int>() << " | ";
     if (a.contains("training_samples_per_second")) {
       const json& t = a["training_samples_per_second"];
-      md << fixed(t["mean"], 1) << " ± " << fixed(t["std"], 1) << " | " << fixed(100 * t["cv"].get<double>(), 2)
-         << " % | " << fixed(t["ci95"][0], 1) << " – " << fixed(t["ci95"][1], 1) << " | "
-         << (t["olympic_mean"].is_null() ? "" : fixed(t["olympic_mean"], 1)) << " | ";
+      if (t.value("n", 0) < 2)  // one round has no spread and no interval: say so, not "± 0.0"
+        md << fixed_digits(t["mean"], 1) << " (n = 1) | – | n = 1 | ";
+      else
+        md << fixed_digits(t["mean"], 1) << " ± " << fixed_digits(t["std"], 1) << " | "
+           << fixed_digits(100 * t["cv"].get<double>(), 2) << " % | " << fixed_digits(t["ci95"][0], 1) << " – "
+           << fixed_digits(t["ci95"][1], 1) << " | ";
+      md << (t["olympic_mean"].is_null() ? "" : fixed_digits(t["olympic_mean"], 1)) << " | ";
     } else {
       md << " |  |  |  | ";
     }
     if (a.contains("final_metric"))
-      md << a.value("final_metric_name", "") << " " << fixed(a["final_metric"]["median"], 4);
-    md << " | " << (a.contains("e2e_time") ? fixed(a["e2e_time"]["median"], 1) : "") << " | "
-       << (a.contains("energy_per_sample_j") ? fixed(a["energy_per_sample_j"]["mean"], 6) : "") << " |\n";
+      md << a.value("final_metric_name", "") << " " << fixed_digits(a["final_metric"]["median"], 4);
+    md << " | " << (a.contains("time_to_target") ? fixed_digits(a["time_to_target"]["median"], 1) : "") << " | "
+       << (a.contains("e2e_time") ? fixed_digits(a["e2e_time"]["median"], 1) : "") << " | "
+       << (a.contains("energy_per_sample_j") ? fixed_digits(a["energy_per_sample_j"]["mean"], 6) : "") << " |\n";
   }
   if (any_inference) md << inference_table(s);
   bool any_failed = false;

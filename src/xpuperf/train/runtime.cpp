@@ -362,7 +362,8 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   f.extra = {{"epochs", epoch},
              {"stop_reason", stop_reason_name(reason)},
              {"world_size", info.env.world_size},
-             {"mixed_precision", mixed_precision_name(mp)}};
+             {"mixed_precision", mixed_precision_name(mp)},
+             {"target_mode", target_mode}};
   // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).
   if (c.train_flops_per_sample() > 0) f.extra["train_flops_per_sample"] = c.train_flops_per_sample();
   if (scaler) f.extra["skipped_steps"] = scaler->skipped_steps();

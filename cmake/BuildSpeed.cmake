@@ -1,0 +1,34 @@
+# Build time on small machines (README "Build time"): LibTorch's headers are most of a LibTorch
+# file's compile time, so they are parsed once into a precompiled header that every LibTorch
+# target shares; the torch-free libraries compile as unity builds (a few sources a compiler run).
+
+option(XPUPERF_TORCH_PCH "Precompile LibTorch's headers once for every LibTorch target" ON)
+option(XPUPERF_UNITY_BUILD "Compile the torch-free libraries as unity builds" ON)
+# Sources a unity batch holds: few enough that two cores get several batches a library. CI
+# builds with 0 (one batch a library) too, so that names clashing between sources show.
+set(XPUPERF_UNITY_BATCH 6 CACHE STRING "Sources a unity batch holds (0: the whole target)")
+
+# xpuperf_torch_pch(TARGET): the first target called with makes the precompiled header
+# (<torch/torch.h>); the others reuse it. GCC falls back to the plain header when the precompiled
+# one does not fit a target's flags; -Winvalid-pch says so in the build log.
+function(xpuperf_torch_pch target)
+  if(NOT XPUPERF_TORCH_PCH)
+    return()
+  endif()
+  get_property(owner GLOBAL PROPERTY XPUPERF_TORCH_PCH_OWNER)
+  if(NOT owner)
+    target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+    set_property(GLOBAL PROPERTY XPUPERF_TORCH_PCH_OWNER ${target})
+  else()
+    target_precompile_headers(${target} REUSE_FROM ${owner})
+  endif()
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Winvalid-pch>)
+endfunction()
+
+# xpuperf_unity(TARGET...): torch-free targets only (a LibTorch unity batch would be one long,
+# memory-hungry compiler run, and the PCH already saves most of their time).
+function(xpuperf_unity)
+  if(XPUPERF_UNITY_BUILD)
+    set_target_properties(${ARGN} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${XPUPERF_UNITY_BATCH})
+  endif()
+endfunction()
