@@ -37,7 +37,7 @@ configure: deps
 
 # What the main job needs: the xpuperf binary, not the tests.
 run-build: configure-run
-	@echo "Building xpuperf (a fresh build takes about 3 minutes on 2 cores; CMake shows its progress)"
+	@echo "Building xpuperf (a fresh build takes about 2½ minutes on 2 cores; CMake shows its progress)"
 	@cmake --build $(BUILD_DIR) -j$(JOBS) --target xpuperf
 
 build: configure

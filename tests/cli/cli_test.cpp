@@ -135,6 +135,16 @@ TEST(Cli, CompareTwoRuns) {
   EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1 | training_samples_per_second | 13000 | 13000 | 1.000 |"))
       << r.output;
   EXPECT_TRUE(has(r.output, "no significant change")) << r.output;
+  test::TempDir dir;
+  r = xpuperf({"compare", run, run, "--html", dir.path() + "/compare.html"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "Wrote " + dir.path() + "/compare.html")) << r.output;
+  const std::string page = test::read_file(dir.path() + "/compare.html");
+  EXPECT_TRUE(has(page, "<h1>xpuperf compare</h1>")) << page;
+  EXPECT_TRUE(has(page, "no significant change")) << page;
+  r = xpuperf({"compare", run, run, "--html", "/nonexistent/dir/compare.html"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "xpuperf: error: cannot write /nonexistent/dir/compare.html")) << r.output;
   r = xpuperf({"compare", run, "/nonexistent"});
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(has(r.output, "xpuperf: error: /nonexistent is not a run folder")) << r.output;

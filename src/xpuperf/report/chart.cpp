@@ -33,7 +33,9 @@ std::string px(double v) {
 
 }  // namespace
 
-const char* series_colour(std::size_t i) { return kColours[i % (sizeof kColours / sizeof *kColours)]; }
+const char* series_colour(std::size_t i) {
+  return kColours[i % (sizeof kColours / sizeof *kColours)];
+}
 
 std::string html_escape(const std::string& text) {
   std::string out;
@@ -107,7 +109,8 @@ std::vector<double> nice_ticks(double lo, double hi, int count) {
 const char* chart_css() {
   return "figure.chart{margin:1.2em 0}figure.chart figcaption{font-weight:bold;margin-bottom:.2em}"
          "figure.chart svg{display:block;max-width:100%;height:auto}"
-         ".axis{font-size:12px;color:#444}details{margin:.5em 0}summary{cursor:pointer;font-weight:bold}.legend{font-size:13px;margin:.2em 0 0 0}"
+         ".axis{font-size:12px;color:#444}details{margin:.5em "
+         "0}summary{cursor:pointer;font-weight:bold}.legend{font-size:13px;margin:.2em 0 0 0}"
          ".legend span{display:inline-block;margin-right:1.2em;white-space:nowrap}"
          ".legend i{display:inline-block;width:18px;height:3px;vertical-align:middle;margin-right:.4em}"
          "table.bars{border:none}table.bars td{border:none;padding:2px 6px;text-align:left;vertical-align:middle}"
@@ -151,8 +154,8 @@ std::string line_chart_html(const LineChart& chart) {
        << "\" viewBox=\"0 0 " << kWidth << " " << kHeight << "\" role=\"img\" font-family=\"sans-serif\"><title>"
        << html_escape(chart.title) << "</title>";
   for (double t : yt)
-    html << "<line x1=\"" << px(left) << "\" x2=\"" << px(left + w) << "\" y1=\"" << px(Y(t)) << "\" y2=\""
-         << px(Y(t)) << "\" stroke=\"#e4e4e4\"/><text x=\"" << px(left - 6) << "\" y=\"" << px(Y(t) + 4)
+    html << "<line x1=\"" << px(left) << "\" x2=\"" << px(left + w) << "\" y1=\"" << px(Y(t)) << "\" y2=\"" << px(Y(t))
+         << "\" stroke=\"#e4e4e4\"/><text x=\"" << px(left - 6) << "\" y=\"" << px(Y(t) + 4)
          << "\" text-anchor=\"end\" font-size=\"11\" fill=\"#444\">" << short_number(t) << "</text>";
   for (std::size_t i = 0; i < xt.size(); ++i) {
     const double t = xt[i];
@@ -179,18 +182,19 @@ std::string line_chart_html(const LineChart& chart) {
     const double x = X(chart.markers[m].x);
     const bool right_half = x > left + w / 2;
     html << "<line x1=\"" << px(x) << "\" x2=\"" << px(x) << "\" y1=\"" << kTop << "\" y2=\"" << px(kTop + h)
-         << "\" stroke=\"" << series_colour(chart.markers[m].colour >= 0 ? static_cast<std::size_t>(chart.markers[m].colour) : m)
-         << "\" stroke-dasharray=\"2 3\"/><text x=\""
-         << px(right_half ? x - 4 : x + 4) << "\" y=\"" << px(kTop + 12 + 13 * static_cast<double>(m))
-         << "\" text-anchor=\"" << (right_half ? "end" : "start") << "\" font-size=\"11\" fill=\"#333\">"
-         << html_escape(chart.markers[m].label) << "</text>";
+         << "\" stroke=\""
+         << series_colour(chart.markers[m].colour >= 0 ? static_cast<std::size_t>(chart.markers[m].colour) : m)
+         << "\" stroke-dasharray=\"2 3\"/><text x=\"" << px(right_half ? x - 4 : x + 4) << "\" y=\""
+         << px(kTop + 12 + 13 * static_cast<double>(m)) << "\" text-anchor=\"" << (right_half ? "end" : "start")
+         << "\" font-size=\"11\" fill=\"#333\">" << html_escape(chart.markers[m].label) << "</text>";
   }
   for (std::size_t i = 0; i < chart.series.size(); ++i) {
     const auto& s = chart.series[i];
     const std::size_t step = std::max<std::size_t>(1, s.points.size() / kMaxPoints);
     html << "<polyline fill=\"none\" stroke=\"" << series_colour(i) << "\" stroke-width=\"1.8\" points=\"";
     for (std::size_t k = 0; k < s.points.size(); k += step)
-      if (std::isfinite(s.points[k].second)) html << px(X(s.points[k].first)) << "," << px(Y(s.points[k].second)) << " ";
+      if (std::isfinite(s.points[k].second))
+        html << px(X(s.points[k].first)) << "," << px(Y(s.points[k].second)) << " ";
     html << "\"/>";
     if (s.dots || s.points.size() == 1)
       for (const auto& [x, y] : s.points)

@@ -39,7 +39,7 @@ std::string line_chart_html(const LineChart& chart);
 struct Bar {
   std::string label;
   double value = 0;
-  std::string text;  // what is written beside the bar ("0.283 TFLOP/s (28.3 %)")
+  std::string text;        // what is written beside the bar ("0.283 TFLOP/s (28.3 %)")
   bool reference = false;  // drawn in grey: a datasheet figure, a baseline
 };
 
