@@ -388,6 +388,13 @@ int run_node(const NodeRequest& original) {
     std::cerr << "xpuperf node: clear_caches: " << status["clear_caches"].get<std::string>() << "\n";
   }
 
+  // From here on a stop signal is recorded, not fatal: a round's container may exist from the
+  // next line on, and it must be removed and node_status.json written however the round ends.
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
   RoundContainer container(request, status);
   if (container.enabled()) {
     const std::string problem = container.start();
@@ -422,13 +429,16 @@ int run_node(const NodeRequest& original) {
     monitors->start();
   }
 
+  if (g_stop_signal != 0) {  // stopped while the container or the monitors started
+    if (monitors) monitors->stop();
+    container.remove();
+    return finish(kNodeInterrupted,
+                  "stopped by signal " + std::to_string(g_stop_signal.load()) + " before the ranks started");
+  }
+
   // The ranks of this node: global rank = node_rank * nproc + local rank.
   std::vector<std::unique_ptr<Process>> ranks;
   std::vector<int> global_ranks;
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
   for (int local = 0; local < key->nproc; ++local) {
     ProcessSpec spec = rank_process(request, *key, *config, local);
     const int rank = request.node_rank * key->nproc + local;
