@@ -123,6 +123,7 @@ void training_charts(std::ostringstream& page, const std::vector<RoundCurves>& r
     if (first.target) m.y_line_label = "target " + short_number(*first.target);
     // One marker a moment: rounds that reached the target at the same step share it.
     std::map<std::string, std::pair<std::string, Marker>> moments;  // what it says -> (rounds, marker)
+    std::map<std::string, int> shared;                              // rounds beyond the first there
     for (std::size_t i = 0; i < rounds.size(); ++i) {
       const auto& rc = rounds[i];
       m.series.push_back({rc.label, xy(rc.curves.metric, by_time), true});
@@ -132,9 +133,12 @@ void training_charts(std::ostringstream& page, const std::vector<RoundCurves>& r
       auto [it, fresh] =
           moments.try_emplace(when, rc.label, Marker{by_time ? hit.seconds : hit.step, "", static_cast<int>(i)});
       if (!fresh) it->second.first += ", " + rc.label;
+      if (!fresh) ++shared[when];
     }
     for (auto& [when, named] : moments) {
-      named.second.label = (rounds.size() > 1 ? named.first + ": " : std::string()) + "target reached at " + when;
+      // Three or more rounds at one moment are counted, not listed: the label stays short.
+      const std::string who = shared[when] >= 2 ? std::to_string(shared[when] + 1) + " rounds" : named.first;
+      named.second.label = (rounds.size() > 1 ? who + ": " : std::string()) + "target reached at " + when;
       m.markers.push_back(named.second);
     }
     page << line_chart_html(m) << "\n";
