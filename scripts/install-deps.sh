@@ -34,6 +34,8 @@ if [[ $mode == test ]]; then
     libgtest-dev libgmock-dev
     # PyTorch in Python makes the TorchScript and state_dict files the inference tests load
     python3-torch
+    # torchvision's models are the reference the model zoo is checked against
+    python3-torchvision
     # the ssh and slurm launchers run against a real sshd and a one-node Slurm
     openssh-client openssh-server slurm-wlm
     # containers: rounds in podman (runc; the test image is made with debootstrap)

@@ -2,12 +2,13 @@
 // resize-256 / centre-crop-224 / normalise) or synthetic images labelled as such; top-1 accuracy
 // judged on the CPU. Weights from a torchvision state_dict or a LibTorch archive.
 
+#include "xpuperf/models/resnet50.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <thread>
 
-#include "cases/inference/resnet50/libtorch/resnet50_model.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/data/image_folder.h"
 #include "xpuperf/infer/inference_case.h"
@@ -22,6 +23,8 @@
 
 namespace xpuperf::cases {
 namespace {
+using models::ResNet50;
+using models::ResNet50Impl;
 
 constexpr int kImage = 224;
 

@@ -7,7 +7,7 @@
 
 #include "xpuperf/infer/folding.h"
 
-namespace xpuperf::cases {
+namespace xpuperf::models {
 
 inline torch::nn::Conv2d resnet_conv(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t stride) {
   return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
@@ -130,4 +130,4 @@ struct ResNet50Impl : torch::nn::Module, infer::FoldsBatchNorm {
 };
 TORCH_MODULE(ResNet50);
 
-}  // namespace xpuperf::cases
+}  // namespace xpuperf::models

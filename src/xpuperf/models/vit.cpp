@@ -1,0 +1,105 @@
+#include "xpuperf/models/vit.h"
+
+#include <cmath>
+#include <string>
+
+namespace xpuperf::models {
+
+namespace nn = torch::nn;
+
+SelfAttentionImpl::SelfAttentionImpl(std::int64_t hidden, std::int64_t heads_, double dropout_)
+    : heads(heads_), dropout(dropout_) {
+  TORCH_CHECK(hidden % heads == 0, "ViT: hidden size ", hidden, " is not a multiple of the ", heads, " heads");
+  in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * hidden, hidden}));
+  in_proj_bias = register_parameter("in_proj_bias", torch::zeros({3 * hidden}));
+  out_proj = register_module("out_proj", nn::Linear(hidden, hidden));
+  // As torch.nn.MultiheadAttention initialises itself.
+  nn::init::xavier_uniform_(in_proj_weight);
+  nn::init::zeros_(out_proj->bias);
+}
+
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
+  const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
+  // (b, t, 3d) -> three (b, heads, t, hd)
+  const auto qkv = torch::nn::functional::linear(x, in_proj_weight, in_proj_bias)
+                       .view({b, t, 3, heads, hd})
+                       .permute({2, 0, 3, 1, 4});
+  const auto q = qkv[0], k = qkv[1], v = qkv[2];
+  auto weights = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd)), -1);
+  if (dropout > 0 && is_training()) weights = torch::dropout(weights, dropout, true);
+  const auto y = torch::matmul(weights, v).transpose(1, 2).reshape({b, t, d});
+  return out_proj(y);
+}
+
+EncoderBlockImpl::EncoderBlockImpl(const ViTConfig& c) {
+  ln_1 = register_module("ln_1", nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(1e-6)));
+  self_attention = register_module("self_attention", SelfAttention(c.hidden, c.heads, c.attention_dropout));
+  drop = register_module("dropout", nn::Dropout(c.dropout));
+  ln_2 = register_module("ln_2", nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(1e-6)));
+  // torchvision's MLPBlock: 0 Linear, 1 GELU, 2 Dropout, 3 Linear, 4 Dropout.
+  mlp = register_module("mlp", nn::Sequential(nn::Linear(c.hidden, c.mlp), nn::GELU(), nn::Dropout(c.dropout),
+                                              nn::Linear(c.mlp, c.hidden), nn::Dropout(c.dropout)));
+  for (std::size_t i : {0u, 3u}) {
+    auto& linear = *mlp[i]->as<nn::Linear>();
+    nn::init::xavier_uniform_(linear.weight);
+    nn::init::normal_(linear.bias, 0.0, 1e-6);
+  }
+}
+
+torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
+  const auto x = drop(self_attention(ln_1(input))) + input;
+  return x + mlp->forward(ln_2(x));
+}
+
+EncoderImpl::EncoderImpl(const ViTConfig& c) {
+  pos_embedding = register_parameter("pos_embedding", torch::empty({1, c.tokens(), c.hidden}));
+  nn::init::normal_(pos_embedding, 0.0, 0.02);
+  dropout = register_module("dropout", nn::Dropout(c.dropout));
+  layers = register_module("layers", nn::Sequential());
+  for (std::int64_t i = 0; i < c.layers; ++i) layers->push_back("encoder_layer_" + std::to_string(i), EncoderBlock(c));
+  ln = register_module("ln", nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(1e-6)));
+}
+
+torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens) {
+  return ln(layers->forward(dropout(tokens + pos_embedding)));
+}
+
+VisionTransformerImpl::VisionTransformerImpl(const ViTConfig& c) : config(c) {
+  TORCH_CHECK(c.image_size % c.patch_size == 0, "ViT: image size ", c.image_size, " is not a multiple of the patch ",
+              c.patch_size);
+  class_token = register_parameter("class_token", torch::zeros({1, 1, c.hidden}));
+  conv_proj = register_module(
+      "conv_proj", nn::Conv2d(nn::Conv2dOptions(3, c.hidden, c.patch_size).stride(c.patch_size)));
+  encoder = register_module("encoder", Encoder(c));
+  heads = register_module("heads", nn::Sequential());
+  heads->push_back("head", nn::Linear(c.hidden, c.classes));
+  // As torchvision: a normal patch projection of std √(1/fan_in) (its trunc_normal_ cuts at ±2,
+  // absolute, which this std never reaches), a zero head.
+  nn::init::normal_(conv_proj->weight, 0.0, std::sqrt(1.0 / static_cast<double>(3 * c.patch_size * c.patch_size)));
+  nn::init::zeros_(conv_proj->bias);
+  auto& head = *heads[0]->as<nn::Linear>();
+  nn::init::zeros_(head.weight);
+  nn::init::zeros_(head.bias);
+}
+
+torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
+  const auto n = images.size(0);
+  // (n, hidden, h/p, w/p) -> (n, patches, hidden), the class token first.
+  auto x = conv_proj(images).flatten(2).transpose(1, 2);
+  x = torch::cat({class_token.expand({n, -1, -1}), x}, 1);
+  x = encoder(x);
+  return heads->forward(x.select(1, 0));
+}
+
+double VisionTransformerImpl::forward_flops() const {
+  const double t = static_cast<double>(config.tokens()), d = static_cast<double>(config.hidden);
+  const double patches = t - 1, patch_in = 3.0 * static_cast<double>(config.patch_size * config.patch_size);
+  const double per_layer = t * 4 * d * d                                       // q, k, v and out projections
+                           + 2 * t * d * static_cast<double>(config.mlp)        // the two MLP linears
+                           + 2 * t * t * d;                                     // q·kᵀ and weights·v
+  const double macs = patches * patch_in * d + static_cast<double>(config.layers) * per_layer +
+                      d * static_cast<double>(config.classes);
+  return 2 * macs;
+}
+
+}  // namespace xpuperf::models

@@ -1,0 +1,76 @@
+#pragma once
+// Vision Transformer (Dosovitskiy et al.), laid out and named as torchvision's
+// VisionTransformer, so that a torchvision state_dict (torch.save(dict(model.state_dict()), F))
+// loads unchanged: vit_b_16 (patch 16, 12 layers, width 768, 12 heads, MLP 3072) has 86,567,656
+// parameters. The encoder blocks are modules of their own, so a later tensor-parallel or
+// checkpointing switch can wrap them.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace xpuperf::models {
+
+struct ViTConfig {
+  std::int64_t image_size = 224, patch_size = 16, layers = 12, hidden = 768, heads = 12, mlp = 3072;
+  std::int64_t classes = 1000;
+  double dropout = 0.0, attention_dropout = 0.0;
+
+  static ViTConfig b16() { return {}; }
+  static ViTConfig l16() { return {224, 16, 24, 1024, 16, 4096, 1000, 0.0, 0.0}; }
+  std::int64_t tokens() const { return (image_size / patch_size) * (image_size / patch_size) + 1; }
+};
+
+// torch.nn.MultiheadAttention's parameters (in_proj_weight, in_proj_bias, out_proj), batch first.
+struct SelfAttentionImpl : torch::nn::Module {
+  SelfAttentionImpl(std::int64_t hidden, std::int64_t heads, double dropout);
+  torch::Tensor forward(const torch::Tensor& x);  // (batch, tokens, hidden)
+
+  std::int64_t heads;
+  double dropout;
+  torch::Tensor in_proj_weight, in_proj_bias;
+  torch::nn::Linear out_proj{nullptr};
+};
+TORCH_MODULE(SelfAttention);
+
+// Pre-norm block: x + attention(ln_1(x)), then + mlp(ln_2(.)); mlp.0 and mlp.3 are its linears.
+struct EncoderBlockImpl : torch::nn::Module {
+  explicit EncoderBlockImpl(const ViTConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  SelfAttention self_attention{nullptr};
+  torch::nn::Sequential mlp{nullptr};
+  torch::nn::Dropout drop{nullptr};
+};
+TORCH_MODULE(EncoderBlock);
+
+// encoder.pos_embedding, encoder.layers.encoder_layer_<i>, encoder.ln
+struct EncoderImpl : torch::nn::Module {
+  explicit EncoderImpl(const ViTConfig& c);
+  torch::Tensor forward(const torch::Tensor& tokens);
+
+  torch::Tensor pos_embedding;
+  torch::nn::Dropout dropout{nullptr};
+  torch::nn::Sequential layers{nullptr};
+  torch::nn::LayerNorm ln{nullptr};
+};
+TORCH_MODULE(Encoder);
+
+struct VisionTransformerImpl : torch::nn::Module {
+  explicit VisionTransformerImpl(const ViTConfig& c = ViTConfig::b16());
+  torch::Tensor forward(const torch::Tensor& images);  // (batch, 3, size, size) -> logits
+
+  // Multiply-adds of one image's forward pass × 2 (what MFU counts): the patch projection, the
+  // linears and the attention products; norms, softmax and GELU are left out, as is usual.
+  double forward_flops() const;
+
+  ViTConfig config;
+  torch::Tensor class_token;
+  torch::nn::Conv2d conv_proj{nullptr};
+  Encoder encoder{nullptr};
+  torch::nn::Sequential heads{nullptr};  // heads.head
+};
+TORCH_MODULE(VisionTransformer);
+
+}  // namespace xpuperf::models
