@@ -25,6 +25,8 @@ packages=(
   libopenblas-dev
   # inference: ONNX export and the OpenCV engine
   libonnx-dev libopencv-dev
+  # JPEG decoding on the CPU (image folders) and the data tool's encoder
+  libturbojpeg0-dev
   # the quickstart's data (plans/quickstart.yaml)
   dataset-fashion-mnist
 )

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "cli_util.h"
 
 namespace xpuperf {
@@ -35,6 +37,32 @@ TEST(Cli, AnUnknownCommandIsNamedWithTheClosestOne) {
   EXPECT_EQ(none.code, 1) << "a missing command is bad input: " << none.output;
   const Result bad_option = xpuperf({"check", "--no-such-option", "plans/good.yaml"});
   EXPECT_EQ(bad_option.code, 1) << bad_option.output;
+}
+
+TEST(Cli, DataWritesAFashionMnistJpegFolderAndChecksIt) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "no Fashion-MNIST";
+  test::TempDir dir;
+  Result r = xpuperf(
+      {"data", "fashion-mnist", "-o", dir.path(), "--train-per-class", "4", "--val-per-class", "2", "--size", "40"});
+  if (has(r.output, "built without libjpeg-turbo")) GTEST_SKIP() << r.output;
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "(40 images) and " + dir.path() + "/val (20 images): 10 classes, 40x40 RGB JPEG"))
+      << r.output;
+  r = xpuperf({"data", "check", dir.path() + "/train", "--expect-classes", "10"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "10 classes, 40 images (4 to 4 a class")) << r.output;
+  EXPECT_TRUE(has(r.output, "Every image decodes.")) << r.output;
+  dir.write("train/5_sandal/empty.JPEG", "");
+  r = xpuperf({"data", "check", dir.path() + "/train"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "1 file does not decode")) << r.output;
+  EXPECT_TRUE(has(r.output, "train/5_sandal/empty.JPEG: not a JPEG file")) << r.output;
+  r = xpuperf({"data", "check", dir.path() + "/train", "--expect-classes", "1000"});
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "error: 10 class folders, expected 1000")) << r.output;
+  r = xpuperf({"data", "check", dir.path() + "/nothing"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "xpuperf: error: image folder")) << r.output;
 }
 
 TEST(Cli, CheckAcceptsAGoodPlan) {

@@ -92,17 +92,20 @@ void expect_same_outputs(torch::nn::Module& model, const std::function<torch::Te
 
 TEST(Models, ResNet50GivesTorchvisionsOutputs) {
   ResNet50 m;
-  expect_same_outputs(*m, [&](torch::Tensor x) { return m->forward(x); }, "resnet50");
+  expect_same_outputs(
+      *m, [&](torch::Tensor x) { return m->forward(x); }, "resnet50");
 }
 
 TEST(Models, ViTB16GivesTorchvisionsOutputs) {
   VisionTransformer m;
-  expect_same_outputs(*m, [&](torch::Tensor x) { return m->forward(x); }, "vit_b_16");
+  expect_same_outputs(
+      *m, [&](torch::Tensor x) { return m->forward(x); }, "vit_b_16");
 }
 
 TEST(Models, MobileNetV2GivesTorchvisionsOutputs) {
   MobileNetV2 m;
-  expect_same_outputs(*m, [&](torch::Tensor x) { return m->forward(x); }, "mobilenet_v2");
+  expect_same_outputs(
+      *m, [&](torch::Tensor x) { return m->forward(x); }, "mobilenet_v2");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -168,6 +169,106 @@ TEST(ImageFolder, MissingOrEmptyFoldersAreClearErrors) {
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("n01' has no images"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace xpuperf::data
+
+#include <sstream>
+
+#include "xpuperf/core/progress.h"
+#include "xpuperf/data/image_tools.h"
+#include "xpuperf/data/jpeg.h"
+
+namespace xpuperf::data {
+namespace {
+
+TEST(Jpeg, RoundTripsAnImageAndRejectsBadBytesWithAReason) {
+  if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
+  RgbImage image{48, 32, {}};
+  for (int y = 0; y < 32; ++y)
+    for (int x = 0; x < 48; ++x)
+      for (int c = 0; c < 3; ++c) image.pixels.push_back(static_cast<std::uint8_t>(x * 3 + y + c * 20));
+  JpegCodec codec;
+  const auto jpeg = codec.encode(image, 95);
+  RgbImage back;
+  std::string error;
+  ASSERT_TRUE(codec.decode(jpeg.data(), jpeg.size(), back, error)) << error;
+  EXPECT_EQ(back.width, 48);
+  EXPECT_EQ(back.height, 32);
+  int worst = 0;
+  for (std::size_t i = 0; i < back.pixels.size(); ++i)
+    worst = std::max(worst, std::abs(back.pixels[i] - image.pixels[i]));
+  EXPECT_LE(worst, 12) << "lossy, but close";
+
+  // Cut in the middle of the scan: libjpeg-turbo's warning is an error here.
+  const std::vector<std::uint8_t> cut(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(jpeg.size() * 9 / 10));
+  EXPECT_FALSE(codec.decode(cut.data(), cut.size(), back, error));
+  EXPECT_NE(error.find("Premature end"), std::string::npos) << error;
+  const std::vector<std::uint8_t> headers_only(jpeg.begin(), jpeg.begin() + 100);
+  EXPECT_FALSE(codec.decode(headers_only.data(), headers_only.size(), back, error));
+  EXPECT_FALSE(error.empty());
+  const std::string text = "not an image";
+  EXPECT_FALSE(codec.decode(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), back, error));
+  EXPECT_EQ(error, "not a JPEG file (no start-of-image marker)");
+}
+
+TEST(ImageTools, GreyUpscaledToRgbKeepsItsValues) {
+  const std::uint8_t flat[4] = {100, 100, 100, 100};
+  for (std::uint8_t v : grey_to_rgb_resized(flat, 2, 2, 8)) EXPECT_EQ(v, 100);
+  const std::uint8_t ramp[2] = {0, 200};  // 2 × 1
+  const auto rgb = grey_to_rgb_resized(ramp, 2, 1, 4);
+  EXPECT_EQ(rgb[0], 0);        // the left edge
+  EXPECT_EQ(rgb[3 * 3], 200);  // the right edge of the first row
+  EXPECT_EQ(rgb[0], rgb[2]) << "grey in every channel";
+}
+
+TEST(ImageTools, FashionMnistBecomesAJpegFolderThatChecksClean) {
+  if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
+  const std::string idx = "/usr/share/datasets/fashion-mnist";
+  if (!std::filesystem::exists(idx)) GTEST_SKIP() << "apt-get install dataset-fashion-mnist";
+  test::TempDir dir;
+  FashionJpegOptions o;
+  o.idx_dir = idx;
+  o.out_dir = dir.path();
+  o.size = 32;
+  o.train_per_class = 3;
+  o.val_per_class = 2;
+  std::size_t last_done = 0, last_total = 0;
+  const auto r = write_fashion_mnist_jpeg(o, [&](std::size_t d, std::size_t t) {
+    last_done = d;
+    last_total = t;
+  });
+  EXPECT_EQ(r.train_images, 30);
+  EXPECT_EQ(r.val_images, 20);
+  EXPECT_EQ(last_done, 50u);
+  EXPECT_EQ(last_total, 50u);
+  const auto folder = list_image_folder(dir.path() + "/train");
+  EXPECT_EQ(folder.classes.front(), "0_tshirt_top");
+  EXPECT_EQ(folder.classes.back(), "9_ankle_boot");
+
+  FolderCheck c = check_image_folder(dir.path() + "/val", 2, nullptr);
+  EXPECT_EQ(c.classes, 10u);
+  EXPECT_EQ(c.images, 20u);
+  EXPECT_EQ(c.min_per_class, 2u);
+  EXPECT_TRUE(c.unreadable.empty());
+  EXPECT_EQ(c.mean_width, 32);
+  dir.write("val/3_dress/broken.JPEG", "\xff\xd8 cut off");
+  c = check_image_folder(dir.path() + "/val", 2, nullptr);
+  ASSERT_EQ(c.unreadable.size(), 1u);
+  EXPECT_EQ(c.unreadable[0].first, dir.path() + "/val/3_dress/broken.JPEG");
+  EXPECT_EQ(c.max_per_class, 3u);
+}
+
+TEST(Progress, OffATerminalALineEachTenthAndTheLast) {
+  std::ostringstream out;
+  ProgressBar bar("work", 100, out, false);
+  for (std::size_t i = 0; i <= 100; ++i) bar.update(i);
+  bar.finish();
+  const std::string text = out.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 11) << text;  // 0 %, 10 % … 90 %, and the end
+  EXPECT_NE(text.find("work [##############################] 100% 100/100"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos);
 }
 
 }  // namespace

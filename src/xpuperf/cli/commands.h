@@ -43,5 +43,6 @@ void add_compare_command(CLI::App& app, const GlobalOptions& global, int& exit_c
 void add_history_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_base_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_infer_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_data_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace xpuperf::cli

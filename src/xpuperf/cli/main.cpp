@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   cli::add_report_command(app, global, exit_code);
   cli::add_compare_command(app, global, exit_code);
   cli::add_history_command(app, global, exit_code);
+  cli::add_data_command(app, global, exit_code);
 
   if (const auto message = cli::unknown_command(app, argc, argv)) {
     std::cerr << "xpuperf: error: " << *message << "\n";

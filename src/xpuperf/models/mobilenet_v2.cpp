@@ -29,8 +29,8 @@ ConvNormActivation conv_bn_relu6(std::int64_t in, std::int64_t out, std::int64_t
 struct Stage {
   std::int64_t t, c, n, s;
 };
-const std::vector<Stage> kStages = {{1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
-                                    {6, 96, 3, 1},  {6, 160, 3, 2}, {6, 320, 1, 1}};
+const std::vector<Stage> kStages = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
+                                    {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
 constexpr std::int64_t kStem = 32, kLast = 1280;
 
 }  // namespace

@@ -68,8 +68,8 @@ VisionTransformerImpl::VisionTransformerImpl(const ViTConfig& c) : config(c) {
   TORCH_CHECK(c.image_size % c.patch_size == 0, "ViT: image size ", c.image_size, " is not a multiple of the patch ",
               c.patch_size);
   class_token = register_parameter("class_token", torch::zeros({1, 1, c.hidden}));
-  conv_proj = register_module(
-      "conv_proj", nn::Conv2d(nn::Conv2dOptions(3, c.hidden, c.patch_size).stride(c.patch_size)));
+  conv_proj =
+      register_module("conv_proj", nn::Conv2d(nn::Conv2dOptions(3, c.hidden, c.patch_size).stride(c.patch_size)));
   encoder = register_module("encoder", Encoder(c));
   heads = register_module("heads", nn::Sequential());
   heads->push_back("head", nn::Linear(c.hidden, c.classes));
@@ -94,11 +94,11 @@ torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
 double VisionTransformerImpl::forward_flops() const {
   const double t = static_cast<double>(config.tokens()), d = static_cast<double>(config.hidden);
   const double patches = t - 1, patch_in = 3.0 * static_cast<double>(config.patch_size * config.patch_size);
-  const double per_layer = t * 4 * d * d                                       // q, k, v and out projections
-                           + 2 * t * d * static_cast<double>(config.mlp)        // the two MLP linears
-                           + 2 * t * t * d;                                     // q·kᵀ and weights·v
-  const double macs = patches * patch_in * d + static_cast<double>(config.layers) * per_layer +
-                      d * static_cast<double>(config.classes);
+  const double per_layer = t * 4 * d * d                                  // q, k, v and out projections
+                           + 2 * t * d * static_cast<double>(config.mlp)  // the two MLP linears
+                           + 2 * t * t * d;                               // q·kᵀ and weights·v
+  const double macs =
+      patches * patch_in * d + static_cast<double>(config.layers) * per_layer + d * static_cast<double>(config.classes);
   return 2 * macs;
 }
 

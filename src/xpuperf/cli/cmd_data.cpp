@@ -1,0 +1,119 @@
+// `xpuperf data`: image folders for the vision cases — one written from Fashion-MNIST, so that
+// tests and benchmarks have real JPEGs to decode, and the check of a folder before a long run.
+
+#include <unistd.h>
+
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include "xpuperf/cli/commands.h"
+#include "xpuperf/core/progress.h"
+#include "xpuperf/data/idx.h"
+#include "xpuperf/data/image_tools.h"
+#include "xpuperf/data/jpeg.h"
+
+namespace xpuperf::cli {
+
+namespace {
+
+constexpr int kUnreadable = 2;  // `data check`: the folder has files that do not decode
+
+data::ProgressFn progress_to_stderr(std::unique_ptr<ProgressBar>& bar, const std::string& label) {
+  return [&bar, label](std::size_t done, std::size_t total) {
+    if (!bar) bar = std::make_unique<ProgressBar>(label, total, std::cerr, ::isatty(STDERR_FILENO) != 0);
+    bar->update(done);
+    if (done >= total) bar->finish();
+  };
+}
+
+void require_jpeg() {
+  if (!data::have_jpeg_codec())
+    throw CommandError("this xpuperf was built without libjpeg-turbo (Debian: libturbojpeg0-dev; then rebuild)");
+}
+
+int run_fashion(const data::FashionJpegOptions& o) {
+  require_jpeg();
+  std::unique_ptr<ProgressBar> bar;
+  data::FashionJpegResult r;
+  try {
+    r = data::write_fashion_mnist_jpeg(o, progress_to_stderr(bar, "writing JPEGs"));
+  } catch (const data::DataError& e) {
+    throw CommandError(e.what());
+  }
+  std::cout << "Wrote " << o.out_dir << "/train (" << r.train_images << " images) and " << o.out_dir << "/val ("
+            << r.val_images << " images): 10 classes, " << o.size << "x" << o.size << " RGB JPEG at quality "
+            << o.quality << ", " << std::fixed << std::setprecision(1)
+            << static_cast<double>(r.bytes) / static_cast<double>(r.train_images + r.val_images) / 1024
+            << " KiB a file on average. Upscaled Fashion-MNIST: for tests and decode timing, not ImageNet accuracy.\n";
+  return 0;
+}
+
+int run_check(const std::string& dir, int threads, std::int64_t expect_classes, std::size_t show) {
+  require_jpeg();
+  std::unique_ptr<ProgressBar> bar;
+  data::FolderCheck c;
+  try {
+    c = data::check_image_folder(dir, threads, progress_to_stderr(bar, "decoding"));
+  } catch (const data::DataError& e) {
+    throw CommandError(e.what());
+  }
+  std::cout << dir << ": " << c.classes << " classes, " << c.images << " images (" << c.min_per_class << " to "
+            << c.max_per_class << " a class; fewest: " << c.smallest_class << "), " << std::fixed
+            << std::setprecision(1) << static_cast<double>(c.bytes) / 1e6 << " MB, "
+            << static_cast<double>(c.bytes) / static_cast<double>(std::max<std::size_t>(1, c.images)) / 1024
+            << " KiB a file, mean size " << std::setprecision(0) << c.mean_width << "x" << c.mean_height << ".\n";
+  int code = 0;
+  if (expect_classes > 0 && static_cast<std::int64_t>(c.classes) != expect_classes) {
+    std::cout << "error: " << c.classes << " class folders, expected " << expect_classes << "\n";
+    code = kUnreadable;
+  }
+  if (!c.unreadable.empty()) {
+    std::cout << c.unreadable.size() << (c.unreadable.size() == 1 ? " file does" : " files do")
+              << " not decode (a training run skips and counts them):\n";
+    for (std::size_t i = 0; i < c.unreadable.size() && i < show; ++i)
+      std::cout << "  " << c.unreadable[i].first << ": " << c.unreadable[i].second << "\n";
+    if (c.unreadable.size() > show) std::cout << "  ... and " << c.unreadable.size() - show << " more\n";
+    code = kUnreadable;
+  }
+  if (code == 0) std::cout << "Every image decodes.\n";
+  return code;
+}
+
+}  // namespace
+
+void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
+  auto* cmd = app.add_subcommand("data", "Make and check the image folders the vision cases read");
+  cmd->require_subcommand(1);
+
+  auto fashion = std::make_shared<data::FashionJpegOptions>();
+  fashion->idx_dir = "/usr/share/datasets/fashion-mnist";
+  auto* f = cmd->add_subcommand(
+      "fashion-mnist", "Write an ImageNet-layout JPEG folder (train/<class>/*.JPEG, val/<class>/*.JPEG) from Fashion-MNIST");
+  f->add_option("--idx-dir", fashion->idx_dir, "Fashion-MNIST's IDX files (Debian: dataset-fashion-mnist)")
+      ->capture_default_str();
+  f->add_option("-o,--out", fashion->out_dir, "The folder to write")->required();
+  f->add_option("--size", fashion->size, "Width and height of the RGB images")->capture_default_str();
+  f->add_option("--train-per-class", fashion->train_per_class, "Images a class in train/ (0: all 6,000)")
+      ->capture_default_str();
+  f->add_option("--val-per-class", fashion->val_per_class, "Images a class in val/ (0: all 1,000)")
+      ->capture_default_str();
+  f->add_option("--quality", fashion->quality, "JPEG quality")->capture_default_str();
+  f->add_option("--threads", fashion->threads, "Encoding threads (0: every core)")->capture_default_str();
+  f->callback([&exit_code, fashion] { exit_code = run_fashion(*fashion); });
+
+  auto dir = std::make_shared<std::string>();
+  auto threads = std::make_shared<int>(0);
+  auto classes = std::make_shared<std::int64_t>(0);
+  auto show = std::make_shared<std::size_t>(20);
+  auto* c = cmd->add_subcommand("check", "Check an image folder (<dir>/<class>/<image>) before a long run: "
+                                         "classes, images a class, files that do not decode");
+  c->add_option("dir", *dir, "The folder, e.g. /data/imagenet/train")->required();
+  c->add_option("--threads", *threads, "Decoding threads (0: every core)")->capture_default_str();
+  c->add_option("--expect-classes", *classes, "Fail unless there are this many class folders (ImageNet: 1000)");
+  c->add_option("--show", *show, "Unreadable files to list")->capture_default_str();
+  c->footer("Exit codes: 0 every image decodes, 1 the folder cannot be read, 2 unreadable files or a wrong class count.");
+  c->callback([&exit_code, dir, threads, classes, show] { exit_code = run_check(*dir, *threads, *classes, *show); });
+}
+
+}  // namespace xpuperf::cli

@@ -1,0 +1,176 @@
+#include "xpuperf/data/image_tools.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "xpuperf/data/idx.h"
+#include "xpuperf/data/image_folder.h"
+#include "xpuperf/data/jpeg.h"
+
+namespace xpuperf::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kFashionClasses[] = {"0_tshirt_top", "1_trouser", "2_pullover", "3_dress", "4_coat",
+                                 "5_sandal",     "6_shirt",   "7_sneaker",  "8_bag",   "9_ankle_boot"};
+
+int thread_count(int asked) {
+  if (asked > 0) return asked;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Runs work(i, worker) for i in [0, n) on `threads` threads, each with its worker state; reports
+// progress from the calling thread; rethrows the first exception a thread threw.
+template <typename Worker, typename Work>
+void parallel_for(std::size_t n, int threads, const ProgressFn& progress, Work work) {
+  std::atomic<std::size_t> next{0}, done{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      try {
+        Worker worker;
+        for (std::size_t i; (i = next.fetch_add(1)) < n; done.fetch_add(1)) work(i, worker);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = n;  // the others stop at their next item
+      }
+    });
+  while (done.load() < n && !failure) {
+    if (progress) progress(done.load(), n);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (next.load() >= n && done.load() >= n) break;
+  }
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  if (progress) progress(n, n);
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> grey_to_rgb_resized(const std::uint8_t* grey, int width, int height, int size) {
+  std::vector<std::uint8_t> rgb(static_cast<std::size_t>(size) * static_cast<std::size_t>(size) * 3);
+  const double sx = static_cast<double>(width) / size, sy = static_cast<double>(height) / size;
+  for (int y = 0; y < size; ++y) {
+    const double fy = std::clamp((y + 0.5) * sy - 0.5, 0.0, height - 1.0);
+    const int y0 = static_cast<int>(fy), y1 = std::min(y0 + 1, height - 1);
+    const double wy = fy - y0;
+    for (int x = 0; x < size; ++x) {
+      const double fx = std::clamp((x + 0.5) * sx - 0.5, 0.0, width - 1.0);
+      const int x0 = static_cast<int>(fx), x1 = std::min(x0 + 1, width - 1);
+      const double wx = fx - x0;
+      const double v = (1 - wy) * ((1 - wx) * grey[y0 * width + x0] + wx * grey[y0 * width + x1]) +
+                       wy * ((1 - wx) * grey[y1 * width + x0] + wx * grey[y1 * width + x1]);
+      const auto byte = static_cast<std::uint8_t>(std::lround(std::clamp(v, 0.0, 255.0)));
+      const std::size_t at = (static_cast<std::size_t>(y) * static_cast<std::size_t>(size) + x) * 3;
+      rgb[at] = rgb[at + 1] = rgb[at + 2] = byte;
+    }
+  }
+  return rgb;
+}
+
+FashionJpegResult write_fashion_mnist_jpeg(const FashionJpegOptions& o, const ProgressFn& progress) {
+  if (o.size < 8 || o.size > 4096) throw DataError("--size " + std::to_string(o.size) + ": choose 8 to 4096 pixels");
+  if (o.quality < 1 || o.quality > 100) throw DataError("--quality " + std::to_string(o.quality) + ": choose 1 to 100");
+  struct Item {
+    const IdxImageSet* set;
+    std::size_t index;
+    std::string path;
+  };
+  const IdxImageSet train = read_idx_image_set(o.idx_dir, "train", 10);
+  const IdxImageSet val = read_idx_image_set(o.idx_dir, "t10k", 10);
+  std::vector<Item> items;
+  FashionJpegResult result;
+  for (const auto& [split, set, per_class, count] :
+       {std::tuple<const char*, const IdxImageSet*, std::int64_t, std::int64_t*>{"train", &train, o.train_per_class,
+                                                                                  &result.train_images},
+        {"val", &val, o.val_per_class, &result.val_images}}) {
+    std::int64_t taken[10] = {};
+    for (std::size_t i = 0; i < set->labels.values.size(); ++i) {
+      const int label = set->labels.values[i];
+      if (per_class > 0 && taken[label] >= per_class) continue;
+      ++taken[label];
+      ++*count;
+      const fs::path dir = fs::path(o.out_dir) / split / kFashionClasses[label];
+      char name[32];
+      std::snprintf(name, sizeof name, "%s_%05zu.JPEG", split, i);
+      items.push_back({set, i, (dir / name).string()});
+    }
+    for (const char* c : kFashionClasses) {
+      std::error_code ec;
+      fs::create_directories(fs::path(o.out_dir) / split / c, ec);
+      if (ec) throw DataError("cannot create " + (fs::path(o.out_dir) / split / c).string() + ": " + ec.message());
+    }
+  }
+  std::atomic<std::uint64_t> bytes{0};
+  parallel_for<JpegCodec>(items.size(), thread_count(o.threads), progress, [&](std::size_t i, JpegCodec& codec) {
+    const Item& item = items[i];
+    const auto rows = static_cast<int>(item.set->images.shape[1]), cols = static_cast<int>(item.set->images.shape[2]);
+    const std::uint8_t* grey = item.set->images.values.data() + item.index * static_cast<std::size_t>(rows * cols);
+    const RgbImage image{o.size, o.size, grey_to_rgb_resized(grey, cols, rows, o.size)};
+    const auto jpeg = codec.encode(image, o.quality);
+    std::ofstream out(item.path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+    if (!out) throw DataError("cannot write " + item.path);
+    bytes += jpeg.size();
+  });
+  result.bytes = bytes;
+  return result;
+}
+
+FolderCheck check_image_folder(const std::string& dir, int threads, const ProgressFn& progress) {
+  const ImageFolder folder = list_image_folder(dir);
+  FolderCheck check;
+  check.dir = dir;
+  check.classes = folder.classes.size();
+  check.images = folder.images.size();
+  std::vector<std::size_t> per_class(folder.classes.size(), 0);
+  for (const auto& image : folder.images) ++per_class[static_cast<std::size_t>(image.label)];
+  const auto smallest = std::min_element(per_class.begin(), per_class.end());
+  check.min_per_class = *smallest;
+  check.max_per_class = *std::max_element(per_class.begin(), per_class.end());
+  check.smallest_class = folder.classes[static_cast<std::size_t>(smallest - per_class.begin())];
+
+  struct Worker {
+    JpegCodec codec;
+    std::vector<std::uint8_t> bytes;
+    RgbImage image;
+  };
+  std::mutex mutex;
+  std::uint64_t total_bytes = 0;
+  double widths = 0, heights = 0;
+  std::size_t decoded = 0;
+  parallel_for<Worker>(folder.images.size(), thread_count(threads), progress, [&](std::size_t i, Worker& w) {
+    const std::string& path = folder.images[i].path;
+    std::string error;
+    const bool ok = read_file_bytes(path, w.bytes, error) && w.codec.decode(w.bytes.data(), w.bytes.size(), w.image, error);
+    std::lock_guard<std::mutex> lock(mutex);
+    total_bytes += w.bytes.size();
+    if (!ok) {
+      check.unreadable.emplace_back(path, error);
+      return;
+    }
+    ++decoded;
+    widths += w.image.width;
+    heights += w.image.height;
+  });
+  std::sort(check.unreadable.begin(), check.unreadable.end());
+  check.bytes = total_bytes;
+  if (decoded > 0) {
+    check.mean_width = widths / static_cast<double>(decoded);
+    check.mean_height = heights / static_cast<double>(decoded);
+  }
+  return check;
+}
+
+}  // namespace xpuperf::data

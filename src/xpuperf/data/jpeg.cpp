@@ -1,0 +1,98 @@
+#include "xpuperf/data/jpeg.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#ifdef XPUPERF_HAVE_TURBOJPEG
+#include <turbojpeg.h>
+#endif
+
+namespace xpuperf::data {
+
+bool read_file_bytes(const std::string& path, std::vector<std::uint8_t>& out, std::string& error) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    error = std::strerror(errno);
+    return false;
+  }
+  const auto size = static_cast<std::size_t>(in.tellg());
+  out.resize(size);
+  in.seekg(0);
+  if (size > 0 && !in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(size))) {
+    error = "read failed";
+    return false;
+  }
+  return true;
+}
+
+#ifdef XPUPERF_HAVE_TURBOJPEG
+
+bool have_jpeg_codec() { return true; }
+
+JpegCodec::JpegCodec() : decoder_(tjInitDecompress()), encoder_(tjInitCompress()) {
+  if (!decoder_ || !encoder_) throw std::runtime_error("libjpeg-turbo could not start: " + std::string(tjGetErrorStr()));
+}
+
+JpegCodec::~JpegCodec() {
+  if (decoder_) tjDestroy(decoder_);
+  if (encoder_) tjDestroy(encoder_);
+}
+
+bool JpegCodec::decode(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error) {
+  int width = 0, height = 0, subsampling = 0, colourspace = 0;
+  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) {
+    error = "not a JPEG file (no start-of-image marker)";
+    return false;
+  }
+  if (tjDecompressHeader3(decoder_, data, static_cast<unsigned long>(size), &width, &height, &subsampling,
+                          &colourspace) != 0) {
+    error = tjGetErrorStr2(decoder_);
+    return false;
+  }
+  if (width <= 0 || height <= 0) {
+    error = "an image of " + std::to_string(width) + "x" + std::to_string(height) + " pixels";
+    return false;
+  }
+  out.width = width;
+  out.height = height;
+  out.pixels.resize(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3);
+  // A truncated file decodes with a warning (the missing rows grey); ImageNet pipelines reject it.
+  if (tjDecompress2(decoder_, data, static_cast<unsigned long>(size), out.pixels.data(), width, 0, height, TJPF_RGB,
+                    TJFLAG_STOPONWARNING) != 0) {
+    error = tjGetErrorStr2(decoder_);
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::uint8_t> JpegCodec::encode(const RgbImage& image, int quality) {
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  if (tjCompress2(encoder_, image.pixels.data(), image.width, 0, image.height, TJPF_RGB, &buffer, &size, TJSAMP_420,
+                  quality, 0) != 0)
+    throw std::runtime_error("libjpeg-turbo could not encode an image: " + std::string(tjGetErrorStr2(encoder_)));
+  std::vector<std::uint8_t> out(buffer, buffer + size);
+  tjFree(buffer);
+  return out;
+}
+
+#else
+
+namespace {
+const char* kMissing = "this xpuperf was built without libjpeg-turbo (Debian: libturbojpeg0-dev)";
+}
+
+bool have_jpeg_codec() { return false; }
+JpegCodec::JpegCodec() { throw std::runtime_error(kMissing); }
+JpegCodec::~JpegCodec() = default;
+bool JpegCodec::decode(const std::uint8_t*, std::size_t, RgbImage&, std::string& error) {
+  error = kMissing;
+  return false;
+}
+std::vector<std::uint8_t> JpegCodec::encode(const RgbImage&, int) { throw std::runtime_error(kMissing); }
+
+#endif
+
+}  // namespace xpuperf::data

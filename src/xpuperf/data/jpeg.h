@@ -1,0 +1,42 @@
+#pragma once
+// JPEG decoding and encoding on the CPU through libjpeg-turbo (Debian's libturbojpeg): the image
+// pipeline's fallback where no GPU decoder is, and the data tool's encoder. Torch-free.
+// A codec holds a libjpeg-turbo handle, which is not thread-safe: one codec a thread.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xpuperf::data {
+
+struct RgbImage {
+  int width = 0, height = 0;
+  std::vector<std::uint8_t> pixels;  // height × width × 3, row-major
+};
+
+// Whether this build has libjpeg-turbo; without it every call fails with a message saying so.
+bool have_jpeg_codec();
+
+class JpegCodec {
+ public:
+  JpegCodec();
+  ~JpegCodec();
+  JpegCodec(const JpegCodec&) = delete;
+  JpegCodec& operator=(const JpegCodec&) = delete;
+
+  // Decodes to RGB. A corrupt, truncated or non-JPEG input returns false with `error` saying
+  // why (libjpeg-turbo's words); it never throws for bad data.
+  bool decode(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error);
+  // Encodes RGB at `quality` (1–100, 4:2:0 chroma as cameras and ImageNet's files do).
+  std::vector<std::uint8_t> encode(const RgbImage& image, int quality);
+
+ private:
+  void* decoder_ = nullptr;
+  void* encoder_ = nullptr;
+};
+
+// Reads a whole file; false with `error` when it cannot.
+bool read_file_bytes(const std::string& path, std::vector<std::uint8_t>& out, std::string& error);
+
+}  // namespace xpuperf::data
