@@ -273,3 +273,122 @@ TEST(Progress, OffATerminalALineEachTenthAndTheLast) {
 
 }  // namespace
 }  // namespace xpuperf::data
+
+#include "xpuperf/data/image_loader.h"
+#include "xpuperf/data/image_transforms.h"
+
+namespace xpuperf::data {
+namespace {
+
+TEST(ImageTransforms, RandomResizedCropStaysInsideAndCoversEightToHundredPercent) {
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 500; ++i) {
+    const CropBox b = random_resized_crop_box(500, 375, rng);
+    ASSERT_GE(b.x, 0);
+    ASSERT_GE(b.y, 0);
+    ASSERT_LE(b.x + b.width, 500);
+    ASSERT_LE(b.y + b.height, 375);
+    const double share = static_cast<double>(b.width) * b.height / (500.0 * 375.0);
+    EXPECT_GE(share, 0.075);
+    EXPECT_LE(share, 1.0);
+  }
+  std::mt19937_64 a(9), b(9);
+  const CropBox first = random_resized_crop_box(640, 480, a), second = random_resized_crop_box(640, 480, b);
+  EXPECT_EQ(first.x, second.x);
+  EXPECT_EQ(first.width, second.width);
+}
+
+TEST(ImageTransforms, TheEvaluationCropIsResize256ThenCentre224) {
+  const CropBox b = center_crop_box(500, 375, 256, 224);  // the shorter side 375 -> 256
+  EXPECT_EQ(b.width, 328);                                // 224 × 375 / 256
+  EXPECT_EQ(b.height, 328);
+  EXPECT_EQ(b.x, 86);
+  EXPECT_EQ(b.y, 23);
+}
+
+TEST(ImageTransforms, AnUnscaledCropCopiesAndAFlipMirrors) {
+  RgbImage img{4, 2, {}};
+  for (int i = 0; i < 4 * 2 * 3; ++i) img.pixels.push_back(static_cast<std::uint8_t>(i * 10));
+  std::vector<std::uint8_t> out(4 * 2 * 3);
+  resize_crop(img, {0, 0, 4, 2}, 4, 2, false, out.data());
+  EXPECT_EQ(out, img.pixels);
+  resize_crop(img, {0, 0, 4, 2}, 4, 2, true, out.data());
+  EXPECT_EQ(out[0], img.pixels[9]) << "the first pixel is the row's last";
+  EXPECT_EQ(out[9 + 2], img.pixels[2]);
+}
+
+TEST(ImageLoader, BatchesAreTheSameWhateverTheThreadsAndBadFilesAreSkippedOnce) {
+  if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "no Fashion-MNIST";
+  test::TempDir dir;
+  FashionJpegOptions f;
+  f.idx_dir = "/usr/share/datasets/fashion-mnist";
+  f.out_dir = dir.path();
+  f.size = 40;
+  f.train_per_class = 3;
+  f.val_per_class = 1;
+  write_fashion_mnist_jpeg(f, nullptr);
+
+  ImageLoaderOptions o;
+  o.image_size = 32;
+  o.batch_size = 4;
+  o.seed = 5;
+  auto batches = [&](int threads) {
+    o.threads = threads;
+    ImageFolderLoader loader(list_image_folder(dir.path() + "/train"), o);
+    loader.start_epoch(1);
+    EXPECT_EQ(loader.batches_in_epoch(), 7);  // 30 images, the last partial batch dropped
+    std::vector<ImageBatch> out;
+    while (auto b = loader.next()) out.push_back(std::move(*b));
+    return out;
+  };
+  const auto one = batches(1), three = batches(3);
+  ASSERT_EQ(one.size(), 7u);
+  ASSERT_EQ(three.size(), 7u);
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i].size, 4);
+    EXPECT_EQ(one[i].pixels.size(), 4u * 32 * 32 * 3);
+    EXPECT_EQ(one[i].pixels, three[i].pixels) << "batch " << i;
+    EXPECT_EQ(one[i].labels, three[i].labels);
+    for (auto label : one[i].labels) EXPECT_TRUE(label >= 0 && label < 10);
+  }
+
+  dir.write("val/2_pullover/truncated.JPEG", "\xff\xd8\xff");
+  o.train = false;
+  o.resize_to = 36;
+  o.threads = 2;
+  ImageFolderLoader eval(list_image_folder(dir.path() + "/val"), o);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    eval.start_epoch(epoch);
+    EXPECT_EQ(eval.batches_in_epoch(), 3);  // 11 files, the last batch of 3 kept
+    std::int64_t seen = 0;
+    while (auto b = eval.next()) seen += b->size;
+    EXPECT_EQ(seen, 11) << "the bad file's place is taken, the batch keeps its size";
+  }
+  EXPECT_EQ(eval.skipped_files(), (std::set<std::string>{dir.path() + "/val/2_pullover/truncated.JPEG"}));
+}
+
+TEST(ImageLoader, StoppingMidEpochLeavesNoThreadBehind) {
+  if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "no Fashion-MNIST";
+  test::TempDir dir;
+  FashionJpegOptions f;
+  f.idx_dir = "/usr/share/datasets/fashion-mnist";
+  f.out_dir = dir.path();
+  f.size = 32;
+  f.train_per_class = 10;
+  f.val_per_class = 1;
+  write_fashion_mnist_jpeg(f, nullptr);
+  ImageLoaderOptions o;
+  o.image_size = 28;
+  o.batch_size = 2;
+  o.threads = 3;
+  ImageFolderLoader loader(list_image_folder(dir.path() + "/train"), o);
+  loader.start_epoch(0);
+  ASSERT_TRUE(loader.next());
+  loader.start_epoch(1);  // the next epoch before the end of this one
+  ASSERT_TRUE(loader.next());
+}  // the destructor joins the workers
+
+}  // namespace
+}  // namespace xpuperf::data

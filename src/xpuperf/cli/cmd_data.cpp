@@ -89,7 +89,8 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   auto fashion = std::make_shared<data::FashionJpegOptions>();
   fashion->idx_dir = "/usr/share/datasets/fashion-mnist";
   auto* f = cmd->add_subcommand(
-      "fashion-mnist", "Write an ImageNet-layout JPEG folder (train/<class>/*.JPEG, val/<class>/*.JPEG) from Fashion-MNIST");
+      "fashion-mnist",
+      "Write an ImageNet-layout JPEG folder (train/<class>/*.JPEG, val/<class>/*.JPEG) from Fashion-MNIST");
   f->add_option("--idx-dir", fashion->idx_dir, "Fashion-MNIST's IDX files (Debian: dataset-fashion-mnist)")
       ->capture_default_str();
   f->add_option("-o,--out", fashion->out_dir, "The folder to write")->required();
@@ -106,13 +107,15 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   auto threads = std::make_shared<int>(0);
   auto classes = std::make_shared<std::int64_t>(0);
   auto show = std::make_shared<std::size_t>(20);
-  auto* c = cmd->add_subcommand("check", "Check an image folder (<dir>/<class>/<image>) before a long run: "
-                                         "classes, images a class, files that do not decode");
+  auto* c = cmd->add_subcommand("check",
+                                "Check an image folder (<dir>/<class>/<image>) before a long run: "
+                                "classes, images a class, files that do not decode");
   c->add_option("dir", *dir, "The folder, e.g. /data/imagenet/train")->required();
   c->add_option("--threads", *threads, "Decoding threads (0: every core)")->capture_default_str();
   c->add_option("--expect-classes", *classes, "Fail unless there are this many class folders (ImageNet: 1000)");
   c->add_option("--show", *show, "Unreadable files to list")->capture_default_str();
-  c->footer("Exit codes: 0 every image decodes, 1 the folder cannot be read, 2 unreadable files or a wrong class count.");
+  c->footer(
+      "Exit codes: 0 every image decodes, 1 the folder cannot be read, 2 unreadable files or a wrong class count.");
   c->callback([&exit_code, dir, threads, classes, show] { exit_code = run_check(*dir, *threads, *classes, *show); });
 }
 

@@ -93,7 +93,7 @@ FashionJpegResult write_fashion_mnist_jpeg(const FashionJpegOptions& o, const Pr
   FashionJpegResult result;
   for (const auto& [split, set, per_class, count] :
        {std::tuple<const char*, const IdxImageSet*, std::int64_t, std::int64_t*>{"train", &train, o.train_per_class,
-                                                                                  &result.train_images},
+                                                                                 &result.train_images},
         {"val", &val, o.val_per_class, &result.val_images}}) {
     std::int64_t taken[10] = {};
     for (std::size_t i = 0; i < set->labels.values.size(); ++i) {
@@ -153,7 +153,8 @@ FolderCheck check_image_folder(const std::string& dir, int threads, const Progre
   parallel_for<Worker>(folder.images.size(), thread_count(threads), progress, [&](std::size_t i, Worker& w) {
     const std::string& path = folder.images[i].path;
     std::string error;
-    const bool ok = read_file_bytes(path, w.bytes, error) && w.codec.decode(w.bytes.data(), w.bytes.size(), w.image, error);
+    const bool ok =
+        read_file_bytes(path, w.bytes, error) && w.codec.decode(w.bytes.data(), w.bytes.size(), w.image, error);
     std::lock_guard<std::mutex> lock(mutex);
     total_bytes += w.bytes.size();
     if (!ok) {

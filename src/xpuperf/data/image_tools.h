@@ -15,9 +15,9 @@ namespace xpuperf::data {
 using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
 
 struct FashionJpegOptions {
-  std::string idx_dir;  // the IDX files (Debian: /usr/share/datasets/fashion-mnist)
-  std::string out_dir;  // gets train/<class>/*.JPEG and val/<class>/*.JPEG
-  int size = 64;        // the 28×28 images upscaled (bilinear) to size × size RGB
+  std::string idx_dir;                                  // the IDX files (Debian: /usr/share/datasets/fashion-mnist)
+  std::string out_dir;                                  // gets train/<class>/*.JPEG and val/<class>/*.JPEG
+  int size = 64;                                        // the 28×28 images upscaled (bilinear) to size × size RGB
   std::int64_t train_per_class = 0, val_per_class = 0;  // 0: every image of the split
   int quality = 90;
   int threads = 0;  // 0: the machine's cores
@@ -41,7 +41,7 @@ struct FolderCheck {
   std::size_t min_per_class = 0, max_per_class = 0;
   std::string smallest_class;
   std::uint64_t bytes = 0;
-  double mean_width = 0, mean_height = 0;  // of the images that decoded
+  double mean_width = 0, mean_height = 0;                       // of the images that decoded
   std::vector<std::pair<std::string, std::string>> unreadable;  // path, why
 };
 

@@ -29,10 +29,13 @@ bool read_file_bytes(const std::string& path, std::vector<std::uint8_t>& out, st
 
 #ifdef XPUPERF_HAVE_TURBOJPEG
 
-bool have_jpeg_codec() { return true; }
+bool have_jpeg_codec() {
+  return true;
+}
 
 JpegCodec::JpegCodec() : decoder_(tjInitDecompress()), encoder_(tjInitCompress()) {
-  if (!decoder_ || !encoder_) throw std::runtime_error("libjpeg-turbo could not start: " + std::string(tjGetErrorStr()));
+  if (!decoder_ || !encoder_)
+    throw std::runtime_error("libjpeg-turbo could not start: " + std::string(tjGetErrorStr()));
 }
 
 JpegCodec::~JpegCodec() {
@@ -84,14 +87,20 @@ namespace {
 const char* kMissing = "this xpuperf was built without libjpeg-turbo (Debian: libturbojpeg0-dev)";
 }
 
-bool have_jpeg_codec() { return false; }
-JpegCodec::JpegCodec() { throw std::runtime_error(kMissing); }
+bool have_jpeg_codec() {
+  return false;
+}
+JpegCodec::JpegCodec() {
+  throw std::runtime_error(kMissing);
+}
 JpegCodec::~JpegCodec() = default;
 bool JpegCodec::decode(const std::uint8_t*, std::size_t, RgbImage&, std::string& error) {
   error = kMissing;
   return false;
 }
-std::vector<std::uint8_t> JpegCodec::encode(const RgbImage&, int) { throw std::runtime_error(kMissing); }
+std::vector<std::uint8_t> JpegCodec::encode(const RgbImage&, int) {
+  throw std::runtime_error(kMissing);
+}
 
 #endif
 

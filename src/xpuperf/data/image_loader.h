@@ -1,0 +1,78 @@
+#pragma once
+// Batches of an image folder for a vision case, ahead of the step: worker threads decode
+// (libjpeg-turbo), crop, resize and flip each rank's share of the epoch into channels-last
+// bytes, a few batches ahead. A file that does not decode is skipped — replaced by the next
+// sample of the epoch, so batches keep their size — counted, and named in the log once; the run
+// never dies of one file. Torch-free; the case copies a batch into (pinned) tensors.
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "xpuperf/data/image_folder.h"
+
+namespace xpuperf::data {
+
+struct ImageLoaderOptions {
+  int image_size = 224;  // the crop fed to the model
+  int resize_to = 256;   // evaluation: the shorter side before the centre crop
+  bool train = true;     // RandomResizedCrop + flip, padded equal shards; else the centre crop, every sample once
+  std::int64_t batch_size = 256;
+  int threads = 0;           // 0: the machine's cores
+  int batches_ahead = 4;     // decoded before they are asked for (at least one a thread)
+  std::uint64_t seed = 0;    // the shuffle and the crops: the same for the same seed and epoch
+  int rank = 0, world_size = 1;
+};
+
+struct ImageBatch {
+  std::int64_t size = 0;
+  int height = 0, width = 0;
+  std::vector<std::uint8_t> pixels;  // size × height × width × 3
+  std::vector<std::int64_t> labels;
+};
+
+class ImageFolderLoader {
+ public:
+  ImageFolderLoader(ImageFolder folder, ImageLoaderOptions options);
+  ~ImageFolderLoader();
+  ImageFolderLoader(const ImageFolderLoader&) = delete;
+  ImageFolderLoader& operator=(const ImageFolderLoader&) = delete;
+
+  // Starts an epoch (training drops the last partial batch, evaluation keeps it).
+  void start_epoch(std::int64_t epoch);
+  // The epoch's next batch, in order; nothing at its end. Rethrows a worker's error.
+  std::optional<ImageBatch> next();
+
+  std::int64_t batches_in_epoch() const;
+  std::size_t images() const { return folder_.images.size(); }
+  std::size_t classes() const { return folder_.classes.size(); }
+  // Files that did not decode so far (each counted once), and their names.
+  std::set<std::string> skipped_files() const;
+
+ private:
+  void stop_workers();
+  void work();
+  ImageBatch make_batch(std::int64_t number);
+
+  ImageFolder folder_;
+  ImageLoaderOptions o_;
+  std::vector<std::int64_t> order_;  // this rank's samples in the epoch
+  std::int64_t epoch_ = 0, batches_ = 0;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::int64_t next_to_make_ = 0, next_to_give_ = 0;
+  std::map<std::int64_t, ImageBatch> ready_;
+  std::exception_ptr failure_;
+  std::set<std::string> skipped_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace xpuperf::data
