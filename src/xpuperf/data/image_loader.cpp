@@ -18,7 +18,9 @@ ImageFolderLoader::ImageFolderLoader(ImageFolder folder, ImageLoaderOptions opti
   o_.batches_ahead = std::max(o_.batches_ahead, o_.threads);
 }
 
-ImageFolderLoader::~ImageFolderLoader() { stop_workers(); }
+ImageFolderLoader::~ImageFolderLoader() {
+  stop_workers();
+}
 
 void ImageFolderLoader::stop_workers() {
   {
@@ -30,7 +32,9 @@ void ImageFolderLoader::stop_workers() {
   workers_.clear();
 }
 
-std::int64_t ImageFolderLoader::batches_in_epoch() const { return batches_; }
+std::int64_t ImageFolderLoader::batches_in_epoch() const {
+  return batches_;
+}
 
 std::set<std::string> ImageFolderLoader::skipped_files() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -39,8 +43,8 @@ std::set<std::string> ImageFolderLoader::skipped_files() const {
 
 void ImageFolderLoader::start_epoch(std::int64_t epoch) {
   stop_workers();
-  const ShardSpec spec{static_cast<std::int64_t>(folder_.images.size()), o_.rank, o_.world_size, o_.train, o_.seed,
-                       o_.train};
+  const ShardSpec spec{
+      static_cast<std::int64_t>(folder_.images.size()), o_.rank, o_.world_size, o_.train, o_.seed, o_.train};
   order_ = shard_indices(spec, epoch);
   epoch_ = epoch;
   const auto n = static_cast<std::int64_t>(order_.size());
@@ -105,7 +109,8 @@ ImageBatch ImageFolderLoader::make_batch(std::int64_t number) {
         const CropBox box = o_.train ? random_resized_crop_box(image.width, image.height, rng)
                                      : center_crop_box(image.width, image.height, o_.resize_to, o_.image_size);
         const bool flip = o_.train && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
-        resize_crop(image, box, o_.image_size, o_.image_size, flip, batch.pixels.data() + image_bytes * static_cast<std::size_t>(i));
+        resize_crop(image, box, o_.image_size, o_.image_size, flip,
+                    batch.pixels.data() + image_bytes * static_cast<std::size_t>(i));
         batch.labels[static_cast<std::size_t>(i)] = item.label;
         break;
       }

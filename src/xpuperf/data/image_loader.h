@@ -24,9 +24,9 @@ struct ImageLoaderOptions {
   int resize_to = 256;   // evaluation: the shorter side before the centre crop
   bool train = true;     // RandomResizedCrop + flip, padded equal shards; else the centre crop, every sample once
   std::int64_t batch_size = 256;
-  int threads = 0;           // 0: the machine's cores
-  int batches_ahead = 4;     // decoded before they are asked for (at least one a thread)
-  std::uint64_t seed = 0;    // the shuffle and the crops: the same for the same seed and epoch
+  int threads = 0;         // 0: the machine's cores
+  int batches_ahead = 4;   // decoded before they are asked for (at least one a thread)
+  std::uint64_t seed = 0;  // the shuffle and the crops: the same for the same seed and epoch
   int rank = 0, world_size = 1;
 };
 

@@ -50,7 +50,8 @@ void resize_crop(const RgbImage& src, const CropBox& box, int out_width, int out
       const int x0 = static_cast<int>(fx), x1 = std::min(x0 + 1, src.width - 1);
       const double wx = fx - x0;
       std::uint8_t* out =
-          dst + (static_cast<std::size_t>(y) * static_cast<std::size_t>(out_width) + (flip ? out_width - 1 - x : x)) * 3;
+          dst +
+          (static_cast<std::size_t>(y) * static_cast<std::size_t>(out_width) + (flip ? out_width - 1 - x : x)) * 3;
       for (int c = 0; c < 3; ++c) {
         const double v = (1 - wy) * ((1 - wx) * r0[x0 * 3 + c] + wx * r0[x1 * 3 + c]) +
                          wy * ((1 - wx) * r1[x0 * 3 + c] + wx * r1[x1 * 3 + c]);
