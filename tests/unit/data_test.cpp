@@ -317,17 +317,22 @@ TEST(ImageTransforms, AnUnscaledCropCopiesAndAFlipMirrors) {
   EXPECT_EQ(out[9 + 2], img.pixels[2]);
 }
 
+// A small Fashion-MNIST JPEG folder in `dir` (train/ and val/), for the loader's tests.
+void write_small_jpeg_folder(const test::TempDir& dir, int size, std::int64_t train_per_class) {
+  FashionJpegOptions f;
+  f.idx_dir = "/usr/share/datasets/fashion-mnist";
+  f.out_dir = dir.path();
+  f.size = size;
+  f.train_per_class = train_per_class;
+  f.val_per_class = 1;
+  write_fashion_mnist_jpeg(f, nullptr);
+}
+
 TEST(ImageLoader, BatchesAreTheSameWhateverTheThreadsAndBadFilesAreSkippedOnce) {
   if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "no Fashion-MNIST";
   test::TempDir dir;
-  FashionJpegOptions f;
-  f.idx_dir = "/usr/share/datasets/fashion-mnist";
-  f.out_dir = dir.path();
-  f.size = 40;
-  f.train_per_class = 3;
-  f.val_per_class = 1;
-  write_fashion_mnist_jpeg(f, nullptr);
+  write_small_jpeg_folder(dir, 40, 3);
 
   ImageLoaderOptions o;
   o.image_size = 32;
@@ -372,13 +377,7 @@ TEST(ImageLoader, StoppingMidEpochLeavesNoThreadBehind) {
   if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "no Fashion-MNIST";
   test::TempDir dir;
-  FashionJpegOptions f;
-  f.idx_dir = "/usr/share/datasets/fashion-mnist";
-  f.out_dir = dir.path();
-  f.size = 32;
-  f.train_per_class = 10;
-  f.val_per_class = 1;
-  write_fashion_mnist_jpeg(f, nullptr);
+  write_small_jpeg_folder(dir, 32, 10);
   ImageLoaderOptions o;
   o.image_size = 28;
   o.batch_size = 2;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,6 +11,7 @@
 
 #include "xpuperf/data/idx.h"
 #include "xpuperf/data/image_folder.h"
+#include "xpuperf/data/image_transforms.h"
 #include "xpuperf/data/jpeg.h"
 
 namespace xpuperf::data {
@@ -32,7 +32,8 @@ int thread_count(int asked) {
 template <typename Worker, typename Work>
 void parallel_for(std::size_t n, int threads, const ProgressFn& progress, Work work) {
   std::atomic<std::size_t> next{0}, done{0};
-  std::exception_ptr failure;
+  std::atomic<bool> failed{false};
+  std::exception_ptr failure;  // written once, under the mutex, read after the joins
   std::mutex failure_mutex;
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
@@ -44,12 +45,12 @@ void parallel_for(std::size_t n, int threads, const ProgressFn& progress, Work w
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
         next = n;  // the others stop at their next item
+        failed = true;
       }
     });
-  while (done.load() < n && !failure) {
+  while (done.load() < n && !failed.load()) {
     if (progress) progress(done.load(), n);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (next.load() >= n && done.load() >= n) break;
   }
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
@@ -59,24 +60,12 @@ void parallel_for(std::size_t n, int threads, const ProgressFn& progress, Work w
 }  // namespace
 
 std::vector<std::uint8_t> grey_to_rgb_resized(const std::uint8_t* grey, int width, int height, int size) {
-  std::vector<std::uint8_t> rgb(static_cast<std::size_t>(size) * static_cast<std::size_t>(size) * 3);
-  const double sx = static_cast<double>(width) / size, sy = static_cast<double>(height) / size;
-  for (int y = 0; y < size; ++y) {
-    const double fy = std::clamp((y + 0.5) * sy - 0.5, 0.0, height - 1.0);
-    const int y0 = static_cast<int>(fy), y1 = std::min(y0 + 1, height - 1);
-    const double wy = fy - y0;
-    for (int x = 0; x < size; ++x) {
-      const double fx = std::clamp((x + 0.5) * sx - 0.5, 0.0, width - 1.0);
-      const int x0 = static_cast<int>(fx), x1 = std::min(x0 + 1, width - 1);
-      const double wx = fx - x0;
-      const double v = (1 - wy) * ((1 - wx) * grey[y0 * width + x0] + wx * grey[y0 * width + x1]) +
-                       wy * ((1 - wx) * grey[y1 * width + x0] + wx * grey[y1 * width + x1]);
-      const auto byte = static_cast<std::uint8_t>(std::lround(std::clamp(v, 0.0, 255.0)));
-      const std::size_t at = (static_cast<std::size_t>(y) * static_cast<std::size_t>(size) + x) * 3;
-      rgb[at] = rgb[at + 1] = rgb[at + 2] = byte;
-    }
-  }
-  return rgb;
+  RgbImage rgb{width, height, {}};
+  rgb.pixels.reserve(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3);
+  for (int i = 0; i < width * height; ++i) rgb.pixels.insert(rgb.pixels.end(), 3, grey[i]);
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(size) * static_cast<std::size_t>(size) * 3);
+  resize_crop(rgb, {0, 0, width, height}, size, size, false, out.data());
+  return out;
 }
 
 FashionJpegResult write_fashion_mnist_jpeg(const FashionJpegOptions& o, const ProgressFn& progress) {

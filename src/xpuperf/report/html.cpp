@@ -10,6 +10,8 @@
 #include "xpuperf/monitor/analysis.h"
 #include "xpuperf/report/chart.h"
 #include "xpuperf/report/curves.h"
+#include "xpuperf/report/stats.h"
+#include "xpuperf/report/summary.h"
 
 namespace xpuperf::report {
 namespace fs = std::filesystem;
@@ -49,6 +51,11 @@ void system_line(std::ostringstream& page, const json& summary) {
   page << ".</p>\n";
 }
 
+// A table row's first cells, alike in every family's table: the case and its rounds used / run.
+void case_cells(std::ostringstream& page, const json& c) {
+  page << "<tr><td>" << html_escape(c["case"].get<std::string>()) << "</td><td>" << rounds_ok_text(c) << "</td>";
+}
+
 void failed_rounds(std::ostringstream& page, const json& c) {
   for (const auto& f : c["failed_rounds"])
     page << "<p class=\"bad\">Round " << f["round"].get<int>() << ": " << html_escape(f["status"].get<std::string>())
@@ -64,8 +71,8 @@ void training_table(std::ostringstream& page, const json& summary) {
   for (const auto& c : summary["cases"]) {
     if (family_of(c) != "training") continue;
     const json& a = c["aggregate"];
-    page << "<tr><td>" << html_escape(c["case"].get<std::string>()) << "</td><td>" << a["rounds_used"].get<int>()
-         << " / " << c["rounds"].size() << "</td><td>" << a["rounds_converged"].get<int>() << "</td>";
+    case_cells(page, c);
+    page << "<td>" << a["rounds_converged"].get<int>() << "</td>";
     if (a.contains("training_samples_per_second")) {
       const json& t = a["training_samples_per_second"];
       const bool one = t.value("n", 0) < 2;
@@ -174,8 +181,7 @@ void base_section(std::ostringstream& page, const json& summary) {
     for (const auto& r : c["rounds"])
       if (r["status"] == "ok") last_ok = &r;
     const std::string key = c["case"].get<std::string>();
-    page << "<tr><td>" << html_escape(key) << "</td><td>" << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
-         << "</td>";
+    case_cells(page, c);
     if (!last_ok || !a.contains("value")) {
       page << "<td colspan=\"8\"></td></tr>\n";
       continue;
@@ -209,13 +215,6 @@ void base_section(std::ostringstream& page, const json& summary) {
 
 // ---- inference ---------------------------------------------------------------------------------
 
-// Rounds on random inputs have no accuracy worth a number.
-bool synthetic_data(const json& c) {
-  for (const auto& r : c["rounds"])
-    if (r.value("data", "").rfind("synthetic", 0) == 0) return true;
-  return false;
-}
-
 void inference_table(std::ostringstream& page, const json& summary) {
   page << "<table><tr><th>inference case</th><th>rounds ok / run</th><th>validation_<wbr>whole</th>"
           "<th>validation_<wbr>core</th><th>inference_<wbr>whole</th><th>inference_<wbr>core</th><th>accuracy "
@@ -223,22 +222,17 @@ void inference_table(std::ostringstream& page, const json& summary) {
   for (const auto& c : summary["cases"]) {
     if (family_of(c) != "inference") continue;
     const json& a = c["aggregate"];
-    page << "<tr><td>" << html_escape(c["case"].get<std::string>()) << "</td><td>" << a["rounds_used"].get<int>()
-         << " / " << c["rounds"].size() << "</td><td>" << median_of(a, "validation_whole", 1) << "</td><td>"
-         << median_of(a, "validation_core", 1) << "</td><td>" << median_of(a, "inference_whole", 1) << "</td><td>"
-         << median_of(a, "inference_core", 1) << "</td><td>"
-         << (synthetic_data(c) ? std::string("synthetic data: none claimed")
-                               : median_of(a, "validation_accuracy", 4) + " / " + median_of(a, "inference_accuracy", 4))
+    case_cells(page, c);
+    page << "<td>" << median_of(a, "validation_whole", 1) << "</td><td>" << median_of(a, "validation_core", 1)
+         << "</td><td>" << median_of(a, "inference_whole", 1) << "</td><td>" << median_of(a, "inference_core", 1)
+         << "</td><td>"
+         << (uses_synthetic_data(c)
+                 ? std::string("synthetic data: none claimed")
+                 : median_of(a, "validation_accuracy", 4) + " / " + median_of(a, "inference_accuracy", 4))
          << "</td><td>" << median_of(a, "latency_p99_ms", 3) << "</td></tr>\n";
   }
   page << "</table><p class=\"note\">items/s, medians over the ok rounds; <i>whole</i> includes moving data and "
           "evaluation, <i>core</i> only the synchronised compute.</p>\n";
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 void latency_section(std::ostringstream& page, const json& c) {
@@ -266,7 +260,7 @@ void latency_section(std::ostringstream& page, const json& c) {
       if (it == ps.end()) {
         page << "<td></td>";
       } else {
-        const double m = median(it->second);
+        const double m = aggregate(it->second).median;
         page << "<td>" << fixed_digits(m, 3) << "</td>";
         chart.series[i].points.push_back({bs, m});
         rounds = std::max(rounds, it->second.size());
@@ -372,11 +366,6 @@ void accelerator_section(std::ostringstream& page, const json& c, const std::str
 }
 
 }  // namespace
-
-std::string mean_and_spread(const json& a, int digits) {
-  if (a.value("n", 0) < 2) return fixed_digits(a["mean"].get<double>(), digits) + " (n = 1)";
-  return fixed_digits(a["mean"].get<double>(), digits) + " ± " + fixed_digits(a["std"].get<double>(), digits);
-}
 
 std::string report_html(const json& summary, const std::string& run_dir) {
   std::ostringstream page;

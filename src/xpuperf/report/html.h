@@ -23,7 +23,4 @@ std::string report_html(const nlohmann::json& summary, const std::string& run_di
 std::string compare_html(const nlohmann::json& a, const nlohmann::json& b, const std::string& run_a,
                          const std::string& run_b, const std::vector<FigureComparison>& rows, double fail_percent);
 
-// "mean ± std" of an aggregate, or "mean (n = 1)" for a single round: no spread to show.
-std::string mean_and_spread(const nlohmann::json& aggregate, int digits);
-
 }  // namespace xpuperf::report

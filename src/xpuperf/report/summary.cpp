@@ -328,6 +328,21 @@ json build_summary(const std::string& run_dir) {
   return summary;
 }
 
+std::string rounds_ok_text(const json& c) {
+  return std::to_string(c["aggregate"]["rounds_used"].get<int>()) + " / " + std::to_string(c["rounds"].size());
+}
+
+std::string mean_and_spread(const json& a, int digits) {
+  if (a.value("n", 0) < 2) return fixed_digits(a["mean"].get<double>(), digits) + " (n = 1)";
+  return fixed_digits(a["mean"].get<double>(), digits) + " ± " + fixed_digits(a["std"].get<double>(), digits);
+}
+
+bool uses_synthetic_data(const json& c) {
+  for (const auto& r : c["rounds"])
+    if (r.value("data", "").rfind("synthetic", 0) == 0) return true;
+  return false;
+}
+
 // The hardware figures: one row per base case, the headline's median over ok rounds.
 std::string base_table(const json& s) {
   std::ostringstream md;
@@ -339,8 +354,7 @@ std::string base_table(const json& s) {
     const json* last_ok = nullptr;
     for (const auto& r : c["rounds"])
       if (r["status"] == "ok") last_ok = &r;
-    md << "| " << c["case"].get<std::string>() << " | " << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
-       << " | ";
+    md << "| " << c["case"].get<std::string>() << " | " << rounds_ok_text(c) << " | ";
     if (last_ok && a.contains("value")) {
       const json& r = *last_ok;
       md << r.value("figure", "") << " | " << fixed_digits(a["value"]["median"], 3) << " | " << r.value("unit", "")
@@ -369,16 +383,14 @@ std::string inference_table(const json& s) {
   for (const auto& c : s["cases"]) {
     if (c.value("family", "") != "inference") continue;
     const json& a = c["aggregate"];
-    bool synthetic = false;  // random inputs: no accuracy worth a number
-    for (const auto& r : c["rounds"]) synthetic = synthetic || r.value("data", "").rfind("synthetic", 0) == 0;
     auto med = [&a](const char* key, int digits) {
       return a.contains(key) ? fixed_digits(a[key]["median"], digits) : std::string("null");
     };
-    md << "| " << c["case"].get<std::string>() << " | " << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
-       << " | " << med("validation_whole", 1) << " | " << med("validation_core", 1) << " | "
-       << med("inference_whole", 1) << " | " << med("inference_core", 1) << " | "
-       << (synthetic ? std::string("synthetic data: none claimed")
-                     : med("validation_accuracy", 4) + " / " + med("inference_accuracy", 4))
+    md << "| " << c["case"].get<std::string>() << " | " << rounds_ok_text(c) << " | " << med("validation_whole", 1)
+       << " | " << med("validation_core", 1) << " | " << med("inference_whole", 1) << " | " << med("inference_core", 1)
+       << " | "
+       << (uses_synthetic_data(c) ? std::string("synthetic data: none claimed")
+                                  : med("validation_accuracy", 4) + " / " + med("inference_accuracy", 4))
        << " | " << med("latency_p99_ms", 3) << " |\n";
   }
   return md.str();
@@ -408,15 +420,15 @@ std::string summary_markdown(const json& s) {
   for (const auto& c : s["cases"]) {
     if (c.value("family", "training") != "training") continue;
     const json& a = c["aggregate"];
-    md << "| " << c["case"].get<std::string>() << " | " << a["rounds_used"].get<int>() << " / " << c["rounds"].size()
-       << " | " << a["rounds_converged"].get<int>() << " | ";
+    md << "| " << c["case"].get<std::string>() << " | " << rounds_ok_text(c) << " | "
+       << a["rounds_converged"].get<int>() << " | ";
     if (a.contains("training_samples_per_second")) {
       const json& t = a["training_samples_per_second"];
+      md << mean_and_spread(t, 1) << " | ";
       if (t.value("n", 0) < 2)  // one round has no spread and no interval: say so, not "± 0.0"
-        md << fixed_digits(t["mean"], 1) << " (n = 1) | – | n = 1 | ";
+        md << "– | n = 1 | ";
       else
-        md << fixed_digits(t["mean"], 1) << " ± " << fixed_digits(t["std"], 1) << " | "
-           << fixed_digits(100 * t["cv"].get<double>(), 2) << " % | " << fixed_digits(t["ci95"][0], 1) << " – "
+        md << fixed_digits(100 * t["cv"].get<double>(), 2) << " % | " << fixed_digits(t["ci95"][0], 1) << " – "
            << fixed_digits(t["ci95"][1], 1) << " | ";
       md << (t["olympic_mean"].is_null() ? "" : fixed_digits(t["olympic_mean"], 1)) << " | ";
     } else {

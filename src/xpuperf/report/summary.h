@@ -20,6 +20,14 @@ nlohmann::json build_summary(const std::string& run_dir);
 std::set<std::string> accelerators_charged(const std::vector<std::string>& monitor_files, int nproc);
 std::string summary_markdown(const nlohmann::json& summary);
 
+// What summary.md and report.html both write of a case entry:
+// "3 / 5": rounds used in the statistics over rounds run.
+std::string rounds_ok_text(const nlohmann::json& case_entry);
+// "mean ± std" of one figure's aggregate, or "mean (n = 1)" for a single round: no spread to show.
+std::string mean_and_spread(const nlohmann::json& aggregate, int digits);
+// Whether the case's rounds ran on synthetic inputs (their `data` says so): no accuracy to claim.
+bool uses_synthetic_data(const nlohmann::json& case_entry);
+
 // Writes summary.json, summary.md and report.html into the run folder and returns the Markdown.
 // `summary_out`, when given, receives the summary written.
 std::string write_summary(const std::string& run_dir, nlohmann::json* summary_out = nullptr);
