@@ -61,7 +61,8 @@ int run_check(const GlobalOptions& global, const std::string& plan_path, bool qu
       std::cout << "  inference " << inference_key_text(c.key) << (c.sets.empty() ? "" : "  set: " + join_sets(c.sets))
                 << "\n";
     else
-      std::cout << "  " << c.key.str() << "  data: " << c.data_dir << "\n";
+      std::cout << "  " << c.key.str() << "  data: " << c.data_dir
+                << (c.sets.empty() ? "" : "  set: " + join_sets(c.sets)) << "\n";
   }
   return 0;
 }

@@ -309,12 +309,32 @@ void read_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
     auto key = parse_case_key(text, where, diags);
     if (!key) continue;
     if (!seen.insert(key->str()).second) diags.error(where, "case '" + text + "' is listed twice");
-    if (!kv.second.IsScalar() || value_kind(kv.second) == ValueKind::Null) {
-      diags.error(where, "case '" + text + "' needs a data folder", "write \"" + text + "\": /path/to/data");
+    // A data folder, or a map of data_dir and overrides (--set of the round; a non-mutable one
+    // is allowed but warned about: the results are then not the standard case's).
+    PlanCase c{*key, "", where, {}};
+    if (kv.second.IsMap()) {
+      for (const auto& o : kv.second) {
+        const std::string name = o.first.Scalar();
+        if (name == "data_dir" && o.second.IsScalar()) {
+          c.data_dir = o.second.Scalar();
+        } else if (o.second.IsScalar() || o.second.IsSequence()) {
+          YAML::Emitter flow;
+          flow << YAML::Flow << o.second;
+          c.sets.push_back(name + "=" + flow.c_str());
+        } else {
+          diags.error(where, "override '" + name + "' of case '" + text + "' must be a value or a list");
+        }
+      }
+    } else if (kv.second.IsScalar() && value_kind(kv.second) != ValueKind::Null) {
+      c.data_dir = kv.second.Scalar();
+    }
+    if (c.data_dir.empty()) {
+      diags.error(where, "case '" + text + "' needs a data folder",
+                  "write \"" + text + "\": /path/to/data, or {data_dir: /path/to/data, max_steps: 30}");
       continue;
     }
     check_node_count(plan, *key, text, where, diags);
-    plan.cases.push_back({*key, kv.second.Scalar(), where, {}});
+    plan.cases.push_back(c);
   }
 }
 
@@ -432,7 +452,8 @@ void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags) {
       if (config) apply_inference_overrides(*config, parse_set_overrides(c.sets, diags, c.source), diags);
       continue;
     }
-    TrainingConfigRequest request{c.key, plan.vendor, c.data_dir, c.source, vendor_line, c.source, {}};
+    TrainingConfigRequest request{
+        c.key, plan.vendor, c.data_dir, c.source, vendor_line, c.source, parse_set_overrides(c.sets, diags, c.source)};
     load_training_config(repo, request, diags);
     if (plan.launcher == "local" && !fs::is_directory(c.data_dir, ec))
       diags.error(c.source, "data folder '" + c.data_dir + "' of case " + c.key.str() + " does not exist",

@@ -261,6 +261,7 @@ std::optional<Config> node_config(const NodeRequest& request, const CaseKey& key
     config_request.vendor = request.vendor;
     config_request.data_dir = request.data_dir;
     config_request.where = {"plan", 0};
+    config_request.sets = parse_set_overrides(request.sets, diags);
     config = load_training_config(Repo(request.root), config_request, diags);
   }
   return config;
@@ -297,6 +298,7 @@ ProcessSpec rank_process(const NodeRequest& request, const CaseKey& key, const C
                  "--nnodes",       std::to_string(key.nnodes),
                  "--nproc",        std::to_string(key.nproc),
                  "--data-dir",     request.data_dir};
+    for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
   }
   spec.env = env.to_env();
   // A base case that measures the whole host (peer copies between every pair) sees every device.

@@ -144,8 +144,20 @@ std::string plan_as_run(const Plan& p) {
   keyed_section("base", kBase);
   if (count(kTraining) > 0) {
     out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap;
-    for (const auto& c : p.cases)
-      if (family(c) == kTraining) out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value << c.data_dir;
+    for (const auto& c : p.cases) {
+      if (family(c) != kTraining) continue;
+      out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value;
+      if (c.sets.empty()) {
+        out << c.data_dir;
+        continue;
+      }
+      out << YAML::BeginMap << YAML::Key << "data_dir" << YAML::Value << c.data_dir;
+      for (const auto& set : c.sets) {
+        const auto eq = set.find('=');
+        out << YAML::Key << set.substr(0, eq) << YAML::Value << YAML::Flow << YAML::Load(set.substr(eq + 1));
+      }
+      out << YAML::EndMap;
+    }
     out << YAML::EndMap;
   }
   keyed_section("inference", kInference);

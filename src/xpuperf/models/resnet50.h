@@ -59,7 +59,8 @@ struct BottleneckImpl : torch::nn::Module, infer::FoldsBatchNorm {
 TORCH_MODULE(Bottleneck);
 
 struct ResNet50Impl : torch::nn::Module, infer::FoldsBatchNorm {
-  static constexpr std::int64_t kClasses = 1000;
+  static constexpr std::int64_t kClasses = 1000;  // ImageNet's, torchvision's default
+  std::int64_t classes;
   torch::nn::Conv2d conv1{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
@@ -67,7 +68,7 @@ struct ResNet50Impl : torch::nn::Module, infer::FoldsBatchNorm {
   infer::FoldedConv fstem;
   bool folded = false;
 
-  ResNet50Impl() {
+  explicit ResNet50Impl(std::int64_t classes_ = kClasses) : classes(classes_) {
     conv1 = register_module("conv1", resnet_conv(3, 64, 7, 2));
     bn1 = register_module("bn1", torch::nn::BatchNorm2d(64));
     std::int64_t in = 64;
@@ -83,7 +84,7 @@ struct ResNet50Impl : torch::nn::Module, infer::FoldsBatchNorm {
     layer2 = register_module("layer2", layer(128, 4, 2));
     layer3 = register_module("layer3", layer(256, 6, 2));
     layer4 = register_module("layer4", layer(512, 3, 2));
-    fc = register_module("fc", torch::nn::Linear(512 * BottleneckImpl::kExpansion, kClasses));
+    fc = register_module("fc", torch::nn::Linear(512 * BottleneckImpl::kExpansion, classes));
     // torchvision's initialisation, for runs without a checkpoint.
     for (auto& m : modules(false)) {
       if (auto* c = m->as<torch::nn::Conv2d>()) torch::nn::init::kaiming_normal_(c->weight, 0, torch::kFanOut);
@@ -106,7 +107,7 @@ struct ResNet50Impl : torch::nn::Module, infer::FoldsBatchNorm {
 
   // Multiply-accumulates of one 224×224 forward pass (convolutions and fc), from the layer shapes:
   // 4,089,184,256.
-  static double forward_macs() {
+  static double forward_macs(std::int64_t outputs = kClasses) {
     double size = 112;  // after the stem's stride 2
     double macs = size * size * 64 * 3 * 7 * 7;
     size /= 2;  // max pool
@@ -125,7 +126,7 @@ struct ResNet50Impl : torch::nn::Module, infer::FoldsBatchNorm {
         size = out_size;
       }
     }
-    return macs + 2048.0 * kClasses;
+    return macs + 2048.0 * static_cast<double>(outputs);
   }
 };
 TORCH_MODULE(ResNet50);

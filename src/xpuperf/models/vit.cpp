@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "xpuperf/train/compat.h"
+
 namespace xpuperf::models {
 
 namespace nn = torch::nn;
@@ -25,9 +27,7 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
                        .view({b, t, 3, heads, hd})
                        .permute({2, 0, 3, 1, 4});
   const auto q = qkv[0], k = qkv[1], v = qkv[2];
-  auto weights = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd)), -1);
-  if (dropout > 0 && is_training()) weights = torch::dropout(weights, dropout, true);
-  const auto y = torch::matmul(weights, v).transpose(1, 2).reshape({b, t, d});
+  const auto y = train::compat::attention(q, k, v, dropout, is_training()).transpose(1, 2).reshape({b, t, d});
   return out_proj(y);
 }
 

@@ -2,7 +2,10 @@
 // The one place where LibTorch 1.13 (Debian) and 2.x (PyTorch wheels) differ for us.
 
 #include <ATen/autocast_mode.h>
+#include <torch/torch.h>
 #include <torch/version.h>
+
+#include <cmath>
 
 namespace xpuperf::train::compat {
 
@@ -55,6 +58,19 @@ inline bool has_fused_unscale(c10::DeviceType device) {
 // CPU autocast knows only bfloat16 in 1.13.
 inline bool cpu_autocast_supports_fp16() {
   return kTorch2;
+}
+
+// softmax(q kᵀ / √d) v over (batch, heads, tokens, head_dim): the fused kernel (flash or
+// memory-efficient attention) in 2.x, the plain three operations in 1.13.
+inline torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double dropout,
+                               bool training) {
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, {}, training ? dropout : 0.0);
+#else
+  auto weights = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1))), -1);
+  if (dropout > 0 && training) weights = torch::dropout(weights, dropout, true);
+  return torch::matmul(weights, v);
+#endif
 }
 
 }  // namespace xpuperf::train::compat

@@ -7,6 +7,7 @@
 #include "xpuperf/core/log.h"
 #include "xpuperf/data/shard_sampler.h"
 #include "xpuperf/train/distributed.h"
+#include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
 
 namespace xpuperf::train {
@@ -45,15 +46,19 @@ torch::Device choose_device(const std::string& name, int local_rank) {
 }
 
 double scheduled_lr(const std::string& schedule, double base_lr, std::int64_t step, std::int64_t warmup_steps,
-                    std::int64_t total_steps) {
+                    std::int64_t total_steps, std::int64_t steps_per_epoch, double gamma) {
   if (warmup_steps > 0 && step < warmup_steps)
     return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  if (schedule == "exponential") {
+    if (steps_per_epoch <= 0) return base_lr;
+    return base_lr * std::pow(gamma, static_cast<double>(step / steps_per_epoch));
+  }
   if (schedule == "constant" || total_steps <= warmup_steps) return base_lr;
   const double progress =
       std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(total_steps - warmup_steps));
   if (schedule == "cosine") return base_lr * 0.5 * (1.0 + std::cos(M_PI * progress));
   if (schedule == "linear") return base_lr * (1.0 - progress);
-  throw ConfigError("'lr_scheduler' must be constant, cosine or linear, got '" + schedule + "'");
+  throw ConfigError("'lr_scheduler' must be constant, cosine, linear or exponential, got '" + schedule + "'");
 }
 
 namespace {
@@ -64,28 +69,6 @@ double seconds_since(Clock::time_point t) {
 
 void sync(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Config& cfg, torch::nn::Module& model) {
-  const std::string name = cfg.get_string("optimizer", "sgd");
-  const double lr = cfg.get_number("lr");
-  const double weight_decay = cfg.get_number("weight_decay", 0.0);
-  if (name == "sgd") {
-    return std::make_unique<torch::optim::SGD>(
-        model.parameters(),
-        torch::optim::SGDOptions(lr).momentum(cfg.get_number("momentum", 0.0)).weight_decay(weight_decay));
-  }
-  if (name == "adam")
-    return std::make_unique<torch::optim::Adam>(model.parameters(),
-                                                torch::optim::AdamOptions(lr).weight_decay(weight_decay));
-  if (name == "adamw")
-    return std::make_unique<torch::optim::AdamW>(model.parameters(),
-                                                 torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
-  throw ConfigError(cfg.at("optimizer").source.str() + ": 'optimizer' must be sgd, adam or adamw, got '" + name + "'");
-}
-
-void set_lr(torch::optim::Optimizer& optimizer, double lr) {
-  for (auto& group : optimizer.param_groups()) group.options().set_lr(lr);
 }
 
 std::int64_t non_negative(const Config& cfg, const std::string& key, std::int64_t fallback) {
@@ -103,22 +86,31 @@ std::int64_t positive(const Config& cfg, const std::string& key) {
 }
 
 // Evaluates on this rank's share of the eval set and sums the metrics over ranks.
-std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model, const Dataset& eval_set,
+// A batch on the device, in the memory layout the run asks for.
+void to_device(Batch& batch, const torch::Device& device, bool channels_last) {
+  for (auto& t : batch) {
+    t = t.to(device, /*non_blocking=*/true);
+    if (channels_last && t.dim() == 4) t = t.contiguous(at::MemoryFormat::ChannelsLast);
+  }
+}
+
+// Evaluates on this rank's share of the eval set and sums the metrics over ranks.
+std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model, Dataset& eval_set,
                                        std::int64_t batch_size, const torch::Device& device, MixedPrecision mp,
-                                       Distributed& dist) {
+                                       bool channels_last, Distributed& dist) {
   model.eval();
   torch::NoGradGuard no_grad;
-  data::ShardSpec spec{eval_set.size(), dist.rank(), dist.world_size(), false, 0, false};
-  const auto indices = data::shard_indices(spec, 0);
+  EpochPlan plan;
+  plan.batch_size = batch_size;
+  plan.train = false;
+  plan.rank = dist.rank();
+  plan.world_size = dist.world_size();
+  eval_set.start_epoch(plan);
   MetricSums sums;
-  for (std::size_t start = 0; start < indices.size(); start += static_cast<std::size_t>(batch_size)) {
-    const std::size_t end = std::min(indices.size(), start + static_cast<std::size_t>(batch_size));
-    const auto idx = torch::tensor(std::vector<std::int64_t>(indices.begin() + static_cast<std::ptrdiff_t>(start),
-                                                             indices.begin() + static_cast<std::ptrdiff_t>(end)));
-    Batch batch = eval_set.get(idx);
-    for (auto& t : batch) t = t.to(device, /*non_blocking=*/true);
+  while (auto batch = eval_set.next_batch()) {
+    to_device(*batch, device, channels_last);
     AutocastScope autocast(device, mp);
-    c.evaluate(batch, sums);
+    c.evaluate(*batch, sums);
   }
   // Every rank must send the same metric names, whatever its share held.
   std::vector<double> flat;
@@ -188,8 +180,16 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     throw ConfigError(cfg.at("mixed_precision").source.str() + ": " + e.what());
   }
   const std::int64_t seed = cfg.get_int("seed", 1234);
+  const std::int64_t warmup_epochs = non_negative(cfg, "warmup_epochs", 0);
+  const double lr_gamma = cfg.get_number("lr_gamma", 1.0);
+  const double clip_grad_norm = cfg.get_number("clip_grad_norm", 0.0);
+  const bool channels_last = cfg.get_bool("channels_last", false);
+  const bool cudnn_benchmark = cfg.get_bool("cudnn_benchmark", false);
 
   const torch::Device device = choose_device(cfg.get_string("device", "auto"), info.env.local_rank);
+  const OptimizerImpl optimizer_impl = parse_optimizer_impl(cfg, device);
+  // Lets cuDNN time its convolution algorithms on the first batch of each shape and keep the fastest.
+  if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(cudnn_benchmark);
   if (device.is_cuda()) torch::cuda::manual_seed_all(static_cast<std::uint64_t>(seed));
   torch::manual_seed(static_cast<std::uint64_t>(seed));
   if (const std::int64_t threads = cfg.get_int("num_threads", 0); threads > 0) {
@@ -207,7 +207,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   dist_options.bucket_bytes = static_cast<std::int64_t>(cfg.get_number("bucket_size_mb", 25.0) * (1 << 20));
   auto dist = Distributed::create(info.env, device, dist_options);
 
-  const CaseContext ctx{cfg, device, rank, info.env.world_size};
+  const CaseContext ctx{cfg, device, rank, info.env.world_size, info.env.local_world_size};
   const Datasets data = c.datasets(ctx);
   auto model = c.model(ctx);
   const std::string data_dir = cfg.get_string("data_dir", "");
@@ -218,17 +218,33 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     archive.load_from(path, device);
     model->load(archive);
   }
+  if (channels_last) {
+    // Convolution weights in NHWC, as the inputs will be: the layout Tensor Cores read directly.
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters())
+      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  }
   std::vector<torch::Tensor> params = model->parameters();
   dist->broadcast_parameters(params);
   if (cfg.get_bool("overlap_grad_reduce", true)) dist->attach_gradient_hooks(params);
-  auto optimizer = make_optimizer(cfg, *model);
+  auto optimizer = make_optimizer(cfg, *model, optimizer_impl);
   std::unique_ptr<LossScaler> scaler;
   if (mp == MixedPrecision::FP16) scaler = std::make_unique<LossScaler>();
 
-  const std::int64_t samples_per_rank = data::padded_shard_size(data.train->size(), info.env.world_size);
-  const std::int64_t steps_per_epoch = (samples_per_rank + train_batch - 1) / train_batch;
+  EpochPlan train_plan;
+  train_plan.batch_size = train_batch;
+  train_plan.train = true;
+  train_plan.rank = rank;
+  train_plan.world_size = info.env.world_size;
+  train_plan.seed = static_cast<std::uint64_t>(seed);
+  const std::int64_t steps_per_epoch = data.train->batches_in_epoch(train_plan);
+  if (steps_per_epoch <= 0)
+    throw ConfigError("the training data (" + data.train->description() +
+                      ") has fewer samples per rank than one batch (" + std::to_string(train_batch) +
+                      "); lower train_batch_size or use more data");
   std::int64_t total_steps = max_steps > 0 ? max_steps : max_epochs * steps_per_epoch;
   if (total_steps == 0) total_steps = steps_per_epoch;  // only a sample or time limit: schedule over one epoch
+  const std::int64_t warmup = warmup_steps + warmup_epochs * steps_per_epoch;
 
   const double init_time = seconds_since(init_start);
   log.log(perflog_event::kInitEnd, {{"init_time", init_time}}, "runtime.cpp", __LINE__);
@@ -238,6 +254,9 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
                                              {"device", device.str()},
                                              {"dist_backend", dist->backend()},
                                              {"mixed_precision", mixed_precision_name(mp)},
+                                             {"channels_last", channels_last},
+                                             {"cudnn_benchmark", cudnn_benchmark && device.is_cuda()},
+                                             {"fused_optimizer", optimizer_impl_name(optimizer_impl)},
                                              {"train_data", data.train->description()},
                                              {"eval_data", data.eval->description()}});
 
@@ -254,7 +273,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
 
   auto run_eval = [&] {
     sync(device);
-    metrics = evaluate(c, *model, *data.eval, eval_batch, device, mp, *dist);
+    metrics = evaluate(c, *model, *data.eval, eval_batch, device, mp, channels_last, *dist);
     metrics_step = global_step;
     json value = {{"global_steps", global_step}, {"epoch", epoch}};
     for (const auto& [name, v] : metrics) value[name] = v;
@@ -269,21 +288,21 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     }
   };
 
-  const data::ShardSpec shard{
-      data.train->size(), rank, info.env.world_size, true, static_cast<std::uint64_t>(seed), true};
   while (!stop && (max_epochs == 0 || epoch < max_epochs)) {
     XPUPERF_EVENT(perflog_event::kEpochBegin, {{"epoch", epoch}});
-    const auto indices = torch::tensor(data::shard_indices(shard, epoch));  // batches are views of it
-    const std::int64_t epoch_samples = indices.size(0);
+    train_plan.epoch = epoch;
+    data.train->start_epoch(train_plan);
     auto log_start = Clock::now();
     std::int64_t log_samples = 0;
-    for (std::int64_t start = 0; start < epoch_samples && !stop; start += train_batch) {
+    while (!stop) {
       const auto step_start = Clock::now();
-      const std::int64_t end = std::min(epoch_samples, start + train_batch);
-      Batch batch = data.train->get(indices.slice(0, start, end));
-      for (auto& t : batch) t = t.to(device, /*non_blocking=*/true);
-      const double lr = scheduled_lr(schedule, base_lr, global_step, warmup_steps, total_steps);
-      set_lr(*optimizer, lr);
+      auto next = data.train->next_batch();  // waiting for data counts as training time
+      if (!next) break;
+      Batch& batch = *next;
+      const std::int64_t batch_rows = batch[0].size(0);
+      to_device(batch, device, channels_last);
+      const double lr = scheduled_lr(schedule, base_lr, global_step, warmup, total_steps, steps_per_epoch, lr_gamma);
+      optimizer->set_lr(lr);
       optimizer->zero_grad();
       dist->begin_step();
       torch::Tensor loss;
@@ -295,10 +314,13 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       dist->finish_step(params);  // gradients averaged over ranks (reduced during backward when overlapping)
       // The same averaged gradients on every rank, so every rank takes the same decision.
       const bool step_ok = !scaler || scaler->update(scaler->unscale_and_check(params));
-      if (step_ok) optimizer->step();
+      if (step_ok) {
+        if (clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, clip_grad_norm);
+        optimizer->step();
+      }
 
       ++global_step;
-      const std::int64_t batch_samples = (end - start) * info.env.world_size;
+      const std::int64_t batch_samples = batch_rows * info.env.world_size;
       trained_samples += batch_samples;
       log_samples += batch_samples;
       const bool log_now = log_freq > 0 && global_step % log_freq == 0;
@@ -367,6 +389,9 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).
   if (c.train_flops_per_sample() > 0) f.extra["train_flops_per_sample"] = c.train_flops_per_sample();
   if (scaler) f.extra["skipped_steps"] = scaler->skipped_steps();
+  // Files that did not decode were replaced by other samples; the count says how many.
+  if (const std::int64_t skipped = data.train->skipped_samples() + data.eval->skipped_samples(); skipped > 0)
+    f.extra["skipped_samples"] = skipped;
   XPUPERF_EVENT(perflog_event::kFinished, f.to_json());
   dist->barrier();  // no rank leaves while another still needs the group
 #undef XPUPERF_EVENT

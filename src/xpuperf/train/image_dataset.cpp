@@ -1,0 +1,150 @@
+#include "xpuperf/train/image_dataset.h"
+
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "xpuperf/data/idx.h"
+#include "xpuperf/data/shard_sampler.h"
+
+namespace xpuperf::train {
+namespace fs = std::filesystem;
+
+ImageFolderDataset::ImageFolderDataset(data::ImageFolder folder, ImageDataOptions options, std::string what)
+    : folder_(std::move(folder)), options_(options), what_(std::move(what)) {}
+
+std::string ImageFolderDataset::description() const {
+  return what_ + ", " + std::to_string(folder_.images.size()) + " images in " + std::to_string(folder_.classes.size()) +
+         " classes from " + folder_.dir + " (decoded with libjpeg-turbo)";
+}
+
+std::int64_t ImageFolderDataset::batches_in_epoch(const EpochPlan& plan) const {
+  // As the loader splits: training drops the last partial batch, evaluation keeps it.
+  if (plan.train) return data::padded_shard_size(size(), plan.world_size) / plan.batch_size;
+  const data::ShardSpec spec{size(), plan.rank, plan.world_size, false, 0, false};
+  const auto n = static_cast<std::int64_t>(data::shard_indices(spec, 0).size());
+  return (n + plan.batch_size - 1) / plan.batch_size;
+}
+
+void ImageFolderDataset::start_epoch(const EpochPlan& plan) {
+  const bool same = loader_ && loader_plan_.batch_size == plan.batch_size && loader_plan_.train == plan.train &&
+                    loader_plan_.rank == plan.rank && loader_plan_.world_size == plan.world_size &&
+                    loader_plan_.seed == plan.seed;
+  if (!same) {
+    if (loader_) {
+      const auto skipped = loader_->skipped_files();
+      skipped_before_.insert(skipped.begin(), skipped.end());
+    }
+    data::ImageLoaderOptions o;
+    o.image_size = options_.image_size;
+    o.resize_to = options_.resize_to;
+    o.train = plan.train;
+    o.batch_size = plan.batch_size;
+    o.threads = options_.threads;
+    if (o.threads <= 0)
+      o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / options_.ranks_on_host);
+    o.batches_ahead = options_.batches_ahead > 0 ? options_.batches_ahead : 2 * o.threads;
+    o.seed = plan.seed;
+    o.rank = plan.rank;
+    o.world_size = plan.world_size;
+    loader_ = std::make_unique<data::ImageFolderLoader>(folder_, o);
+    loader_plan_ = plan;
+  }
+  loader_->start_epoch(plan.epoch);
+}
+
+std::optional<Batch> ImageFolderDataset::next_batch() {
+  if (!loader_) return std::nullopt;
+  auto batch = loader_->next();
+  if (!batch) return std::nullopt;
+  auto pixels = torch::empty({batch->size, batch->height, batch->width, 3},
+                             torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(options_.pin_memory));
+  std::memcpy(pixels.data_ptr<std::uint8_t>(), batch->pixels.data(), batch->pixels.size());
+  auto labels = torch::tensor(batch->labels, torch::TensorOptions().dtype(torch::kLong));
+  if (options_.pin_memory) labels = labels.pin_memory();
+  return Batch{pixels.permute({0, 3, 1, 2}), labels};
+}
+
+std::int64_t ImageFolderDataset::skipped_samples() const {
+  std::set<std::string> all = skipped_before_;
+  if (loader_) {
+    const auto now = loader_->skipped_files();
+    all.insert(now.begin(), now.end());
+  }
+  return static_cast<std::int64_t>(all.size());
+}
+
+SyntheticImageDataset::SyntheticImageDataset(std::int64_t size, std::int64_t classes, int image_size,
+                                             std::uint64_t seed, bool pin_memory, std::string what)
+    : size_(size), classes_(classes), image_size_(image_size), pin_(pin_memory), what_(std::move(what)) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  const std::int64_t pool = std::min<std::int64_t>(size, 64);
+  pool_ = torch::randint(256, {pool, image_size, image_size, 3}, gen, torch::TensorOptions().dtype(torch::kUInt8));
+}
+
+std::string SyntheticImageDataset::description() const {
+  return "synthetic " + what_ + " (" + std::to_string(size_) + " random " + std::to_string(image_size_) + "x" +
+         std::to_string(image_size_) + " images and labels: throughput only, no accuracy)";
+}
+
+Batch SyntheticImageDataset::get(const torch::Tensor& indices) const {
+  const auto in_pool = indices.remainder(pool_.size(0));
+  auto pixels = torch::empty({indices.size(0), image_size_, image_size_, 3},
+                             torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pin_));
+  torch::index_select_out(pixels, pool_, 0, in_pool);
+  auto labels = indices.remainder(classes_);
+  if (pin_) labels = labels.pin_memory();
+  return {pixels.permute({0, 3, 1, 2}), labels};
+}
+
+torch::Tensor normalize_images(const torch::Tensor& images) {
+  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(images.device());
+  // torchvision's Normalize(mean, std) after ToTensor's division by 255, as one scale and shift.
+  const auto mean = torch::tensor({0.485f * 255, 0.456f * 255, 0.406f * 255}, options).view({1, 3, 1, 1});
+  const auto inv_std =
+      torch::tensor({1 / (0.229f * 255), 1 / (0.224f * 255), 1 / (0.225f * 255)}, options).view({1, 3, 1, 1});
+  return (images.to(torch::kFloat) - mean) * inv_std;
+}
+
+Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes) {
+  const Config& cfg = ctx.config;
+  const int image_size = static_cast<int>(cfg.get_int("image_size", 224));
+  const bool pin = ctx.device.is_cuda();
+  const auto seed = static_cast<std::uint64_t>(cfg.get_int("seed", 1234));
+  if (cfg.get_bool("synthetic_data", false)) {
+    const std::int64_t train_size = cfg.get_int("synthetic_train_samples", 1281167);
+    const std::int64_t eval_size = cfg.get_int("synthetic_eval_samples", 50000);
+    return {std::make_shared<SyntheticImageDataset>(train_size, classes, image_size, seed, pin, "train"),
+            std::make_shared<SyntheticImageDataset>(eval_size, classes, image_size, seed + 1, pin, "eval")};
+  }
+  const std::string dir = cfg.get_string("data_dir", "");
+  if (dir.empty())
+    throw ConfigError(
+        "this case needs data_dir: a folder in ImageNet's layout (train/<class>/*.JPEG, val/<class>/*.JPEG; "
+        "`xpuperf data fashion-mnist -o DIR` writes a small one), or synthetic_data: true");
+  ImageDataOptions o;
+  o.image_size = image_size;
+  o.resize_to = static_cast<int>(cfg.get_int("resize_size", 256));
+  o.threads = static_cast<int>(cfg.get_int("loader_threads", 0));
+  o.batches_ahead = static_cast<int>(cfg.get_int("loader_batches_ahead", 0));
+  o.pin_memory = pin;
+  o.ranks_on_host = std::max(1, ctx.local_world_size);
+  if (o.image_size <= 0 || o.resize_to < o.image_size)
+    throw ConfigError("image_size must be positive and resize_size at least image_size (got " +
+                      std::to_string(o.image_size) + " and " + std::to_string(o.resize_to) + ")");
+  auto split = [&](const std::string& key, const char* what) {
+    const std::string path = (fs::path(dir) / cfg.get_string(key)).string();
+    data::ImageFolder folder = data::list_image_folder(path);
+    if (static_cast<std::int64_t>(folder.classes.size()) > classes)
+      throw data::DataError(path + " has " + std::to_string(folder.classes.size()) +
+                            " class folders, more than the model's " + std::to_string(classes) +
+                            " outputs; set num_classes in the config");
+    return std::make_shared<ImageFolderDataset>(std::move(folder), o, what);
+  };
+  Datasets d;
+  d.train = split("train_data", "ImageNet-layout train");
+  d.eval = split("eval_data", "ImageNet-layout val");
+  return d;
+}
+
+}  // namespace xpuperf::train

@@ -1,0 +1,229 @@
+#include "xpuperf/train/optimizers.h"
+
+#include <cmath>
+
+#include "xpuperf/train/compat.h"
+
+namespace xpuperf::train {
+namespace {
+
+struct Hyper {
+  std::string name;  // sgd, adam, adamw
+  double lr = 0, weight_decay = 0, momentum = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+Hyper read_hyper(const Config& cfg) {
+  Hyper h;
+  h.name = cfg.get_string("optimizer", "sgd");
+  if (h.name != "sgd" && h.name != "adam" && h.name != "adamw")
+    throw ConfigError(cfg.at("optimizer").source.str() + ": 'optimizer' must be sgd, adam or adamw, got '" + h.name +
+                      "'");
+  h.lr = cfg.get_number("lr");
+  h.weight_decay = cfg.get_number("weight_decay", 0.0);
+  h.momentum = cfg.get_number("momentum", 0.0);
+  h.beta1 = cfg.get_number("adam_beta1", 0.9);
+  h.beta2 = cfg.get_number("adam_beta2", 0.999);
+  h.eps = cfg.get_number("adam_eps", 1e-8);
+  return h;
+}
+
+// Parameters in two groups: with weight decay, and without (1-D ones when asked).
+struct Groups {
+  std::vector<torch::Tensor> decay, no_decay;
+};
+
+Groups split_params(const Config& cfg, torch::nn::Module& model) {
+  Groups g;
+  const bool skip_1d = cfg.get_bool("weight_decay_skip_1d", false);
+  for (const auto& p : model.parameters()) {
+    if (!p.requires_grad()) continue;
+    (skip_1d && p.dim() <= 1 ? g.no_decay : g.decay).push_back(p);
+  }
+  return g;
+}
+
+// LibTorch's own optimizers, one parameter group per weight-decay setting.
+class ReferenceOptimizer : public StepOptimizer {
+ public:
+  ReferenceOptimizer(const Hyper& h, const Groups& groups) {
+    auto options = [&](double wd) -> std::unique_ptr<torch::optim::OptimizerOptions> {
+      if (h.name == "sgd")
+        return std::make_unique<torch::optim::SGDOptions>(
+            torch::optim::SGDOptions(h.lr).momentum(h.momentum).weight_decay(wd));
+      if (h.name == "adam")
+        return std::make_unique<torch::optim::AdamOptions>(
+            torch::optim::AdamOptions(h.lr).betas({h.beta1, h.beta2}).eps(h.eps).weight_decay(wd));
+      return std::make_unique<torch::optim::AdamWOptions>(
+          torch::optim::AdamWOptions(h.lr).betas({h.beta1, h.beta2}).eps(h.eps).weight_decay(wd));
+    };
+    std::vector<torch::optim::OptimizerParamGroup> list;
+    if (!groups.decay.empty()) list.emplace_back(groups.decay, options(h.weight_decay));
+    if (!groups.no_decay.empty()) list.emplace_back(groups.no_decay, options(0.0));
+    if (h.name == "sgd")
+      optimizer_ = std::make_unique<torch::optim::SGD>(list, torch::optim::SGDOptions(h.lr));
+    else if (h.name == "adam")
+      optimizer_ = std::make_unique<torch::optim::Adam>(list, torch::optim::AdamOptions(h.lr));
+    else
+      optimizer_ = std::make_unique<torch::optim::AdamW>(list, torch::optim::AdamWOptions(h.lr));
+  }
+  void set_lr(double lr) override {
+    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+  }
+  void zero_grad() override { optimizer_->zero_grad(); }
+  void step() override { optimizer_->step(); }
+
+ private:
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+};
+
+// State and gradients of one weight-decay group, as lists for the multi-tensor kernels.
+struct GroupState {
+  std::vector<torch::Tensor> params;
+  double weight_decay = 0;
+  std::vector<torch::Tensor> buf1, buf2;  // momentum, or Adam's first and second moments
+  std::vector<torch::Tensor> steps;       // the fused Adam kernels count steps in tensors
+  std::vector<torch::Tensor> grads() const {
+    std::vector<torch::Tensor> g;
+    g.reserve(params.size());
+    for (const auto& p : params) g.push_back(p.grad());
+    return g;
+  }
+};
+
+// The update of torch::optim's SGD, Adam and AdamW, with every operation over all the
+// parameters of a group at once: a few kernels per step instead of a few per parameter.
+class MultiTensorOptimizer : public StepOptimizer {
+ public:
+  MultiTensorOptimizer(const Hyper& h, const Groups& groups, bool fused) : h_(h), lr_(h.lr), fused_(fused) {
+    if (!groups.decay.empty()) groups_.push_back(GroupState{groups.decay, h.weight_decay, {}, {}, {}});
+    if (!groups.no_decay.empty()) groups_.push_back(GroupState{groups.no_decay, 0.0, {}, {}, {}});
+  }
+  void set_lr(double lr) override { lr_ = lr; }
+  void zero_grad() override {
+    for (auto& g : groups_)
+      for (auto& p : g.params)
+        if (p.grad().defined()) p.mutable_grad().zero_();
+  }
+  void step() override {
+    torch::NoGradGuard no_grad;
+    ++step_;
+    for (auto& g : groups_) {
+      for (const auto& p : g.params)
+        TORCH_CHECK(p.grad().defined(), "a parameter has no gradient: every parameter must take part in the loss");
+      if (h_.name == "sgd")
+        sgd(g);
+      else
+        adam(g);
+    }
+  }
+
+ private:
+  void sgd(GroupState& g) {
+    auto grads = g.grads();
+    const bool first = g.buf1.empty() && h_.momentum != 0;
+#if TORCH_VERSION_MAJOR >= 2
+    if (fused_) {
+      if (first)
+        for (const auto& p : g.params) g.buf1.push_back(torch::empty_like(p));
+      at::_fused_sgd_(g.params, grads, h_.momentum != 0 ? at::TensorList(g.buf1) : at::TensorList(), g.weight_decay,
+                      h_.momentum, lr_, /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false, first);
+      return;
+    }
+#endif
+    if (g.weight_decay != 0) grads = at::_foreach_add(grads, g.params, g.weight_decay);
+    if (h_.momentum != 0) {
+      if (first) {
+        for (const auto& d : grads) g.buf1.push_back(d.clone().detach());
+      } else {
+        at::_foreach_mul_(g.buf1, h_.momentum);
+        at::_foreach_add_(g.buf1, grads, 1.0);
+      }
+      grads = g.buf1;
+    }
+    at::_foreach_add_(g.params, grads, -lr_);
+  }
+
+  void adam(GroupState& g) {
+    auto grads = g.grads();
+    const bool decoupled = h_.name == "adamw";
+    if (g.buf1.empty()) {
+      for (const auto& p : g.params) {
+        g.buf1.push_back(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        g.buf2.push_back(torch::zeros_like(p, at::MemoryFormat::Preserve));
+        if (fused_) g.steps.push_back(torch::zeros({}, p.options().dtype(torch::kFloat)));
+      }
+    }
+#if TORCH_VERSION_MAJOR >= 2
+    if (fused_) {
+      at::_foreach_add_(g.steps, 1.0);
+      if (decoupled)
+        at::_fused_adamw_(g.params, grads, g.buf1, g.buf2, {}, g.steps, lr_, h_.beta1, h_.beta2, g.weight_decay, h_.eps,
+                          /*amsgrad=*/false, /*maximize=*/false);
+      else
+        at::_fused_adam_(g.params, grads, g.buf1, g.buf2, {}, g.steps, lr_, h_.beta1, h_.beta2, g.weight_decay, h_.eps,
+                         /*amsgrad=*/false, /*maximize=*/false);
+      return;
+    }
+#endif
+    if (g.weight_decay != 0) {
+      if (decoupled)
+        at::_foreach_mul_(g.params, 1.0 - lr_ * g.weight_decay);
+      else
+        grads = at::_foreach_add(grads, g.params, g.weight_decay);
+    }
+    at::_foreach_mul_(g.buf1, h_.beta1);
+    at::_foreach_add_(g.buf1, grads, 1.0 - h_.beta1);
+    at::_foreach_mul_(g.buf2, h_.beta2);
+    at::_foreach_addcmul_(g.buf2, grads, grads, 1.0 - h_.beta2);
+    const double correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step_));
+    const double correction2 = 1.0 - std::pow(h_.beta2, static_cast<double>(step_));
+    auto denom = at::_foreach_sqrt(g.buf2);
+    at::_foreach_div_(denom, std::sqrt(correction2));
+    at::_foreach_add_(denom, h_.eps);
+    at::_foreach_addcdiv_(g.params, g.buf1, denom, -lr_ / correction1);
+  }
+
+  Hyper h_;
+  double lr_;
+  bool fused_;
+  std::int64_t step_ = 0;
+  std::vector<GroupState> groups_;
+};
+
+}  // namespace
+
+OptimizerImpl parse_optimizer_impl(const Config& cfg, const torch::Device& device) {
+  const std::string text = cfg.get_string("fused_optimizer", "off");
+  const auto where = [&] { return cfg.at("fused_optimizer").source.str() + ": "; };
+  if (text == "off" || text == "false") return OptimizerImpl::Reference;
+  if (text == "foreach") return OptimizerImpl::Foreach;
+  if (text != "fused" && text != "true")
+    throw ConfigError(where() + "'fused_optimizer' must be off, foreach or fused, got '" + text + "'");
+  if (!compat::kTorch2)
+    throw ConfigError(where() + "fused_optimizer: fused needs LibTorch 2.x (this build has " + TORCH_VERSION +
+                      "); use foreach, the multi-tensor step");
+  if (!device.is_cuda())
+    throw ConfigError(where() + "fused_optimizer: fused runs on CUDA devices; use foreach on " + device.str());
+  return OptimizerImpl::Fused;
+}
+
+const char* optimizer_impl_name(OptimizerImpl impl) {
+  switch (impl) {
+    case OptimizerImpl::Reference:
+      return "off";
+    case OptimizerImpl::Foreach:
+      return "foreach";
+    case OptimizerImpl::Fused:
+      return "fused";
+  }
+  return "off";
+}
+
+std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, torch::nn::Module& model, OptimizerImpl impl) {
+  const Hyper h = read_hyper(cfg);
+  const Groups groups = split_params(cfg, model);
+  if (impl == OptimizerImpl::Reference) return std::make_unique<ReferenceOptimizer>(h, groups);
+  return std::make_unique<MultiTensorOptimizer>(h, groups, impl == OptimizerImpl::Fused);
+}
+
+}  // namespace xpuperf::train

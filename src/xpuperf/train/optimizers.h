@@ -1,0 +1,38 @@
+#pragma once
+// The optimizer step, in three implementations a config chooses with `fused_optimizer`:
+//   off      LibTorch's torch::optim (one small kernel per parameter and operation),
+//   foreach  multi-tensor: each operation over all parameters at once (ATen's _foreach_ ops),
+//   fused    one kernel for the whole update (ATen's _fused_sgd_ / _fused_adamw_, LibTorch 2.x).
+// All three compute the same update; tests hold them to the same loss.
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "xpuperf/core/config.h"
+
+namespace xpuperf::train {
+
+enum class OptimizerImpl { Reference, Foreach, Fused };
+
+// "off", "foreach", "fused"; throws ConfigError naming the config line otherwise, or when the
+// fused kernels are missing (LibTorch 1.13, or SGD/AdamW fused on a device without them).
+OptimizerImpl parse_optimizer_impl(const Config& cfg, const torch::Device& device);
+const char* optimizer_impl_name(OptimizerImpl impl);
+
+class StepOptimizer {
+ public:
+  virtual ~StepOptimizer() = default;
+  virtual void set_lr(double lr) = 0;
+  virtual void zero_grad() = 0;
+  virtual void step() = 0;
+};
+
+// The optimizer a config asks for (`optimizer`: sgd, adam, adamw; lr, momentum, weight_decay,
+// betas, eps). `weight_decay_skip_1d: true` leaves biases and normalisation weights (the
+// parameters of one dimension) out of weight decay, as the ResNet-50 v1.5 and ViT recipes do.
+std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, torch::nn::Module& model, OptimizerImpl impl);
+
+}  // namespace xpuperf::train

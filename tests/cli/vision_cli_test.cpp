@@ -1,0 +1,199 @@
+// The vision training cases (resnet50, vit, mobilenetv2) as a user runs them on the CPU: through
+// `xpuperf run` on real JPEGs (an ImageNet-layout folder made from Fashion-MNIST), with small
+// images and a few dozen steps, the loss falling; a file that does not decode is skipped and
+// counted; synthetic data is labelled so.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli_util.h"
+#include "xpuperf/core/perflog.h"
+
+namespace xpuperf {
+namespace {
+namespace fs = std::filesystem;
+
+const char* kFashion = "/usr/share/datasets/fashion-mnist";
+
+std::vector<PerfLogEvent> events_of(const std::string& text) {
+  std::istringstream in(text);
+  return parse_perflog(in).events;
+}
+
+std::vector<double> step_losses(const std::vector<PerfLogEvent>& events) {
+  std::vector<double> losses;
+  for (const auto& e : events)
+    if (e.event == "STEP_END") losses.push_back(e.value["loss"].get<double>());
+  return losses;
+}
+
+double mean(const std::vector<double>& v, std::size_t from, std::size_t to) {
+  double sum = 0;
+  for (std::size_t i = from; i < to; ++i) sum += v[i];
+  return sum / static_cast<double>(to - from);
+}
+
+const nlohmann::json* event_value(const std::vector<PerfLogEvent>& events, const std::string& name) {
+  for (const auto& e : events)
+    if (e.event == name) return &e.value;
+  return nullptr;
+}
+
+class VisionCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::exists(std::string(kFashion) + "/train-images-idx3-ubyte.gz")) return;
+    folder_ = new test::TempDir();
+    const Result r = xpuperf({"data", "fashion-mnist", "-o", folder_->path() + "/jpeg", "--train-per-class", "100",
+                              "--val-per-class", "20", "--size", "64"},
+                             XPUPERF_SOURCE_DIR, {}, 120);
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  static void TearDownTestSuite() {
+    delete folder_;
+    folder_ = nullptr;
+  }
+  void SetUp() override {
+    if (!folder_) GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+  }
+  static std::string jpegs() { return folder_->path() + "/jpeg"; }
+
+  // The small run of the README: 64-pixel images (32 for ViT), ten classes, 40 steps.
+  static std::string smoke_overrides(const std::string& model) {
+    const bool vit = model == "vit";
+    const char* lr = model == "resnet50" ? "0.002" : model == "mobilenetv2" ? "0.02" : "0.0005";
+    return std::string("{data_dir: ") + jpegs() + ", image_size: " + (vit ? "32" : "64") +
+           ", resize_size: " + (vit ? "32" : "64") +
+           ", num_classes: 10, max_steps: 40, warmup_epochs: 0, warmup_steps: 5, lr: " + lr +
+           ", log_freq: 1, eval_interval_epochs: 0, num_threads: 2, loader_threads: 2}";
+  }
+
+  static test::TempDir* folder_;
+  test::TempDir dir;
+};
+test::TempDir* VisionCli::folder_ = nullptr;
+
+TEST_F(VisionCli, ThreeCasesTrainThroughRunOnJpegsWithTheLossFalling) {
+  std::string plan = "vendor: cpu\nlog_dir: " + dir.path() +
+                     "/results\nmaster_port: " + std::to_string(29500 + ::getpid() % 200) + "\ncases:\n";
+  const std::vector<std::string> models = {"resnet50", "mobilenetv2", "vit"};
+  for (const auto& m : models) plan += "  \"" + m + ":libtorch:CPU:1:1:1\": " + smoke_overrides(m) + "\n";
+  const std::string plan_path = dir.write("plan.yaml", plan);
+  const Result r = xpuperf({"run", plan_path}, XPUPERF_SOURCE_DIR, {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string run = run_folder_in(dir.path() + "/results");
+  for (const auto& m : models) {
+    const std::string log = run + "/" + m + "_libtorch_CPU_1_1_1/round1/localhost_noderank0/rank0.out.log";
+    const auto events = events_of(test::read_file(log));
+    const auto losses = step_losses(events);
+    ASSERT_EQ(losses.size(), 40u) << m << ": " << log;
+    // Ten steps at each end, so one noisy batch does not decide.
+    EXPECT_LT(mean(losses, 30, 40), mean(losses, 0, 10) - 0.05) << m;
+    const auto* info = event_value(events, "SUBMIT_INFO");
+    ASSERT_TRUE(info) << m;
+    EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "ImageNet-layout train, 1000 images in 10 classes"))
+        << info->dump();
+    const auto* finished = event_value(events, "FINISHED");
+    ASSERT_TRUE(finished) << m;
+    EXPECT_EQ((*finished)["global_steps"], 40);
+    EXPECT_GT((*finished)["train_flops_per_sample"].get<double>(), 0.0);
+  }
+  // The overrides were warned about: the smoke run is not the standard case.
+  EXPECT_TRUE(has(test::read_file(run + "/resnet50_libtorch_CPU_1_1_1/round1/localhost_noderank0/rank0.out.log"),
+                  "'max_steps' is not a mutable parameter"));
+}
+
+TEST_F(VisionCli, AFileThatDoesNotDecodeIsSkippedCountedAndNamedOnce) {
+  // A copy of the folder with one truncated JPEG and one text file named like a JPEG.
+  const std::string data = dir.path() + "/jpeg";
+  fs::copy(jpegs(), data, fs::copy_options::recursive);
+  std::string victim;
+  for (const auto& e :
+       fs::directory_iterator(data + "/train/" + fs::directory_iterator(data + "/train")->path().filename().string()))
+    victim = e.path().string();
+  fs::resize_file(victim, fs::file_size(victim) / 2);
+  dir.write("jpeg/train/" + fs::path(victim).parent_path().filename().string() + "/notes.JPEG", "not an image\n");
+  const Result r = xpuperf({"train",
+                            "--case",
+                            "mobilenetv2",
+                            "--vendor",
+                            "cpu",
+                            "--hardware",
+                            "CPU",
+                            "--data-dir",
+                            data,
+                            "--set",
+                            "image_size=32",
+                            "--set",
+                            "resize_size=32",
+                            "--set",
+                            "num_classes=10",
+                            "--set",
+                            "max_epochs=2",
+                            "--set",
+                            "train_batch_size=50",
+                            "--set",
+                            "num_threads=2"},
+                           XPUPERF_SOURCE_DIR, {}, 300);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto events = events_of(r.output);
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_TRUE(finished) << r.output;
+  EXPECT_EQ((*finished)["skipped_samples"], 2) << finished->dump();
+  EXPECT_EQ((*finished)["epochs"], 2);
+  // Named once, though both epochs met them.
+  const auto count = [&](const std::string& part) {
+    std::size_t n = 0;
+    for (auto at = r.output.find(part); at != std::string::npos; at = r.output.find(part, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("skipping " + victim), 1u) << r.output;
+  EXPECT_EQ(count("notes.JPEG:"), 1u) << r.output;
+}
+
+TEST_F(VisionCli, SyntheticDataIsLabelledAndClaimsNoData) {
+  const Result r = xpuperf({"train",
+                            "--case",
+                            "resnet50",
+                            "--vendor",
+                            "cpu",
+                            "--hardware",
+                            "CPU",
+                            "--set",
+                            "synthetic_data=true",
+                            "--set",
+                            "image_size=32",
+                            "--set",
+                            "resize_size=32",
+                            "--set",
+                            "max_steps=2",
+                            "--set",
+                            "train_batch_size=4",
+                            "--set",
+                            "synthetic_eval_samples=8",
+                            "--set",
+                            "eval_batch_size=8",
+                            "--set",
+                            "num_threads=2"},
+                           XPUPERF_SOURCE_DIR, {}, 120);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto events = events_of(r.output);
+  const auto* info = event_value(events, "SUBMIT_INFO");
+  ASSERT_TRUE(info) << r.output;
+  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "synthetic train")) << info->dump();
+  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "no accuracy")) << info->dump();
+}
+
+TEST_F(VisionCli, AMissingDataFolderSaysWhatToDo) {
+  const Result r = xpuperf(
+      {"train", "--case", "resnet50", "--vendor", "cpu", "--hardware", "CPU", "--data-dir", dir.path() + "/nowhere"},
+      XPUPERF_SOURCE_DIR, {}, 60);
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(has(r.output, dir.path() + "/nowhere/train")) << r.output;
+}
+
+}  // namespace
+}  // namespace xpuperf

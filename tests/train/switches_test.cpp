@@ -1,0 +1,176 @@
+// The runtime's acceleration switches keep the loss: each one on gives the loss curve of the
+// run without it over the first steps (exactly for the optimizer step implementations, within
+// bf16's precision for autocast). Also the data interface the vision cases use.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "test_util.h"
+#include "toy_case.h"
+#include "xpuperf/train/image_classification.h"
+#include "xpuperf/train/image_dataset.h"
+#include "xpuperf/train/optimizers.h"
+#include "xpuperf/train/runtime.h"
+
+namespace xpuperf::train {
+namespace {
+
+// A small convolutional classifier with batch norm, biases and a classifier, as the vision
+// cases' models have, trained through the image classification case on synthetic images.
+struct TinyConvNetImpl : torch::nn::Module {
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  torch::nn::Linear fc{nullptr};
+  explicit TinyConvNetImpl(std::int64_t classes) {
+    conv1 = register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 8, 3).padding(1).bias(false)));
+    bn1 = register_module("bn1", torch::nn::BatchNorm2d(8));
+    conv2 = register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(8, 16, 3).stride(2).padding(1)));
+    bn2 = register_module("bn2", torch::nn::BatchNorm2d(16));
+    fc = register_module("fc", torch::nn::Linear(16, classes));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = torch::relu(bn1(conv1(x)));
+    y = torch::relu(bn2(conv2(y)));
+    return fc(torch::adaptive_avg_pool2d(y, {1, 1}).flatten(1));
+  }
+};
+TORCH_MODULE(TinyConvNet);
+
+class TinyVisionCase : public ImageClassificationCase {
+  Model build(std::int64_t classes, std::int64_t) override {
+    auto net = TinyConvNet(classes);
+    return {net.ptr(), [net](const torch::Tensor& x) mutable { return net->forward(x); }, 1.0};
+  }
+};
+
+std::vector<double> losses(const std::string& overrides) {
+  TinyVisionCase c;
+  const std::string config =
+      "synthetic_data: true\nsynthetic_train_samples: 96\nsynthetic_eval_samples: 16\nimage_size: 16\nnum_classes: "
+      "4\nlabel_smoothing: 0.1\nmax_epochs: 0\nmax_steps: 6\nlog_freq: 1\ntrain_batch_size: 16\neval_batch_size: "
+      "16\nmomentum: 0.9\nweight_decay: 0.01\nweight_decay_skip_1d: true\nlr: 0.05\n" +
+      overrides;
+  std::ostringstream out;
+  RunInfo info;
+  info.case_name = "tiny:libtorch";
+  info.vendor = "cpu";
+  run_training(c, test::toy_config_for(config), info, out);
+  std::istringstream in(out.str());
+  std::vector<double> l;
+  for (const auto& e : parse_perflog(in).events)
+    if (e.event == "STEP_END") l.push_back(e.value["loss"].get<double>());
+  return l;
+}
+
+void expect_close(const std::vector<double>& a, const std::vector<double>& b, double relative) {
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.size(), 6u);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], relative * std::abs(a[i])) << "step " << i + 1;
+}
+
+TEST(Switches, ForeachOptimizerStepGivesTheReferenceLoss) {
+  for (const char* optimizer : {"sgd", "adam", "adamw"}) {
+    SCOPED_TRACE(optimizer);
+    const std::string o = std::string("optimizer: ") + optimizer + "\n" + (optimizer[0] == 'a' ? "lr: 0.01\n" : "");
+    const auto reference = losses(o + "fused_optimizer: off\n");
+    expect_close(losses(o + "fused_optimizer: foreach\n"), reference, 1e-5);
+    EXPECT_LT(reference.back(), reference.front()) << "the loss falls, so the test can tell steps apart";
+  }
+}
+
+TEST(Switches, ChannelsLastGivesTheSameLoss) {
+  expect_close(losses("channels_last: true\n"), losses("channels_last: false\n"), 1e-4);
+}
+
+TEST(Switches, CudnnBenchmarkIsHarmlessWithoutCuda) {
+  expect_close(losses("cudnn_benchmark: true\n"), losses("cudnn_benchmark: false\n"), 0);
+}
+
+TEST(Switches, Bf16AutocastStaysWithinBf16Precision) {
+  // bfloat16 keeps 8 bits of mantissa: a relative 2^-8 per operation; a few percent over six steps.
+  expect_close(losses("mixed_precision: bf16\n"), losses("mixed_precision: off\n"), 0.03);
+}
+
+TEST(Switches, FusedOptimizerOnTheCpuIsRefusedWithTheAlternative) {
+  try {
+    losses("fused_optimizer: fused\n");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("foreach"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(losses("fused_optimizer: fast\n"), ConfigError);
+}
+
+TEST(Switches, WeightDecaySkipsOneDimensionalParametersWhenAsked) {
+  // With a huge decay and no gradient signal (lr on decay only), the 1-D parameters keep their values.
+  auto net = TinyConvNet(4);
+  const auto bias_before = net->conv2->bias.clone();
+  const auto weight_before = net->conv2->weight.clone();
+  const Config cfg = test::toy_config_for("optimizer: sgd\nlr: 0.1\nweight_decay: 1.0\nweight_decay_skip_1d: true\n");
+  for (const char* impl : {"off", "foreach"}) {
+    SCOPED_TRACE(impl);
+    auto n = TinyConvNet(4);
+    n->conv2->bias.set_data(bias_before.clone());
+    n->conv2->weight.set_data(weight_before.clone());
+    auto opt = make_optimizer(cfg, *n, std::string(impl) == "off" ? OptimizerImpl::Reference : OptimizerImpl::Foreach);
+    for (auto& p : n->parameters()) p.mutable_grad() = torch::zeros_like(p);
+    opt->step();
+    EXPECT_TRUE(torch::equal(n->conv2->bias, bias_before));
+    EXPECT_TRUE(torch::allclose(n->conv2->weight, weight_before * 0.9));
+  }
+}
+
+TEST(ImageData, IndexedDatasetSplitsAnEpochIntoBatchesOfTheRanksShard) {
+  TensorDataset d({torch::arange(10)}, "ten");
+  EpochPlan plan;
+  plan.batch_size = 3;
+  plan.train = true;
+  plan.world_size = 2;
+  plan.rank = 1;
+  EXPECT_EQ(d.batches_in_epoch(plan), 2);  // 5 samples: 3 + 2
+  d.start_epoch(plan);
+  std::vector<std::int64_t> seen;
+  int batches = 0;
+  while (auto b = d.next_batch()) {
+    ++batches;
+    for (std::int64_t i = 0; i < (*b)[0].size(0); ++i) seen.push_back((*b)[0][i].item<std::int64_t>());
+  }
+  EXPECT_EQ(batches, 2);
+  EXPECT_EQ(seen.size(), 5u);
+  plan.train = false;
+  plan.world_size = 3;
+  plan.rank = 0;
+  EXPECT_EQ(d.batches_in_epoch(plan), 2);  // 4 of 10 samples, unpadded: 3 + 1
+}
+
+TEST(ImageData, SyntheticImagesAreChannelsLastBytesTheSameForTheSameIndex) {
+  SyntheticImageDataset d(1000, 10, 8, 3, false, "train");
+  EXPECT_NE(d.description().find("synthetic train"), std::string::npos);
+  EXPECT_NE(d.description().find("no accuracy"), std::string::npos);
+  const auto a = d.get(torch::tensor({5, 70}, torch::kLong));
+  const auto b = d.get(torch::tensor({70}, torch::kLong));
+  EXPECT_EQ(a[0].sizes(), (std::vector<std::int64_t>{2, 3, 8, 8}));
+  EXPECT_EQ(a[0].scalar_type(), torch::kUInt8);
+  EXPECT_TRUE(a[0].is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(torch::equal(a[0][1], b[0][0]));
+  EXPECT_EQ(a[1][1].item<std::int64_t>(), 0);  // label: index mod classes
+}
+
+TEST(ImageData, NormalizeImagesAppliesImageNetsMeanAndStd) {
+  const auto x = torch::full({1, 3, 2, 2}, 255, torch::kUInt8).contiguous(at::MemoryFormat::ChannelsLast);
+  const auto y = normalize_images(x);
+  EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_NEAR(y[0][0][0][0].item<float>(), (1 - 0.485f) / 0.229f, 1e-5);
+  EXPECT_NEAR(y[0][2][1][1].item<float>(), (1 - 0.406f) / 0.225f, 1e-5);
+}
+
+TEST(ImageData, ExponentialScheduleMultipliesOnceAnEpoch) {
+  EXPECT_DOUBLE_EQ(scheduled_lr("exponential", 0.1, 9, 0, 100, 10, 0.5), 0.1);
+  EXPECT_DOUBLE_EQ(scheduled_lr("exponential", 0.1, 10, 0, 100, 10, 0.5), 0.05);
+  EXPECT_DOUBLE_EQ(scheduled_lr("exponential", 0.1, 25, 0, 100, 10, 0.5), 0.025);
+}
+
+}  // namespace
+}  // namespace xpuperf::train
