@@ -11,7 +11,7 @@
 
 #include "test_util.h"
 #include "xpuperf/core/process.h"
-#include "xpuperf/infer/weights.h"
+#include "xpuperf/train/weights.h"
 #include "xpuperf/models/mobilenet_v2.h"
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/models/vit.h"
@@ -76,7 +76,7 @@ void expect_same_outputs(torch::nn::Module& model, const std::function<torch::Te
                          const std::string& name) {
   test::TempDir dir;
   if (!torchvision_reference(name, dir.path())) GTEST_SKIP() << "python3-torchvision is not installed";
-  EXPECT_EQ(infer::load_weights(model, dir.path() + "/" + name + ".weights.pt"), "PyTorch state_dict");
+  EXPECT_EQ(train::load_weights(model, dir.path() + "/" + name + ".weights.pt"), "PyTorch state_dict");
   model.eval();
   torch::NoGradGuard no_grad;
   const auto x = io_tensor(dir.path() + "/" + name + ".io.pt", "input");

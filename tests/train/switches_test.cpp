@@ -39,7 +39,7 @@ struct TinyConvNetImpl : torch::nn::Module {
 TORCH_MODULE(TinyConvNet);
 
 class TinyVisionCase : public ImageClassificationCase {
-  Model build(std::int64_t classes, std::int64_t) override {
+  Model build(const Config&, std::int64_t classes, std::int64_t) override {
     auto net = TinyConvNet(classes);
     return {net.ptr(), [net](const torch::Tensor& x) mutable { return net->forward(x); }, 1.0};
   }
@@ -160,7 +160,7 @@ TEST(ImageData, SyntheticImagesAreChannelsLastBytesTheSameForTheSameIndex) {
 
 TEST(ImageData, NormalizeImagesAppliesImageNetsMeanAndStd) {
   const auto x = torch::full({1, 3, 2, 2}, 255, torch::kUInt8).contiguous(at::MemoryFormat::ChannelsLast);
-  const auto y = normalize_images(x);
+  const auto y = ImageNormalizer()(x);
   EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_NEAR(y[0][0][0][0].item<float>(), (1 - 0.485f) / 0.229f, 1e-5);
   EXPECT_NEAR(y[0][2][1][1].item<float>(), (1 - 0.406f) / 0.225f, 1e-5);

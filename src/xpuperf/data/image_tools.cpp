@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "xpuperf/data/idx.h"
@@ -114,6 +116,119 @@ FashionJpegResult write_fashion_mnist_jpeg(const FashionJpegOptions& o, const Pr
     bytes += jpeg.size();
   });
   result.bytes = bytes;
+  return result;
+}
+
+namespace {
+
+std::vector<std::string> photo_files(const std::vector<std::string>& sources) {
+  std::vector<std::string> files;
+  auto is_jpeg = [](const fs::path& p) {
+    std::string ext = p.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    return ext == ".jpg" || ext == ".jpeg";
+  };
+  for (const auto& source : sources) {
+    std::error_code ec;
+    if (fs::is_directory(source, ec)) {
+      std::vector<std::string> found;
+      for (auto it = fs::recursive_directory_iterator(source, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec))
+        if (it->is_regular_file() && is_jpeg(it->path())) found.push_back(it->path().string());
+      if (found.empty()) throw DataError(source + " holds no .jpg or .jpeg file");
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(source, ec)) {
+      files.push_back(source);
+    } else {
+      throw DataError("photo source " + source + " does not exist");
+    }
+  }
+  if (files.empty()) throw DataError("no photo sources given (e.g. --from /usr/share/wallpapers)");
+  return files;
+}
+
+}  // namespace
+
+PhotoCropResult write_photo_crops(const PhotoCropOptions& o, const ProgressFn& progress) {
+  if (o.classes < 1 || o.classes > 100000)
+    throw DataError("--classes " + std::to_string(o.classes) + ": choose 1 to 100000");
+  if (o.quality < 1 || o.quality > 100) throw DataError("--quality " + std::to_string(o.quality) + ": choose 1 to 100");
+  if (o.train_per_class < 0 || o.val_per_class < 0) throw DataError("images per class cannot be negative");
+  const auto files = photo_files(o.sources);
+  // Every source decoded once; small ones (icons, previews) would only give blurry crops.
+  std::vector<RgbImage> photos(files.size());
+  {
+    JpegCodec codec;
+    std::vector<std::uint8_t> bytes;
+    std::string error;
+    for (std::size_t i = 0; i < files.size(); ++i)
+      if (!read_file_bytes(files[i], bytes, error) || !codec.decode(bytes.data(), bytes.size(), photos[i], error))
+        throw DataError(files[i] + ": " + error);
+  }
+  std::vector<const RgbImage*> usable;
+  for (const auto& p : photos)
+    if (p.width >= 1000 && p.height >= 750) usable.push_back(&p);
+  if (usable.empty()) throw DataError("no source photograph is at least 1000x750 pixels");
+
+  struct Item {
+    std::string path;
+    std::uint64_t number;
+  };
+  std::vector<Item> items;
+  PhotoCropResult result;
+  result.sources = static_cast<std::int64_t>(usable.size());
+  std::uint64_t number = 0;
+  for (const auto& [split, per_class, count] :
+       {std::tuple<const char*, std::int64_t, std::int64_t*>{"train", o.train_per_class, &result.train_images},
+        {"val", o.val_per_class, &result.val_images}}) {
+    for (int c = 0; c < o.classes; ++c) {
+      char klass[32];
+      std::snprintf(klass, sizeof klass, "class_%05d", c);
+      const fs::path dir = fs::path(o.out_dir) / split / klass;
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) throw DataError("cannot create " + dir.string() + ": " + ec.message());
+      for (std::int64_t k = 0; k < per_class; ++k) {
+        char name[48];
+        std::snprintf(name, sizeof name, "%s_%05d_%06lld.JPEG", split, c, static_cast<long long>(k));
+        items.push_back({(dir / name).string(), number++});
+        ++*count;
+      }
+    }
+  }
+  // ImageNet's most common sizes, landscape more often than portrait, as in its training set.
+  static const int kSizes[][2] = {{500, 375}, {500, 375}, {500, 375}, {500, 333}, {500, 333},
+                                  {375, 500}, {333, 500}, {500, 400}, {500, 500}, {640, 480}};
+  std::atomic<std::uint64_t> bytes{0}, widths{0}, heights{0};
+  parallel_for<JpegCodec>(items.size(), thread_count(o.threads), progress, [&](std::size_t i, JpegCodec& codec) {
+    const Item& item = items[i];
+    std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + item.number);
+    const RgbImage& photo = *usable[std::uniform_int_distribution<std::size_t>(0, usable.size() - 1)(rng)];
+    const auto& size = kSizes[std::uniform_int_distribution<int>(0, 9)(rng)];
+    // A window of the output's aspect ratio covering 25 % to 100 % of the photograph (downscaled: detail as dense as a camera's).
+    const double area = std::uniform_real_distribution<double>(0.25, 1.0)(rng) * photo.width * photo.height;
+    const double aspect = static_cast<double>(size[0]) / size[1];
+    int w = static_cast<int>(std::sqrt(area * aspect)), h = static_cast<int>(std::sqrt(area / aspect));
+    w = std::clamp(w, 16, photo.width);
+    h = std::clamp(h, 16, photo.height);
+    const int x = std::uniform_int_distribution<int>(0, photo.width - w)(rng);
+    const int y = std::uniform_int_distribution<int>(0, photo.height - h)(rng);
+    const bool flip = std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+    RgbImage out{size[0], size[1], std::vector<std::uint8_t>(static_cast<std::size_t>(size[0]) * size[1] * 3)};
+    resize_crop(photo, {x, y, w, h}, size[0], size[1], flip, out.pixels.data());
+    const auto jpeg = codec.encode(out, o.quality);
+    std::ofstream file(item.path, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
+    if (!file) throw DataError("cannot write " + item.path);
+    bytes += jpeg.size();
+    widths += static_cast<std::uint64_t>(size[0]);
+    heights += static_cast<std::uint64_t>(size[1]);
+  });
+  const auto n = static_cast<double>(std::max<std::size_t>(1, items.size()));
+  result.bytes = bytes;
+  result.mean_width = static_cast<double>(widths) / n;
+  result.mean_height = static_cast<double>(heights) / n;
   return result;
 }
 

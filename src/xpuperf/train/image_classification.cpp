@@ -1,7 +1,5 @@
 #include "xpuperf/train/image_classification.h"
 
-#include "xpuperf/train/image_dataset.h"
-
 namespace xpuperf::train {
 namespace F = torch::nn::functional;
 
@@ -21,18 +19,19 @@ Datasets ImageClassificationCase::datasets(const CaseContext& ctx) {
 }
 
 std::shared_ptr<torch::nn::Module> ImageClassificationCase::model(const CaseContext& ctx) {
-  model_ = build(num_classes(ctx.config), ctx.config.get_int("image_size", 224));
+  model_ = build(ctx.config, num_classes(ctx.config), ctx.config.get_int("image_size", 224));
   model_.module->to(ctx.device);
+  normalize_ = ImageNormalizer(ctx.device);
   return model_.module;
 }
 
 torch::Tensor ImageClassificationCase::forward_step(const Batch& batch) {
-  const auto logits = model_.forward(normalize_images(batch[0]));
+  const auto logits = model_.forward(normalize_(batch[0]));
   return F::cross_entropy(logits, batch[1], F::CrossEntropyFuncOptions().label_smoothing(label_smoothing_));
 }
 
 void ImageClassificationCase::evaluate(const Batch& batch, MetricSums& sums) {
-  const auto logits = model_.forward(normalize_images(batch[0])).to(torch::kFloat);
+  const auto logits = model_.forward(normalize_(batch[0])).to(torch::kFloat);
   const auto& labels = batch[1];
   const auto n = static_cast<double>(labels.size(0));
   const auto top5 = std::get<1>(logits.topk(std::min<std::int64_t>(5, logits.size(1)), 1));

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "xpuperf/train/image_dataset.h"
 #include "xpuperf/train/training_case.h"
 
 namespace xpuperf::train {
@@ -26,11 +27,13 @@ class ImageClassificationCase : public TrainingCase {
     std::function<torch::Tensor(const torch::Tensor&)> forward;  // normalised images -> logits
     double forward_flops = 0;                                    // one image at image_size
   };
-  // The model for `classes` outputs and `image_size` inputs, on the CPU; the runtime moves it.
-  virtual Model build(std::int64_t classes, std::int64_t image_size) = 0;
+  // The model for `classes` outputs and `image_size` inputs (and what else the case reads from
+  // `config`), on the CPU; the runtime moves it.
+  virtual Model build(const Config& config, std::int64_t classes, std::int64_t image_size) = 0;
 
  private:
   Model model_;
+  ImageNormalizer normalize_;
   double label_smoothing_ = 0;
 };
 

@@ -97,13 +97,17 @@ Batch SyntheticImageDataset::get(const torch::Tensor& indices) const {
   return {pixels.permute({0, 3, 1, 2}), labels};
 }
 
-torch::Tensor normalize_images(const torch::Tensor& images) {
-  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(images.device());
-  // torchvision's Normalize(mean, std) after ToTensor's division by 255, as one scale and shift.
-  const auto mean = torch::tensor({0.485f * 255, 0.456f * 255, 0.406f * 255}, options).view({1, 3, 1, 1});
-  const auto inv_std =
-      torch::tensor({1 / (0.229f * 255), 1 / (0.224f * 255), 1 / (0.225f * 255)}, options).view({1, 3, 1, 1});
-  return (images.to(torch::kFloat) - mean) * inv_std;
+ImageNormalizer::ImageNormalizer(const torch::Device& device) {
+  const auto options = torch::TensorOptions().dtype(torch::kFloat);
+  // torchvision's Normalize(mean, std) after ToTensor's division by 255, as one shift and scale.
+  mean_ = torch::tensor({0.485f * 255, 0.456f * 255, 0.406f * 255}, options).view({1, 3, 1, 1}).to(device);
+  inv_std_ = torch::tensor({1 / (0.229f * 255), 1 / (0.224f * 255), 1 / (0.225f * 255)}, options)
+                 .view({1, 3, 1, 1})
+                 .to(device);
+}
+
+torch::Tensor ImageNormalizer::operator()(const torch::Tensor& images) const {
+  return (images.to(torch::kFloat) - mean_) * inv_std_;
 }
 
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes) {

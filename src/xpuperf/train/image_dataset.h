@@ -65,8 +65,15 @@ class SyntheticImageDataset : public IndexedDataset {
 };
 
 // uint8 images (any layout) to float, normalised with ImageNet's mean and standard deviation as
-// torchvision's transforms do; the layout is kept.
-torch::Tensor normalize_images(const torch::Tensor& images);
+// torchvision's transforms do; the layout is kept. The constants live on the device once.
+class ImageNormalizer {
+ public:
+  explicit ImageNormalizer(const torch::Device& device = torch::kCPU);
+  torch::Tensor operator()(const torch::Tensor& images) const;
+
+ private:
+  torch::Tensor mean_, inv_std_;  // [1, 3, 1, 1], scaled to bytes
+};
 
 // The data a vision case reads, from its config: synthetic_data (random, labelled so), else the
 // ImageNet layout under data_dir (train_data and eval_data name the split folders).

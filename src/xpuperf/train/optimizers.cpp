@@ -192,6 +192,21 @@ class MultiTensorOptimizer : public StepOptimizer {
 
 }  // namespace
 
+torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : params)
+    if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat).norm());
+  if (norms.empty()) return torch::zeros({});
+  return torch::stack(norms).norm();
+}
+
+void clip_gradients(const std::vector<torch::Tensor>& params, const torch::Tensor& norm, double max_norm) {
+  torch::NoGradGuard no_grad;
+  const auto coefficient = torch::clamp_max(max_norm / (norm + 1e-6), 1.0);
+  for (const auto& p : params)
+    if (p.grad().defined()) p.grad().mul_(coefficient.to(p.grad().dtype()));
+}
+
 OptimizerImpl parse_optimizer_impl(const Config& cfg, const torch::Device& device) {
   const std::string text = cfg.get_string("fused_optimizer", "off");
   const auto where = [&] { return cfg.at("fused_optimizer").source.str() + ": "; };

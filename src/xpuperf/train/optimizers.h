@@ -35,4 +35,10 @@ class StepOptimizer {
 // parameters of one dimension) out of weight decay, as the ResNet-50 v1.5 and ViT recipes do.
 std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, torch::nn::Module& model, OptimizerImpl impl);
 
+// The gradients' global L2 norm, as a device tensor (no synchronisation).
+torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params);
+// Scales the gradients so their global norm (`norm`, from gradient_norm) is at most `max_norm`,
+// as torch.nn.utils.clip_grad_norm_ does, without waiting for the device.
+void clip_gradients(const std::vector<torch::Tensor>& params, const torch::Tensor& norm, double max_norm);
+
 }  // namespace xpuperf::train

@@ -4,11 +4,16 @@
 #include <filesystem>
 #include <thread>
 
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 #include "xpuperf/core/log.h"
 #include "xpuperf/data/shard_sampler.h"
 #include "xpuperf/train/distributed.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
+#include "xpuperf/train/weights.h"
 
 namespace xpuperf::train {
 namespace fs = std::filesystem;
@@ -130,6 +135,18 @@ std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model
   return sums.values();
 }
 
+// The most device memory the caching allocator held in tensors at once, in MiB; -1 if unknown.
+double peak_device_memory_mib(const torch::Device& device) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return static_cast<double>(stats.allocated_bytes[0].peak) / (1 << 20);  // [0]: all pools together
+  }
+#endif
+  (void)device;
+  return -1;
+}
+
 bool reached(double value, double target, const std::string& mode) {
   return mode == "min" ? value <= target : value >= target;
 }
@@ -214,9 +231,11 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   if (const std::string init = cfg.get_string("init_checkpoint", ""); !init.empty()) {
     const std::string path = resolve_in(data_dir, init);
     if (!fs::exists(path)) throw ConfigError("init_checkpoint '" + path + "' does not exist");
-    torch::serialize::InputArchive archive;
-    archive.load_from(path, device);
-    model->load(archive);
+    try {
+      load_weights(*model, path);  // a LibTorch archive or a state_dict saved in Python
+    } catch (const std::runtime_error& e) {
+      throw ConfigError(std::string("init_checkpoint: ") + e.what());
+    }
   }
   if (channels_last) {
     // Convolution weights in NHWC, as the inputs will be: the layout Tensor Cores read directly.
@@ -314,8 +333,11 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       dist->finish_step(params);  // gradients averaged over ranks (reduced during backward when overlapping)
       // The same averaged gradients on every rank, so every rank takes the same decision.
       const bool step_ok = !scaler || scaler->update(scaler->unscale_and_check(params));
+      const bool log_now = log_freq > 0 && (global_step + 1) % log_freq == 0;
+      torch::Tensor grad_norm;  // before clipping; logged with the loss (divergence shows in it first)
       if (step_ok) {
-        if (clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(params, clip_grad_norm);
+        if (clip_grad_norm > 0 || log_now) grad_norm = gradient_norm(params);
+        if (clip_grad_norm > 0) clip_gradients(params, grad_norm, clip_grad_norm);
         optimizer->step();
       }
 
@@ -323,7 +345,6 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       const std::int64_t batch_samples = batch_rows * info.env.world_size;
       trained_samples += batch_samples;
       log_samples += batch_samples;
-      const bool log_now = log_freq > 0 && global_step % log_freq == 0;
       if (log_now) last_loss = loss.item<double>();  // synchronises, so the time below is real
       train_seconds += seconds_since(step_start);
       if (log_now) {
@@ -334,6 +355,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
                       {"loss", last_loss},
                       {"lr", lr},
                       {"samples_per_second", static_cast<double>(log_samples) / elapsed}};
+        if (grad_norm.defined()) value["grad_norm"] = grad_norm.item<double>();
         if (scaler) value["loss_scale"] = scaler->current_scale();
         XPUPERF_EVENT(perflog_event::kStepEnd, value);
         log_start = Clock::now();
@@ -389,6 +411,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).
   if (c.train_flops_per_sample() > 0) f.extra["train_flops_per_sample"] = c.train_flops_per_sample();
   if (scaler) f.extra["skipped_steps"] = scaler->skipped_steps();
+  if (const double peak = peak_device_memory_mib(device); peak >= 0) f.extra["peak_device_memory_mib"] = peak;
   // Files that did not decode were replaced by other samples; the count says how many.
   if (const std::int64_t skipped = data.train->skipped_samples() + data.eval->skipped_samples(); skipped > 0)
     f.extra["skipped_samples"] = skipped;

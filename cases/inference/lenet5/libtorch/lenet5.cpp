@@ -7,7 +7,7 @@
 
 #include "cases/training/lenet5/libtorch/lenet5_model.h"
 #include "xpuperf/infer/inference_case.h"
-#include "xpuperf/infer/weights.h"
+#include "xpuperf/train/weights.h"
 #ifdef XPUPERF_HAVE_ONNX
 #include "xpuperf/infer/onnx_weights.h"
 #endif
@@ -55,7 +55,7 @@ class LeNet5Inference : public infer::InferenceCase {
                           "' does not exist (write one with xpuperf train --case lenet5 --set "
                           "save_checkpoint=FILE)");
       try {
-        infer::load_weights(*model, path);
+        train::load_weights(*model, path);
       } catch (const std::runtime_error& e) {
         throw ConfigError(std::string("checkpoint: ") + e.what());
       }

@@ -12,7 +12,7 @@
 #include "xpuperf/data/idx.h"
 #include "xpuperf/data/image_folder.h"
 #include "xpuperf/infer/inference_case.h"
-#include "xpuperf/infer/weights.h"
+#include "xpuperf/train/weights.h"
 #ifdef XPUPERF_HAVE_ONNX
 #include "xpuperf/infer/onnx_weights.h"
 #endif
@@ -119,7 +119,7 @@ class ResNet50Inference : public infer::InferenceCase {
           "state_dict (torch.save(dict(model.state_dict()), F)) or a LibTorch archive";
     } else {
       try {
-        infer::load_weights(*model, path);
+        train::load_weights(*model, path);
       } catch (const std::runtime_error& e) {
         throw ConfigError(std::string("checkpoint: ") + e.what());
       }

@@ -8,8 +8,10 @@ namespace xpuperf::cases {
 namespace {
 
 class MobileNetV2Case : public train::ImageClassificationCase {
-  Model build(std::int64_t classes, std::int64_t image_size) override {
-    auto net = models::MobileNetV2(classes);
+  Model build(const Config& config, std::int64_t classes, std::int64_t image_size) override {
+    const double dropout = config.get_number("dropout", 0.2);
+    if (dropout < 0 || dropout >= 1) throw ConfigError("dropout must be in [0, 1), got " + std::to_string(dropout));
+    auto net = models::MobileNetV2(classes, dropout);
     return {net.ptr(), [net](const torch::Tensor& x) mutable { return net->forward(x); },
             net->forward_flops(image_size)};
   }

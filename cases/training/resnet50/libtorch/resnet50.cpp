@@ -9,7 +9,7 @@ namespace xpuperf::cases {
 namespace {
 
 class ResNet50Case : public train::ImageClassificationCase {
-  Model build(std::int64_t classes, std::int64_t image_size) override {
+  Model build(const Config&, std::int64_t classes, std::int64_t image_size) override {
     auto net = models::ResNet50(classes);
     // The convolutions scale with the image's area (exactly for sizes that are multiples of 32).
     const double fc_macs = 2048.0 * static_cast<double>(classes);

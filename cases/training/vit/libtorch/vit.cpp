@@ -9,7 +9,7 @@ namespace xpuperf::cases {
 namespace {
 
 class ViTCase : public train::ImageClassificationCase {
-  Model build(std::int64_t classes, std::int64_t image_size) override {
+  Model build(const Config&, std::int64_t classes, std::int64_t image_size) override {
     models::ViTConfig config = models::ViTConfig::b16();
     config.classes = classes;
     config.image_size = image_size;

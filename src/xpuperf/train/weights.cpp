@@ -1,4 +1,4 @@
-#include "xpuperf/infer/weights.h"
+#include "xpuperf/train/weights.h"
 
 #include <filesystem>
 #include <fstream>
@@ -6,7 +6,7 @@
 #include <map>
 #include <stdexcept>
 
-namespace xpuperf::infer {
+namespace xpuperf::train {
 
 namespace {
 
@@ -82,4 +82,4 @@ std::string load_weights(torch::nn::Module& model, const std::string& path) {
   return "PyTorch state_dict";
 }
 
-}  // namespace xpuperf::infer
+}  // namespace xpuperf::train

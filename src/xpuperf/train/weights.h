@@ -8,10 +8,10 @@
 
 #include <string>
 
-namespace xpuperf::infer {
+namespace xpuperf::train {
 
 // Returns which format it read ("LibTorch archive" or "PyTorch state_dict"); throws
 // std::runtime_error saying what does not match.
 std::string load_weights(torch::nn::Module& model, const std::string& path);
 
-}  // namespace xpuperf::infer
+}  // namespace xpuperf::train

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The vision training cases beside torchvision on the same GPU in the same call (the table in
+# cases/training/{resnet50,vit,mobilenetv2}/README.md): batch 256 bf16 images/s of xpuperf
+# (synthetic data, and real JPEGs through the loader) against torchvision eager and
+# torch.compile, peak device memory, the decode rate alone, and the first-step parity (loss and
+# gradient norm from the same weights and batch, fp32 and bf16).
+# Usage: bench/vision_train_vs_pytorch.sh [HARDWARE [PHOTOS...]]   (on an NVIDIA GPU machine, after
+# building; PHOTOS: JPEG photographs for `xpuperf data photos`, e.g. /usr/share/wallpapers)
+# CASES=resnet50,vit,mobilenetv2 STEPS=100 pick the cases and the measured steps.
+set -euo pipefail
+hardware=${1:-H200}
+shift || true
+xpuperf=${XPUPERF:-build/src/xpuperf}
+cases=${CASES:-resnet50,vit,mobilenetv2}
+steps=${STEPS:-100}
+work=${WORK:-$(mktemp -d)}
+here=$(cd "$(dirname "$0")" && pwd)
+
+python3 "$here/vision_train_pytorch.py" --cases "$cases" --out "$work" --steps 60 > "$work/torch.jsonl"
+
+if [[ $# -gt 0 ]]; then
+  "$xpuperf" data photos --from "$@" -o "$work/photos" --classes 100 --train-per-class 400 --val-per-class 10 \
+    2> /dev/null | tee "$work/photos.txt"
+  start=$(date +%s%N)
+  "$xpuperf" data check "$work/photos/train" > "$work/check.txt" 2> /dev/null || true
+  end=$(date +%s%N)
+  n=$(find "$work/photos/train" -name '*.JPEG' | wc -l)
+  echo "{\"figure\": \"decode\", \"images\": $n, \"seconds\": $(( (end - start) / 1000000 ))e-3, \"threads\": $(nproc)}" \
+    > "$work/decode.json"
+fi
+
+ours() {  # case label --set ... → one JSON line: the steady images/s (STEP_ENDs after the first), FINISHED
+  local case=$1 label=$2
+  shift 2
+  local args=()
+  for s in "$@"; do args+=(--set "$s"); done
+  "$xpuperf" train --case "$case" --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/$case.$label.out" 2>&1 || true
+  python3 - "$work/$case.$label.out" "$case" "$label" <<'PY'
+import json, sys
+steps, fin = [], {}
+for line in open(sys.argv[1]):
+    if "[PerfLog]" not in line:
+        continue
+    e = json.loads(line[line.index("{"):])
+    if e["event"] == "STEP_END":
+        steps.append(e["value"])
+    if e["event"] == "FINISHED":
+        fin = e["value"]
+steady = [s["samples_per_second"] for s in steps[1:]] or [0]
+print(json.dumps({"case": sys.argv[2], "label": sys.argv[3], "images_per_s": sum(steady) / len(steady),
+                  "first": steps[0] if steps else {}, "finished": fin}))
+PY
+  grep -E "error|warning: skipping" "$work/$case.$label.out" | head -5 >&2 || true
+}
+
+IFS=, read -ra list <<< "$cases"
+{
+  for c in "${list[@]}"; do
+    nodrop=()
+    [[ $c == mobilenetv2 ]] && nodrop=(dropout=0)  # the only case with dropout: off on both sides
+    ours "$c" synthetic synthetic_data=true max_steps=$steps log_freq=20 synthetic_eval_samples=500
+    if [[ -d $work/photos ]]; then
+      ours "$c" jpeg max_steps=$steps log_freq=20 num_classes=1000 eval_batch_size=250 "data_dir=$work/photos"
+    fi
+    ours "$c" parity_fp32 synthetic_data=true synthetic_train_samples=64 train_batch_size=64 max_steps=1 log_freq=1 \
+      synthetic_eval_samples=64 eval_batch_size=64 "init_checkpoint=$work/${c}_init.pt" mixed_precision=off \
+      cudnn_benchmark=false "${nodrop[@]}"
+    ours "$c" parity_bf16 synthetic_data=true synthetic_train_samples=64 train_batch_size=64 max_steps=1 log_freq=1 \
+      synthetic_eval_samples=64 eval_batch_size=64 "init_checkpoint=$work/${c}_init.pt" mixed_precision=bf16 \
+      cudnn_benchmark=false "${nodrop[@]}"
+  done
+} > "$work/ours.jsonl"
+
+python3 - "$work" <<'PY'
+import json, os, sys
+work = sys.argv[1]
+ours = [json.loads(l) for l in open(f"{work}/ours.jsonl")]
+ref = [json.loads(l) for l in open(f"{work}/torch.jsonl")]
+mine = {(o["case"], o["label"]): o for o in ours}
+tp = {(r["case"], r["mode"]): r for r in ref if r["figure"] == "throughput"}
+par = {(r["case"], r["precision"]): r for r in ref if r["figure"] == "parity"}
+print(next(r for r in ref if r["figure"] == "versions"))
+if os.path.exists(f"{work}/decode.json"):
+    d = json.load(open(f"{work}/decode.json"))
+    print(f"\nlibjpeg-turbo decode alone (xpuperf data check, {d['threads']} threads): "
+          f"{d['images'] / d['seconds']:.0f} images/s over {d['images']} files")
+    print(open(f"{work}/photos.txt").read().strip())
+print("\n| case | xpuperf synthetic img/s | xpuperf real JPEGs img/s (share of synthetic) | torchvision eager | torch.compile | ours / compile | peak MiB ours | peak MiB eager | peak MiB compile |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for case in dict.fromkeys(o["case"] for o in ours):
+    s = mine.get((case, "synthetic"), {})
+    j = mine.get((case, "jpeg"), {})
+    e, c = tp.get((case, "eager"), {}), tp.get((case, "compile"), {})
+    si, ji = s.get("images_per_s", 0), j.get("images_per_s", 0)
+    ci = c.get("images_per_s", 0)
+    jtxt = f"{ji:.0f} ({ji / si:.1%})" if ji and si else "not run"
+    print(f"| {case} | {si:.0f} | {jtxt} | {e.get('images_per_s', 0):.0f} | {ci:.0f} | "
+          f"{si / ci if ci else float('nan'):.3f} | {s.get('finished', {}).get('peak_device_memory_mib', float('nan')):.0f} | "
+          f"{e.get('peak_mib', float('nan')):.0f} | {c.get('peak_mib', float('nan')):.0f} |")
+print("\n| case | precision | loss xpuperf | loss torchvision | relative | grad norm xpuperf | grad norm torchvision | relative |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for case in dict.fromkeys(o["case"] for o in ours):
+    for p in ("fp32", "bf16"):
+        o = mine.get((case, f"parity_{p}"), {}).get("first", {})
+        r = par.get((case, p), {})
+        lo, lr_ = o.get("loss", float("nan")), r.get("loss", float("nan"))
+        go, gr = o.get("grad_norm", float("nan")), r.get("grad_norm", float("nan"))
+        print(f"| {case} | {p} | {lo:.6f} | {lr_:.6f} | {abs(lo - lr_) / abs(lr_):.2e} | {go:.5f} | {gr:.5f} | "
+              f"{abs(go - gr) / abs(gr):.2e} |")
+PY
