@@ -83,7 +83,26 @@ def parity(case, out, seed, device):
         emit(figure="parity", case=case, precision=precision, loss=loss.item(), grad_norm=norm.item())
 
 
-def throughput(case, mode, batch, steps, warmup, device):
+def kernel_table(case, mode, run, steps=5, top=12):
+    """The CUDA kernels of `steps` steps by total time, as a markdown table (where the time goes)."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            run()
+        torch.cuda.synchronize()
+    rows = [(e.key, e.device_time_total / steps / 1000, e.count // steps) for e in prof.key_averages()
+            if e.device_time_total > 0]
+    total = sum(r[1] for r in rows)
+    rows.sort(key=lambda r: -r[1])
+    lines = [f"| kernel ({case}, {mode}) | ms a step | calls a step | share |", "| --- | ---: | ---: | ---: |"]
+    for name, ms, calls in rows[:top]:
+        lines.append(f"| {name[:90]} | {ms:.2f} | {calls} | {ms / total:.1%} |")
+    lines.append(f"| all {len(rows)} kernels | {total:.2f} | | 100% |")
+    emit(figure="kernels", case=case, mode=mode, table="\n".join(lines), gpu_ms_per_step=total)
+
+
+def throughput(case, mode, batch, steps, warmup, device, profile=False):
     r = RECIPES[case]
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -121,6 +140,8 @@ def throughput(case, mode, batch, steps, warmup, device):
     rate = batch * steps / (time.perf_counter() - t)
     emit(figure="throughput", case=case, mode=mode, images_per_s=rate,
          peak_mib=torch.cuda.max_memory_allocated() / 2**20)
+    if profile:
+        kernel_table(case, mode, run)
     del model, opt
     torch.cuda.empty_cache()
 
@@ -133,6 +154,7 @@ if __name__ == "__main__":
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--modes", default="eager,compile")
+    ap.add_argument("--profile", default="", help="cases whose kernels to list (comma-separated)")
     a = ap.parse_args()
     dev = torch.device("cuda")
     emit(figure="versions", torch=torch.__version__, torchvision=torchvision.__version__,
@@ -140,4 +162,5 @@ if __name__ == "__main__":
     for c in a.cases.split(","):
         parity(c, a.out, a.seed, dev)
         for mode in a.modes.split(","):
-            throughput(c, mode, a.batch, a.steps, 15 if mode == "compile" else 5, dev)
+            throughput(c, mode, a.batch, a.steps, 15 if mode == "compile" else 5, dev,
+                       profile=c in a.profile.split(","))

@@ -6,7 +6,9 @@
 # gradient norm from the same weights and batch, fp32 and bf16).
 # Usage: bench/vision_train_vs_pytorch.sh [HARDWARE [PHOTOS...]]   (on an NVIDIA GPU machine, after
 # building; PHOTOS: JPEG photographs for `xpuperf data photos`, e.g. /usr/share/wallpapers)
-# CASES=resnet50,vit,mobilenetv2 STEPS=100 pick the cases and the measured steps.
+# CASES=resnet50,vit,mobilenetv2 STEPS=100 pick the cases and the measured steps; PROFILE=resnet50
+# lists torchvision's kernels by time (eager and compiled: where the time goes); VARIANTS=resnet50
+# times xpuperf with each acceleration switch off in turn, for the cases listed.
 set -euo pipefail
 hardware=${1:-H200}
 shift || true
@@ -14,13 +16,18 @@ xpuperf=${XPUPERF:-build/src/xpuperf}
 cases=${CASES:-resnet50,vit,mobilenetv2}
 steps=${STEPS:-100}
 work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
 here=$(cd "$(dirname "$0")" && pwd)
 
-python3 "$here/vision_train_pytorch.py" --cases "$cases" --out "$work" --steps 60 > "$work/torch.jsonl"
+# REUSE_TORCH=1 keeps the torchvision figures (and saved weights) of an earlier call with the same WORK.
+if [[ -z ${REUSE_TORCH:-} || ! -s $work/torch.jsonl ]]; then
+  python3 "$here/vision_train_pytorch.py" --cases "$cases" --out "$work" --steps 60 --profile "${PROFILE:-}" \
+    > "$work/torch.jsonl"
+fi
 
 if [[ $# -gt 0 ]]; then
-  "$xpuperf" data photos --from "$@" -o "$work/photos" --classes 100 --train-per-class 400 --val-per-class 10 \
-    2> /dev/null | tee "$work/photos.txt"
+  [[ -d $work/photos ]] || "$xpuperf" data photos --from "$@" -o "$work/photos" --classes 100 --train-per-class 400 --val-per-class 10 \
+    2> "$work/photos.err" > "$work/photos.txt" || { cat "$work/photos.err"; exit 1; }
   start=$(date +%s%N)
   "$xpuperf" data check "$work/photos/train" > "$work/check.txt" 2> /dev/null || true
   end=$(date +%s%N)
@@ -59,6 +66,12 @@ IFS=, read -ra list <<< "$cases"
     nodrop=()
     [[ $c == mobilenetv2 ]] && nodrop=(dropout=0)  # the only case with dropout: off on both sides
     ours "$c" synthetic synthetic_data=true max_steps=$steps log_freq=20 synthetic_eval_samples=500
+    if [[ ,${VARIANTS:-}, == *,$c,* ]]; then
+      for v in channels_last=false cudnn_benchmark=false fused_optimizer=off mixed_precision=off; do
+        ours "$c" "without_${v%%=*}" synthetic_data=true max_steps=$((steps / 2)) log_freq=10 \
+          synthetic_eval_samples=500 "$v"
+      done
+    fi
     if [[ -d $work/photos ]]; then
       ours "$c" jpeg max_steps=$steps log_freq=20 num_classes=1000 eval_batch_size=250 "data_dir=$work/photos"
     fi
@@ -97,6 +110,17 @@ for case in dict.fromkeys(o["case"] for o in ours):
     print(f"| {case} | {si:.0f} | {jtxt} | {e.get('images_per_s', 0):.0f} | {ci:.0f} | "
           f"{si / ci if ci else float('nan'):.3f} | {s.get('finished', {}).get('peak_device_memory_mib', float('nan')):.0f} | "
           f"{e.get('peak_mib', float('nan')):.0f} | {c.get('peak_mib', float('nan')):.0f} |")
+variants = [o for o in ours if o["label"].startswith("without_")]
+if variants:
+    print("\n| case | xpuperf synthetic, every switch on | switch off | img/s | change |")
+    print("| --- | ---: | --- | ---: | ---: |")
+    for o in variants:
+        base = mine.get((o["case"], "synthetic"), {}).get("images_per_s", 0)
+        print(f"| {o['case']} | {base:.0f} | {o['label'][8:]} | {o['images_per_s']:.0f} | "
+              f"{o['images_per_s'] / base - 1 if base else float('nan'):+.1%} |")
+for r in ref:
+    if r["figure"] == "kernels":
+        print(f"\ntorchvision {r['case']} {r['mode']}: {r['gpu_ms_per_step']:.1f} ms of kernels a step\n" + r["table"])
 print("\n| case | precision | loss xpuperf | loss torchvision | relative | grad norm xpuperf | grad norm torchvision | relative |")
 print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 for case in dict.fromkeys(o["case"] for o in ours):

@@ -52,6 +52,7 @@ class SyntheticImageDataset : public IndexedDataset {
  public:
   SyntheticImageDataset(std::int64_t size, std::int64_t classes, int image_size, std::uint64_t seed, bool pin_memory,
                         std::string what);
+  ~SyntheticImageDataset() override { wait_for_gather(); }
   std::int64_t size() const override { return size_; }
   std::string description() const override;
   Batch get(const torch::Tensor& indices) const override;
