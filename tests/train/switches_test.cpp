@@ -146,7 +146,7 @@ TEST(ImageData, IndexedDatasetSplitsAnEpochIntoBatchesOfTheRanksShard) {
 }
 
 TEST(ImageData, SyntheticImagesAreChannelsLastBytesTheSameForTheSameIndex) {
-  SyntheticImageDataset d(1000, 10, 8, 3, false, "train");
+  SyntheticImageDataset d(1000, 10, 8, 3, torch::kCPU, "train");
   EXPECT_NE(d.description().find("synthetic train"), std::string::npos);
   EXPECT_NE(d.description().find("no accuracy"), std::string::npos);
   const auto a = d.get(torch::tensor({5, 70}, torch::kLong));

@@ -75,11 +75,12 @@ std::int64_t ImageFolderDataset::skipped_samples() const {
 }
 
 SyntheticImageDataset::SyntheticImageDataset(std::int64_t size, std::int64_t classes, int image_size,
-                                             std::uint64_t seed, bool pin_memory, std::string what)
-    : size_(size), classes_(classes), image_size_(image_size), pin_(pin_memory), what_(std::move(what)) {
+                                             std::uint64_t seed, const torch::Device& device, std::string what)
+    : size_(size), classes_(classes), image_size_(image_size), what_(std::move(what)) {
   auto gen = at::detail::createCPUGenerator(seed);
   const std::int64_t pool = std::min<std::int64_t>(size, 64);
-  pool_ = torch::randint(256, {pool, image_size, image_size, 3}, gen, torch::TensorOptions().dtype(torch::kUInt8));
+  pool_ = torch::randint(256, {pool, image_size, image_size, 3}, gen, torch::TensorOptions().dtype(torch::kUInt8))
+              .to(device);
 }
 
 std::string SyntheticImageDataset::description() const {
@@ -88,13 +89,9 @@ std::string SyntheticImageDataset::description() const {
 }
 
 Batch SyntheticImageDataset::get(const torch::Tensor& indices) const {
-  const auto in_pool = indices.remainder(pool_.size(0));
-  auto pixels = torch::empty({indices.size(0), image_size_, image_size_, 3},
-                             torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(pin_));
-  torch::index_select_out(pixels, pool_, 0, in_pool);
-  auto labels = indices.remainder(classes_);
-  if (pin_) labels = labels.pin_memory();
-  return {pixels.permute({0, 3, 1, 2}), labels};
+  const auto on_device = indices.to(pool_.device());
+  const auto pixels = pool_.index_select(0, on_device.remainder(pool_.size(0)));
+  return {pixels.permute({0, 3, 1, 2}), on_device.remainder(classes_)};
 }
 
 ImageNormalizer::ImageNormalizer(const torch::Device& device) {
@@ -118,8 +115,8 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
   if (cfg.get_bool("synthetic_data", false)) {
     const std::int64_t train_size = cfg.get_int("synthetic_train_samples", 1281167);
     const std::int64_t eval_size = cfg.get_int("synthetic_eval_samples", 50000);
-    return {std::make_shared<SyntheticImageDataset>(train_size, classes, image_size, seed, pin, "train"),
-            std::make_shared<SyntheticImageDataset>(eval_size, classes, image_size, seed + 1, pin, "eval")};
+    return {std::make_shared<SyntheticImageDataset>(train_size, classes, image_size, seed, ctx.device, "train"),
+            std::make_shared<SyntheticImageDataset>(eval_size, classes, image_size, seed + 1, ctx.device, "eval")};
   }
   const std::string dir = cfg.get_string("data_dir", "");
   if (dir.empty())

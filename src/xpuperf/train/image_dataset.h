@@ -47,11 +47,13 @@ class ImageFolderDataset : public Dataset {
 };
 
 // Random images and labels, the same bytes for the same index: throughput without a dataset.
-// Labelled synthetic in its description, so no accuracy is ever read from it.
+// Labelled synthetic in its description, so no accuracy is ever read from it. The images live on
+// `device` (no input pipeline to measure: the accelerator alone); sample i is pool[i % 64], the
+// pool drawn with torch.randint(256) from a CPU generator seeded `seed`, so Python can rebuild it.
 class SyntheticImageDataset : public IndexedDataset {
  public:
-  SyntheticImageDataset(std::int64_t size, std::int64_t classes, int image_size, std::uint64_t seed, bool pin_memory,
-                        std::string what);
+  SyntheticImageDataset(std::int64_t size, std::int64_t classes, int image_size, std::uint64_t seed,
+                        const torch::Device& device, std::string what);
   ~SyntheticImageDataset() override { wait_for_gather(); }
   std::int64_t size() const override { return size_; }
   std::string description() const override;
@@ -60,9 +62,8 @@ class SyntheticImageDataset : public IndexedDataset {
  private:
   std::int64_t size_, classes_;
   int image_size_;
-  bool pin_;
   std::string what_;
-  torch::Tensor pool_;  // [P, H, W, 3] uint8: sample i is pool_[i % P]
+  torch::Tensor pool_;  // [P, H, W, 3] uint8 on the device
 };
 
 // uint8 images (any layout) to float, normalised with ImageNet's mean and standard deviation as

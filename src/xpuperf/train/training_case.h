@@ -45,7 +45,7 @@ class Dataset {
   // How many batches start_epoch(plan) gives (the same on every rank when training).
   virtual std::int64_t batches_in_epoch(const EpochPlan& plan) const = 0;
   virtual void start_epoch(const EpochPlan& plan) = 0;
-  // The epoch's next batch, on the CPU; nothing at its end.
+  // The epoch's next batch, on the CPU (or already on the device); nothing at its end.
   virtual std::optional<Batch> next_batch() = 0;
   // Samples this dataset skipped so far (files that did not decode), each counted once.
   virtual std::int64_t skipped_samples() const { return 0; }
