@@ -54,7 +54,6 @@ class SyntheticImageDataset : public IndexedDataset {
  public:
   SyntheticImageDataset(std::int64_t size, std::int64_t classes, int image_size, std::uint64_t seed,
                         const torch::Device& device, std::string what);
-  ~SyntheticImageDataset() override { wait_for_gather(); }
   std::int64_t size() const override { return size_; }
   std::string description() const override;
   Batch get(const torch::Tensor& indices) const override;

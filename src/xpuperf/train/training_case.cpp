@@ -19,25 +19,16 @@ std::int64_t IndexedDataset::batches_in_epoch(const EpochPlan& plan) const {
 
 void IndexedDataset::start_epoch(const EpochPlan& plan) {
   TORCH_CHECK(plan.batch_size > 0, "batch size must be positive");
-  wait_for_gather();
   indices_ = torch::tensor(data::shard_indices(shard_spec(*this, plan), plan.epoch));
   next_ = 0;
   batch_size_ = plan.batch_size;
-  ahead_ = gather_next();
-}
-
-std::future<Batch> IndexedDataset::gather_next() {
-  if (!indices_.defined() || next_ >= indices_.size(0)) return {};
-  const std::int64_t end = std::min(indices_.size(0), next_ + batch_size_);
-  const auto slice = indices_.slice(0, next_, end);
-  next_ = end;
-  return std::async(std::launch::async, [this, slice] { return get(slice); });
 }
 
 std::optional<Batch> IndexedDataset::next_batch() {
-  if (!ahead_.valid()) return std::nullopt;
-  Batch batch = ahead_.get();  // rethrows what get() threw
-  ahead_ = gather_next();
+  if (!indices_.defined() || next_ >= indices_.size(0)) return std::nullopt;
+  const std::int64_t end = std::min(indices_.size(0), next_ + batch_size_);
+  Batch batch = get(indices_.slice(0, next_, end));
+  next_ = end;
   return batch;
 }
 

@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 
 #include <functional>
-#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,39 +51,28 @@ class Dataset {
 };
 
 // Random access to samples: an epoch is this rank's shard (data/shard_sampler.h) gathered
-// batch by batch with get(), the next batch on a helper thread while the step runs. The last
-// batch of an epoch may be smaller. A subclass's destructor calls wait_for_gather() first, so that
-// no gather reads its members while they are destroyed.
+// batch by batch with get(). The last batch of an epoch may be smaller. (Gathering on a helper
+// thread was tried: a thread a batch starts its own OpenMP team, which made LeNet-5 forty times
+// slower on two cores; a dataset with costly samples prepares them itself, as the image loader does.)
 class IndexedDataset : public Dataset {
  public:
-  ~IndexedDataset() override { wait_for_gather(); }
-  // The samples at `indices` (int64, on the CPU), stacked along dimension 0. Called from one
-  // thread at a time, not always the same.
+  // The samples at `indices` (int64, on the CPU), stacked along dimension 0.
   virtual Batch get(const torch::Tensor& indices) const = 0;
 
   std::int64_t batches_in_epoch(const EpochPlan& plan) const override;
   void start_epoch(const EpochPlan& plan) override;
   std::optional<Batch> next_batch() override;
 
- protected:
-  void wait_for_gather() {
-    if (ahead_.valid()) ahead_.wait();
-  }
-
  private:
-  std::future<Batch> gather_next();
-
   torch::Tensor indices_;  // this rank's samples in the epoch; batches are views of it
   std::int64_t next_ = 0;
   std::int64_t batch_size_ = 1;
-  std::future<Batch> ahead_;  // the batch after the one handed out last
 };
 
 // A dataset held in memory as tensors that share dimension 0.
 class TensorDataset : public IndexedDataset {
  public:
   TensorDataset(std::vector<torch::Tensor> tensors, std::string description);
-  ~TensorDataset() override { wait_for_gather(); }
   std::int64_t size() const override { return tensors_[0].size(0); }
   Batch get(const torch::Tensor& indices) const override;
   std::string description() const override { return description_; }
