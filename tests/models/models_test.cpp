@@ -11,10 +11,10 @@
 
 #include "test_util.h"
 #include "xpuperf/core/process.h"
-#include "xpuperf/train/weights.h"
 #include "xpuperf/models/mobilenet_v2.h"
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/models/vit.h"
+#include "xpuperf/train/weights.h"
 
 namespace xpuperf::models {
 namespace {

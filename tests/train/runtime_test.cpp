@@ -56,7 +56,8 @@ TEST(Runtime, EmitsTheEventsInOrderWithTheStandardFinishedKeys) {
   EXPECT_EQ(run.names(), expected);
 
   const auto& step = run.all("STEP_END").back()->value;
-  for (const char* key : {"loss", "lr", "samples_per_second", "global_steps", "epoch", "num_trained_samples"})
+  for (const char* key :
+       {"loss", "grad_norm", "lr", "samples_per_second", "global_steps", "epoch", "num_trained_samples"})
     EXPECT_TRUE(step.contains(key)) << key;
   const nlohmann::json& finished = run.events.back().value;
   for (const char* key :

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 
 #include "test_util.h"
@@ -388,6 +389,61 @@ TEST(ImageLoader, StoppingMidEpochLeavesNoThreadBehind) {
   loader.start_epoch(1);  // the next epoch before the end of this one
   ASSERT_TRUE(loader.next());
 }  // the destructor joins the workers
+
+}  // namespace
+}  // namespace xpuperf::data
+
+namespace xpuperf::data {
+namespace {
+
+TEST(ImageTools, PhotoCropsLookLikeImageNetAndAreTheSameForTheSameSeed) {
+  if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
+  test::TempDir dir;
+  // A "photograph": 1200 x 900 of noisy gradients, so the crops carry detail.
+  RgbImage photo{1200, 900, std::vector<std::uint8_t>(1200 * 900 * 3)};
+  std::mt19937 noise(3);
+  for (std::size_t i = 0; i < photo.pixels.size(); ++i)
+    photo.pixels[i] = static_cast<std::uint8_t>((i / 3 % 1200) / 5 + noise() % 40);
+  JpegCodec codec;
+  const auto jpeg = codec.encode(photo, 92);
+  dir.write("photos/one.jpg", std::string(jpeg.begin(), jpeg.end()));
+  dir.write("photos/notes.txt", "not a photo, not listed\n");
+
+  PhotoCropOptions o;
+  o.sources = {dir.path() + "/photos"};
+  o.out_dir = dir.path() + "/out";
+  o.classes = 3;
+  o.train_per_class = 4;
+  o.val_per_class = 1;
+  o.threads = 2;
+  const PhotoCropResult r = write_photo_crops(o, nullptr);
+  EXPECT_EQ(r.train_images, 12);
+  EXPECT_EQ(r.val_images, 3);
+  EXPECT_EQ(r.sources, 1);
+  const FolderCheck c = check_image_folder(o.out_dir + "/train", 2, nullptr);
+  EXPECT_EQ(c.classes, 3u);
+  EXPECT_EQ(c.images, 12u);
+  EXPECT_TRUE(c.unreadable.empty());
+  EXPECT_GE(c.mean_width, 333);  // ImageNet's sizes: 333 to 640 pixels a side
+  EXPECT_LE(c.mean_width, 640);
+  const std::string first = test::read_file(o.out_dir + "/train/class_00000/train_00000_000000.JPEG");
+  o.out_dir = dir.path() + "/again";
+  write_photo_crops(o, nullptr);
+  EXPECT_EQ(test::read_file(o.out_dir + "/train/class_00000/train_00000_000000.JPEG"), first);
+
+  o.sources = {dir.path() + "/nowhere"};
+  try {
+    write_photo_crops(o, nullptr);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir.path() + "/nowhere does not exist"), std::string::npos) << e.what();
+  }
+  RgbImage small{200, 100, std::vector<std::uint8_t>(200 * 100 * 3, 9)};
+  const auto tiny = codec.encode(small, 90);
+  dir.write("small/icon.jpg", std::string(tiny.begin(), tiny.end()));
+  o.sources = {dir.path() + "/small"};
+  EXPECT_THROW(write_photo_crops(o, nullptr), DataError);
+}
 
 }  // namespace
 }  // namespace xpuperf::data

@@ -255,5 +255,24 @@ TEST(PlanContainer, ProblemsNameTheKey) {
   EXPECT_NE(text.find("container.env: '1X' must be a variable name"), std::string::npos) << text;
 }
 
+TEST(Plan, TrainingCasesTakeADataFolderOrOverrides) {
+  Diagnostics diags;
+  auto plan = load(
+      "vendor: cpu\ncases:\n  \"resnet50:libtorch:CPU:1:1:1\": {data_dir: /data/jpeg, image_size: 64, lr: 0.002}\n"
+      "  \"lenet5:libtorch:CPU:1:1:1\": /data/fashion\n",
+      diags);
+  ASSERT_TRUE(plan) << diags.format();
+  ASSERT_EQ(plan->cases.size(), 2u);
+  EXPECT_EQ(plan->cases[0].data_dir, "/data/jpeg");
+  EXPECT_EQ(plan->cases[0].sets, (std::vector<std::string>{"image_size=64", "lr=0.002"}));
+  EXPECT_EQ(plan->cases[1].data_dir, "/data/fashion");
+  EXPECT_TRUE(plan->cases[1].sets.empty());
+
+  Diagnostics missing;
+  EXPECT_FALSE(load("vendor: cpu\ncases:\n  \"resnet50:libtorch:CPU:1:1:1\": {max_steps: 30}\n", missing));
+  EXPECT_NE(missing.format().find("needs a data folder"), std::string::npos) << missing.format();
+  EXPECT_NE(missing.format().find("{data_dir: /path/to/data, max_steps: 30}"), std::string::npos) << missing.format();
+}
+
 }  // namespace
 }  // namespace xpuperf

@@ -206,7 +206,8 @@ PhotoCropResult write_photo_crops(const PhotoCropOptions& o, const ProgressFn& p
     std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + item.number);
     const RgbImage& photo = *usable[std::uniform_int_distribution<std::size_t>(0, usable.size() - 1)(rng)];
     const auto& size = kSizes[std::uniform_int_distribution<int>(0, 9)(rng)];
-    // A window of the output's aspect ratio covering 25 % to 100 % of the photograph (downscaled: detail as dense as a camera's).
+    // A window of the output's aspect ratio covering 25 % to 100 % of the photograph (downscaled: detail as dense as a
+    // camera's).
     const double area = std::uniform_real_distribution<double>(0.25, 1.0)(rng) * photo.width * photo.height;
     const double aspect = static_cast<double>(size[0]) / size[1];
     int w = static_cast<int>(std::sqrt(area * aspect)), h = static_cast<int>(std::sqrt(area / aspect));

@@ -90,7 +90,6 @@ std::int64_t positive(const Config& cfg, const std::string& key) {
   return v;
 }
 
-// Evaluates on this rank's share of the eval set and sums the metrics over ranks.
 // A batch on the device, in the memory layout the run asks for.
 void to_device(Batch& batch, const torch::Device& device, bool channels_last) {
   for (auto& t : batch) {
