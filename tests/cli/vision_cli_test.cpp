@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -152,6 +153,44 @@ TEST_F(VisionCli, AFileThatDoesNotDecodeIsSkippedCountedAndNamedOnce) {
   };
   EXPECT_EQ(count("skipping " + victim), 1u) << r.output;
   EXPECT_EQ(count("notes.JPEG:"), 1u) << r.output;
+}
+
+TEST_F(VisionCli, TwoRanksShareTheFolderAndAgreeOnTheMetrics) {
+  const Result r = xpuperf({"train",
+                            "--case",
+                            "mobilenetv2",
+                            "--vendor",
+                            "cpu",
+                            "--hardware",
+                            "CPU",
+                            "--nproc",
+                            "2",
+                            "--data-dir",
+                            jpegs(),
+                            "--set",
+                            "image_size=32",
+                            "--set",
+                            "resize_size=32",
+                            "--set",
+                            "num_classes=10",
+                            "--set",
+                            "max_steps=6",
+                            "--set",
+                            "num_threads=1",
+                            "--set",
+                            "loader_threads=1",
+                            "--set",
+                            "log_freq=2"},
+                           XPUPERF_SOURCE_DIR, {}, 300);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto events = events_of(r.output);
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_TRUE(finished) << r.output;
+  EXPECT_EQ((*finished)["world_size"], 2);
+  EXPECT_EQ((*finished)["num_trained_samples"], 6 * 16 * 2);  // six steps of 16 images on each rank
+  // The 200 validation images are split between the ranks and summed: top-1 is a multiple of 1/200.
+  const double accuracy = (*finished)["final_metric"]["value"].get<double>();
+  EXPECT_NEAR(accuracy * 200, std::round(accuracy * 200), 1e-9) << accuracy;
 }
 
 TEST_F(VisionCli, SyntheticDataIsLabelledAndClaimsNoData) {
