@@ -93,6 +93,22 @@ TEST(Switches, Bf16AutocastStaysWithinBf16Precision) {
   expect_close(losses("mixed_precision: bf16\n"), losses("mixed_precision: off\n"), 0.03);
 }
 
+TEST(Switches, OnCudaTheFusedStepAndTheLayoutSwitchesKeepTheLoss) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (run on the GPU machine)";
+  const std::string cuda = "device: cuda\n";
+  for (const char* optimizer : {"sgd", "adamw"}) {
+    SCOPED_TRACE(optimizer);
+    const std::string o = cuda + "optimizer: " + optimizer + "\n" + (optimizer[0] == 'a' ? "lr: 0.01\n" : "");
+    const auto reference = losses(o + "fused_optimizer: off\n");
+    expect_close(losses(o + "fused_optimizer: foreach\n"), reference, 1e-5);
+    expect_close(losses(o + "fused_optimizer: fused\n"), reference, 1e-5);
+  }
+  // cuDNN picks other algorithms for NHWC and when timing them, with TF32 in its convolutions
+  // (LibTorch's default): equal to about 1e-3.
+  expect_close(losses(cuda + "channels_last: true\ncudnn_benchmark: true\n"), losses(cuda), 5e-3);
+  expect_close(losses(cuda + "mixed_precision: bf16\n"), losses(cuda), 0.03);
+}
+
 TEST(Switches, FusedOptimizerOnTheCpuIsRefusedWithTheAlternative) {
   try {
     losses("fused_optimizer: fused\n");
