@@ -8,7 +8,8 @@
 # building; PHOTOS: JPEG photographs for `xpuperf data photos`, e.g. /usr/share/wallpapers)
 # CASES=resnet50,vit,mobilenetv2 STEPS=100 pick the cases and the measured steps; PROFILE=resnet50
 # lists torchvision's kernels by time (eager and compiled: where the time goes); VARIANTS=resnet50
-# times xpuperf with each acceleration switch off in turn, for the cases listed.
+# times xpuperf with each acceleration switch off in turn, GRAPHS=mobilenetv2 with cuda_graphs on,
+# for the cases listed.
 set -euo pipefail
 hardware=${1:-H200}
 shift || true
@@ -66,6 +67,10 @@ IFS=, read -ra list <<< "$cases"
     nodrop=()
     [[ $c == mobilenetv2 ]] && nodrop=(dropout=0)  # the only case with dropout: off on both sides
     ours "$c" synthetic synthetic_data=true max_steps=$steps log_freq=20 synthetic_eval_samples=500
+    if [[ ,${GRAPHS:-}, == *,$c,* ]]; then
+      ours "$c" with_cuda_graphs synthetic_data=true max_steps=$steps log_freq=20 synthetic_eval_samples=500 \
+        cuda_graphs=true
+    fi
     if [[ ,${VARIANTS:-}, == *,$c,* ]]; then
       for v in channels_last=false cudnn_benchmark=false fused_optimizer=off mixed_precision=off; do
         ours "$c" "without_${v%%=*}" synthetic_data=true max_steps=$((steps / 2)) log_freq=10 \
@@ -110,13 +115,13 @@ for case in dict.fromkeys(o["case"] for o in ours):
     print(f"| {case} | {si:.0f} | {jtxt} | {e.get('images_per_s', 0):.0f} | {ci:.0f} | "
           f"{si / ci if ci else float('nan'):.3f} | {s.get('finished', {}).get('peak_device_memory_mib', float('nan')):.0f} | "
           f"{e.get('peak_mib', float('nan')):.0f} | {c.get('peak_mib', float('nan')):.0f} |")
-variants = [o for o in ours if o["label"].startswith("without_")]
+variants = [o for o in ours if o["label"].startswith(("without_", "with_"))]
 if variants:
-    print("\n| case | xpuperf synthetic, every switch on | switch off | img/s | change |")
+    print("\n| case | xpuperf synthetic, the config's switches | variant | img/s | change |")
     print("| --- | ---: | --- | ---: | ---: |")
     for o in variants:
         base = mine.get((o["case"], "synthetic"), {}).get("images_per_s", 0)
-        print(f"| {o['case']} | {base:.0f} | {o['label'][8:]} | {o['images_per_s']:.0f} | "
+        print(f"| {o['case']} | {base:.0f} | {o['label'].replace('_', ' ', 1)} | {o['images_per_s']:.0f} | "
               f"{o['images_per_s'] / base - 1 if base else float('nan'):+.1%} |")
 for r in ref:
     if r["figure"] == "kernels":

@@ -107,6 +107,18 @@ TEST(Switches, OnCudaTheFusedStepAndTheLayoutSwitchesKeepTheLoss) {
   // (LibTorch's default): equal to about 1e-3.
   expect_close(losses(cuda + "channels_last: true\ncudnn_benchmark: true\n"), losses(cuda), 5e-3);
   expect_close(losses(cuda + "mixed_precision: bf16\n"), losses(cuda), 0.03);
+  // Three eager steps, the capture, then replays: the same kernels, the same losses.
+  expect_close(losses(cuda + "cuda_graphs: true\nmixed_precision: bf16\n"), losses(cuda + "mixed_precision: bf16\n"),
+               1e-4);
+}
+
+TEST(Switches, CudaGraphsAreRefusedWhereTheyCannotRun) {
+  try {
+    losses("cuda_graphs: true\n");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA graphs need a CUDA device"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Switches, FusedOptimizerOnTheCpuIsRefusedWithTheAlternative) {

@@ -13,6 +13,7 @@
 #include "xpuperf/train/distributed.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
+#include "xpuperf/train/step_graph.h"
 #include "xpuperf/train/weights.h"
 
 namespace xpuperf::train {
@@ -201,6 +202,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   const double clip_grad_norm = cfg.get_number("clip_grad_norm", 0.0);
   const bool channels_last = cfg.get_bool("channels_last", false);
   const bool cudnn_benchmark = cfg.get_bool("cudnn_benchmark", false);
+  const bool cuda_graphs = cfg.get_bool("cuda_graphs", false);
 
   const torch::Device device = choose_device(cfg.get_string("device", "auto"), info.env.local_rank);
   const OptimizerImpl optimizer_impl = parse_optimizer_impl(cfg, device);
@@ -248,6 +250,19 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   auto optimizer = make_optimizer(cfg, *model, optimizer_impl);
   std::unique_ptr<LossScaler> scaler;
   if (mp == MixedPrecision::FP16) scaler = std::make_unique<LossScaler>();
+  std::unique_ptr<StepGraph> step_graph;
+  if (cuda_graphs) {
+    const std::string where = cfg.at("cuda_graphs").source.str() + ": cuda_graphs: ";
+    if (!device.is_cuda() || !StepGraph::available())
+      throw ConfigError(where + "CUDA graphs need a CUDA device and a LibTorch built with CUDA (this run is on " +
+                        device.str() + "); set cuda_graphs: false");
+    if (info.env.world_size > 1)
+      throw ConfigError(where + "not yet with data parallelism (the gradient all-reduce is outside the graph); " +
+                        "run one rank or set cuda_graphs: false");
+    if (scaler)
+      throw ConfigError(where + "fp16's loss scaler decides on the host every step; use bf16 or cuda_graphs: false");
+    step_graph = std::make_unique<StepGraph>(device, params);
+  }
 
   EpochPlan train_plan;
   train_plan.batch_size = train_batch;
@@ -275,6 +290,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
                                              {"channels_last", channels_last},
                                              {"cudnn_benchmark", cudnn_benchmark && device.is_cuda()},
                                              {"fused_optimizer", optimizer_impl_name(optimizer_impl)},
+                                             {"cuda_graphs", cuda_graphs},
                                              {"train_data", data.train->description()},
                                              {"eval_data", data.eval->description()}});
 
@@ -323,12 +339,16 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       optimizer->set_lr(lr);
       optimizer->zero_grad();
       dist->begin_step();
-      torch::Tensor loss;
-      {
-        AutocastScope autocast(device, mp);
-        loss = c.forward_step(batch);
-      }
-      (scaler ? scaler->scale(loss) : loss).backward();
+      const auto forward_backward = [&](const Batch& b) {
+        torch::Tensor l;
+        {
+          AutocastScope autocast(device, mp);
+          l = c.forward_step(b);
+        }
+        (scaler ? scaler->scale(l) : l).backward();
+        return l;
+      };
+      const torch::Tensor loss = step_graph ? step_graph->run(batch, forward_backward) : forward_backward(batch);
       dist->finish_step(params);  // gradients averaged over ranks (reduced during backward when overlapping)
       // The same averaged gradients on every rank, so every rank takes the same decision.
       const bool step_ok = !scaler || scaler->update(scaler->unscale_and_check(params));
@@ -411,6 +431,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   if (c.train_flops_per_sample() > 0) f.extra["train_flops_per_sample"] = c.train_flops_per_sample();
   if (scaler) f.extra["skipped_steps"] = scaler->skipped_steps();
   if (const double peak = peak_device_memory_mib(device); peak >= 0) f.extra["peak_device_memory_mib"] = peak;
+  if (step_graph) f.extra["cuda_graph_replays"] = step_graph->replays();
   // Files that did not decode were replaced by other samples; the count says how many.
   if (const std::int64_t skipped = data.train->skipped_samples() + data.eval->skipped_samples(); skipped > 0)
     f.extra["skipped_samples"] = skipped;
