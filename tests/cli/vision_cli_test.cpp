@@ -62,6 +62,15 @@ class VisionCli : public ::testing::Test {
   }
   static std::string jpegs() { return folder_->path() + "/jpeg"; }
 
+  // `xpuperf train --case MODEL --vendor cpu --hardware CPU ARGS...` with each of `sets` as --set.
+  static Result train_on_cpu(const std::string& model, std::vector<std::string> args,
+                             const std::vector<std::string>& sets, double limit_s) {
+    std::vector<std::string> all = {"train", "--case", model, "--vendor", "cpu", "--hardware", "CPU"};
+    all.insert(all.end(), args.begin(), args.end());
+    for (const auto& set : sets) all.insert(all.end(), {"--set", set});
+    return xpuperf(all, XPUPERF_SOURCE_DIR, {}, limit_s);
+  }
+
   // The small run of the README: 64-pixel images (32 for ViT), ten classes, 40 steps.
   static std::string smoke_overrides(const std::string& model) {
     const bool vit = model == "vit";
@@ -117,28 +126,10 @@ TEST_F(VisionCli, AFileThatDoesNotDecodeIsSkippedCountedAndNamedOnce) {
     victim = e.path().string();
   fs::resize_file(victim, fs::file_size(victim) / 2);
   dir.write("jpeg/train/" + fs::path(victim).parent_path().filename().string() + "/notes.JPEG", "not an image\n");
-  const Result r = xpuperf({"train",
-                            "--case",
-                            "mobilenetv2",
-                            "--vendor",
-                            "cpu",
-                            "--hardware",
-                            "CPU",
-                            "--data-dir",
-                            data,
-                            "--set",
-                            "image_size=32",
-                            "--set",
-                            "resize_size=32",
-                            "--set",
-                            "num_classes=10",
-                            "--set",
-                            "max_epochs=2",
-                            "--set",
-                            "train_batch_size=50",
-                            "--set",
-                            "num_threads=2"},
-                           XPUPERF_SOURCE_DIR, {}, 300);
+  const Result r = train_on_cpu(
+      "mobilenetv2", {"--data-dir", data},
+      {"image_size=32", "resize_size=32", "num_classes=10", "max_epochs=2", "train_batch_size=50", "num_threads=2"},
+      300);
   ASSERT_EQ(r.code, 0) << r.output;
   const auto events = events_of(r.output);
   const auto* finished = event_value(events, "FINISHED");
@@ -156,32 +147,10 @@ TEST_F(VisionCli, AFileThatDoesNotDecodeIsSkippedCountedAndNamedOnce) {
 }
 
 TEST_F(VisionCli, TwoRanksShareTheFolderAndAgreeOnTheMetrics) {
-  const Result r = xpuperf({"train",
-                            "--case",
-                            "mobilenetv2",
-                            "--vendor",
-                            "cpu",
-                            "--hardware",
-                            "CPU",
-                            "--nproc",
-                            "2",
-                            "--data-dir",
-                            jpegs(),
-                            "--set",
-                            "image_size=32",
-                            "--set",
-                            "resize_size=32",
-                            "--set",
-                            "num_classes=10",
-                            "--set",
-                            "max_steps=6",
-                            "--set",
-                            "num_threads=1",
-                            "--set",
-                            "loader_threads=1",
-                            "--set",
-                            "log_freq=2"},
-                           XPUPERF_SOURCE_DIR, {}, 300);
+  const Result r = train_on_cpu("mobilenetv2", {"--nproc", "2", "--data-dir", jpegs()},
+                                {"image_size=32", "resize_size=32", "num_classes=10", "max_steps=6", "num_threads=1",
+                                 "loader_threads=1", "log_freq=2"},
+                                300);
   ASSERT_EQ(r.code, 0) << r.output;
   const auto events = events_of(r.output);
   const auto* finished = event_value(events, "FINISHED");
@@ -194,30 +163,11 @@ TEST_F(VisionCli, TwoRanksShareTheFolderAndAgreeOnTheMetrics) {
 }
 
 TEST_F(VisionCli, SyntheticDataIsLabelledAndClaimsNoData) {
-  const Result r = xpuperf({"train",
-                            "--case",
-                            "resnet50",
-                            "--vendor",
-                            "cpu",
-                            "--hardware",
-                            "CPU",
-                            "--set",
-                            "synthetic_data=true",
-                            "--set",
-                            "image_size=32",
-                            "--set",
-                            "resize_size=32",
-                            "--set",
-                            "max_steps=2",
-                            "--set",
-                            "train_batch_size=4",
-                            "--set",
-                            "synthetic_eval_samples=8",
-                            "--set",
-                            "eval_batch_size=8",
-                            "--set",
-                            "num_threads=2"},
-                           XPUPERF_SOURCE_DIR, {}, 120);
+  const Result r =
+      train_on_cpu("resnet50", {},
+                   {"synthetic_data=true", "image_size=32", "resize_size=32", "max_steps=2", "train_batch_size=4",
+                    "synthetic_eval_samples=8", "eval_batch_size=8", "num_threads=2"},
+                   120);
   ASSERT_EQ(r.code, 0) << r.output;
   const auto events = events_of(r.output);
   const auto* info = event_value(events, "SUBMIT_INFO");
