@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The vision training cases beside torchvision on the same GPU in the same call (the table in
 # cases/training/{resnet50,vit,mobilenetv2}/README.md): batch 256 bf16 images/s of xpuperf
-# (synthetic data, and real JPEGs through the loader) against torchvision eager and
-# torch.compile, peak device memory, the decode rate alone, and the first-step parity (loss and
+# (synthetic data, and real JPEGs through the loader with each decoder: libjpeg-turbo and nvJPEG)
+# against torchvision eager and torch.compile, peak device memory, the loader's rate alone, and
+# the first-step parity (loss and
 # gradient norm from the same weights and batch, fp32 and bf16).
 # Usage: bench/vision_train_vs_pytorch.sh [HARDWARE [PHOTOS...]]   (on an NVIDIA GPU machine, after
 # building; PHOTOS: JPEG photographs for `xpuperf data photos`, e.g. /usr/share/wallpapers)
@@ -29,12 +30,10 @@ fi
 if [[ $# -gt 0 ]]; then
   [[ -d $work/photos ]] || "$xpuperf" data photos --from "$@" -o "$work/photos" --classes 100 --train-per-class 400 --val-per-class 10 \
     2> "$work/photos.err" > "$work/photos.txt" || { cat "$work/photos.err"; exit 1; }
-  start=$(date +%s%N)
-  "$xpuperf" data check "$work/photos/train" > "$work/check.txt" 2> /dev/null || true
-  end=$(date +%s%N)
-  n=$(find "$work/photos/train" -name '*.JPEG' | wc -l)
-  echo "{\"figure\": \"decode\", \"images\": $n, \"seconds\": $(( (end - start) / 1000000 ))e-3, \"threads\": $(nproc)}" \
-    > "$work/decode.json"
+  # The loader alone: both decoders over the same folder (nvJPEG where the build has it).
+  "$xpuperf" data decode-rate "$work/photos/train" --decoder cpu --json > "$work/decode.jsonl" 2> /dev/null
+  "$xpuperf" data decode-rate "$work/photos/train" --decoder nvjpeg --json >> "$work/decode.jsonl" 2> "$work/decode.err" \
+    || cat "$work/decode.err" >&2
 fi
 
 ours() {  # case label --set ... → one JSON line: the steady images/s (STEP_ENDs after the first), FINISHED
@@ -78,7 +77,10 @@ IFS=, read -ra list <<< "$cases"
       done
     fi
     if [[ -d $work/photos ]]; then
-      ours "$c" jpeg max_steps=$steps log_freq=20 num_classes=1000 eval_batch_size=250 "data_dir=$work/photos"
+      ours "$c" jpeg max_steps=$steps log_freq=20 num_classes=1000 eval_batch_size=250 "data_dir=$work/photos" \
+        jpeg_decoder=cpu
+      ours "$c" jpeg_nvjpeg max_steps=$steps log_freq=20 num_classes=1000 eval_batch_size=250 "data_dir=$work/photos" \
+        jpeg_decoder=nvjpeg
     fi
     ours "$c" parity_fp32 synthetic_data=true synthetic_train_samples=64 train_batch_size=64 max_steps=1 log_freq=1 \
       synthetic_eval_samples=64 eval_batch_size=64 "init_checkpoint=$work/${c}_init.pt" mixed_precision=off \
@@ -98,21 +100,22 @@ mine = {(o["case"], o["label"]): o for o in ours}
 tp = {(r["case"], r["mode"]): r for r in ref if r["figure"] == "throughput"}
 par = {(r["case"], r["precision"]): r for r in ref if r["figure"] == "parity"}
 print(next(r for r in ref if r["figure"] == "versions"))
-if os.path.exists(f"{work}/decode.json"):
-    d = json.load(open(f"{work}/decode.json"))
-    print(f"\nlibjpeg-turbo decode alone (xpuperf data check, {d['threads']} threads): "
-          f"{d['images'] / d['seconds']:.0f} images/s over {d['images']} files")
-    print(open(f"{work}/photos.txt").read().strip())
-print("\n| case | xpuperf synthetic img/s | xpuperf real JPEGs img/s (share of synthetic) | torchvision eager | torch.compile | ours / compile | peak MiB ours | peak MiB eager | peak MiB compile |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+if os.path.exists(f"{work}/decode.jsonl"):
+    print("\n" + open(f"{work}/photos.txt").read().strip())
+    print("\n| the loader alone (xpuperf data decode-rate) | images/s |\n| --- | ---: |")
+    for line in open(f"{work}/decode.jsonl"):
+        d = json.loads(line)
+        print(f"| {d['backend']} | {d['images_per_second']:.0f} |")
+print("\n| case | xpuperf synthetic img/s | real JPEGs, libjpeg-turbo (share of synthetic) | real JPEGs, nvJPEG (share) | torchvision eager | torch.compile | ours / compile | peak MiB ours | peak MiB eager | peak MiB compile |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for case in dict.fromkeys(o["case"] for o in ours):
     s = mine.get((case, "synthetic"), {})
-    j = mine.get((case, "jpeg"), {})
     e, c = tp.get((case, "eager"), {}), tp.get((case, "compile"), {})
-    si, ji = s.get("images_per_s", 0), j.get("images_per_s", 0)
-    ci = c.get("images_per_s", 0)
-    jtxt = f"{ji:.0f} ({ji / si:.1%})" if ji and si else "not run"
-    print(f"| {case} | {si:.0f} | {jtxt} | {e.get('images_per_s', 0):.0f} | {ci:.0f} | "
+    si, ci = s.get("images_per_s", 0), c.get("images_per_s", 0)
+    def share(label):
+        ji = mine.get((case, label), {}).get("images_per_s", 0)
+        return f"{ji:.0f} ({ji / si:.1%})" if ji and si else "not run"
+    print(f"| {case} | {si:.0f} | {share('jpeg')} | {share('jpeg_nvjpeg')} | {e.get('images_per_s', 0):.0f} | {ci:.0f} | "
           f"{si / ci if ci else float('nan'):.3f} | {s.get('finished', {}).get('peak_device_memory_mib', float('nan')):.0f} | "
           f"{e.get('peak_mib', float('nan')):.0f} | {c.get('peak_mib', float('nan')):.0f} |")
 variants = [o for o in ours if o["label"].startswith(("without_", "with_"))]

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 
@@ -63,6 +64,24 @@ TEST(Cli, DataWritesAFashionMnistJpegFolderAndChecksIt) {
   r = xpuperf({"data", "check", dir.path() + "/nothing"});
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "xpuperf: error: image folder")) << r.output;
+
+  // The loader alone: every image of the timed batches, the bad file skipped and counted.
+  r = xpuperf(
+      {"data", "decode-rate", dir.path() + "/train", "--batch", "8", "--size", "32", "--threads", "2", "--json"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto line = r.output.substr(r.output.find("{\"backend\""));
+  const auto rate = nlohmann::json::parse(line.substr(0, line.find('\n')));
+  EXPECT_EQ(rate["decoder"], "cpu");
+  EXPECT_EQ(rate["images"], 40) << "five batches of 8 from 41 files, one of them unreadable";
+  EXPECT_EQ(rate["skipped_files"], 1);
+  EXPECT_GT(rate["images_per_second"].get<double>(), 0);
+  r = xpuperf({"data", "decode-rate", dir.path() + "/train", "--decoder", "nvjpeg", "--batch", "8"});
+  if (r.code != 0) {  // a build without nvJPEG, or a machine without a GPU, says so
+    EXPECT_TRUE(has(r.output, "without nvJPEG") || has(r.output, "no CUDA device")) << r.output;
+  }
+  r = xpuperf({"data", "decode-rate", dir.path() + "/train", "--batch", "100"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "too few for a batch of 100 (--batch)")) << r.output;
 }
 
 TEST(Cli, CheckAcceptsAGoodPlan) {

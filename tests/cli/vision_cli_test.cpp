@@ -184,5 +184,15 @@ TEST_F(VisionCli, AMissingDataFolderSaysWhatToDo) {
   EXPECT_TRUE(has(r.output, dir.path() + "/nowhere/train")) << r.output;
 }
 
+TEST_F(VisionCli, AJpegDecoderThatCannotRunHereIsRefusedWithTheAlternative) {
+  const Result gpu = train_on_cpu("resnet50", {"--data-dir", jpegs()}, {"jpeg_decoder=nvjpeg"}, 60);
+  EXPECT_NE(gpu.code, 0);
+  EXPECT_TRUE(has(gpu.output, "jpeg_decoder: nvjpeg")) << gpu.output;
+  EXPECT_TRUE(has(gpu.output, "use jpeg_decoder: cpu")) << gpu.output;
+  const Result typo = train_on_cpu("resnet50", {"--data-dir", jpegs()}, {"jpeg_decoder=nvjpg"}, 60);
+  EXPECT_NE(typo.code, 0);
+  EXPECT_TRUE(has(typo.output, "jpeg_decoder must be auto, cpu or nvjpeg (got 'nvjpg')")) << typo.output;
+}
+
 }  // namespace
 }  // namespace xpuperf

@@ -3,10 +3,16 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <set>
 
+#ifdef XPUPERF_HAVE_NVJPEG
+#include <cuda_runtime.h>
+#endif
+
 #include "test_util.h"
+#include "xpuperf/data/gpu_jpeg.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/data/image_folder.h"
 #include "xpuperf/data/shard_sampler.h"
@@ -201,6 +207,13 @@ TEST(Jpeg, RoundTripsAnImageAndRejectsBadBytesWithAReason) {
   for (std::size_t i = 0; i < back.pixels.size(); ++i)
     worst = std::max(worst, std::abs(back.pixels[i] - image.pixels[i]));
   EXPECT_LE(worst, 12) << "lossy, but close";
+  // Progressive files (some of ImageNet's are), and baseline ones again from the same codec.
+  const auto progressive = codec.encode(image, 95, true);
+  EXPECT_NE(progressive, jpeg);
+  ASSERT_TRUE(codec.decode(progressive.data(), progressive.size(), back, error)) << error;
+  const auto again = codec.encode(image, 95);
+  EXPECT_EQ(again, jpeg);
+  ASSERT_TRUE(codec.decode(again.data(), again.size(), back, error)) << error;
 
   // Cut in the middle of the scan: libjpeg-turbo's warning is an error here.
   const std::vector<std::uint8_t> cut(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(jpeg.size() * 9 / 10));
@@ -443,6 +456,112 @@ TEST(ImageTools, PhotoCropsLookLikeImageNetAndAreTheSameForTheSameSeed) {
   dir.write("small/icon.jpg", std::string(tiny.begin(), tiny.end()));
   o.sources = {dir.path() + "/small"};
   EXPECT_THROW(write_photo_crops(o, nullptr), DataError);
+}
+
+}  // namespace
+}  // namespace xpuperf::data
+
+namespace xpuperf::data {
+namespace {
+
+// Batches in device memory, back on the host.
+std::vector<std::uint8_t> to_host(const ImageBatch& batch) {
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(batch.size * batch.height * batch.width * 3));
+#ifdef XPUPERF_HAVE_NVJPEG
+  EXPECT_EQ(cudaMemcpy(out.data(), batch.device_pixels, out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+#endif
+  return out;
+}
+
+TEST(GpuJpeg, LoaderBatchesMatchTheCpuDecoderAndBadFilesAreSkippedTheSame) {
+  if (!have_gpu_jpeg()) GTEST_SKIP() << "built without nvJPEG";
+  if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "no Fashion-MNIST";
+  try {
+    GpuJpegDecoder probe(0, 32);
+  } catch (const DataError& e) {
+    GTEST_SKIP() << e.what();
+  }
+  test::TempDir dir;
+  write_small_jpeg_folder(dir, 96, 4);
+  // What the GPU leaves to the CPU (progressive), and what neither decodes.
+  {
+    JpegCodec codec;
+    RgbImage image;
+    std::string error;
+    const std::string path = std::filesystem::directory_iterator(dir.path() + "/train/3_dress")->path().string();
+    std::vector<std::uint8_t> bytes;
+    ASSERT_TRUE(read_file_bytes(path, bytes, error)) << error;
+    ASSERT_TRUE(codec.decode(bytes.data(), bytes.size(), image, error)) << error;
+    const auto progressive = codec.encode(image, 95, true);
+    dir.write("train/3_dress/progressive.JPEG", std::string(progressive.begin(), progressive.end()));
+    dir.write("train/4_coat/truncated.JPEG",
+              std::string(bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 2)));
+    dir.write("train/5_sandal/notes.JPEG", "not a picture\n");
+    // Colour, where the two decoders' chroma upsampling may differ.
+    std::mt19937 rng(7);
+    for (int k = 0; k < 3; ++k) {
+      RgbImage colour;
+      colour.width = 120 + 10 * k;
+      colour.height = 90;
+      colour.pixels.resize(static_cast<std::size_t>(colour.width * colour.height * 3));
+      for (int y = 0; y < colour.height; ++y)
+        for (int x = 0; x < colour.width; ++x)
+          for (int c = 0; c < 3; ++c)
+            colour.pixels[static_cast<std::size_t>((y * colour.width + x) * 3 + c)] =
+                static_cast<std::uint8_t>((x * (c + 1) + y * (3 - c) + static_cast<int>(rng() % 24)) % 256);
+      const auto jpeg = codec.encode(colour, 90);
+      dir.write("train/6_shirt/colour" + std::to_string(k) + ".JPEG", std::string(jpeg.begin(), jpeg.end()));
+    }
+  }
+  ImageLoaderOptions o;
+  o.image_size = 64;
+  o.batch_size = 8;
+  o.seed = 3;
+  o.threads = 2;
+  auto epoch = [&](int gpu_device, bool train) {
+    o.gpu_device = gpu_device;
+    o.train = train;
+    ImageFolderLoader loader(list_image_folder(dir.path() + "/train"), o);
+    loader.start_epoch(2);
+    std::vector<ImageBatch> out;
+    std::int64_t images = 0;
+    while (auto b = loader.next()) {
+      images += b->size;
+      if (b->device_pixels) {
+        b->pixels = to_host(*b);
+        loader.release(*b, nullptr);
+      }
+      out.push_back(std::move(*b));
+    }
+    if (gpu_device >= 0) {
+      // Each image once: the GPU's, or the CPU's (the progressive one, where the hardware decodes).
+      EXPECT_EQ(loader.gpu_decoded() + loader.cpu_fallbacks(), images);
+      EXPECT_GE(loader.gpu_decoded(), images - 1);
+      std::cout << loader.decoder() << ": " << loader.gpu_decoded() << " on the GPU, " << loader.cpu_fallbacks()
+                << " on the CPU\n";
+    }
+    return std::make_pair(out, loader.skipped_files());
+  };
+  for (bool train : {true, false}) {
+    const auto [cpu, cpu_skipped] = epoch(-1, train);
+    const auto [gpu, gpu_skipped] = epoch(0, train);
+    EXPECT_EQ(gpu_skipped, cpu_skipped);
+    EXPECT_EQ(gpu_skipped.size(), 2u);
+    ASSERT_EQ(gpu.size(), cpu.size());
+    double worst_mean = 0;
+    for (std::size_t b = 0; b < cpu.size(); ++b) {
+      EXPECT_EQ(gpu[b].labels, cpu[b].labels) << "batch " << b;
+      ASSERT_EQ(gpu[b].pixels.size(), cpu[b].pixels.size());
+      // Two decoders' inverse DCTs and chroma upsampling differ by a level or two; a wrong crop
+      // box or flip by tens.
+      double sum = 0;
+      for (std::size_t i = 0; i < cpu[b].pixels.size(); ++i) sum += std::abs(gpu[b].pixels[i] - cpu[b].pixels[i]);
+      worst_mean = std::max(worst_mean, sum / static_cast<double>(cpu[b].pixels.size()));
+    }
+    EXPECT_LT(worst_mean, 2.0) << (train ? "training" : "evaluation") << " crops";
+    std::cout << (train ? "training" : "evaluation") << ": mean |gpu - cpu| of the worst batch " << worst_mean << "\n";
+  }
 }
 
 }  // namespace

@@ -3,13 +3,19 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/core/progress.h"
+#include "xpuperf/data/gpu_jpeg.h"
 #include "xpuperf/data/idx.h"
+#include "xpuperf/data/image_folder.h"
+#include "xpuperf/data/image_loader.h"
 #include "xpuperf/data/image_tools.h"
 #include "xpuperf/data/jpeg.h"
 
@@ -100,6 +106,97 @@ int run_check(const std::string& dir, int threads, std::int64_t expect_classes, 
   return code;
 }
 
+struct DecodeRateOptions {
+  std::string dir;
+  std::vector<std::string> decoders{"cpu"};
+  int threads = 0;
+  std::int64_t batch_size = 256;
+  std::int64_t batches = 40;
+  int device = 0;
+  int image_size = 224;
+  bool json = false;
+};
+
+// The training loader alone, as a vision case drives it: read, decode, random-resized crop and
+// flip into batches (on the host for the CPU decoder, in device memory for nvJPEG). Setting the
+// decoders up (nvJPEG's handles, device buffers) is not timed.
+int run_decode_rate(const DecodeRateOptions& o) {
+  data::ImageFolder folder;
+  try {
+    folder = data::list_image_folder(o.dir);
+  } catch (const data::DataError& e) {
+    throw CommandError(e.what());
+  }
+  if (o.batch_size <= 0 || o.batches <= 0) throw CommandError("--batch and --batches must be positive");
+  for (const auto& decoder : o.decoders) {
+    if (decoder != "cpu" && decoder != "nvjpeg")
+      throw CommandError("--decoder takes cpu or nvjpeg (got '" + decoder + "')");
+    if (decoder == "cpu") require_jpeg();
+    if (decoder == "nvjpeg" && !data::have_gpu_jpeg())
+      throw CommandError("this xpuperf was built without nvJPEG (the CUDA toolkit's libnvjpeg); use --decoder cpu");
+  }
+  for (const auto& decoder : o.decoders) {
+    data::ImageLoaderOptions lo;
+    lo.image_size = o.image_size;
+    lo.train = true;
+    lo.batch_size = o.batch_size;
+    lo.threads = o.threads;
+    if (decoder == "nvjpeg") {
+      lo.gpu_device = o.device;
+      if (lo.threads <= 0) lo.threads = 4;
+    }
+    std::unique_ptr<data::ImageFolderLoader> loader;
+    try {
+      loader = std::make_unique<data::ImageFolderLoader>(folder, lo);
+    } catch (const data::DataError& e) {
+      throw CommandError(e.what());
+    }
+    // Timed from the epoch's start, every batch: the loader works ahead, so a clock started after
+    // a first batch would count batches made before it.
+    const auto start = std::chrono::steady_clock::now();
+    loader->start_epoch(0);
+    const std::int64_t timed = std::min(o.batches, loader->batches_in_epoch());
+    if (timed <= 0)
+      throw CommandError(o.dir + " has " + std::to_string(folder.images.size()) + " images: too few for a batch of " +
+                         std::to_string(o.batch_size) + " (--batch)");
+    std::unique_ptr<ProgressBar> bar;
+    auto progress = progress_to_stderr(bar, decoder + " batches");
+    for (std::int64_t b = 0; b < timed; ++b) {
+      auto batch = loader->next();
+      if (!batch) throw CommandError("the loader ended its epoch early");
+      loader->release(*batch, nullptr);
+      progress(static_cast<std::size_t>(b + 1), static_cast<std::size_t>(timed));
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = static_cast<double>(timed * o.batch_size) / seconds;
+    const auto skipped = loader->skipped_files().size();
+    if (o.json) {
+      std::cout << nlohmann::json{{"decoder", decoder},
+                                  {"backend", loader->decoder()},
+                                  {"images_per_second", rate},
+                                  {"images", timed * o.batch_size},
+                                  {"seconds", seconds},
+                                  {"batch_size", o.batch_size},
+                                  {"image_size", o.image_size},
+                                  {"skipped_files", skipped},
+                                  {"gpu_decoded", loader->gpu_decoded()},
+                                  {"cpu_fallbacks", loader->cpu_fallbacks()}}
+                       .dump()
+                << "\n";
+    } else {
+      std::cout << std::fixed << std::setprecision(0) << loader->decoder() << ": " << rate << " images/s ("
+                << timed * o.batch_size << " images in " << std::setprecision(2) << seconds << " s, batches of "
+                << o.batch_size << ", " << o.image_size << "x" << o.image_size << " random-resized crops with flips"
+                << (skipped ? ", " + std::to_string(skipped) + " files skipped" : "")
+                << (loader->cpu_fallbacks() ? ", " + std::to_string(loader->cpu_fallbacks()) +
+                                                  " decoded on the CPU (the GPU decoder does not take them)"
+                                            : "")
+                << ")\n";
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
@@ -154,6 +251,24 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   c->footer(
       "Exit codes: 0 every image decodes, 1 the folder cannot be read, 2 unreadable files or a wrong class count.");
   c->callback([&exit_code, dir, threads, classes, show] { exit_code = run_check(*dir, *threads, *classes, *show); });
+
+  auto rate = std::make_shared<DecodeRateOptions>();
+  auto* r = cmd->add_subcommand("decode-rate",
+                                "Time the training loader alone on an image folder: read, decode, random-resized "
+                                "crop and flip into batches, with each decoder asked for");
+  r->add_option("dir", rate->dir, "The folder (<dir>/<class>/<image>), e.g. /data/imagenet/train")->required();
+  r->add_option("--decoder", rate->decoders,
+                "cpu (libjpeg-turbo on host threads) and/or nvjpeg (the GPU's; its hardware decoder where it has one)")
+      ->delimiter(',')
+      ->capture_default_str();
+  r->add_option("--threads", rate->threads, "Loader threads (0: every core for cpu, 4 for nvjpeg)")
+      ->capture_default_str();
+  r->add_option("--batch", rate->batch_size, "Images a batch")->capture_default_str();
+  r->add_option("--batches", rate->batches, "Batches timed (at most the folder's)")->capture_default_str();
+  r->add_option("--device", rate->device, "CUDA device for nvjpeg")->capture_default_str();
+  r->add_option("--size", rate->image_size, "Crop size")->capture_default_str();
+  r->add_flag("--json", rate->json, "One JSON line a decoder");
+  r->callback([&exit_code, rate] { exit_code = run_decode_rate(*rate); });
 }
 
 }  // namespace xpuperf::cli

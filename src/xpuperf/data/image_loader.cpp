@@ -16,10 +16,30 @@ ImageFolderLoader::ImageFolderLoader(ImageFolder folder, ImageLoaderOptions opti
   if (o_.batch_size <= 0) throw DataError("image loader: batch size must be positive");
   if (o_.threads <= 0) o_.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o_.batches_ahead = std::max(o_.batches_ahead, o_.threads);
+  if (o_.gpu_device >= 0) {
+    for (int t = 0; t < o_.threads; ++t)
+      decoders_.push_back(std::make_unique<GpuJpegDecoder>(o_.gpu_device, o_.image_size));
+    // Enough for every batch made or waiting, and the one being copied out.
+    const auto bytes = static_cast<std::size_t>(o_.batch_size) * static_cast<std::size_t>(o_.image_size) *
+                       static_cast<std::size_t>(o_.image_size) * 3;
+    device_buffers_ = std::make_unique<DeviceBatchBuffers>(o_.gpu_device, bytes, o_.batches_ahead + 2);
+  }
 }
 
 ImageFolderLoader::~ImageFolderLoader() {
   stop_workers();
+  if (device_buffers_)
+    for (auto& [number, batch] : ready_) release(batch, nullptr);
+}
+
+std::string ImageFolderLoader::decoder() const {
+  const std::string threads = std::to_string(o_.threads) + (o_.threads == 1 ? " thread" : " threads");
+  if (decoders_.empty()) return "libjpeg-turbo, " + threads;
+  return decoders_.front()->backend() + " on GPU " + std::to_string(o_.gpu_device) + ", " + threads + " reading files";
+}
+
+void ImageFolderLoader::release(const ImageBatch& batch, void* stream) {
+  if (device_buffers_ && batch.device_buffer >= 0) device_buffers_->release(batch.device_buffer, stream);
 }
 
 void ImageFolderLoader::stop_workers() {
@@ -52,14 +72,15 @@ void ImageFolderLoader::start_epoch(std::int64_t epoch) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     next_to_make_ = next_to_give_ = 0;
+    for (auto& [number, batch] : ready_) release(batch, nullptr);
     ready_.clear();
     failure_ = nullptr;
     stopping_ = false;
   }
-  for (int t = 0; t < o_.threads; ++t) workers_.emplace_back([this] { work(); });
+  for (int t = 0; t < o_.threads; ++t) workers_.emplace_back([this, t] { work(t); });
 }
 
-void ImageFolderLoader::work() {
+void ImageFolderLoader::work(int worker) {
   for (;;) {
     std::int64_t number = 0;
     {
@@ -71,7 +92,8 @@ void ImageFolderLoader::work() {
       number = next_to_make_++;
     }
     try {
-      ImageBatch batch = make_batch(number);
+      ImageBatch batch =
+          decoders_.empty() ? make_batch(number) : make_gpu_batch(number, *decoders_[static_cast<std::size_t>(worker)]);
       std::lock_guard<std::mutex> lock(mutex_);
       ready_.emplace(number, std::move(batch));
     } catch (...) {
@@ -103,9 +125,7 @@ ImageBatch ImageFolderLoader::make_batch(std::int64_t number) {
     for (;; at = (at + 1) % n) {
       const auto& item = folder_.images[static_cast<std::size_t>(order_[static_cast<std::size_t>(at)])];
       if (read_file_bytes(item.path, bytes, error) && codec->decode(bytes.data(), bytes.size(), image, error)) {
-        // The same crop for the same seed, epoch and sample, whichever thread makes it.
-        std::mt19937_64 rng(o_.seed * 1000003u + static_cast<std::uint64_t>(epoch_) * 7919u +
-                            static_cast<std::uint64_t>(order_[static_cast<std::size_t>(at)]));
+        auto rng = crop_rng(order_[static_cast<std::size_t>(at)]);
         const CropBox box = o_.train ? random_resized_crop_box(image.width, image.height, rng)
                                      : center_crop_box(image.width, image.height, o_.resize_to, o_.image_size);
         const bool flip = o_.train && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
@@ -114,14 +134,129 @@ ImageBatch ImageFolderLoader::make_batch(std::int64_t number) {
         batch.labels[static_cast<std::size_t>(i)] = item.label;
         break;
       }
-      bool first_time = false;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        first_time = skipped_.insert(item.path).second;
-      }
-      if (first_time) log::warning("skipping " + item.path + ": " + error + " (counted in the run's skipped files)");
+      skip(item.path, error);
       if (++tries >= n) throw DataError("no image of " + folder_.dir + " decodes");
     }
+  }
+  return batch;
+}
+
+std::mt19937_64 ImageFolderLoader::crop_rng(std::int64_t sample) const {
+  // The same crop for the same seed, epoch and sample, whichever thread or decoder makes it.
+  return std::mt19937_64(o_.seed * 1000003u + static_cast<std::uint64_t>(epoch_) * 7919u +
+                         static_cast<std::uint64_t>(sample));
+}
+
+void ImageFolderLoader::skip(const std::string& path, const std::string& error) {
+  bool first_time = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first_time = skipped_.insert(path).second;
+  }
+  if (first_time) log::warning("skipping " + path + ": " + error + " (counted in the run's skipped files)");
+}
+
+namespace {
+
+// A file cut short has no end-of-image marker; the GPU decoder may not say so, libjpeg-turbo does.
+bool ends_with_eoi(const std::vector<std::uint8_t>& bytes) {
+  const std::size_t from = bytes.size() > 64 ? bytes.size() - 64 : 0;
+  for (std::size_t i = bytes.size(); i-- > from + 1;)
+    if (bytes[i - 1] == 0xFF && bytes[i] == 0xD9) return true;
+  return false;
+}
+
+}  // namespace
+
+ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder& gpu) {
+  thread_local std::unique_ptr<JpegCodec> codec;
+  if (!codec) codec = std::make_unique<JpegCodec>();
+  const std::int64_t first = number * o_.batch_size;
+  const auto n = static_cast<std::int64_t>(order_.size());
+  const auto count = static_cast<std::size_t>(std::min<std::int64_t>(o_.batch_size, n - first));
+  const std::size_t image_bytes = static_cast<std::size_t>(o_.image_size) * static_cast<std::size_t>(o_.image_size) * 3;
+  ImageBatch batch;
+  batch.size = static_cast<std::int64_t>(count);
+  batch.height = batch.width = o_.image_size;
+  batch.labels.resize(count);
+  batch.device_buffer = device_buffers_->acquire();
+  batch.device_pixels = device_buffers_->data(batch.device_buffer);
+  try {
+    std::vector<std::vector<std::uint8_t>> files(count);
+    std::vector<std::vector<std::uint8_t>> host_crops(count);  // CPU-decoded ones, until uploaded
+    std::vector<std::int64_t> sample_at(count);
+    std::vector<GpuCropJob> jobs;
+    std::vector<std::uint8_t*> outs;
+    std::vector<std::size_t> job_position;
+    RgbImage image;
+    std::string error;
+    std::int64_t tries = 0;
+    auto out = [&](std::size_t i) { return batch.device_pixels + image_bytes * i; };
+    // The CPU's way with files[i]: false when it does not decode.
+    auto decode_on_cpu = [&](std::size_t i, std::int64_t sample) {
+      if (!codec->decode(files[i].data(), files[i].size(), image, error)) return false;
+      auto rng = crop_rng(sample);
+      const CropBox box = o_.train ? random_resized_crop_box(image.width, image.height, rng)
+                                   : center_crop_box(image.width, image.height, o_.resize_to, o_.image_size);
+      const bool flip = o_.train && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+      host_crops[i].resize(image_bytes);
+      resize_crop(image, box, o_.image_size, o_.image_size, flip, host_crops[i].data());
+      gpu.upload(host_crops[i].data(), out(i));
+      ++cpu_fallbacks_;
+      return true;
+    };
+    // Fills position i from sample `at` on (the next ones where files do not decode); queues it
+    // for the GPU when it may, else decodes it here.
+    auto place = [&](std::size_t i, std::int64_t at, bool gpu_allowed) {
+      for (;; at = (at + 1) % n) {
+        const std::int64_t sample = order_[static_cast<std::size_t>(at)];
+        const auto& item = folder_.images[static_cast<std::size_t>(sample)];
+        batch.labels[i] = item.label;
+        sample_at[i] = at;
+        if (read_file_bytes(item.path, files[i], error)) {
+          int width = 0, height = 0;
+          bool batchable = false;
+          if (gpu_allowed && ends_with_eoi(files[i]) &&
+              gpu.probe(files[i].data(), files[i].size(), width, height, batchable, error) && batchable) {
+            auto rng = crop_rng(sample);
+            GpuCropJob job;
+            job.data = files[i].data();
+            job.size = files[i].size();
+            job.box = o_.train ? random_resized_crop_box(width, height, rng)
+                               : center_crop_box(width, height, o_.resize_to, o_.image_size);
+            job.flip = o_.train && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+            jobs.push_back(job);
+            outs.push_back(out(i));
+            job_position.push_back(i);
+            return;
+          }
+          if (decode_on_cpu(i, sample)) return;
+        }
+        skip(item.path, error);
+        if (++tries >= n) throw DataError("no image of " + folder_.dir + " decodes");
+      }
+    };
+    for (std::size_t i = 0; i < count; ++i) place(i, first + static_cast<std::int64_t>(i), true);
+    if (gpu.decode_crops(jobs, outs, error)) {
+      gpu_decoded_ += static_cast<std::int64_t>(jobs.size());
+    } else {
+      // A corrupt body somewhere: one at a time, and the CPU for what the GPU refuses.
+      for (std::size_t j = 0; j < jobs.size(); ++j) {
+        if (gpu.decode_crops({jobs[j]}, {outs[j]}, error)) {
+          ++gpu_decoded_;
+          continue;
+        }
+        const std::size_t i = job_position[j];
+        const std::int64_t at = sample_at[i];
+        if (decode_on_cpu(i, order_[static_cast<std::size_t>(at)])) continue;
+        skip(folder_.images[static_cast<std::size_t>(order_[static_cast<std::size_t>(at)])].path, error);
+        place(i, (at + 1) % n, false);
+      }
+    }
+    gpu.synchronize();  // the uploads of CPU-decoded crops
+  } catch (...) {
+    device_buffers_->release(batch.device_buffer, nullptr);
+    throw;
   }
   return batch;
 }

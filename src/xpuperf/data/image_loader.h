@@ -1,20 +1,26 @@
 #pragma once
 // Batches of an image folder for a vision case, ahead of the step: worker threads decode
 // (libjpeg-turbo), crop, resize and flip each rank's share of the epoch into channels-last
-// bytes, a few batches ahead. A file that does not decode is skipped — replaced by the next
+// bytes, a few batches ahead. With a GPU decoder (nvJPEG) the workers read the files and the GPU
+// decodes and crops them into device memory; a file it does not take (progressive, CMYK) is
+// decoded on the worker's CPU with the same crop. A file that does not decode is skipped — replaced by the next
 // sample of the epoch, so batches keep their size — counted, and named in the log once; the run
 // never dies of one file. Torch-free; the case copies a batch into (pinned) tensors.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "xpuperf/data/gpu_jpeg.h"
 #include "xpuperf/data/image_folder.h"
 
 namespace xpuperf::data {
@@ -28,13 +34,16 @@ struct ImageLoaderOptions {
   int batches_ahead = 4;   // decoded before they are asked for (at least one a thread)
   std::uint64_t seed = 0;  // the shuffle and the crops: the same for the same seed and epoch
   int rank = 0, world_size = 1;
+  int gpu_device = -1;  // >= 0: decode with nvJPEG on this CUDA device, batches in its memory
 };
 
 struct ImageBatch {
   std::int64_t size = 0;
   int height = 0, width = 0;
-  std::vector<std::uint8_t> pixels;  // size × height × width × 3
+  std::vector<std::uint8_t> pixels;  // size × height × width × 3 (empty when on the GPU)
   std::vector<std::int64_t> labels;
+  std::uint8_t* device_pixels = nullptr;  // the same in device memory, with a GPU decoder
+  int device_buffer = -1;                 // hand it back with ImageFolderLoader::release
 };
 
 class ImageFolderLoader {
@@ -48,6 +57,14 @@ class ImageFolderLoader {
   void start_epoch(std::int64_t epoch);
   // The epoch's next batch, in order; nothing at its end. Rethrows a worker's error.
   std::optional<ImageBatch> next();
+  // A GPU batch's memory goes back to the loader once the work queued on `stream` (a
+  // cudaStream_t, null: the default stream) that reads it has run. Nothing for a CPU batch.
+  void release(const ImageBatch& batch, void* stream);
+  // "libjpeg-turbo" or nvJPEG's backend, with the threads.
+  std::string decoder() const;
+  // Images the GPU decoded so far, and those a GPU loader left to the CPU (progressive, CMYK).
+  std::int64_t gpu_decoded() const { return gpu_decoded_; }
+  std::int64_t cpu_fallbacks() const { return cpu_fallbacks_; }
 
   std::int64_t batches_in_epoch() const;
   std::size_t images() const { return folder_.images.size(); }
@@ -57,8 +74,11 @@ class ImageFolderLoader {
 
  private:
   void stop_workers();
-  void work();
+  void work(int worker);
   ImageBatch make_batch(std::int64_t number);
+  ImageBatch make_gpu_batch(std::int64_t number, GpuJpegDecoder& gpu);
+  void skip(const std::string& path, const std::string& error);
+  std::mt19937_64 crop_rng(std::int64_t sample) const;
 
   ImageFolder folder_;
   ImageLoaderOptions o_;
@@ -73,6 +93,9 @@ class ImageFolderLoader {
   std::set<std::string> skipped_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::vector<std::unique_ptr<GpuJpegDecoder>> decoders_;  // one a worker, with a GPU decoder
+  std::unique_ptr<DeviceBatchBuffers> device_buffers_;
+  std::atomic<std::int64_t> gpu_decoded_{0}, cpu_fallbacks_{0};
 };
 
 }  // namespace xpuperf::data

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 
 #ifdef XPUPERF_HAVE_TURBOJPEG
@@ -70,12 +71,17 @@ bool JpegCodec::decode(const std::uint8_t* data, std::size_t size, RgbImage& out
   return true;
 }
 
-std::vector<std::uint8_t> JpegCodec::encode(const RgbImage& image, int quality) {
+std::vector<std::uint8_t> JpegCodec::encode(const RgbImage& image, int quality, bool progressive) {
+  // A handle that has written a progressive file writes broken baseline ones after it
+  // (libjpeg-turbo 2.1 keeps the scan script): progressive files get a handle of their own.
+  std::unique_ptr<void, int (*)(tjhandle)> own(progressive ? tjInitCompress() : nullptr, tjDestroy);
+  tjhandle encoder = progressive ? own.get() : encoder_;
+  if (!encoder) throw std::runtime_error("libjpeg-turbo could not start: " + std::string(tjGetErrorStr()));
   unsigned char* buffer = nullptr;
   unsigned long size = 0;
-  if (tjCompress2(encoder_, image.pixels.data(), image.width, 0, image.height, TJPF_RGB, &buffer, &size, TJSAMP_420,
-                  quality, 0) != 0)
-    throw std::runtime_error("libjpeg-turbo could not encode an image: " + std::string(tjGetErrorStr2(encoder_)));
+  if (tjCompress2(encoder, image.pixels.data(), image.width, 0, image.height, TJPF_RGB, &buffer, &size, TJSAMP_420,
+                  quality, progressive ? TJFLAG_PROGRESSIVE : 0) != 0)
+    throw std::runtime_error("libjpeg-turbo could not encode an image: " + std::string(tjGetErrorStr2(encoder)));
   std::vector<std::uint8_t> out(buffer, buffer + size);
   tjFree(buffer);
   return out;
@@ -98,7 +104,7 @@ bool JpegCodec::decode(const std::uint8_t*, std::size_t, RgbImage&, std::string&
   error = kMissing;
   return false;
 }
-std::vector<std::uint8_t> JpegCodec::encode(const RgbImage&, int) {
+std::vector<std::uint8_t> JpegCodec::encode(const RgbImage&, int, bool) {
   throw std::runtime_error(kMissing);
 }
 

@@ -28,8 +28,9 @@ class JpegCodec {
   // Decodes to RGB. A corrupt, truncated or non-JPEG input returns false with `error` saying
   // why (libjpeg-turbo's words); it never throws for bad data.
   bool decode(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error);
-  // Encodes RGB at `quality` (1–100, 4:2:0 chroma as cameras and ImageNet's files do).
-  std::vector<std::uint8_t> encode(const RgbImage& image, int quality);
+  // Encodes RGB at `quality` (1–100, 4:2:0 chroma as cameras and ImageNet's files do);
+  // baseline, or progressive (as some of ImageNet's files are).
+  std::vector<std::uint8_t> encode(const RgbImage& image, int quality, bool progressive = false);
 
  private:
   void* decoder_ = nullptr;

@@ -1,21 +1,34 @@
 #include "xpuperf/train/image_dataset.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <thread>
 
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include "xpuperf/core/log.h"
+#include "xpuperf/data/gpu_jpeg.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/data/shard_sampler.h"
 
 namespace xpuperf::train {
 namespace fs = std::filesystem;
 
+namespace {
+// Cores a rank needs for jpeg_decoder: auto to choose libjpeg-turbo over nvJPEG.
+constexpr int kCoresForCpuDecoding = 12;
+}  // namespace
+
 ImageFolderDataset::ImageFolderDataset(data::ImageFolder folder, ImageDataOptions options, std::string what)
     : folder_(std::move(folder)), options_(options), what_(std::move(what)) {}
 
 std::string ImageFolderDataset::description() const {
   return what_ + ", " + std::to_string(folder_.images.size()) + " images in " + std::to_string(folder_.classes.size()) +
-         " classes from " + folder_.dir + " (decoded with libjpeg-turbo)";
+         " classes from " + folder_.dir +
+         (options_.gpu_device >= 0 ? " (decoded with nvJPEG on the GPU)" : " (decoded with libjpeg-turbo)");
 }
 
 std::int64_t ImageFolderDataset::batches_in_epoch(const EpochPlan& plan) const {
@@ -47,7 +60,10 @@ void ImageFolderDataset::start_epoch(const EpochPlan& plan) {
     o.seed = plan.seed;
     o.rank = plan.rank;
     o.world_size = plan.world_size;
+    o.gpu_device = options_.gpu_device;
+    loader_.reset();  // its device buffers go before the next loader's are taken
     loader_ = std::make_unique<data::ImageFolderLoader>(folder_, o);
+    log::info(what_ + " images: " + loader_->decoder());
     loader_plan_ = plan;
   }
   loader_->start_epoch(plan.epoch);
@@ -57,12 +73,31 @@ std::optional<Batch> ImageFolderDataset::next_batch() {
   if (!loader_) return std::nullopt;
   auto batch = loader_->next();
   if (!batch) return std::nullopt;
+  if (batch->device_pixels) return device_batch(*batch);
   auto pixels = torch::empty({batch->size, batch->height, batch->width, 3},
                              torch::TensorOptions().dtype(torch::kUInt8).pinned_memory(options_.pin_memory));
   std::memcpy(pixels.data_ptr<std::uint8_t>(), batch->pixels.data(), batch->pixels.size());
   auto labels = torch::tensor(batch->labels, torch::TensorOptions().dtype(torch::kLong));
   if (options_.pin_memory) labels = labels.pin_memory();
   return Batch{pixels.permute({0, 3, 1, 2}), labels};
+}
+
+Batch ImageFolderDataset::device_batch(const data::ImageBatch& batch) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  // Copied out of the loader's buffer on the step's stream, which the buffer then waits for.
+  const auto device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(options_.gpu_device));
+  auto pixels = torch::from_blob(batch.device_pixels, {batch.size, batch.height, batch.width, 3},
+                                 torch::TensorOptions().dtype(torch::kUInt8).device(device))
+                    .clone();
+  loader_->release(batch, c10::cuda::getCurrentCUDAStream(device.index()).stream());
+  // Pinned, so the runtime's copy to the device is asynchronous: a copy from pageable memory
+  // would wait for the steps queued before it, and the GPU would idle while the next is queued.
+  auto labels = torch::tensor(batch.labels, torch::TensorOptions().dtype(torch::kLong)).pin_memory();
+  return Batch{pixels.permute({0, 3, 1, 2}), labels};
+#else
+  loader_->release(batch, nullptr);
+  throw data::DataError("GPU-decoded batches need a LibTorch build with CUDA");
+#endif
 }
 
 std::int64_t ImageFolderDataset::skipped_samples() const {
@@ -130,6 +165,27 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
   o.batches_ahead = static_cast<int>(cfg.get_int("loader_batches_ahead", 0));
   o.pin_memory = pin;
   o.ranks_on_host = std::max(1, ctx.local_world_size);
+  const std::string decoder = cfg.get_string("jpeg_decoder", "auto");
+  if (decoder != "auto" && decoder != "cpu" && decoder != "nvjpeg")
+    throw ConfigError("jpeg_decoder must be auto, cpu or nvjpeg (got '" + decoder + "')");
+  if (decoder == "nvjpeg" && !ctx.device.is_cuda())
+    throw ConfigError("jpeg_decoder: nvjpeg decodes on a CUDA device and this run is on " + ctx.device.str() +
+                      "; use jpeg_decoder: cpu");
+  if (decoder == "nvjpeg" && !data::have_gpu_jpeg())
+    throw ConfigError(
+        "jpeg_decoder: nvjpeg, but this xpuperf was built without nvJPEG (the CUDA toolkit's libnvjpeg); "
+        "use jpeg_decoder: cpu or rebuild");
+  // auto: libjpeg-turbo while the host has the cores to keep up (about 280 ResNet-50 training
+  // images/s a core; an H100 wants 3,900), since nvJPEG's decoding slows the step it runs beside
+  // (13 % on an H100, README); nvJPEG where the cores per rank are few.
+  const int cores_per_rank = static_cast<int>(std::thread::hardware_concurrency()) / o.ranks_on_host;
+  const bool few_cores = cores_per_rank < kCoresForCpuDecoding;
+  if (decoder == "nvjpeg" || (decoder == "auto" && few_cores && ctx.device.is_cuda() && data::have_gpu_jpeg())) {
+    o.gpu_device = ctx.device.has_index() ? ctx.device.index() : 0;
+    // The workers only read files and headers: a few keep the GPU decoder busy.
+    if (o.threads <= 0)
+      o.threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / o.ranks_on_host, 1, 4);
+  }
   if (o.image_size <= 0 || o.resize_to < o.image_size)
     throw ConfigError("image_size must be positive and resize_size at least image_size (got " +
                       std::to_string(o.image_size) + " and " + std::to_string(o.resize_to) + ")");

@@ -22,10 +22,12 @@ struct ImageDataOptions {
   int batches_ahead = 0;    // 0: two a thread
   bool pin_memory = false;  // page-locked batches, so the copy to a CUDA device is asynchronous
   int ranks_on_host = 1;    // threads = 0 shares the cores between them
+  int gpu_device = -1;      // >= 0: nvJPEG decodes on this CUDA device, batches arrive there
 };
 
 // An ImageNet-layout folder (<dir>/<class>/<image>) decoded by data::ImageFolderLoader:
-// training batches are random-resized crops with flips, evaluation batches centre crops.
+// training batches are random-resized crops with flips, evaluation batches centre crops; with a
+// GPU decoder they are made in device memory.
 class ImageFolderDataset : public Dataset {
  public:
   ImageFolderDataset(data::ImageFolder folder, ImageDataOptions options, std::string what);
@@ -38,6 +40,8 @@ class ImageFolderDataset : public Dataset {
   std::size_t classes() const { return folder_.classes.size(); }
 
  private:
+  Batch device_batch(const data::ImageBatch& batch);
+
   data::ImageFolder folder_;
   ImageDataOptions options_;
   std::string what_;
@@ -78,7 +82,9 @@ class ImageNormalizer {
 
 // The data a vision case reads, from its config: synthetic_data (random, labelled so), else the
 // ImageNet layout under data_dir (train_data and eval_data name the split folders).
-// image_size, resize_size, loader_threads, loader_batches_ahead tune the pipeline.
+// image_size, resize_size, loader_threads, loader_batches_ahead and jpeg_decoder (cpu:
+// libjpeg-turbo; nvjpeg; auto: cpu while the host has 12 cores a rank, else nvjpeg on a CUDA
+// device where the build has it) tune the pipeline.
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes);
 
 }  // namespace xpuperf::train

@@ -65,7 +65,9 @@ torch::Tensor StepGraph::run(const Batch& batch, const Step& step) {
     const c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, device_.index());
     {
       const c10::cuda::CUDAStreamGuard stream_guard(stream);
-      c->graph.capture_begin();
+      // Thread-local: the loader's threads go on with their own CUDA work (nvJPEG, copies) during
+      // the capture, which the default global mode would count as an error of the capture.
+      c->graph.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
       c->loss = step(c->input);
       c->graph.capture_end();
     }

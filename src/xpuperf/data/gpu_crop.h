@@ -1,0 +1,20 @@
+#pragma once
+// The kernel behind GpuJpegDecoder: crops of decoded images resized and flipped into a batch.
+// Internal to the data library (gpu_jpeg.cpp); CUDA types stay out of the header.
+
+#include <cstdint>
+
+namespace xpuperf::data {
+
+struct GpuCropParams {
+  const std::uint8_t* src = nullptr;  // interleaved RGB, `pitch` bytes a row
+  int pitch = 0, width = 0, height = 0;
+  int x = 0, y = 0, crop_width = 0, crop_height = 0;
+  int flip = 0;
+  std::uint8_t* out = nullptr;  // out_size × out_size × 3
+};
+
+// `params` in device memory, `count` of them; `stream` a cudaStream_t.
+void launch_resize_crops(const GpuCropParams* params, int count, int out_size, void* stream);
+
+}  // namespace xpuperf::data

@@ -1,0 +1,341 @@
+#include "xpuperf/data/gpu_jpeg.h"
+
+#include "xpuperf/data/idx.h"
+
+#ifdef XPUPERF_HAVE_NVJPEG
+#include <cuda_runtime.h>
+#include <nvjpeg.h>
+
+#include <algorithm>
+
+#include "xpuperf/data/gpu_crop.h"
+#endif
+
+namespace xpuperf::data {
+
+#ifdef XPUPERF_HAVE_NVJPEG
+
+namespace {
+
+void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw DataError(std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+void check_nvjpeg(nvjpegStatus_t status, const char* what) {
+  if (status != NVJPEG_STATUS_SUCCESS)
+    throw DataError(std::string(what) + " failed (nvJPEG status " + std::to_string(status) + ")");
+}
+
+}  // namespace
+
+bool have_gpu_jpeg() {
+  return true;
+}
+
+struct GpuJpegDecoder::State {
+  int device = 0, out_size = 0;
+  bool hardware = false;
+  nvjpegHandle_t handle = nullptr;
+  nvjpegJpegState_t state = nullptr;
+  nvjpegJpegStream_t stream_info = nullptr;
+  cudaStream_t stream = nullptr;
+  std::uint8_t* decoded = nullptr;  // the batch's decoded images, one after another
+  std::size_t decoded_bytes = 0;
+  GpuCropParams* host_params = nullptr;  // pinned
+  GpuCropParams* device_params = nullptr;
+  std::size_t params_capacity = 0;
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State();
+
+  void reserve(std::size_t bytes, std::size_t jobs) {
+    if (bytes > decoded_bytes) {
+      check_cuda(cudaStreamSynchronize(stream), "nvJPEG decoder: cudaStreamSynchronize");
+      if (decoded) cudaFree(decoded);
+      decoded = nullptr;
+      decoded_bytes = bytes + bytes / 4;  // room to grow without reallocating every batch
+      check_cuda(cudaMalloc(reinterpret_cast<void**>(&decoded), decoded_bytes), "nvJPEG decoder: cudaMalloc");
+    }
+    if (jobs > params_capacity) {
+      check_cuda(cudaStreamSynchronize(stream), "nvJPEG decoder: cudaStreamSynchronize");
+      if (host_params) cudaFreeHost(host_params);
+      if (device_params) cudaFree(device_params);
+      host_params = nullptr;
+      device_params = nullptr;
+      params_capacity = jobs;
+      check_cuda(cudaMallocHost(reinterpret_cast<void**>(&host_params), jobs * sizeof(GpuCropParams)),
+                 "nvJPEG decoder: cudaMallocHost");
+      check_cuda(cudaMalloc(reinterpret_cast<void**>(&device_params), jobs * sizeof(GpuCropParams)),
+                 "nvJPEG decoder: cudaMalloc");
+    }
+  }
+};
+
+GpuJpegDecoder::GpuJpegDecoder(int device, int out_size) : s_(new State) {
+  try {
+    s_->device = device;
+    s_->out_size = out_size;
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || device < 0 || device >= devices)
+      throw DataError("nvJPEG decoder: no CUDA device " + std::to_string(device) + " (this machine has " +
+                      std::to_string(devices) + ")");
+    check_cuda(cudaSetDevice(device), "nvJPEG decoder: cudaSetDevice");
+    // The hardware decoder where the GPU has one; the CUDA decoder (Huffman on this thread) elsewhere.
+    s_->hardware = nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &s_->handle) ==
+                   NVJPEG_STATUS_SUCCESS;
+    if (!s_->hardware)
+      check_nvjpeg(nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, NVJPEG_FLAGS_DEFAULT, &s_->handle),
+                   "nvjpegCreateEx");
+    check_nvjpeg(nvjpegJpegStateCreate(s_->handle, &s_->state), "nvjpegJpegStateCreate");
+    check_nvjpeg(nvjpegJpegStreamCreate(s_->handle, &s_->stream_info), "nvjpegJpegStreamCreate");
+    // The highest priority: a batch's few small kernels go ahead of the training step's queued
+    // blocks instead of waiting behind them, so the loader keeps ahead on a busy GPU.
+    int least = 0, greatest = 0;
+    check_cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), "nvJPEG decoder: cudaDeviceGetStreamPriorityRange");
+    check_cuda(cudaStreamCreateWithPriority(&s_->stream, cudaStreamNonBlocking, greatest),
+               "nvJPEG decoder: cudaStreamCreateWithPriority");
+  } catch (...) {
+    delete s_;
+    throw;
+  }
+}
+
+GpuJpegDecoder::State::~State() {
+  if (stream) cudaStreamSynchronize(stream);
+  if (decoded) cudaFree(decoded);
+  if (device_params) cudaFree(device_params);
+  if (host_params) cudaFreeHost(host_params);
+  if (stream_info) nvjpegJpegStreamDestroy(stream_info);
+  if (state) nvjpegJpegStateDestroy(state);
+  if (handle) nvjpegDestroy(handle);
+  if (stream) cudaStreamDestroy(stream);
+}
+
+GpuJpegDecoder::~GpuJpegDecoder() {
+  delete s_;
+}
+
+std::string GpuJpegDecoder::backend() const {
+  return s_->hardware ? "nvJPEG hardware decoder" : "nvJPEG CUDA decoder";
+}
+
+bool GpuJpegDecoder::hardware() const {
+  return s_->hardware;
+}
+
+bool GpuJpegDecoder::probe(const std::uint8_t* data, std::size_t size, int& width, int& height, bool& batchable,
+                           std::string& error) {
+  int components = 0;
+  nvjpegChromaSubsampling_t subsampling{};
+  int widths[NVJPEG_MAX_COMPONENT] = {}, heights[NVJPEG_MAX_COMPONENT] = {};
+  const auto status = nvjpegGetImageInfo(s_->handle, data, size, &components, &subsampling, widths, heights);
+  if (status != NVJPEG_STATUS_SUCCESS || widths[0] <= 0 || heights[0] <= 0) {
+    error = "not a JPEG nvJPEG can read (status " + std::to_string(status) + ")";
+    return false;
+  }
+  width = widths[0];
+  height = heights[0];
+  // Grey and YCbCr only: CMYK and odd layouts are the CPU decoder's.
+  batchable = (components == 1 || components == 3) && subsampling != NVJPEG_CSS_UNKNOWN;
+  if (batchable && s_->hardware) {
+    int supported = -1;
+    batchable = nvjpegJpegStreamParseHeader(s_->handle, data, size, s_->stream_info) == NVJPEG_STATUS_SUCCESS &&
+                nvjpegDecodeBatchedSupported(s_->handle, s_->stream_info, &supported) == NVJPEG_STATUS_SUCCESS &&
+                supported == 0;
+  }
+  return true;
+}
+
+bool GpuJpegDecoder::decode_crops(const std::vector<GpuCropJob>& jobs, const std::vector<std::uint8_t*>& outs,
+                                  std::string& error) {
+  if (jobs.empty()) {
+    synchronize();
+    return true;
+  }
+  check_cuda(cudaSetDevice(s_->device), "nvJPEG decoder: cudaSetDevice");
+  std::vector<std::size_t> offsets(jobs.size());
+  std::vector<int> widths(jobs.size()), heights(jobs.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    int components = 0;
+    nvjpegChromaSubsampling_t subsampling{};
+    int w[NVJPEG_MAX_COMPONENT] = {}, h[NVJPEG_MAX_COMPONENT] = {};
+    if (nvjpegGetImageInfo(s_->handle, jobs[i].data, jobs[i].size, &components, &subsampling, w, h) !=
+        NVJPEG_STATUS_SUCCESS) {
+      error = "nvjpegGetImageInfo failed";
+      return false;
+    }
+    widths[i] = w[0];
+    heights[i] = h[0];
+    offsets[i] = total;
+    total += static_cast<std::size_t>(w[0]) * static_cast<std::size_t>(h[0]) * 3;
+  }
+  s_->reserve(total, jobs.size());
+
+  std::vector<const unsigned char*> data(jobs.size());
+  std::vector<std::size_t> sizes(jobs.size());
+  std::vector<nvjpegImage_t> images(jobs.size());
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    data[i] = jobs[i].data;
+    sizes[i] = jobs[i].size;
+    images[i] = nvjpegImage_t{};
+    images[i].channel[0] = s_->decoded + offsets[i];
+    images[i].pitch[0] = static_cast<std::size_t>(widths[i]) * 3;
+  }
+  const int n = static_cast<int>(jobs.size());
+  auto status = nvjpegDecodeBatchedInitialize(s_->handle, s_->state, n, 1, NVJPEG_OUTPUT_RGBI);
+  if (status == NVJPEG_STATUS_SUCCESS)
+    status = nvjpegDecodeBatched(s_->handle, s_->state, data.data(), sizes.data(), images.data(), s_->stream);
+  if (status != NVJPEG_STATUS_SUCCESS) {
+    cudaStreamSynchronize(s_->stream);
+    cudaGetLastError();
+    error = "nvJPEG could not decode the batch (status " + std::to_string(status) + ")";
+    return false;
+  }
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    GpuCropParams& p = s_->host_params[i];
+    p.src = s_->decoded + offsets[i];
+    p.pitch = widths[i] * 3;
+    p.width = widths[i];
+    p.height = heights[i];
+    p.x = jobs[i].box.x;
+    p.y = jobs[i].box.y;
+    p.crop_width = jobs[i].box.width;
+    p.crop_height = jobs[i].box.height;
+    p.flip = jobs[i].flip ? 1 : 0;
+    p.out = outs[i];
+  }
+  check_cuda(cudaMemcpyAsync(s_->device_params, s_->host_params, jobs.size() * sizeof(GpuCropParams),
+                             cudaMemcpyHostToDevice, s_->stream),
+             "nvJPEG decoder: cudaMemcpyAsync");
+  launch_resize_crops(s_->device_params, n, s_->out_size, s_->stream);
+  check_cuda(cudaGetLastError(), "nvJPEG decoder: the crop kernel");
+  // Also keeps the pinned parameters and the decoded images alive until the kernel has read them.
+  synchronize();
+  return true;
+}
+
+void GpuJpegDecoder::upload(const std::uint8_t* host, std::uint8_t* device_out) {
+  const auto bytes = static_cast<std::size_t>(s_->out_size) * static_cast<std::size_t>(s_->out_size) * 3;
+  check_cuda(cudaMemcpyAsync(device_out, host, bytes, cudaMemcpyHostToDevice, s_->stream),
+             "nvJPEG decoder: cudaMemcpyAsync");
+}
+
+void GpuJpegDecoder::synchronize() {
+  check_cuda(cudaStreamSynchronize(s_->stream), "nvJPEG decoder: cudaStreamSynchronize");
+}
+
+DeviceBatchBuffers::DeviceBatchBuffers(int device, std::size_t bytes, int count)
+    : device_(device),
+      buffers_(static_cast<std::size_t>(count)),
+      released_(static_cast<std::size_t>(count)),
+      in_use_(static_cast<std::size_t>(count), false) {
+  check_cuda(cudaSetDevice(device), "batch buffers: cudaSetDevice");
+  for (int i = 0; i < count; ++i) {
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&buffers_[static_cast<std::size_t>(i)]), bytes),
+               "batch buffers: cudaMalloc");
+    cudaEvent_t event = nullptr;
+    check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "batch buffers: cudaEventCreate");
+    released_[static_cast<std::size_t>(i)] = event;
+  }
+}
+
+DeviceBatchBuffers::~DeviceBatchBuffers() {
+  cudaSetDevice(device_);
+  for (std::size_t i = 0; i < buffers_.size(); ++i) {
+    if (released_[i]) {
+      cudaEventSynchronize(static_cast<cudaEvent_t>(released_[i]));
+      cudaEventDestroy(static_cast<cudaEvent_t>(released_[i]));
+    }
+    if (buffers_[i]) cudaFree(buffers_[i]);
+  }
+}
+
+int DeviceBatchBuffers::acquire() {
+  int buffer = -1;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    freed_.wait(lock, [&] { return std::find(in_use_.begin(), in_use_.end(), false) != in_use_.end(); });
+    buffer = static_cast<int>(std::find(in_use_.begin(), in_use_.end(), false) - in_use_.begin());
+    in_use_[static_cast<std::size_t>(buffer)] = true;
+  }
+  // The consumer's copy out of it has finished.
+  check_cuda(cudaSetDevice(device_), "batch buffers: cudaSetDevice");
+  check_cuda(cudaEventSynchronize(static_cast<cudaEvent_t>(released_[static_cast<std::size_t>(buffer)])),
+             "batch buffers: cudaEventSynchronize");
+  return buffer;
+}
+
+std::uint8_t* DeviceBatchBuffers::data(int buffer) const {
+  return buffers_[static_cast<std::size_t>(buffer)];
+}
+
+void DeviceBatchBuffers::release(int buffer, void* stream) {
+  check_cuda(cudaEventRecord(static_cast<cudaEvent_t>(released_[static_cast<std::size_t>(buffer)]),
+                             static_cast<cudaStream_t>(stream)),
+             "batch buffers: cudaEventRecord");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    in_use_[static_cast<std::size_t>(buffer)] = false;
+  }
+  freed_.notify_one();
+}
+
+#else  // no nvJPEG in this build
+
+namespace {
+[[noreturn]] void no_nvjpeg() {
+  throw DataError(
+      "this xpuperf was built without nvJPEG (it needs the CUDA toolkit with libnvjpeg at build time); "
+      "use jpeg_decoder: cpu");
+}
+}  // namespace
+
+bool have_gpu_jpeg() {
+  return false;
+}
+
+struct GpuJpegDecoder::State {};
+GpuJpegDecoder::GpuJpegDecoder(int, int) {
+  no_nvjpeg();
+}
+GpuJpegDecoder::~GpuJpegDecoder() {
+  delete s_;
+}
+std::string GpuJpegDecoder::backend() const {
+  return "none";
+}
+bool GpuJpegDecoder::hardware() const {
+  return false;
+}
+bool GpuJpegDecoder::probe(const std::uint8_t*, std::size_t, int&, int&, bool&, std::string&) {
+  no_nvjpeg();
+}
+bool GpuJpegDecoder::decode_crops(const std::vector<GpuCropJob>&, const std::vector<std::uint8_t*>&, std::string&) {
+  no_nvjpeg();
+}
+void GpuJpegDecoder::upload(const std::uint8_t*, std::uint8_t*) {
+  no_nvjpeg();
+}
+void GpuJpegDecoder::synchronize() {
+  no_nvjpeg();
+}
+DeviceBatchBuffers::DeviceBatchBuffers(int, std::size_t, int) : device_(-1) {
+  no_nvjpeg();
+}
+DeviceBatchBuffers::~DeviceBatchBuffers() = default;
+int DeviceBatchBuffers::acquire() {
+  no_nvjpeg();
+}
+std::uint8_t* DeviceBatchBuffers::data(int) const {
+  no_nvjpeg();
+}
+void DeviceBatchBuffers::release(int, void*) {
+  no_nvjpeg();
+}
+
+#endif
+
+}  // namespace xpuperf::data
