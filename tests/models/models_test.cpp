@@ -11,6 +11,8 @@
 
 #include "test_util.h"
 #include "xpuperf/core/process.h"
+#include "xpuperf/models/bert.h"
+#include "xpuperf/models/gpt.h"
 #include "xpuperf/models/mobilenet_v2.h"
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/models/vit.h"
@@ -106,6 +108,103 @@ TEST(Models, MobileNetV2GivesTorchvisionsOutputs) {
   MobileNetV2 m;
   expect_same_outputs(
       *m, [&](torch::Tensor x) { return m->forward(x); }, "mobilenet_v2");
+}
+
+}  // namespace
+}  // namespace xpuperf::models
+
+namespace xpuperf::models {
+namespace {
+
+TEST(LanguageModels, ParameterCountsAreHuggingFaces) {
+  // GPT2LMHeadModel and BertForMaskedLM with their default configs (tied output layers count once).
+  EXPECT_EQ(parameters(*GptLMHeadModel(GptConfig::gpt2_small())), 124'439'808);
+  EXPECT_EQ(parameters(*BertForMaskedLM(BertConfig::base())), 109'514'298);
+  // Megatron's GPT 1.3B: 12·h² + 13·h a layer, the two tables and the final norm.
+  const double h = 2048;
+  EXPECT_EQ(parameters(*GptLMHeadModel(GptConfig::megatron_1_3b())),
+            static_cast<std::int64_t>(24 * (12 * h * h + 13 * h) + (50257 + 1024) * h + 2 * h));
+}
+
+TEST(LanguageModels, NamesAreHuggingFacesSoItsStateDictLoads) {
+  GptConfig g{64, 16, 2, 32, 4, 0.0, 1e-5};
+  const auto gpt = GptLMHeadModel(g);
+  const auto names = gpt->named_parameters().keys();
+  for (const char* name :
+       {"transformer.wte.weight", "transformer.wpe.weight", "transformer.h.1.ln_1.weight",
+        "transformer.h.1.attn.c_attn.weight", "transformer.h.1.attn.c_proj.bias", "transformer.h.0.mlp.c_fc.weight",
+        "transformer.h.0.mlp.c_proj.weight", "transformer.ln_f.bias"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  EXPECT_EQ(gpt->named_parameters()["transformer.h.0.attn.c_attn.weight"].sizes(), (std::vector<std::int64_t>{32, 96}))
+      << "Conv1D: (in, out)";
+  BertConfig b{64, 16, 2, 2, 32, 4, 64, 0.0, 0.0, 1e-12};
+  const auto bert = BertForMaskedLM(b);
+  const auto bert_names = bert->named_parameters().keys();
+  for (const char* name :
+       {"bert.embeddings.word_embeddings.weight", "bert.embeddings.token_type_embeddings.weight",
+        "bert.embeddings.LayerNorm.weight", "bert.encoder.layer.1.attention.self.query.weight",
+        "bert.encoder.layer.1.attention.output.dense.bias", "bert.encoder.layer.1.attention.output.LayerNorm.weight",
+        "bert.encoder.layer.0.intermediate.dense.weight", "bert.encoder.layer.0.output.LayerNorm.bias",
+        "cls.predictions.bias", "cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.weight"})
+    EXPECT_NE(std::find(bert_names.begin(), bert_names.end(), name), bert_names.end()) << name;
+}
+
+TEST(LanguageModels, GptIsCausalAndLearnsASmallSequence) {
+  torch::manual_seed(0);
+  GptConfig c{50, 16, 2, 32, 4, 0.0, 1e-5};
+  auto gpt = GptLMHeadModel(c);
+  auto ids = torch::randint(50, {2, 12}, torch::kLong);
+  const auto logits = gpt->forward(ids);
+  EXPECT_EQ(logits.sizes(), (std::vector<std::int64_t>{2, 12, 50}));
+  auto changed = ids.clone();
+  changed.index_put_({torch::indexing::Slice(), torch::indexing::Slice(8, torch::indexing::None)}, 7);
+  const auto after = gpt->forward(changed);
+  const auto head = torch::indexing::Slice(0, 8);
+  EXPECT_TRUE(torch::allclose(after.index({torch::indexing::Slice(), head}),
+                              logits.index({torch::indexing::Slice(), head}), 1e-5, 1e-5))
+      << "a later token changes no earlier prediction";
+  EXPECT_FALSE(torch::allclose(after, logits));
+  torch::optim::AdamW opt(gpt->parameters(), torch::optim::AdamWOptions(3e-3));
+  const auto first = gpt->loss(ids).item<double>();
+  EXPECT_NEAR(first, std::log(50.0), 0.5) << "random weights: about ln(vocab)";
+  for (int step = 0; step < 30; ++step) {
+    opt.zero_grad();
+    gpt->loss(ids).backward();
+    opt.step();
+  }
+  EXPECT_LT(gpt->loss(ids).item<double>(), first / 3) << "it fits two sequences";
+  // GPT-2 small: 6 × (124,439,808 − the 786,432 position weights) + 12 × 12 × 768 × 1,024.
+  EXPECT_DOUBLE_EQ(GptLMHeadModel(GptConfig::gpt2_small())->training_flops_per_token(1024), 855'166'464.0);
+}
+
+TEST(LanguageModels, BertIgnoresPaddingAndPredictsOnlyMaskedPositions) {
+  torch::manual_seed(0);
+  BertConfig c{40, 16, 2, 2, 32, 4, 64, 0.0, 0.0, 1e-12};
+  auto bert = BertForMaskedLM(c);
+  auto ids = torch::randint(5, 40, {2, 10}, torch::kLong);
+  const auto types = torch::zeros({2, 10}, torch::kLong);
+  auto keep = torch::ones({2, 10}, torch::kBool);
+  keep.index_put_({1, torch::indexing::Slice(6, torch::indexing::None)}, false);
+  const auto hidden = bert->bert(ids, types, keep);
+  auto other = ids.clone();
+  other.index_put_({1, torch::indexing::Slice(6, torch::indexing::None)}, 3);  // what the padding holds
+  const auto hidden2 = bert->bert(other, types, keep);
+  const auto real = torch::indexing::Slice(0, 6);
+  EXPECT_TRUE(torch::allclose(hidden.index({1, real}), hidden2.index({1, real}), 1e-5, 1e-5))
+      << "padding changes no real token";
+  auto labels = torch::full({2, 10}, -100, torch::kLong);
+  labels.index_put_({0, 3}, 11);
+  labels.index_put_({1, 2}, 12);
+  labels.index_put_({1, 4}, 13);
+  EXPECT_EQ(bert->predict(hidden, labels).sizes(), (std::vector<std::int64_t>{3, 40}));
+  const auto [loss, accuracy] = bert->loss_and_accuracy(ids, types, keep, labels);
+  EXPECT_NEAR(loss.item<double>(), std::log(40.0), 0.7);
+  EXPECT_GE(accuracy.item<double>(), 0.0);
+  EXPECT_LE(accuracy.item<double>(), 1.0);
+  // BERT-base: 6 × the encoder's 84,934,656 linear weights + 12 × 12 × 768 × 512 + the head's
+  // 6 × (768² + 768 × 30,522) × 0.15.
+  EXPECT_DOUBLE_EQ(BertForMaskedLM(BertConfig::base())->training_flops_per_token(512, 0.15),
+                   6 * 84'934'656.0 + 12 * 12 * 768 * 512.0 + 6 * (768.0 * 768 + 768.0 * 30522) * 0.15);
 }
 
 }  // namespace

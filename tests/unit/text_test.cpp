@@ -174,7 +174,8 @@ TEST(TokenizeCorpus, FilesAndJsonLinesBecomeDocumentsInInputOrder) {
   // Longer than a chunk (1 MiB), so it is cut, tokenised on several threads and joined again.
   std::string big;
   for (int i = 0; big.size() < (3u << 20); ++i)
-    big += "Line " + std::to_string(i) + " of a long file,   with spaces.\n" + (i % 7 == 0 ? "\n  indented\n" : "");
+    big += "Line " + std::to_string(i) + " of a long file,   with spaces.\n" + (i % 7 == 0 ? "\n  indented\n" : "") +
+           (i % 5 == 0 ? "\n" : "") + (i % 11 == 0 ? "trailing  \n" : "");
   dir.write("in/a.txt", big);
   dir.write("in/b.jsonl", "{\"text\": \"first document\"}\n\n{\"text\": \"second\", \"id\": 2}\n");
   dir.write("in/skip.bin", "not read: not a text extension");

@@ -1,5 +1,7 @@
 #include "xpuperf/text/tokenize_corpus.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -30,6 +32,13 @@ struct Chunk {
   std::vector<std::vector<std::int32_t>> sequences;  // the worker's result
 };
 
+// The extension that says what a file holds: "rst" for notes.rst and for notes.rst.gz.
+std::string content_extension(const fs::path& path) {
+  const fs::path p = path.extension() == ".gz" ? path.stem() : path;
+  const auto ext = p.extension().string();
+  return ext.empty() ? ext : ext.substr(1);
+}
+
 std::vector<std::string> list_inputs(const TokenizeOptions& o) {
   std::vector<std::string> files;
   const std::set<std::string> extensions(o.extensions.begin(), o.extensions.end());
@@ -39,8 +48,7 @@ std::vector<std::string> list_inputs(const TokenizeOptions& o) {
       std::vector<std::string> found;
       for (const auto& entry : fs::recursive_directory_iterator(input, ec)) {
         if (!entry.is_regular_file()) continue;
-        const auto ext = entry.path().extension().string();
-        if (!ext.empty() && extensions.count(ext.substr(1))) found.push_back(entry.path().string());
+        if (extensions.count(content_extension(entry.path()))) found.push_back(entry.path().string());
       }
       if (ec) throw TokenizerError(input + ": cannot be listed (" + ec.message() + ")");
       std::sort(found.begin(), found.end());  // the same dataset from the same folder
@@ -57,21 +65,55 @@ std::vector<std::string> list_inputs(const TokenizeOptions& o) {
 }
 
 bool is_json_lines(const std::string& path) {
-  const auto ext = fs::path(path).extension().string();
-  return ext == ".jsonl" || ext == ".json";
+  const auto ext = content_extension(path);
+  return ext == "jsonl" || ext == "json";
 }
 
-// Where a chunk of `text` may end without changing its tokens: after a line break that a
-// non-space character follows (GPT-2's expression never joins across that), or after a blank
-// line (WordPiece: a paragraph's end).
+// A text file, or a gzip-compressed one (Debian's documentation packages compress theirs).
+class TextSource {
+ public:
+  explicit TextSource(const std::string& path) : path_(path) {
+    file_ = gzopen(path.c_str(), "rb");  // zlib reads an uncompressed file as it is
+    if (!file_) throw TokenizerError(path + ": cannot be read");
+    gzbuffer(file_, 1 << 17);
+  }
+  ~TextSource() { gzclose(file_); }
+  TextSource(const TextSource&) = delete;
+  TextSource& operator=(const TextSource&) = delete;
+
+  std::size_t read(char* out, std::size_t size) {
+    const int got = gzread(file_, out, static_cast<unsigned>(size));
+    if (got < 0) throw TokenizerError(path_ + ": cannot be read (corrupt gzip data?)");
+    return static_cast<std::size_t>(got);
+  }
+  bool getline(std::string& line) {
+    line.clear();
+    char buffer[1 << 16];
+    while (gzgets(file_, buffer, sizeof buffer)) {
+      line += buffer;
+      if (!line.empty() && line.back() == '\n') {
+        line.pop_back();
+        return true;
+      }
+    }
+    return !line.empty();
+  }
+  std::int64_t position() const { return static_cast<std::int64_t>(gzoffset(file_)); }  // bytes of the file
+
+ private:
+  std::string path_;
+  gzFile file_ = nullptr;
+};
+
+// Where a chunk of `text` may end without changing its tokens. GPT-2: after a line break between
+// two printable ASCII characters ("x\nY" is always "x", "\n", "Y"; with more whitespace around
+// the break the expression joins runs, "\n\nY" being "\n", "\n", "Y" where a cut after the
+// second would give "\n\n"). WordPiece: after a blank line (a paragraph's end).
 std::size_t cut_point(const std::string& text, std::size_t from, bool paragraphs) {
-  for (std::size_t i = from; i + 1 < text.size(); ++i) {
+  auto printable = [](char c) { return c >= '!' && c <= '~'; };
+  for (std::size_t i = std::max<std::size_t>(from, 1); i + 1 < text.size(); ++i) {
     if (text[i] != '\n') continue;
-    const char next = text[i + 1];
-    if (paragraphs ? next == '\n'
-                   : (next != ' ' && next != '\t' && next != '\n' && next != '\r' && next != '\f' && next != '\v' &&
-                      static_cast<unsigned char>(next) < 0x80))
-      return i + 1;
+    if (paragraphs ? text[i + 1] == '\n' : printable(text[i - 1]) && printable(text[i + 1])) return i + 1;
   }
   return std::string::npos;
 }
@@ -203,15 +245,15 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
 
     std::int64_t done = 0, next_document = 0;
     for (const auto& path : files) {
-      std::ifstream in(path, std::ios::binary);
-      if (!in) throw TokenizerError(path + ": cannot be read");
+      TextSource in(path);
       ++r.files;
+      const std::int64_t before = done;
       if (is_json_lines(path)) {
         std::string line;
         std::int64_t line_number = 0;
-        while (std::getline(in, line)) {
+        while (in.getline(line)) {
           ++line_number;
-          done += static_cast<std::int64_t>(line.size()) + 1;
+          done = before + in.position();
           if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
           nlohmann::json j;
           try {
@@ -230,10 +272,9 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
         const std::int64_t doc = next_document++;
         std::string buffer, block(kChunkBytes, '\0');
         for (;;) {
-          in.read(block.data(), static_cast<std::streamsize>(block.size()));
-          const auto got = static_cast<std::size_t>(in.gcount());
+          const std::size_t got = in.read(block.data(), block.size());
           buffer.append(block.data(), got);
-          done += static_cast<std::int64_t>(got);
+          done = before + in.position();
           const bool end = got < block.size();
           std::size_t cut = end ? std::string::npos : cut_point(buffer, kChunkBytes / 2, !gpt2);
           if (end || cut != std::string::npos) {

@@ -1,5 +1,6 @@
 #pragma once
-// `xpuperf data tokenize`: text files, folders of them, or JSON lines in; a token dataset
+// `xpuperf data tokenize`: text files, folders of them, or JSON lines in (each may be gzip
+// compressed, as Debian's documentation is); a token dataset
 // (token_file.h) out. Inputs stream in chunks cut where tokenisation cannot change, so a file
 // larger than memory is fine; chunks are tokenised on every core and written in input order.
 // GPT-2: a document (a file, or a JSON line) is one sequence ending in <|endoftext|>. WordPiece:

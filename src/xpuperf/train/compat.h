@@ -61,13 +61,22 @@ inline bool cpu_autocast_supports_fp16() {
 }
 
 // softmax(q kᵀ / √d) v over (batch, heads, tokens, head_dim): the fused kernel (flash or
-// memory-efficient attention) in 2.x, the plain three operations in 1.13.
+// memory-efficient attention) in 2.x, the plain three operations in 1.13. `causal`: a token sees
+// itself and the ones before it (GPT); `keep`: a boolean mask broadcast to (batch, heads, tokens,
+// tokens), true where a key takes part (BERT's padding).
 inline torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double dropout,
-                               bool training) {
+                               bool training, bool causal = false, const torch::Tensor& keep = {}) {
 #if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(q, k, v, {}, training ? dropout : 0.0);
+  return at::scaled_dot_product_attention(q, k, v, keep.defined() ? c10::optional<at::Tensor>(keep) : c10::nullopt,
+                                          training ? dropout : 0.0, causal);
 #else
-  auto weights = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1))), -1);
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (causal) {
+    const auto t = q.size(-2);
+    scores = scores.masked_fill(torch::ones({t, t}, q.options().dtype(torch::kBool)).triu(1), -INFINITY);
+  }
+  if (keep.defined()) scores = scores.masked_fill(keep.logical_not(), -INFINITY);
+  auto weights = torch::softmax(scores, -1);
   if (dropout > 0 && training) weights = torch::dropout(weights, dropout, true);
   return torch::matmul(weights, v);
 #endif

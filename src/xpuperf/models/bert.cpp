@@ -1,0 +1,156 @@
+#include "xpuperf/models/bert.h"
+
+#include "xpuperf/train/compat.h"
+
+namespace xpuperf::models {
+
+namespace nn = torch::nn;
+
+namespace {
+
+constexpr double kBertInitStd = 0.02;
+
+nn::Linear bert_linear(std::int64_t in, std::int64_t out) {
+  nn::Linear l(in, out);
+  nn::init::normal_(l->weight, 0.0, kBertInitStd);
+  nn::init::zeros_(l->bias);
+  return l;
+}
+
+nn::LayerNorm bert_norm(const BertConfig& c) {
+  return nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(c.layer_norm_eps));
+}
+
+nn::Embedding bert_embedding(std::int64_t n, std::int64_t d) {
+  nn::Embedding e(n, d);
+  nn::init::normal_(e->weight, 0.0, kBertInitStd);
+  return e;
+}
+
+}  // namespace
+
+BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c) {
+  query = register_module("query", bert_linear(c.hidden, c.hidden));
+  key = register_module("key", bert_linear(c.hidden, c.hidden));
+  value = register_module("value", bert_linear(c.hidden, c.hidden));
+}
+
+BertAddNormImpl::BertAddNormImpl(std::int64_t in, const BertConfig& c) {
+  dense = register_module("dense", bert_linear(in, c.hidden));
+  LayerNorm = register_module("LayerNorm", bert_norm(c));
+  dropout = register_module("dropout", nn::Dropout(c.dropout));
+}
+
+torch::Tensor BertAddNormImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
+  return LayerNorm(dropout(dense(x)) + residual);
+}
+
+BertAttentionImpl::BertAttentionImpl(const BertConfig& c) : heads(c.heads), attention_dropout(c.attention_dropout) {
+  TORCH_CHECK(c.hidden % c.heads == 0, "BERT: hidden size ", c.hidden, " is not a multiple of the ", c.heads, " heads");
+  self = register_module("self", BertSelfAttention(c));
+  output = register_module("output", BertAddNorm(c.hidden, c));
+}
+
+torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
+  const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
+  auto split = [&](const torch::Tensor& y) { return y.view({b, t, heads, hd}).transpose(1, 2); };
+  const auto y = train::compat::attention(split(self->query(x)), split(self->key(x)), split(self->value(x)),
+                                          attention_dropout, is_training(), false, keep)
+                     .transpose(1, 2)
+                     .reshape({b, t, d});
+  return output(y, x);
+}
+
+BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c) {
+  dense = register_module("dense", bert_linear(c.hidden, c.intermediate));
+}
+
+BertLayerImpl::BertLayerImpl(const BertConfig& c) {
+  attention = register_module("attention", BertAttention(c));
+  intermediate = register_module("intermediate", BertIntermediate(c));
+  output = register_module("output", BertAddNorm(c.intermediate, c));
+}
+
+torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
+  const auto a = attention(x, keep);
+  return output(torch::gelu(intermediate->dense(a)), a);
+}
+
+BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c) {
+  word_embeddings = register_module("word_embeddings", bert_embedding(c.vocab, c.hidden));
+  position_embeddings = register_module("position_embeddings", bert_embedding(c.positions, c.hidden));
+  token_type_embeddings = register_module("token_type_embeddings", bert_embedding(c.type_vocab, c.hidden));
+  LayerNorm = register_module("LayerNorm", bert_norm(c));
+  dropout = register_module("dropout", nn::Dropout(c.dropout));
+}
+
+torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& ids, const torch::Tensor& types) {
+  TORCH_CHECK(ids.size(1) <= position_embeddings->weight.size(0), "BERT: ", ids.size(1), " tokens, more than its ",
+              position_embeddings->weight.size(0), " positions");
+  const auto positions = torch::arange(ids.size(1), ids.options());
+  return dropout(LayerNorm(word_embeddings(ids) + position_embeddings(positions) + token_type_embeddings(types)));
+}
+
+BertEncoderImpl::BertEncoderImpl(const BertConfig& c) {
+  layer = register_module("layer", nn::ModuleList());
+  for (std::int64_t i = 0; i < c.layers; ++i) layer->push_back(BertLayer(c));
+}
+
+BertModelImpl::BertModelImpl(const BertConfig& c) {
+  embeddings = register_module("embeddings", BertEmbeddings(c));
+  encoder = register_module("encoder", BertEncoder(c));
+}
+
+torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& keep) {
+  auto x = embeddings(ids, types);
+  // (batch, 1, 1, tokens): a padded key takes part in no query's attention.
+  const auto mask = keep.defined() ? keep.to(torch::kBool).view({keep.size(0), 1, 1, keep.size(1)}) : keep;
+  for (const auto& l : *encoder->layer) x = l->as<BertLayer>()->forward(x, mask);
+  return x;
+}
+
+BertTransformImpl::BertTransformImpl(const BertConfig& c) {
+  dense = register_module("dense", bert_linear(c.hidden, c.hidden));
+  LayerNorm = register_module("LayerNorm", bert_norm(c));
+}
+
+BertPredictionsImpl::BertPredictionsImpl(const BertConfig& c) {
+  transform = register_module("transform", BertTransform(c));
+  bias = register_parameter("bias", torch::zeros({c.vocab}));
+}
+
+BertMlmHeadImpl::BertMlmHeadImpl(const BertConfig& c) {
+  predictions = register_module("predictions", BertPredictions(c));
+}
+
+BertForMaskedLMImpl::BertForMaskedLMImpl(const BertConfig& c) : config(c) {
+  bert = register_module("bert", BertModel(c));
+  cls = register_module("cls", BertMlmHead(c));
+}
+
+torch::Tensor BertForMaskedLMImpl::predict(const torch::Tensor& hidden, const torch::Tensor& labels) {
+  auto& p = cls->predictions;
+  const auto rows = hidden.reshape({-1, hidden.size(-1)}).index({labels.reshape({-1}) >= 0});
+  const auto h = p->transform->LayerNorm(torch::gelu(p->transform->dense(rows)));
+  return torch::nn::functional::linear(h, bert->embeddings->word_embeddings->weight, p->bias);  // tied decoder
+}
+
+std::pair<torch::Tensor, torch::Tensor> BertForMaskedLMImpl::loss_and_accuracy(const torch::Tensor& ids,
+                                                                               const torch::Tensor& types,
+                                                                               const torch::Tensor& keep,
+                                                                               const torch::Tensor& labels) {
+  const auto logits = predict(bert(ids, types, keep), labels).to(torch::kFloat);
+  const auto targets = labels.reshape({-1}).index({labels.reshape({-1}) >= 0});
+  const auto loss = torch::nn::functional::cross_entropy(logits, targets);
+  const auto accuracy = (logits.argmax(-1) == targets).to(torch::kFloat).mean();
+  return {loss, accuracy};
+}
+
+double BertForMaskedLMImpl::training_flops_per_token(std::int64_t tokens, double predicted) const {
+  const auto h = static_cast<double>(config.hidden), l = static_cast<double>(config.layers);
+  const auto i = static_cast<double>(config.intermediate), v = static_cast<double>(config.vocab);
+  const double layer = 4 * h * h + 2 * h * i;  // the linears' weights of a block
+  return 6 * l * layer + 12 * l * h * static_cast<double>(tokens) + 6 * (h * h + h * v) * predicted;
+}
+
+}  // namespace xpuperf::models

@@ -1,0 +1,132 @@
+#pragma once
+// BERT for masked-LM pre-training, laid out and named as Hugging Face's BertForMaskedLM so its
+// state_dict loads unchanged: BERT-base (12 layers, 768 wide, 12 heads, 30,522 WordPiece ids, 512
+// positions) has 109,514,298 parameters, the decoder tied to the word embedding. Post-norm
+// blocks, exact GELU. The prediction head runs on the masked positions only (what the loss
+// reads), not on every token. Blocks are modules of their own for checkpointing and tensor
+// parallelism.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace xpuperf::models {
+
+struct BertConfig {
+  std::int64_t vocab = 30522, positions = 512, type_vocab = 2, layers = 12, hidden = 768, heads = 12,
+               intermediate = 3072;
+  double dropout = 0.1, attention_dropout = 0.1, layer_norm_eps = 1e-12;
+
+  static BertConfig base() { return {}; }
+  static BertConfig large() { return {30522, 512, 2, 24, 1024, 16, 4096, 0.1, 0.1, 1e-12}; }
+};
+
+// The module tree is Hugging Face's, so the names are: bert.embeddings.*, bert.encoder.layer.<i>.
+// {attention.self.{query,key,value}, attention.output.{dense,LayerNorm}, intermediate.dense,
+// output.{dense,LayerNorm}}, cls.predictions.{transform.{dense,LayerNorm}, bias}.
+struct BertSelfAttentionImpl : torch::nn::Module {
+  explicit BertSelfAttentionImpl(const BertConfig& c);
+  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
+};
+TORCH_MODULE(BertSelfAttention);
+
+// dense, then LayerNorm(dropout(.) + residual): attention.output and output.
+struct BertAddNormImpl : torch::nn::Module {
+  BertAddNormImpl(std::int64_t in, const BertConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual);
+  torch::nn::Linear dense{nullptr};
+  torch::nn::LayerNorm LayerNorm{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(BertAddNorm);
+
+struct BertAttentionImpl : torch::nn::Module {
+  explicit BertAttentionImpl(const BertConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& keep);
+  std::int64_t heads;
+  double attention_dropout;
+  BertSelfAttention self{nullptr};
+  BertAddNorm output{nullptr};
+};
+TORCH_MODULE(BertAttention);
+
+struct BertIntermediateImpl : torch::nn::Module {
+  explicit BertIntermediateImpl(const BertConfig& c);
+  torch::nn::Linear dense{nullptr};
+};
+TORCH_MODULE(BertIntermediate);
+
+struct BertLayerImpl : torch::nn::Module {
+  explicit BertLayerImpl(const BertConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& keep);
+  BertAttention attention{nullptr};
+  BertIntermediate intermediate{nullptr};
+  BertAddNorm output{nullptr};
+};
+TORCH_MODULE(BertLayer);
+
+struct BertEmbeddingsImpl : torch::nn::Module {
+  explicit BertEmbeddingsImpl(const BertConfig& c);
+  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& types);
+  torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr}, token_type_embeddings{nullptr};
+  torch::nn::LayerNorm LayerNorm{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(BertEmbeddings);
+
+struct BertEncoderImpl : torch::nn::Module {
+  explicit BertEncoderImpl(const BertConfig& c);
+  torch::nn::ModuleList layer{nullptr};
+};
+TORCH_MODULE(BertEncoder);
+
+struct BertModelImpl : torch::nn::Module {
+  explicit BertModelImpl(const BertConfig& c);
+  // ids and token types (batch, tokens); keep: true at real tokens, false at padding (or
+  // undefined: no padding). The last hidden states.
+  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& keep);
+  BertEmbeddings embeddings{nullptr};
+  BertEncoder encoder{nullptr};
+};
+TORCH_MODULE(BertModel);
+
+struct BertTransformImpl : torch::nn::Module {
+  explicit BertTransformImpl(const BertConfig& c);
+  torch::nn::Linear dense{nullptr};
+  torch::nn::LayerNorm LayerNorm{nullptr};
+};
+TORCH_MODULE(BertTransform);
+
+struct BertPredictionsImpl : torch::nn::Module {
+  explicit BertPredictionsImpl(const BertConfig& c);
+  BertTransform transform{nullptr};
+  torch::Tensor bias;  // the decoder's; its weight is the word embedding
+};
+TORCH_MODULE(BertPredictions);
+
+struct BertMlmHeadImpl : torch::nn::Module {
+  explicit BertMlmHeadImpl(const BertConfig& c);
+  BertPredictions predictions{nullptr};
+};
+TORCH_MODULE(BertMlmHead);
+
+struct BertForMaskedLMImpl : torch::nn::Module {
+  explicit BertForMaskedLMImpl(const BertConfig& c = BertConfig::base());
+  // Logits at the positions where labels >= 0 (the masked ones), in row-major order.
+  torch::Tensor predict(const torch::Tensor& hidden, const torch::Tensor& labels);
+  // The masked-LM loss (labels: the original id at masked positions, -100 elsewhere) and the share
+  // of masked positions predicted right.
+  std::pair<torch::Tensor, torch::Tensor> loss_and_accuracy(const torch::Tensor& ids, const torch::Tensor& types,
+                                                            const torch::Tensor& keep, const torch::Tensor& labels);
+  // Training FLOPs per token at `tokens` positions, `predicted` (a share) of them through the head:
+  // 6 × the encoder's parameters + the attention products (12 × layers × hidden × tokens) + the
+  // head's 6 × (hidden² + hidden × vocab) × predicted.
+  double training_flops_per_token(std::int64_t tokens, double predicted) const;
+
+  BertConfig config;
+  BertModel bert{nullptr};
+  BertMlmHead cls{nullptr};
+};
+TORCH_MODULE(BertForMaskedLM);
+
+}  // namespace xpuperf::models

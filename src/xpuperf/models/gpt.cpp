@@ -1,0 +1,112 @@
+#include "xpuperf/models/gpt.h"
+
+#include <cmath>
+
+#include "xpuperf/train/compat.h"
+
+namespace xpuperf::models {
+
+namespace nn = torch::nn;
+
+namespace {
+constexpr double kInitStd = 0.02;  // GPT-2's initialiser range
+}
+
+Conv1DImpl::Conv1DImpl(std::int64_t in, std::int64_t out, double init_std) {
+  weight = register_parameter("weight", torch::empty({in, out}));
+  bias = register_parameter("bias", torch::zeros({out}));
+  nn::init::normal_(weight, 0.0, init_std);
+}
+
+torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
+  return torch::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view([&] {
+    auto sizes = x.sizes().vec();
+    sizes.back() = weight.size(1);
+    return sizes;
+  }());
+}
+
+GptAttentionImpl::GptAttentionImpl(const GptConfig& c) : heads(c.heads), dropout(c.dropout) {
+  TORCH_CHECK(c.hidden % c.heads == 0, "GPT: hidden size ", c.hidden, " is not a multiple of the ", c.heads, " heads");
+  c_attn = register_module("c_attn", Conv1D(c.hidden, 3 * c.hidden, kInitStd));
+  // GPT-2 scales the residual projections by the depth.
+  c_proj =
+      register_module("c_proj", Conv1D(c.hidden, c.hidden, kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers))));
+  resid_dropout = register_module("resid_dropout", nn::Dropout(c.dropout));
+}
+
+torch::Tensor GptAttentionImpl::forward(const torch::Tensor& x) {
+  const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
+  const auto qkv = c_attn(x).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
+  const auto y = train::compat::attention(qkv[0], qkv[1], qkv[2], dropout, is_training(), /*causal=*/true)
+                     .transpose(1, 2)
+                     .reshape({b, t, d});
+  return resid_dropout(c_proj(y));
+}
+
+GptMlpImpl::GptMlpImpl(const GptConfig& c) {
+  c_fc = register_module("c_fc", Conv1D(c.hidden, 4 * c.hidden, kInitStd));
+  c_proj = register_module("c_proj",
+                           Conv1D(4 * c.hidden, c.hidden, kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers))));
+  dropout = register_module("dropout", nn::Dropout(c.dropout));
+}
+
+torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
+  return dropout(c_proj(torch::gelu(c_fc(x), "tanh")));  // GPT-2's "gelu_new"
+}
+
+GptBlockImpl::GptBlockImpl(const GptConfig& c) {
+  ln_1 = register_module("ln_1", nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(c.layer_norm_eps)));
+  attn = register_module("attn", GptAttention(c));
+  ln_2 = register_module("ln_2", nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(c.layer_norm_eps)));
+  mlp = register_module("mlp", GptMlp(c));
+}
+
+torch::Tensor GptBlockImpl::forward(const torch::Tensor& input) {
+  const auto x = input + attn(ln_1(input));
+  return x + mlp(ln_2(x));
+}
+
+GptModelImpl::GptModelImpl(const GptConfig& c) {
+  wte = register_module("wte", nn::Embedding(c.vocab, c.hidden));
+  wpe = register_module("wpe", nn::Embedding(c.positions, c.hidden));
+  nn::init::normal_(wte->weight, 0.0, kInitStd);
+  nn::init::normal_(wpe->weight, 0.0, kInitStd);
+  drop = register_module("drop", nn::Dropout(c.dropout));
+  h = register_module("h", nn::ModuleList());
+  for (std::int64_t i = 0; i < c.layers; ++i) h->push_back(GptBlock(c));
+  ln_f = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(c.layer_norm_eps)));
+}
+
+torch::Tensor GptModelImpl::forward(const torch::Tensor& ids) {
+  TORCH_CHECK(ids.size(1) <= wpe->weight.size(0), "GPT: ", ids.size(1), " tokens, more than its ", wpe->weight.size(0),
+              " positions");
+  const auto positions = torch::arange(ids.size(1), ids.options());
+  auto x = drop(wte(ids) + wpe(positions));
+  for (const auto& block : *h) x = block->as<GptBlock>()->forward(x);
+  return ln_f(x);
+}
+
+GptLMHeadModelImpl::GptLMHeadModelImpl(const GptConfig& c) : config(c) {
+  transformer = register_module("transformer", GptModel(c));
+}
+
+torch::Tensor GptLMHeadModelImpl::forward(const torch::Tensor& ids) {
+  return torch::nn::functional::linear(transformer(ids), transformer->wte->weight);  // tied
+}
+
+torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids) {
+  const auto inputs = ids.narrow(1, 0, ids.size(1) - 1), targets = ids.narrow(1, 1, ids.size(1) - 1);
+  const auto logits = forward(inputs);
+  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}).to(torch::kFloat),
+                                              targets.reshape({-1}));
+}
+
+double GptLMHeadModelImpl::training_flops_per_token(std::int64_t tokens) const {
+  const auto h = static_cast<double>(config.hidden), l = static_cast<double>(config.layers);
+  const double per_layer = 12 * h * h + 13 * h;  // the linears and norms of a block
+  const double used = l * per_layer + 2 * h + static_cast<double>(config.vocab) * h;
+  return 6 * used + 12 * l * h * static_cast<double>(tokens);
+}
+
+}  // namespace xpuperf::models

@@ -1,0 +1,88 @@
+#pragma once
+// GPT decoder with GPT-2's layout (learned positions, pre-norm blocks, tanh GELU, the output
+// layer tied to the token embedding), laid out and named as Hugging Face's GPT2LMHeadModel so its
+// state_dict loads unchanged: its linears are "Conv1D"s, weights stored (in, out). Sizes come
+// from the config: GPT-2 small (12 layers, 768 wide, 12 heads, 1,024 positions) has 124,439,808
+// parameters; Megatron's GPT 1.3B (24 layers, 2,048, 32 heads) is Rapidformer's. Blocks are
+// modules of their own and the linears one type, so checkpointing and tensor-parallel switches
+// can wrap or replace them.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace xpuperf::models {
+
+struct GptConfig {
+  std::int64_t vocab = 50257, positions = 1024, layers = 12, hidden = 768, heads = 12;
+  double dropout = 0.1;  // Hugging Face's default for embeddings, residuals and attention
+  double layer_norm_eps = 1e-5;
+
+  static GptConfig gpt2_small() { return {}; }
+  static GptConfig megatron_1_3b() { return {50257, 1024, 24, 2048, 32, 0.1, 1e-5}; }
+};
+
+// x W + b with W stored (in, out), as GPT-2's checkpoints have it.
+struct Conv1DImpl : torch::nn::Module {
+  Conv1DImpl(std::int64_t in, std::int64_t out, double init_std);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(Conv1D);
+
+struct GptAttentionImpl : torch::nn::Module {
+  explicit GptAttentionImpl(const GptConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);  // (batch, tokens, hidden), causal
+  std::int64_t heads;
+  double dropout;
+  Conv1D c_attn{nullptr}, c_proj{nullptr};
+  torch::nn::Dropout resid_dropout{nullptr};
+};
+TORCH_MODULE(GptAttention);
+
+struct GptMlpImpl : torch::nn::Module {
+  explicit GptMlpImpl(const GptConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);
+  Conv1D c_fc{nullptr}, c_proj{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(GptMlp);
+
+// x + attn(ln_1(x)), then + mlp(ln_2(.)).
+struct GptBlockImpl : torch::nn::Module {
+  explicit GptBlockImpl(const GptConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  GptAttention attn{nullptr};
+  GptMlp mlp{nullptr};
+};
+TORCH_MODULE(GptBlock);
+
+// transformer.{wte, wpe, h.<i>, ln_f}
+struct GptModelImpl : torch::nn::Module {
+  explicit GptModelImpl(const GptConfig& c);
+  torch::Tensor forward(const torch::Tensor& ids);  // (batch, tokens) -> hidden states
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::ModuleList h{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};
+};
+TORCH_MODULE(GptModel);
+
+struct GptLMHeadModelImpl : torch::nn::Module {
+  explicit GptLMHeadModelImpl(const GptConfig& c = GptConfig::gpt2_small());
+  torch::Tensor forward(const torch::Tensor& ids);  // (batch, tokens) -> logits (batch, tokens, vocab)
+  // The mean cross entropy of predicting ids[:, 1:] from ids[:, :-1] (what the case trains on).
+  torch::Tensor loss(const torch::Tensor& ids);
+
+  // Training FLOPs per token at `tokens` positions: 6 × the parameters a token's compute uses
+  // (all but the position table; the tied embedding counts as the output layer) + the attention
+  // products, 12 × layers × hidden × tokens (PaLM's count). What MFU divides by.
+  double training_flops_per_token(std::int64_t tokens) const;
+
+  GptConfig config;
+  GptModel transformer{nullptr};
+};
+TORCH_MODULE(GptLMHeadModel);
+
+}  // namespace xpuperf::models
