@@ -84,6 +84,34 @@ TEST(Cli, DataWritesAFashionMnistJpegFolderAndChecksIt) {
   EXPECT_TRUE(has(r.output, "too few for a batch of 100 (--batch)")) << r.output;
 }
 
+TEST(Cli, DataTokenizeWritesATokenDatasetOrSaysWhatIsMissing) {
+  test::TempDir dir;
+  Result r = xpuperf({"data", "tokenize", "--synthetic-tokens", "5000", "-o", dir.path() + "/synth"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "5000 tokens of random ids below 50257 (synthetic")) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/synth.idx"));
+  r = xpuperf({"data", "tokenize", "-o", dir.path() + "/x"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "no inputs: name text files or folders")) << r.output;
+  dir.write("t.txt", "Some text.\n");
+  r = xpuperf({"data", "tokenize", "--tokenizer", "sentencepiece", dir.path() + "/t.txt", "-o", dir.path() + "/x"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "--tokenizer must be gpt2 or wordpiece (got 'sentencepiece')")) << r.output;
+  r = xpuperf({"data", "tokenize", "--tokenizer", "gpt2", "--vocab", dir.path() + "/t.txt", dir.path() + "/t.txt", "-o",
+               dir.path() + "/x"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "--merges is needed with --tokenizer gpt2")) << r.output;
+  dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nsome\ntext\n.\n");
+  r = xpuperf({"data", "tokenize", "--tokenizer", "wordpiece", "--vocab", dir.path() + "/vocab.txt",
+               dir.path() + "/t.txt", dir.path() + "/missing.txt", "-o", dir.path() + "/x"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, dir.path() + "/missing.txt: no such file or folder")) << r.output;
+  r = xpuperf({"data", "tokenize", "--tokenizer", "wordpiece", "--vocab", dir.path() + "/vocab.txt",
+               dir.path() + "/t.txt", "-o", dir.path() + "/bert"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "1 documents, 3 tokens (wordpiece, vocabulary of 8) from 1 files")) << r.output;
+}
+
 TEST(Cli, CheckAcceptsAGoodPlan) {
   const Result r = xpuperf({"check", "plans/good.yaml"});
   EXPECT_EQ(r.code, 0) << r.output;

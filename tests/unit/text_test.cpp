@@ -7,6 +7,7 @@
 
 #include "test_util.h"
 #include "xpuperf/text/gpt2_bpe.h"
+#include "xpuperf/text/samples.h"
 #include "xpuperf/text/token_file.h"
 #include "xpuperf/text/tokenize_corpus.h"
 #include "xpuperf/text/tokenizer_error.h"
@@ -233,6 +234,74 @@ TEST(TokenizeCorpus, WordPieceParagraphsAreSequencesAndSyntheticIsLabelled) {
   EXPECT_EQ(g.item_bytes(), 4) << "ids above 65535 need int32";
   EXPECT_LT(g.max_id(), 100000);
   EXPECT_EQ(read_json(s.prefix + ".json")["synthetic"], true);
+}
+
+TEST(Samples, GptReadsTheStreamInFixedLengthsAndHoldsOutTheLastDocuments) {
+  test::TempDir dir;
+  {
+    TokenFileWriter w(dir.path() + "/c", 1000);
+    for (int d = 0; d < 10; ++d) {
+      std::vector<std::int32_t> doc;
+      for (int t = 0; t < 10; ++t) doc.push_back(d * 100 + t);
+      w.add_document({doc});
+    }
+    w.finish();
+  }
+  TokenFile f(dir.path() + "/c");
+  const auto train = split_documents(f, 0.2, false), valid = split_documents(f, 0.2, true);
+  EXPECT_EQ(train.first, 0);
+  EXPECT_EQ(train.last, 8);
+  EXPECT_EQ(valid.first, 8);
+  EXPECT_EQ(valid.last, 10);
+  GptSamples g(f, train, 7);
+  EXPECT_EQ(g.size(), 11) << "80 tokens: 11 samples of 7 + 1";
+  std::vector<std::int32_t> s(8);
+  g.read(1, s.data());
+  EXPECT_EQ(s, (std::vector<std::int32_t>{7, 8, 9, 100, 101, 102, 103, 104})) << "across a document boundary";
+  GptSamples v(f, valid, 7);
+  EXPECT_EQ(v.size(), 2);
+  v.read(0, s.data());
+  EXPECT_EQ(s.front(), 800) << "validation starts at its first document";
+  EXPECT_EQ(GptSamples(f, valid, 50).size(), 0) << "too short for one sample";
+  EXPECT_EQ(split_documents(f, 0.0, true).last - split_documents(f, 0.0, true).first, 0);
+}
+
+TEST(Samples, BertSpansFillTheLengthAndMaskFifteenPercent) {
+  test::TempDir dir;
+  {
+    TokenFileWriter w(dir.path() + "/b", 1000);
+    std::vector<std::vector<std::int32_t>> paragraphs;
+    for (int p = 0; p < 30; ++p)
+      paragraphs.push_back(std::vector<std::int32_t>(static_cast<std::size_t>(10 + p), 500 + p));
+    w.add_document(paragraphs);
+    w.add_document({std::vector<std::int32_t>(300, 7)});  // longer than a sample: cut
+    w.finish();
+  }
+  TokenFile f(dir.path() + "/b");
+  const BertSamples::Special special{2, 3, 4, 0, 1000};
+  BertSamples b(f, {0, 2}, 64, special);
+  ASSERT_GT(b.size(), 5);
+  std::int64_t masked = 0, real = 0, as_mask = 0;
+  for (std::int64_t i = 0; i < b.size(); ++i) {
+    const auto s = b.get(i, 42);
+    ASSERT_EQ(s.ids.size(), 64u);
+    EXPECT_EQ(s.ids.front(), 2);
+    const auto n = static_cast<std::size_t>(std::count(s.keep.begin(), s.keep.end(), 1));
+    EXPECT_LE(n, 64u);
+    EXPECT_EQ(s.ids[n - 1], 3) << "[SEP] ends the real tokens";
+    for (std::size_t k = n; k < 64; ++k) EXPECT_EQ(s.ids[k], 0) << "padding";
+    for (std::size_t k = 0; k < 64; ++k) {
+      if (s.labels[k] < 0) continue;
+      ++masked;
+      EXPECT_TRUE(k > 0 && k + 1 < n) << "never [CLS], [SEP] or padding";
+      if (s.ids[k] == 4) ++as_mask;
+    }
+    real += static_cast<std::int64_t>(n) - 2;
+    EXPECT_EQ(b.get(i, 42).ids, s.ids) << "the same masking for the same seed";
+  }
+  EXPECT_NEAR(static_cast<double>(masked) / static_cast<double>(real), 0.15, 0.02);
+  EXPECT_NEAR(static_cast<double>(as_mask) / static_cast<double>(masked), 0.8, 0.12);
+  EXPECT_NE(b.get(0, 43).ids, b.get(0, 42).ids);
 }
 
 }  // namespace

@@ -224,7 +224,7 @@ int run_tokenize(const text::TokenizeOptions& o) {
   } else {
     std::cout << " (" << o.tokenizer << ", vocabulary of " << r.vocab_size << ") from " << r.files << " files, "
               << std::fixed << std::setprecision(1) << static_cast<double>(r.bytes) / 1e6 << " MB in "
-              << std::setprecision(1) << r.seconds << " s: " << std::setprecision(0)
+              << std::setprecision(2) << r.seconds << " s: " << std::setprecision(0)
               << static_cast<double>(r.tokens) / std::max(r.seconds, 1e-9) << " tokens/s";
   }
   std::cout << ".\n";
