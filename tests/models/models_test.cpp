@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 
 #include "test_util.h"
@@ -205,6 +206,59 @@ TEST(LanguageModels, BertIgnoresPaddingAndPredictsOnlyMaskedPositions) {
   // 6 × (768² + 768 × 30,522) × 0.15.
   EXPECT_DOUBLE_EQ(BertForMaskedLM(BertConfig::base())->training_flops_per_token(512, 0.15),
                    6 * 84'934'656.0 + 12 * 12 * 768 * 512.0 + 6 * (768.0 * 768 + 768.0 * 30522) * 0.15);
+}
+
+// Hugging Face's model with the same weights, where its Python package is (the GPU machine).
+bool hf_reference(const std::string& model, const std::string& dir) {
+  if (std::system("python3 -c 'import transformers' 2>/dev/null") != 0) return false;
+  const std::string command = "python3 " + std::string(XPUPERF_TEST_DIR) + "/models/hf_reference.py " + model + " " +
+                              dir + " > " + dir + "/ref.log 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << test::read_file(dir + "/ref.log");
+  return true;
+}
+
+void expect_same_logits_and_loss(const torch::Tensor& logits, const torch::Tensor& loss, const std::string& io,
+                                 const std::string& name) {
+  const auto expected = io_tensor(io, "output");
+  ASSERT_EQ(logits.sizes(), expected.sizes()) << name;
+  const double scale = expected.abs().max().item<double>();
+  const double diff = (logits - expected).abs().max().item<double>();
+  EXPECT_LT(diff / scale, 1e-4) << name << ": largest logit difference " << diff << " of logits up to " << scale;
+  const double ref_loss = io_tensor(io, "loss").item<double>();
+  EXPECT_NEAR(loss.item<double>(), ref_loss, 1e-4 * ref_loss) << name;
+  std::cout << name << ": relative logit difference " << diff / scale << ", loss " << loss.item<double>()
+            << " (Hugging Face " << ref_loss << ")\n";
+}
+
+TEST(LanguageModels, Gpt2GivesHuggingFacesLogitsAndLoss) {
+  test::TempDir dir;
+  if (!hf_reference("gpt2", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
+  auto m = GptLMHeadModel(GptConfig::gpt2_small());
+  EXPECT_EQ(train::load_weights(*m, dir.path() + "/gpt2.weights.pt"), "PyTorch state_dict");
+  m->eval();
+  torch::NoGradGuard no_grad;
+  const auto ids = io_tensor(dir.path() + "/gpt2.io.pt", "input");
+  const auto logits = m->forward(ids);
+  // Hugging Face's loss: each position predicts the next token.
+  expect_same_logits_and_loss(logits, m->loss(ids), dir.path() + "/gpt2.io.pt", "gpt2");
+}
+
+TEST(LanguageModels, BertGivesHuggingFacesLogitsAndLoss) {
+  test::TempDir dir;
+  if (!hf_reference("bert", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
+  auto m = BertForMaskedLM(BertConfig::base());
+  EXPECT_EQ(train::load_weights(*m, dir.path() + "/bert.weights.pt"), "PyTorch state_dict");
+  m->eval();
+  torch::NoGradGuard no_grad;
+  const auto ids = io_tensor(dir.path() + "/bert.io.pt", "input");
+  const auto labels = io_tensor(dir.path() + "/bert.io.pt", "labels");
+  const auto types = torch::zeros_like(ids);
+  const auto hidden = m->bert(ids, types, torch::Tensor());
+  // Every position through the head, as Hugging Face computes them.
+  const auto all = torch::zeros_like(labels);
+  const auto logits = m->predict(hidden, all).view({ids.size(0), ids.size(1), -1});
+  const auto [loss, accuracy] = m->loss_and_accuracy(ids, types, torch::Tensor(), labels);
+  expect_same_logits_and_loss(logits, loss, dir.path() + "/bert.io.pt", "bert");
 }
 
 }  // namespace
