@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 
 #include "xpuperf/core/log.h"
 #include "xpuperf/data/idx.h"
@@ -10,6 +11,14 @@
 #include "xpuperf/data/shard_sampler.h"
 
 namespace xpuperf::data {
+
+namespace {
+// libjpeg-turbo handles are not thread-safe: one a loader thread.
+JpegCodec& thread_codec() {
+  thread_local JpegCodec codec;
+  return codec;
+}
+}  // namespace
 
 ImageFolderLoader::ImageFolderLoader(ImageFolder folder, ImageLoaderOptions options)
     : folder_(std::move(folder)), o_(options) {
@@ -105,8 +114,7 @@ void ImageFolderLoader::work(int worker) {
 }
 
 ImageBatch ImageFolderLoader::make_batch(std::int64_t number) {
-  thread_local std::unique_ptr<JpegCodec> codec;
-  if (!codec) codec = std::make_unique<JpegCodec>();
+  JpegCodec& codec = thread_codec();
   const std::int64_t first = number * o_.batch_size;
   const std::int64_t count = std::min<std::int64_t>(o_.batch_size, static_cast<std::int64_t>(order_.size()) - first);
   ImageBatch batch;
@@ -124,11 +132,8 @@ ImageBatch ImageFolderLoader::make_batch(std::int64_t number) {
     std::int64_t at = first + i, tries = 0;
     for (;; at = (at + 1) % n) {
       const auto& item = folder_.images[static_cast<std::size_t>(order_[static_cast<std::size_t>(at)])];
-      if (read_file_bytes(item.path, bytes, error) && codec->decode(bytes.data(), bytes.size(), image, error)) {
-        auto rng = crop_rng(order_[static_cast<std::size_t>(at)]);
-        const CropBox box = o_.train ? random_resized_crop_box(image.width, image.height, rng)
-                                     : center_crop_box(image.width, image.height, o_.resize_to, o_.image_size);
-        const bool flip = o_.train && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+      if (read_file_bytes(item.path, bytes, error) && codec.decode(bytes.data(), bytes.size(), image, error)) {
+        const auto [box, flip] = choose_crop(image.width, image.height, order_[static_cast<std::size_t>(at)]);
         resize_crop(image, box, o_.image_size, o_.image_size, flip,
                     batch.pixels.data() + image_bytes * static_cast<std::size_t>(i));
         batch.labels[static_cast<std::size_t>(i)] = item.label;
@@ -141,10 +146,14 @@ ImageBatch ImageFolderLoader::make_batch(std::int64_t number) {
   return batch;
 }
 
-std::mt19937_64 ImageFolderLoader::crop_rng(std::int64_t sample) const {
+std::pair<CropBox, bool> ImageFolderLoader::choose_crop(int width, int height, std::int64_t sample) const {
   // The same crop for the same seed, epoch and sample, whichever thread or decoder makes it.
-  return std::mt19937_64(o_.seed * 1000003u + static_cast<std::uint64_t>(epoch_) * 7919u +
-                         static_cast<std::uint64_t>(sample));
+  std::mt19937_64 rng(o_.seed * 1000003u + static_cast<std::uint64_t>(epoch_) * 7919u +
+                      static_cast<std::uint64_t>(sample));
+  const CropBox box = o_.train ? random_resized_crop_box(width, height, rng)
+                               : center_crop_box(width, height, o_.resize_to, o_.image_size);
+  const bool flip = o_.train && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+  return {box, flip};
 }
 
 void ImageFolderLoader::skip(const std::string& path, const std::string& error) {
@@ -169,8 +178,7 @@ bool ends_with_eoi(const std::vector<std::uint8_t>& bytes) {
 }  // namespace
 
 ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder& gpu) {
-  thread_local std::unique_ptr<JpegCodec> codec;
-  if (!codec) codec = std::make_unique<JpegCodec>();
+  JpegCodec& codec = thread_codec();
   const std::int64_t first = number * o_.batch_size;
   const auto n = static_cast<std::int64_t>(order_.size());
   const auto count = static_cast<std::size_t>(std::min<std::int64_t>(o_.batch_size, n - first));
@@ -194,11 +202,8 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
     auto out = [&](std::size_t i) { return batch.device_pixels + image_bytes * i; };
     // The CPU's way with files[i]: false when it does not decode.
     auto decode_on_cpu = [&](std::size_t i, std::int64_t sample) {
-      if (!codec->decode(files[i].data(), files[i].size(), image, error)) return false;
-      auto rng = crop_rng(sample);
-      const CropBox box = o_.train ? random_resized_crop_box(image.width, image.height, rng)
-                                   : center_crop_box(image.width, image.height, o_.resize_to, o_.image_size);
-      const bool flip = o_.train && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+      if (!codec.decode(files[i].data(), files[i].size(), image, error)) return false;
+      const auto [box, flip] = choose_crop(image.width, image.height, sample);
       host_crops[i].resize(image_bytes);
       resize_crop(image, box, o_.image_size, o_.image_size, flip, host_crops[i].data());
       gpu.upload(host_crops[i].data(), out(i));
@@ -218,13 +223,10 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
           bool batchable = false;
           if (gpu_allowed && ends_with_eoi(files[i]) &&
               gpu.probe(files[i].data(), files[i].size(), width, height, batchable, error) && batchable) {
-            auto rng = crop_rng(sample);
             GpuCropJob job;
             job.data = files[i].data();
             job.size = files[i].size();
-            job.box = o_.train ? random_resized_crop_box(width, height, rng)
-                               : center_crop_box(width, height, o_.resize_to, o_.image_size);
-            job.flip = o_.train && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+            std::tie(job.box, job.flip) = choose_crop(width, height, sample);
             jobs.push_back(job);
             outs.push_back(out(i));
             job_position.push_back(i);

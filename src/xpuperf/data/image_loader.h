@@ -14,14 +14,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "xpuperf/data/gpu_jpeg.h"
 #include "xpuperf/data/image_folder.h"
+#include "xpuperf/data/image_transforms.h"
 
 namespace xpuperf::data {
 
@@ -78,7 +79,8 @@ class ImageFolderLoader {
   ImageBatch make_batch(std::int64_t number);
   ImageBatch make_gpu_batch(std::int64_t number, GpuJpegDecoder& gpu);
   void skip(const std::string& path, const std::string& error);
-  std::mt19937_64 crop_rng(std::int64_t sample) const;
+  // The crop box and flip of a sample (of an image this size) in the current epoch.
+  std::pair<CropBox, bool> choose_crop(int width, int height, std::int64_t sample) const;
 
   ImageFolder folder_;
   ImageLoaderOptions o_;
