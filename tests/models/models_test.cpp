@@ -150,6 +150,41 @@ TEST(LanguageModels, NamesAreHuggingFacesSoItsStateDictLoads) {
     EXPECT_NE(std::find(bert_names.begin(), bert_names.end(), name), bert_names.end()) << name;
 }
 
+TEST(LanguageModels, HuggingFacesTiedCopiesLoadWhenTheyEqualWhatTheyCopy) {
+  // A state_dict as Hugging Face saves GPT2LMHeadModel's: lm_head.weight beside transformer.wte.weight.
+  const GptConfig g{64, 16, 1, 32, 4, 0.0, 1e-5};
+  auto source = GptLMHeadModel(g);
+  c10::Dict<std::string, torch::Tensor> dict;
+  for (const auto& p : source->named_parameters()) dict.insert(p.key(), p.value().detach().clone());
+  dict.insert("lm_head.weight", source->transformer->wte->weight.detach().clone());
+  test::TempDir dir;
+  const auto save = [&](const std::string& name) {
+    const auto bytes = torch::pickle_save(dict);
+    std::ofstream(dir.path() + "/" + name, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return dir.path() + "/" + name;
+  };
+  auto target = GptLMHeadModel(g);
+  EXPECT_EQ(train::load_weights(*target, save("hf.pt"), GptLMHeadModelImpl::tied_weights()), "PyTorch state_dict");
+  EXPECT_TRUE(torch::equal(target->transformer->wte->weight, source->transformer->wte->weight));
+  // Without the model saying they are tied, the copy is an unexpected entry.
+  try {
+    train::load_weights(*target, dir.path() + "/hf.pt");
+    ADD_FAILURE() << "lm_head.weight was taken without a tie";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("unexpected: lm_head.weight"), std::string::npos) << e.what();
+  }
+  // A copy that differs is not this model's weights.
+  dict.insert_or_assign("lm_head.weight", torch::zeros({64, 32}));
+  try {
+    train::load_weights(*target, save("other.pt"), GptLMHeadModelImpl::tied_weights());
+    ADD_FAILURE() << "a differing tied copy was taken";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("lm_head.weight differs from transformer.wte.weight"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(LanguageModels, GptIsCausalAndLearnsASmallSequence) {
   torch::manual_seed(0);
   GptConfig c{50, 16, 2, 32, 4, 0.0, 1e-5};
@@ -234,7 +269,8 @@ TEST(LanguageModels, Gpt2GivesHuggingFacesLogitsAndLoss) {
   test::TempDir dir;
   if (!hf_reference("gpt2", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
   auto m = GptLMHeadModel(GptConfig::gpt2_small());
-  EXPECT_EQ(train::load_weights(*m, dir.path() + "/gpt2.weights.pt"), "PyTorch state_dict");
+  EXPECT_EQ(train::load_weights(*m, dir.path() + "/gpt2.weights.pt", GptLMHeadModelImpl::tied_weights()),
+            "PyTorch state_dict");
   m->eval();
   torch::NoGradGuard no_grad;
   const auto ids = io_tensor(dir.path() + "/gpt2.io.pt", "input");
@@ -247,7 +283,8 @@ TEST(LanguageModels, BertGivesHuggingFacesLogitsAndLoss) {
   test::TempDir dir;
   if (!hf_reference("bert", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
   auto m = BertForMaskedLM(BertConfig::base());
-  EXPECT_EQ(train::load_weights(*m, dir.path() + "/bert.weights.pt"), "PyTorch state_dict");
+  EXPECT_EQ(train::load_weights(*m, dir.path() + "/bert.weights.pt", BertForMaskedLMImpl::tied_weights()),
+            "PyTorch state_dict");
   m->eval();
   torch::NoGradGuard no_grad;
   const auto ids = io_tensor(dir.path() + "/bert.io.pt", "input");

@@ -9,6 +9,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace xpuperf::models {
 
@@ -122,6 +124,12 @@ struct BertForMaskedLMImpl : torch::nn::Module {
   // 6 × the encoder's parameters + the attention products (12 × layers × hidden × tokens) + the
   // head's 6 × (hidden² + hidden × vocab) × predicted.
   double training_flops_per_token(std::int64_t tokens, double predicted) const;
+  // What Hugging Face's state_dict holds twice: the decoder, copies of the word embedding and of
+  // cls.predictions.bias.
+  static std::map<std::string, std::string> tied_weights() {
+    return {{"cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"},
+            {"cls.predictions.decoder.bias", "cls.predictions.bias"}};
+  }
 
   BertConfig config;
   BertModel bert{nullptr};

@@ -10,6 +10,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace xpuperf::models {
 
@@ -79,6 +81,8 @@ struct GptLMHeadModelImpl : torch::nn::Module {
   // (all but the position table; the tied embedding counts as the output layer) + the attention
   // products, 12 × layers × hidden × tokens (PaLM's count). What MFU divides by.
   double training_flops_per_token(std::int64_t tokens) const;
+  // What Hugging Face's state_dict holds twice: lm_head.weight, a copy of transformer.wte.weight.
+  static std::map<std::string, std::string> tied_weights() { return {{"lm_head.weight", "transformer.wte.weight"}}; }
 
   GptConfig config;
   GptModel transformer{nullptr};

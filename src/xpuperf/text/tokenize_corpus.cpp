@@ -301,7 +301,15 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
                  {"files", r.files},
                  {"bytes", r.bytes}});
     if (gpt2) meta.update({{"merges", fs::absolute(o.merges).string()}, {"end_of_document", o.end_of_document}});
-    if (!gpt2) meta["lower_case"] = o.lower_case;
+    if (!gpt2) {
+      meta["lower_case"] = o.lower_case;
+      // What BERT's samples are built with, so a reader needs no vocabulary file.
+      meta["special_ids"] = {{"cls", wordpiece->cls()},
+                             {"sep", wordpiece->sep()},
+                             {"mask", wordpiece->mask()},
+                             {"pad", wordpiece->pad()},
+                             {"unk", wordpiece->unk()}};
+    }
   }
   meta.update({{"documents", r.documents}, {"tokens", r.tokens}});
   std::ofstream(o.prefix + ".json") << meta.dump(2) << "\n";

@@ -132,7 +132,9 @@ std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model
     s.second = t[static_cast<std::int64_t>(k++)].item<double>();
   }
   model.train();
-  return sums.values();
+  auto values = sums.values();
+  c.derive_metrics(values);
+  return values;
 }
 
 // The most device memory the caching allocator held in tensors at once, in MiB; -1 if unknown.
@@ -233,7 +235,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     const std::string path = resolve_in(data_dir, init);
     if (!fs::exists(path)) throw ConfigError("init_checkpoint '" + path + "' does not exist");
     try {
-      load_weights(*model, path);  // a LibTorch archive or a state_dict saved in Python
+      load_weights(*model, path, c.tied_weights());  // a LibTorch archive or a state_dict saved in Python
     } catch (const std::runtime_error& e) {
       throw ConfigError(std::string("init_checkpoint: ") + e.what());
     }
@@ -270,6 +272,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   train_plan.rank = rank;
   train_plan.world_size = info.env.world_size;
   train_plan.seed = static_cast<std::uint64_t>(seed);
+  const std::int64_t tokens_per_sample = c.tokens_per_sample();
   const std::int64_t steps_per_epoch = data.train->batches_in_epoch(train_plan);
   if (steps_per_epoch <= 0)
     throw ConfigError("the training data (" + data.train->description() +
@@ -374,6 +377,8 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
                       {"loss", last_loss},
                       {"lr", lr},
                       {"samples_per_second", static_cast<double>(log_samples) / elapsed}};
+        if (tokens_per_sample > 0)
+          value["tokens_per_second"] = static_cast<double>(log_samples * tokens_per_sample) / elapsed;
         if (grad_norm.defined()) value["grad_norm"] = grad_norm.item<double>();
         if (scaler) value["loss_scale"] = scaler->current_scale();
         XPUPERF_EVENT(perflog_event::kStepEnd, value);
@@ -429,6 +434,11 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
              {"target_mode", target_mode}};
   // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).
   if (c.train_flops_per_sample() > 0) f.extra["train_flops_per_sample"] = c.train_flops_per_sample();
+  if (tokens_per_sample > 0) {
+    f.extra["tokens_per_sample"] = tokens_per_sample;
+    f.extra["training_tokens_per_second"] =
+        f.training_samples_per_second.value_or(0.0) * static_cast<double>(tokens_per_sample);
+  }
   if (scaler) f.extra["skipped_steps"] = scaler->skipped_steps();
   if (const double peak = peak_device_memory_mib(device); peak >= 0) f.extra["peak_device_memory_mib"] = peak;
   if (step_graph) f.extra["cuda_graph_replays"] = step_graph->replays();

@@ -120,6 +120,15 @@ class TrainingCase {
   virtual void evaluate(const Batch& batch, MetricSums& sums) = 0;
   // Training FLOPs per sample (forward + backward), for MFU; 0 when unknown.
   virtual double train_flops_per_sample() const { return 0.0; }
+  // Tokens in one training sample (language cases), for tokens/s; 0 for cases without tokens.
+  virtual std::int64_t tokens_per_sample() const { return 0; }
+  // Metrics that are not means over samples, from those that are (perplexity = exp(loss)); called
+  // on the evaluation's metrics after they are summed over the ranks.
+  virtual void derive_metrics(std::map<std::string, double>& metrics) const { (void)metrics; }
+  // Names a weights file may hold as copies of a tied parameter (Hugging Face saves GPT-2's output
+  // layer as lm_head.weight beside transformer.wte.weight): alias → the model's name. An alias
+  // must equal what it copies.
+  virtual std::map<std::string, std::string> tied_weights() const { return {}; }
 };
 
 // Registration, so adding a case is adding a folder.

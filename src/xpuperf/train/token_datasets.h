@@ -1,0 +1,75 @@
+#pragma once
+// The language cases' data: a token dataset made by `xpuperf data tokenize` (text/token_file.h),
+// read through its mmap a batch at a time, or a synthetic one written for the run and labelled
+// so. Validation is a separate token dataset (`eval_data`) or the held-out last documents of the
+// training one (`valid_share`).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "xpuperf/text/samples.h"
+#include "xpuperf/train/training_case.h"
+
+namespace xpuperf::train {
+
+// One split: the file (shared by both splits when validation is held out of it), its documents
+// and what to call it.
+struct TokenSplit {
+  std::shared_ptr<const text::TokenFile> file;
+  text::DocumentRange documents;
+  std::string description;
+};
+
+struct TokenCorpus {
+  TokenSplit train, eval;
+  bool synthetic = false;
+  // BERT's special ids, from the dataset's PREFIX.json (wordpiece) or bert-base-uncased's.
+  std::int32_t cls = 101, sep = 102, mask = 103, pad = 0;
+};
+
+// The case's token datasets, from config keys data_dir, train_data, eval_data, valid_share,
+// synthetic_data, synthetic_tokens and seed. `tokenizer` is the one the case's model was made
+// for ("gpt2" or "wordpiece"): a dataset that says another made it is refused, and so is one with
+// ids of `vocab_size` or more. Errors name the file and the key to change.
+TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokenizer, std::int64_t vocab_size);
+
+// GPT: samples of `length` + 1 consecutive tokens (inputs and next-token targets), one int64
+// tensor (batch, length + 1).
+class GptTokenDataset : public IndexedDataset {
+ public:
+  GptTokenDataset(TokenSplit split, std::int64_t length);
+  std::int64_t size() const override { return samples_.size(); }
+  std::string description() const override { return description_; }
+  Batch get(const torch::Tensor& indices) const override;
+
+ private:
+  TokenSplit split_;
+  text::GptSamples samples_;
+  std::int64_t length_;
+  std::string description_;
+};
+
+// BERT masked-LM: ids, token types, the padding mask (true at real tokens) and labels (−100 but
+// at masked positions), each (batch, length). Training draws a sample's masking anew each epoch
+// (RoBERTa's dynamic masking); evaluation masks the same way every time, so its accuracy compares.
+class BertTokenDataset : public IndexedDataset {
+ public:
+  BertTokenDataset(TokenSplit split, std::int64_t length, text::BertSamples::Special special, std::uint64_t seed,
+                   bool dynamic_masking);
+  std::int64_t size() const override { return samples_.size(); }
+  std::string description() const override { return description_; }
+  void start_epoch(const EpochPlan& plan) override;
+  Batch get(const torch::Tensor& indices) const override;
+
+ private:
+  TokenSplit split_;
+  text::BertSamples samples_;
+  std::int64_t length_;
+  std::uint64_t seed_;
+  bool dynamic_;
+  std::int64_t epoch_ = 0;
+  std::string description_;
+};
+
+}  // namespace xpuperf::train

@@ -1,0 +1,166 @@
+// The language training cases (gpt2, bert) as a user runs them on the CPU: a slice of the Linux
+// kernel's documentation (Debian's linux-doc-6.1) tokenised with GPT-2's BPE and BERT's WordPiece
+// by `xpuperf data tokenize`, then both cases through `xpuperf run` in tiny sizes for a few dozen
+// steps, the loss falling and perplexity / masked-LM accuracy reported; synthetic data labelled;
+// a dataset of the wrong tokeniser or a missing one refused with the file named.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "cli_util.h"
+#include "xpuperf/core/perflog.h"
+
+namespace xpuperf {
+namespace {
+namespace fs = std::filesystem;
+
+const std::string kDocs = "/usr/share/doc/linux-doc-6.1/Documentation";
+const std::string kVocab = std::string(XPUPERF_SOURCE_DIR) + "/.cache/vocab";
+
+std::vector<PerfLogEvent> events_of(const std::string& text) {
+  std::istringstream in(text);
+  return parse_perflog(in).events;
+}
+
+std::vector<double> step_losses(const std::vector<PerfLogEvent>& events) {
+  std::vector<double> losses;
+  for (const auto& e : events)
+    if (e.event == "STEP_END") losses.push_back(e.value["loss"].get<double>());
+  return losses;
+}
+
+double mean(const std::vector<double>& v, std::size_t from, std::size_t to) {
+  double sum = 0;
+  for (std::size_t i = from; i < to; ++i) sum += v[i];
+  return sum / static_cast<double>(to - from);
+}
+
+const nlohmann::json* last_event(const std::vector<PerfLogEvent>& events, const std::string& name) {
+  const nlohmann::json* found = nullptr;
+  for (const auto& e : events)
+    if (e.event == name) found = &e.value;
+  return found;
+}
+
+// Tiny sizes of both models, 40 steps, every step logged.
+const char* kGptSmoke =
+    "n_layer: 2, n_embd: 64, n_head: 4, seq_length: 64, train_batch_size: 8, eval_batch_size: 32, lr: 0.003, "
+    "warmup_steps: 5, max_steps: 40, log_freq: 1, eval_interval_steps: 0, num_threads: 2, valid_share: 0.05";
+const char* kBertSmoke =
+    "num_hidden_layers: 2, hidden_size: 64, num_attention_heads: 4, intermediate_size: 256, seq_length: 64, "
+    "train_batch_size: 16, eval_batch_size: 64, lr: 0.002, warmup_steps: 5, max_steps: 40, log_freq: 1, "
+    "eval_interval_steps: 0, num_threads: 2, valid_share: 0.05";
+
+class LanguageCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!fs::is_directory(kDocs) || !fs::exists(kVocab + "/bert-base-uncased/vocab.txt")) return;
+    data_ = new test::TempDir();
+    // A slice: the kernel's development-process guides (about 1 MB of text).
+    const std::string slice = kDocs + "/process";
+    Result r = xpuperf({"data", "tokenize", "--tokenizer", "gpt2", "--vocab", kVocab + "/gpt2/encoder.json", "--merges",
+                        kVocab + "/gpt2/vocab.bpe", slice, "-o", data_->path() + "/linux-doc-gpt2"},
+                       XPUPERF_SOURCE_DIR, {}, 120);
+    ASSERT_EQ(r.code, 0) << r.output;
+    r = xpuperf({"data", "tokenize", "--tokenizer", "wordpiece", "--vocab", kVocab + "/bert-base-uncased/vocab.txt",
+                 slice, "-o", data_->path() + "/linux-doc-bert"},
+                XPUPERF_SOURCE_DIR, {}, 120);
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  static void TearDownTestSuite() {
+    delete data_;
+    data_ = nullptr;
+  }
+  void SetUp() override {
+    if (!data_)
+      GTEST_SKIP() << "needs " << kDocs << " (apt-get install linux-doc-6.1) and " << kVocab
+                   << " (scripts/text-vocabularies.sh)";
+  }
+  static std::string data() { return data_->path(); }
+
+  static Result train_on_cpu(const std::string& model, const std::vector<std::string>& sets) {
+    std::vector<std::string> all = {"train",      "--case", model,        "--vendor", "cpu",
+                                    "--hardware", "CPU",    "--data-dir", data()};
+    for (const auto& set : sets) all.insert(all.end(), {"--set", set});
+    return xpuperf(all, XPUPERF_SOURCE_DIR, {}, 120);
+  }
+
+  static test::TempDir* data_;
+  test::TempDir dir;
+};
+test::TempDir* LanguageCli::data_ = nullptr;
+
+TEST_F(LanguageCli, BothCasesTrainThroughRunOnKernelDocumentationWithTheLossFalling) {
+  const std::string plan = "vendor: cpu\nlog_dir: " + dir.path() +
+                           "/results\nmaster_port: " + std::to_string(29700 + ::getpid() % 200) +
+                           "\ncases:\n"
+                           "  \"gpt2:libtorch:CPU:1:1:1\": {data_dir: " +
+                           data() + ", " + kGptSmoke +
+                           "}\n"
+                           "  \"bert:libtorch:CPU:1:1:1\": {data_dir: " +
+                           data() + ", " + kBertSmoke + "}\n";
+  const Result r = xpuperf({"run", dir.write("plan.yaml", plan)}, XPUPERF_SOURCE_DIR, {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string run = run_folder_in(dir.path() + "/results");
+  for (const std::string model : {"gpt2", "bert"}) {
+    const std::string log = run + "/" + model + "_libtorch_CPU_1_1_1/round1/localhost_noderank0/rank0.out.log";
+    const auto events = events_of(test::read_file(log));
+    const auto losses = step_losses(events);
+    ASSERT_EQ(losses.size(), 40u) << model << ": " << log;
+    EXPECT_LT(mean(losses, 30, 40), mean(losses, 0, 10) - 0.5) << model;
+    const auto* info = last_event(events, "SUBMIT_INFO");
+    ASSERT_TRUE(info) << model;
+    const auto train_data = (*info)["train_data"].get<std::string>();
+    EXPECT_TRUE(has(train_data, "linux-doc-" + std::string(model == "gpt2" ? "gpt2" : "bert"))) << train_data;
+    EXPECT_TRUE(has(train_data, model == "gpt2" ? "tokenised with gpt2" : "tokenised with wordpiece")) << train_data;
+    EXPECT_TRUE(has((*info)["eval_data"].get<std::string>(), "held-out documents")) << info->dump();
+    const auto* eval = last_event(events, "EVALUATE");
+    ASSERT_TRUE(eval) << model;
+    const auto* finished = last_event(events, "FINISHED");
+    ASSERT_TRUE(finished) << model;
+    EXPECT_EQ((*finished)["global_steps"], 40);
+    EXPECT_EQ((*finished)["tokens_per_sample"], 64);
+    EXPECT_NEAR((*finished)["training_tokens_per_second"].get<double>(),
+                64 * (*finished)["training_samples_per_second"].get<double>(), 1e-6);
+    EXPECT_GT((*finished)["train_flops_per_sample"].get<double>(), 0.0);
+    if (model == "gpt2") {
+      // Perplexity is exp(the mean token loss), and a few dozen steps take it far below the
+      // vocabulary's 50,257 (a uniform guess).
+      const double loss = (*eval)["loss"].get<double>();
+      EXPECT_NEAR((*eval)["perplexity"].get<double>(), std::exp(loss), 1e-6 * std::exp(loss));
+      EXPECT_LT((*eval)["perplexity"].get<double>(), 5000.0);
+      EXPECT_EQ((*finished)["final_metric"]["name"], "perplexity") << finished->dump();
+    } else {
+      const double accuracy = (*eval)["accuracy"].get<double>();
+      EXPECT_GT(accuracy, 0.0);
+      EXPECT_LT(accuracy, 1.0);
+    }
+  }
+}
+
+TEST_F(LanguageCli, SyntheticTokensAreLabelledSo) {
+  const Result r = train_on_cpu(
+      "gpt2", {"synthetic_data=true", "synthetic_tokens=65536", "n_layer=1", "n_embd=32", "n_head=2", "seq_length=32",
+               "train_batch_size=4", "max_steps=3", "log_freq=1", "eval_interval_steps=0"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "synthetic (65,536 random token ids: throughput only")) << r.output;
+}
+
+TEST_F(LanguageCli, ADatasetOfTheOtherTokeniserOrNoneIsRefusedNamingTheFile) {
+  // bert's WordPiece ids given to GPT-2.
+  Result r = train_on_cpu("gpt2", {"train_data=linux-doc-bert", "max_steps=1"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(has(r.output, data() + "/linux-doc-bert.json: the dataset was tokenised with wordpiece")) << r.output;
+  EXPECT_TRUE(has(r.output, "--tokenizer gpt2")) << r.output;
+  // No dataset under the name.
+  r = train_on_cpu("bert", {"train_data=missing", "max_steps=1"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(has(r.output, "train_data: no token dataset " + data() + "/missing.bin / .idx")) << r.output;
+  EXPECT_TRUE(has(r.output, "xpuperf data tokenize")) << r.output;
+}
+
+}  // namespace
+}  // namespace xpuperf
