@@ -110,6 +110,13 @@ TEST(Cli, DataTokenizeWritesATokenDatasetOrSaysWhatIsMissing) {
                dir.path() + "/t.txt", "-o", dir.path() + "/bert"});
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "1 documents, 3 tokens (wordpiece, vocabulary of 8) from 1 files")) << r.output;
+  // --extensions takes one comma-separated list, so a folder named after it is an input.
+  dir.write("docs/a.rst", "Some text.\n");
+  dir.write("docs/b.md", "Some text.\n");
+  r = xpuperf({"data", "tokenize", "--tokenizer", "wordpiece", "--vocab", dir.path() + "/vocab.txt", "--extensions",
+               "rst,txt", dir.path() + "/docs", "-o", dir.path() + "/docs_bert"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "1 documents, 3 tokens (wordpiece, vocabulary of 8) from 1 files")) << r.output;
 }
 
 TEST(Cli, CheckAcceptsAGoodPlan) {

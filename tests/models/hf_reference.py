@@ -2,7 +2,10 @@
 (gpt2: GPT2LMHeadModel, bert: BertForMaskedLM, their default configs) with random weights, in
 eval mode, on a fixed batch. Writes OUT_DIR/MODEL.weights.pt (the whole state_dict as a plain dict,
 tied copies lm_head.weight / cls.predictions.decoder.* included, as a user's file has them) and
-OUT_DIR/MODEL.io.pt ({"input", "labels", "output" (logits), "loss"}).
+OUT_DIR/MODEL.io.pt ({"input", "labels", "output" (logits), "loss"}). Where CUDA is, also the
+first training step on the GPU without dropout, fp32 (TF32 off) and bf16 autocast: the loss,
+the gradients' global norm and the logits, as OUT_DIR/MODEL.step.pt ({"loss_fp32",
+"grad_norm_fp32", "loss_bf16", "grad_norm_bf16", "output_bf16"}).
 Usage: hf_reference.py MODEL OUT_DIR"""
 import sys
 
@@ -26,4 +29,19 @@ with torch.no_grad():
     result = model(input_ids=ids, labels=labels)
 torch.save(dict(model.state_dict()), f"{out}/{name}.weights.pt")
 torch.save({"input": ids, "labels": labels, "output": result.logits, "loss": result.loss.reshape(1)}, f"{out}/{name}.io.pt")
+if torch.cuda.is_available():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    step = {}
+    for precision in ("fp32", "bf16"):
+        m = model.to("cuda")
+        m.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
+            result = m(input_ids=ids.cuda(), labels=labels.cuda())
+        result.loss.backward()
+        norm = torch.stack([p.grad.float().norm() for p in m.parameters() if p.grad is not None]).norm()
+        step[f"loss_{precision}"] = result.loss.detach().float().cpu().reshape(1)
+        step[f"grad_norm_{precision}"] = norm.cpu().reshape(1)
+        if precision == "bf16":
+            step["output_bf16"] = result.logits.detach().float().cpu()
+    torch.save(step, f"{out}/{name}.step.pt")
 print(transformers.__version__, sum(p.numel() for p in model.parameters()))

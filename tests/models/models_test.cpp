@@ -17,6 +17,8 @@
 #include "xpuperf/models/mobilenet_v2.h"
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/models/vit.h"
+#include "xpuperf/train/optimizers.h"
+#include "xpuperf/train/precision.h"
 #include "xpuperf/train/weights.h"
 
 namespace xpuperf::models {
@@ -296,6 +298,94 @@ TEST(LanguageModels, BertGivesHuggingFacesLogitsAndLoss) {
   const auto logits = m->predict(hidden, all).view({ids.size(0), ids.size(1), -1});
   const auto [loss, accuracy] = m->loss_and_accuracy(ids, types, torch::Tensor(), labels);
   expect_same_logits_and_loss(logits, loss, dir.path() + "/bert.io.pt", "bert");
+}
+
+}  // namespace
+}  // namespace xpuperf::models
+
+namespace xpuperf::models {
+namespace {
+
+// The first training step on the GPU from Hugging Face's weights and batch, dropout off: fp32
+// (TF32 off on both sides) and bf16 autocast give its loss, gradient norm and (bf16) logits.
+// `step(precision)` runs forward and backward and returns {loss, logits}.
+void expect_same_first_step(torch::nn::Module& model, const std::string& dir, const std::string& name,
+                            const std::function<std::pair<torch::Tensor, torch::Tensor>()>& step) {
+  const std::string file = dir + "/" + name + ".step.pt";
+  ASSERT_TRUE(std::filesystem::exists(file)) << "the reference wrote no GPU step";
+  model.to(torch::Device(torch::kCUDA, 0));
+  model.eval();  // dropout off; gradients still flow
+  at::globalContext().setAllowTF32CuBLAS(false);
+  for (const std::string precision : {"fp32", "bf16"}) {
+    model.zero_grad();
+    torch::Tensor loss, logits;
+    {
+      train::AutocastScope autocast(torch::Device(torch::kCUDA, 0),
+                                    precision == "bf16" ? train::MixedPrecision::BF16 : train::MixedPrecision::Off);
+      std::tie(loss, logits) = step();
+    }
+    loss.backward();
+    const auto norm = train::gradient_norm(model.parameters()).item<double>();
+    const double ref_loss = io_tensor(file, "loss_" + precision).item<double>();
+    const double ref_norm = io_tensor(file, "grad_norm_" + precision).item<double>();
+    const double loss_diff = std::abs(loss.item<double>() - ref_loss) / ref_loss;
+    const double norm_diff = std::abs(norm - ref_norm) / ref_norm;
+    // bf16 keeps 8 bits of mantissa: a relative 2^-8 on a value, less on a mean over many.
+    const double tolerance = precision == "bf16" ? 1e-2 : 1e-4;
+    EXPECT_LT(loss_diff, tolerance) << name << " " << precision << ": loss " << loss.item<double>() << ", Hugging Face "
+                                    << ref_loss;
+    EXPECT_LT(norm_diff, 2 * tolerance) << name << " " << precision << ": gradient norm " << norm << ", Hugging Face "
+                                        << ref_norm;
+    std::cout << name << " first step " << precision << ": loss " << loss.item<double>() << " (Hugging Face "
+              << ref_loss << ", relative difference " << loss_diff << "), gradient norm " << norm << " (" << ref_norm
+              << ", " << norm_diff << ")";
+    if (precision == "bf16") {
+      const auto expected = io_tensor(file, "output_bf16");
+      const auto ours = logits.to(torch::kCPU, torch::kFloat).view(expected.sizes());
+      const double scale = expected.abs().max().item<double>();
+      const double diff = (ours - expected).abs().max().item<double>();
+      EXPECT_LT(diff / scale, 5e-2) << name << ": bf16 logits differ by " << diff << " of up to " << scale;
+      std::cout << ", bf16 logits: relative difference " << diff / scale;
+    }
+    std::cout << "\n";
+  }
+  at::globalContext().setAllowTF32CuBLAS(true);
+}
+
+bool have_cuda_and_reference(const std::string& model, const std::string& dir) {
+  return torch::cuda::is_available() && hf_reference(model, dir);
+}
+
+TEST(LanguageModels, Gpt2FirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
+  test::TempDir dir;
+  if (!have_cuda_and_reference("gpt2", dir.path())) GTEST_SKIP() << "needs CUDA and Hugging Face transformers";
+  auto m = GptLMHeadModel(GptConfig::gpt2_small());
+  train::load_weights(*m, dir.path() + "/gpt2.weights.pt", GptLMHeadModelImpl::tied_weights());
+  const auto ids = io_tensor(dir.path() + "/gpt2.io.pt", "input").cuda();
+  expect_same_first_step(*m, dir.path(), "gpt2", [&] {
+    // Hugging Face's logits are for every position, its loss each position's next token.
+    const auto logits = m->forward(ids);
+    const auto loss = torch::nn::functional::cross_entropy(
+        logits.narrow(1, 0, ids.size(1) - 1).reshape({-1, logits.size(-1)}).to(torch::kFloat),
+        ids.narrow(1, 1, ids.size(1) - 1).reshape({-1}));
+    return std::make_pair(loss, logits);
+  });
+}
+
+TEST(LanguageModels, BertFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
+  test::TempDir dir;
+  if (!have_cuda_and_reference("bert", dir.path())) GTEST_SKIP() << "needs CUDA and Hugging Face transformers";
+  auto m = BertForMaskedLM(BertConfig::base());
+  train::load_weights(*m, dir.path() + "/bert.weights.pt", BertForMaskedLMImpl::tied_weights());
+  const auto ids = io_tensor(dir.path() + "/bert.io.pt", "input").cuda();
+  const auto labels = io_tensor(dir.path() + "/bert.io.pt", "labels").cuda();
+  const auto types = torch::zeros_like(ids);
+  expect_same_first_step(*m, dir.path(), "bert", [&] {
+    const auto hidden = m->bert(ids, types, torch::Tensor());
+    const auto logits = m->predict(hidden, torch::zeros_like(labels));  // every position, as Hugging Face's
+    const auto loss = m->loss_and_accuracy(ids, types, torch::Tensor(), labels).first;
+    return std::make_pair(loss, logits);
+  });
 }
 
 }  // namespace

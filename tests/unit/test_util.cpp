@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "xpuperf/core/files.h"
+
 namespace xpuperf::test {
 namespace fs = std::filesystem;
 
@@ -24,11 +26,7 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
-  // nftw, not std::filesystem::remove_all: PyTorch 2.x's libraries export their own copy of
-  // remove_all, which crashed here when a test binary linked LibTorch.
-  ::nftw(
-      path_.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
-      FTW_DEPTH | FTW_PHYS);
+  remove_tree(path_);  // not std::filesystem::remove_all: core/files.h says why
 }
 
 std::string TempDir::write(const std::string& relative, const std::string& text) const {

@@ -319,7 +319,10 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   t->add_flag("--cased", *cased, "wordpiece: keep case and accents (a cased BERT vocabulary)");
   t->add_flag("--no-end-of-document", *no_eod, "gpt2: no <|endoftext|> after each document");
   t->add_option("--json-key", tok->json_key, "The text's key in JSON lines")->capture_default_str();
-  t->add_option("--extensions", tok->extensions, "File types read from folders")->delimiter(',')->capture_default_str();
+  t->add_option("--extensions", tok->extensions, "File types read from folders")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->capture_default_str();
   t->add_option("--threads", tok->threads, "Tokenising threads (0: every core)")->capture_default_str();
   t->add_option("--synthetic-tokens", tok->synthetic_tokens,
                 "Instead of text: this many random token ids (labelled synthetic in PREFIX.json)");

@@ -7,6 +7,7 @@
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/core/config.h"
+#include "xpuperf/core/crash_report.h"
 #include "xpuperf/core/version.h"
 
 namespace xpuperf::cli {
@@ -52,6 +53,7 @@ std::optional<std::string> unknown_command(CLI::App& app, int argc, char** argv)
 
 int main(int argc, char** argv) {
   using namespace xpuperf;
+  install_crash_report();
   CLI::App app{
       "xpuperf: a fair, reproducible benchmark of AI accelerators.\n"
       "Runs standard training, inference and hardware cases on a vendor's chips and reports what was measured."};

@@ -1,6 +1,9 @@
 #include "xpuperf/core/files.h"
 
+#include <ftw.h>
+
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +15,12 @@ std::string read_file_or_empty(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+void remove_tree(const std::string& path) {
+  ::nftw(
+      path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
+      FTW_DEPTH | FTW_PHYS);
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& value) {

@@ -14,6 +14,10 @@ std::string first_line_of(const std::string& path);
 std::string last_line_of(const std::string& path);
 // Writes JSON through a temporary file and a rename, so a reader never sees half of it.
 void write_json_file(const std::string& path, const nlohmann::json& value);
+// Removes a file or a folder with everything in it; no error when it is not there. Use it, not
+// std::filesystem::remove_all: PyTorch 2.x's libtorch.so exports its own copy of remove_all,
+// which a program linking LibTorch binds to and which jumps to address 0.
+void remove_tree(const std::string& path);
 // Seconds since the Unix epoch (wall clock), for timestamps compared across processes.
 double unix_seconds();
 // Seconds on the monotonic clock, for durations within one process.

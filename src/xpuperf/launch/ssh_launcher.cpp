@@ -42,7 +42,7 @@ class SshLauncher : public Launcher {
       } catch (const ProcessError&) {
       }
     }
-    fs::remove_all(control_dir_, ec);
+    remove_tree(control_dir_);  // core/files.h: why not std::filesystem::remove_all
   }
 
   std::string name() const override { return "ssh"; }

@@ -1,5 +1,7 @@
 #include "xpuperf/models/bert.h"
 
+#include <cmath>
+
 #include "xpuperf/train/compat.h"
 
 namespace xpuperf::models {
@@ -129,19 +131,30 @@ BertForMaskedLMImpl::BertForMaskedLMImpl(const BertConfig& c) : config(c) {
 }
 
 torch::Tensor BertForMaskedLMImpl::predict(const torch::Tensor& hidden, const torch::Tensor& labels) {
+  return head(hidden, labels, /*padded=*/false);
+}
+
+torch::Tensor BertForMaskedLMImpl::head(const torch::Tensor& hidden, const torch::Tensor& labels, bool padded) {
   auto& p = cls->predictions;
   const auto rows = hidden.reshape({-1, hidden.size(-1)}).index({labels.reshape({-1}) >= 0});
   const auto h = p->transform->LayerNorm(torch::gelu(p->transform->dense(rows)));
-  return torch::nn::functional::linear(h, bert->embeddings->word_embeddings->weight, p->bias);  // tied decoder
+  const auto& weight = bert->embeddings->word_embeddings->weight;  // the tied decoder
+  const std::int64_t vocab = weight.size(0), pad = (64 - vocab % 64) % 64;
+  if (!padded || pad == 0) return torch::nn::functional::linear(h, weight, p->bias);
+  // As GPT's output layer (gpt.cpp): 30,522 logits a row leave the GEMMs on Tensor Cores'
+  // unaligned path; zero rows and a bias of −inf pad the vocabulary to a multiple of 64.
+  const auto bias = torch::constant_pad_nd(p->bias, {0, pad}, -INFINITY);
+  return torch::nn::functional::linear(h, torch::constant_pad_nd(weight, {0, 0, 0, pad}), bias);
 }
 
 std::pair<torch::Tensor, torch::Tensor> BertForMaskedLMImpl::loss_and_accuracy(const torch::Tensor& ids,
                                                                                const torch::Tensor& types,
                                                                                const torch::Tensor& keep,
                                                                                const torch::Tensor& labels) {
-  const auto logits = predict(bert(ids, types, keep), labels).to(torch::kFloat);
+  const auto logits = head(bert(ids, types, keep), labels, ids.is_cuda());
   const auto targets = labels.reshape({-1}).index({labels.reshape({-1}) >= 0});
-  const auto loss = torch::nn::functional::cross_entropy(logits, targets);
+  // fp32 log-probabilities straight from the bf16 logits, in one kernel.
+  const auto loss = torch::nn::functional::nll_loss(torch::log_softmax(logits, -1, torch::kFloat), targets);
   const auto accuracy = (logits.argmax(-1) == targets).to(torch::kFloat).mean();
   return {loss, accuracy};
 }

@@ -134,6 +134,11 @@ struct BertForMaskedLMImpl : torch::nn::Module {
   BertConfig config;
   BertModel bert{nullptr};
   BertMlmHead cls{nullptr};
+
+ private:
+  // The head's logits at the masked positions; `padded`: the vocabulary padded to a multiple of
+  // 64 with logits of −inf (what the GPU's GEMMs want), else exactly the vocabulary's.
+  torch::Tensor head(const torch::Tensor& hidden, const torch::Tensor& labels, bool padded);
 };
 TORCH_MODULE(BertForMaskedLM);
 

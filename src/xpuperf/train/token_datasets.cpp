@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/text/tokenize_corpus.h"
 #include "xpuperf/text/tokenizer_error.h"
@@ -114,10 +115,10 @@ TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokeniz
       text::tokenize_corpus(o, {});
       file = std::make_shared<const text::TokenFile>(o.prefix);
     } catch (const text::TokenizerError& e) {
-      fs::remove_all(dir);
+      remove_tree(dir.string());
       throw data::DataError(std::string("synthetic tokens: ") + e.what());
     }
-    fs::remove_all(dir);  // the mapping stays valid; nothing is left behind
+    remove_tree(dir.string());  // the mapping stays valid; nothing is left behind
     const std::string what = "synthetic (" + thousands(tokens) + " random token ids: throughput only, no " +
                              "perplexity or accuracy claimed)";
     corpus.synthetic = true;

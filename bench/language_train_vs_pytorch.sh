@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The language training cases beside Hugging Face on the same GPU in the same call (the tables in
+# cases/training/{gpt2,bert}/README.md): GPT-2 small at 16 × 1,024 tokens and BERT-base at 32 × 512,
+# bf16, tokens/s and sequences/s of xpuperf (on the kernel's documentation, and on synthetic ids)
+# against GPT2LMHeadModel / BertForMaskedLM eager and torch.compile, MFU (the cases' FLOPs a
+# sample over the datasheet's dense bf16 peak), peak device memory; then the first-step parity
+# from Hugging Face's weights (fp32 and bf16: tests/models, LanguageModels.*FirstStep*).
+# Usage: bench/language_train_vs_pytorch.sh [HARDWARE [DATA_DIR]]   (on an NVIDIA GPU machine,
+# after building; DATA_DIR: where scripts/linux-doc-datasets.sh wrote the token datasets)
+# CASES=gpt2,bert STEPS=100 pick the cases and the measured steps; PROFILE=gpt2 lists Hugging
+# Face's kernels by time; VARIANTS=gpt2 also times xpuperf with cuda_graphs and the fused
+# optimizer off in turn; OURS_PROFILE=1 lists xpuperf's kernels (nsys); PEAK=989.4 the dense bf16 TFLOP/s of the GPU (H100/H200 SXM).
+set -euo pipefail
+hardware=${1:-H200}
+data=${2:-}
+xpuperf=${XPUPERF:-build/src/xpuperf}
+cases=${CASES:-gpt2,bert}
+steps=${STEPS:-100}
+peak=${PEAK:-989.4}
+work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
+here=$(cd "$(dirname "$0")" && pwd)
+
+# TORCH_JSONL=FILE reuses Hugging Face's figures of an earlier call on the same machine kind.
+if [[ -n ${TORCH_JSONL:-} ]]; then
+  cp "$TORCH_JSONL" "$work/torch.jsonl"
+else
+  python3 "$here/language_train_pytorch.py" --cases "$cases" --profile "${PROFILE:-}" > "$work/torch.jsonl"
+fi
+
+ours() {  # case label --set ... → one JSON line: the steady rates (STEP_ENDs after the first) and FINISHED
+  local case=$1 label=$2
+  shift 2
+  local args=()
+  for s in "$@"; do args+=(--set "$s"); done
+  "$xpuperf" train --case "$case" --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/$case.$label.out" 2>&1 || true
+  python3 - "$work/$case.$label.out" "$case" "$label" <<'PY'
+import json, sys
+steps, fin, evals = [], {}, []
+for line in open(sys.argv[1]):
+    if "[PerfLog]" not in line:
+        continue
+    e = json.loads(line[line.index("{"):])
+    if e["event"] == "STEP_END":
+        steps.append(e["value"])
+    if e["event"] == "EVALUATE":
+        evals.append(e["value"])
+    if e["event"] == "FINISHED":
+        fin = e["value"]
+steady = steps[1:] or [{"samples_per_second": 0, "tokens_per_second": 0}]
+print(json.dumps({"case": sys.argv[2], "label": sys.argv[3],
+                  "sequences_per_s": sum(s["samples_per_second"] for s in steady) / len(steady),
+                  "tokens_per_s": sum(s.get("tokens_per_second", 0) for s in steady) / len(steady),
+                  "finished": fin, "evaluate": evals[-1] if evals else {}}))
+PY
+  grep -E -A12 "error|crashed" "$work/$case.$label.out" | head -30 >&2 || true
+}
+
+IFS=, read -ra list <<< "$cases"
+{
+  for c in "${list[@]}"; do
+    common=(max_steps=$steps log_freq=10 eval_interval_steps=0)
+    ours "$c" synthetic synthetic_data=true synthetic_tokens=4194304 "${common[@]}"
+    [[ -n $data ]] && ours "$c" linux_doc "data_dir=$data" "${common[@]}"
+    if [[ ,${VARIANTS:-}, == *,$c,* ]]; then
+      ours "$c" without_cuda_graphs synthetic_data=true synthetic_tokens=4194304 "${common[@]}" cuda_graphs=false
+      ours "$c" without_fused_optimizer synthetic_data=true synthetic_tokens=4194304 "${common[@]}" fused_optimizer=off
+    fi
+  done
+} > "$work/ours.jsonl"
+
+python3 - "$work" "$peak" <<'PY'
+import json, sys
+work, peak = sys.argv[1], float(sys.argv[2]) * 1e12
+ours = [json.loads(l) for l in open(f"{work}/ours.jsonl")]
+ref = [json.loads(l) for l in open(f"{work}/torch.jsonl")]
+tp = {(r["case"], r["mode"]): r for r in ref if r["figure"] == "throughput"}
+print(next(r for r in ref if r["figure"] == "versions"))
+print("\n| case | run | sequences/s | tokens/s | MFU | × HF eager | × HF compile | peak MiB |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for case in dict.fromkeys(o["case"] for o in ours):
+    flops = max([o["finished"].get("train_flops_per_sample", 0) for o in ours if o["case"] == case] + [0])
+    e, c = tp.get((case, "eager"), {}), tp.get((case, "compile"), {})
+    def row(label, seq, tok, mem):
+        mfu = f"{seq * flops / peak:.1%}" if flops else "?"
+        xe = f"{seq / e['sequences_per_s']:.2f}" if e else "?"
+        xc = f"{seq / c['sequences_per_s']:.2f}" if c else "?"
+        print(f"| {case} | {label} | {seq:.1f} | {tok:,.0f} | {mfu} | {xe} | {xc} | {mem:,.0f} |")
+    for o in ours:
+        if o["case"] == case:
+            row("xpuperf " + o["label"], o["sequences_per_s"], o["tokens_per_s"],
+                o["finished"].get("peak_device_memory_mib", float("nan")))
+    for mode, r in (("Hugging Face eager", e), ("Hugging Face torch.compile", c)):
+        if r:
+            row(mode, r["sequences_per_s"], r["tokens_per_s"], r["peak_mib"])
+for o in ours:
+    if o["evaluate"]:
+        print(f"{o['case']} {o['label']}: after {o['finished'].get('global_steps')} steps, validation {o['evaluate']}")
+for r in ref:
+    if r["figure"] == "kernels":
+        print("\n" + r["table"])
+PY
+
+# xpuperf's kernels by time, through Nsight Systems where it is installed.
+if [[ -n ${OURS_PROFILE:-} ]] && command -v nsys > /dev/null; then
+  for c in "${list[@]}"; do
+    nsys profile -t cuda -o "$work/$c.nsys" --force-overwrite true "$xpuperf" train --case "$c" --vendor nvidia \
+      --hardware "$hardware" --set synthetic_data=true --set synthetic_tokens=4194304 --set max_steps=30 \
+      --set log_freq=10 --set eval_interval_steps=0 > /dev/null 2>&1 || true
+    echo; echo "xpuperf's kernels ($c, 30 steps; nsys cuda_gpu_kern_sum):"
+    nsys stats -r cuda_gpu_kern_sum -f csv "$work/$c.nsys.nsys-rep" 2> /dev/null | python3 -c '
+import csv, sys
+rows = [r for r in csv.reader(sys.stdin) if len(r) > 8]
+head, body = rows[0], rows[1:]
+t, n, name = head.index("Total Time (ns)"), head.index("Instances"), head.index("Name")
+total = sum(float(r[t]) for r in body)
+print("| kernel | ms a step | calls a step | share |\n| --- | ---: | ---: | ---: |")
+for r in body[:15]:
+    print(f"| {r[name][:90]} | {float(r[t]) / 30e6:.2f} | {int(r[n]) // 30} | {float(r[t]) / total:.1%} |")
+print(f"| all {len(body)} kernels | {total / 30e6:.2f} | | 100% |")' || true
+  done
+fi
+
+# First-step parity from Hugging Face's weights (needs the test binary of a build with tests).
+tests=$(dirname "$xpuperf")/../tests/xpuperf_models_tests
+if [[ -x $tests ]]; then
+  echo
+  "$tests" --gtest_filter='LanguageModels.*FirstStep*:LanguageModels.*HuggingFaces*' 2>&1 |
+    grep -E "first step|relative logit|OK \]|FAILED" || true
+fi
