@@ -239,6 +239,12 @@ TEST(LanguageModels, BertIgnoresPaddingAndPredictsOnlyMaskedPositions) {
   EXPECT_NEAR(loss.item<double>(), std::log(40.0), 0.7);
   EXPECT_GE(accuracy.item<double>(), 0.0);
   EXPECT_LE(accuracy.item<double>(), 1.0);
+  // A fixed number of head rows (no host synchronisation): the same loss and accuracy.
+  bert->eval();
+  const auto exact = bert->loss_and_accuracy(ids, types, keep, labels);
+  const auto bounded = bert->loss_and_accuracy(ids, types, keep, labels, 8);
+  EXPECT_NEAR(bounded.first.item<double>(), exact.first.item<double>(), 1e-6);
+  EXPECT_NEAR(bounded.second.item<double>(), exact.second.item<double>(), 1e-6);
   // BERT-base: 6 × the encoder's 84,934,656 linear weights + 12 × 12 × 768 × 512 + the head's
   // 6 × (768² + 768 × 30,522) × 0.15.
   EXPECT_DOUBLE_EQ(BertForMaskedLM(BertConfig::base())->training_flops_per_token(512, 0.15),

@@ -131,12 +131,11 @@ BertForMaskedLMImpl::BertForMaskedLMImpl(const BertConfig& c) : config(c) {
 }
 
 torch::Tensor BertForMaskedLMImpl::predict(const torch::Tensor& hidden, const torch::Tensor& labels) {
-  return head(hidden, labels, /*padded=*/false);
+  return head(hidden.reshape({-1, hidden.size(-1)}).index({labels.reshape({-1}) >= 0}), /*padded=*/false);
 }
 
-torch::Tensor BertForMaskedLMImpl::head(const torch::Tensor& hidden, const torch::Tensor& labels, bool padded) {
+torch::Tensor BertForMaskedLMImpl::head(const torch::Tensor& rows, bool padded) {
   auto& p = cls->predictions;
-  const auto rows = hidden.reshape({-1, hidden.size(-1)}).index({labels.reshape({-1}) >= 0});
   const auto h = p->transform->LayerNorm(torch::gelu(p->transform->dense(rows)));
   const auto& weight = bert->embeddings->word_embeddings->weight;  // the tied decoder
   const std::int64_t vocab = weight.size(0), pad = (64 - vocab % 64) % 64;
@@ -150,12 +149,26 @@ torch::Tensor BertForMaskedLMImpl::head(const torch::Tensor& hidden, const torch
 std::pair<torch::Tensor, torch::Tensor> BertForMaskedLMImpl::loss_and_accuracy(const torch::Tensor& ids,
                                                                                const torch::Tensor& types,
                                                                                const torch::Tensor& keep,
-                                                                               const torch::Tensor& labels) {
-  const auto logits = head(bert(ids, types, keep), labels, ids.is_cuda());
-  const auto targets = labels.reshape({-1}).index({labels.reshape({-1}) >= 0});
-  // fp32 log-probabilities straight from the bf16 logits, in one kernel.
+                                                                               const torch::Tensor& labels,
+                                                                               std::int64_t max_predictions) {
+  const auto hidden = bert(ids, types, keep);
+  const auto flat = labels.reshape({-1});
+  torch::Tensor rows;
+  if (max_predictions > 0) {
+    // The masked positions first (a stable sort keeps their order), then unmasked ones (label
+    // −100, which the loss ignores) up to a fixed count: no host synchronisation, the same shapes
+    // every step (CUDA graphs).
+    const auto order = std::get<1>(torch::sort(flat.ge(0).to(torch::kInt), /*stable=*/true, 0, /*descending=*/true));
+    rows = order.narrow(0, 0, std::min(max_predictions, flat.size(0)));
+  } else {
+    rows = flat.ge(0).nonzero().squeeze(1);
+  }
+  const auto targets = flat.index_select(0, rows);
+  const auto logits = head(hidden.reshape({-1, hidden.size(-1)}).index_select(0, rows), ids.is_cuda());
+  // fp32 log-probabilities straight from the bf16 logits, in one kernel; −100 rows ignored.
   const auto loss = torch::nn::functional::nll_loss(torch::log_softmax(logits, -1, torch::kFloat), targets);
-  const auto accuracy = (logits.argmax(-1) == targets).to(torch::kFloat).mean();
+  const auto real = targets.ge(0);
+  const auto accuracy = (logits.argmax(-1).eq(targets) & real).sum().to(torch::kFloat) / real.sum().to(torch::kFloat);
   return {loss, accuracy};
 }
 

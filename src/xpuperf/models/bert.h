@@ -118,8 +118,12 @@ struct BertForMaskedLMImpl : torch::nn::Module {
   torch::Tensor predict(const torch::Tensor& hidden, const torch::Tensor& labels);
   // The masked-LM loss (labels: the original id at masked positions, -100 elsewhere) and the share
   // of masked positions predicted right.
+  // `max_predictions` > 0: at most that many masked positions in the batch, a bound known ahead
+  // (the head then runs on that many rows, without a host synchronisation); 0: exactly the
+  // masked ones.
   std::pair<torch::Tensor, torch::Tensor> loss_and_accuracy(const torch::Tensor& ids, const torch::Tensor& types,
-                                                            const torch::Tensor& keep, const torch::Tensor& labels);
+                                                            const torch::Tensor& keep, const torch::Tensor& labels,
+                                                            std::int64_t max_predictions = 0);
   // Training FLOPs per token at `tokens` positions, `predicted` (a share) of them through the head:
   // 6 × the encoder's parameters + the attention products (12 × layers × hidden × tokens) + the
   // head's 6 × (hidden² + hidden × vocab) × predicted.
@@ -136,9 +140,9 @@ struct BertForMaskedLMImpl : torch::nn::Module {
   BertMlmHead cls{nullptr};
 
  private:
-  // The head's logits at the masked positions; `padded`: the vocabulary padded to a multiple of
-  // 64 with logits of −inf (what the GPU's GEMMs want), else exactly the vocabulary's.
-  torch::Tensor head(const torch::Tensor& hidden, const torch::Tensor& labels, bool padded);
+  // The head's logits for hidden-state rows; `padded`: the vocabulary padded to a multiple of 64
+  // with logits of −inf (what the GPU's GEMMs want), else exactly the vocabulary's.
+  torch::Tensor head(const torch::Tensor& rows, bool padded);
 };
 TORCH_MODULE(BertForMaskedLM);
 

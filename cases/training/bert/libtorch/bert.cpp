@@ -5,6 +5,8 @@
 
 #include "xpuperf/models/bert.h"
 
+#include <cmath>
+
 #include "xpuperf/train/token_datasets.h"
 
 namespace xpuperf::cases {
@@ -52,11 +54,12 @@ class BertCase : public train::TrainingCase {
   }
 
   torch::Tensor forward_step(const train::Batch& batch) override {
-    return model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3]).first;
+    return model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3], max_predictions(batch[0])).first;
   }
 
   void evaluate(const train::Batch& batch, train::MetricSums& sums) override {
-    const auto [loss, accuracy] = model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3]);
+    const auto [loss, accuracy] =
+        model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3], max_predictions(batch[0]));
     const auto masked = batch[3].ge(0).sum().item<double>();
     sums.add("accuracy", accuracy.item<double>() * masked, masked);
     sums.add("loss", loss.item<double>() * masked, masked);
@@ -73,6 +76,12 @@ class BertCase : public train::TrainingCase {
   }
 
  private:
+  // The most positions a batch can have masked: BertSamples masks round(15 % of a sample's
+  // length − 2) at most, at least one.
+  std::int64_t max_predictions(const torch::Tensor& ids) const {
+    return ids.size(0) * (std::llround(0.15 * static_cast<double>(length_ - 2)) + 1);
+  }
+
   models::BertForMaskedLM model_{nullptr};
   std::int64_t length_ = 512;
 };
