@@ -11,7 +11,7 @@ MAKEFLAGS += --no-print-directory
 
 XPUPERF := $(BUILD_DIR)/src/xpuperf
 
-.PHONY: all deps deps-run configure configure-run build run-build run test format clean
+.PHONY: all deps deps-run configure configure-run build run-build run test language-data format clean
 
 all: build
 
@@ -48,7 +48,12 @@ build: configure
 run: run-build
 	$(XPUPERF) run $(PLAN)
 
-test: build
+# The language cases' token datasets (the kernel's documentation, tokenised: a few seconds), where
+# plans/nvidia-language.yaml and the tests read them.
+language-data: build
+	@scripts/linux-doc-datasets.sh data/text /usr/share/doc/linux-doc-6.1/Documentation $(XPUPERF)
+
+test: build language-data
 	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j$(JOBS)
 
 format:
