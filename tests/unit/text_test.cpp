@@ -107,6 +107,11 @@ TEST(WordPiece, BasicTokensThenLongestPiecesFirst) {
             (std::vector<std::string>{"hello", ",", "world", "!", "un", "##aff", "##able", "cafe", "jump", "##s", "日",
                                       "本", "[UNK]"}));
   EXPECT_EQ(w.basic_tokens("  The\u00a0dog.\n"), (std::vector<std::string>{"the", "dog", "."}));
+  // As Hugging Face's BertTokenizer: vertical tab and form feed (controls) are dropped, the line
+  // and paragraph separators split words.
+  EXPECT_EQ(w.basic_tokens("the\x0b\x0c"
+                           "dog\u2028the\u2029dog"),
+            (std::vector<std::string>{"thedog", "the", "dog"}));
   EXPECT_EQ(w.tokenize(std::string(101, 'a')), (std::vector<std::string>{"[UNK]"}));
   EXPECT_EQ(w.encode("hello world"), (std::vector<std::int32_t>{5, 6}));
   const auto cased = WordPiece::load(dir.path() + "/vocab.txt", false);

@@ -11,10 +11,13 @@ namespace {
 
 constexpr std::size_t kMaxWordChars = 100;
 
-// BERT's _is_whitespace, _is_control and _is_punctuation.
+// BERT's _is_whitespace, _is_control and _is_punctuation. The line and paragraph separators
+// (U+2028, U+2029) are not whitespace to _is_whitespace, but Python's str.split(), which BERT's
+// tokeniser splits words with, splits at them: separators here too (checked against Hugging
+// Face's BertTokenizer, bench/wordpiece_vs_hf.py).
 bool bert_whitespace(char32_t c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
-         (c >= 0x80 && is_js_whitespace(c) && c != 0xFEFF && c != 0x2028 && c != 0x2029 && c != 0x0B && c != 0x0C);
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0x2028 || c == 0x2029 ||
+         (c >= 0x80 && is_js_whitespace(c) && c != 0xFEFF && c != 0x0B && c != 0x0C);
 }
 
 bool bert_control(char32_t c) {
