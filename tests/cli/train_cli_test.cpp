@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -120,6 +121,26 @@ TEST_F(TrainCli, SeveralNodesNeedALauncher) {
   const Result r = xpuperf(train_args({"--nnodes", "2", "--data-dir", kData}), XPUPERF_SOURCE_DIR);
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(has(r.output, "--nnodes 2 needs a launcher")) << r.output;
+}
+
+}  // namespace
+}  // namespace xpuperf
+
+namespace xpuperf {
+namespace {
+
+TEST(Crash, ARankKilledByASegmentationFaultSaysWhereBeforeItDies) {
+  // A training run killed by a segmentation fault a second in stands in for any crash.
+  test::TempDir dir;
+  const std::string script = "'" + std::string(XPUPERF_BINARY) + "' --root '" + XPUPERF_SOURCE_DIR +
+                             "' train --case lenet5 --vendor cpu --hardware CPU --set synthetic_data=true --set "
+                             "max_steps=1000000 > '" +
+                             dir.path() + "/out.log' 2>&1 & pid=$!; sleep 2; kill -SEGV $pid; wait $pid";
+  const int status = std::system(("bash '" + dir.write("crash.sh", script + "\n") + "'").c_str());
+  EXPECT_NE(status, 0);
+  const std::string out = test::read_file(dir.path() + "/out.log");
+  EXPECT_TRUE(has(out, "xpuperf: crashed: Segmentation fault\n  fault address ")) << out;
+  EXPECT_TRUE(has(out, "  call stack (innermost first):\n")) << out;
 }
 
 }  // namespace
