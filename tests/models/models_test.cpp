@@ -17,6 +17,7 @@
 #include "xpuperf/models/mobilenet_v2.h"
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/models/vit.h"
+#include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
 #include "xpuperf/train/weights.h"
@@ -155,6 +156,23 @@ TEST(LanguageModels, NamesAreHuggingFacesSoItsStateDictLoads) {
         "bert.encoder.layer.0.intermediate.dense.weight", "bert.encoder.layer.0.output.LayerNorm.bias",
         "cls.predictions.bias", "cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.weight"})
     EXPECT_NE(std::find(bert_names.begin(), bert_names.end(), name), bert_names.end()) << name;
+}
+
+TEST(LanguageModels, TheAlignedOutputLayerKeepsTheLossAndThePredictions) {
+  // What the GPU path does (a vocabulary of 70 padded to 128 with −inf logits), here on the CPU.
+  torch::manual_seed(3);
+  const auto hidden = torch::randn({6, 16});
+  const auto weight = torch::randn({70, 16}), bias = torch::randn({70});
+  const auto targets = torch::tensor({3, 69, 0, -100, 41, 7}, torch::kLong);
+  for (const auto& b : {bias, torch::Tensor()}) {
+    const auto exact = vocabulary_logits(hidden, weight, b, false);
+    const auto aligned = vocabulary_logits(hidden, weight, b, true);
+    EXPECT_EQ(aligned.size(1), 128);
+    EXPECT_TRUE(torch::allclose(aligned.narrow(1, 0, 70), exact));
+    EXPECT_TRUE(torch::equal(aligned.argmax(1), exact.argmax(1)));
+    EXPECT_NEAR(token_cross_entropy(aligned, targets).item<double>(),
+                token_cross_entropy(exact, targets).item<double>(), 1e-6);
+  }
 }
 
 TEST(LanguageModels, HuggingFacesTiedCopiesLoadWhenTheyEqualWhatTheyCopy) {

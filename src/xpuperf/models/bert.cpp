@@ -1,7 +1,6 @@
 #include "xpuperf/models/bert.h"
 
-#include <cmath>
-
+#include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/train/compat.h"
 
 namespace xpuperf::models {
@@ -137,13 +136,7 @@ torch::Tensor BertForMaskedLMImpl::predict(const torch::Tensor& hidden, const to
 torch::Tensor BertForMaskedLMImpl::head(const torch::Tensor& rows, bool padded) {
   auto& p = cls->predictions;
   const auto h = p->transform->LayerNorm(torch::gelu(p->transform->dense(rows)));
-  const auto& weight = bert->embeddings->word_embeddings->weight;  // the tied decoder
-  const std::int64_t vocab = weight.size(0), pad = (64 - vocab % 64) % 64;
-  if (!padded || pad == 0) return torch::nn::functional::linear(h, weight, p->bias);
-  // As GPT's output layer (gpt.cpp): 30,522 logits a row leave the GEMMs on Tensor Cores'
-  // unaligned path; zero rows and a bias of −inf pad the vocabulary to a multiple of 64.
-  const auto bias = torch::constant_pad_nd(p->bias, {0, pad}, -INFINITY);
-  return torch::nn::functional::linear(h, torch::constant_pad_nd(weight, {0, 0, 0, pad}), bias);
+  return vocabulary_logits(h, bert->embeddings->word_embeddings->weight, p->bias, padded);  // the tied decoder
 }
 
 std::pair<torch::Tensor, torch::Tensor> BertForMaskedLMImpl::loss_and_accuracy(const torch::Tensor& ids,
@@ -165,8 +158,7 @@ std::pair<torch::Tensor, torch::Tensor> BertForMaskedLMImpl::loss_and_accuracy(c
   }
   const auto targets = flat.index_select(0, rows);
   const auto logits = head(hidden.reshape({-1, hidden.size(-1)}).index_select(0, rows), ids.is_cuda());
-  // fp32 log-probabilities straight from the bf16 logits, in one kernel; −100 rows ignored.
-  const auto loss = torch::nn::functional::nll_loss(torch::log_softmax(logits, -1, torch::kFloat), targets);
+  const auto loss = token_cross_entropy(logits, targets);  // the −100 rows ignored
   const auto real = targets.ge(0);
   const auto accuracy = (logits.argmax(-1).eq(targets) & real).sum().to(torch::kFloat) / real.sum().to(torch::kFloat);
   return {loss, accuracy};

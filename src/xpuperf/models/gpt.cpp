@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/train/compat.h"
 
 namespace xpuperf::models {
@@ -98,23 +99,8 @@ torch::Tensor GptLMHeadModelImpl::forward(const torch::Tensor& ids) {
 torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids) {
   const auto inputs = ids.narrow(1, 0, ids.size(1) - 1), targets = ids.narrow(1, 1, ids.size(1) - 1);
   const auto hidden = transformer(inputs);
-  const auto& weight = transformer->wte->weight;
-  const std::int64_t vocab = weight.size(0), pad = (64 - vocab % 64) % 64;
-  torch::Tensor logits;
-  if (hidden.is_cuda() && pad > 0) {
-    // 50,257 logits a row leave every GEMM of the output layer on Tensor Cores' unaligned path
-    // (three times slower: cases/training/gpt2/README.md); zero rows pad the vocabulary to a
-    // multiple of 64, and a bias of −inf takes their logits out of the softmax.
-    auto bias = torch::zeros({vocab + pad}, weight.options().requires_grad(false));
-    bias.narrow(0, vocab, pad).fill_(-INFINITY);
-    logits = torch::nn::functional::linear(hidden, torch::constant_pad_nd(weight, {0, 0, 0, pad}), bias);
-  } else {
-    logits = torch::nn::functional::linear(hidden, weight);
-  }
-  // log_softmax reads bf16 logits and writes fp32 log-probabilities in one kernel (no fp32 copy
-  // of the logits first, which cross_entropy under autocast makes).
-  const auto log_probs = torch::log_softmax(logits.reshape({-1, logits.size(-1)}), -1, torch::kFloat);
-  return torch::nn::functional::nll_loss(log_probs, targets.reshape({-1}));
+  const auto logits = vocabulary_logits(hidden, transformer->wte->weight, {}, hidden.is_cuda());
+  return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 
 double GptLMHeadModelImpl::training_flops_per_token(std::int64_t tokens) const {
