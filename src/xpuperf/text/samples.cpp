@@ -19,9 +19,8 @@ GptSamples::GptSamples(const TokenFile& file, DocumentRange documents, std::int6
     : file_(file), length_(length) {
   if (length <= 0) throw TokenizerError("GPT samples: the sequence length must be positive");
   if (documents.last <= documents.first) return;
-  start_ = file.sequence_start(file.document_first(documents.first));
-  const std::int64_t end =
-      documents.last < file.documents() ? file.sequence_start(file.document_first(documents.last)) : file.tokens();
+  start_ = file.document_start(documents.first);
+  const std::int64_t end = file.document_start(documents.last);
   // Sample i is tokens [start + i·length, start + (i+1)·length], its last one the next sample's first.
   count_ = end - start_ > length ? (end - start_ - 1) / length : 0;
 }

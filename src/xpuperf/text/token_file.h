@@ -60,6 +60,10 @@ class TokenFile {
   void read(std::int64_t start, std::int64_t count, std::int32_t* out) const;
   // The stream offset of sequence s's first token.
   std::int64_t sequence_start(std::int64_t s) const { return pointers_[s] / item_bytes_; }
+  // The stream offset of document d's first token; document_start(documents()) is tokens().
+  std::int64_t document_start(std::int64_t d) const {
+    return d < documents() ? sequence_start(document_first(d)) : tokens_;
+  }
 
  private:
   std::string prefix_;

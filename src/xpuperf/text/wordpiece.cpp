@@ -17,7 +17,7 @@ constexpr std::size_t kMaxWordChars = 100;
 // Face's BertTokenizer, bench/wordpiece_vs_hf.py).
 bool bert_whitespace(char32_t c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == 0x2028 || c == 0x2029 ||
-         (c >= 0x80 && is_js_whitespace(c) && c != 0xFEFF && c != 0x0B && c != 0x0C);
+         (c >= 0x80 && is_js_whitespace(c) && c != 0xFEFF);
 }
 
 bool bert_control(char32_t c) {

@@ -57,14 +57,18 @@ std::shared_ptr<const text::TokenFile> open_file(const std::string& prefix, cons
   }
 }
 
+// The tokeniser PREFIX.json says made a dataset of text; "" for synthetic ids or no metadata.
+std::string tokenizer_of(const json& meta) {
+  if (meta.value("synthetic", false) || !meta.contains("tokenizer") || !meta["tokenizer"].is_string()) return "";
+  return meta["tokenizer"].get<std::string>();
+}
+
 // Refuses a dataset another tokeniser made, or with ids the model has no row for.
 void check_vocabulary(const text::TokenFile& file, const json& meta, const std::string& prefix,
                       const std::string& tokenizer, std::int64_t vocab_size) {
-  if (meta.contains("tokenizer") && meta["tokenizer"].is_string() && !meta.value("synthetic", false) &&
-      meta["tokenizer"].get<std::string>() != tokenizer)
-    throw data::DataError(prefix + ".json: the dataset was tokenised with " + meta["tokenizer"].get<std::string>() +
-                          ", this case's model reads " + tokenizer + " ids; tokenise the text again with --tokenizer " +
-                          tokenizer);
+  if (const std::string made_by = tokenizer_of(meta); !made_by.empty() && made_by != tokenizer)
+    throw data::DataError(prefix + ".json: the dataset was tokenised with " + made_by + ", this case's model reads " +
+                          tokenizer + " ids; tokenise the text again with --tokenizer " + tokenizer);
   const std::int32_t max_id = file.max_id();
   if (max_id >= vocab_size)
     throw data::DataError(prefix + ".bin: holds token id " + std::to_string(max_id) + ", the model has " +
@@ -73,16 +77,11 @@ void check_vocabulary(const text::TokenFile& file, const json& meta, const std::
 
 std::string describe(const std::string& name, const text::TokenFile& file, text::DocumentRange docs, const json& meta,
                      const std::string& which) {
-  std::int64_t tokens = 0;
-  const std::int64_t first = file.sequence_start(file.document_first(docs.first));
-  const std::int64_t end =
-      docs.last < file.documents() ? file.sequence_start(file.document_first(docs.last)) : file.tokens();
-  tokens = end - first;
+  const std::int64_t tokens = file.document_start(docs.last) - file.document_start(docs.first);
   std::string d =
       name + ", " + which + ": " + thousands(tokens) + " tokens in " + thousands(docs.last - docs.first) + " documents";
   if (meta.value("synthetic", false)) d += " (synthetic: random token ids; throughput only)";
-  if (meta.contains("tokenizer") && meta["tokenizer"].is_string() && !meta.value("synthetic", false))
-    d += ", tokenised with " + meta["tokenizer"].get<std::string>();
+  if (const std::string made_by = tokenizer_of(meta); !made_by.empty()) d += ", tokenised with " + made_by;
   return d;
 }
 
@@ -121,7 +120,6 @@ TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokeniz
     remove_tree(dir.string());  // the mapping stays valid; nothing is left behind
     const std::string what = "synthetic (" + thousands(tokens) + " random token ids: throughput only, no " +
                              "perplexity or accuracy claimed)";
-    corpus.synthetic = true;
     corpus.train = {file, text::split_documents(*file, std::max(valid_share, 0.02), false), what + ", train"};
     corpus.eval = {file, text::split_documents(*file, std::max(valid_share, 0.02), true), what + ", held out"};
     return corpus;
@@ -138,7 +136,6 @@ TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokeniz
   auto train_file = open_file(train_prefix, "train_data");
   const json meta = read_metadata(train_prefix);
   check_vocabulary(*train_file, meta, train_prefix, tokenizer, vocab_size);
-  corpus.synthetic = meta.value("synthetic", false);
   if (meta.contains("special_ids")) {
     const json& s = meta["special_ids"];
     corpus.cls = s.value("cls", corpus.cls);

@@ -23,7 +23,6 @@ struct TokenSplit {
 
 struct TokenCorpus {
   TokenSplit train, eval;
-  bool synthetic = false;
   // BERT's special ids, from the dataset's PREFIX.json (wordpiece) or bert-base-uncased's.
   std::int32_t cls = 101, sep = 102, mask = 103, pad = 0;
 };
