@@ -4,20 +4,17 @@ default configs, random weights, bf16 autocast over fp32 weights, the cases' Ada
 gradient clipping, eager and torch.compile; peak device memory; optionally the CUDA kernels by
 time (where the time goes). Prints one JSON object per line."""
 import argparse
-import json
 import time
 
 import torch
 import transformers
 
+from pytorch_common import emit, kernel_table
+
 RECIPES = {  # the cases' _base.yaml
     "gpt2": dict(batch=16, length=1024, lr=6e-4, betas=(0.9, 0.95), wd=0.1, eps=1e-8),
     "bert": dict(batch=32, length=512, lr=2e-4, betas=(0.9, 0.999), wd=0.01, eps=1e-6),
 }
-
-
-def emit(**kv):
-    print(json.dumps(kv), flush=True)
 
 
 def build(case):
@@ -39,24 +36,6 @@ def batch(case, device):
     ids[masked] = 103  # [MASK]
     return dict(input_ids=ids.to(device), labels=labels.to(device),
                 attention_mask=torch.ones_like(ids).to(device))
-
-
-def kernel_table(case, mode, run, steps=5, top=15):
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            run()
-        torch.cuda.synchronize()
-    rows = [(e.key, e.device_time_total / steps / 1000, e.count // steps) for e in prof.key_averages()
-            if e.device_time_total > 0]
-    total = sum(r[1] for r in rows)
-    rows.sort(key=lambda r: -r[1])
-    lines = [f"| kernel ({case}, {mode}) | ms a step | calls a step | share |", "| --- | ---: | ---: | ---: |"]
-    for name, ms, calls in rows[:top]:
-        lines.append(f"| {name[:90]} | {ms:.2f} | {calls} | {ms / total:.1%} |")
-    lines.append(f"| all {len(rows)} kernels | {total:.2f} | | 100% |")
-    emit(figure="kernels", case=case, mode=mode, table="\n".join(lines), gpu_ms_per_step=total)
 
 
 def throughput(case, mode, steps, warmup, device, profile=False):
@@ -91,7 +70,7 @@ def throughput(case, mode, steps, warmup, device, profile=False):
     emit(figure="throughput", case=case, mode=mode, sequences_per_s=r["batch"] * steps / seconds,
          tokens_per_s=r["batch"] * r["length"] * steps / seconds, peak_mib=torch.cuda.max_memory_allocated() / 2**20)
     if profile:
-        kernel_table(case, mode, run)
+        kernel_table(case, mode, run, top=15)
     del model, opt
     torch.cuda.empty_cache()
 

@@ -9,12 +9,13 @@ pool image once (shuffled): loss, batch-norm statistics and gradients do not dep
 so the same images here in index order give the same first step.
 Prints one JSON object per line."""
 import argparse
-import json
 import time
 
 import torch
 import torch.nn.functional as F
 import torchvision
+
+from pytorch_common import emit, kernel_table
 
 RECIPES = {  # the cases' _base.yaml: optimizer, label smoothing, channels-last
     "resnet50": dict(tv="resnet50", opt="sgd", lr=0.1, wd=1e-4, smoothing=0.1, channels_last=True),
@@ -23,10 +24,6 @@ RECIPES = {  # the cases' _base.yaml: optimizer, label smoothing, channels-last
 }
 MEAN = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
 STD = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * 255
-
-
-def emit(**kv):
-    print(json.dumps(kv), flush=True)
 
 
 def build(case, dropout_off=False):
@@ -81,25 +78,6 @@ def parity(case, out, seed, device):
         loss.backward()
         norm = torch.stack([p.grad.float().norm() for p in m.parameters()]).norm()
         emit(figure="parity", case=case, precision=precision, loss=loss.item(), grad_norm=norm.item())
-
-
-def kernel_table(case, mode, run, steps=5, top=12):
-    """The CUDA kernels of `steps` steps by total time, as a markdown table (where the time goes)."""
-    from torch.profiler import ProfilerActivity, profile
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            run()
-        torch.cuda.synchronize()
-    rows = [(e.key, e.device_time_total / steps / 1000, e.count // steps) for e in prof.key_averages()
-            if e.device_time_total > 0]
-    total = sum(r[1] for r in rows)
-    rows.sort(key=lambda r: -r[1])
-    lines = [f"| kernel ({case}, {mode}) | ms a step | calls a step | share |", "| --- | ---: | ---: | ---: |"]
-    for name, ms, calls in rows[:top]:
-        lines.append(f"| {name[:90]} | {ms:.2f} | {calls} | {ms / total:.1%} |")
-    lines.append(f"| all {len(rows)} kernels | {total:.2f} | | 100% |")
-    emit(figure="kernels", case=case, mode=mode, table="\n".join(lines), gpu_ms_per_step=total)
 
 
 def throughput(case, mode, batch, steps, warmup, device, profile=False):

@@ -8,10 +8,9 @@
 
 #include <cmath>
 #include <filesystem>
-#include <sstream>
 
 #include "cli_util.h"
-#include "xpuperf/core/perflog.h"
+#include "perflog_util.h"
 
 namespace xpuperf {
 namespace {
@@ -19,31 +18,6 @@ namespace fs = std::filesystem;
 
 const std::string kDocs = "/usr/share/doc/linux-doc-6.1/Documentation";
 const std::string kVocab = std::string(XPUPERF_SOURCE_DIR) + "/.cache/vocab";
-
-std::vector<PerfLogEvent> events_of(const std::string& text) {
-  std::istringstream in(text);
-  return parse_perflog(in).events;
-}
-
-std::vector<double> step_losses(const std::vector<PerfLogEvent>& events) {
-  std::vector<double> losses;
-  for (const auto& e : events)
-    if (e.event == "STEP_END") losses.push_back(e.value["loss"].get<double>());
-  return losses;
-}
-
-double mean(const std::vector<double>& v, std::size_t from, std::size_t to) {
-  double sum = 0;
-  for (std::size_t i = from; i < to; ++i) sum += v[i];
-  return sum / static_cast<double>(to - from);
-}
-
-const nlohmann::json* last_event(const std::vector<PerfLogEvent>& events, const std::string& name) {
-  const nlohmann::json* found = nullptr;
-  for (const auto& e : events)
-    if (e.event == name) found = &e.value;
-  return found;
-}
 
 // Tiny sizes of both models, 40 steps, every step logged.
 const char* kGptSmoke =
@@ -111,15 +85,15 @@ TEST_F(LanguageCli, BothCasesTrainThroughRunOnKernelDocumentationWithTheLossFall
     const auto losses = step_losses(events);
     ASSERT_EQ(losses.size(), 40u) << model << ": " << log;
     EXPECT_LT(mean(losses, 30, 40), mean(losses, 0, 10) - 0.5) << model;
-    const auto* info = last_event(events, "SUBMIT_INFO");
+    const auto* info = event_value(events, "SUBMIT_INFO");
     ASSERT_TRUE(info) << model;
     const auto train_data = (*info)["train_data"].get<std::string>();
     EXPECT_TRUE(has(train_data, "linux-doc-" + std::string(model == "gpt2" ? "gpt2" : "bert"))) << train_data;
     EXPECT_TRUE(has(train_data, model == "gpt2" ? "tokenised with gpt2" : "tokenised with wordpiece")) << train_data;
     EXPECT_TRUE(has((*info)["eval_data"].get<std::string>(), "held-out documents")) << info->dump();
-    const auto* eval = last_event(events, "EVALUATE");
+    const auto* eval = event_value(events, "EVALUATE");
     ASSERT_TRUE(eval) << model;
-    const auto* finished = last_event(events, "FINISHED");
+    const auto* finished = event_value(events, "FINISHED");
     ASSERT_TRUE(finished) << model;
     EXPECT_EQ((*finished)["global_steps"], 40);
     const int length = model == "gpt2" ? 32 : 64;

@@ -8,40 +8,15 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "cli_util.h"
-#include "xpuperf/core/perflog.h"
+#include "perflog_util.h"
 
 namespace xpuperf {
 namespace {
 namespace fs = std::filesystem;
 
 const char* kFashion = "/usr/share/datasets/fashion-mnist";
-
-std::vector<PerfLogEvent> events_of(const std::string& text) {
-  std::istringstream in(text);
-  return parse_perflog(in).events;
-}
-
-std::vector<double> step_losses(const std::vector<PerfLogEvent>& events) {
-  std::vector<double> losses;
-  for (const auto& e : events)
-    if (e.event == "STEP_END") losses.push_back(e.value["loss"].get<double>());
-  return losses;
-}
-
-double mean(const std::vector<double>& v, std::size_t from, std::size_t to) {
-  double sum = 0;
-  for (std::size_t i = from; i < to; ++i) sum += v[i];
-  return sum / static_cast<double>(to - from);
-}
-
-const nlohmann::json* event_value(const std::vector<PerfLogEvent>& events, const std::string& name) {
-  for (const auto& e : events)
-    if (e.event == name) return &e.value;
-  return nullptr;
-}
 
 class VisionCli : public ::testing::Test {
  protected:

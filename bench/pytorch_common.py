@@ -1,0 +1,28 @@
+"""What the PyTorch sides of the bench/ scripts share: one JSON object a line, and the CUDA
+kernels of a few steps by time (where the time goes)."""
+import json
+
+import torch
+
+
+def emit(**kv):
+    print(json.dumps(kv), flush=True)
+
+
+def kernel_table(case, mode, run, steps=5, top=12):
+    """The CUDA kernels of `steps` steps by total time, as a markdown table (where the time goes)."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            run()
+        torch.cuda.synchronize()
+    rows = [(e.key, e.device_time_total / steps / 1000, e.count // steps) for e in prof.key_averages()
+            if e.device_time_total > 0]
+    total = sum(r[1] for r in rows)
+    rows.sort(key=lambda r: -r[1])
+    lines = [f"| kernel ({case}, {mode}) | ms a step | calls a step | share |", "| --- | ---: | ---: | ---: |"]
+    for name, ms, calls in rows[:top]:
+        lines.append(f"| {name[:90]} | {ms:.2f} | {calls} | {ms / total:.1%} |")
+    lines.append(f"| all {len(rows)} kernels | {total:.2f} | | 100% |")
+    emit(figure="kernels", case=case, mode=mode, table="\n".join(lines), gpu_ms_per_step=total)
