@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The lenet5 case README's results table: trains LeNet-5 to its target with `xpuperf train` for
 # each configuration given and prints one Markdown row each.
-# Usage: bench/lenet5_results.sh VENDOR HARDWARE NPROC[:mixed_precision] ...
+# Usage: bench/lenet5_results.sh VENDOR HARDWARE NPROC[:precision] ...
 #   e.g. bench/lenet5_results.sh cpu CPU 1 2      bench/lenet5_results.sh nvidia H200 1 1:bf16 2
 set -euo pipefail
 vendor=$1 hardware=$2
@@ -15,7 +15,7 @@ for spec in "$@"; do
   mp=off
   [[ $spec == *:* ]] && mp=${spec#*:}
   finished=$(timeout "${RUN_TIMEOUT:-3600}" "$xpuperf" train --case lenet5 --vendor "$vendor" --hardware "$hardware" --nproc "$nproc" \
-    --data-dir "$data" --set mixed_precision="$mp" 2>/dev/null | grep -a '"event":"FINISHED"' | sed 's/^.*\[PerfLog\] //') || true
+    --data-dir "$data" --set precision="$mp" 2>/dev/null | grep -a '"event":"FINISHED"' | sed 's/^.*\[PerfLog\] //') || true
   if [[ -z $finished ]]; then
     printf '| %sx1x%s | %s | failed (no FINISHED) | | | | | |\n' "$hardware" "$nproc" "$mp"
     continue

@@ -71,7 +71,7 @@ IFS=, read -ra list <<< "$cases"
         cuda_graphs=true
     fi
     if [[ ,${VARIANTS:-}, == *,$c,* ]]; then
-      for v in channels_last=false cudnn_benchmark=false fused_optimizer=off mixed_precision=off; do
+      for v in channels_last=false cudnn_benchmark=false fused_optimizer=off precision=fp32; do
         ours "$c" "without_${v%%=*}" synthetic_data=true max_steps=$((steps / 2)) log_freq=10 \
           synthetic_eval_samples=500 "$v"
       done
@@ -83,10 +83,10 @@ IFS=, read -ra list <<< "$cases"
         jpeg_decoder=nvjpeg
     fi
     ours "$c" parity_fp32 synthetic_data=true synthetic_train_samples=64 train_batch_size=64 max_steps=1 log_freq=1 \
-      synthetic_eval_samples=64 eval_batch_size=64 "init_checkpoint=$work/${c}_init.pt" mixed_precision=off \
+      synthetic_eval_samples=64 eval_batch_size=64 "init_checkpoint=$work/${c}_init.pt" precision=fp32 \
       cudnn_benchmark=false "${nodrop[@]}"
     ours "$c" parity_bf16 synthetic_data=true synthetic_train_samples=64 train_batch_size=64 max_steps=1 log_freq=1 \
-      synthetic_eval_samples=64 eval_batch_size=64 "init_checkpoint=$work/${c}_init.pt" mixed_precision=bf16 \
+      synthetic_eval_samples=64 eval_batch_size=64 "init_checkpoint=$work/${c}_init.pt" precision=bf16 \
       cudnn_benchmark=false "${nodrop[@]}"
   done
 } > "$work/ours.jsonl"

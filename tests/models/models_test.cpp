@@ -350,7 +350,7 @@ void expect_same_first_step(torch::nn::Module& model, const std::string& dir, co
     torch::Tensor loss, logits;
     {
       train::AutocastScope autocast(torch::Device(torch::kCUDA, 0),
-                                    precision == "bf16" ? train::MixedPrecision::BF16 : train::MixedPrecision::Off);
+                                    precision == "bf16" ? train::Precision::BF16 : train::Precision::FP32);
       std::tie(loss, logits) = step();
     }
     loss.backward();

@@ -65,16 +65,16 @@ TEST(LossScaler, UnscalesAndGrowsAfterGoodSteps) {
 TEST(Autocast, ScopesBf16OnTheCpuAndRestores) {
   auto a = torch::randn({4, 4});
   {
-    AutocastScope scope(torch::kCPU, MixedPrecision::BF16);
+    AutocastScope scope(torch::kCPU, Precision::BF16);
     EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kBFloat16);
     {
-      AutocastScope off(torch::kCPU, MixedPrecision::Off);  // "off" leaves the outer scope alone
+      AutocastScope off(torch::kCPU, Precision::FP32);  // "off" leaves the outer scope alone
       EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kBFloat16);
     }
   }
   EXPECT_EQ(torch::mm(a, a).scalar_type(), torch::kFloat);
-  EXPECT_THROW(parse_mixed_precision("fp8"), std::invalid_argument);
-  EXPECT_EQ(parse_mixed_precision("fp16"), MixedPrecision::FP16);
+  EXPECT_THROW(parse_precision("fp8"), std::invalid_argument);
+  EXPECT_EQ(parse_precision("fp16"), Precision::FP16);
 }
 
 TEST(Buckets, GroupInReverseOrderUpToTheSizeAndByDtype) {

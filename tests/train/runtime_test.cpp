@@ -125,10 +125,10 @@ TEST(Runtime, NeedsAStopCondition) {
 
 TEST(Runtime, BadParametersNameTheirSource) {
   try {
-    train_toy("mixed_precision: fp8\n");
+    train_toy("precision: fp8\n");
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("test:1: 'mixed_precision' must be off, bf16 or fp16"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("test:1: 'precision' must be fp32, tf32, bf16 or fp16"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(train_toy("train_batch_size: 0\n"), ConfigError);
@@ -137,9 +137,9 @@ TEST(Runtime, BadParametersNameTheirSource) {
 }
 
 TEST(Runtime, Bf16AutocastTrainsOnTheCpu) {
-  const ToyRun run = train_toy("mixed_precision: bf16\ntarget_value: 0.85\nmax_epochs: 30\n");
+  const ToyRun run = train_toy("precision: bf16\ntarget_value: 0.85\nmax_epochs: 30\n");
   EXPECT_TRUE(*run.outcome.finished.converged);
-  EXPECT_EQ(run.all("SUBMIT_INFO")[0]->value["mixed_precision"], "bf16");
+  EXPECT_EQ(run.all("SUBMIT_INFO")[0]->value["precision"], "bf16");
 }
 
 TEST(Runtime, SavesAndLoadsCheckpoints) {

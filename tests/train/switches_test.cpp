@@ -90,7 +90,7 @@ TEST(Switches, CudnnBenchmarkIsHarmlessWithoutCuda) {
 
 TEST(Switches, Bf16AutocastStaysWithinBf16Precision) {
   // bfloat16 keeps 8 bits of mantissa: a relative 2^-8 per operation; a few percent over six steps.
-  expect_close(losses("mixed_precision: bf16\n"), losses("mixed_precision: off\n"), 0.03);
+  expect_close(losses("precision: bf16\n"), losses("precision: fp32\n"), 0.03);
 }
 
 TEST(Switches, OnCudaTheFusedStepAndTheLayoutSwitchesKeepTheLoss) {
@@ -106,9 +106,9 @@ TEST(Switches, OnCudaTheFusedStepAndTheLayoutSwitchesKeepTheLoss) {
   // cuDNN picks other algorithms for NHWC and when timing them, with TF32 in its convolutions
   // (LibTorch's default): equal to about 1e-3.
   expect_close(losses(cuda + "channels_last: true\ncudnn_benchmark: true\n"), losses(cuda), 5e-3);
-  expect_close(losses(cuda + "mixed_precision: bf16\n"), losses(cuda), 0.03);
+  expect_close(losses(cuda + "precision: bf16\n"), losses(cuda), 0.03);
   // Three eager steps, the capture, then replays: the same kernels, the same losses.
-  expect_close(losses(cuda + "cuda_graphs: true\nmixed_precision: bf16\n"), losses(cuda + "mixed_precision: bf16\n"),
+  expect_close(losses(cuda + "cuda_graphs: true\nprecision: bf16\n"), losses(cuda + "precision: bf16\n"),
                1e-4);
 }
 

@@ -1,4 +1,5 @@
 #include "xpuperf/core/training_config.h"
+#include "xpuperf/core/training_switches.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -211,6 +212,7 @@ std::optional<Config> load_training_config(const Repo& repo, const TrainingConfi
   layers.command_line = request.sets;
   Config merged = merge_training_layers(layers, diags);
   merged.set_origin("config of " + key.str());
+  if (diags.error_count() == errors_before) check_training_switches(merged, key.world_size(), diags);
   if (diags.error_count() != errors_before) return std::nullopt;
   return merged;
 }

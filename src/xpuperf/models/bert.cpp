@@ -106,7 +106,14 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tens
   auto x = embeddings(ids, types);
   // (batch, 1, 1, tokens): a padded key takes part in no query's attention.
   const auto mask = keep.defined() ? keep.to(torch::kBool).view({keep.size(0), 1, 1, keep.size(1)}) : keep;
-  for (const auto& l : *encoder->layer) x = l->as<BertLayer>()->forward(x, mask);
+  return encoder->forward(x, mask);
+}
+
+torch::Tensor BertEncoderImpl::forward(torch::Tensor x, const torch::Tensor& mask) {
+  for (const auto& l : *layer) {
+    BertLayerImpl* block = l->as<BertLayer>();
+    x = run_block([block, mask](const torch::Tensor& t) { return block->forward(t, mask); }, x);
+  }
   return x;
 }
 

@@ -12,6 +12,8 @@
 #include <map>
 #include <string>
 
+#include "xpuperf/train/activation_checkpoint.h"
+
 namespace xpuperf::models {
 
 struct BertConfig {
@@ -76,8 +78,10 @@ struct BertEmbeddingsImpl : torch::nn::Module {
 };
 TORCH_MODULE(BertEmbeddings);
 
-struct BertEncoderImpl : torch::nn::Module {
+struct BertEncoderImpl : torch::nn::Module, train::CheckpointableBlocks {
   explicit BertEncoderImpl(const BertConfig& c);
+  // Every layer over x; mask as BertLayer takes it.
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& mask);
   torch::nn::ModuleList layer{nullptr};
 };
 TORCH_MODULE(BertEncoder);

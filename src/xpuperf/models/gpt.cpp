@@ -84,7 +84,10 @@ torch::Tensor GptModelImpl::forward(const torch::Tensor& ids) {
               " positions");
   const auto positions = torch::arange(ids.size(1), ids.options());
   auto x = drop(wte(ids) + wpe(positions));
-  for (const auto& block : *h) x = block->as<GptBlock>()->forward(x);
+  for (const auto& block : *h) {
+    GptBlockImpl* b = block->as<GptBlock>();
+    x = run_block([b](const torch::Tensor& t) { return b->forward(t); }, x);
+  }
   return ln_f(x);
 }
 

@@ -13,6 +13,8 @@
 #include <map>
 #include <string>
 
+#include "xpuperf/train/activation_checkpoint.h"
+
 namespace xpuperf::models {
 
 struct GptConfig {
@@ -61,7 +63,7 @@ struct GptBlockImpl : torch::nn::Module {
 TORCH_MODULE(GptBlock);
 
 // transformer.{wte, wpe, h.<i>, ln_f}
-struct GptModelImpl : torch::nn::Module {
+struct GptModelImpl : torch::nn::Module, train::CheckpointableBlocks {
   explicit GptModelImpl(const GptConfig& c);
   torch::Tensor forward(const torch::Tensor& ids);  // (batch, tokens) -> hidden states
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};

@@ -61,7 +61,12 @@ EncoderImpl::EncoderImpl(const ViTConfig& c) {
 }
 
 torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens) {
-  return ln(layers->forward(dropout(tokens + pos_embedding)));
+  auto x = dropout(tokens + pos_embedding);
+  for (const auto& layer : *layers) {
+    EncoderBlockImpl* block = layer.get<EncoderBlock>().get();
+    x = run_block([block](const torch::Tensor& t) { return block->forward(t); }, x);
+  }
+  return ln(x);
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const ViTConfig& c) : config(c) {

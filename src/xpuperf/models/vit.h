@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "xpuperf/train/activation_checkpoint.h"
+
 namespace xpuperf::models {
 
 struct ViTConfig {
@@ -46,7 +48,7 @@ struct EncoderBlockImpl : torch::nn::Module {
 TORCH_MODULE(EncoderBlock);
 
 // encoder.pos_embedding, encoder.layers.encoder_layer_<i>, encoder.ln
-struct EncoderImpl : torch::nn::Module {
+struct EncoderImpl : torch::nn::Module, train::CheckpointableBlocks {
   explicit EncoderImpl(const ViTConfig& c);
   torch::Tensor forward(const torch::Tensor& tokens);
 

@@ -255,6 +255,8 @@ struct Distributed::Reducer {
   std::vector<c10::intrusive_ptr<c10d::Work>> work;  // per bucket, this step
   std::size_t next_launch = 0;                       // buckets start strictly in order
   bool enabled = true;
+  bool reducing = true;     // false for the micro-batches whose gradients only accumulate
+  bool accumulated = false;  // .grad holds earlier micro-batches' sums, to send with this one's
   bool arrived_twice = false;
   std::mutex mutex;  // hooks may run on autograd's device threads
 
@@ -294,7 +296,7 @@ void Distributed::attach_gradient_hooks(const std::vector<torch::Tensor>& params
       auto reducer = weak.lock();
       if (!reducer) return;
       std::lock_guard<std::mutex> lock(reducer->mutex);
-      if (!reducer->enabled) return;
+      if (!reducer->enabled || !reducer->reducing) return;
       if (reducer->arrived[k]) {
         reducer->arrived_twice = true;
         return;
@@ -303,7 +305,13 @@ void Distributed::attach_gradient_hooks(const std::vector<torch::Tensor>& params
       const std::size_t b = reducer->bucket_of[k];
       const std::int64_t offset = reducer->offset_of[k];
       torch::NoGradGuard no_grad;
-      reducer->flats[b].slice(0, offset, offset + grad.numel()).copy_(grad.reshape(-1));
+      auto slot = reducer->flats[b].slice(0, offset, offset + grad.numel());
+      // The hook sees this backward's gradient; .grad still holds the earlier micro-batches'.
+      const auto& earlier = reducer->params[k].grad();
+      if (reducer->accumulated && earlier.defined())
+        torch::add_out(slot, grad.reshape(-1), earlier.reshape(-1));
+      else
+        slot.copy_(grad.reshape(-1));
       if (--reducer->missing[b] == 0) reducer->launch_ready(*collectives);
     });
   }
@@ -314,10 +322,13 @@ bool Distributed::overlapping() const {
   return reducer_ && reducer_->enabled;
 }
 
-void Distributed::begin_step() {
+void Distributed::begin_step(bool reduce) {
   if (!overlapping()) return;
   std::lock_guard<std::mutex> lock(reducer_->mutex);
   Reducer& r = *reducer_;
+  r.accumulated = r.reducing ? false : true;  // the micro-batch before this one only accumulated
+  r.reducing = reduce;
+  if (!reduce) return;
   std::fill(r.arrived.begin(), r.arrived.end(), 0);
   for (std::size_t b = 0; b < r.buckets.size(); ++b) {
     r.missing[b] = static_cast<int>(r.buckets[b].size());
@@ -367,6 +378,34 @@ void Distributed::finish_step(const std::vector<torch::Tensor>& params) {
     }
   }
   last_buckets_ = static_cast<int>(r.buckets.size());
+}
+
+std::function<void()> Distributed::start_reduce_scatter_sum(torch::Tensor out, torch::Tensor in) {
+  if (!collectives_) {
+    out.copy_(in);
+    return [] {};
+  }
+  if (backend_ == "nccl") {
+    auto work = collectives_->reduce_scatter(out, in);
+    return [work] { work->wait(); };
+  }
+  std::vector<at::Tensor> t{in};
+  auto work = collectives_->allreduce(t, c10d::ReduceOp::SUM);
+  const std::int64_t share = out.numel();
+  const int rank = env_.rank;
+  return [work, out, in, share, rank]() mutable {
+    work->wait();
+    out.copy_(in.narrow(0, rank * share, share));
+  };
+}
+
+std::function<void()> Distributed::start_all_gather(torch::Tensor out, torch::Tensor in) {
+  if (!collectives_) {
+    out.copy_(in);
+    return [] {};
+  }
+  auto work = collectives_->all_gather(out, in);
+  return [work] { work->wait(); };
 }
 
 void Distributed::all_reduce_sum(torch::Tensor& tensor) {

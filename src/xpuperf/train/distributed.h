@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,7 +54,9 @@ class Distributed {
   // backward passes, cannot be reduced early: that step is redone with average_gradients and
   // overlap is turned off for the rest of the run.
   void attach_gradient_hooks(const std::vector<torch::Tensor>& params);
-  void begin_step();
+  // With gradient accumulation, every micro-batch but the last runs with `reduce` false: its
+  // gradients only accumulate in .grad; the last one's hooks send the accumulated sums.
+  void begin_step(bool reduce = true);
   // Leaves the averaged gradients in params' .grad (through average_gradients when no hooks
   // are attached or overlap was turned off).
   void finish_step(const std::vector<torch::Tensor>& params);
@@ -70,6 +73,14 @@ class Distributed {
   void reduce_scatter_sum(torch::Tensor& out, torch::Tensor& in);
   // Chunk j of `in` goes to rank j; chunk j of `out` comes from rank j.
   void all_to_all(torch::Tensor& out, torch::Tensor& in);
+
+  // Started collectives, for ZeRO: each returns a call that waits for it. `in` may be used as
+  // scratch and must stay alive until then; the caller keeps `out` and `in` alive.
+  // out = this rank's share of the sum over ranks of `in` (NCCL's reduce-scatter; Gloo, which may
+  // lack one, all-reduces `in` and copies the share).
+  std::function<void()> start_reduce_scatter_sum(torch::Tensor out, torch::Tensor in);
+  // out = every rank's `in` in rank order.
+  std::function<void()> start_all_gather(torch::Tensor out, torch::Tensor in);
 
   // How many buckets the last average_gradients used (for tests and logs).
   int last_bucket_count() const { return last_buckets_; }

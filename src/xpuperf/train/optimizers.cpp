@@ -34,10 +34,9 @@ struct Groups {
 
 Groups split_params(const Config& cfg, torch::nn::Module& model) {
   Groups g;
-  const bool skip_1d = cfg.get_bool("weight_decay_skip_1d", false);
   for (const auto& p : model.parameters()) {
     if (!p.requires_grad()) continue;
-    (skip_1d && p.dim() <= 1 ? g.no_decay : g.decay).push_back(p);
+    (takes_weight_decay(cfg, p) ? g.decay : g.no_decay).push_back(p);
   }
   return g;
 }
@@ -234,9 +233,19 @@ const char* optimizer_impl_name(OptimizerImpl impl) {
   return "off";
 }
 
+bool takes_weight_decay(const Config& cfg, const torch::Tensor& param) {
+  return !(cfg.get_bool("weight_decay_skip_1d", false) && param.dim() <= 1);
+}
+
 std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, torch::nn::Module& model, OptimizerImpl impl) {
-  const Hyper h = read_hyper(cfg);
   const Groups groups = split_params(cfg, model);
+  return make_optimizer(cfg, groups.decay, groups.no_decay, impl);
+}
+
+std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> with_decay,
+                                              std::vector<torch::Tensor> without_decay, OptimizerImpl impl) {
+  const Hyper h = read_hyper(cfg);
+  const Groups groups{std::move(with_decay), std::move(without_decay)};
   if (impl == OptimizerImpl::Reference) return std::make_unique<ReferenceOptimizer>(h, groups);
   return std::make_unique<MultiTensorOptimizer>(h, groups, impl == OptimizerImpl::Fused);
 }

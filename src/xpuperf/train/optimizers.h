@@ -34,6 +34,11 @@ class StepOptimizer {
 // betas, eps). `weight_decay_skip_1d: true` leaves biases and normalisation weights (the
 // parameters of one dimension) out of weight decay, as the ResNet-50 v1.5 and ViT recipes do.
 std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, torch::nn::Module& model, OptimizerImpl impl);
+// The same over given tensors (ZeRO's shares), already split by weight decay.
+std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> with_decay,
+                                              std::vector<torch::Tensor> without_decay, OptimizerImpl impl);
+// Whether the config gives `param` weight decay (weight_decay_skip_1d leaves 1-D ones out).
+bool takes_weight_decay(const Config& cfg, const torch::Tensor& param);
 
 // The gradients' global L2 norm, as a device tensor (no synchronisation).
 torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params);

@@ -6,34 +6,46 @@
 
 namespace xpuperf::train {
 
-MixedPrecision parse_mixed_precision(const std::string& text) {
-  if (text == "off" || text == "false" || text == "fp32") return MixedPrecision::Off;
-  if (text == "bf16") return MixedPrecision::BF16;
-  if (text == "fp16") return MixedPrecision::FP16;
-  throw std::invalid_argument("'mixed_precision' must be off, bf16 or fp16, got '" + text + "'");
+Precision parse_precision(const std::string& text) {
+  if (text == "fp32") return Precision::FP32;
+  if (text == "tf32") return Precision::TF32;
+  if (text == "bf16") return Precision::BF16;
+  if (text == "fp16") return Precision::FP16;
+  throw std::invalid_argument("'precision' must be fp32, tf32, bf16 or fp16, got '" + text + "'");
 }
 
-const char* mixed_precision_name(MixedPrecision mp) {
-  switch (mp) {
-    case MixedPrecision::Off:
-      return "off";
-    case MixedPrecision::BF16:
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::FP32:
+      return "fp32";
+    case Precision::TF32:
+      return "tf32";
+    case Precision::BF16:
       return "bf16";
-    case MixedPrecision::FP16:
+    case Precision::FP16:
       return "fp16";
   }
-  return "off";
+  return "fp32";
 }
 
-AutocastScope::AutocastScope(torch::Device device, MixedPrecision mp) : device_(device.type()) {
-  if (mp == MixedPrecision::Off) return;
-  if (device_ == c10::DeviceType::CPU && mp == MixedPrecision::FP16 && !compat::cpu_autocast_supports_fp16())
+void apply_tf32_setting(Precision p) {
+  auto& context = at::globalContext();
+  if (p == Precision::FP32 || p == Precision::TF32) {
+    const bool on = p == Precision::TF32;
+    context.setAllowTF32CuBLAS(on);
+    context.setAllowTF32CuDNN(on);
+  }
+}
+
+AutocastScope::AutocastScope(torch::Device device, Precision precision) : device_(device.type()) {
+  if (!autocasts(precision)) return;
+  if (device_ == c10::DeviceType::CPU && precision == Precision::FP16 && !compat::cpu_autocast_supports_fp16())
     throw std::invalid_argument("fp16 autocast needs a CUDA device with this LibTorch; use bf16 on the CPU");
   active_ = true;
   previous_enabled_ = compat::autocast_enabled(device_);
   previous_dtype_ = compat::autocast_dtype(device_);
   compat::set_autocast_enabled(device_, true);
-  compat::set_autocast_dtype(device_, mp == MixedPrecision::BF16 ? at::kBFloat16 : at::kHalf);
+  compat::set_autocast_dtype(device_, precision == Precision::BF16 ? at::kBFloat16 : at::kHalf);
   at::autocast::increment_nesting();
 }
 
@@ -47,15 +59,18 @@ AutocastScope::~AutocastScope() {
 
 LossScaler::LossScaler(Options options) : options_(options), scale_(options.init_scale) {}
 
-bool LossScaler::unscale_and_check(const std::vector<torch::Tensor>& params) {
+bool LossScaler::unscale_and_check(const std::vector<torch::Tensor>& params,
+                                   const std::function<void(torch::Tensor&)>& reduce_max) {
   std::vector<torch::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return false;
-  const auto device = grads[0].device();
+  if (grads.empty() && !reduce_max) return false;
+  const auto device = grads.empty() ? torch::Device(torch::kCPU) : grads[0].device();
   auto found_inf = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat).device(device));
   const auto inv_scale = torch::full({1}, 1.0 / scale_, torch::TensorOptions().dtype(torch::kFloat).device(device));
-  if (compat::has_fused_unscale(device.type())) {
+  if (grads.empty()) {
+    // nothing of this rank's to check
+  } else if (compat::has_fused_unscale(device.type())) {
     at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
   } else {
     for (auto& g : grads) {
@@ -63,6 +78,7 @@ bool LossScaler::unscale_and_check(const std::vector<torch::Tensor>& params) {
       g.mul_(inv_scale.to(g.dtype()));
     }
   }
+  if (reduce_max) reduce_max(found_inf);
   return found_inf.item<float>() != 0.0f;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Mixed precision: autocast scopes and a dynamic loss scaler for fp16 (there is no GradScaler
-// in the C++ API).
+// Numeric precision of training (`precision`): fp32 with TF32 off, tf32, and the mixed precisions
+// bf16 and fp16 as autocast scopes, fp16 with a dynamic loss scaler (there is no GradScaler in the
+// C++ API).
 
 #include <torch/torch.h>
 
@@ -9,17 +10,26 @@
 
 namespace xpuperf::train {
 
-enum class MixedPrecision { Off, BF16, FP16 };
+#include <functional>
 
-// "off", "bf16", "fp16"; throws std::invalid_argument for anything else.
-MixedPrecision parse_mixed_precision(const std::string& text);
-const char* mixed_precision_name(MixedPrecision mp);
+enum class Precision { FP32, TF32, BF16, FP16 };
+
+// "fp32", "tf32", "bf16", "fp16"; throws std::invalid_argument for anything else.
+Precision parse_precision(const std::string& text);
+const char* precision_name(Precision p);
+// Whether the precision runs the forward pass under autocast (bf16, fp16).
+inline bool autocasts(Precision p) {
+  return p == Precision::BF16 || p == Precision::FP16;
+}
+// Sets the process's TF32 switches for cuBLAS matmuls and cuDNN convolutions: on for tf32, off for
+// fp32 (so that fp32 means fp32 on Ampere and later), LibTorch's defaults for bf16 and fp16.
+void apply_tf32_setting(Precision p);
 
 // Autocast on `device` while alive, like Python's `with torch.autocast(...)`; restores the
 // previous state and clears the cast cache when the outermost scope ends.
 class AutocastScope {
  public:
-  AutocastScope(torch::Device device, MixedPrecision mp);
+  AutocastScope(torch::Device device, Precision precision);
   ~AutocastScope();
   AutocastScope(const AutocastScope&) = delete;
   AutocastScope& operator=(const AutocastScope&) = delete;
@@ -46,8 +56,10 @@ class LossScaler {
   explicit LossScaler(Options options);
 
   torch::Tensor scale(const torch::Tensor& loss) const { return loss * scale_; }
-  // Divides every gradient by the scale in place; true when any was inf or nan.
-  bool unscale_and_check(const std::vector<torch::Tensor>& params);
+  // Divides every gradient by the scale in place; true when any was inf or nan. When each rank
+  // holds only a share of the gradients (ZeRO), `reduce_max` takes the flag's maximum over ranks.
+  bool unscale_and_check(const std::vector<torch::Tensor>& params,
+                         const std::function<void(torch::Tensor&)>& reduce_max = {});
   // Adjusts the scale after a step; returns whether the optimizer step should run.
   bool update(bool found_inf);
 

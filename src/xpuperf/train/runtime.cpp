@@ -9,12 +9,15 @@
 #endif
 
 #include "xpuperf/core/log.h"
+#include "xpuperf/core/training_switches.h"
 #include "xpuperf/data/shard_sampler.h"
+#include "xpuperf/train/activation_checkpoint.h"
 #include "xpuperf/train/distributed.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
 #include "xpuperf/train/step_graph.h"
 #include "xpuperf/train/weights.h"
+#include "xpuperf/train/zero.h"
 
 namespace xpuperf::train {
 namespace fs = std::filesystem;
@@ -101,7 +104,7 @@ void to_device(Batch& batch, const torch::Device& device, bool channels_last) {
 
 // Evaluates on this rank's share of the eval set and sums the metrics over ranks.
 std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model, Dataset& eval_set,
-                                       std::int64_t batch_size, const torch::Device& device, MixedPrecision mp,
+                                       std::int64_t batch_size, const torch::Device& device, Precision precision,
                                        bool channels_last, Distributed& dist) {
   model.eval();
   torch::NoGradGuard no_grad;
@@ -114,7 +117,7 @@ std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model
   MetricSums sums;
   while (auto batch = eval_set.next_batch()) {
     to_device(*batch, device, channels_last);
-    AutocastScope autocast(device, mp);
+    AutocastScope autocast(device, precision);
     c.evaluate(*batch, sums);
   }
   // Every rank must send the same metric names, whatever its share held.
@@ -192,12 +195,27 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     throw ConfigError(cfg.at("target_mode").source.str() + ": 'target_mode' must be max or min");
   if (max_epochs == 0 && max_steps == 0 && max_samples == 0 && time_budget <= 0)
     throw ConfigError("no stop condition: set max_epochs, max_steps, max_samples_termination or time_budget");
-  MixedPrecision mp;
+  Precision precision;
   try {
-    mp = parse_mixed_precision(cfg.get_string("mixed_precision", "off"));
+    precision = parse_precision(cfg.get_string("precision", "fp32"));
   } catch (const std::invalid_argument& e) {
-    throw ConfigError(cfg.at("mixed_precision").source.str() + ": " + e.what());
+    throw ConfigError(cfg.at("precision").source.str() + ": " + e.what());
   }
+  const bool checkpoint_activations = cfg.get_bool("activation_checkpointing", false);
+  const std::int64_t zero_stage = non_negative(cfg, "zero_stage", 0);
+  if (zero_stage > 2)
+    throw ConfigError(cfg.at("zero_stage").source.str() +
+                      ": 'zero_stage' must be 0, 1 or 2 (stage 3, sharded parameters, is not implemented yet)");
+  // Gradient accumulation: each step takes `accumulation` micro-batches of train_batch_size a rank.
+  const std::int64_t global_batch = non_negative(cfg, "global_batch_size", 0);
+  const std::int64_t micro_batches_per_step = train_batch * info.env.world_size;
+  if (global_batch > 0 && global_batch % micro_batches_per_step != 0)
+    throw ConfigError(cfg.at("global_batch_size").source.str() + ": 'global_batch_size' " +
+                      std::to_string(global_batch) + " is not a multiple of train_batch_size × ranks = " +
+                      std::to_string(train_batch) + " × " + std::to_string(info.env.world_size));
+  const std::int64_t accumulation = global_batch > 0 ? global_batch / micro_batches_per_step : 1;
+  const bool record_loss_curve = cfg.get_bool("record_loss_curve", false);
+  const std::int64_t timing_skip_steps = non_negative(cfg, "timing_skip_steps", 0);
   const std::int64_t seed = cfg.get_int("seed", 1234);
   const std::int64_t warmup_epochs = non_negative(cfg, "warmup_epochs", 0);
   const double lr_gamma = cfg.get_number("lr_gamma", 1.0);
@@ -208,6 +226,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
 
   const torch::Device device = choose_device(cfg.get_string("device", "auto"), info.env.local_rank);
   const OptimizerImpl optimizer_impl = parse_optimizer_impl(cfg, device);
+  apply_tf32_setting(precision);
   // Lets cuDNN time its convolution algorithms on the first batch of each shape and keep the fastest.
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(cudnn_benchmark);
   if (device.is_cuda()) torch::cuda::manual_seed_all(static_cast<std::uint64_t>(seed));
@@ -246,25 +265,42 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     for (auto& p : model->parameters())
       if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
   }
+  if (checkpoint_activations && set_activation_checkpointing(*model, true) == 0)
+    throw ConfigError(cfg.at("activation_checkpointing").source.str() + ": activation_checkpointing: the model of " +
+                      info.case_name + " has no blocks to checkpoint; set activation_checkpointing: false");
   std::vector<torch::Tensor> params = model->parameters();
   dist->broadcast_parameters(params);
-  if (cfg.get_bool("overlap_grad_reduce", true)) dist->attach_gradient_hooks(params);
-  auto optimizer = make_optimizer(cfg, *model, optimizer_impl);
+  std::unique_ptr<ZeroSharding> zero;
+  std::unique_ptr<StepOptimizer> optimizer;
+  if (zero_stage > 0) {
+    std::vector<torch::Tensor> trained;
+    std::vector<bool> decays;
+    for (const auto& p : params) {
+      if (!p.requires_grad()) continue;
+      trained.push_back(p);
+      decays.push_back(takes_weight_decay(cfg, p));
+    }
+    zero = std::make_unique<ZeroSharding>(*dist, trained, decays, static_cast<int>(zero_stage),
+                                          dist_options.bucket_bytes);
+    optimizer = make_optimizer(cfg, zero->shares_with_decay(), zero->shares_without_decay(), optimizer_impl);
+  } else {
+    if (cfg.get_bool("overlap_grad_reduce", true)) dist->attach_gradient_hooks(params);
+    optimizer = make_optimizer(cfg, *model, optimizer_impl);
+  }
   std::unique_ptr<LossScaler> scaler;
-  if (mp == MixedPrecision::FP16) scaler = std::make_unique<LossScaler>();
+  if (precision == Precision::FP16) scaler = std::make_unique<LossScaler>();
   std::unique_ptr<StepGraph> step_graph;
   if (cuda_graphs) {
     const std::string where = cfg.at("cuda_graphs").source.str() + ": cuda_graphs: ";
     if (!device.is_cuda() || !StepGraph::available())
       throw ConfigError(where + "CUDA graphs need a CUDA device and a LibTorch built with CUDA (this run is on " +
                         device.str() + "); set cuda_graphs: false");
-    if (info.env.world_size > 1)
-      throw ConfigError(where + "not yet with data parallelism (the gradient all-reduce is outside the graph); " +
-                        "run one rank or set cuda_graphs: false");
-    if (scaler)
-      throw ConfigError(where + "fp16's loss scaler decides on the host every step; use bf16 or cuda_graphs: false");
+    if (const std::string why = cuda_graphs_conflict(cfg, info.env.world_size); !why.empty())
+      throw ConfigError(where + why);
     step_graph = std::make_unique<StepGraph>(device, params);
   }
+  // What the optimizer steps and clipping scales: the parameters, or this rank's ZeRO shares.
+  const std::vector<torch::Tensor> stepped = zero ? zero->all_shares() : params;
 
   EpochPlan train_plan;
   train_plan.batch_size = train_batch;
@@ -273,11 +309,12 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   train_plan.world_size = info.env.world_size;
   train_plan.seed = static_cast<std::uint64_t>(seed);
   const std::int64_t tokens_per_sample = c.tokens_per_sample();
-  const std::int64_t steps_per_epoch = data.train->batches_in_epoch(train_plan);
+  const std::int64_t batches_per_epoch = data.train->batches_in_epoch(train_plan);
+  const std::int64_t steps_per_epoch = batches_per_epoch / accumulation;
   if (steps_per_epoch <= 0)
     throw ConfigError("the training data (" + data.train->description() +
-                      ") has fewer samples per rank than one batch (" + std::to_string(train_batch) +
-                      "); lower train_batch_size or use more data");
+                      ") has fewer samples per rank than one step (" + std::to_string(train_batch * accumulation) +
+                      "); lower train_batch_size or global_batch_size, or use more data");
   std::int64_t total_steps = max_steps > 0 ? max_steps : max_epochs * steps_per_epoch;
   if (total_steps == 0) total_steps = steps_per_epoch;  // only a sample or time limit: schedule over one epoch
   const std::int64_t warmup = warmup_steps + warmup_epochs * steps_per_epoch;
@@ -289,7 +326,12 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
                                              {"world_size", info.env.world_size},
                                              {"device", device.str()},
                                              {"dist_backend", dist->backend()},
-                                             {"mixed_precision", mixed_precision_name(mp)},
+                                             {"precision", precision_name(precision)},
+                                             {"train_batch_size", train_batch},
+                                             {"global_batch_size", micro_batches_per_step * accumulation},
+                                             {"accumulation_steps", accumulation},
+                                             {"zero_stage", zero_stage},
+                                             {"activation_checkpointing", checkpoint_activations},
                                              {"channels_last", channels_last},
                                              {"cudnn_benchmark", cudnn_benchmark && device.is_cuda()},
                                              {"fused_optimizer", optimizer_impl_name(optimizer_impl)},
@@ -307,10 +349,23 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   StopReason reason = StopReason::MaxEpochs;
   bool stop = false;
   double last_loss = std::nan("");
+  std::vector<torch::Tensor> loss_curve;  // one loss a step, on the device, when recorded
+  // The steady state: steps after the first timing_skip_steps (CUDA graph capture, allocator and
+  // cuDNN warm-up), for sweeps that compare strategies.
+  double timed_seconds = 0;
+  std::int64_t timed_samples = 0;
+  // Device work still queued counts as training time, also when an evaluation or the end waits for it.
+  const auto settle = [&] {
+    const auto t = Clock::now();
+    sync(device);
+    const double pending = seconds_since(t);
+    train_seconds += pending;
+    if (global_step > timing_skip_steps) timed_seconds += pending;
+  };
 
   auto run_eval = [&] {
-    sync(device);
-    metrics = evaluate(c, *model, *data.eval, eval_batch, device, mp, channels_last, *dist);
+    settle();
+    metrics = evaluate(c, *model, *data.eval, eval_batch, device, precision, channels_last, *dist);
     metrics_step = global_step;
     json value = {{"global_steps", global_step}, {"epoch", epoch}};
     for (const auto& [name, v] : metrics) value[name] = v;
@@ -331,44 +386,82 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     data.train->start_epoch(train_plan);
     auto log_start = Clock::now();
     std::int64_t log_samples = 0;
-    while (!stop) {
+    std::int64_t batches_left = batches_per_epoch;
+    while (!stop && batches_left >= accumulation) {  // an epoch's last, incomplete step is not taken
       const auto step_start = Clock::now();
-      auto next = data.train->next_batch();  // waiting for data counts as training time
-      if (!next) break;
-      Batch& batch = *next;
-      const std::int64_t batch_rows = batch[0].size(0);
-      to_device(batch, device, channels_last);
       const double lr = scheduled_lr(schedule, base_lr, global_step, warmup, total_steps, steps_per_epoch, lr_gamma);
       optimizer->set_lr(lr);
-      optimizer->zero_grad();
-      dist->begin_step();
-      const auto forward_backward = [&](const Batch& b) {
-        torch::Tensor l;
-        {
-          AutocastScope autocast(device, mp);
-          l = c.forward_step(b);
+      if (zero)
+        zero->zero_grad();
+      else
+        optimizer->zero_grad();
+      torch::Tensor loss;  // the step's loss: the mean over its micro-batches
+      std::int64_t step_rows = 0;
+      bool out_of_data = false;
+      for (std::int64_t micro = 0; micro < accumulation; ++micro) {
+        auto next = data.train->next_batch();  // waiting for data counts as training time
+        --batches_left;
+        if (!next) {
+          out_of_data = true;
+          break;
         }
-        (scaler ? scaler->scale(l) : l).backward();
-        return l;
-      };
-      const torch::Tensor loss = step_graph ? step_graph->run(batch, forward_backward) : forward_backward(batch);
-      dist->finish_step(params);  // gradients averaged over ranks (reduced during backward when overlapping)
-      // The same averaged gradients on every rank, so every rank takes the same decision.
-      const bool step_ok = !scaler || scaler->update(scaler->unscale_and_check(params));
+        Batch& batch = *next;
+        step_rows += batch[0].size(0);
+        to_device(batch, device, channels_last);
+        const bool last = micro + 1 == accumulation;
+        if (zero)
+          zero->begin_backward(last);
+        else
+          dist->begin_step(last);
+        const auto forward_backward = [&](const Batch& b) {
+          torch::Tensor l;
+          {
+            AutocastScope autocast(device, precision);
+            l = c.forward_step(b);
+          }
+          const torch::Tensor scaled = accumulation > 1 ? l / static_cast<double>(accumulation) : l;
+          (scaler ? scaler->scale(scaled) : scaled).backward();
+          return l;
+        };
+        const torch::Tensor l = step_graph ? step_graph->run(batch, forward_backward) : forward_backward(batch);
+        if (zero) zero->end_backward();
+        const torch::Tensor part = accumulation > 1 ? l.detach() / static_cast<double>(accumulation) : l.detach();
+        loss = loss.defined() ? loss + part : part;
+      }
+      if (out_of_data) break;  // the dataset gave fewer batches than it promised: end the epoch
+      // Gradients averaged over ranks (reduced during backward when overlapping); with ZeRO each
+      // rank holds its shares' averages.
+      if (!zero) dist->finish_step(params);
+      // The same decision on every rank: ZeRO's ranks check their shares and agree on the result.
+      const bool step_ok =
+          !scaler || scaler->update(zero ? scaler->unscale_and_check(stepped, [&](torch::Tensor& t) { zero->reduce_max(t); })
+                                         : scaler->unscale_and_check(params));
       const bool log_now = log_freq > 0 && (global_step + 1) % log_freq == 0;
       torch::Tensor grad_norm;  // before clipping; logged with the loss (divergence shows in it first)
       if (step_ok) {
-        if (clip_grad_norm > 0 || log_now) grad_norm = gradient_norm(params);
-        if (clip_grad_norm > 0) clip_gradients(params, grad_norm, clip_grad_norm);
+        if (clip_grad_norm > 0 || log_now) grad_norm = zero ? zero->gradient_norm() : gradient_norm(params);
+        if (clip_grad_norm > 0) clip_gradients(stepped, grad_norm, clip_grad_norm);
         optimizer->step();
+        if (zero) zero->gather_parameters();
       }
+      if (record_loss_curve) loss_curve.push_back(loss.reshape({1}).to(torch::kFloat));
 
       ++global_step;
-      const std::int64_t batch_samples = batch_rows * info.env.world_size;
+      const std::int64_t batch_samples = step_rows * info.env.world_size;
       trained_samples += batch_samples;
       log_samples += batch_samples;
       if (log_now) last_loss = loss.item<double>();  // synchronises, so the time below is real
-      train_seconds += seconds_since(step_start);
+      if (global_step == timing_skip_steps) {
+        const double untimed = seconds_since(step_start);
+        settle();  // the steps after this one are the steady state
+        train_seconds += untimed;
+      } else {
+        train_seconds += seconds_since(step_start);
+        if (global_step > timing_skip_steps) {
+          timed_seconds += seconds_since(step_start);
+          timed_samples += batch_samples;
+        }
+      }
       if (log_now) {
         const double elapsed = seconds_since(log_start);
         json value = {{"epoch", epoch},
@@ -405,7 +498,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     XPUPERF_EVENT(perflog_event::kEpochEnd, {{"epoch", epoch - 1}, {"global_steps", global_step}});
     if (!stop && eval_every_epochs > 0 && epoch % eval_every_epochs == 0 && metrics_step != global_step) run_eval();
   }
-  sync(device);
+  settle();
   XPUPERF_EVENT(perflog_event::kTrainEnd, {{"global_steps", global_step}, {"reason", stop_reason_name(reason)}});
   if (metrics_step != global_step) run_eval();  // the final metric is always the final model's
 
@@ -430,7 +523,11 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   f.extra = {{"epochs", epoch},
              {"stop_reason", stop_reason_name(reason)},
              {"world_size", info.env.world_size},
-             {"mixed_precision", mixed_precision_name(mp)},
+             {"precision", precision_name(precision)},
+             {"global_batch_size", micro_batches_per_step * accumulation},
+             {"accumulation_steps", accumulation},
+             {"zero_stage", zero_stage},
+             {"activation_checkpointing", checkpoint_activations},
              {"target_mode", target_mode}};
   // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).
   if (c.train_flops_per_sample() > 0) f.extra["train_flops_per_sample"] = c.train_flops_per_sample();
@@ -442,6 +539,15 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   if (scaler) f.extra["skipped_steps"] = scaler->skipped_steps();
   if (const double peak = peak_device_memory_mib(device); peak >= 0) f.extra["peak_device_memory_mib"] = peak;
   if (step_graph) f.extra["cuda_graph_replays"] = step_graph->replays();
+  if (timing_skip_steps > 0 && timed_seconds > 0) {
+    f.extra["timing_skip_steps"] = timing_skip_steps;
+    f.extra["steady_samples_per_second"] = static_cast<double>(timed_samples) / timed_seconds;
+  }
+  if (zero) f.extra["zero_owned_parameters"] = zero->owned_elements();
+  if (record_loss_curve && !loss_curve.empty()) {
+    const auto curve = torch::cat(loss_curve).cpu();
+    f.extra["loss_curve"] = std::vector<float>(curve.data_ptr<float>(), curve.data_ptr<float>() + curve.numel());
+  }
   // Files that did not decode were replaced by other samples; the count says how many.
   if (const std::int64_t skipped = data.train->skipped_samples() + data.eval->skipped_samples(); skipped > 0)
     f.extra["skipped_samples"] = skipped;

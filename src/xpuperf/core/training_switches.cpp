@@ -1,0 +1,75 @@
+#include "xpuperf/core/training_switches.h"
+
+#include <set>
+
+namespace xpuperf {
+namespace {
+
+Source source_of(const Config& cfg, const std::string& key) {
+  const ConfigEntry* e = cfg.find(key);
+  return e ? e->source : Source{cfg.origin(), 0};
+}
+
+// A value of the wrong type is the merge's error to report; here it reads as the default.
+template <typename Get>
+auto value_or(Get get, decltype(get()) fallback) -> decltype(get()) {
+  try {
+    return get();
+  } catch (const ConfigError&) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+std::string cuda_graphs_conflict(const Config& cfg, int world_size) {
+  const auto get_int = [&](const std::string& key) {
+    return value_or([&] { return cfg.get_int(key, 0); }, std::int64_t{0});
+  };
+  const std::int64_t micro = value_or([&] { return cfg.get_int("train_batch_size", 1); }, std::int64_t{1});
+  const std::int64_t global = get_int("global_batch_size");
+  if (world_size > 1)
+    return "not yet with data parallelism (the gradient all-reduce is outside the graph); run one rank or set "
+           "cuda_graphs: false";
+  if (value_or([&] { return cfg.get_string("precision", "fp32"); }, std::string()) == "fp16")
+    return "fp16's loss scaler decides on the host every step; use bf16 or cuda_graphs: false";
+  if (global > 0 && global != micro * world_size)
+    return "not with gradient accumulation (global_batch_size " + std::to_string(global) +
+           " takes several micro-batches a step, and each replay would overwrite the gradients of the last); set "
+           "global_batch_size: 0 or cuda_graphs: false";
+  if (value_or([&] { return cfg.get_bool("activation_checkpointing", false); }, false))
+    return "not with activation_checkpointing (its recomputation runs inside backward, which the graph cannot "
+           "replay with the random state of each step); set one of them false";
+  if (get_int("zero_stage") > 0) return "not with zero_stage (its collectives run from gradient hooks); set zero_stage: 0";
+  return "";
+}
+
+void check_training_switches(const Config& cfg, int world_size, Diagnostics& diags) {
+  if (cfg.has("precision")) {
+    static const std::set<std::string> kPrecisions = {"fp32", "tf32", "bf16", "fp16"};
+    const std::string p = value_or([&] { return cfg.get_string("precision"); }, std::string());
+    if (!kPrecisions.count(p))
+      diags.error(source_of(cfg, "precision"), "'precision' must be fp32, tf32, bf16 or fp16, got '" + p + "'",
+                  "fp32 keeps TF32 off; bf16 and fp16 are autocast (fp16 with a dynamic loss scaler)");
+  }
+  const std::int64_t stage = value_or([&] { return cfg.get_int("zero_stage", 0); }, std::int64_t{0});
+  if (stage < 0 || stage > 2)
+    diags.error(source_of(cfg, "zero_stage"), "'zero_stage' must be 0, 1 or 2, got " + std::to_string(stage),
+                stage == 3 ? "stage 3 (parameters sharded) is not implemented yet; stage 2 shards optimizer state "
+                             "and gradients"
+                           : "0: plain data parallelism; 1: optimizer state sharded; 2: and gradients");
+  const std::int64_t micro = value_or([&] { return cfg.get_int("train_batch_size", 1); }, std::int64_t{1});
+  const std::int64_t global = value_or([&] { return cfg.get_int("global_batch_size", 0); }, std::int64_t{0});
+  if (global < 0 || (global > 0 && micro > 0 && global % (micro * world_size) != 0))
+    diags.error(source_of(cfg, "global_batch_size"),
+                "'global_batch_size' " + std::to_string(global) + " is not a multiple of train_batch_size × ranks = " +
+                    std::to_string(micro) + " × " + std::to_string(world_size),
+                "the micro-batches a step accumulates are global_batch_size / (train_batch_size × ranks); 0 "
+                "accumulates none");
+  if (value_or([&] { return cfg.get_bool("cuda_graphs", false); }, false)) {
+    const std::string why = cuda_graphs_conflict(cfg, world_size);
+    if (!why.empty()) diags.error(source_of(cfg, "cuda_graphs"), "cuda_graphs: " + why);
+  }
+}
+
+}  // namespace xpuperf

@@ -1,0 +1,221 @@
+#include "xpuperf/train/zero.h"
+
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <stdexcept>
+
+namespace xpuperf::train {
+
+struct ZeroSharding::Unit {
+  std::vector<std::size_t> params;  // indices into params_, in the unit's order
+  std::int64_t padded = 0;          // elements, a multiple of the world size
+  std::int64_t share = 0;           // padded / world size
+  torch::Tensor flat;               // every parameter's values
+  torch::Tensor grad;      // stage 1: the full gradients, kept; stage 2: the buffer of this micro-batch
+  torch::Tensor grad_share;  // this rank's share of the averaged gradients
+  torch::Tensor reduced;     // this micro-batch's reduce-scatter output
+  int missing = 0;           // gradients not yet arrived this micro-batch
+  std::function<void()> wait;  // the reduce-scatter in flight
+};
+
+namespace {
+
+// params[k] inside a unit buffer, laid out as the parameter is (channels-last stays).
+torch::Tensor view_in(const torch::Tensor& buffer, std::int64_t offset, const torch::Tensor& like) {
+  return buffer.narrow(0, offset, like.numel()).as_strided(like.sizes(), like.strides());
+}
+
+}  // namespace
+
+ZeroSharding::ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& params,
+                           const std::vector<bool>& decays, int stage, std::int64_t bucket_bytes)
+    : dist_(dist), stage_(stage), params_(params) {
+  if (stage != 1 && stage != 2) throw std::invalid_argument("ZeRO stage must be 1 or 2");
+  torch::NoGradGuard no_grad;
+  const std::int64_t world = dist.world_size(), rank = dist.rank();
+  unit_of_.resize(params.size());
+  offset_of_.resize(params.size());
+  for (const auto& p : params)
+    if (!p.is_non_overlapping_and_dense())
+      throw std::invalid_argument("ZeRO packs parameters into flat buffers; one is not dense in memory");
+  for (const auto& bucket : plan_buckets(params, bucket_bytes)) {
+    auto unit = std::make_unique<Unit>();
+    std::int64_t numel = 0;
+    for (std::size_t k : bucket) {
+      unit_of_[k] = units_.size();
+      offset_of_[k] = numel;
+      numel += params[k].numel();
+    }
+    unit->params = bucket;
+    unit->share = (numel + world - 1) / world;
+    unit->padded = unit->share * world;
+    const auto options = params[bucket[0]].options().requires_grad(false);
+    unit->flat = torch::zeros({unit->padded}, options);
+    if (stage == 1) unit->grad = torch::zeros({unit->padded}, options);
+    unit->grad_share = torch::zeros({unit->share}, options);
+    for (std::size_t k : bucket) {
+      auto p = params[k];
+      auto view = view_in(unit->flat, offset_of_[k], p);
+      view.copy_(p.detach());
+      p.set_data(view);
+      // Stage 1 accumulates into the unit; stage 2 lets autograd make each gradient and drops it.
+      p.mutable_grad() = stage == 1 ? view_in(unit->grad, offset_of_[k], p) : torch::Tensor();
+    }
+    // This rank's share, cut where the weight-decay choice changes.
+    const std::int64_t lo = rank * unit->share, hi = lo + unit->share;
+    std::int64_t seg_start = -1, seg_end = -1;
+    bool seg_decay = false;
+    auto close = [&] {
+      if (seg_start < 0) return;
+      auto share = unit->flat.narrow(0, seg_start, seg_end - seg_start);
+      share.mutable_grad() = unit->grad_share.narrow(0, seg_start - lo, seg_end - seg_start);
+      (seg_decay ? decay_shares_ : no_decay_shares_).push_back(share);
+      seg_start = -1;
+    };
+    for (std::size_t k : bucket) {
+      const std::int64_t a = std::max(lo, offset_of_[k]), b = std::min(hi, offset_of_[k] + params[k].numel());
+      if (a >= b) continue;
+      if (seg_start >= 0 && (decays[k] != seg_decay || a != seg_end)) close();
+      if (seg_start < 0) {
+        seg_start = a;
+        seg_decay = decays[k];
+      }
+      seg_end = b;
+    }
+    close();
+    units_.push_back(std::move(unit));
+  }
+  arrived_.assign(params.size(), 0);
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(params[k]);
+    accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [this, k](const torch::autograd::variable_list& outputs, const torch::autograd::variable_list&) {
+          on_gradient(k);
+          return outputs;
+        }));
+    accumulators_.push_back(std::move(accumulator));
+  }
+}
+
+ZeroSharding::~ZeroSharding() = default;
+
+std::vector<torch::Tensor> ZeroSharding::all_shares() const {
+  auto all = decay_shares_;
+  all.insert(all.end(), no_decay_shares_.begin(), no_decay_shares_.end());
+  return all;
+}
+
+void ZeroSharding::begin_backward(bool last) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  sending_ = stage_ == 2 || last;
+  if (!sending_) return;
+  std::fill(arrived_.begin(), arrived_.end(), 0);
+  for (auto& u : units_) u->missing = static_cast<int>(u->params.size());
+  next_launch_ = 0;
+}
+
+void ZeroSharding::on_gradient(std::size_t k) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!sending_) return;  // stage 1 between sends: the gradient accumulated in its unit
+  if (arrived_[k])
+    throw std::runtime_error(
+        "ZeRO: a parameter received gradients from two backward passes of one micro-batch (a parameter shared "
+        "between a checkpointed block and the rest of the model?); its unit was already sent. Turn "
+        "activation_checkpointing or zero_stage off");
+  arrived_[k] = 1;
+  Unit& u = *units_[unit_of_[k]];
+  if (stage_ == 2) {
+    torch::NoGradGuard no_grad;
+    auto& p = params_[k];
+    if (!u.grad.defined()) u.grad = torch::zeros({u.padded}, u.flat.options());
+    view_in(u.grad, offset_of_[k], p).copy_(p.grad());
+    p.mutable_grad() = torch::Tensor();  // the full gradient goes now: only the shares are kept
+  }
+  if (--u.missing == 0) launch_ready();
+}
+
+// Units start strictly in order, the same on every rank.
+void ZeroSharding::launch_ready() {
+  while (next_launch_ < units_.size() && units_[next_launch_]->missing == 0) {
+    Unit& u = *units_[next_launch_];
+    if (!u.reduced.defined()) u.reduced = torch::empty({u.share}, u.flat.options());
+    u.wait = dist_.start_reduce_scatter_sum(u.reduced, u.grad);
+    if (stage_ == 2) u.grad = torch::Tensor();  // the collective keeps it until it is done
+    // The unit before has had a unit's backward to finish in: collect it, so at most two
+    // buffers are in flight.
+    if (next_launch_ > 0) finish_unit(next_launch_ - 1);
+    ++next_launch_;
+  }
+}
+
+void ZeroSharding::finish_unit(std::size_t index) {
+  Unit& u = *units_[index];
+  if (!u.wait) return;
+  u.wait();
+  u.wait = nullptr;
+  torch::NoGradGuard no_grad;
+  u.grad_share.add_(u.reduced, 1.0 / dist_.world_size());
+}
+
+void ZeroSharding::end_backward() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!sending_) return;
+  torch::NoGradGuard no_grad;
+  // Parameters this backward did not reach take part as zeros (stage 1: as what they accumulated).
+  for (std::size_t k = 0; k < params_.size(); ++k) {
+    if (arrived_[k]) continue;
+    arrived_[k] = 1;
+    Unit& u = *units_[unit_of_[k]];
+    if (stage_ == 2 && !u.grad.defined()) u.grad = torch::zeros({u.padded}, u.flat.options());
+    --u.missing;
+  }
+  launch_ready();
+  for (std::size_t u = 0; u < units_.size(); ++u) finish_unit(u);
+}
+
+void ZeroSharding::zero_grad() {
+  torch::NoGradGuard no_grad;
+  for (auto& u : units_) {
+    u->grad_share.zero_();
+    if (stage_ == 1) u->grad.zero_();
+  }
+}
+
+void ZeroSharding::gather_parameters() {
+  torch::NoGradGuard no_grad;
+  const std::int64_t rank = dist_.rank();
+  std::vector<torch::Tensor> inputs;
+  std::vector<std::function<void()>> waits;
+  for (auto& u : units_) {
+    inputs.push_back(u->flat.narrow(0, rank * u->share, u->share).clone());
+    waits.push_back(dist_.start_all_gather(u->flat, inputs.back()));
+  }
+  for (auto& wait : waits) wait();
+}
+
+torch::Tensor ZeroSharding::gradient_norm() {
+  std::vector<torch::Tensor> squares;
+  for (const auto& u : units_) squares.push_back(u->grad_share.to(torch::kFloat).square().sum());
+  auto total = torch::stack(squares).sum().reshape({1});
+  dist_.all_reduce_sum(total);
+  return total.sqrt().reshape({});
+}
+
+std::int64_t ZeroSharding::owned_elements() const {
+  std::int64_t n = 0;
+  for (const auto& u : units_) n += u->share;
+  return n;
+}
+
+std::int64_t ZeroSharding::total_elements() const {
+  std::int64_t n = 0;
+  for (const auto& p : params_) n += p.numel();
+  return n;
+}
+
+std::size_t ZeroSharding::unit_count() const {
+  return units_.size();
+}
+
+}  // namespace xpuperf::train
