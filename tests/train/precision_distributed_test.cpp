@@ -1,13 +1,11 @@
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <future>
 #include <sstream>
 #include <thread>
 
+#include "ranks_util.h"
 #include "toy_case.h"
 #include "xpuperf/train/distributed.h"
 #include "xpuperf/train/precision.h"
@@ -15,26 +13,6 @@
 
 namespace xpuperf::train {
 namespace {
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-RankEnv env_for(int rank, int world, int port) {
-  RankEnv env;
-  env.rank = env.local_rank = rank;
-  env.world_size = env.local_world_size = world;
-  env.master_port = port;
-  return env;
-}
 
 TEST(LossScaler, SkipsNonFiniteStepsAndBacksOff) {
   LossScaler scaler(LossScaler::Options{1024.0, 2.0, 0.5, 3});
@@ -87,19 +65,6 @@ TEST(Buckets, GroupInReverseOrderUpToTheSizeAndByDtype) {
   EXPECT_EQ(buckets[1], (std::vector<std::size_t>{2, 1}));
   EXPECT_EQ(buckets[2], std::vector<std::size_t>{0});
   EXPECT_EQ(plan_buckets(t, 1 << 20).size(), 2u);
-}
-
-// Runs `body(rank)` on two ranks as threads of this process, over a real TCPStore and Gloo.
-#define SKIP_WITHOUT_GLOO() \
-  if (!Distributed::has_backend("gloo")) GTEST_SKIP() << "this build has no Gloo"
-
-template <typename Body>
-void on_two_ranks(Body body) {
-  const int port = free_port();
-  auto r0 = std::async(std::launch::async, [&] { body(0, port); });
-  auto r1 = std::async(std::launch::async, [&] { body(1, port); });
-  r0.get();
-  r1.get();
 }
 
 TEST(Distributed, AveragesGradientsInBucketsAndBroadcastsParameters) {

@@ -1,0 +1,231 @@
+// The switches that change how a step is computed, held to the plain run's numbers on a small GPT:
+// ZeRO stages 1 and 2 against data parallelism (Gloo, two and three ranks as threads), gradient
+// accumulation against one batch as large, activation checkpointing against keeping the
+// activations (same gradients, dropout included). And the combinations refused at load time.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mutex>
+#include <sstream>
+
+#include "ranks_util.h"
+#include "toy_case.h"
+#include "xpuperf/core/perflog.h"
+#include "xpuperf/core/training_switches.h"
+#include "xpuperf/models/bert.h"
+#include "xpuperf/models/gpt.h"
+#include "xpuperf/train/runtime.h"
+
+namespace xpuperf::train {
+namespace {
+
+models::GptConfig tiny_gpt(double dropout) {
+  models::GptConfig c;
+  c.vocab = 64;
+  c.positions = 16;
+  c.layers = 2;
+  c.hidden = 32;
+  c.heads = 2;
+  c.dropout = dropout;
+  return c;
+}
+
+// Sequences with a rule to learn (each token follows from the one before), 64 of 17 tokens.
+torch::Tensor rule_tokens() {
+  auto gen = at::detail::createCPUGenerator(11);
+  auto ids = torch::empty({64, 17}, torch::kLong);
+  auto start = torch::randint(64, {64}, gen);
+  for (std::int64_t i = 0; i < 64; ++i) {
+    std::int64_t t = start[i].item<std::int64_t>();
+    for (std::int64_t j = 0; j < 17; ++j, t = (t * 5 + 3) % 64) ids[i][j] = t;
+  }
+  return ids;
+}
+
+class TinyGptCase : public TrainingCase {
+ public:
+  Datasets datasets(const CaseContext&) override {
+    auto ids = rule_tokens();
+    return {std::make_shared<TensorDataset>(std::vector<torch::Tensor>{ids}, "rule tokens (synthetic)"),
+            std::make_shared<TensorDataset>(std::vector<torch::Tensor>{ids.narrow(0, 0, 16)}, "rule tokens")};
+  }
+  std::shared_ptr<torch::nn::Module> model(const CaseContext& ctx) override {
+    // Ranks are threads here and share the default generator: build every model from one seed.
+    static std::mutex building;
+    std::lock_guard<std::mutex> lock(building);
+    torch::manual_seed(42);
+    gpt = models::GptLMHeadModel(tiny_gpt(ctx.config.get_number("dropout", 0.0)));
+    gpt->to(ctx.device);
+    return gpt.ptr();
+  }
+  torch::Tensor forward_step(const Batch& batch) override { return gpt->loss(batch[0]); }
+  void evaluate(const Batch& batch, MetricSums& sums) override {
+    const auto n = static_cast<double>(batch[0].size(0));
+    sums.add("loss", gpt->loss(batch[0]).item<double>() * n, n);
+  }
+  models::GptLMHeadModel gpt{nullptr};
+};
+
+const std::string kGptConfig =
+    "target_metric: loss\ntarget_mode: min\ntarget_value: 0\nmax_epochs: 0\nmax_steps: 6\nlog_freq: 0\n"
+    "eval_interval_epochs: 0\noptimizer: adamw\nlr: 0.01\nweight_decay: 0.1\nweight_decay_skip_1d: true\n"
+    "record_loss_curve: true\nbucket_size_mb: 0.01\ntrain_batch_size: 8\neval_batch_size: 16\n";
+
+// Every step's loss (rank 0's FINISHED) and the FINISHED event, of the tiny GPT on `world` ranks.
+struct GptRun {
+  std::vector<double> curve;
+  nlohmann::json finished;
+};
+
+GptRun run_gpt(const std::string& overrides, int world = 1) {
+  std::vector<std::string> outs(static_cast<std::size_t>(world));
+  on_ranks(world, [&](int rank, int port) {
+    TinyGptCase c;
+    RunInfo info;
+    info.case_name = "tinygpt:libtorch";
+    info.vendor = "cpu";
+    info.env = env_for(rank, world, port);
+    std::ostringstream out;
+    run_training(c, test::toy_config_for(kGptConfig + overrides), info, out);
+    outs[static_cast<std::size_t>(rank)] = out.str();
+  });
+  std::istringstream in(outs[0]);
+  GptRun run;
+  for (const auto& e : parse_perflog(in).events)
+    if (e.event == perflog_event::kFinished) run.finished = e.value;
+  for (const auto& v : run.finished.at("loss_curve")) run.curve.push_back(v.get<double>());
+  return run;
+}
+
+void expect_same_curve(const std::vector<double>& got, const std::vector<double>& want, double tolerance) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tolerance * std::abs(want[i])) << "step " << i + 1;
+}
+
+TEST(Zero, StagesOneAndTwoGiveTheDataParallelLossCurve) {
+  SKIP_WITHOUT_GLOO();
+  const auto plain = run_gpt("", 2);
+  ASSERT_EQ(plain.curve.size(), 6u);
+  EXPECT_LT(plain.curve.back(), plain.curve.front() - 0.1) << "the tiny GPT learns";
+  for (const std::string stage : {"1", "2"}) {
+    const auto sharded = run_gpt("zero_stage: " + stage + "\n", 2);
+    SCOPED_TRACE("zero_stage " + stage);
+    expect_same_curve(sharded.curve, plain.curve, 1e-5);
+    // Each rank keeps the optimizer state of half the parameters (and a unit's padding).
+    const double all = 2 * sharded.finished.at("zero_owned_parameters").get<double>();
+    EXPECT_LT(all, 70000.0);
+  }
+  // The multi-tensor step on the shares, and three ranks (shares that do not divide the units).
+  expect_same_curve(run_gpt("zero_stage: 2\nfused_optimizer: foreach\n", 2).curve, plain.curve, 1e-5);
+  const auto three = run_gpt("train_batch_size: 4\n", 3);
+  expect_same_curve(run_gpt("train_batch_size: 4\nzero_stage: 1\n", 3).curve, three.curve, 1e-5);
+}
+
+TEST(Accumulation, MicroBatchesGiveTheLossOfOneBatchAsLarge) {
+  const auto whole = run_gpt("train_batch_size: 16\n");
+  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\n").curve, whole.curve, 1e-5);
+}
+
+TEST(Accumulation, ComposesWithDataParallelismAndZero) {
+  SKIP_WITHOUT_GLOO();
+  const auto whole = run_gpt("train_batch_size: 8\n", 2);
+  // Data parallelism's hooks send the accumulated sums with the last micro-batch.
+  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\n", 2).curve, whole.curve, 1e-5);
+  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\noverlap_grad_reduce: false\n", 2).curve,
+                    whole.curve, 1e-5);
+  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 1\n", 2).curve, whole.curve,
+                    1e-5);
+  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 2\n", 2).curve, whole.curve,
+                    1e-5);
+}
+
+// Gradients of every parameter after one backward, from the same seed.
+std::vector<torch::Tensor> gradients(torch::nn::Module& model, const std::function<torch::Tensor()>& loss) {
+  model.zero_grad();
+  torch::manual_seed(5);
+  loss().backward();
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : model.parameters()) grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  return grads;
+}
+
+void expect_same_gradients(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-5, 1e-7)) << "parameter " << i;
+}
+
+TEST(ActivationCheckpointing, GivesTheSameGradientsWithDropout) {
+  auto gpt = models::GptLMHeadModel(tiny_gpt(0.2));
+  const auto ids = rule_tokens().narrow(0, 0, 4);
+  const auto gpt_loss = [&] { return gpt->loss(ids); };
+  const auto kept = gradients(*gpt, gpt_loss);
+  EXPECT_EQ(set_activation_checkpointing(*gpt, true), 1);
+  expect_same_gradients(gradients(*gpt, gpt_loss), kept);
+
+  models::BertConfig bc;
+  bc.vocab = 64, bc.positions = 32, bc.layers = 2, bc.hidden = 32, bc.heads = 2, bc.intermediate = 64;
+  bc.dropout = 0.2;
+  auto bert = models::BertForMaskedLM(bc);
+  const auto types = torch::zeros_like(ids);
+  const auto labels = torch::where(torch::arange(ids.size(1)).remainder(3).eq(0), ids, torch::full_like(ids, -100));
+  const auto bert_loss = [&] { return bert->loss_and_accuracy(ids, types, {}, labels).first; };
+  const auto bert_kept = gradients(*bert, bert_loss);
+  EXPECT_EQ(set_activation_checkpointing(*bert, true), 1);
+  expect_same_gradients(gradients(*bert, bert_loss), bert_kept);
+
+  // Through the runtime: the same loss curve, with dropout drawing the same masks.
+  expect_same_curve(run_gpt("dropout: 0.1\nactivation_checkpointing: true\n").curve, run_gpt("dropout: 0.1\n").curve,
+                    1e-5);
+}
+
+TEST(ActivationCheckpointing, AModelWithoutBlocksIsRefused) {
+  test::ToyCase toy;
+  RunInfo info;
+  info.case_name = "toy:libtorch";
+  std::ostringstream out;
+  try {
+    run_training(toy, test::toy_config_for("activation_checkpointing: true\n"), info, out);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("the model of toy:libtorch has no blocks to checkpoint"), std::string::npos)
+        << e.what();
+  }
+}
+
+std::vector<std::string> switch_errors(const std::string& yaml, int world_size) {
+  Diagnostics diags;
+  auto cfg = load_config_text(yaml, "config_H200x1x2.yaml", diags);
+  check_training_switches(*cfg, world_size, diags);
+  std::vector<std::string> errors;
+  for (const auto& d : diags.items()) errors.push_back(d.where.str() + ": " + d.message);
+  return errors;
+}
+
+TEST(SwitchCheck, RefusesCombinationsThatCannotWorkNamingTheLine) {
+  EXPECT_TRUE(switch_errors("precision: bf16\nzero_stage: 2\ntrain_batch_size: 4\nglobal_batch_size: 16\n", 2).empty());
+  auto e = switch_errors("train_batch_size: 4\nglobal_batch_size: 12\n", 2);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("config_H200x1x2.yaml:2: 'global_batch_size' 12 is not a multiple of train_batch_size × ranks = "
+                      "4 × 2"),
+            std::string::npos)
+      << e[0];
+  e = switch_errors("zero_stage: 3\n", 2);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("'zero_stage' must be 0, 1 or 2"), std::string::npos);
+  e = switch_errors("precision: fp8\n", 1);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("'precision' must be fp32, tf32, bf16 or fp16, got 'fp8'"), std::string::npos);
+  e = switch_errors("cuda_graphs: true\nzero_stage: 1\n", 1);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find(":1: cuda_graphs: not with zero_stage"), std::string::npos) << e[0];
+  EXPECT_EQ(switch_errors("cuda_graphs: true\nactivation_checkpointing: true\n", 1).size(), 1u);
+  EXPECT_EQ(switch_errors("cuda_graphs: true\ntrain_batch_size: 2\nglobal_batch_size: 4\n", 1).size(), 1u);
+  EXPECT_EQ(switch_errors("cuda_graphs: true\n", 2).size(), 1u);
+  EXPECT_TRUE(switch_errors("cuda_graphs: true\nprecision: bf16\n", 1).empty());
+}
+
+}  // namespace
+}  // namespace xpuperf::train
