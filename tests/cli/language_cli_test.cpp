@@ -116,6 +116,77 @@ TEST_F(LanguageCli, BothCasesTrainThroughRunOnKernelDocumentationWithTheLossFall
   }
 }
 
+// Rapidformer's table on the CPU: two Gloo ranks of a tiny GPT on the kernel's documentation. The
+// sharded, checkpointed and accumulating rows compute what the plain one does, so their loss
+// curves match it within a tolerance far below bf16's.
+TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
+  const std::string port = std::to_string(29900 + ::getpid() % 90);
+  std::vector<std::string> args = {
+      "sweep",
+      "gpt2",
+      "--vendor",
+      "cpu",
+      "--hardware",
+      "CPUx1x2",
+      "--data-dir",
+      data(),
+      "--steps",
+      "4",
+      "--warmup-steps",
+      "2",
+      "--repeats",
+      "1",
+      "--log-dir",
+      dir.path(),
+      "--loss-tolerance",
+      "0.001",
+      "--master-port",
+      port,
+      "--strategies",
+      "fp32; fp32+zero1; fp32+zero2; fp32+ckpt; fp32+train_batch_size=4+global_batch_size=16"};
+  for (const char* set : {"n_layer=2", "n_embd=32", "n_head=2", "seq_length=32", "num_threads=1", "valid_share=0.02",
+                          "eval_batch_size=64", "lr=0.003"})
+    args.insert(args.end(), {"--set", set});
+  const Result r = xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::string sweep;
+  for (const auto& d : fs::directory_iterator(dir.path()))
+    if (d.path().filename().string().rfind("sweep", 0) == 0) sweep = d.path().string();
+  ASSERT_FALSE(sweep.empty()) << r.output;
+  const auto summary = nlohmann::json::parse(test::read_file(sweep + "/summary.json"));
+  ASSERT_EQ(summary["rows"].size(), 5u);
+  EXPECT_EQ(summary["reference"], "fp32");
+  for (const auto& row : summary["rows"]) {
+    SCOPED_TRACE(row["name"].get<std::string>());
+    EXPECT_EQ(row["status"], "ok") << row.dump();
+    EXPECT_EQ(row["rounds"][0]["loss_curve"].size(), 6u);
+    EXPECT_GT(row["aggregate"]["tokens_per_second"].get<double>(), 0.0);
+    if (row["name"] != "fp32") EXPECT_TRUE(row["parity"]["within"].get<bool>()) << row["parity"].dump();
+    // Each row is a run of its own, with the result tree of `xpuperf run`.
+    EXPECT_TRUE(fs::exists(row["run_dir"].get<std::string>() + "/gpt2_libtorch_CPU_1_2_1/round1/round_status.json"));
+  }
+  EXPECT_LT(summary["rows"][1]["parity"]["max_relative_difference"].get<double>(), 1e-5) << "ZeRO-1 is exact";
+  const std::string table = test::read_file(sweep + "/summary.md");
+  EXPECT_TRUE(has(table, "| fp32+zero2 |")) << table;
+  EXPECT_TRUE(has(r.output, "| strategy | samples/s |")) << r.output;
+  EXPECT_TRUE(fs::exists(sweep + "/report.html"));
+}
+
+TEST_F(LanguageCli, SweepRefusesACombinationBeforeAnythingStarts) {
+  const Result r = xpuperf({"sweep", "gpt2", "--vendor", "cpu", "--hardware", "CPUx1x2", "--data-dir", data(),
+                            "--log-dir", dir.path(), "--strategies", "fp32; fp32+graphs; bf16+zero3"},
+                           XPUPERF_SOURCE_DIR, {}, 60);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "'zero3': ZeRO stage 3 (parameters sharded) is not implemented yet")) << r.output;
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "nothing ran";
+  const Result graphs = xpuperf({"sweep", "gpt2", "--vendor", "cpu", "--hardware", "CPUx1x2", "--data-dir", data(),
+                                 "--log-dir", dir.path(), "--strategies", "fp32; fp32+graphs"},
+                                XPUPERF_SOURCE_DIR, {}, 60);
+  EXPECT_EQ(graphs.code, 2) << graphs.output;
+  EXPECT_TRUE(has(graphs.output, "cuda_graphs: not yet with data parallelism")) << graphs.output;
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "nothing ran";
+}
+
 TEST_F(LanguageCli, SyntheticTokensAreLabelledSo) {
   const Result r = train_on_cpu(
       "gpt2", {"synthetic_data=true", "synthetic_tokens=65536", "n_layer=1", "n_embd=32", "n_head=2", "seq_length=32",

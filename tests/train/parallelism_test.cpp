@@ -135,10 +135,8 @@ TEST(Accumulation, ComposesWithDataParallelismAndZero) {
   expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\n", 2).curve, whole.curve, 1e-5);
   expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\noverlap_grad_reduce: false\n", 2).curve,
                     whole.curve, 1e-5);
-  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 1\n", 2).curve, whole.curve,
-                    1e-5);
-  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 2\n", 2).curve, whole.curve,
-                    1e-5);
+  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 1\n", 2).curve, whole.curve, 1e-5);
+  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 2\n", 2).curve, whole.curve, 1e-5);
 }
 
 // Gradients of every parameter after one backward, from the same seed.
@@ -147,7 +145,8 @@ std::vector<torch::Tensor> gradients(torch::nn::Module& model, const std::functi
   torch::manual_seed(5);
   loss().backward();
   std::vector<torch::Tensor> grads;
-  for (const auto& p : model.parameters()) grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+  for (const auto& p : model.parameters())
+    grads.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
   return grads;
 }
 

@@ -108,8 +108,7 @@ TEST(Switches, OnCudaTheFusedStepAndTheLayoutSwitchesKeepTheLoss) {
   expect_close(losses(cuda + "channels_last: true\ncudnn_benchmark: true\n"), losses(cuda), 5e-3);
   expect_close(losses(cuda + "precision: bf16\n"), losses(cuda), 0.03);
   // Three eager steps, the capture, then replays: the same kernels, the same losses.
-  expect_close(losses(cuda + "cuda_graphs: true\nprecision: bf16\n"), losses(cuda + "precision: bf16\n"),
-               1e-4);
+  expect_close(losses(cuda + "cuda_graphs: true\nprecision: bf16\n"), losses(cuda + "precision: bf16\n"), 1e-4);
 }
 
 TEST(Switches, CudaGraphsAreRefusedWhereTheyCannotRun) {

@@ -37,6 +37,7 @@ void add_list_command(CLI::App& app, const GlobalOptions& global, int& exit_code
 void add_train_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_node_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_run_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_monitor_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_report_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_compare_command(CLI::App& app, const GlobalOptions& global, int& exit_code);

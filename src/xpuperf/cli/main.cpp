@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
   cli::add_base_command(app, global, exit_code);
   cli::add_infer_command(app, global, exit_code);
   cli::add_run_command(app, global, exit_code);
+  cli::add_sweep_command(app, global, exit_code);
   cli::add_node_command(app, global, exit_code);
   cli::add_monitor_command(app, global, exit_code);
   cli::add_report_command(app, global, exit_code);

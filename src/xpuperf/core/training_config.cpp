@@ -1,9 +1,10 @@
 #include "xpuperf/core/training_config.h"
-#include "xpuperf/core/training_switches.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <set>
+
+#include "xpuperf/core/training_switches.h"
 
 namespace xpuperf {
 namespace fs = std::filesystem;

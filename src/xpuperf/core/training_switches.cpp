@@ -40,7 +40,8 @@ std::string cuda_graphs_conflict(const Config& cfg, int world_size) {
   if (value_or([&] { return cfg.get_bool("activation_checkpointing", false); }, false))
     return "not with activation_checkpointing (its recomputation runs inside backward, which the graph cannot "
            "replay with the random state of each step); set one of them false";
-  if (get_int("zero_stage") > 0) return "not with zero_stage (its collectives run from gradient hooks); set zero_stage: 0";
+  if (get_int("zero_stage") > 0)
+    return "not with zero_stage (its collectives run from gradient hooks); set zero_stage: 0";
   return "";
 }
 

@@ -245,7 +245,7 @@ json chip_peaks(const Repo& repo, const std::string& vendor, const std::string& 
   json out = json::object();
   if (!chip) return out;
   if (chip["name"]) out["chip"] = chip["name"].as<std::string>("");
-  for (const char* precision : {"fp32", "fp16"})
+  for (const char* precision : {"fp32", "tf32", "bf16", "fp16"})
     if (const double peak = chip_figure(chip, std::string("peak_tflops.") + precision); peak > 0)
       out[std::string(precision) + "_peak_tflops"] = peak;
   if (const double gib = chip_figure(chip, "memory_gib"); gib > 0)

@@ -32,7 +32,9 @@ std::string median_of(const json& a, const char* key, int digits) {
   return a.contains(key) ? fixed_digits(a[key]["median"].get<double>(), digits) : "";
 }
 
-void page_start(std::ostringstream& page, const std::string& title) {
+}  // namespace
+
+void html_page_start(std::ostringstream& page, const std::string& title) {
   page << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" << html_escape(title)
        << "</title><style>body{font-family:sans-serif;margin:2em;max-width:1100px;color:#222}"
           "table{border-collapse:collapse;margin:.5em 0;font-size:14px}"
@@ -41,6 +43,8 @@ void page_start(std::ostringstream& page, const std::string& title) {
           ".bad{color:#b00020}.good{color:#1b7a1b}h2{margin-top:1.6em;border-bottom:1px solid #ddd}"
        << chart_css() << "</style></head><body>\n";
 }
+
+namespace {
 
 void system_line(std::ostringstream& page, const json& summary) {
   page << "<p>Vendor " << html_escape(summary["plan"].value("vendor", "")) << ", launcher "
@@ -370,7 +374,7 @@ void accelerator_section(std::ostringstream& page, const json& c, const std::str
 std::string report_html(const json& summary, const std::string& run_dir) {
   std::ostringstream page;
   const std::string name = summary.value("run", "run");
-  page_start(page, "xpuperf " + name);
+  html_page_start(page, "xpuperf " + name);
   page << "<h1>xpuperf " << html_escape(name) << "</h1>\n";
   system_line(page, summary);
   bool any[3] = {false, false, false};
@@ -413,7 +417,7 @@ std::string report_html(const json& summary, const std::string& run_dir) {
 std::string compare_html(const json& a, const json& b, const std::string& run_a, const std::string& run_b,
                          const std::vector<FigureComparison>& rows, double fail_percent) {
   std::ostringstream page;
-  page_start(page, "xpuperf compare " + a.value("run", "A") + " / " + b.value("run", "B"));
+  html_page_start(page, "xpuperf compare " + a.value("run", "A") + " / " + b.value("run", "B"));
   page << "<h1>xpuperf compare</h1>\n<p>A: " << html_escape(run_a) << " (" << html_escape(a.value("run", ""))
        << ")<br>B: " << html_escape(run_b) << " (" << html_escape(b.value("run", "")) << ")</p>\n";
   page << "<table><tr><th>case</th><th class=\"text\">figure</th><th>mean A</th><th>mean B</th><th>B / A</th>"

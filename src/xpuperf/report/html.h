@@ -7,6 +7,7 @@
 // per device and the energy per round. Drawn from summary.json and the rounds' monitor.csv.
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,8 @@ std::string report_html(const nlohmann::json& summary, const std::string& run_di
 // per training case both runs' curves on the same axes.
 std::string compare_html(const nlohmann::json& a, const nlohmann::json& b, const std::string& run_a,
                          const std::string& run_b, const std::vector<FigureComparison>& rows, double fail_percent);
+
+// The page's head and style, shared by the pages xpuperf writes (report, compare, sweep).
+void html_page_start(std::ostringstream& page, const std::string& title);
 
 }  // namespace xpuperf::report

@@ -141,13 +141,17 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
     }
   }
   // MFU: the model FLOPs the ranks did per second over what the chips could do at the run's
-  // precision (fp32 peak without mixed precision, fp16's with fp16 or bf16), from the chip's
+  // precision (its own peak where the datasheet lists it, else fp32's or fp16's), from the chip's
   // datasheet figures the controller put into round_status.json.
   if (!r.contains("mfu") && status && status->contains("monitor") && extra.contains("train_flops_per_sample") &&
       r.contains("training_samples_per_second")) {
     const json& m = (*status)["monitor"];
-    const bool low = extra.value("mixed_precision", "off") != "off";
-    const char* peak_key = low ? "fp16_peak_tflops" : "fp32_peak_tflops";
+    // The precision the matmuls ran in; result trees from before `precision` say mixed_precision.
+    std::string precision = extra.value("precision", "");
+    if (precision.empty()) precision = extra.value("mixed_precision", "off") == "off" ? "fp32" : "fp16";
+    std::string peak_key = precision + "_peak_tflops";
+    if (!m.contains(peak_key))
+      peak_key = precision == "fp32" || precision == "tf32" ? "fp32_peak_tflops" : "fp16_peak_tflops";
     const double world = extra.value("world_size", 1);
     if (m.contains(peak_key) && m[peak_key].get<double>() > 0)
       r["mfu"] = extra["train_flops_per_sample"].get<double>() * r["training_samples_per_second"].get<double>() /

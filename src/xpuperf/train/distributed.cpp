@@ -255,7 +255,7 @@ struct Distributed::Reducer {
   std::vector<c10::intrusive_ptr<c10d::Work>> work;  // per bucket, this step
   std::size_t next_launch = 0;                       // buckets start strictly in order
   bool enabled = true;
-  bool reducing = true;     // false for the micro-batches whose gradients only accumulate
+  bool reducing = true;      // false for the micro-batches whose gradients only accumulate
   bool accumulated = false;  // .grad holds earlier micro-batches' sums, to send with this one's
   bool arrived_twice = false;
   std::mutex mutex;  // hooks may run on autograd's device threads

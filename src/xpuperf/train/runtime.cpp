@@ -280,8 +280,8 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       trained.push_back(p);
       decays.push_back(takes_weight_decay(cfg, p));
     }
-    zero = std::make_unique<ZeroSharding>(*dist, trained, decays, static_cast<int>(zero_stage),
-                                          dist_options.bucket_bytes);
+    zero =
+        std::make_unique<ZeroSharding>(*dist, trained, decays, static_cast<int>(zero_stage), dist_options.bucket_bytes);
     optimizer = make_optimizer(cfg, zero->shares_with_decay(), zero->shares_without_decay(), optimizer_impl);
   } else {
     if (cfg.get_bool("overlap_grad_reduce", true)) dist->attach_gradient_hooks(params);
@@ -433,9 +433,9 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       // rank holds its shares' averages.
       if (!zero) dist->finish_step(params);
       // The same decision on every rank: ZeRO's ranks check their shares and agree on the result.
-      const bool step_ok =
-          !scaler || scaler->update(zero ? scaler->unscale_and_check(stepped, [&](torch::Tensor& t) { zero->reduce_max(t); })
-                                         : scaler->unscale_and_check(params));
+      const bool step_ok = !scaler || scaler->update(zero ? scaler->unscale_and_check(
+                                                                stepped, [&](torch::Tensor& t) { zero->reduce_max(t); })
+                                                          : scaler->unscale_and_check(params));
       const bool log_now = log_freq > 0 && (global_step + 1) % log_freq == 0;
       torch::Tensor grad_norm;  // before clipping; logged with the loss (divergence shows in it first)
       if (step_ok) {

@@ -12,11 +12,11 @@ struct ZeroSharding::Unit {
   std::int64_t padded = 0;          // elements, a multiple of the world size
   std::int64_t share = 0;           // padded / world size
   torch::Tensor flat;               // every parameter's values
-  torch::Tensor grad;      // stage 1: the full gradients, kept; stage 2: the buffer of this micro-batch
-  torch::Tensor grad_share;  // this rank's share of the averaged gradients
-  torch::Tensor reduced;     // this micro-batch's reduce-scatter output
-  int missing = 0;           // gradients not yet arrived this micro-batch
-  std::function<void()> wait;  // the reduce-scatter in flight
+  torch::Tensor grad;               // stage 1: the full gradients, kept; stage 2: the buffer of this micro-batch
+  torch::Tensor grad_share;         // this rank's share of the averaged gradients
+  torch::Tensor reduced;            // this micro-batch's reduce-scatter output
+  int missing = 0;                  // gradients not yet arrived this micro-batch
+  std::function<void()> wait;       // the reduce-scatter in flight
 };
 
 namespace {
@@ -28,8 +28,8 @@ torch::Tensor view_in(const torch::Tensor& buffer, std::int64_t offset, const to
 
 }  // namespace
 
-ZeroSharding::ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& params,
-                           const std::vector<bool>& decays, int stage, std::int64_t bucket_bytes)
+ZeroSharding::ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& params, const std::vector<bool>& decays,
+                           int stage, std::int64_t bucket_bytes)
     : dist_(dist), stage_(stage), params_(params) {
   if (stage != 1 && stage != 2) throw std::invalid_argument("ZeRO stage must be 1 or 2");
   torch::NoGradGuard no_grad;

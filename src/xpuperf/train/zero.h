@@ -25,8 +25,8 @@ class ZeroSharding {
  public:
   // Takes over `params` (all on one device, one dtype): they become views of the units, with the
   // values they had. `decays[k]`: whether params[k] takes weight decay.
-  ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& params, const std::vector<bool>& decays,
-               int stage, std::int64_t bucket_bytes);
+  ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& params, const std::vector<bool>& decays, int stage,
+               std::int64_t bucket_bytes);
   ~ZeroSharding();
   ZeroSharding(const ZeroSharding&) = delete;
   ZeroSharding& operator=(const ZeroSharding&) = delete;
@@ -69,8 +69,8 @@ class ZeroSharding {
   int stage_;
   std::vector<torch::Tensor> params_;
   std::vector<std::unique_ptr<Unit>> units_;
-  std::vector<std::size_t> unit_of_;        // per parameter
-  std::vector<std::int64_t> offset_of_;     // per parameter, in its unit
+  std::vector<std::size_t> unit_of_;                                  // per parameter
+  std::vector<std::int64_t> offset_of_;                               // per parameter, in its unit
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive for their hooks
   std::vector<torch::Tensor> decay_shares_, no_decay_shares_;
   std::vector<char> arrived_;

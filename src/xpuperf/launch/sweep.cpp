@@ -1,0 +1,316 @@
+#include "xpuperf/launch/sweep.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <regex>
+#include <sstream>
+
+#include "xpuperf/core/perflog.h"
+#include "xpuperf/core/training_config.h"
+#include "xpuperf/launch/run_plan.h"
+#include "xpuperf/report/sweep_report.h"
+
+namespace xpuperf {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t\n");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\n") - a + 1);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(s);
+  while (std::getline(in, part, sep)) parts.push_back(trim(part));
+  return parts;
+}
+
+const char* kTokens = "fp32, tf32, bf16, fp16, zero1, zero2, ckpt, graphs, fused, foreach, tp1, pp1 or key=value";
+
+// What one token of a strategy sets; nullopt (with the reason in diags) when it cannot.
+std::optional<std::vector<std::string>> token_sets(const std::string& token, const Source& where, Diagnostics& diags) {
+  static const std::regex kParallel("(zero|tp|pp)([0-9]+)");
+  std::smatch m;
+  if (token == "fp32" || token == "tf32" || token == "bf16" || token == "fp16")
+    return std::vector<std::string>{"precision=" + token};
+  if (token == "ckpt") return std::vector<std::string>{"activation_checkpointing=true"};
+  if (token == "graphs") return std::vector<std::string>{"cuda_graphs=true"};
+  if (token == "fused" || token == "foreach") return std::vector<std::string>{"fused_optimizer=" + token};
+  if (std::regex_match(token, m, kParallel)) {
+    const std::string kind = m[1];
+    const int n = std::stoi(m[2]);
+    if (kind == "zero" && n <= 2) return std::vector<std::string>{"zero_stage=" + std::to_string(n)};
+    if (kind != "zero" && n == 1) return std::vector<std::string>{};
+    diags.error(where,
+                "'" + token + "': " +
+                    (kind == "zero"
+                         ? std::string("ZeRO stage 3 (parameters sharded) is not implemented yet")
+                         : (kind == "tp" ? "tensor" : "pipeline") + std::string(" parallelism is not implemented yet")),
+                "the strategies that run today: " + std::string(kTokens));
+    return std::nullopt;
+  }
+  if (token.find('=') != std::string::npos) return std::vector<std::string>{token};
+  diags.error(where, "unknown strategy token '" + token + "'", std::string("use ") + kTokens + ", joined by +");
+  return std::nullopt;
+}
+
+std::string now_stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  std::ostringstream out;
+  out << std::put_time(&tm, "%Y%m%d%H%M%S");
+  return out.str();
+}
+
+std::string slug(const std::string& name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+  return s.substr(0, 60);
+}
+
+// What every row sets so that rows compare: the same steps, timed after the warm-up, the loss of
+// every step recorded, no evaluation but the final one.
+std::vector<std::string> measuring_sets(const SweepOptions& o) {
+  return {"max_steps=" + std::to_string(o.warmup_steps + o.steps),
+          "max_epochs=0",
+          "max_samples_termination=0",
+          "time_budget=0",
+          "timing_skip_steps=" + std::to_string(o.warmup_steps),
+          "record_loss_curve=true",
+          "eval_interval_epochs=0",
+          "eval_interval_steps=0"};
+}
+
+std::string plan_text(const SweepOptions& o, const CaseKey& key, const std::vector<std::string>& sets,
+                      const std::string& log_dir) {
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "vendor" << YAML::Value << o.vendor;
+  out << YAML::Key << "log_dir" << YAML::Value << log_dir;
+  out << YAML::Key << "hosts" << YAML::Value << YAML::Flow << std::vector<std::string>{"localhost"};
+  out << YAML::Key << "launcher" << YAML::Value << "local";
+  if (o.master_port > 0) out << YAML::Key << "master_port" << YAML::Value << o.master_port;
+  out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap << YAML::Key << key.str() << YAML::Value
+      << YAML::BeginMap << YAML::Key << "data_dir" << YAML::Value << o.data_dir;
+  for (const auto& s : sets) {
+    const auto eq = s.find('=');
+    out << YAML::Key << s.substr(0, eq) << YAML::Value << YAML::Load(s.substr(eq + 1));
+  }
+  out << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::optional<json> read_json_file(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  try {
+    return json::parse(in);
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<json> finished_event(const fs::path& round_dir) {
+  std::error_code ec;
+  for (const auto& node : fs::directory_iterator(round_dir, ec)) {
+    const fs::path log = node.path() / "rank0.out.log";
+    if (node.path().filename().string().find("noderank0") == std::string::npos || !fs::exists(log)) continue;
+    std::ifstream in(log);
+    std::optional<json> found;
+    for (const auto& e : parse_perflog(in).events)
+      if (e.event == perflog_event::kFinished) found = e.value;
+    return found;
+  }
+  return std::nullopt;
+}
+
+// One row's measurements from its run folder (summary.json and rank 0's FINISHED of each round).
+json collect_row(const fs::path& run_dir, const CaseKey& key) {
+  json rounds = json::array();
+  const auto summary = read_json_file(run_dir / "summary.json");
+  json case_rounds = json::array();
+  if (summary)
+    for (const auto& c : (*summary)["cases"])
+      if (c.value("case", "") == key.str()) case_rounds = c.value("rounds", json::array());
+  for (int k = 1; k <= key.repeat; ++k) {
+    json r = {{"round", k}, {"status", "not run"}, {"reason", ""}};
+    for (const auto& s : case_rounds)
+      if (s.value("round", 0) == k) {
+        r["status"] = s.value("status", "failed");
+        r["reason"] = s.value("reason", "");
+        if (s.contains("energy_per_sample_j")) r["energy_per_sample_j"] = s["energy_per_sample_j"];
+        if (s.contains("mfu")) r["mfu"] = s["mfu"];
+      }
+    if (const auto f = finished_event(run_dir / key.dir_name() / ("round" + std::to_string(k)))) {
+      const double all = f->value("training_samples_per_second", 0.0);
+      const double steady = f->value("steady_samples_per_second", all);
+      r["samples_per_second"] = steady;
+      if (const double tokens = f->value("tokens_per_sample", 0.0); tokens > 0)
+        r["tokens_per_second"] = steady * tokens;
+      if (r.contains("mfu") && all > 0) r["mfu"] = r["mfu"].get<double>() * steady / all;  // over the timed steps
+      if (f->contains("peak_device_memory_mib")) r["peak_device_memory_mib"] = (*f)["peak_device_memory_mib"];
+      if (f->contains("loss_curve")) r["loss_curve"] = (*f)["loss_curve"];
+    } else if (r["status"] == "ok") {
+      r["status"] = "failed";
+      r["reason"] = "no FINISHED event in rank 0's log";
+    }
+    rounds.push_back(r);
+  }
+  return rounds;
+}
+
+std::string first_reason(const json& rounds) {
+  for (const auto& r : rounds)
+    if (r["status"] != "ok") return r.value("reason", "").empty() ? r.value("status", "") : r.value("reason", "");
+  return "";
+}
+
+}  // namespace
+
+std::vector<SweepRow> parse_strategies(const std::string& text, Diagnostics& diags) {
+  std::vector<SweepRow> rows;
+  for (const auto& strategy : split(text, ';')) {
+    if (strategy.empty()) continue;
+    const Source where{"--strategies '" + strategy + "'", 0};
+    SweepRow row{strategy, {}};
+    bool ok = true;
+    for (const auto& token : split(strategy, '+')) {
+      if (token.empty()) continue;
+      auto sets = token_sets(token, where, diags);
+      if (!sets)
+        ok = false;
+      else
+        row.sets.insert(row.sets.end(), sets->begin(), sets->end());
+    }
+    for (const auto& r : rows)
+      if (r.name == strategy) diags.error(where, "strategy '" + strategy + "' is listed twice");
+    if (ok) rows.push_back(row);
+  }
+  if (rows.empty() && !diags.has_errors())
+    diags.error({"--strategies", 0}, "no strategy given", "e.g. --strategies \"fp32; bf16; bf16+zero1\"");
+  return rows;
+}
+
+int run_sweep(const Repo& repo, const SweepOptions& o) {
+  Diagnostics diags;
+  static const std::regex kHardware("(.+)x([0-9]+)x([0-9]+)");
+  std::smatch m;
+  std::optional<CaseKey> key;
+  if (!std::regex_match(o.hardware, m, kHardware)) {
+    diags.error({"--hardware", 0}, "'" + o.hardware + "' is not HWxNODESxPROCS", "e.g. --hardware H200x1x2");
+  } else if (std::stoi(m[2]) != 1) {
+    diags.error({"--hardware", 0}, "a sweep runs on this host: give " + std::string(m[1]) + "x1x" + std::string(m[3]));
+  } else {
+    key = parse_case_key(o.model + ":" + o.framework + ":" + std::string(m[1]) + ":1:" + std::string(m[3]) + ":" +
+                             std::to_string(o.repeats),
+                         {"command line", 0}, diags);
+  }
+  if (o.steps < 1 || o.warmup_steps < 0 || o.repeats < 1)
+    diags.error({"command line", 0}, "--steps and --repeats must be at least 1, --warmup-steps at least 0");
+  const auto rows = parse_strategies(o.strategies, diags);
+  if (key && !diags.has_errors()) {
+    for (const auto& row : rows) {
+      // Every row's config is merged and checked now: a combination that cannot work stops the
+      // sweep before anything runs.
+      TrainingConfigRequest request;
+      request.key = *key;
+      request.vendor = o.vendor;
+      request.data_dir = o.data_dir;
+      request.where = {"strategy '" + row.name + "'", 0};
+      std::vector<std::string> sets = o.sets;
+      const auto measuring = measuring_sets(o);
+      sets.insert(sets.end(), measuring.begin(), measuring.end());
+      sets.insert(sets.end(), row.sets.begin(), row.sets.end());
+      request.sets = parse_set_overrides(sets, diags, request.where);
+      load_training_config(repo, request, diags);
+    }
+  }
+  std::cerr << diags.format(Severity::Warning);
+  if (diags.has_errors() || !key) return 2;
+  if (o.data_dir.empty() || !fs::is_directory(o.data_dir)) {
+    std::cerr << "xpuperf: error: data folder '" << o.data_dir << "' does not exist (give --data-dir)\n";
+    return 2;
+  }
+
+  const fs::path sweep_dir = fs::absolute(fs::path(o.log_dir) / ("sweep" + now_stamp())).lexically_normal();
+  fs::create_directories(sweep_dir / "rows");
+  std::cout << "Sweep of " << key->model << " on " << o.vendor << " " << o.hardware << ": " << rows.size()
+            << " strategies × " << o.repeats << " repeat(s) of " << o.warmup_steps << " + " << o.steps
+            << " steps, into " << display_path(sweep_dir.string()) << "\n";
+  json input = {{"case", key->model + ":" + key->framework},
+                {"vendor", o.vendor},
+                {"hardware", o.hardware},
+                {"world_size", key->world_size()},
+                {"steps", o.steps},
+                {"warmup_steps", o.warmup_steps},
+                {"repeats", o.repeats},
+                {"loss_tolerance", o.loss_tolerance},
+                {"data_dir", o.data_dir},
+                {"rows", json::array()}};
+  bool interrupted = false;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    json entry = {{"name", row.name}, {"sets", row.sets}, {"status", "ok"}, {"reason", ""}};
+    if (interrupted) {
+      entry["status"] = "not run";
+      entry["reason"] = "the sweep was interrupted";
+      input["rows"].push_back(entry);
+      continue;
+    }
+    std::cout << "\n=== " << (i + 1) << "/" << rows.size() << ": " << row.name << " ===\n" << std::flush;
+    const fs::path row_dir = sweep_dir / "rows" / (std::to_string(i + 1) + "-" + slug(row.name));
+    fs::create_directories(row_dir);
+    std::vector<std::string> sets = o.sets;
+    const auto measuring = measuring_sets(o);
+    sets.insert(sets.end(), measuring.begin(), measuring.end());
+    sets.insert(sets.end(), row.sets.begin(), row.sets.end());
+    const std::string plan_path = (row_dir / "sweep_plan.yaml").string();
+    std::ofstream(plan_path) << plan_text(o, *key, sets, row_dir.string());
+    RunOptions run;
+    run.plan_path = plan_path;
+    run.xpuperf = o.xpuperf;
+    const int code = run_plan(repo, run);
+    if (code == 130) interrupted = true;
+    fs::path run_dir;
+    std::error_code ec;
+    for (const auto& d : fs::directory_iterator(row_dir, ec))
+      if (d.is_directory() && d.path().filename().string().rfind("run", 0) == 0) run_dir = d.path();
+    entry["run_dir"] = run_dir.string();
+    entry["rounds"] = run_dir.empty() ? json::array() : collect_row(run_dir, *key);
+    bool any_ok = false;
+    for (const auto& r : entry["rounds"]) any_ok = any_ok || r["status"] == "ok";
+    if (!any_ok) {
+      entry["status"] = "failed";
+      entry["reason"] =
+          run_dir.empty() ? "the run did not start (exit " + std::to_string(code) + ")" : first_reason(entry["rounds"]);
+    }
+    input["rows"].push_back(entry);
+  }
+
+  const json summary = report::sweep_summary(input);
+  const std::string markdown = report::sweep_markdown(summary);
+  std::ofstream(sweep_dir / "summary.json") << summary.dump(2) << "\n";
+  std::ofstream(sweep_dir / "summary.md") << markdown;
+  std::ofstream(sweep_dir / "report.html") << report::sweep_html(summary);
+  std::cout << "\n"
+            << markdown << "\nWritten: " << display_path((sweep_dir / "summary.md").string())
+            << ", summary.json, report.html\n";
+  if (interrupted) return 130;
+  for (const auto& row : summary["rows"]) {
+    if (row.value("status", "") != "ok") return 1;
+    if (row.contains("parity") && !row["parity"]["within"].get<bool>()) return 1;
+  }
+  return 0;
+}
+
+}  // namespace xpuperf

@@ -1,0 +1,82 @@
+// `xpuperf sweep`: the strategies' spelling and Rapidformer's table built from the rows'
+// measurements (golden files), with loss parity flagged and failed rows kept.
+
+#include "xpuperf/launch/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "xpuperf/report/sweep_report.h"
+
+namespace xpuperf {
+namespace {
+
+using nlohmann::json;
+
+TEST(SweepStrategies, TokensBecomeTheSwitchesTheySet) {
+  Diagnostics diags;
+  const auto rows =
+      parse_strategies(" fp32 ; bf16+zero2+ckpt; bf16+tp1+pp1+train_batch_size=2+global_batch_size=8;", diags);
+  EXPECT_FALSE(diags.has_errors()) << diags.format();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].name, "fp32");
+  EXPECT_EQ(rows[0].sets, std::vector<std::string>{"precision=fp32"});
+  EXPECT_EQ(rows[1].sets,
+            (std::vector<std::string>{"precision=bf16", "zero_stage=2", "activation_checkpointing=true"}));
+  EXPECT_EQ(rows[2].sets, (std::vector<std::string>{"precision=bf16", "train_batch_size=2", "global_batch_size=8"}));
+}
+
+TEST(SweepStrategies, UnknownAndUnimplementedTokensAreRefusedWithTheReason) {
+  Diagnostics diags;
+  const auto rows = parse_strategies("bf16+zero3; bf16+tp2; bf16+pp2; fast; bf16; bf16", diags);
+  const std::string text = diags.format();
+  EXPECT_NE(text.find("'zero3': ZeRO stage 3 (parameters sharded) is not implemented yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("'tp2': tensor parallelism is not implemented yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("'pp2': pipeline parallelism is not implemented yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("unknown strategy token 'fast'"), std::string::npos) << text;
+  EXPECT_NE(text.find("strategy 'bf16' is listed twice"), std::string::npos) << text;
+  Diagnostics none;
+  parse_strategies(" ; ", none);
+  EXPECT_NE(none.format().find("no strategy given"), std::string::npos);
+}
+
+json round_of(double sps, double mib, std::vector<double> curve) {
+  return {{"status", "ok"},     {"samples_per_second", sps},     {"tokens_per_second", sps * 1024},
+          {"mfu", sps / 400},   {"peak_device_memory_mib", mib}, {"energy_per_sample_j", 300 / sps},
+          {"loss_curve", curve}};
+}
+
+TEST(SweepReport, TableHasRatiosAgainstTheReferenceAndFlagsBrokenParity) {
+  const std::vector<double> base = {10.0, 9.0, 8.0, 7.5};
+  json input = {
+      {"case", "gpt2:libtorch"}, {"vendor", "nvidia"}, {"hardware", "H200x1x2"}, {"world_size", 2},      {"steps", 4},
+      {"warmup_steps", 2},       {"repeats", 2},       {"loss_tolerance", 0.02}, {"rows", json::array()}};
+  input["rows"].push_back({{"name", "fp32"},
+                           {"status", "failed"},
+                           {"reason", "CUDA out of memory"},
+                           {"rounds", json::array({{{"status", "failed"}, {"reason", "CUDA out of memory"}}})}});
+  input["rows"].push_back({{"name", "bf16"},
+                           {"status", "ok"},
+                           {"rounds", json::array({round_of(100, 20000, base), round_of(104, 20100, base)})}});
+  input["rows"].push_back({{"name", "bf16+zero1"},
+                           {"status", "ok"},
+                           {"rounds", json::array({round_of(98, 15000, {10.0, 9.01, 8.02, 7.49}),
+                                                   round_of(96, 15000, {10.0, 9.01, 8.02, 7.49})})}});
+  input["rows"].push_back({{"name", "bf16+zero2"},
+                           {"status", "ok"},
+                           {"rounds", json::array({round_of(90, 12000, {10.0, 9.0, 8.5, 7.5})})}});
+  const json summary = report::sweep_summary(input);
+  EXPECT_EQ(summary["reference"], "bf16") << "the first row that ran";
+  EXPECT_NEAR(summary["rows"][2]["speedup"].get<double>(), 97.0 / 102.0, 1e-12);
+  EXPECT_NEAR(summary["rows"][2]["memory_saving"].get<double>(), 1.0 - 15000.0 / 20100.0, 1e-12);
+  EXPECT_TRUE(summary["rows"][2]["parity"]["within"].get<bool>());
+  EXPECT_FALSE(summary["rows"][3]["parity"]["within"].get<bool>());
+  EXPECT_EQ(summary["rows"][3]["parity"]["at_step"], 3);
+  EXPECT_EQ(test::compare_golden("sweep.md", report::sweep_markdown(summary)), "");
+  const std::string html = report::sweep_html(summary);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("CUDA out of memory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace xpuperf
