@@ -444,7 +444,8 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
         optimizer->step();
         if (zero) zero->gather_parameters();
       }
-      if (record_loss_curve) loss_curve.push_back(loss.reshape({1}).to(torch::kFloat));
+      // A copy: with CUDA graphs the loss is the graph's output, which the next replay overwrites.
+      if (record_loss_curve) loss_curve.push_back(loss.detach().reshape({1}).to(torch::kFloat, false, true));
 
       ++global_step;
       const std::int64_t batch_samples = step_rows * info.env.world_size;
