@@ -8,7 +8,8 @@
 #   graphs  GPT-2 small on one GPU with and without cuda_graphs at 2 × 1024 and 16 × 1024 tokens
 # Usage: bench/rapidformer_vs_pytorch.sh DATA_DIR [PARTS]   (PARTS: bert,gpt13,graphs; on an NVIDIA
 # machine with two GPUs, after building; DATA_DIR: scripts/linux-doc-datasets.sh's token datasets)
-# STEPS=10 WARMUP=3 REPEATS=2 HW=H200 pick the sweep's shape; XPUPERF=build/src/xpuperf.
+# STEPS=10 WARMUP=3 REPEATS=2 HW=H200 GPUS=2 pick the sweep's shape (GPUS=1: the same global batches
+# by accumulation on one GPU, where sharding has nothing to shard); XPUPERF=build/src/xpuperf.
 set -euo pipefail
 data=${1:?give the token datasets folder}
 parts=${2:-bert,gpt13,graphs}
@@ -17,6 +18,7 @@ hw=${HW:-H200}
 steps=${STEPS:-10}
 warmup=${WARMUP:-3}
 repeats=${REPEATS:-2}
+gpus=${GPUS:-2}
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +38,7 @@ sweep() {  # label case hardware strategies --set ...: prints the sweep's table
 }
 
 torch_row() {  # arguments of rapidformer_pytorch.py: one JSON line
-  torchrun --standalone --nproc_per_node 2 "$here/rapidformer_pytorch.py" "$@" 2> "$work/torch.err" | tail -1 ||
+  torchrun --standalone --nproc_per_node "$gpus" "$here/rapidformer_pytorch.py" "$@" 2> "$work/torch.err" | tail -1 ||
     { echo "{\"failed\": \"$*\"}"; grep -E "Error|error" "$work/torch.err" | tail -3; }
 }
 
@@ -44,15 +46,20 @@ IFS=, read -ra list <<< "$parts"
 for part in "${list[@]}"; do
   case $part in
     bert)
-      sweep bert bert "${hw}x1x2" "fp32; bf16" train_batch_size=16 global_batch_size=64 eval_batch_size=16
+      sweep bert bert "${hw}x1x$gpus" "fp32; bf16" train_batch_size=16 global_batch_size=64 eval_batch_size=16 \
+        cuda_graphs=false
       echo "## PyTorch (Hugging Face BertForMaskedLM, DDP)"
       for p in fp32 bf16; do torch_row --case bert --mode ddp --precision $p --micro 16 --global-batch 64 --steps "$steps"; done
       ;;
     gpt13)
-      sweep gpt13 gpt2 "${hw}x1x2" "bf16; bf16+zero1; bf16+zero2; bf16+ckpt" n_layer=24 n_embd=2048 n_head=32 \
-        train_batch_size=1 global_batch_size=4 eval_batch_size=4 valid_share=0.002
+      strategies="bf16; bf16+zero1; bf16+zero2; bf16+ckpt"
+      [[ $gpus == 1 ]] && strategies="bf16; bf16+ckpt"
+      sweep gpt13 gpt2 "${hw}x1x$gpus" "$strategies" n_layer=24 n_embd=2048 n_head=32 train_batch_size=1 \
+        global_batch_size=4 eval_batch_size=4 valid_share=0.002 cuda_graphs=false
       echo "## PyTorch (Hugging Face GPT2LMHeadModel at 1.3B)"
-      for m in ddp fsdp_grad_op fsdp_full; do torch_row --case gpt13 --mode $m --micro 1 --global-batch 4 --steps "$steps"; done
+      modes="ddp fsdp_grad_op fsdp_full"
+      [[ $gpus == 1 ]] && modes=ddp
+      for m in $modes; do torch_row --case gpt13 --mode $m --micro 1 --global-batch 4 --steps "$steps"; done
       ;;
     graphs)
       for b in 2 16; do

@@ -23,10 +23,10 @@ TEST(Cli, HelpAndVersion) {
 
 TEST(Cli, AnUnknownCommandIsNamedWithTheClosestOne) {
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"sweep"}, {"sweep", "--help"}, {"--root", ".", "sweep", "x"}}) {
+       {std::vector<std::string>{"tune"}, {"tune", "--help"}, {"--root", ".", "tune", "x"}}) {
     const Result r = xpuperf(args);
     EXPECT_EQ(r.code, 1) << r.output;
-    EXPECT_TRUE(has(r.output, "xpuperf: error: unknown command 'sweep'")) << r.output;
+    EXPECT_TRUE(has(r.output, "xpuperf: error: unknown command 'tune'")) << r.output;
     EXPECT_TRUE(has(r.output, "Commands: check, config, list")) << r.output;
     EXPECT_FALSE(has(r.output, "A subcommand is required")) << r.output;
     EXPECT_FALSE(has(r.output, "Usage:")) << "no main help for an unknown command: " << r.output;

@@ -1,5 +1,5 @@
 // The switches that change how a step is computed, held to the plain run's numbers on a small GPT:
-// ZeRO stages 1 and 2 against data parallelism (Gloo, two and three ranks as threads), gradient
+// ZeRO stages 1, 2 and 3 against data parallelism (Gloo, two and three ranks as threads), gradient
 // accumulation against one batch as large, activation checkpointing against keeping the
 // activations (same gradients, dropout included). And the combinations refused at load time.
 
@@ -16,6 +16,7 @@
 #include "xpuperf/models/bert.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/train/runtime.h"
+#include "xpuperf/train/zero.h"
 
 namespace xpuperf::train {
 namespace {
@@ -104,12 +105,12 @@ void expect_same_curve(const std::vector<double>& got, const std::vector<double>
     EXPECT_NEAR(got[i], want[i], tolerance * std::abs(want[i])) << "step " << i + 1;
 }
 
-TEST(Zero, StagesOneAndTwoGiveTheDataParallelLossCurve) {
+TEST(Zero, EveryStageGivesTheDataParallelLossCurve) {
   SKIP_WITHOUT_GLOO();
   const auto plain = run_gpt("", 2);
   ASSERT_EQ(plain.curve.size(), 6u);
   EXPECT_LT(plain.curve.back(), plain.curve.front() - 0.1) << "the tiny GPT learns";
-  for (const std::string stage : {"1", "2"}) {
+  for (const std::string stage : {"1", "2", "3"}) {
     const auto sharded = run_gpt("zero_stage: " + stage + "\n", 2);
     SCOPED_TRACE("zero_stage " + stage);
     expect_same_curve(sharded.curve, plain.curve, 1e-5);
@@ -121,6 +122,33 @@ TEST(Zero, StagesOneAndTwoGiveTheDataParallelLossCurve) {
   expect_same_curve(run_gpt("zero_stage: 2\nfused_optimizer: foreach\n", 2).curve, plain.curve, 1e-5);
   const auto three = run_gpt("train_batch_size: 4\n", 3);
   expect_same_curve(run_gpt("train_batch_size: 4\nzero_stage: 1\n", 3).curve, three.curve, 1e-5);
+  expect_same_curve(run_gpt("train_batch_size: 4\nzero_stage: 3\n", 3).curve, three.curve, 1e-5);
+}
+
+TEST(Zero, StageThreeKeepsOnlySharesOfTheBlocksBetweenUses) {
+  SKIP_WITHOUT_GLOO();
+  on_two_ranks([&](int rank, int port) {
+    auto dist = Distributed::create(env_for(rank, 2, port), torch::kCPU, {});
+    auto gpt = models::GptLMHeadModel(tiny_gpt(0.0));
+    auto params = gpt->parameters();
+    dist->broadcast_parameters(params);
+    std::vector<torch::Tensor> before;
+    std::int64_t total = 0;
+    for (const auto& p : params) {
+      before.push_back(p.detach().clone());
+      total += p.numel();
+    }
+    const auto blocks = gpt->transformer->blocks();
+    ZeroSharding zero(*dist, params, std::vector<bool>(params.size(), true), 3, 1 << 14, blocks);
+    for (auto* block : blocks)
+      for (const auto& p : block->parameters()) EXPECT_EQ(p.numel(), 0) << "a block keeps its share only";
+    EXPECT_EQ(gpt->transformer->wte->weight.numel(), 64 * 32) << "the embedding stays whole";
+    EXPECT_LE(zero.owned_elements(), total / 2 + 2 * static_cast<std::int64_t>(zero.unit_count()));
+    zero.gather_all();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      EXPECT_TRUE(torch::equal(params[i].detach(), before[i])) << "parameter " << i << " gathered back";
+    dist->barrier();
+  });
 }
 
 TEST(Accumulation, MicroBatchesGiveTheLossOfOneBatchAsLarge) {
@@ -137,6 +165,11 @@ TEST(Accumulation, ComposesWithDataParallelismAndZero) {
                     whole.curve, 1e-5);
   expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 1\n", 2).curve, whole.curve, 1e-5);
   expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 2\n", 2).curve, whole.curve, 1e-5);
+  // ZeRO-3 gathers each block again in backward, also when checkpointing recomputes it there.
+  expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 3\n", 2).curve, whole.curve, 1e-5);
+  expect_same_curve(
+      run_gpt("train_batch_size: 4\nglobal_batch_size: 16\nzero_stage: 3\nactivation_checkpointing: true\n", 2).curve,
+      whole.curve, 1e-5);
 }
 
 // Gradients of every parameter after one backward, from the same seed.
@@ -211,9 +244,10 @@ TEST(SwitchCheck, RefusesCombinationsThatCannotWorkNamingTheLine) {
                       "4 × 2"),
             std::string::npos)
       << e[0];
-  e = switch_errors("zero_stage: 3\n", 2);
+  EXPECT_TRUE(switch_errors("zero_stage: 3\n", 2).empty());
+  e = switch_errors("zero_stage: 4\n", 2);
   ASSERT_EQ(e.size(), 1u);
-  EXPECT_NE(e[0].find("'zero_stage' must be 0, 1 or 2"), std::string::npos);
+  EXPECT_NE(e[0].find("'zero_stage' must be 0, 1, 2 or 3"), std::string::npos);
   e = switch_errors("precision: fp8\n", 1);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find("'precision' must be fp32, tf32, bf16 or fp16, got 'fp8'"), std::string::npos);

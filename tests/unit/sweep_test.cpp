@@ -28,9 +28,9 @@ TEST(SweepStrategies, TokensBecomeTheSwitchesTheySet) {
 
 TEST(SweepStrategies, UnknownAndUnimplementedTokensAreRefusedWithTheReason) {
   Diagnostics diags;
-  const auto rows = parse_strategies("bf16+zero3; bf16+tp2; bf16+pp2; fast; bf16; bf16", diags);
+  const auto rows = parse_strategies("bf16+zero4; bf16+tp2; bf16+pp2; fast; bf16; bf16", diags);
   const std::string text = diags.format();
-  EXPECT_NE(text.find("'zero3': ZeRO stage 3 (parameters sharded) is not implemented yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("'zero4': ZeRO has stages 1 to 3"), std::string::npos) << text;
   EXPECT_NE(text.find("'tp2': tensor parallelism is not implemented yet"), std::string::npos) << text;
   EXPECT_NE(text.find("'pp2': pipeline parallelism is not implemented yet"), std::string::npos) << text;
   EXPECT_NE(text.find("unknown strategy token 'fast'"), std::string::npos) << text;

@@ -54,11 +54,10 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
                   "fp32 keeps TF32 off; bf16 and fp16 are autocast (fp16 with a dynamic loss scaler)");
   }
   const std::int64_t stage = value_or([&] { return cfg.get_int("zero_stage", 0); }, std::int64_t{0});
-  if (stage < 0 || stage > 2)
-    diags.error(source_of(cfg, "zero_stage"), "'zero_stage' must be 0, 1 or 2, got " + std::to_string(stage),
-                stage == 3 ? "stage 3 (parameters sharded) is not implemented yet; stage 2 shards optimizer state "
-                             "and gradients"
-                           : "0: plain data parallelism; 1: optimizer state sharded; 2: and gradients");
+  if (stage < 0 || stage > 3)
+    diags.error(source_of(cfg, "zero_stage"), "'zero_stage' must be 0, 1, 2 or 3, got " + std::to_string(stage),
+                "0: plain data parallelism; 1: optimizer state sharded; 2: and gradients; 3: and the blocks' "
+                "parameters");
   const std::int64_t micro = value_or([&] { return cfg.get_int("train_batch_size", 1); }, std::int64_t{1});
   const std::int64_t global = value_or([&] { return cfg.get_int("global_batch_size", 0); }, std::int64_t{0});
   if (global < 0 || (global > 0 && micro > 0 && global % (micro * world_size) != 0))

@@ -35,7 +35,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return parts;
 }
 
-const char* kTokens = "fp32, tf32, bf16, fp16, zero1, zero2, ckpt, graphs, fused, foreach, tp1, pp1 or key=value";
+const char* kTokens =
+    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, fused, foreach, tp1, pp1 or key=value";
 
 // What one token of a strategy sets; nullopt (with the reason in diags) when it cannot.
 std::optional<std::vector<std::string>> token_sets(const std::string& token, const Source& where, Diagnostics& diags) {
@@ -49,12 +50,12 @@ std::optional<std::vector<std::string>> token_sets(const std::string& token, con
   if (std::regex_match(token, m, kParallel)) {
     const std::string kind = m[1];
     const int n = std::stoi(m[2]);
-    if (kind == "zero" && n <= 2) return std::vector<std::string>{"zero_stage=" + std::to_string(n)};
+    if (kind == "zero" && n <= 3) return std::vector<std::string>{"zero_stage=" + std::to_string(n)};
     if (kind != "zero" && n == 1) return std::vector<std::string>{};
     diags.error(where,
                 "'" + token + "': " +
                     (kind == "zero"
-                         ? std::string("ZeRO stage 3 (parameters sharded) is not implemented yet")
+                         ? std::string("ZeRO has stages 1 to 3")
                          : (kind == "tp" ? "tensor" : "pipeline") + std::string(" parallelism is not implemented yet")),
                 "the strategies that run today: " + std::string(kTokens));
     return std::nullopt;

@@ -112,9 +112,16 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tens
 torch::Tensor BertEncoderImpl::forward(torch::Tensor x, const torch::Tensor& mask) {
   for (const auto& l : *layer) {
     BertLayerImpl* block = l->as<BertLayer>();
-    x = run_block([block, mask](const torch::Tensor& t) { return block->forward(t, mask); }, x);
+    x = run_block(
+        *block, [block, mask](const torch::Tensor& t) { return block->forward(t, mask); }, x);
   }
   return x;
+}
+
+std::vector<torch::nn::Module*> BertEncoderImpl::blocks() {
+  std::vector<torch::nn::Module*> list;
+  for (const auto& l : *layer) list.push_back(l.get());
+  return list;
 }
 
 BertTransformImpl::BertTransformImpl(const BertConfig& c) {

@@ -78,8 +78,9 @@ struct BertEmbeddingsImpl : torch::nn::Module {
 };
 TORCH_MODULE(BertEmbeddings);
 
-struct BertEncoderImpl : torch::nn::Module, train::CheckpointableBlocks {
+struct BertEncoderImpl : torch::nn::Module, train::BlockStack {
   explicit BertEncoderImpl(const BertConfig& c);
+  std::vector<torch::nn::Module*> blocks() override;
   // Every layer over x; mask as BertLayer takes it.
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& mask);
   torch::nn::ModuleList layer{nullptr};

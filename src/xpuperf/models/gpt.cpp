@@ -86,9 +86,16 @@ torch::Tensor GptModelImpl::forward(const torch::Tensor& ids) {
   auto x = drop(wte(ids) + wpe(positions));
   for (const auto& block : *h) {
     GptBlockImpl* b = block->as<GptBlock>();
-    x = run_block([b](const torch::Tensor& t) { return b->forward(t); }, x);
+    x = run_block(
+        *b, [b](const torch::Tensor& t) { return b->forward(t); }, x);
   }
   return ln_f(x);
+}
+
+std::vector<torch::nn::Module*> GptModelImpl::blocks() {
+  std::vector<torch::nn::Module*> list;
+  for (const auto& block : *h) list.push_back(block.get());
+  return list;
 }
 
 GptLMHeadModelImpl::GptLMHeadModelImpl(const GptConfig& c) : config(c) {

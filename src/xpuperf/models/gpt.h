@@ -63,8 +63,9 @@ struct GptBlockImpl : torch::nn::Module {
 TORCH_MODULE(GptBlock);
 
 // transformer.{wte, wpe, h.<i>, ln_f}
-struct GptModelImpl : torch::nn::Module, train::CheckpointableBlocks {
+struct GptModelImpl : torch::nn::Module, train::BlockStack {
   explicit GptModelImpl(const GptConfig& c);
+  std::vector<torch::nn::Module*> blocks() override;
   torch::Tensor forward(const torch::Tensor& ids);  // (batch, tokens) -> hidden states
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::nn::Dropout drop{nullptr};

@@ -64,9 +64,16 @@ torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens) {
   auto x = dropout(tokens + pos_embedding);
   for (const auto& layer : *layers) {
     EncoderBlockImpl* block = layer.get<EncoderBlock>().get();
-    x = run_block([block](const torch::Tensor& t) { return block->forward(t); }, x);
+    x = run_block(
+        *block, [block](const torch::Tensor& t) { return block->forward(t); }, x);
   }
   return ln(x);
+}
+
+std::vector<torch::nn::Module*> EncoderImpl::blocks() {
+  std::vector<torch::nn::Module*> list;
+  for (const auto& layer : *layers) list.push_back(layer.ptr().get());
+  return list;
 }
 
 VisionTransformerImpl::VisionTransformerImpl(const ViTConfig& c) : config(c) {

@@ -48,8 +48,9 @@ struct EncoderBlockImpl : torch::nn::Module {
 TORCH_MODULE(EncoderBlock);
 
 // encoder.pos_embedding, encoder.layers.encoder_layer_<i>, encoder.ln
-struct EncoderImpl : torch::nn::Module, train::CheckpointableBlocks {
+struct EncoderImpl : torch::nn::Module, train::BlockStack {
   explicit EncoderImpl(const ViTConfig& c);
+  std::vector<torch::nn::Module*> blocks() override;
   torch::Tensor forward(const torch::Tensor& tokens);
 
   torch::Tensor pos_embedding;

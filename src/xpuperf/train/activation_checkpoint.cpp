@@ -96,15 +96,18 @@ torch::Tensor checkpointed(BlockFunction block, const torch::Tensor& x) {
   return y;
 }
 
-int set_activation_checkpointing(torch::nn::Module& model, bool on) {
-  int found = 0;
-  for (const auto& m : model.modules(/*include_self=*/true)) {
-    if (auto* blocks = dynamic_cast<CheckpointableBlocks*>(m.get())) {
-      blocks->set_activation_checkpointing(on);
-      ++found;
-    }
-  }
+std::vector<BlockStack*> block_stacks(torch::nn::Module& model) {
+  std::vector<BlockStack*> found;
+  if (auto* self = dynamic_cast<BlockStack*>(&model)) found.push_back(self);
+  for (const auto& m : model.modules(/*include_self=*/false))
+    if (auto* stack = dynamic_cast<BlockStack*>(m.get())) found.push_back(stack);
   return found;
+}
+
+int set_activation_checkpointing(torch::nn::Module& model, bool on) {
+  const auto stacks = block_stacks(model);
+  for (auto* s : stacks) s->set_activation_checkpointing(on);
+  return static_cast<int>(stacks.size());
 }
 
 }  // namespace xpuperf::train

@@ -7,6 +7,8 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <memory>
+#include <vector>
 
 namespace xpuperf::train {
 
@@ -17,26 +19,42 @@ using BlockFunction = std::function<torch::Tensor(const torch::Tensor&)>;
 // must stay callable until backward has run (capture modules by pointer, not by reference).
 torch::Tensor checkpointed(BlockFunction block, const torch::Tensor& x);
 
-// A model with a stack of repeated blocks that can be checkpointed. The runtime switches it on
-// (the cases never do): it finds every module of the model that is a CheckpointableBlocks.
-class CheckpointableBlocks {
+// What the runtime wraps around each block's forward: ZeRO-3 gathers the block's parameters
+// before it and frees them after (and the reverse in backward).
+class BlockHooks {
  public:
-  virtual ~CheckpointableBlocks() = default;
+  virtual ~BlockHooks() = default;
+  virtual torch::Tensor run(torch::nn::Module& block, const BlockFunction& forward, const torch::Tensor& x) = 0;
+};
+
+// A model's stack of repeated blocks (transformer layers), which the runtime's switches act on —
+// the cases never do: checkpointing recomputes them, ZeRO-3 shards their parameters. The runtime
+// finds every module of the model that is a BlockStack.
+class BlockStack {
+ public:
+  virtual ~BlockStack() = default;
+  // The blocks, in forward order.
+  virtual std::vector<torch::nn::Module*> blocks() = 0;
   void set_activation_checkpointing(bool on) { checkpoint_blocks_ = on; }
   bool activation_checkpointing() const { return checkpoint_blocks_; }
+  void set_block_hooks(std::shared_ptr<BlockHooks> hooks) { hooks_ = std::move(hooks); }
 
  protected:
-  // What the model's forward calls for each block.
-  torch::Tensor run_block(BlockFunction block, const torch::Tensor& x) const {
-    return checkpoint_blocks_ ? checkpointed(std::move(block), x) : block(x);
+  // What the model's forward calls for each block: forward(x), checkpointed and hooked as set.
+  torch::Tensor run_block(torch::nn::Module& block, BlockFunction forward, const torch::Tensor& x) const {
+    if (checkpoint_blocks_) forward = [f = std::move(forward)](const torch::Tensor& t) { return checkpointed(f, t); };
+    return hooks_ ? hooks_->run(block, forward, x) : forward(x);
   }
 
  private:
   bool checkpoint_blocks_ = false;
+  std::shared_ptr<BlockHooks> hooks_;
 };
 
-// Switches checkpointing on or off in every CheckpointableBlocks module of `model`; returns how
-// many there were (0: the model has no blocks to checkpoint).
+// The BlockStack modules of `model` (none: the model has no blocks).
+std::vector<BlockStack*> block_stacks(torch::nn::Module& model);
+// Switches checkpointing on or off in every BlockStack of `model`; returns how many there were
+// (0: the model has no blocks to checkpoint).
 int set_activation_checkpointing(torch::nn::Module& model, bool on);
 
 }  // namespace xpuperf::train

@@ -203,9 +203,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   }
   const bool checkpoint_activations = cfg.get_bool("activation_checkpointing", false);
   const std::int64_t zero_stage = non_negative(cfg, "zero_stage", 0);
-  if (zero_stage > 2)
-    throw ConfigError(cfg.at("zero_stage").source.str() +
-                      ": 'zero_stage' must be 0, 1 or 2 (stage 3, sharded parameters, is not implemented yet)");
+  if (zero_stage > 3) throw ConfigError(cfg.at("zero_stage").source.str() + ": 'zero_stage' must be 0, 1, 2 or 3");
   // Gradient accumulation: each step takes `accumulation` micro-batches of train_batch_size a rank.
   const std::int64_t global_batch = non_negative(cfg, "global_batch_size", 0);
   const std::int64_t micro_batches_per_step = train_batch * info.env.world_size;
@@ -271,6 +269,13 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   std::vector<torch::Tensor> params = model->parameters();
   dist->broadcast_parameters(params);
   std::unique_ptr<ZeroSharding> zero;
+  std::function<void()> unhook_blocks;  // stage 3: takes ZeRO's hooks off the model
+  struct Unhook {
+    std::function<void()>& f;
+    ~Unhook() {
+      if (f) f();
+    }
+  } unhook_at_exit{unhook_blocks};
   std::unique_ptr<StepOptimizer> optimizer;
   if (zero_stage > 0) {
     std::vector<torch::Tensor> trained;
@@ -280,8 +285,25 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       trained.push_back(p);
       decays.push_back(takes_weight_decay(cfg, p));
     }
-    zero =
-        std::make_unique<ZeroSharding>(*dist, trained, decays, static_cast<int>(zero_stage), dist_options.bucket_bytes);
+    std::vector<torch::nn::Module*> blocks;
+    const auto stacks = block_stacks(*model);
+    for (auto* stack : stacks)
+      for (auto* block : stack->blocks()) blocks.push_back(block);
+    if (zero_stage == 3 && blocks.empty())
+      throw ConfigError(cfg.at("zero_stage").source.str() +
+                        ": zero_stage: 3 shards the parameters of a model's blocks, " + "and the model of " +
+                        info.case_name + " has none; use zero_stage: 2");
+    zero = std::make_unique<ZeroSharding>(*dist, trained, decays, static_cast<int>(zero_stage),
+                                          dist_options.bucket_bytes, blocks);
+    if (zero_stage == 3) {
+      // The model outlives this run; the hooks come off (and the parameters back) when it ends.
+      for (auto* stack : stacks) stack->set_block_hooks(std::shared_ptr<BlockHooks>(zero.get(), [](BlockHooks*) {}));
+      unhook_blocks = [stacks, z = zero.get()] {
+        for (auto* stack : stacks) stack->set_block_hooks(nullptr);
+        // Gathering is collective: not while an error unwinds this rank alone.
+        if (std::uncaught_exceptions() == 0) z->gather_all();
+      };
+    }
     optimizer = make_optimizer(cfg, zero->shares_with_decay(), zero->shares_without_decay(), optimizer_impl);
   } else {
     if (cfg.get_bool("overlap_grad_reduce", true)) dist->attach_gradient_hooks(params);
@@ -503,7 +525,9 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   XPUPERF_EVENT(perflog_event::kTrainEnd, {{"global_steps", global_step}, {"reason", stop_reason_name(reason)}});
   if (metrics_step != global_step) run_eval();  // the final metric is always the final model's
 
-  if (const std::string save = cfg.get_string("save_checkpoint", ""); !save.empty() && leader) {
+  const std::string save = cfg.get_string("save_checkpoint", "");
+  if (zero && !save.empty()) zero->gather_all();  // every rank: stage 3 keeps only shares of its blocks
+  if (!save.empty() && leader) {
     torch::serialize::OutputArchive archive;
     model->save(archive);
     archive.save_to(save);

@@ -9,10 +9,12 @@ namespace xpuperf::train {
 
 struct ZeroSharding::Unit {
   std::vector<std::size_t> params;  // indices into params_, in the unit's order
+  bool sharded = false;             // stage 3's blocks: the values are kept as this rank's share only
   std::int64_t padded = 0;          // elements, a multiple of the world size
   std::int64_t share = 0;           // padded / world size
-  torch::Tensor flat;               // every parameter's values
-  torch::Tensor grad;               // stage 1: the full gradients, kept; stage 2: the buffer of this micro-batch
+  torch::Tensor flat;               // every parameter's values (a sharded unit: while gathered)
+  torch::Tensor values_share;       // a sharded unit: this rank's share of the values, kept
+  torch::Tensor grad;               // stage 1: the full gradients, kept; stages 2, 3: the buffer of this micro-batch
   torch::Tensor grad_share;         // this rank's share of the averaged gradients
   torch::Tensor reduced;            // this micro-batch's reduce-scatter output
   int missing = 0;                  // gradients not yet arrived this micro-batch
@@ -21,70 +23,95 @@ struct ZeroSharding::Unit {
 
 namespace {
 
-// params[k] inside a unit buffer, laid out as the parameter is (channels-last stays).
-torch::Tensor view_in(const torch::Tensor& buffer, std::int64_t offset, const torch::Tensor& like) {
-  return buffer.narrow(0, offset, like.numel()).as_strided(like.sizes(), like.strides());
+// A parameter of `sizes` and `strides` inside a unit buffer, laid out as the parameter is
+// (channels-last stays).
+torch::Tensor view_in(const torch::Tensor& buffer, std::int64_t offset, at::IntArrayRef sizes,
+                      at::IntArrayRef strides) {
+  std::int64_t numel = 1;
+  for (auto s : sizes) numel *= s;
+  return buffer.narrow(0, offset, numel).as_strided(sizes, strides);
 }
+
+// Around a block (stage 3): forward gathers the block's parameters, backward (once the block's
+// backward is done) frees them.
+struct GatherForBlock : torch::autograd::Function<GatherForBlock> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, std::int64_t zero,
+                               std::int64_t unit) {
+    ctx->saved_data["zero"] = zero;
+    ctx->saved_data["unit"] = unit;
+    reinterpret_cast<ZeroSharding*>(zero)->gather(static_cast<std::size_t>(unit));
+    return x.view_as(x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    reinterpret_cast<ZeroSharding*>(ctx->saved_data["zero"].toInt())
+        ->release(static_cast<std::size_t>(ctx->saved_data["unit"].toInt()));
+    return {grads[0], torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// After a block (stage 3): forward frees its parameters, backward gathers them before the
+// block's backward needs them.
+struct ReleaseAfterBlock : torch::autograd::Function<ReleaseAfterBlock> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& y, std::int64_t zero,
+                               std::int64_t unit) {
+    ctx->saved_data["zero"] = zero;
+    ctx->saved_data["unit"] = unit;
+    reinterpret_cast<ZeroSharding*>(zero)->release(static_cast<std::size_t>(unit));
+    return y.view_as(y);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    reinterpret_cast<ZeroSharding*>(ctx->saved_data["zero"].toInt())
+        ->gather(static_cast<std::size_t>(ctx->saved_data["unit"].toInt()));
+    return {grads[0], torch::Tensor(), torch::Tensor()};
+  }
+};
 
 }  // namespace
 
 ZeroSharding::ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& params, const std::vector<bool>& decays,
-                           int stage, std::int64_t bucket_bytes)
+                           int stage, std::int64_t bucket_bytes, const std::vector<torch::nn::Module*>& blocks)
     : dist_(dist), stage_(stage), params_(params) {
-  if (stage != 1 && stage != 2) throw std::invalid_argument("ZeRO stage must be 1 or 2");
+  if (stage < 1 || stage > 3) throw std::invalid_argument("ZeRO stage must be 1, 2 or 3");
   torch::NoGradGuard no_grad;
-  const std::int64_t world = dist.world_size(), rank = dist.rank();
   unit_of_.resize(params.size());
   offset_of_.resize(params.size());
-  for (const auto& p : params)
+  for (const auto& p : params) {
     if (!p.is_non_overlapping_and_dense())
-      throw std::invalid_argument("ZeRO packs parameters into flat buffers; one is not dense in memory");
-  for (const auto& bucket : plan_buckets(params, bucket_bytes)) {
-    auto unit = std::make_unique<Unit>();
-    std::int64_t numel = 0;
-    for (std::size_t k : bucket) {
-      unit_of_[k] = units_.size();
-      offset_of_[k] = numel;
-      numel += params[k].numel();
-    }
-    unit->params = bucket;
-    unit->share = (numel + world - 1) / world;
-    unit->padded = unit->share * world;
-    const auto options = params[bucket[0]].options().requires_grad(false);
-    unit->flat = torch::zeros({unit->padded}, options);
-    if (stage == 1) unit->grad = torch::zeros({unit->padded}, options);
-    unit->grad_share = torch::zeros({unit->share}, options);
-    for (std::size_t k : bucket) {
-      auto p = params[k];
-      auto view = view_in(unit->flat, offset_of_[k], p);
-      view.copy_(p.detach());
-      p.set_data(view);
-      // Stage 1 accumulates into the unit; stage 2 lets autograd make each gradient and drops it.
-      p.mutable_grad() = stage == 1 ? view_in(unit->grad, offset_of_[k], p) : torch::Tensor();
-    }
-    // This rank's share, cut where the weight-decay choice changes.
-    const std::int64_t lo = rank * unit->share, hi = lo + unit->share;
-    std::int64_t seg_start = -1, seg_end = -1;
-    bool seg_decay = false;
-    auto close = [&] {
-      if (seg_start < 0) return;
-      auto share = unit->flat.narrow(0, seg_start, seg_end - seg_start);
-      share.mutable_grad() = unit->grad_share.narrow(0, seg_start - lo, seg_end - seg_start);
-      (seg_decay ? decay_shares_ : no_decay_shares_).push_back(share);
-      seg_start = -1;
-    };
-    for (std::size_t k : bucket) {
-      const std::int64_t a = std::max(lo, offset_of_[k]), b = std::min(hi, offset_of_[k] + params[k].numel());
-      if (a >= b) continue;
-      if (seg_start >= 0 && (decays[k] != seg_decay || a != seg_end)) close();
-      if (seg_start < 0) {
-        seg_start = a;
-        seg_decay = decays[k];
+      throw std::invalid_argument("ZeRO packs parameters into flat units; one is not dense in memory");
+    sizes_.push_back(p.sizes().vec());
+    strides_.push_back(p.strides().vec());
+  }
+  std::vector<char> in_block(params.size(), 0);
+  if (stage == 3) {
+    std::map<const c10::TensorImpl*, std::size_t> index;
+    for (std::size_t k = 0; k < params.size(); ++k) index[params[k].unsafeGetTensorImpl()] = k;
+    // Backward finishes the last block first: the units go in that order.
+    for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
+      std::vector<std::size_t> members;
+      for (const auto& p : (*b)->parameters()) {
+        auto it = index.find(p.unsafeGetTensorImpl());
+        if (it == index.end() || in_block[it->second]) continue;
+        in_block[it->second] = 1;
+        members.push_back(it->second);
       }
-      seg_end = b;
+      if (members.empty()) continue;
+      unit_of_block_[*b] = units_.size();
+      add_unit(members, /*sharded=*/true, decays);
     }
-    close();
-    units_.push_back(std::move(unit));
+  }
+  std::vector<torch::Tensor> rest;
+  std::vector<std::size_t> rest_index;
+  for (std::size_t k = 0; k < params.size(); ++k)
+    if (!in_block[k]) {
+      rest.push_back(params[k]);
+      rest_index.push_back(k);
+    }
+  for (const auto& bucket : plan_buckets(rest, bucket_bytes)) {
+    std::vector<std::size_t> members;
+    for (std::size_t i : bucket) members.push_back(rest_index[i]);
+    add_unit(members, /*sharded=*/false, decays);
   }
   arrived_.assign(params.size(), 0);
   for (std::size_t k = 0; k < params.size(); ++k) {
@@ -96,6 +123,100 @@ ZeroSharding::ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& 
         }));
     accumulators_.push_back(std::move(accumulator));
   }
+  // Only now: the accumulators took the parameters' full shapes as the gradients' expected ones.
+  release_all();
+}
+
+void ZeroSharding::add_unit(const std::vector<std::size_t>& members, bool sharded, const std::vector<bool>& decays) {
+  const std::int64_t world = dist_.world_size(), rank = dist_.rank();
+  auto unit = std::make_unique<Unit>();
+  std::int64_t numel = 0;
+  for (std::size_t k : members) {
+    unit_of_[k] = units_.size();
+    offset_of_[k] = numel;
+    numel += params_[k].numel();
+  }
+  unit->params = members;
+  unit->sharded = sharded;
+  unit->share = (numel + world - 1) / world;
+  unit->padded = unit->share * world;
+  const auto options = params_[members[0]].options().requires_grad(false);
+  unit->flat = torch::zeros({unit->padded}, options);
+  if (stage_ == 1) unit->grad = torch::zeros({unit->padded}, options);
+  unit->grad_share = torch::zeros({unit->share}, options);
+  for (std::size_t k : members) {
+    auto p = params_[k];
+    auto view = view_in(unit->flat, offset_of_[k], sizes_[k], strides_[k]);
+    view.copy_(p.detach());
+    p.set_data(view);
+    // Stage 1 accumulates into the unit; stages 2 and 3 let autograd make each gradient and drop it.
+    p.mutable_grad() = stage_ == 1 ? view_in(unit->grad, offset_of_[k], sizes_[k], strides_[k]) : torch::Tensor();
+  }
+  const std::int64_t lo = rank * unit->share, hi = lo + unit->share;
+  // What the optimizer steps: views of the unit, or of the kept share when the unit is sharded.
+  torch::Tensor values = unit->flat;
+  std::int64_t base = 0;
+  if (sharded) {
+    unit->values_share = unit->flat.narrow(0, lo, unit->share).clone();
+    values = unit->values_share;
+    base = lo;
+  }
+  // This rank's share, cut where the weight-decay choice changes.
+  std::int64_t seg_start = -1, seg_end = -1;
+  bool seg_decay = false;
+  auto close = [&] {
+    if (seg_start < 0) return;
+    auto share = values.narrow(0, seg_start - base, seg_end - seg_start);
+    share.mutable_grad() = unit->grad_share.narrow(0, seg_start - lo, seg_end - seg_start);
+    (seg_decay ? decay_shares_ : no_decay_shares_).push_back(share);
+    seg_start = -1;
+  };
+  for (std::size_t k : members) {
+    const std::int64_t a = std::max(lo, offset_of_[k]), b = std::min(hi, offset_of_[k] + params_[k].numel());
+    if (a >= b) continue;
+    if (seg_start >= 0 && (decays[k] != seg_decay || a != seg_end)) close();
+    if (seg_start < 0) {
+      seg_start = a;
+      seg_decay = decays[k];
+    }
+    seg_end = b;
+  }
+  close();
+  units_.push_back(std::move(unit));
+}
+
+void ZeroSharding::gather(std::size_t u) {
+  Unit& unit = *units_[u];
+  if (!unit.sharded || unit.flat.defined()) return;
+  torch::NoGradGuard no_grad;
+  unit.flat = torch::empty({unit.padded}, unit.values_share.options());
+  dist_.start_all_gather(unit.flat, unit.values_share)();
+  for (std::size_t k : unit.params) params_[k].set_data(view_in(unit.flat, offset_of_[k], sizes_[k], strides_[k]));
+}
+
+void ZeroSharding::release(std::size_t u) {
+  Unit& unit = *units_[u];
+  if (!unit.sharded || !unit.flat.defined()) return;
+  torch::NoGradGuard no_grad;
+  // The parameters keep their autograd identity; their values go until the next gather.
+  for (std::size_t k : unit.params) params_[k].set_data(torch::empty({0}, unit.values_share.options()));
+  unit.flat = torch::Tensor();
+}
+
+void ZeroSharding::gather_all() {
+  for (std::size_t u = 0; u < units_.size(); ++u) gather(u);
+}
+
+void ZeroSharding::release_all() {
+  for (std::size_t u = 0; u < units_.size(); ++u) release(u);
+}
+
+torch::Tensor ZeroSharding::run(torch::nn::Module& block, const BlockFunction& forward, const torch::Tensor& x) {
+  const auto it = unit_of_block_.find(&block);
+  if (it == unit_of_block_.end()) return forward(x);
+  const auto self = reinterpret_cast<std::int64_t>(this);
+  const auto unit = static_cast<std::int64_t>(it->second);
+  return ReleaseAfterBlock::apply(forward(GatherForBlock::apply(x, self, unit)), self, unit);
 }
 
 ZeroSharding::~ZeroSharding() = default;
@@ -108,7 +229,7 @@ std::vector<torch::Tensor> ZeroSharding::all_shares() const {
 
 void ZeroSharding::begin_backward(bool last) {
   std::lock_guard<std::mutex> lock(mutex_);
-  sending_ = stage_ == 2 || last;
+  sending_ = stage_ >= 2 || last;
   if (!sending_) return;
   std::fill(arrived_.begin(), arrived_.end(), 0);
   for (auto& u : units_) u->missing = static_cast<int>(u->params.size());
@@ -125,11 +246,11 @@ void ZeroSharding::on_gradient(std::size_t k) {
         "activation_checkpointing or zero_stage off");
   arrived_[k] = 1;
   Unit& u = *units_[unit_of_[k]];
-  if (stage_ == 2) {
+  if (stage_ >= 2) {
     torch::NoGradGuard no_grad;
     auto& p = params_[k];
-    if (!u.grad.defined()) u.grad = torch::zeros({u.padded}, u.flat.options());
-    view_in(u.grad, offset_of_[k], p).copy_(p.grad());
+    if (!u.grad.defined()) u.grad = torch::zeros({u.padded}, u.grad_share.options());
+    view_in(u.grad, offset_of_[k], sizes_[k], strides_[k]).copy_(p.grad());
     p.mutable_grad() = torch::Tensor();  // the full gradient goes now: only the shares are kept
   }
   if (--u.missing == 0) launch_ready();
@@ -139,9 +260,9 @@ void ZeroSharding::on_gradient(std::size_t k) {
 void ZeroSharding::launch_ready() {
   while (next_launch_ < units_.size() && units_[next_launch_]->missing == 0) {
     Unit& u = *units_[next_launch_];
-    if (!u.reduced.defined()) u.reduced = torch::empty({u.share}, u.flat.options());
+    if (!u.reduced.defined()) u.reduced = torch::empty({u.share}, u.grad_share.options());
     u.wait = dist_.start_reduce_scatter_sum(u.reduced, u.grad);
-    if (stage_ == 2) u.grad = torch::Tensor();  // the collective keeps it until it is done
+    if (stage_ >= 2) u.grad = torch::Tensor();  // the collective keeps it until it is done
     // The unit before has had a unit's backward to finish in: collect it, so at most two
     // buffers are in flight.
     if (next_launch_ > 0) finish_unit(next_launch_ - 1);
@@ -167,7 +288,7 @@ void ZeroSharding::end_backward() {
     if (arrived_[k]) continue;
     arrived_[k] = 1;
     Unit& u = *units_[unit_of_[k]];
-    if (stage_ == 2 && !u.grad.defined()) u.grad = torch::zeros({u.padded}, u.flat.options());
+    if (stage_ >= 2 && !u.grad.defined()) u.grad = torch::zeros({u.padded}, u.grad_share.options());
     --u.missing;
   }
   launch_ready();
@@ -188,6 +309,7 @@ void ZeroSharding::gather_parameters() {
   std::vector<torch::Tensor> inputs;
   std::vector<std::function<void()>> waits;
   for (auto& u : units_) {
+    if (u->sharded) continue;  // its block gathers it when it next runs
     inputs.push_back(u->flat.narrow(0, rank * u->share, u->share).clone());
     waits.push_back(dist_.start_all_gather(u->flat, inputs.back()));
   }

@@ -7,47 +7,66 @@
 //            optimizer steps the owned shares and the units are all-gathered back;
 //   stage 2  as 1, and the gradients are not kept in full either: each one is copied into its
 //            unit's buffer as it arrives and dropped, and the buffer goes once reduce-scattered, so
-//            a rank holds the gradients of its shares plus a unit or two in flight.
-// (Stage 3, the parameters themselves sharded and gathered layer by layer, is not implemented.)
+//            a rank holds the gradients of its shares plus a unit or two in flight;
+//   stage 3  as 2, and each block of the model's BlockStack (a transformer layer) is a unit whose
+//            parameters are kept as shares only: all-gathered just before the block's forward and
+//            freed after it, gathered again before its backward and freed after (FSDP's full
+//            shard). The parameters outside the blocks (embeddings, final norm, head) stay
+//            gathered, sharded as in stage 2.
 // The result is data parallelism's: the same averaged gradients, the same update.
 
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "xpuperf/train/activation_checkpoint.h"
 #include "xpuperf/train/distributed.h"
 
 namespace xpuperf::train {
 
-class ZeroSharding {
+class ZeroSharding : public BlockHooks {
  public:
   // Takes over `params` (all on one device, one dtype): they become views of the units, with the
-  // values they had. `decays[k]`: whether params[k] takes weight decay.
+  // values they had. `decays[k]`: whether params[k] takes weight decay. Stage 3: `blocks` are the
+  // model's blocks (each becomes a unit of its parameters); install this as their stack's hooks.
   ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& params, const std::vector<bool>& decays, int stage,
-               std::int64_t bucket_bytes);
-  ~ZeroSharding();
+               std::int64_t bucket_bytes, const std::vector<torch::nn::Module*>& blocks = {});
+  ~ZeroSharding() override;
   ZeroSharding(const ZeroSharding&) = delete;
   ZeroSharding& operator=(const ZeroSharding&) = delete;
 
   int stage() const { return stage_; }
-  // This rank's shares, as tensors that alias the parameters, with .grad set to the reduced
-  // gradient shares: what the optimizer steps. In two lists: with weight decay, without.
+  // This rank's shares, as tensors that alias the parameters (stage 3's blocks: the kept shares),
+  // with .grad set to the reduced gradient shares: what the optimizer steps. In two lists: with
+  // weight decay, without.
   const std::vector<torch::Tensor>& shares_with_decay() const { return decay_shares_; }
   const std::vector<torch::Tensor>& shares_without_decay() const { return no_decay_shares_; }
   std::vector<torch::Tensor> all_shares() const;
 
   // Before each micro-batch's backward; `last`: the step's last micro-batch, whose gradients are
-  // sent (stage 1 sends only then; stage 2 sends every micro-batch's).
+  // sent (stage 1 sends only then; stages 2 and 3 send every micro-batch's).
   void begin_backward(bool last);
   // After each micro-batch's backward: sends what backward did not reach and waits for the
   // reductions. After the last one, the shares' .grad hold the gradients averaged over ranks.
   void end_backward();
   // Zeroes the gradients for the next step.
   void zero_grad();
-  // After the optimizer stepped the shares: every rank gets every unit's new values.
+  // After the optimizer stepped the shares: every rank gets every unit's new values (stage 3's
+  // blocks get theirs when they next run).
   void gather_parameters();
+  // Stage 3: every block's parameters gathered (to save the model), and freed again.
+  void gather_all();
+  void release_all();
+  // BlockHooks: stage 3's gathering around a block.
+  torch::Tensor run(torch::nn::Module& block, const BlockFunction& forward, const torch::Tensor& x) override;
+  // Stage 3: unit `u`'s parameters gathered / freed (the autograd functions around blocks call these).
+  void gather(std::size_t u);
+  void release(std::size_t u);
+
   // The global L2 norm of the averaged gradients (sums this rank's shares over the ranks).
   torch::Tensor gradient_norm();
   // Largest over ranks, in place (the loss scaler's inf check).
@@ -61,6 +80,7 @@ class ZeroSharding {
   struct Unit;
 
  private:
+  void add_unit(const std::vector<std::size_t>& members, bool sharded, const std::vector<bool>& decays);
   void on_gradient(std::size_t param);
   void launch_ready();
   void finish_unit(std::size_t u);
@@ -69,8 +89,10 @@ class ZeroSharding {
   int stage_;
   std::vector<torch::Tensor> params_;
   std::vector<std::unique_ptr<Unit>> units_;
-  std::vector<std::size_t> unit_of_;                                  // per parameter
-  std::vector<std::int64_t> offset_of_;                               // per parameter, in its unit
+  std::vector<std::size_t> unit_of_;                        // per parameter
+  std::vector<std::int64_t> offset_of_;                     // per parameter, in its unit
+  std::vector<std::vector<std::int64_t>> sizes_, strides_;  // per parameter, as they were
+  std::map<const torch::nn::Module*, std::size_t> unit_of_block_;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive for their hooks
   std::vector<torch::Tensor> decay_shares_, no_decay_shares_;
   std::vector<char> arrived_;
