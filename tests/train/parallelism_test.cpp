@@ -151,6 +151,20 @@ TEST(Zero, StageThreeKeepsOnlySharesOfTheBlocksBetweenUses) {
   });
 }
 
+TEST(TensorParallel, SplitHeadsAndUnitsGiveTheUnsplitLossCurve) {
+  SKIP_WITHOUT_GLOO();
+  // One group of two ranks against one rank with the same batch; clipping needs the norm of
+  // gradients spread over the group.
+  const std::string clip = "clip_grad_norm: 0.5\nlog_freq: 1\n";
+  const auto split = run_gpt(clip + "tensor_parallel: 2\n", 2);
+  EXPECT_EQ(split.finished.at("tensor_parallel"), 2);
+  EXPECT_EQ(split.finished.at("num_trained_samples"), 6 * 8) << "the group's two ranks share each sample";
+  expect_same_curve(split.curve, run_gpt(clip).curve, 1e-5);
+  // Two groups of two (data parallelism over them) against two data-parallel ranks, with accumulation.
+  const std::string accumulate = "train_batch_size: 4\nglobal_batch_size: 16\n";
+  expect_same_curve(run_gpt(accumulate + "tensor_parallel: 2\n", 4).curve, run_gpt(accumulate, 2).curve, 1e-5);
+}
+
 TEST(Accumulation, MicroBatchesGiveTheLossOfOneBatchAsLarge) {
   const auto whole = run_gpt("train_batch_size: 16\n");
   expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\n").curve, whole.curve, 1e-5);
@@ -240,7 +254,8 @@ TEST(SwitchCheck, RefusesCombinationsThatCannotWorkNamingTheLine) {
   EXPECT_TRUE(switch_errors("precision: bf16\nzero_stage: 2\ntrain_batch_size: 4\nglobal_batch_size: 16\n", 2).empty());
   auto e = switch_errors("train_batch_size: 4\nglobal_batch_size: 12\n", 2);
   ASSERT_EQ(e.size(), 1u);
-  EXPECT_NE(e[0].find("config_H200x1x2.yaml:2: 'global_batch_size' 12 is not a multiple of train_batch_size × ranks = "
+  EXPECT_NE(e[0].find("config_H200x1x2.yaml:2: 'global_batch_size' 12 is not a multiple of train_batch_size × "
+                      "data-parallel ranks = "
                       "4 × 2"),
             std::string::npos)
       << e[0];
@@ -258,6 +273,11 @@ TEST(SwitchCheck, RefusesCombinationsThatCannotWorkNamingTheLine) {
   EXPECT_EQ(switch_errors("cuda_graphs: true\ntrain_batch_size: 2\nglobal_batch_size: 4\n", 1).size(), 1u);
   EXPECT_EQ(switch_errors("cuda_graphs: true\n", 2).size(), 1u);
   EXPECT_TRUE(switch_errors("cuda_graphs: true\nprecision: bf16\n", 1).empty());
+  EXPECT_TRUE(switch_errors("tensor_parallel: 2\ntrain_batch_size: 4\nglobal_batch_size: 8\n", 4).empty());
+  e = switch_errors("tensor_parallel: 3\n", 4);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("'tensor_parallel' 3 does not divide the 4 ranks"), std::string::npos) << e[0];
+  EXPECT_EQ(switch_errors("tensor_parallel: 2\nzero_stage: 1\n", 4).size(), 1u);
 }
 
 }  // namespace

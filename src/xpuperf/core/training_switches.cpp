@@ -58,12 +58,23 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
     diags.error(source_of(cfg, "zero_stage"), "'zero_stage' must be 0, 1, 2 or 3, got " + std::to_string(stage),
                 "0: plain data parallelism; 1: optimizer state sharded; 2: and gradients; 3: and the blocks' "
                 "parameters");
+  const std::int64_t tensor = value_or([&] { return cfg.get_int("tensor_parallel", 1); }, std::int64_t{1});
+  if (tensor < 1 || world_size % tensor != 0)
+    diags.error(
+        source_of(cfg, "tensor_parallel"),
+        "'tensor_parallel' " + std::to_string(tensor) + " does not divide the " + std::to_string(world_size) + " ranks",
+        "groups of tensor_parallel ranks split each layer; data parallelism runs over the groups");
+  else if (tensor > 1 && stage > 0)
+    diags.error(source_of(cfg, "zero_stage"), "zero_stage with tensor_parallel is not implemented yet",
+                "use one of them");
+  const std::int64_t data_ranks = tensor >= 1 && world_size % tensor == 0 ? world_size / tensor : world_size;
   const std::int64_t micro = value_or([&] { return cfg.get_int("train_batch_size", 1); }, std::int64_t{1});
   const std::int64_t global = value_or([&] { return cfg.get_int("global_batch_size", 0); }, std::int64_t{0});
-  if (global < 0 || (global > 0 && micro > 0 && global % (micro * world_size) != 0))
+  if (global < 0 || (global > 0 && micro > 0 && global % (micro * data_ranks) != 0))
     diags.error(source_of(cfg, "global_batch_size"),
-                "'global_batch_size' " + std::to_string(global) + " is not a multiple of train_batch_size × ranks = " +
-                    std::to_string(micro) + " × " + std::to_string(world_size),
+                "'global_batch_size' " + std::to_string(global) +
+                    " is not a multiple of train_batch_size × data-parallel ranks = " + std::to_string(micro) + " × " +
+                    std::to_string(data_ranks),
                 "the micro-batches a step accumulates are global_batch_size / (train_batch_size × ranks); 0 "
                 "accumulates none");
   if (value_or([&] { return cfg.get_bool("cuda_graphs", false); }, false)) {

@@ -36,7 +36,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 const char* kTokens =
-    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, fused, foreach, tp1, pp1 or key=value";
+    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, fused, foreach, tpN, pp1 or key=value";
 
 // What one token of a strategy sets; nullopt (with the reason in diags) when it cannot.
 std::optional<std::vector<std::string>> token_sets(const std::string& token, const Source& where, Diagnostics& diags) {
@@ -51,12 +51,12 @@ std::optional<std::vector<std::string>> token_sets(const std::string& token, con
     const std::string kind = m[1];
     const int n = std::stoi(m[2]);
     if (kind == "zero" && n <= 3) return std::vector<std::string>{"zero_stage=" + std::to_string(n)};
-    if (kind != "zero" && n == 1) return std::vector<std::string>{};
+    if (kind == "tp" && n >= 1) return std::vector<std::string>{"tensor_parallel=" + std::to_string(n)};
+    if (kind == "pp" && n == 1) return std::vector<std::string>{};
     diags.error(where,
                 "'" + token + "': " +
-                    (kind == "zero"
-                         ? std::string("ZeRO has stages 1 to 3")
-                         : (kind == "tp" ? "tensor" : "pipeline") + std::string(" parallelism is not implemented yet")),
+                    (kind == "zero" ? std::string("ZeRO has stages 1 to 3")
+                                    : std::string("pipeline parallelism is not implemented yet")),
                 "the strategies that run today: " + std::string(kTokens));
     return std::nullopt;
   }

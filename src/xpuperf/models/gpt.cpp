@@ -36,7 +36,46 @@ GptAttentionImpl::GptAttentionImpl(const GptConfig& c) : heads(c.heads), dropout
   resid_dropout = register_module("resid_dropout", nn::Dropout(c.dropout));
 }
 
+namespace {
+
+// x (..., in) times a row-parallel weight part (in / T, out): the partial sums of every rank added,
+// then the bias (whole, added once).
+torch::Tensor row_parallel(train::TensorParallel& tp, const torch::Tensor& x, const Conv1DImpl& linear) {
+  auto sizes = x.sizes().vec();
+  sizes.back() = linear.weight.size(1);
+  return tp.reduce_out(x.reshape({-1, x.size(-1)}).mm(linear.weight).view(sizes)) + linear.bias;
+}
+
+}  // namespace
+
+void GptAttentionImpl::split(std::shared_ptr<train::TensorParallel> group) {
+  const std::int64_t parts = group->size(), r = group->rank(), d = c_proj->weight.size(0);
+  if (heads % parts != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide the " +
+                                std::to_string(heads) + " attention heads");
+  const std::int64_t part = d / parts;
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> w, b;
+  for (std::int64_t j = 0; j < 3; ++j) {  // this rank's heads of q, k and v
+    w.push_back(c_attn->weight.narrow(1, j * d + r * part, part));
+    b.push_back(c_attn->bias.narrow(0, j * d + r * part, part));
+  }
+  c_attn->weight.set_data(torch::cat(w, 1).contiguous());
+  c_attn->bias.set_data(torch::cat(b).contiguous());
+  c_proj->weight.set_data(c_proj->weight.narrow(0, r * part, part).contiguous());
+  heads /= parts;
+  tp = std::move(group);
+}
+
 torch::Tensor GptAttentionImpl::forward(const torch::Tensor& x) {
+  if (tp) {
+    const auto b = x.size(0), t = x.size(1), local = c_proj->weight.size(0), hd = local / heads;
+    const auto qkv = c_attn(tp->copy_in(x)).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
+    const auto y = train::compat::attention(qkv[0], qkv[1], qkv[2], dropout, is_training(), /*causal=*/true)
+                       .transpose(1, 2)
+                       .reshape({b, t, local});
+    return resid_dropout(row_parallel(*tp, y, *c_proj));
+  }
   const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
   const auto qkv = c_attn(x).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
   const auto y = train::compat::attention(qkv[0], qkv[1], qkv[2], dropout, is_training(), /*causal=*/true)
@@ -53,7 +92,21 @@ GptMlpImpl::GptMlpImpl(const GptConfig& c) {
 }
 
 torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
+  if (tp) return dropout(row_parallel(*tp, torch::gelu(c_fc(tp->copy_in(x)), "tanh"), *c_proj));
   return dropout(c_proj(torch::gelu(c_fc(x), "tanh")));  // GPT-2's "gelu_new"
+}
+
+void GptMlpImpl::split(std::shared_ptr<train::TensorParallel> group) {
+  const std::int64_t parts = group->size(), r = group->rank(), units = c_fc->weight.size(1);
+  if (units % parts != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide the MLP's " +
+                                std::to_string(units) + " units");
+  const std::int64_t part = units / parts;
+  torch::NoGradGuard no_grad;
+  c_fc->weight.set_data(c_fc->weight.narrow(1, r * part, part).contiguous());
+  c_fc->bias.set_data(c_fc->bias.narrow(0, r * part, part).contiguous());
+  c_proj->weight.set_data(c_proj->weight.narrow(0, r * part, part).contiguous());
+  tp = std::move(group);
 }
 
 GptBlockImpl::GptBlockImpl(const GptConfig& c) {
@@ -111,6 +164,25 @@ torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids) {
   const auto hidden = transformer(inputs);
   const auto logits = vocabulary_logits(hidden, transformer->wte->weight, {}, hidden.is_cuda());
   return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+}
+
+void GptLMHeadModelImpl::split_for_tensor_parallel(std::shared_ptr<train::TensorParallel> tp) {
+  for (const auto& block : *transformer->h) {
+    auto* b = block->as<GptBlock>();
+    b->attn->split(tp);
+    b->mlp->split(tp);
+  }
+}
+
+std::vector<torch::Tensor> GptLMHeadModelImpl::split_parameters() {
+  std::vector<torch::Tensor> split;
+  for (const auto& block : *transformer->h) {
+    auto* b = block->as<GptBlock>();
+    for (const auto& p : {b->attn->c_attn->weight, b->attn->c_attn->bias, b->attn->c_proj->weight, b->mlp->c_fc->weight,
+                          b->mlp->c_fc->bias, b->mlp->c_proj->weight})
+      split.push_back(p);
+  }
+  return split;
 }
 
 double GptLMHeadModelImpl::training_flops_per_token(std::int64_t tokens) const {

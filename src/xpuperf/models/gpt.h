@@ -14,6 +14,7 @@
 #include <string>
 
 #include "xpuperf/train/activation_checkpoint.h"
+#include "xpuperf/train/tensor_parallel.h"
 
 namespace xpuperf::models {
 
@@ -37,6 +38,9 @@ TORCH_MODULE(Conv1D);
 struct GptAttentionImpl : torch::nn::Module {
   explicit GptAttentionImpl(const GptConfig& c);
   torch::Tensor forward(const torch::Tensor& x);  // (batch, tokens, hidden), causal
+  // Tensor parallelism: keeps this rank's heads (c_attn's columns of them, c_proj's rows).
+  void split(std::shared_ptr<train::TensorParallel> group);
+  std::shared_ptr<train::TensorParallel> tp;
   std::int64_t heads;
   double dropout;
   Conv1D c_attn{nullptr}, c_proj{nullptr};
@@ -47,6 +51,9 @@ TORCH_MODULE(GptAttention);
 struct GptMlpImpl : torch::nn::Module {
   explicit GptMlpImpl(const GptConfig& c);
   torch::Tensor forward(const torch::Tensor& x);
+  // Tensor parallelism: keeps this rank's hidden units (c_fc's columns, c_proj's rows).
+  void split(std::shared_ptr<train::TensorParallel> group);
+  std::shared_ptr<train::TensorParallel> tp;
   Conv1D c_fc{nullptr}, c_proj{nullptr};
   torch::nn::Dropout dropout{nullptr};
 };
@@ -74,7 +81,7 @@ struct GptModelImpl : torch::nn::Module, train::BlockStack {
 };
 TORCH_MODULE(GptModel);
 
-struct GptLMHeadModelImpl : torch::nn::Module {
+struct GptLMHeadModelImpl : torch::nn::Module, train::TensorParallelModel {
   explicit GptLMHeadModelImpl(const GptConfig& c = GptConfig::gpt2_small());
   torch::Tensor forward(const torch::Tensor& ids);  // (batch, tokens) -> logits (batch, tokens, vocab)
   // The mean cross entropy of predicting ids[:, 1:] from ids[:, :-1] (what the case trains on).
@@ -86,6 +93,10 @@ struct GptLMHeadModelImpl : torch::nn::Module {
   double training_flops_per_token(std::int64_t tokens) const;
   // What Hugging Face's state_dict holds twice: lm_head.weight, a copy of transformer.wte.weight.
   static std::map<std::string, std::string> tied_weights() { return {{"lm_head.weight", "transformer.wte.weight"}}; }
+  // Megatron's split of every block: attention heads and MLP units over the group; embeddings,
+  // norms and the (tied) output layer stay whole.
+  void split_for_tensor_parallel(std::shared_ptr<train::TensorParallel> tp) override;
+  std::vector<torch::Tensor> split_parameters() override;
 
   GptConfig config;
   GptModel transformer{nullptr};

@@ -1,5 +1,6 @@
 #include "xpuperf/train/distributed.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef XPUPERF_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -10,6 +11,7 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <type_traits>
@@ -28,6 +30,10 @@ struct Distributed::Collectives {
   virtual c10::intrusive_ptr<c10d::Work> all_gather(at::Tensor& out, at::Tensor& in) = 0;
   virtual c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) = 0;
   virtual c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in) = 0;
+};
+
+struct Distributed::Rendezvous {
+  c10::intrusive_ptr<c10d::Store> store;
 };
 
 namespace {
@@ -89,6 +95,34 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 #endif
+
+// A process group of `size` ranks over `store`, this one being `rank` of them.
+std::shared_ptr<Distributed::Collectives> make_collectives(const std::string& backend,
+                                                           const c10::intrusive_ptr<c10d::Store>& store,
+                                                           const RankEnv& env, int rank, int size,
+                                                           const DistributedOptions& options) {
+  if (backend == "gloo") {
+#ifdef XPUPERF_HAVE_GLOO
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
+    gloo_options->devices.push_back(gloo_device(env));
+    gloo_options->threads = 2;
+    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, gloo_options);
+    return std::make_shared<GroupCollectives<c10d::ProcessGroupGloo>>(group);
+#else
+    (void)store, (void)env, (void)rank, (void)size, (void)options;
+    throw DistributedError("this build of xpuperf has no Gloo (its headers were missing); use dist_backend: nccl");
+#endif
+  }
+#ifdef XPUPERF_HAVE_NCCL
+  auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+  nccl_options->timeout = options.timeout;
+  auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, nccl_options);
+  return std::make_shared<GroupCollectives<c10d::ProcessGroupNCCL>>(group);
+#else
+  (void)store, (void)env, (void)rank, (void)size, (void)options;
+  throw DistributedError("this build of xpuperf has no NCCL; use dist_backend: gloo");
+#endif
+}
 
 std::string where(const RankEnv& env) {
   return env.master_addr + ":" + std::to_string(env.master_port);
@@ -161,26 +195,7 @@ std::unique_ptr<Distributed> Distributed::create(const RankEnv& env, torch::Devi
   }
 
   try {
-    if (backend == "gloo") {
-#ifdef XPUPERF_HAVE_GLOO
-      auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
-      gloo_options->devices.push_back(gloo_device(env));
-      gloo_options->threads = 2;
-      auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, gloo_options);
-      dist->collectives_ = std::make_shared<GroupCollectives<c10d::ProcessGroupGloo>>(group);
-#else
-      throw DistributedError("this build of xpuperf has no Gloo (its headers were missing); use dist_backend: nccl");
-#endif
-    } else {
-#ifdef XPUPERF_HAVE_NCCL
-      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-      nccl_options->timeout = options.timeout;
-      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, nccl_options);
-      dist->collectives_ = std::make_shared<GroupCollectives<c10d::ProcessGroupNCCL>>(group);
-#else
-      throw DistributedError("this build of xpuperf has no NCCL; use dist_backend: gloo");
-#endif
-    }
+    dist->collectives_ = make_collectives(backend, store, env, env.rank, env.world_size, options);
   } catch (const DistributedError&) {
     throw;
   } catch (const std::exception& e) {
@@ -189,7 +204,28 @@ std::unique_ptr<Distributed> Distributed::create(const RankEnv& env, torch::Devi
                            " (did every rank start?): " + e.what());
   }
   dist->backend_ = backend;
+  dist->rendezvous_ = std::make_shared<Rendezvous>(Rendezvous{store});
   return dist;
+}
+
+std::unique_ptr<Distributed> Distributed::subgroup(const std::string& name, const std::vector<int>& ranks) const {
+  const auto me = std::find(ranks.begin(), ranks.end(), env_.rank);
+  if (me == ranks.end())
+    throw DistributedError("rank " + std::to_string(env_.rank) + " is not in its own group " + name);
+  RankEnv env = env_;
+  env.rank = static_cast<int>(me - ranks.begin());
+  env.world_size = static_cast<int>(ranks.size());
+  std::unique_ptr<Distributed> group(new Distributed(env, options_));
+  if (ranks.size() == 1 || !rendezvous_) return group;  // alone: every call a no-op
+  auto store = c10::make_intrusive<c10d::PrefixStore>(name, rendezvous_->store);
+  try {
+    group->collectives_ = make_collectives(backend_, store, env_, env.rank, env.world_size, options_);
+  } catch (const std::exception& e) {
+    throw DistributedError("rank " + std::to_string(env_.rank) + " could not form the group " + name + ": " + e.what());
+  }
+  group->backend_ = backend_;
+  group->rendezvous_ = rendezvous_;
+  return group;
 }
 
 void Distributed::broadcast_parameters(const std::vector<torch::Tensor>& params) {

@@ -33,6 +33,10 @@ class Distributed {
   static std::unique_ptr<Distributed> create(const RankEnv& env, torch::Device device,
                                              const DistributedOptions& options);
   virtual ~Distributed() = default;
+  // A group of some of the world's ranks (a tensor-parallel group, a data-parallel group), over the
+  // same rendezvous store: the ranks listed call it with the same `name` and `ranks`, in the same
+  // order; this rank must be among them. Its rank() is this rank's index in `ranks`.
+  std::unique_ptr<Distributed> subgroup(const std::string& name, const std::vector<int>& ranks) const;
   // Whether this build has the backend ("gloo", "nccl").
   static bool has_backend(const std::string& name);
 
@@ -94,6 +98,8 @@ class Distributed {
   DistributedOptions options_;
   std::string backend_ = "none";
   std::shared_ptr<Collectives> collectives_;
+  struct Rendezvous;  // the store and device, for subgroups
+  std::shared_ptr<Rendezvous> rendezvous_;
   struct Reducer;
   std::shared_ptr<Reducer> reducer_;
   int last_buckets_ = 0;

@@ -16,6 +16,7 @@
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
 #include "xpuperf/train/step_graph.h"
+#include "xpuperf/train/tensor_parallel.h"
 #include "xpuperf/train/weights.h"
 #include "xpuperf/train/zero.h"
 
@@ -204,13 +205,26 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   const bool checkpoint_activations = cfg.get_bool("activation_checkpointing", false);
   const std::int64_t zero_stage = non_negative(cfg, "zero_stage", 0);
   if (zero_stage > 3) throw ConfigError(cfg.at("zero_stage").source.str() + ": 'zero_stage' must be 0, 1, 2 or 3");
+  // Tensor parallelism: groups of `tensor_parallel` ranks share each sample; data parallelism runs
+  // over the groups.
+  const std::int64_t tensor_parallel = cfg.get_int("tensor_parallel", 1);
+  if (tensor_parallel < 1 || info.env.world_size % tensor_parallel != 0)
+    throw ConfigError(cfg.at("tensor_parallel").source.str() + ": 'tensor_parallel' " +
+                      std::to_string(tensor_parallel) + " does not divide the " + std::to_string(info.env.world_size) +
+                      " ranks");
+  const int data_ranks = info.env.world_size / static_cast<int>(tensor_parallel);
+  if (tensor_parallel > 1 && !cfg.get_string("save_checkpoint", "").empty())
+    throw ConfigError(cfg.at("save_checkpoint").source.str() +
+                      ": save_checkpoint with tensor_parallel is not implemented yet (each rank holds a part)");
+  if (tensor_parallel > 1 && zero_stage > 0)
+    throw ConfigError(cfg.at("zero_stage").source.str() + ": zero_stage with tensor_parallel is not implemented yet");
   // Gradient accumulation: each step takes `accumulation` micro-batches of train_batch_size a rank.
   const std::int64_t global_batch = non_negative(cfg, "global_batch_size", 0);
-  const std::int64_t micro_batches_per_step = train_batch * info.env.world_size;
+  const std::int64_t micro_batches_per_step = train_batch * data_ranks;
   if (global_batch > 0 && global_batch % micro_batches_per_step != 0)
     throw ConfigError(cfg.at("global_batch_size").source.str() + ": 'global_batch_size' " +
-                      std::to_string(global_batch) + " is not a multiple of train_batch_size × ranks = " +
-                      std::to_string(train_batch) + " × " + std::to_string(info.env.world_size));
+                      std::to_string(global_batch) + " is not a multiple of train_batch_size × data-parallel ranks = " +
+                      std::to_string(train_batch) + " × " + std::to_string(data_ranks));
   const std::int64_t accumulation = global_batch > 0 ? global_batch / micro_batches_per_step : 1;
   const bool record_loss_curve = cfg.get_bool("record_loss_curve", false);
   const std::int64_t timing_skip_steps = non_negative(cfg, "timing_skip_steps", 0);
@@ -243,8 +257,21 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       std::chrono::milliseconds(static_cast<std::int64_t>(cfg.get_number("dist_timeout", 300.0) * 1000));
   dist_options.bucket_bytes = static_cast<std::int64_t>(cfg.get_number("bucket_size_mb", 25.0) * (1 << 20));
   auto dist = Distributed::create(info.env, device, dist_options);
+  // The data-parallel ranks (gradients, metrics, data shards): the world, or with tensor
+  // parallelism the ranks at the same place of every tensor-parallel group.
+  std::unique_ptr<Distributed> data_group;
+  std::shared_ptr<TensorParallel> tp;
+  if (tensor_parallel > 1) {
+    const int t = static_cast<int>(tensor_parallel), group = rank / t, place = rank % t;
+    std::vector<int> tp_ranks, dp_ranks;
+    for (int i = 0; i < t; ++i) tp_ranks.push_back(group * t + i);
+    for (int j = 0; j < data_ranks; ++j) dp_ranks.push_back(j * t + place);
+    tp = std::make_shared<TensorParallel>(dist->subgroup("tp" + std::to_string(group), tp_ranks));
+    data_group = dist->subgroup("dp" + std::to_string(place), dp_ranks);
+  }
+  Distributed& data_dist = data_group ? *data_group : *dist;
 
-  const CaseContext ctx{cfg, device, rank, info.env.world_size, info.env.local_world_size};
+  const CaseContext ctx{cfg, device, data_dist.rank(), data_dist.world_size(), info.env.local_world_size};
   const Datasets data = c.datasets(ctx);
   auto model = c.model(ctx);
   const std::string data_dir = cfg.get_string("data_dir", "");
@@ -267,7 +294,21 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     throw ConfigError(cfg.at("activation_checkpointing").source.str() + ": activation_checkpointing: the model of " +
                       info.case_name + " has no blocks to checkpoint; set activation_checkpointing: false");
   std::vector<torch::Tensor> params = model->parameters();
-  dist->broadcast_parameters(params);
+  dist->broadcast_parameters(params);  // the whole model, the same on every rank of the world
+  std::vector<torch::Tensor> split_params;
+  if (tp) {
+    auto* splittable = dynamic_cast<TensorParallelModel*>(model.get());
+    if (!splittable)
+      throw ConfigError(cfg.at("tensor_parallel").source.str() + ": tensor_parallel: the model of " + info.case_name +
+                        " has no layers to split; set tensor_parallel: 1");
+    try {
+      splittable->split_for_tensor_parallel(tp);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(cfg.at("tensor_parallel").source.str() + ": " + e.what());
+    }
+    split_params = splittable->split_parameters();
+    params = model->parameters();
+  }
   std::unique_ptr<ZeroSharding> zero;
   std::function<void()> unhook_blocks;  // stage 3: takes ZeRO's hooks off the model
   struct Unhook {
@@ -293,7 +334,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       throw ConfigError(cfg.at("zero_stage").source.str() +
                         ": zero_stage: 3 shards the parameters of a model's blocks, " + "and the model of " +
                         info.case_name + " has none; use zero_stage: 2");
-    zero = std::make_unique<ZeroSharding>(*dist, trained, decays, static_cast<int>(zero_stage),
+    zero = std::make_unique<ZeroSharding>(data_dist, trained, decays, static_cast<int>(zero_stage),
                                           dist_options.bucket_bytes, blocks);
     if (zero_stage == 3) {
       // The model outlives this run; the hooks come off (and the parameters back) when it ends.
@@ -306,7 +347,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     }
     optimizer = make_optimizer(cfg, zero->shares_with_decay(), zero->shares_without_decay(), optimizer_impl);
   } else {
-    if (cfg.get_bool("overlap_grad_reduce", true)) dist->attach_gradient_hooks(params);
+    if (cfg.get_bool("overlap_grad_reduce", true)) data_dist.attach_gradient_hooks(params);
     optimizer = make_optimizer(cfg, *model, optimizer_impl);
   }
   std::unique_ptr<LossScaler> scaler;
@@ -327,8 +368,8 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   EpochPlan train_plan;
   train_plan.batch_size = train_batch;
   train_plan.train = true;
-  train_plan.rank = rank;
-  train_plan.world_size = info.env.world_size;
+  train_plan.rank = data_dist.rank();
+  train_plan.world_size = data_dist.world_size();
   train_plan.seed = static_cast<std::uint64_t>(seed);
   const std::int64_t tokens_per_sample = c.tokens_per_sample();
   const std::int64_t batches_per_epoch = data.train->batches_in_epoch(train_plan);
@@ -348,6 +389,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
                                              {"world_size", info.env.world_size},
                                              {"device", device.str()},
                                              {"dist_backend", dist->backend()},
+                                             {"tensor_parallel", tensor_parallel},
                                              {"precision", precision_name(precision)},
                                              {"train_batch_size", train_batch},
                                              {"global_batch_size", micro_batches_per_step * accumulation},
@@ -387,7 +429,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
 
   auto run_eval = [&] {
     settle();
-    metrics = evaluate(c, *model, *data.eval, eval_batch, device, precision, channels_last, *dist);
+    metrics = evaluate(c, *model, *data.eval, eval_batch, device, precision, channels_last, data_dist);
     metrics_step = global_step;
     json value = {{"global_steps", global_step}, {"epoch", epoch}};
     for (const auto& [name, v] : metrics) value[name] = v;
@@ -434,7 +476,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
         if (zero)
           zero->begin_backward(last);
         else
-          dist->begin_step(last);
+          data_dist.begin_step(last);
         const auto forward_backward = [&](const Batch& b) {
           torch::Tensor l;
           {
@@ -453,7 +495,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       if (out_of_data) break;  // the dataset gave fewer batches than it promised: end the epoch
       // Gradients averaged over ranks (reduced during backward when overlapping); with ZeRO each
       // rank holds its shares' averages.
-      if (!zero) dist->finish_step(params);
+      if (!zero) data_dist.finish_step(params);
       // The same decision on every rank: ZeRO's ranks check their shares and agree on the result.
       const bool step_ok = !scaler || scaler->update(zero ? scaler->unscale_and_check(
                                                                 stepped, [&](torch::Tensor& t) { zero->reduce_max(t); })
@@ -461,7 +503,10 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       const bool log_now = log_freq > 0 && (global_step + 1) % log_freq == 0;
       torch::Tensor grad_norm;  // before clipping; logged with the loss (divergence shows in it first)
       if (step_ok) {
-        if (clip_grad_norm > 0 || log_now) grad_norm = zero ? zero->gradient_norm() : gradient_norm(params);
+        if (clip_grad_norm > 0 || log_now)
+          grad_norm = zero ? zero->gradient_norm()
+                      : tp ? tensor_parallel_gradient_norm(params, split_params, *tp)
+                           : gradient_norm(params);
         if (clip_grad_norm > 0) clip_gradients(stepped, grad_norm, clip_grad_norm);
         optimizer->step();
         if (zero) zero->gather_parameters();
@@ -470,7 +515,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       if (record_loss_curve) loss_curve.push_back(loss.detach().reshape({1}).to(torch::kFloat, false, true));
 
       ++global_step;
-      const std::int64_t batch_samples = step_rows * info.env.world_size;
+      const std::int64_t batch_samples = step_rows * data_dist.world_size();
       trained_samples += batch_samples;
       log_samples += batch_samples;
       if (log_now) last_loss = loss.item<double>();  // synchronises, so the time below is real
@@ -552,6 +597,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
              {"global_batch_size", micro_batches_per_step * accumulation},
              {"accumulation_steps", accumulation},
              {"zero_stage", zero_stage},
+             {"tensor_parallel", tensor_parallel},
              {"activation_checkpointing", checkpoint_activations},
              {"target_mode", target_mode}};
   // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).

@@ -1,0 +1,64 @@
+#include "xpuperf/train/tensor_parallel.h"
+
+#include <set>
+
+namespace xpuperf::train {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+TensorParallel* group_of(AutogradContext* ctx) {
+  return reinterpret_cast<TensorParallel*>(ctx->saved_data["tp"].toInt());
+}
+
+torch::Tensor summed(TensorParallel& tp, const torch::Tensor& x) {
+  auto sum = x.contiguous().clone();
+  tp.group().all_reduce_sum(sum);
+  return sum;
+}
+
+struct CopyIn : torch::autograd::Function<CopyIn> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
+    ctx->saved_data["tp"] = tp;
+    return x.view_as(x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {summed(*group_of(ctx), grads[0]), torch::Tensor()};
+  }
+};
+
+struct ReduceOut : torch::autograd::Function<ReduceOut> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
+    ctx->saved_data["tp"] = tp;
+    return summed(*reinterpret_cast<TensorParallel*>(tp), x);
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], torch::Tensor()}; }
+};
+
+}  // namespace
+
+torch::Tensor TensorParallel::copy_in(const torch::Tensor& x) {
+  return CopyIn::apply(x, reinterpret_cast<std::int64_t>(this));
+}
+
+torch::Tensor TensorParallel::reduce_out(const torch::Tensor& x) {
+  return ReduceOut::apply(x, reinterpret_cast<std::int64_t>(this));
+}
+
+torch::Tensor tensor_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
+                                            const std::vector<torch::Tensor>& split, TensorParallel& tp) {
+  std::set<const c10::TensorImpl*> is_split;
+  for (const auto& p : split) is_split.insert(p.unsafeGetTensorImpl());
+  const auto options = params.front().options().dtype(torch::kFloat);
+  auto split_sq = torch::zeros({1}, options), whole_sq = torch::zeros({1}, options);
+  for (const auto& p : params) {
+    if (!p.grad().defined()) continue;
+    auto& sum = is_split.count(p.unsafeGetTensorImpl()) ? split_sq : whole_sq;
+    sum += p.grad().detach().to(torch::kFloat).square().sum();
+  }
+  tp.group().all_reduce_sum(split_sq);
+  return (split_sq + whole_sq).sqrt().reshape({});
+}
+
+}  // namespace xpuperf::train

@@ -1,0 +1,51 @@
+#pragma once
+// `tensor_parallel: T`: Megatron-LM's tensor parallelism. The world's ranks form groups of T
+// consecutive ranks; within a group each rank keeps 1/T of every split layer — the attention's
+// heads and the MLP's hidden units: column-parallel first linears, row-parallel second ones whose
+// partial outputs are summed over the group — and the rest of the model whole. Data parallelism
+// runs across the groups (ranks with the same place in theirs). Megatron's two operators:
+// copy_in (f: identity forward, gradients summed over the group backward) before a
+// column-parallel linear, reduce_out (g: summed forward, identity backward) after a row-parallel
+// one. Gradients of the whole parameters come out the same on every rank of a group.
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "xpuperf/train/distributed.h"
+
+namespace xpuperf::train {
+
+class TensorParallel {
+ public:
+  explicit TensorParallel(std::shared_ptr<Distributed> group) : group_(std::move(group)) {}
+  int rank() const { return group_->rank(); }
+  int size() const { return group_->world_size(); }
+  Distributed& group() { return *group_; }
+
+  torch::Tensor copy_in(const torch::Tensor& x);
+  torch::Tensor reduce_out(const torch::Tensor& x);
+
+ private:
+  std::shared_ptr<Distributed> group_;
+};
+
+// A model whose layers can be split over a tensor-parallel group. The runtime calls this (the
+// cases never do) once the whole model is the same on every rank.
+class TensorParallelModel {
+ public:
+  virtual ~TensorParallelModel() = default;
+  // Keeps this rank's part of every split layer. Throws std::invalid_argument when the model's
+  // sizes (heads, hidden units) do not divide by the group's size.
+  virtual void split_for_tensor_parallel(std::shared_ptr<TensorParallel> tp) = 0;
+  // The parameters split over the group (each rank holds a different part).
+  virtual std::vector<torch::Tensor> split_parameters() = 0;
+};
+
+// The global L2 norm of the gradients when `split` ones are spread over the tensor-parallel group
+// and the others the same on every rank of it.
+torch::Tensor tensor_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
+                                            const std::vector<torch::Tensor>& split, TensorParallel& tp);
+
+}  // namespace xpuperf::train
