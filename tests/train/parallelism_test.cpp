@@ -278,6 +278,10 @@ TEST(SwitchCheck, RefusesCombinationsThatCannotWorkNamingTheLine) {
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find("'tensor_parallel' 3 does not divide the 4 ranks"), std::string::npos) << e[0];
   EXPECT_EQ(switch_errors("tensor_parallel: 2\nzero_stage: 1\n", 4).size(), 1u);
+  e = switch_errors("n_head: 12\ntensor_parallel: 8\n", 8);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find(":2: 'tensor_parallel' 8 does not divide the model's 12 attention heads"), std::string::npos)
+      << e[0];
 }
 
 }  // namespace

@@ -64,6 +64,12 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
         source_of(cfg, "tensor_parallel"),
         "'tensor_parallel' " + std::to_string(tensor) + " does not divide the " + std::to_string(world_size) + " ranks",
         "groups of tensor_parallel ranks split each layer; data parallelism runs over the groups");
+  else if (const std::int64_t heads = value_or([&] { return cfg.get_int("n_head", 0); }, std::int64_t{0});
+           tensor > 1 && heads > 0 && heads % tensor != 0)
+    diags.error(source_of(cfg, "tensor_parallel"),
+                "'tensor_parallel' " + std::to_string(tensor) + " does not divide the model's " +
+                    std::to_string(heads) + " attention heads (n_head)",
+                "each rank of a group keeps n_head / tensor_parallel heads");
   else if (tensor > 1 && stage > 0)
     diags.error(source_of(cfg, "zero_stage"), "zero_stage with tensor_parallel is not implemented yet",
                 "use one of them");

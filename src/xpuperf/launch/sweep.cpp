@@ -236,7 +236,17 @@ int run_sweep(const Repo& repo, const SweepOptions& o) {
       load_training_config(repo, request, diags);
     }
   }
-  std::cerr << diags.format(Severity::Warning);
+  // The sweep sets the steps, timing and evaluation itself (measuring_sets): their "not a mutable
+  // parameter" warnings would repeat for every row, so the header line says it once instead.
+  for (const auto& d : diags.items()) {
+    if (d.severity == Severity::Info) continue;
+    bool measuring = false;
+    for (const auto& set : measuring_sets(o))
+      if (d.severity == Severity::Warning &&
+          d.message.rfind("'" + set.substr(0, set.find('=')) + "' is not a mutable parameter", 0) == 0)
+        measuring = true;
+    if (!measuring) std::cerr << format_diagnostic(d) << "\n";
+  }
   if (diags.has_errors() || !key) return 2;
   if (o.data_dir.empty() || !fs::is_directory(o.data_dir)) {
     std::cerr << "xpuperf: error: data folder '" << o.data_dir << "' does not exist (give --data-dir)\n";
@@ -247,7 +257,8 @@ int run_sweep(const Repo& repo, const SweepOptions& o) {
   fs::create_directories(sweep_dir / "rows");
   std::cout << "Sweep of " << key->model << " on " << o.vendor << " " << o.hardware << ": " << rows.size()
             << " strategies × " << o.repeats << " repeat(s) of " << o.warmup_steps << " + " << o.steps
-            << " steps, into " << display_path(sweep_dir.string()) << "\n";
+            << " steps, into " << display_path(sweep_dir.string())
+            << " (the sweep sets the steps and evaluation: not the standard case's run)\n";
   json input = {{"case", key->model + ":" + key->framework},
                 {"vendor", o.vendor},
                 {"hardware", o.hardware},

@@ -332,7 +332,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       for (auto* block : stack->blocks()) blocks.push_back(block);
     if (zero_stage == 3 && blocks.empty())
       throw ConfigError(cfg.at("zero_stage").source.str() +
-                        ": zero_stage: 3 shards the parameters of a model's blocks, " + "and the model of " +
+                        ": zero_stage: 3 shards the parameters of a model's blocks, and the model of " +
                         info.case_name + " has none; use zero_stage: 2");
     zero = std::make_unique<ZeroSharding>(data_dist, trained, decays, static_cast<int>(zero_stage),
                                           dist_options.bucket_bytes, blocks);
