@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 namespace xpuperf {
@@ -50,6 +52,15 @@ std::string last_line_of(const std::string& path) {
   while (std::getline(in, line))
     if (!line.empty()) last = line;
   return last;
+}
+
+std::string local_time_stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  std::ostringstream out;
+  out << std::put_time(&tm, "%Y%m%d%H%M%S");
+  return out.str();
 }
 
 }  // namespace xpuperf

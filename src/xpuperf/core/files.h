@@ -22,5 +22,7 @@ void remove_tree(const std::string& path);
 double unix_seconds();
 // Seconds on the monotonic clock, for durations within one process.
 double steady_seconds();
+// The local time as YYYYmmddHHMMSS: what run and sweep folders are named by.
+std::string local_time_stamp();
 
 }  // namespace xpuperf

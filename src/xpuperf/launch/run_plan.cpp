@@ -48,15 +48,6 @@ struct RoundRow {
   double peak_mem_bytes = 0;  // device memory when there are accelerators, else host memory
 };
 
-std::string now_stamp() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  std::ostringstream out;
-  out << std::put_time(&tm, "%Y%m%d%H%M%S");
-  return out.str();
-}
-
 std::vector<std::string> tail_lines(const std::string& path, std::size_t n) {
   std::ifstream in(path);
   std::vector<std::string> lines;
@@ -396,8 +387,9 @@ int run_plan(const Repo& repo, const RunOptions& options) {
 
   // Step 2: the run folder.
   // Absolute: every node writes its part under the same path.
-  const std::string run_dir =
-      fs::absolute(resume ? options.resume_dir : plan->log_dir + "/run" + now_stamp()).lexically_normal().string();
+  const std::string run_dir = fs::absolute(resume ? options.resume_dir : plan->log_dir + "/run" + local_time_stamp())
+                                  .lexically_normal()
+                                  .string();
   std::cout << "Step 2: Prepare run folder " << display_path(run_dir) << " ..." << std::flush;
   std::error_code ec;
   fs::create_directories(run_dir, ec);

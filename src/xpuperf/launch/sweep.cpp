@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/training_config.h"
 #include "xpuperf/launch/run_plan.h"
@@ -63,15 +64,6 @@ std::optional<std::vector<std::string>> token_sets(const std::string& token, con
   if (token.find('=') != std::string::npos) return std::vector<std::string>{token};
   diags.error(where, "unknown strategy token '" + token + "'", std::string("use ") + kTokens + ", joined by +");
   return std::nullopt;
-}
-
-std::string now_stamp() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  std::ostringstream out;
-  out << std::put_time(&tm, "%Y%m%d%H%M%S");
-  return out.str();
 }
 
 std::string slug(const std::string& name) {
@@ -253,7 +245,7 @@ int run_sweep(const Repo& repo, const SweepOptions& o) {
     return 2;
   }
 
-  const fs::path sweep_dir = fs::absolute(fs::path(o.log_dir) / ("sweep" + now_stamp())).lexically_normal();
+  const fs::path sweep_dir = fs::absolute(fs::path(o.log_dir) / ("sweep" + local_time_stamp())).lexically_normal();
   fs::create_directories(sweep_dir / "rows");
   std::cout << "Sweep of " << key->model << " on " << o.vendor << " " << o.hardware << ": " << rows.size()
             << " strategies × " << o.repeats << " repeat(s) of " << o.warmup_steps << " + " << o.steps

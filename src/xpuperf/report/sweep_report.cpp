@@ -20,12 +20,6 @@ std::vector<double> round_values(const json& row, const char* key) {
   return values;
 }
 
-double mean_of(const std::vector<double>& v) {
-  double sum = 0;
-  for (double x : v) sum += x;
-  return v.empty() ? 0 : sum / static_cast<double>(v.size());
-}
-
 // The loss curve of the row's first round that ran.
 const json* curve_of(const json& row) {
   if (!row.contains("rounds")) return nullptr;
@@ -40,11 +34,11 @@ json aggregate_row(const json& row) {
     const Aggregate s = aggregate(sps);
     a["samples_per_second"] = {{"mean", s.mean}, {"std", s.std}, {"n", s.n}};
   }
-  if (const auto v = round_values(row, "tokens_per_second"); !v.empty()) a["tokens_per_second"] = mean_of(v);
-  if (const auto v = round_values(row, "mfu"); !v.empty()) a["mfu"] = mean_of(v);
+  if (const auto v = round_values(row, "tokens_per_second"); !v.empty()) a["tokens_per_second"] = aggregate(v).mean;
+  if (const auto v = round_values(row, "mfu"); !v.empty()) a["mfu"] = aggregate(v).mean;
   if (const auto v = round_values(row, "peak_device_memory_mib"); !v.empty())
     a["peak_device_memory_mib"] = *std::max_element(v.begin(), v.end());
-  if (const auto v = round_values(row, "energy_per_sample_j"); !v.empty()) a["energy_per_sample_j"] = mean_of(v);
+  if (const auto v = round_values(row, "energy_per_sample_j"); !v.empty()) a["energy_per_sample_j"] = aggregate(v).mean;
   return a;
 }
 
