@@ -54,6 +54,14 @@ std::string last_line_of(const std::string& path) {
   return last;
 }
 
+std::optional<nlohmann::json> read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  nlohmann::json value = nlohmann::json::parse(in, nullptr, false);
+  if (value.is_discarded()) return std::nullopt;
+  return value;
+}
+
 std::string local_time_stamp() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};

@@ -2,6 +2,7 @@
 // Small file and clock helpers shared by the node agent, the controller and the monitors.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace xpuperf {
@@ -14,6 +15,8 @@ std::string first_line_of(const std::string& path);
 std::string last_line_of(const std::string& path);
 // Writes JSON through a temporary file and a rename, so a reader never sees half of it.
 void write_json_file(const std::string& path, const nlohmann::json& value);
+// A JSON file's value; nothing when it cannot be read or is not JSON.
+std::optional<nlohmann::json> read_json_file(const std::string& path);
 // Removes a file or a folder with everything in it; no error when it is not there. Use it, not
 // std::filesystem::remove_all: PyTorch 2.x's libtorch.so exports its own copy of remove_all,
 // which a program linking LibTorch binds to and which jumps to address 0.

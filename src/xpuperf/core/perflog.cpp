@@ -1,6 +1,7 @@
 #include "xpuperf/core/perflog.h"
 
 #include <chrono>
+#include <fstream>
 
 namespace xpuperf {
 
@@ -132,6 +133,15 @@ FinishedInfo FinishedInfo::from_json(const json& value) {
   }
   info.extra = rest;
   return info;
+}
+
+std::optional<FinishedInfo> finished_in(const std::string& log_path) {
+  std::ifstream in(log_path);
+  if (!in) return std::nullopt;
+  std::optional<FinishedInfo> found;
+  for (const auto& e : parse_perflog(in).events)
+    if (e.event == perflog_event::kFinished) found = FinishedInfo::from_json(e.value);
+  return found;
 }
 
 }  // namespace xpuperf

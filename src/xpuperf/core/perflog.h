@@ -88,4 +88,7 @@ struct FinishedInfo {
   static FinishedInfo from_json(const nlohmann::json& value);
 };
 
+// The last FINISHED event of a rank's log; nothing when the file cannot be read or has none.
+std::optional<FinishedInfo> finished_in(const std::string& log_path);
+
 }  // namespace xpuperf

@@ -73,6 +73,9 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
   else if (tensor > 1 && stage > 0)
     diags.error(source_of(cfg, "zero_stage"), "zero_stage with tensor_parallel is not implemented yet",
                 "use one of them");
+  else if (tensor > 1 && !value_or([&] { return cfg.get_string("save_checkpoint", ""); }, std::string()).empty())
+    diags.error(source_of(cfg, "save_checkpoint"),
+                "save_checkpoint with tensor_parallel is not implemented yet (each rank holds a part)");
   const std::int64_t data_ranks = tensor >= 1 && world_size % tensor == 0 ? world_size / tensor : world_size;
   const std::int64_t micro = value_or([&] { return cfg.get_int("train_batch_size", 1); }, std::int64_t{1});
   const std::int64_t global = value_or([&] { return cfg.get_int("global_batch_size", 0); }, std::int64_t{0});

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/launch/node_agent.h"
 
 namespace xpuperf {
@@ -20,10 +21,9 @@ std::string node_dir_name(const std::string& host, int node_rank) {
 }
 
 bool read_node_status(NodeOutcome& node) {
-  std::ifstream in(node.dir + "/node_status.json");
-  if (!in) return false;
-  const auto status = nlohmann::json::parse(in, nullptr, false);
-  if (status.is_discarded() || !status.is_object()) return false;
+  const auto read = read_json_file(node.dir + "/node_status.json");
+  if (!read || !read->is_object()) return false;
+  const nlohmann::json& status = *read;
   node.exit_code = status.value("exit_code", -1);
   node.reason = status.value("reason", "");
   node.ranks_started_unix = status.value("ranks_started_unix", 0.0);

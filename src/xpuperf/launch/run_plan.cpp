@@ -58,15 +58,6 @@ std::vector<std::string> tail_lines(const std::string& path, std::size_t n) {
   return lines;
 }
 
-std::optional<FinishedInfo> finished_in(const std::string& log_path) {
-  std::ifstream in(log_path);
-  if (!in) return std::nullopt;
-  std::optional<FinishedInfo> found;
-  for (const auto& e : parse_perflog(in).events)
-    if (e.event == perflog_event::kFinished) found = FinishedInfo::from_json(e.value);
-  return found;
-}
-
 // The plan as run, with every default written out, so `--resume` and readers see exactly it.
 std::string plan_as_run(const Plan& p) {
   YAML::Emitter out;
@@ -424,8 +415,7 @@ int run_plan(const Repo& repo, const RunOptions& options) {
                 << " ..." << std::flush;
       const std::string status_file = case_dir + "/round" + std::to_string(round) + "/round_status.json";
       if (resume && fs::exists(status_file)) {
-        std::ifstream in(status_file);
-        const json earlier = json::parse(in, nullptr, false);
+        const json earlier = read_json_file(status_file).value_or(json());
         const std::string s = earlier.is_object() ? earlier.value("status", "") : "";
         if (s == "ok" || s == "failed" || s == "timed_out") {
           RoundRow row{c.key.str(),

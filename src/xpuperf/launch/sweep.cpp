@@ -85,6 +85,15 @@ std::vector<std::string> measuring_sets(const SweepOptions& o) {
           "eval_interval_steps=0"};
 }
 
+// Everything a row sets: the sweep's --set, the measuring settings, then the row's switches.
+std::vector<std::string> row_sets(const SweepOptions& o, const SweepRow& row) {
+  std::vector<std::string> sets = o.sets;
+  const auto measuring = measuring_sets(o);
+  sets.insert(sets.end(), measuring.begin(), measuring.end());
+  sets.insert(sets.end(), row.sets.begin(), row.sets.end());
+  return sets;
+}
+
 std::string plan_text(const SweepOptions& o, const CaseKey& key, const std::vector<std::string>& sets,
                       const std::string& log_dir) {
   YAML::Emitter out;
@@ -103,34 +112,19 @@ std::string plan_text(const SweepOptions& o, const CaseKey& key, const std::vect
   return std::string(out.c_str()) + "\n";
 }
 
-std::optional<json> read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  try {
-    return json::parse(in);
-  } catch (const json::exception&) {
-    return std::nullopt;
-  }
-}
-
-std::optional<json> finished_event(const fs::path& round_dir) {
+// Rank 0's log of a round (in the folder of node 0, whatever its host).
+std::string rank0_log(const fs::path& round_dir) {
   std::error_code ec;
-  for (const auto& node : fs::directory_iterator(round_dir, ec)) {
-    const fs::path log = node.path() / "rank0.out.log";
-    if (node.path().filename().string().find("noderank0") == std::string::npos || !fs::exists(log)) continue;
-    std::ifstream in(log);
-    std::optional<json> found;
-    for (const auto& e : parse_perflog(in).events)
-      if (e.event == perflog_event::kFinished) found = e.value;
-    return found;
-  }
-  return std::nullopt;
+  for (const auto& node : fs::directory_iterator(round_dir, ec))
+    if (node.path().filename().string().find("noderank0") != std::string::npos)
+      return (node.path() / "rank0.out.log").string();
+  return "";
 }
 
 // One row's measurements from its run folder (summary.json and rank 0's FINISHED of each round).
 json collect_row(const fs::path& run_dir, const CaseKey& key) {
   json rounds = json::array();
-  const auto summary = read_json_file(run_dir / "summary.json");
+  const auto summary = read_json_file((run_dir / "summary.json").string());
   json case_rounds = json::array();
   if (summary)
     for (const auto& c : (*summary)["cases"])
@@ -144,15 +138,16 @@ json collect_row(const fs::path& run_dir, const CaseKey& key) {
         if (s.contains("energy_per_sample_j")) r["energy_per_sample_j"] = s["energy_per_sample_j"];
         if (s.contains("mfu")) r["mfu"] = s["mfu"];
       }
-    if (const auto f = finished_event(run_dir / key.dir_name() / ("round" + std::to_string(k)))) {
-      const double all = f->value("training_samples_per_second", 0.0);
-      const double steady = f->value("steady_samples_per_second", all);
+    if (const auto f = finished_in(rank0_log(run_dir / key.dir_name() / ("round" + std::to_string(k))))) {
+      const json& extra = f->extra;
+      const double all = f->training_samples_per_second.value_or(0.0);
+      const double steady = extra.value("steady_samples_per_second", all);
       r["samples_per_second"] = steady;
-      if (const double tokens = f->value("tokens_per_sample", 0.0); tokens > 0)
+      if (const double tokens = extra.value("tokens_per_sample", 0.0); tokens > 0)
         r["tokens_per_second"] = steady * tokens;
       if (r.contains("mfu") && all > 0) r["mfu"] = r["mfu"].get<double>() * steady / all;  // over the timed steps
-      if (f->contains("peak_device_memory_mib")) r["peak_device_memory_mib"] = (*f)["peak_device_memory_mib"];
-      if (f->contains("loss_curve")) r["loss_curve"] = (*f)["loss_curve"];
+      if (extra.contains("peak_device_memory_mib")) r["peak_device_memory_mib"] = extra["peak_device_memory_mib"];
+      if (extra.contains("loss_curve")) r["loss_curve"] = extra["loss_curve"];
     } else if (r["status"] == "ok") {
       r["status"] = "failed";
       r["reason"] = "no FINISHED event in rank 0's log";
@@ -220,20 +215,17 @@ int run_sweep(const Repo& repo, const SweepOptions& o) {
       request.vendor = o.vendor;
       request.data_dir = o.data_dir;
       request.where = {"strategy '" + row.name + "'", 0};
-      std::vector<std::string> sets = o.sets;
-      const auto measuring = measuring_sets(o);
-      sets.insert(sets.end(), measuring.begin(), measuring.end());
-      sets.insert(sets.end(), row.sets.begin(), row.sets.end());
-      request.sets = parse_set_overrides(sets, diags, request.where);
+      request.sets = parse_set_overrides(row_sets(o, row), diags, request.where);
       load_training_config(repo, request, diags);
     }
   }
   // The sweep sets the steps, timing and evaluation itself (measuring_sets): their "not a mutable
   // parameter" warnings would repeat for every row, so the header line says it once instead.
+  const auto measuring_keys = measuring_sets(o);
   for (const auto& d : diags.items()) {
     if (d.severity == Severity::Info) continue;
     bool measuring = false;
-    for (const auto& set : measuring_sets(o))
+    for (const auto& set : measuring_keys)
       if (d.severity == Severity::Warning &&
           d.message.rfind("'" + set.substr(0, set.find('=')) + "' is not a mutable parameter", 0) == 0)
         measuring = true;
@@ -274,12 +266,8 @@ int run_sweep(const Repo& repo, const SweepOptions& o) {
     std::cout << "\n=== " << (i + 1) << "/" << rows.size() << ": " << row.name << " ===\n" << std::flush;
     const fs::path row_dir = sweep_dir / "rows" / (std::to_string(i + 1) + "-" + slug(row.name));
     fs::create_directories(row_dir);
-    std::vector<std::string> sets = o.sets;
-    const auto measuring = measuring_sets(o);
-    sets.insert(sets.end(), measuring.begin(), measuring.end());
-    sets.insert(sets.end(), row.sets.begin(), row.sets.end());
     const std::string plan_path = (row_dir / "sweep_plan.yaml").string();
-    std::ofstream(plan_path) << plan_text(o, *key, sets, row_dir.string());
+    std::ofstream(plan_path) << plan_text(o, *key, row_sets(o, row), row_dir.string());
     RunOptions run;
     run.plan_path = plan_path;
     run.xpuperf = o.xpuperf;

@@ -35,20 +35,12 @@ std::vector<fs::path> sorted_dirs(const fs::path& dir, const std::string& prefix
   return out;
 }
 
-std::optional<json> read_json(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  json value = json::parse(in, nullptr, false);
-  if (value.is_discarded()) return std::nullopt;
-  return value;
-}
-
 }  // namespace
 
 std::set<std::string> accelerators_charged(const std::vector<std::string>& monitor_files, int nproc) {
   std::set<std::string> devices;
   for (const auto& file : monitor_files) {
-    const auto status = read_json(fs::path(file).parent_path() / "node_status.json");
+    const auto status = read_json_file((fs::path(file).parent_path() / "node_status.json").string());
     if (status && status->is_object() && status->contains("devices") && (*status)["devices"].is_array())
       for (const auto& d : (*status)["devices"])
         if (d.is_string()) devices.insert(d.get<std::string>());
@@ -112,7 +104,7 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
     }
   }
   const std::set<std::string> accelerators = accelerators_charged(monitor_files, nproc);
-  const auto status = read_json(round_dir / "round_status.json");
+  const auto status = read_json_file((round_dir / "round_status.json").string());
   json extra = finished ? finished->extra : json::object();
   if (status && status->contains("status")) {
     r["status"] = (*status)["status"];
@@ -243,7 +235,7 @@ json plan_summary(const fs::path& run, const Plan& plan) {
         entry["failed_rounds"].push_back({{"round", round}, {"status", r["status"]}, {"reason", r["reason"]}});
       if (!have_system) {
         for (const auto& node : sorted_dirs(round_dir, ""))
-          if (auto sys = read_json(node / "sys_info.json")) {
+          if (auto sys = read_json_file((node / "sys_info.json").string())) {
             summary["system"] = *sys;
             have_system = true;
             break;

@@ -362,7 +362,7 @@ void Distributed::begin_step(bool reduce) {
   if (!overlapping()) return;
   std::lock_guard<std::mutex> lock(reducer_->mutex);
   Reducer& r = *reducer_;
-  r.accumulated = r.reducing ? false : true;  // the micro-batch before this one only accumulated
+  r.accumulated = !r.reducing;  // the micro-batch before this one only accumulated
   r.reducing = reduce;
   if (!reduce) return;
   std::fill(r.arrived.begin(), r.arrived.end(), 0);

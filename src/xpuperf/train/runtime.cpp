@@ -196,35 +196,24 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     throw ConfigError(cfg.at("target_mode").source.str() + ": 'target_mode' must be max or min");
   if (max_epochs == 0 && max_steps == 0 && max_samples == 0 && time_budget <= 0)
     throw ConfigError("no stop condition: set max_epochs, max_steps, max_samples_termination or time_budget");
-  Precision precision;
-  try {
-    precision = parse_precision(cfg.get_string("precision", "fp32"));
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(cfg.at("precision").source.str() + ": " + e.what());
+  {
+    // The switches and their combinations, checked as when a config loads (`xpuperf check`): a
+    // config built in code (the tests') comes here without that.
+    Diagnostics switches;
+    check_training_switches(cfg, info.env.world_size, switches);
+    for (const auto& d : switches.items())
+      if (d.severity == Severity::Error) throw ConfigError(d.where.str() + ": " + d.message);
   }
+  const Precision precision = parse_precision(cfg.get_string("precision", "fp32"));
   const bool checkpoint_activations = cfg.get_bool("activation_checkpointing", false);
-  const std::int64_t zero_stage = non_negative(cfg, "zero_stage", 0);
-  if (zero_stage > 3) throw ConfigError(cfg.at("zero_stage").source.str() + ": 'zero_stage' must be 0, 1, 2 or 3");
+  const std::int64_t zero_stage = cfg.get_int("zero_stage", 0);
   // Tensor parallelism: groups of `tensor_parallel` ranks share each sample; data parallelism runs
   // over the groups.
   const std::int64_t tensor_parallel = cfg.get_int("tensor_parallel", 1);
-  if (tensor_parallel < 1 || info.env.world_size % tensor_parallel != 0)
-    throw ConfigError(cfg.at("tensor_parallel").source.str() + ": 'tensor_parallel' " +
-                      std::to_string(tensor_parallel) + " does not divide the " + std::to_string(info.env.world_size) +
-                      " ranks");
   const int data_ranks = info.env.world_size / static_cast<int>(tensor_parallel);
-  if (tensor_parallel > 1 && !cfg.get_string("save_checkpoint", "").empty())
-    throw ConfigError(cfg.at("save_checkpoint").source.str() +
-                      ": save_checkpoint with tensor_parallel is not implemented yet (each rank holds a part)");
-  if (tensor_parallel > 1 && zero_stage > 0)
-    throw ConfigError(cfg.at("zero_stage").source.str() + ": zero_stage with tensor_parallel is not implemented yet");
   // Gradient accumulation: each step takes `accumulation` micro-batches of train_batch_size a rank.
-  const std::int64_t global_batch = non_negative(cfg, "global_batch_size", 0);
+  const std::int64_t global_batch = cfg.get_int("global_batch_size", 0);
   const std::int64_t micro_batches_per_step = train_batch * data_ranks;
-  if (global_batch > 0 && global_batch % micro_batches_per_step != 0)
-    throw ConfigError(cfg.at("global_batch_size").source.str() + ": 'global_batch_size' " +
-                      std::to_string(global_batch) + " is not a multiple of train_batch_size × data-parallel ranks = " +
-                      std::to_string(train_batch) + " × " + std::to_string(data_ranks));
   const std::int64_t accumulation = global_batch > 0 ? global_batch / micro_batches_per_step : 1;
   const bool record_loss_curve = cfg.get_bool("record_loss_curve", false);
   const std::int64_t timing_skip_steps = non_negative(cfg, "timing_skip_steps", 0);
@@ -358,12 +347,12 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     if (!device.is_cuda() || !StepGraph::available())
       throw ConfigError(where + "CUDA graphs need a CUDA device and a LibTorch built with CUDA (this run is on " +
                         device.str() + "); set cuda_graphs: false");
-    if (const std::string why = cuda_graphs_conflict(cfg, info.env.world_size); !why.empty())
-      throw ConfigError(where + why);
     step_graph = std::make_unique<StepGraph>(device, params);
   }
   // What the optimizer steps and clipping scales: the parameters, or this rank's ZeRO shares.
   const std::vector<torch::Tensor> stepped = zero ? zero->all_shares() : params;
+  std::function<void(torch::Tensor&)> agree_on_inf;  // ZeRO: each rank checked its shares only
+  if (zero) agree_on_inf = [&zero](torch::Tensor& found_inf) { zero->reduce_max(found_inf); };
 
   EpochPlan train_plan;
   train_plan.batch_size = train_batch;
@@ -497,9 +486,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       // rank holds its shares' averages.
       if (!zero) data_dist.finish_step(params);
       // The same decision on every rank: ZeRO's ranks check their shares and agree on the result.
-      const bool step_ok = !scaler || scaler->update(zero ? scaler->unscale_and_check(
-                                                                stepped, [&](torch::Tensor& t) { zero->reduce_max(t); })
-                                                          : scaler->unscale_and_check(params));
+      const bool step_ok = !scaler || scaler->update(scaler->unscale_and_check(stepped, agree_on_inf));
       const bool log_now = log_freq > 0 && (global_step + 1) % log_freq == 0;
       torch::Tensor grad_norm;  // before clipping; logged with the loss (divergence shows in it first)
       if (step_ok) {

@@ -32,39 +32,31 @@ torch::Tensor view_in(const torch::Tensor& buffer, std::int64_t offset, at::IntA
   return buffer.narrow(0, offset, numel).as_strided(sizes, strides);
 }
 
-// Around a block (stage 3): forward gathers the block's parameters, backward (once the block's
-// backward is done) frees them.
-struct GatherForBlock : torch::autograd::Function<GatherForBlock> {
+// Stage 3's edges of a block, as an identity in the autograd graph: before the block, forward
+// gathers its parameters and backward (once the block's backward is done) frees them; after the
+// block, forward frees them and backward gathers them before the block's backward needs them.
+struct BlockEdge : torch::autograd::Function<BlockEdge> {
+  static void gather_or_release(std::int64_t zero, std::int64_t unit, bool gather) {
+    auto* z = reinterpret_cast<ZeroSharding*>(zero);
+    if (gather)
+      z->gather(static_cast<std::size_t>(unit));
+    else
+      z->release(static_cast<std::size_t>(unit));
+  }
+  // `gather_forward`: 1 before the block, 0 after it.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, std::int64_t zero,
-                               std::int64_t unit) {
+                               std::int64_t unit, std::int64_t gather_forward) {
     ctx->saved_data["zero"] = zero;
     ctx->saved_data["unit"] = unit;
-    reinterpret_cast<ZeroSharding*>(zero)->gather(static_cast<std::size_t>(unit));
+    ctx->saved_data["gather_forward"] = gather_forward;
+    gather_or_release(zero, unit, gather_forward != 0);
     return x.view_as(x);
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    reinterpret_cast<ZeroSharding*>(ctx->saved_data["zero"].toInt())
-        ->release(static_cast<std::size_t>(ctx->saved_data["unit"].toInt()));
-    return {grads[0], torch::Tensor(), torch::Tensor()};
-  }
-};
-
-// After a block (stage 3): forward frees its parameters, backward gathers them before the
-// block's backward needs them.
-struct ReleaseAfterBlock : torch::autograd::Function<ReleaseAfterBlock> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& y, std::int64_t zero,
-                               std::int64_t unit) {
-    ctx->saved_data["zero"] = zero;
-    ctx->saved_data["unit"] = unit;
-    reinterpret_cast<ZeroSharding*>(zero)->release(static_cast<std::size_t>(unit));
-    return y.view_as(y);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    reinterpret_cast<ZeroSharding*>(ctx->saved_data["zero"].toInt())
-        ->gather(static_cast<std::size_t>(ctx->saved_data["unit"].toInt()));
-    return {grads[0], torch::Tensor(), torch::Tensor()};
+    gather_or_release(ctx->saved_data["zero"].toInt(), ctx->saved_data["unit"].toInt(),
+                      ctx->saved_data["gather_forward"].toInt() == 0);
+    return {grads[0], torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -216,7 +208,8 @@ torch::Tensor ZeroSharding::run(torch::nn::Module& block, const BlockFunction& f
   if (it == unit_of_block_.end()) return forward(x);
   const auto self = reinterpret_cast<std::int64_t>(this);
   const auto unit = static_cast<std::int64_t>(it->second);
-  return ReleaseAfterBlock::apply(forward(GatherForBlock::apply(x, self, unit)), self, unit);
+  const auto y = forward(BlockEdge::apply(x, self, unit, /*gather_forward=*/1));
+  return BlockEdge::apply(y, self, unit, /*gather_forward=*/0);
 }
 
 ZeroSharding::~ZeroSharding() = default;
