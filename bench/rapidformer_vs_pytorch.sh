@@ -3,8 +3,8 @@
 # under DDP / FSDP2, bench/rapidformer_pytorch.py) in the same call:
 #   bert    BERT-base pre-training, 512 tokens, micro-batch 16, global 64: fp32 (TF32 off) against bf16
 #   gpt13   Megatron's GPT 1.3B (24 × 2048, 32 heads), 1024 tokens, micro-batch 1, global 4:
-#           bf16 data parallelism, ZeRO-1, -2, -3, tensor parallel 2, checkpointing; DDP, FSDP2 shard-grad-op
-#           and full-shard
+#           bf16 data parallelism, ZeRO-1, -2, -3, tensor parallel 2, pipeline parallel 2 (and with four
+#           GPUs tensor × pipeline 2 × 2, 4 × 1, 1 × 4), checkpointing; DDP, FSDP2 shard-grad-op and full-shard
 #   graphs  GPT-2 small on one GPU with and without cuda_graphs at 2 × 1024 and 16 × 1024 tokens
 # Usage: bench/rapidformer_vs_pytorch.sh DATA_DIR [PARTS]   (PARTS: bert,gpt13,graphs; on an NVIDIA
 # machine with two GPUs, after building; DATA_DIR: scripts/linux-doc-datasets.sh's token datasets)
@@ -52,7 +52,8 @@ for part in "${list[@]}"; do
       for p in fp32 bf16; do torch_row --case bert --mode ddp --precision $p --micro 16 --global-batch 64 --steps "$steps"; done
       ;;
     gpt13)
-      strategies="bf16; bf16+zero1; bf16+zero2; bf16+zero3; bf16+tp2; bf16+ckpt"
+      strategies="bf16; bf16+zero1; bf16+zero2; bf16+zero3; bf16+tp2; bf16+pp2; bf16+ckpt"
+      [[ $gpus -ge 4 ]] && strategies+="; bf16+tp2+pp2; bf16+tp4; bf16+pp4"
       [[ $gpus == 1 ]] && strategies="bf16; bf16+ckpt"
       sweep gpt13 gpt2 "${hw}x1x$gpus" "$strategies" n_layer=24 n_embd=2048 n_head=32 train_batch_size=1 \
         global_batch_size=4 eval_batch_size=4 valid_share=0.002 cuda_graphs=false

@@ -117,7 +117,7 @@ TEST_F(LanguageCli, BothCasesTrainThroughRunOnKernelDocumentationWithTheLossFall
 }
 
 // Rapidformer's table on the CPU: two Gloo ranks of a tiny GPT on the kernel's documentation. The
-// sharded, checkpointed and accumulating rows compute what the plain one does, so their loss
+// sharded, checkpointed, accumulating and pipelined rows compute what the plain one does, so their loss
 // curves match it within a tolerance far below bf16's.
 TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
   const std::string port = std::to_string(29900 + ::getpid() % 90);
@@ -143,7 +143,8 @@ TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
       "--master-port",
       port,
       "--strategies",
-      "fp32; fp32+zero1; fp32+zero2; fp32+ckpt; fp32+train_batch_size=4+global_batch_size=16"};
+      "fp32; fp32+zero1; fp32+zero2; fp32+ckpt; fp32+train_batch_size=4+global_batch_size=16; "
+      "fp32+pp2+train_batch_size=8+global_batch_size=16"};
   for (const char* set : {"n_layer=2", "n_embd=32", "n_head=2", "seq_length=32", "num_threads=1", "valid_share=0.02",
                           "eval_batch_size=64", "lr=0.003"})
     args.insert(args.end(), {"--set", set});
@@ -154,7 +155,7 @@ TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
     if (d.path().filename().string().rfind("sweep", 0) == 0) sweep = d.path().string();
   ASSERT_FALSE(sweep.empty()) << r.output;
   const auto summary = nlohmann::json::parse(test::read_file(sweep + "/summary.json"));
-  ASSERT_EQ(summary["rows"].size(), 5u);
+  ASSERT_EQ(summary["rows"].size(), 6u);
   EXPECT_EQ(summary["reference"], "fp32");
   for (const auto& row : summary["rows"]) {
     SCOPED_TRACE(row["name"].get<std::string>());
@@ -176,10 +177,10 @@ TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
 
 TEST_F(LanguageCli, SweepRefusesACombinationBeforeAnythingStarts) {
   const Result r = xpuperf({"sweep", "gpt2", "--vendor", "cpu", "--hardware", "CPUx1x2", "--data-dir", data(),
-                            "--log-dir", dir.path(), "--strategies", "fp32; fp32+graphs; bf16+pp2"},
+                            "--log-dir", dir.path(), "--strategies", "fp32; fp32+graphs; bf16+pp3"},
                            XPUPERF_SOURCE_DIR, {}, 60);
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_TRUE(has(r.output, "'pp2': pipeline parallelism is not implemented yet")) << r.output;
+  EXPECT_TRUE(has(r.output, "'pipeline_parallel' 3 × tensor_parallel 1 does not divide the 2 ranks")) << r.output;
   EXPECT_FALSE(has(r.output, "'max_steps' is not a mutable parameter")) << "the sweep's own settings: " << r.output;
   EXPECT_TRUE(fs::is_empty(dir.path())) << "nothing ran";
   const Result graphs = xpuperf({"sweep", "gpt2", "--vendor", "cpu", "--hardware", "CPUx1x2", "--data-dir", data(),

@@ -1,7 +1,8 @@
 // The switches that change how a step is computed, held to the plain run's numbers on a small GPT:
 // ZeRO stages 1, 2 and 3 against data parallelism (Gloo, two and three ranks as threads), gradient
 // accumulation against one batch as large, activation checkpointing against keeping the
-// activations (same gradients, dropout included). And the combinations refused at load time.
+// activations (same gradients, dropout included), tensor and pipeline parallelism against the
+// unsplit model. And the combinations refused at load time.
 
 #include <gtest/gtest.h>
 
@@ -165,6 +166,52 @@ TEST(TensorParallel, SplitHeadsAndUnitsGiveTheUnsplitLossCurve) {
   expect_same_curve(run_gpt(accumulate + "tensor_parallel: 2\n", 4).curve, run_gpt(accumulate, 2).curve, 1e-5);
 }
 
+double final_loss(const GptRun& run) {
+  return run.finished.at("final_metric").at("value").get<double>();
+}
+
+TEST(PipelineParallel, StagesGiveTheUnsplitLossCurveAndEvaluation) {
+  SKIP_WITHOUT_GLOO();
+  // Two stages of one block each, four micro-batches a step in 1F1B order, against one rank with the
+  // whole batch; clipping needs the norm over the stages (the tied embedding counted once).
+  const std::string clip = "clip_grad_norm: 0.5\nlog_freq: 1\n";
+  const auto whole = run_gpt(clip + "train_batch_size: 16\n");
+  const auto staged = run_gpt(clip + "train_batch_size: 4\nglobal_batch_size: 16\npipeline_parallel: 2\n", 2);
+  EXPECT_EQ(staged.finished.at("pipeline_parallel"), 2);
+  EXPECT_EQ(staged.finished.at("accumulation_steps"), 4);
+  EXPECT_EQ(staged.finished.at("num_trained_samples"), 6 * 16) << "the stages share each sample";
+  expect_same_curve(staged.curve, whole.curve, 1e-5);
+  EXPECT_NEAR(final_loss(staged), final_loss(whole), 1e-5 * final_loss(whole)) << "the last stage's evaluation";
+  // One micro-batch a step (no overlap), and with checkpointing.
+  expect_same_curve(
+      run_gpt(clip + "train_batch_size: 16\npipeline_parallel: 2\nactivation_checkpointing: true\n", 2).curve,
+      whole.curve, 1e-5);
+}
+
+TEST(PipelineParallel, ComposesWithDataAndTensorParallelism) {
+  SKIP_WITHOUT_GLOO();
+  const std::string accumulate = "train_batch_size: 4\nglobal_batch_size: 16\n";
+  // Two pipelines of two stages (data parallelism over them) against two data-parallel ranks.
+  const auto two = run_gpt(accumulate, 2);
+  expect_same_curve(run_gpt(accumulate + "pipeline_parallel: 2\n", 4).curve, two.curve, 1e-5);
+  // Two stages of two tensor-parallel ranks each against one rank.
+  const auto staged_split = run_gpt(accumulate + "pipeline_parallel: 2\ntensor_parallel: 2\nclip_grad_norm: 0.5\n", 4);
+  const auto one = run_gpt("train_batch_size: 16\nclip_grad_norm: 0.5\n");
+  expect_same_curve(staged_split.curve, one.curve, 1e-5);
+  EXPECT_NEAR(final_loss(staged_split), final_loss(one), 1e-5 * final_loss(one));
+}
+
+TEST(PipelineParallel, StagesThatDoNotDivideTheBlocksAreRefused) {
+  SKIP_WITHOUT_GLOO();
+  try {
+    run_gpt("pipeline_parallel: 3\n", 3);
+    FAIL() << "three stages of a two-block model";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("pipeline_parallel 3 does not divide the model's 2 blocks"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Accumulation, MicroBatchesGiveTheLossOfOneBatchAsLarge) {
   const auto whole = run_gpt("train_batch_size: 16\n");
   expect_same_curve(run_gpt("train_batch_size: 4\nglobal_batch_size: 16\n").curve, whole.curve, 1e-5);
@@ -282,6 +329,20 @@ TEST(SwitchCheck, RefusesCombinationsThatCannotWorkNamingTheLine) {
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find(":2: 'tensor_parallel' 8 does not divide the model's 12 attention heads"), std::string::npos)
       << e[0];
+  EXPECT_TRUE(switch_errors("n_layer: 4\npipeline_parallel: 2\ntensor_parallel: 2\n", 8).empty());
+  e = switch_errors("n_layer: 4\npipeline_parallel: 3\n", 6);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find(":2: 'pipeline_parallel' 3 does not divide the model's 4 blocks (n_layer)"), std::string::npos)
+      << e[0];
+  e = switch_errors("pipeline_parallel: 2\ntensor_parallel: 2\n", 6);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("'pipeline_parallel' 2 × tensor_parallel 2 does not divide the 6 ranks"), std::string::npos)
+      << e[0];
+  EXPECT_EQ(switch_errors("pipeline_parallel: 2\nzero_stage: 1\n", 2).size(), 1u);
+  EXPECT_EQ(switch_errors("pipeline_parallel: 2\nsave_checkpoint: /tmp/x.pt\n", 2).size(), 1u);
+  // The global batch divides over the pipelines, not the ranks.
+  EXPECT_TRUE(switch_errors("pipeline_parallel: 2\ntrain_batch_size: 4\nglobal_batch_size: 8\n", 4).empty());
+  EXPECT_EQ(switch_errors("pipeline_parallel: 2\ntrain_batch_size: 4\nglobal_batch_size: 12\n", 4).size(), 1u);
 }
 
 }  // namespace

@@ -23,16 +23,16 @@ TEST(SweepStrategies, TokensBecomeTheSwitchesTheySet) {
   EXPECT_EQ(rows[0].sets, std::vector<std::string>{"precision=fp32"});
   EXPECT_EQ(rows[1].sets,
             (std::vector<std::string>{"precision=bf16", "zero_stage=2", "activation_checkpointing=true"}));
-  EXPECT_EQ(rows[2].sets, (std::vector<std::string>{"precision=bf16", "tensor_parallel=1", "train_batch_size=2",
-                                                    "global_batch_size=8"}));
+  EXPECT_EQ(rows[2].sets, (std::vector<std::string>{"precision=bf16", "tensor_parallel=1", "pipeline_parallel=1",
+                                                    "train_batch_size=2", "global_batch_size=8"}));
 }
 
 TEST(SweepStrategies, UnknownAndUnimplementedTokensAreRefusedWithTheReason) {
   Diagnostics diags;
-  const auto rows = parse_strategies("bf16+zero4; bf16+pp2; fast; bf16; bf16", diags);
+  const auto rows = parse_strategies("bf16+zero4; bf16+pp0; fast; bf16; bf16", diags);
   const std::string text = diags.format();
   EXPECT_NE(text.find("'zero4': ZeRO has stages 1 to 3"), std::string::npos) << text;
-  EXPECT_NE(text.find("'pp2': pipeline parallelism is not implemented yet"), std::string::npos) << text;
+  EXPECT_NE(text.find("'pp0': a size must be 1 or more"), std::string::npos) << text;
   EXPECT_NE(text.find("unknown strategy token 'fast'"), std::string::npos) << text;
   EXPECT_NE(text.find("strategy 'bf16' is listed twice"), std::string::npos) << text;
   Diagnostics none;

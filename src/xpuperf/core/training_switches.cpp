@@ -1,5 +1,6 @@
 #include "xpuperf/core/training_switches.h"
 
+#include <algorithm>
 #include <set>
 
 namespace xpuperf {
@@ -76,7 +77,28 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
   else if (tensor > 1 && !value_or([&] { return cfg.get_string("save_checkpoint", ""); }, std::string()).empty())
     diags.error(source_of(cfg, "save_checkpoint"),
                 "save_checkpoint with tensor_parallel is not implemented yet (each rank holds a part)");
-  const std::int64_t data_ranks = tensor >= 1 && world_size % tensor == 0 ? world_size / tensor : world_size;
+  const std::int64_t pipeline = value_or([&] { return cfg.get_int("pipeline_parallel", 1); }, std::int64_t{1});
+  const bool tensor_fits = tensor >= 1 && world_size % tensor == 0;
+  const std::int64_t model_ranks = tensor_fits ? tensor * std::max<std::int64_t>(pipeline, 1) : 1;
+  if (pipeline < 1 || (tensor_fits && world_size % model_ranks != 0))
+    diags.error(source_of(cfg, "pipeline_parallel"),
+                "'pipeline_parallel' " + std::to_string(pipeline) + " × tensor_parallel " + std::to_string(tensor) +
+                    " does not divide the " + std::to_string(world_size) + " ranks",
+                "each pipeline has pipeline_parallel stages of tensor_parallel ranks; data parallelism runs over "
+                "the pipelines");
+  else if (const std::int64_t layers = value_or([&] { return cfg.get_int("n_layer", 0); }, std::int64_t{0});
+           pipeline > 1 && layers > 0 && layers % pipeline != 0)
+    diags.error(source_of(cfg, "pipeline_parallel"),
+                "'pipeline_parallel' " + std::to_string(pipeline) + " does not divide the model's " +
+                    std::to_string(layers) + " blocks (n_layer)",
+                "each stage runs n_layer / pipeline_parallel blocks");
+  else if (pipeline > 1 && stage > 0)
+    diags.error(source_of(cfg, "zero_stage"), "zero_stage with pipeline_parallel is not implemented yet",
+                "use one of them");
+  else if (pipeline > 1 && !value_or([&] { return cfg.get_string("save_checkpoint", ""); }, std::string()).empty())
+    diags.error(source_of(cfg, "save_checkpoint"),
+                "save_checkpoint with pipeline_parallel is not implemented yet (each stage holds its blocks)");
+  const std::int64_t data_ranks = world_size % model_ranks == 0 ? world_size / model_ranks : world_size;
   const std::int64_t micro = value_or([&] { return cfg.get_int("train_batch_size", 1); }, std::int64_t{1});
   const std::int64_t global = value_or([&] { return cfg.get_int("global_batch_size", 0); }, std::int64_t{0});
   if (global < 0 || (global > 0 && micro > 0 && global % (micro * data_ranks) != 0))

@@ -37,7 +37,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 const char* kTokens =
-    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, fused, foreach, tpN, pp1 or key=value";
+    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, fused, foreach, tpN, ppN or key=value";
 
 // What one token of a strategy sets; nullopt (with the reason in diags) when it cannot.
 std::optional<std::vector<std::string>> token_sets(const std::string& token, const Source& where, Diagnostics& diags) {
@@ -53,12 +53,11 @@ std::optional<std::vector<std::string>> token_sets(const std::string& token, con
     const int n = std::stoi(m[2]);
     if (kind == "zero" && n <= 3) return std::vector<std::string>{"zero_stage=" + std::to_string(n)};
     if (kind == "tp" && n >= 1) return std::vector<std::string>{"tensor_parallel=" + std::to_string(n)};
-    if (kind == "pp" && n == 1) return std::vector<std::string>{};
+    if (kind == "pp" && n >= 1) return std::vector<std::string>{"pipeline_parallel=" + std::to_string(n)};
     diags.error(where,
                 "'" + token + "': " +
-                    (kind == "zero" ? std::string("ZeRO has stages 1 to 3")
-                                    : std::string("pipeline parallelism is not implemented yet")),
-                "the strategies that run today: " + std::string(kTokens));
+                    (kind == "zero" ? std::string("ZeRO has stages 1 to 3") : std::string("a size must be 1 or more")),
+                "the strategies: " + std::string(kTokens));
     return std::nullopt;
   }
   if (token.find('=') != std::string::npos) return std::vector<std::string>{token};

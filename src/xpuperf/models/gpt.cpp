@@ -133,15 +133,21 @@ GptModelImpl::GptModelImpl(const GptConfig& c) {
 }
 
 torch::Tensor GptModelImpl::forward(const torch::Tensor& ids) {
-  TORCH_CHECK(ids.size(1) <= wpe->weight.size(0), "GPT: ", ids.size(1), " tokens, more than its ", wpe->weight.size(0),
-              " positions");
-  const auto positions = torch::arange(ids.size(1), ids.options());
-  auto x = drop(wte(ids) + wpe(positions));
+  torch::Tensor x;
+  if (stage && !stage->first()) {
+    x = stage->received();
+  } else {
+    TORCH_CHECK(ids.size(1) <= wpe->weight.size(0), "GPT: ", ids.size(1), " tokens, more than its ",
+                wpe->weight.size(0), " positions");
+    const auto positions = torch::arange(ids.size(1), ids.options());
+    x = drop(wte(ids) + wpe(positions));
+  }
   for (const auto& block : *h) {
     GptBlockImpl* b = block->as<GptBlock>();
     x = run_block(
         *b, [b](const torch::Tensor& t) { return b->forward(t); }, x);
   }
+  if (stage && !stage->last()) return x;
   return ln_f(x);
 }
 
@@ -156,12 +162,15 @@ GptLMHeadModelImpl::GptLMHeadModelImpl(const GptConfig& c) : config(c) {
 }
 
 torch::Tensor GptLMHeadModelImpl::forward(const torch::Tensor& ids) {
-  return torch::nn::functional::linear(transformer(ids), transformer->wte->weight);  // tied
+  const auto hidden = transformer(ids);
+  if (transformer->stage && !transformer->stage->last()) return transformer->stage->hand_on(hidden);
+  return torch::nn::functional::linear(hidden, transformer->wte->weight);  // tied
 }
 
 torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids) {
   const auto inputs = ids.narrow(1, 0, ids.size(1) - 1), targets = ids.narrow(1, 1, ids.size(1) - 1);
   const auto hidden = transformer(inputs);
+  if (transformer->stage && !transformer->stage->last()) return transformer->stage->hand_on(hidden);
   const auto logits = vocabulary_logits(hidden, transformer->wte->weight, {}, hidden.is_cuda());
   return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
@@ -183,6 +192,37 @@ std::vector<torch::Tensor> GptLMHeadModelImpl::split_parameters() {
       split.push_back(p);
   }
   return split;
+}
+
+namespace {
+
+// A parameter this pipeline stage does not use: no memory, no gradient, no optimizer state.
+void drop_parameter(torch::Tensor& p) {
+  torch::NoGradGuard no_grad;
+  p.set_data(torch::empty({0}, p.options()));
+  p.set_requires_grad(false);
+}
+
+}  // namespace
+
+void GptLMHeadModelImpl::split_for_pipeline(std::shared_ptr<train::PipelineStage> stage) {
+  const auto [begin, end] = stage->block_range(static_cast<std::int64_t>(transformer->h->size()));
+  auto kept = nn::ModuleList();
+  for (std::int64_t i = begin; i < end; ++i) kept->push_back(transformer->h[static_cast<std::size_t>(i)]);
+  transformer->h = transformer->replace_module("h", kept);
+  if (!stage->first()) drop_parameter(transformer->wpe->weight);
+  if (!stage->first() && !stage->last()) drop_parameter(transformer->wte->weight);
+  if (!stage->last()) {
+    drop_parameter(transformer->ln_f->weight);
+    drop_parameter(transformer->ln_f->bias);
+  }
+  transformer->stage = std::move(stage);
+}
+
+std::vector<torch::Tensor> GptLMHeadModelImpl::tied_across_stages() {
+  const auto& stage = transformer->stage;
+  if (!stage || stage->count() == 1 || !(stage->first() || stage->last())) return {};
+  return {transformer->wte->weight};
 }
 
 double GptLMHeadModelImpl::training_flops_per_token(std::int64_t tokens) const {

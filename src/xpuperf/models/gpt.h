@@ -5,7 +5,7 @@
 // from the config: GPT-2 small (12 layers, 768 wide, 12 heads, 1,024 positions) has 124,439,808
 // parameters; Megatron's GPT 1.3B (24 layers, 2,048, 32 heads) is Rapidformer's. Blocks are
 // modules of their own and the linears one type, so checkpointing and tensor-parallel switches
-// can wrap or replace them.
+// can wrap or replace them; the stack splits into pipeline stages.
 
 #include <torch/torch.h>
 
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "xpuperf/train/activation_checkpoint.h"
+#include "xpuperf/train/pipeline.h"
 #include "xpuperf/train/tensor_parallel.h"
 
 namespace xpuperf::models {
@@ -73,7 +74,10 @@ TORCH_MODULE(GptBlock);
 struct GptModelImpl : torch::nn::Module, train::BlockStack {
   explicit GptModelImpl(const GptConfig& c);
   std::vector<torch::nn::Module*> blocks() override;
-  torch::Tensor forward(const torch::Tensor& ids);  // (batch, tokens) -> hidden states
+  // (batch, tokens) -> hidden states. A pipeline stage after the first takes the previous stage's
+  // output instead of embedding `ids`; one before the last returns its blocks' output, not normed.
+  torch::Tensor forward(const torch::Tensor& ids);
+  std::shared_ptr<train::PipelineStage> stage;  // null: the whole model
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::nn::Dropout drop{nullptr};
   torch::nn::ModuleList h{nullptr};
@@ -81,10 +85,12 @@ struct GptModelImpl : torch::nn::Module, train::BlockStack {
 };
 TORCH_MODULE(GptModel);
 
-struct GptLMHeadModelImpl : torch::nn::Module, train::TensorParallelModel {
+struct GptLMHeadModelImpl : torch::nn::Module, train::TensorParallelModel, train::PipelineModel {
   explicit GptLMHeadModelImpl(const GptConfig& c = GptConfig::gpt2_small());
   torch::Tensor forward(const torch::Tensor& ids);  // (batch, tokens) -> logits (batch, tokens, vocab)
   // The mean cross entropy of predicting ids[:, 1:] from ids[:, :-1] (what the case trains on).
+  // Split into pipeline stages, only the last computes them; the others hand their output on and
+  // return the stage's placeholder.
   torch::Tensor loss(const torch::Tensor& ids);
 
   // Training FLOPs per token at `tokens` positions: 6 × the parameters a token's compute uses
@@ -97,6 +103,10 @@ struct GptLMHeadModelImpl : torch::nn::Module, train::TensorParallelModel {
   // norms and the (tied) output layer stay whole.
   void split_for_tensor_parallel(std::shared_ptr<train::TensorParallel> tp) override;
   std::vector<torch::Tensor> split_parameters() override;
+  // Pipeline stages: an equal share of the blocks each; the first stage keeps the embeddings, the
+  // last the final norm and the output layer (the tied token embedding, so both hold it).
+  void split_for_pipeline(std::shared_ptr<train::PipelineStage> stage) override;
+  std::vector<torch::Tensor> tied_across_stages() override;
 
   GptConfig config;
   GptModel transformer{nullptr};

@@ -30,6 +30,8 @@ struct Distributed::Collectives {
   virtual c10::intrusive_ptr<c10d::Work> all_gather(at::Tensor& out, at::Tensor& in) = 0;
   virtual c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) = 0;
   virtual c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& t, int to) = 0;
+  virtual c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& t, int from) = 0;
 };
 
 struct Distributed::Rendezvous {
@@ -80,6 +82,13 @@ struct GroupCollectives : Distributed::Collectives {
   c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in) override {
     std::vector<std::int64_t> even;  // empty: equal chunks
     return group->alltoall_base(out, in, even, even);
+  }
+  // One tag: messages between two ranks arrive in the order they were sent.
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& t, int to) override {
+    return group->send(t, to, 0);
+  }
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& t, int from) override {
+    return group->recv(t, from, 0);
   }
 };
 
@@ -442,6 +451,20 @@ std::function<void()> Distributed::start_all_gather(torch::Tensor out, torch::Te
   }
   auto work = collectives_->all_gather(out, in);
   return [work] { work->wait(); };
+}
+
+std::function<void()> Distributed::start_send(torch::Tensor tensor, int to) {
+  if (!collectives_) throw DistributedError("send: this group has one rank");
+  std::vector<at::Tensor> t{tensor};
+  auto work = collectives_->send(t, to);
+  return [work, tensor] { work->wait(); };  // Gloo's work does not keep the tensor alive
+}
+
+std::function<void()> Distributed::start_recv(torch::Tensor tensor, int from) {
+  if (!collectives_) throw DistributedError("recv: this group has one rank");
+  std::vector<at::Tensor> t{tensor};
+  auto work = collectives_->recv(t, from);
+  return [work, tensor] { work->wait(); };
 }
 
 void Distributed::all_reduce_sum(torch::Tensor& tensor) {

@@ -86,6 +86,11 @@ class Distributed {
   // out = every rank's `in` in rank order.
   std::function<void()> start_all_gather(torch::Tensor out, torch::Tensor in);
 
+  // Point to point, for pipeline stages: `tensor` to rank `to` / from rank `from` of this group,
+  // in the order sent. Each returns a call that waits for it; the tensor must stay alive until then.
+  std::function<void()> start_send(torch::Tensor tensor, int to);
+  std::function<void()> start_recv(torch::Tensor tensor, int from);
+
   // How many buckets the last average_gradients used (for tests and logs).
   int last_bucket_count() const { return last_buckets_; }
 

@@ -14,6 +14,7 @@
 #include "xpuperf/train/activation_checkpoint.h"
 #include "xpuperf/train/distributed.h"
 #include "xpuperf/train/optimizers.h"
+#include "xpuperf/train/pipeline.h"
 #include "xpuperf/train/precision.h"
 #include "xpuperf/train/step_graph.h"
 #include "xpuperf/train/tensor_parallel.h"
@@ -103,32 +104,45 @@ void to_device(Batch& batch, const torch::Device& device, bool channels_last) {
   }
 }
 
+// Where an evaluation's metrics come from: the data-parallel ranks' shares, summed over `sum_over`
+// (with pipeline stages, the world: ranks that hold no metrics — stages before the last, tensor-
+// parallel copies — send zeros).
+struct EvalRanks {
+  Distributed& data;
+  Distributed& sum_over;
+  bool holds_metrics = true;
+  PipelineStage* pipeline = nullptr;
+};
+
 // Evaluates on this rank's share of the eval set and sums the metrics over ranks.
 std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model, Dataset& eval_set,
                                        std::int64_t batch_size, const torch::Device& device, Precision precision,
-                                       bool channels_last, Distributed& dist) {
+                                       bool channels_last, const EvalRanks& ranks) {
   model.eval();
   torch::NoGradGuard no_grad;
   EpochPlan plan;
   plan.batch_size = batch_size;
   plan.train = false;
-  plan.rank = dist.rank();
-  plan.world_size = dist.world_size();
+  plan.rank = ranks.data.rank();
+  plan.world_size = ranks.data.world_size();
   eval_set.start_epoch(plan);
   MetricSums sums;
   while (auto batch = eval_set.next_batch()) {
     to_device(*batch, device, channels_last);
     AutocastScope autocast(device, precision);
-    c.evaluate(*batch, sums);
+    if (ranks.pipeline)
+      ranks.pipeline->forward_only((*batch)[0], [&] { c.evaluate(*batch, sums); });
+    else
+      c.evaluate(*batch, sums);
   }
   // Every rank must send the same metric names, whatever its share held.
   std::vector<double> flat;
   for (const auto& [name, s] : sums.sums()) {
-    flat.push_back(s.first);
-    flat.push_back(s.second);
+    flat.push_back(ranks.holds_metrics ? s.first : 0.0);
+    flat.push_back(ranks.holds_metrics ? s.second : 0.0);
   }
   auto t = torch::tensor(flat, torch::TensorOptions().dtype(torch::kDouble)).to(device);
-  dist.all_reduce_sum(t);
+  ranks.sum_over.all_reduce_sum(t);
   t = t.cpu();
   std::size_t k = 0;
   for (auto& [name, s] : sums.sums()) {
@@ -207,10 +221,11 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   const Precision precision = parse_precision(cfg.get_string("precision", "fp32"));
   const bool checkpoint_activations = cfg.get_bool("activation_checkpointing", false);
   const std::int64_t zero_stage = cfg.get_int("zero_stage", 0);
-  // Tensor parallelism: groups of `tensor_parallel` ranks share each sample; data parallelism runs
-  // over the groups.
+  // Model parallelism: groups of `tensor_parallel` ranks share each sample's layers, pipelines of
+  // `pipeline_parallel` such groups its blocks; data parallelism runs over the pipelines.
   const std::int64_t tensor_parallel = cfg.get_int("tensor_parallel", 1);
-  const int data_ranks = info.env.world_size / static_cast<int>(tensor_parallel);
+  const std::int64_t pipeline_parallel = cfg.get_int("pipeline_parallel", 1);
+  const int data_ranks = info.env.world_size / static_cast<int>(tensor_parallel * pipeline_parallel);
   // Gradient accumulation: each step takes `accumulation` micro-batches of train_batch_size a rank.
   const std::int64_t global_batch = cfg.get_int("global_batch_size", 0);
   const std::int64_t micro_batches_per_step = train_batch * data_ranks;
@@ -246,17 +261,29 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       std::chrono::milliseconds(static_cast<std::int64_t>(cfg.get_number("dist_timeout", 300.0) * 1000));
   dist_options.bucket_bytes = static_cast<std::int64_t>(cfg.get_number("bucket_size_mb", 25.0) * (1 << 20));
   auto dist = Distributed::create(info.env, device, dist_options);
-  // The data-parallel ranks (gradients, metrics, data shards): the world, or with tensor
-  // parallelism the ranks at the same place of every tensor-parallel group.
+  // The ranks in Megatron's order: rank = (stage × data ranks + data index) × tensor_parallel + place,
+  // so a tensor-parallel group is consecutive ranks (one host's fast links). The data-parallel
+  // ranks (gradients, metrics, data shards) are the world without model parallelism, else the ranks
+  // at the same stage and place of every pipeline. Every rank forms its groups in the same order.
   std::unique_ptr<Distributed> data_group;
   std::shared_ptr<TensorParallel> tp;
-  if (tensor_parallel > 1) {
-    const int t = static_cast<int>(tensor_parallel), group = rank / t, place = rank % t;
-    std::vector<int> tp_ranks, dp_ranks;
-    for (int i = 0; i < t; ++i) tp_ranks.push_back(group * t + i);
-    for (int j = 0; j < data_ranks; ++j) dp_ranks.push_back(j * t + place);
-    tp = std::make_shared<TensorParallel>(dist->subgroup("tp" + std::to_string(group), tp_ranks));
-    data_group = dist->subgroup("dp" + std::to_string(place), dp_ranks);
+  std::shared_ptr<PipelineStage> pipeline;
+  if (tensor_parallel > 1 || pipeline_parallel > 1) {
+    const int t = static_cast<int>(tensor_parallel), p = static_cast<int>(pipeline_parallel);
+    const int place = rank % t, data_index = rank / t % data_ranks, stage = rank / (t * data_ranks);
+    const auto rank_of = [&](int s, int d, int i) { return (s * data_ranks + d) * t + i; };
+    const std::string at = std::to_string(data_index) + "." + std::to_string(place);
+    std::vector<int> tp_ranks, dp_ranks, pp_ranks;
+    for (int i = 0; i < t; ++i) tp_ranks.push_back(rank_of(stage, data_index, i));
+    for (int d = 0; d < data_ranks; ++d) dp_ranks.push_back(rank_of(stage, d, place));
+    for (int s = 0; s < p; ++s) pp_ranks.push_back(rank_of(s, data_index, place));
+    if (t > 1) tp = std::make_shared<TensorParallel>(dist->subgroup("tp" + std::to_string(rank / t), tp_ranks));
+    data_group = dist->subgroup("dp" + std::to_string(stage) + "." + std::to_string(place), dp_ranks);
+    if (p > 1) {
+      std::shared_ptr<Distributed> stages = dist->subgroup("pp" + at, pp_ranks), ends;
+      if (stage == 0 || stage == p - 1) ends = dist->subgroup("ends" + at, {pp_ranks.front(), pp_ranks.back()});
+      pipeline = std::make_shared<PipelineStage>(std::move(stages), std::move(ends));
+    }
   }
   Distributed& data_dist = data_group ? *data_group : *dist;
 
@@ -284,7 +311,22 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
                       info.case_name + " has no blocks to checkpoint; set activation_checkpointing: false");
   std::vector<torch::Tensor> params = model->parameters();
   dist->broadcast_parameters(params);  // the whole model, the same on every rank of the world
-  std::vector<torch::Tensor> split_params;
+  std::vector<torch::Tensor> split_params, tied_across_stages;
+  if (pipeline) {
+    auto* stageable = dynamic_cast<PipelineModel*>(model.get());
+    if (!stageable)
+      throw ConfigError(cfg.at("pipeline_parallel").source.str() + ": pipeline_parallel: the model of " +
+                        info.case_name + " has no blocks to split into stages; set pipeline_parallel: 1");
+    try {
+      stageable->split_for_pipeline(pipeline);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(cfg.at("pipeline_parallel").source.str() + ": " + e.what());
+    }
+    tied_across_stages = stageable->tied_across_stages();
+    params.clear();  // a stage trains what it kept
+    for (const auto& p : model->parameters())
+      if (p.requires_grad()) params.push_back(p);
+  }
   if (tp) {
     auto* splittable = dynamic_cast<TensorParallelModel*>(model.get());
     if (!splittable)
@@ -296,7 +338,9 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       throw ConfigError(cfg.at("tensor_parallel").source.str() + ": " + e.what());
     }
     split_params = splittable->split_parameters();
-    params = model->parameters();
+    params.clear();
+    for (const auto& p : model->parameters())
+      if (p.requires_grad() || !pipeline) params.push_back(p);
   }
   std::unique_ptr<ZeroSharding> zero;
   std::function<void()> unhook_blocks;  // stage 3: takes ZeRO's hooks off the model
@@ -351,8 +395,10 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   }
   // What the optimizer steps and clipping scales: the parameters, or this rank's ZeRO shares.
   const std::vector<torch::Tensor> stepped = zero ? zero->all_shares() : params;
-  std::function<void(torch::Tensor&)> agree_on_inf;  // ZeRO: each rank checked its shares only
+  // Each rank checked its own gradients: ZeRO's shares, a tensor-parallel part, a pipeline stage.
+  std::function<void(torch::Tensor&)> agree_on_inf;
   if (zero) agree_on_inf = [&zero](torch::Tensor& found_inf) { zero->reduce_max(found_inf); };
+  if (tp || pipeline) agree_on_inf = [&dist](torch::Tensor& found_inf) { dist->all_reduce_max(found_inf); };
 
   EpochPlan train_plan;
   train_plan.batch_size = train_batch;
@@ -379,6 +425,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
                                              {"device", device.str()},
                                              {"dist_backend", dist->backend()},
                                              {"tensor_parallel", tensor_parallel},
+                                             {"pipeline_parallel", pipeline_parallel},
                                              {"precision", precision_name(precision)},
                                              {"train_batch_size", train_batch},
                                              {"global_batch_size", micro_batches_per_step * accumulation},
@@ -416,9 +463,12 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     if (global_step > timing_skip_steps) timed_seconds += pending;
   };
 
+  // With pipeline stages only the last holds metrics (its tensor-parallel place 0: the others copy it).
+  const EvalRanks eval_ranks{data_dist, pipeline ? *dist : data_dist,
+                             !pipeline || (pipeline->last() && (!tp || tp->rank() == 0)), pipeline.get()};
   auto run_eval = [&] {
     settle();
-    metrics = evaluate(c, *model, *data.eval, eval_batch, device, precision, channels_last, data_dist);
+    metrics = evaluate(c, *model, *data.eval, eval_batch, device, precision, channels_last, eval_ranks);
     metrics_step = global_step;
     json value = {{"global_steps", global_step}, {"epoch", epoch}};
     for (const auto& [name, v] : metrics) value[name] = v;
@@ -451,6 +501,15 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       torch::Tensor loss;  // the step's loss: the mean over its micro-batches
       std::int64_t step_rows = 0;
       bool out_of_data = false;
+      const auto forward = [&](const Batch& b) {
+        AutocastScope autocast(device, precision);
+        return c.forward_step(b);
+      };
+      const auto backward = [&](const torch::Tensor& l) {
+        const torch::Tensor scaled = accumulation > 1 ? l / static_cast<double>(accumulation) : l;
+        (scaler ? scaler->scale(scaled) : scaled).backward();
+      };
+      std::vector<Batch> pipelined;  // with pipeline stages, the step's micro-batches go in together
       for (std::int64_t micro = 0; micro < accumulation; ++micro) {
         auto next = data.train->next_batch();  // waiting for data counts as training time
         --batches_left;
@@ -461,19 +520,18 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
         Batch& batch = *next;
         step_rows += batch[0].size(0);
         to_device(batch, device, channels_last);
+        if (pipeline) {
+          pipelined.push_back(std::move(batch));
+          continue;
+        }
         const bool last = micro + 1 == accumulation;
         if (zero)
           zero->begin_backward(last);
         else
           data_dist.begin_step(last);
         const auto forward_backward = [&](const Batch& b) {
-          torch::Tensor l;
-          {
-            AutocastScope autocast(device, precision);
-            l = c.forward_step(b);
-          }
-          const torch::Tensor scaled = accumulation > 1 ? l / static_cast<double>(accumulation) : l;
-          (scaler ? scaler->scale(scaled) : scaled).backward();
+          torch::Tensor l = forward(b);
+          backward(l);
           return l;
         };
         const torch::Tensor l = step_graph ? step_graph->run(batch, forward_backward) : forward_backward(batch);
@@ -482,9 +540,18 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
         loss = loss.defined() ? loss + part : part;
       }
       if (out_of_data) break;  // the dataset gave fewer batches than it promised: end the epoch
+      if (pipeline) {
+        std::vector<torch::Tensor> shapes;
+        for (const auto& b : pipelined) shapes.push_back(b[0]);
+        loss = pipeline->train_step(
+            shapes, [&](int m) { return forward(pipelined[static_cast<std::size_t>(m)]); },
+            [&](int, const torch::Tensor& l) { backward(l); },
+            [&](int m) { data_dist.begin_step(m + 1 == accumulation); });
+      }
       // Gradients averaged over ranks (reduced during backward when overlapping); with ZeRO each
       // rank holds its shares' averages.
       if (!zero) data_dist.finish_step(params);
+      if (pipeline) pipeline->sum_tied_gradients(tied_across_stages);
       // The same decision on every rank: ZeRO's ranks check their shares and agree on the result.
       const bool step_ok = !scaler || scaler->update(scaler->unscale_and_check(stepped, agree_on_inf));
       const bool log_now = log_freq > 0 && (global_step + 1) % log_freq == 0;
@@ -492,11 +559,24 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       if (step_ok) {
         if (clip_grad_norm > 0 || log_now)
           grad_norm = zero ? zero->gradient_norm()
-                      : tp ? tensor_parallel_gradient_norm(params, split_params, *tp)
-                           : gradient_norm(params);
+                      : tp || pipeline
+                          ? model_parallel_gradient_norm(
+                                params, split_params, tp.get(), pipeline ? &pipeline->group() : nullptr,
+                                pipeline && pipeline->last() && !pipeline->first() ? tied_across_stages
+                                                                                   : std::vector<torch::Tensor>{})
+                          : gradient_norm(params);
         if (clip_grad_norm > 0) clip_gradients(stepped, grad_norm, clip_grad_norm);
         optimizer->step();
         if (zero) zero->gather_parameters();
+      }
+      // The loss logged and recorded is the global batch's: the mean over the data-parallel ranks
+      // (so layouts with more or fewer of them compare), from the last stage of each pipeline
+      // (rank 0, which logs it, is a first stage).
+      if ((log_now || record_loss_curve) && (pipeline || data_dist.world_size() > 1)) {
+        auto shared = loss.detach().to(torch::kFloat).reshape({1});
+        if (pipeline) pipeline->group().all_reduce_sum(shared);
+        data_dist.all_reduce_sum(shared);
+        loss = shared.reshape({}) / static_cast<double>(data_dist.world_size());
       }
       // A copy: with CUDA graphs the loss is the graph's output, which the next replay overwrites.
       if (record_loss_curve) loss_curve.push_back(loss.detach().reshape({1}).to(torch::kFloat, false, true));
@@ -585,6 +665,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
              {"accumulation_steps", accumulation},
              {"zero_stage", zero_stage},
              {"tensor_parallel", tensor_parallel},
+             {"pipeline_parallel", pipeline_parallel},
              {"activation_checkpointing", checkpoint_activations},
              {"target_mode", target_mode}};
   // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).
@@ -595,7 +676,13 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
         f.training_samples_per_second.value_or(0.0) * static_cast<double>(tokens_per_sample);
   }
   if (scaler) f.extra["skipped_steps"] = scaler->skipped_steps();
-  if (const double peak = peak_device_memory_mib(device); peak >= 0) f.extra["peak_device_memory_mib"] = peak;
+  // The most any rank held: ranks differ (pipeline stages, ZeRO's uneven shares), and one that runs
+  // out of memory stops them all.
+  if (double peak = peak_device_memory_mib(device); peak >= 0) {
+    auto most = torch::tensor({peak}, torch::TensorOptions().dtype(torch::kDouble)).to(device);
+    dist->all_reduce_max(most);
+    f.extra["peak_device_memory_mib"] = most.item<double>();
+  }
   if (step_graph) f.extra["cuda_graph_replays"] = step_graph->replays();
   if (timing_skip_steps > 0 && timed_seconds > 0) {
     f.extra["timing_skip_steps"] = timing_skip_steps;

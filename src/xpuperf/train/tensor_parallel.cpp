@@ -46,19 +46,23 @@ torch::Tensor TensorParallel::reduce_out(const torch::Tensor& x) {
   return ReduceOut::apply(x, reinterpret_cast<std::int64_t>(this));
 }
 
-torch::Tensor tensor_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
-                                            const std::vector<torch::Tensor>& split, TensorParallel& tp) {
-  std::set<const c10::TensorImpl*> is_split;
+torch::Tensor model_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
+                                           const std::vector<torch::Tensor>& split, TensorParallel* tp,
+                                           Distributed* stages, const std::vector<torch::Tensor>& counted_elsewhere) {
+  std::set<const c10::TensorImpl*> is_split, skipped;
   for (const auto& p : split) is_split.insert(p.unsafeGetTensorImpl());
+  for (const auto& p : counted_elsewhere) skipped.insert(p.unsafeGetTensorImpl());
   const auto options = params.front().options().dtype(torch::kFloat);
   auto split_sq = torch::zeros({1}, options), whole_sq = torch::zeros({1}, options);
   for (const auto& p : params) {
-    if (!p.grad().defined()) continue;
+    if (!p.grad().defined() || skipped.count(p.unsafeGetTensorImpl())) continue;
     auto& sum = is_split.count(p.unsafeGetTensorImpl()) ? split_sq : whole_sq;
     sum += p.grad().detach().to(torch::kFloat).square().sum();
   }
-  tp.group().all_reduce_sum(split_sq);
-  return (split_sq + whole_sq).sqrt().reshape({});
+  if (tp) tp->group().all_reduce_sum(split_sq);
+  auto total = split_sq + whole_sq;
+  if (stages) stages->all_reduce_sum(total);
+  return total.sqrt().reshape({});
 }
 
 }  // namespace xpuperf::train

@@ -43,9 +43,12 @@ class TensorParallelModel {
   virtual std::vector<torch::Tensor> split_parameters() = 0;
 };
 
-// The global L2 norm of the gradients when `split` ones are spread over the tensor-parallel group
-// and the others the same on every rank of it.
-torch::Tensor tensor_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
-                                            const std::vector<torch::Tensor>& split, TensorParallel& tp);
+// The global L2 norm of the gradients of a model split over a tensor-parallel group (`tp`, null
+// without one: `split` parameters differ over it, the others are the same on each of its ranks)
+// and over pipeline stages (`stages`, null without: each stage holds its own parameters;
+// `counted_elsewhere` are copies another stage counts, as the last stage's tied embedding).
+torch::Tensor model_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
+                                           const std::vector<torch::Tensor>& split, TensorParallel* tp,
+                                           Distributed* stages, const std::vector<torch::Tensor>& counted_elsewhere);
 
 }  // namespace xpuperf::train
