@@ -234,6 +234,35 @@ TEST(InferResNet50, FoldedGraphAndOnnxMatchTheModelWithTorchvisionNames) {
   EXPECT_TRUE(fs::exists(dir.path() + "/resnet50.onnx"));
 }
 
+// ViT-L/16's layout at a small size: every engine that runs the case's model agrees with its
+// validation, and the FLOPs follow the sizes.
+TEST(InferVitL16, SmallSizesRunThroughTheEnginesAndMatchValidation) {
+  test::TempDir dir;
+  for (const char* engine : {"libtorch", "libtorch-graph"}) {
+    SCOPED_TRACE(engine);
+    const Result r = xpuperf({"--root", kRoot, "infer", "--case", "vit_l_16", "--vendor", "cpu", "--out", dir.path(),
+                              "--set", "synthetic_data=true", "--set", "synthetic_samples=6", "--set", "batch_size=4",
+                              "--set", "fp16=false", "--set", "latency_queries=3", "--set", "image_size=32", "--set",
+                              "num_layers=2", "--set", "hidden_dim=64", "--set", "num_heads=4", "--set", "mlp_dim=128",
+                              "--set", std::string("compiler=") + engine},
+                             kRoot, {}, 120);
+    ASSERT_EQ(r.code, 0) << r.output;
+    const Parsed p = parse(r.output);
+    EXPECT_EQ(p.finished["samples"], 6.0);
+    EXPECT_EQ(p.finished["metric"], "top1_accuracy");
+    EXPECT_TRUE(has(p.finished["caveat"], "random weights")) << p.finished.dump();
+    EXPECT_TRUE(has(p.finished["caveat"], "synthetic images")) << p.finished.dump();
+    EXPECT_LT(p.finished["relative_diff_vs_validation"].get<double>(), 1e-5) << p.finished.dump();
+    EXPECT_EQ(p.finished["top1_agreement_vs_validation"], 1.0);
+    EXPECT_TRUE(has(p.steps.at("b_data_model"), "random 32x32 images")) << p.steps.at("b_data_model");
+  }
+  const Result bad = xpuperf({"--root", kRoot, "infer", "--case", "vit_l_16", "--vendor", "cpu", "--out", dir.path(),
+                              "--set", "synthetic_data=true", "--set", "image_size=30"},
+                             kRoot, {}, 60);
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_TRUE(has(bad.output, "image_size 30 (a multiple of patch_size 16)")) << bad.output;
+}
+
 // A 24-bit BMP of one colour, which OpenCV decodes like any ImageNet JPEG.
 void write_bmp(const std::string& path, int width, int height, unsigned char shade) {
   const int row = (width * 3 + 3) / 4 * 4;

@@ -191,6 +191,33 @@ TEST_F(LanguageCli, SweepRefusesACombinationBeforeAnythingStarts) {
   EXPECT_TRUE(fs::is_empty(dir.path())) << "nothing ran";
 }
 
+// FlagPerf's bertLarge inference case at a small size on the held-out documents the bert training
+// case validates on: masked-LM accuracy at the masked positions, the engines agreeing with validation.
+TEST_F(LanguageCli, BertLargeInferenceReadsTheTokenDatasetAndMatchesValidation) {
+  for (const char* engine : {"libtorch", "libtorch-graph"}) {
+    SCOPED_TRACE(engine);
+    std::vector<std::string> args = {"infer", "--case", "bertLarge", "--vendor", "cpu", "--data-dir", data(),
+                                     "--out", data(), "--set", std::string("compiler=") + engine};
+    for (const char* set : {"fp16=false", "batch_size=4", "max_samples=10", "seq_length=64", "num_hidden_layers=1",
+                            "hidden_size=32", "num_attention_heads=2", "intermediate_size=64", "latency_queries=3",
+                            "valid_share=0.05"})
+      args.insert(args.end(), {"--set", set});
+    const Result r = xpuperf(args, XPUPERF_SOURCE_DIR, {}, 120);
+    ASSERT_EQ(r.code, 0) << r.output;
+    const auto events = events_of(r.output);
+    const auto* finished = event_value(events, "FINISHED");
+    ASSERT_NE(finished, nullptr) << r.output;
+    EXPECT_EQ((*finished)["samples"], 10.0);
+    EXPECT_EQ((*finished)["metric"], "masked_lm_accuracy");
+    EXPECT_EQ((*finished)["top1_agreement_vs_validation"], 1.0) << finished->dump();
+    EXPECT_NEAR((*finished)["inference_accuracy"].get<double>(), (*finished)["validation_accuracy"].get<double>(),
+                1e-9);
+    EXPECT_TRUE(has((*finished)["caveat"].get<std::string>(), "random weights")) << finished->dump();
+    EXPECT_TRUE(has(r.output, "linux-doc-bert")) << r.output;
+    EXPECT_TRUE(has(r.output, "10 sequences of 64 tokens, 15 % masked")) << r.output;
+  }
+}
+
 TEST_F(LanguageCli, SyntheticTokensAreLabelledSo) {
   const Result r = train_on_cpu(
       "gpt2", {"synthetic_data=true", "synthetic_tokens=65536", "n_layer=1", "n_embd=32", "n_head=2", "seq_length=32",

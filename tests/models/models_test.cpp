@@ -35,6 +35,7 @@ TEST(Models, ParameterCountsAreTorchvisions) {
   EXPECT_EQ(parameters(*ResNet50()), 25'557'032);
   EXPECT_EQ(parameters(*VisionTransformer(ViTConfig::b16())), 86'567'656);
   EXPECT_EQ(parameters(*MobileNetV2()), 3'504'872);
+  EXPECT_EQ(parameters(*VisionTransformer(ViTConfig::l16())), 304'326'632);  // the vit_l_16 inference case's
 }
 
 TEST(Models, ForwardFlopsFromTheLayerShapes) {
@@ -42,6 +43,8 @@ TEST(Models, ForwardFlopsFromTheLayerShapes) {
   // torchvision lists 17.56 G multiply-adds for vit_b_16 and 0.30 G for mobilenet_v2.
   EXPECT_EQ(VisionTransformer()->forward_flops(), 2 * 17'563'828'224.0);
   EXPECT_NEAR(MobileNetV2()->forward_flops(224) / 2, 0.30e9, 0.01e9);
+  // torchvision lists 61.55 G multiply-adds for vit_l_16.
+  EXPECT_NEAR(ViTConfig::l16().forward_flops() / 2, 61.55e9, 0.01e9);
 }
 
 TEST(Models, ASmallViTRunsForwardAndBackward) {
@@ -124,6 +127,10 @@ TEST(LanguageModels, ParameterCountsAreHuggingFaces) {
   // GPT2LMHeadModel and BertForMaskedLM with their default configs (tied output layers count once).
   EXPECT_EQ(parameters(*GptLMHeadModel(GptConfig::gpt2_small())), 124'439'808);
   EXPECT_EQ(parameters(*BertForMaskedLM(BertConfig::base())), 109'514'298);
+  EXPECT_EQ(parameters(*BertForMaskedLM(BertConfig::large())), 335'174'458);  // the bertLarge inference case's
+  // Its forward FLOPs a 512-token sequence: FlagPerf's 2 × 512 × 0.33e9 counts the parameters only;
+  // the head at every position and the attention products add to it.
+  EXPECT_NEAR(BertConfig::large().forward_flops_per_token(512) * 512, 368.09e9, 0.01e9);
   // Megatron's GPT 1.3B: 12·h² + 13·h a layer, the two tables and the final norm. Checked on one
   // of its 24 layers (the whole model is 5 GB of fp32 to build here); the GPU runs build it whole.
   const double h = 2048;

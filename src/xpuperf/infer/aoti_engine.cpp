@@ -37,7 +37,7 @@ class AotiEngine : public Engine {
 
   EngineOutput infer(const torch::Tensor& input) override {
     const torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> inputs = {input.to(device_, dtype_).contiguous()};
+    std::vector<torch::Tensor> inputs = {engine_input(input, device_, dtype_).contiguous()};
     std::vector<torch::Tensor> outputs = loader_->run(inputs);
     if (outputs.empty()) throw std::runtime_error("the AOTInductor package returned no outputs");
     return {outputs[0], 0.0};

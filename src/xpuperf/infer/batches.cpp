@@ -12,6 +12,7 @@ Batches Batches::in_memory(const torch::Tensor& inputs, const torch::Tensor& lab
   b.batch_size = batch_size;
   b.count = static_cast<std::size_t>((b.samples + batch_size - 1) / batch_size);
   b.sample_shape.assign(inputs.sizes().begin() + 1, inputs.sizes().end());
+  b.sample_dtype = inputs.scalar_type();
   b.description = std::move(description);
   b.load = [inputs, labels, batch_size, samples = b.samples](std::size_t i) {
     const std::int64_t at = static_cast<std::int64_t>(i) * batch_size;

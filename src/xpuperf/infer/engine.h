@@ -24,6 +24,7 @@ struct CompileInputs {
   torch::Dtype dtype = torch::kFloat;        // the precision to run in (fp16: true → half or bfloat16)
   std::vector<std::int64_t> sample_shape;    // one input sample, e.g. {3, 224, 224}
   std::vector<std::int64_t> batch_sizes;     // every batch size infer() will see, for static-shape engines
+  torch::Dtype sample_dtype = torch::kFloat;  // the input's type: floating (cast to dtype) or integer
 };
 
 struct EngineOutput {
@@ -44,6 +45,11 @@ class Engine {
 // float32, float16, bfloat16: how engines name their precision.
 inline std::string precision_name(torch::Dtype dtype) {
   return dtype == torch::kHalf ? "float16" : dtype == torch::kBFloat16 ? "bfloat16" : "float32";
+}
+
+// An input on `device`: floating point in the engine's precision, integers (token ids, masks) as they are.
+inline torch::Tensor engine_input(const torch::Tensor& x, const torch::Device& device, torch::Dtype dtype) {
+  return x.is_floating_point() ? x.to(device, dtype) : x.to(device);
 }
 
 // Channels-last (NHWC) weights and inputs, which cuDNN and oneDNN run fastest: every 4-D

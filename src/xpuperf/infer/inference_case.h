@@ -32,6 +32,7 @@ struct Batches {
   std::int64_t samples = 0;                // over all batches
   std::int64_t batch_size = 0;             // every batch but perhaps the last
   std::vector<std::int64_t> sample_shape;  // one input sample, e.g. {3, 224, 224}
+  torch::Dtype sample_dtype = torch::kFloat;  // integer for token ids, which engines never cast
 
   // Batches over tensors already in memory (first dimension: samples).
   static Batches in_memory(const torch::Tensor& inputs, const torch::Tensor& labels, std::int64_t batch_size,
@@ -69,6 +70,13 @@ class InferenceCase {
   virtual std::string export_model(torch::nn::Module&, const InferContext&, const std::string& /*dir*/) { return ""; }
   // Forward FLOPs of one sample, for MFU (configurations' `flops` takes precedence when set).
   virtual double flops_per_sample() const { return 0.0; }
+  // The share of answers on which the engine's outputs for the first batch agree with the
+  // framework's (`reference`), both on the CPU: top-1 classes (dimension 1) by default; negative
+  // when the outputs have no such answers.
+  virtual double output_agreement(const torch::Tensor& outputs, const torch::Tensor& reference) const {
+    if (outputs.dim() != 2) return -1;
+    return outputs.argmax(1).eq(reference.argmax(1)).to(torch::kFloat).mean().item<double>();
+  }
   // Notes on the weights or data the results depend on (e.g. "random weights: accuracy is chance").
   virtual std::string caveat() const { return ""; }
 };

@@ -26,7 +26,7 @@ class LibTorchEngine : public Engine {
 
   EngineOutput infer(const torch::Tensor& input) override {
     const torch::NoGradGuard no_grad;
-    const torch::Tensor x = input.to(device_, dtype_);
+    const torch::Tensor x = engine_input(input, device_, dtype_);
     return {case_->model_forward(*model_, channels_last_ ? channels_last_input(x) : x), 0.0};
   }
 

@@ -43,7 +43,7 @@ class LibTorchGraphEngine : public Engine {
       at::globalContext().setBenchmarkCuDNN(config.get_bool("cudnn_benchmark", true));
       std::string sizes;
       for (const std::int64_t bs : in.batch_sizes) {
-        capture(bs, in.sample_shape);
+        capture(bs, in.sample_shape, in.sample_dtype);
         sizes += (sizes.empty() ? "" : ", ") + std::to_string(bs);
       }
       describe_ += ", CUDA graphs for batch sizes " + sizes;
@@ -75,7 +75,7 @@ class LibTorchGraphEngine : public Engine {
 
  private:
   torch::Tensor prepare(const torch::Tensor& input) const {
-    const torch::Tensor x = input.to(device_, dtype_);
+    const torch::Tensor x = engine_input(input, device_, dtype_);
     return channels_last_ ? channels_last_input(x) : x;
   }
 
@@ -87,11 +87,12 @@ class LibTorchGraphEngine : public Engine {
 
   // Warm-up runs (cuDNN picks its algorithms) and the capture, on a side stream as CUDA graphs
   // require. Each graph keeps its own memory pool, so that graphs can replay in any order.
-  void capture(std::int64_t batch_size, const std::vector<std::int64_t>& sample_shape) {
+  void capture(std::int64_t batch_size, const std::vector<std::int64_t>& sample_shape, torch::Dtype sample_dtype) {
     std::vector<std::int64_t> shape = {batch_size};
     shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
     Captured c;
-    c.input = prepare(torch::zeros(shape));
+    // Ones, not zeros: an all-zero attention mask would mask every token.
+    c.input = prepare(torch::ones(shape, torch::TensorOptions().dtype(sample_dtype)));
     c.graph = std::make_unique<at::cuda::CUDAGraph>();
     const c10::cuda::CUDAGuard device_guard(device_.index());
     const c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, device_.index());

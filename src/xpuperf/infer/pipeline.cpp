@@ -211,7 +211,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       std::vector<std::int64_t> sizes = batches.batch_sizes();
       for (const std::int64_t bs : latency_sizes)
         if (std::find(sizes.begin(), sizes.end(), bs) == sizes.end()) sizes.push_back(bs);
-      engine->compile({ctx, *c, model, onnx, compiled_given, dtype, batches.sample_shape, sizes});
+      engine->compile({ctx, *c, model, onnx, compiled_given, dtype, batches.sample_shape, sizes, batches.sample_dtype});
       figures["compile_time"] = steady_seconds() - t0;
       step("e_compile", compiled_given.empty() ? "ran: " + engine->describe()
                                                : "skipped: exist_compiler_path " + compiled_given + " loaded");
@@ -234,9 +234,8 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
         const double scale = validation_outputs.abs().max().item<double>();
         figures["max_abs_diff_vs_validation"] = diff;
         figures["relative_diff_vs_validation"] = scale > 0 ? diff / scale : diff;  // of the largest output
-        if (f.first_outputs.dim() == 2)
-          figures["top1_agreement_vs_validation"] =
-              f.first_outputs.argmax(1).eq(validation_outputs.argmax(1)).to(torch::kFloat).mean().item<double>();
+        if (const double agreement = c->output_agreement(f.first_outputs, validation_outputs); agreement >= 0)
+          figures["top1_agreement_vs_validation"] = agreement;
       }
       const double flops = config.get_number("flops") > 0 ? config.get_number("flops") : c->flops_per_sample();
       if (request.peak_tflops > 0 && flops > 0)

@@ -44,7 +44,7 @@ class TorchScriptEngine : public Engine {
 
   EngineOutput infer(const torch::Tensor& input) override {
     const torch::NoGradGuard no_grad;
-    const torch::jit::IValue out = module_.forward({input.to(device_, dtype_)});
+    const torch::jit::IValue out = module_.forward({engine_input(input, device_, dtype_)});
     if (out.isTensor()) return {out.toTensor(), 0.0};
     if (out.isTuple() && !out.toTupleRef().elements().empty() && out.toTupleRef().elements()[0].isTensor())
       return {out.toTupleRef().elements()[0].toTensor(), 0.0};

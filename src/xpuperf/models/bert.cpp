@@ -153,6 +153,18 @@ torch::Tensor BertForMaskedLMImpl::head(const torch::Tensor& rows, bool padded) 
   return vocabulary_logits(h, bert->embeddings->word_embeddings->weight, p->bias, padded);  // the tied decoder
 }
 
+torch::Tensor BertForMaskedLMImpl::predict_tokens(const torch::Tensor& ids, const torch::Tensor& keep) {
+  const auto hidden = bert(ids, torch::zeros_like(ids), keep);
+  return head(hidden.reshape({-1, hidden.size(-1)}), ids.is_cuda()).argmax(-1).view(ids.sizes());
+}
+
+double BertConfig::forward_flops_per_token(std::int64_t tokens) const {
+  const auto h = static_cast<double>(hidden), l = static_cast<double>(layers);
+  const double linears = l * (4 * h * h + 2 * h * static_cast<double>(intermediate))  // attention and MLP
+                         + h * h + h * static_cast<double>(vocab);                    // head transform, decoder
+  return 2 * linears + 4 * l * h * static_cast<double>(tokens);                       // + q·kᵀ and weights·v
+}
+
 std::pair<torch::Tensor, torch::Tensor> BertForMaskedLMImpl::loss_and_accuracy(const torch::Tensor& ids,
                                                                                const torch::Tensor& types,
                                                                                const torch::Tensor& keep,

@@ -23,6 +23,10 @@ struct BertConfig {
 
   static BertConfig base() { return {}; }
   static BertConfig large() { return {30522, 512, 2, 24, 1024, 16, 4096, 0.1, 0.1, 1e-12}; }
+  // Forward FLOPs per token at `tokens` positions with the masked-LM head at every one: 2 × the
+  // linears' multiply-adds (encoder, head transform, decoder) + the attention products (4 × layers
+  // × hidden × tokens).
+  double forward_flops_per_token(std::int64_t tokens) const;
 };
 
 // The module tree is Hugging Face's, so the names are: bert.embeddings.*, bert.encoder.layer.<i>.
@@ -129,6 +133,9 @@ struct BertForMaskedLMImpl : torch::nn::Module {
   std::pair<torch::Tensor, torch::Tensor> loss_and_accuracy(const torch::Tensor& ids, const torch::Tensor& types,
                                                             const torch::Tensor& keep, const torch::Tensor& labels,
                                                             std::int64_t max_predictions = 0);
+  // The most likely token at every position (batch, tokens), the head run over all of them (what
+  // an inference case reads); keep: true at real tokens (undefined: no padding). Token types 0.
+  torch::Tensor predict_tokens(const torch::Tensor& ids, const torch::Tensor& keep);
   // Training FLOPs per token at `tokens` positions, `predicted` (a share) of them through the head:
   // 6 × the encoder's parameters + the attention products (12 × layers × hidden × tokens) + the
   // head's 6 × (hidden² + hidden × vocab) × predicted.

@@ -103,15 +103,18 @@ torch::Tensor VisionTransformerImpl::forward(const torch::Tensor& images) {
   return heads->forward(x.select(1, 0));
 }
 
-double VisionTransformerImpl::forward_flops() const {
-  const double t = static_cast<double>(config.tokens()), d = static_cast<double>(config.hidden);
-  const double patches = t - 1, patch_in = 3.0 * static_cast<double>(config.patch_size * config.patch_size);
-  const double per_layer = t * 4 * d * d                                  // q, k, v and out projections
-                           + 2 * t * d * static_cast<double>(config.mlp)  // the two MLP linears
-                           + 2 * t * t * d;                               // q·kᵀ and weights·v
-  const double macs =
-      patches * patch_in * d + static_cast<double>(config.layers) * per_layer + d * static_cast<double>(config.classes);
+double ViTConfig::forward_flops() const {
+  const double t = static_cast<double>(tokens()), d = static_cast<double>(hidden);
+  const double patches = t - 1, patch_in = 3.0 * static_cast<double>(patch_size * patch_size);
+  const double per_layer = t * 4 * d * d                           // q, k, v and out projections
+                           + 2 * t * d * static_cast<double>(mlp)  // the two MLP linears
+                           + 2 * t * t * d;                        // q·kᵀ and weights·v
+  const double macs = patches * patch_in * d + static_cast<double>(layers) * per_layer + d * static_cast<double>(classes);
   return 2 * macs;
+}
+
+double VisionTransformerImpl::forward_flops() const {
+  return config.forward_flops();
 }
 
 }  // namespace xpuperf::models

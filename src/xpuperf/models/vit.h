@@ -21,6 +21,9 @@ struct ViTConfig {
   static ViTConfig b16() { return {}; }
   static ViTConfig l16() { return {224, 16, 24, 1024, 16, 4096, 1000, 0.0, 0.0}; }
   std::int64_t tokens() const { return (image_size / patch_size) * (image_size / patch_size) + 1; }
+  // Multiply-adds of one image's forward pass × 2 (what MFU counts): the patch projection, the
+  // linears and the attention products; norms, softmax and GELU are left out, as is usual.
+  double forward_flops() const;
 };
 
 // torch.nn.MultiheadAttention's parameters (in_proj_weight, in_proj_bias, out_proj), batch first.
@@ -64,9 +67,7 @@ struct VisionTransformerImpl : torch::nn::Module {
   explicit VisionTransformerImpl(const ViTConfig& c = ViTConfig::b16());
   torch::Tensor forward(const torch::Tensor& images);  // (batch, 3, size, size) -> logits
 
-  // Multiply-adds of one image's forward pass × 2 (what MFU counts): the patch projection, the
-  // linears and the attention products; norms, softmax and GELU are left out, as is usual.
-  double forward_flops() const;
+  double forward_flops() const;  // config.forward_flops()
 
   ViTConfig config;
   torch::Tensor class_token;

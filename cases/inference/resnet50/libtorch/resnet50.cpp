@@ -6,19 +6,11 @@
 
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <thread>
-
-#include "xpuperf/data/idx.h"
-#include "xpuperf/data/image_folder.h"
+#include "xpuperf/infer/image_batches.h"
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/train/weights.h"
 #ifdef XPUPERF_HAVE_ONNX
 #include "xpuperf/infer/onnx_weights.h"
-#endif
-#ifdef XPUPERF_HAVE_OPENCV
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
 #endif
 
 namespace xpuperf::cases {
@@ -28,84 +20,13 @@ using models::ResNet50Impl;
 
 constexpr int kImage = 224;
 
-#ifdef XPUPERF_HAVE_OPENCV
-// torchvision's evaluation transform: shorter side to 256, centre crop 224, RGB, ImageNet's
-// mean and standard deviation.
-torch::Tensor preprocess(const std::string& path) {
-  const cv::Mat bgr = cv::imread(path, cv::IMREAD_COLOR);
-  if (bgr.empty()) throw data::DataError("cannot decode image " + path);
-  const double scale = 256.0 / std::min(bgr.cols, bgr.rows);
-  cv::Mat resized;
-  cv::resize(bgr, resized,
-             cv::Size(std::max(kImage, static_cast<int>(bgr.cols * scale + 0.5)),
-                      std::max(kImage, static_cast<int>(bgr.rows * scale + 0.5))),
-             0, 0, scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
-  const cv::Rect crop((resized.cols - kImage) / 2, (resized.rows - kImage) / 2, kImage, kImage);
-  cv::Mat rgb;
-  cv::cvtColor(resized(crop), rgb, cv::COLOR_BGR2RGB);
-  const torch::Tensor hwc = torch::from_blob(rgb.data, {kImage, kImage, 3}, torch::kUInt8).clone();
-  const torch::Tensor mean = torch::tensor({0.485, 0.456, 0.406}).reshape({3, 1, 1});
-  const torch::Tensor std = torch::tensor({0.229, 0.224, 0.225}).reshape({3, 1, 1});
-  return (hwc.permute({2, 0, 1}).to(torch::kFloat).div_(255) - mean) / std;
-}
-#endif
-
 class ResNet50Inference : public infer::InferenceCase {
  public:
   infer::Batches build_dataloader(const infer::InferContext& ctx) override {
     const std::int64_t batch = ctx.config.get_int("batch_size");
     if (batch <= 0) throw ConfigError("batch_size must be positive");
     if (ctx.config.get_bool("synthetic_data")) return synthetic(ctx, batch);
-    const std::string dir = ctx.config.get_string("data_dir");
-    if (dir.empty())
-      throw ConfigError(
-          "resnet50 needs data_dir: ImageNet's validation set as <dir>/<wnid>/<image> (--data-dir), or "
-          "synthetic_data: true");
-#ifdef XPUPERF_HAVE_OPENCV
-    auto folder = std::make_shared<data::ImageFolder>(data::list_image_folder(dir));
-    if (folder->classes.size() > static_cast<std::size_t>(ResNet50Impl::kClasses))
-      throw data::DataError(dir + " has " + std::to_string(folder->classes.size()) + " class folders; resnet50 has " +
-                            std::to_string(ResNet50Impl::kClasses) + " classes");
-    const std::int64_t limit = ctx.config.get_int("max_samples", 0);
-    if (limit > 0 && static_cast<std::int64_t>(folder->images.size()) > limit) folder->images.resize(limit);
-    const int workers = static_cast<int>(std::max<std::int64_t>(1, ctx.config.get_int("num_workers", 1)));
-    infer::Batches b;
-    b.samples = static_cast<std::int64_t>(folder->images.size());
-    b.batch_size = batch;
-    b.count = static_cast<std::size_t>((b.samples + batch - 1) / batch);
-    b.sample_shape = {3, kImage, kImage};
-    b.description = "ImageNet-style folder " + dir + ": " + std::to_string(b.samples) + " images, " +
-                    std::to_string(folder->classes.size()) + " classes, decoded with OpenCV by " +
-                    std::to_string(workers) + " threads per batch";
-    b.load = [folder, batch, workers](std::size_t i) {
-      const std::int64_t at = static_cast<std::int64_t>(i) * batch;
-      const std::int64_t n = std::min<std::int64_t>(batch, static_cast<std::int64_t>(folder->images.size()) - at);
-      torch::Tensor images = torch::empty({n, 3, kImage, kImage});
-      torch::Tensor labels = torch::empty({n}, torch::kLong);
-      std::vector<std::thread> threads;
-      std::vector<std::string> errors(workers);
-      for (int w = 0; w < workers; ++w)
-        threads.emplace_back([&, w] {
-          try {
-            for (std::int64_t k = w; k < n; k += workers) {
-              const auto& image = folder->images[static_cast<std::size_t>(at + k)];
-              images[k].copy_(preprocess(image.path));
-              labels[k] = image.label;
-            }
-          } catch (const std::exception& e) {
-            errors[w] = e.what();
-          }
-        });
-      for (auto& t : threads) t.join();
-      for (const auto& e : errors)
-        if (!e.empty()) throw data::DataError(e);
-      return infer::Batch{images, labels};
-    };
-    return b;
-#else
-    throw ConfigError("this build has no OpenCV to decode " + dir +
-                      " (Debian: libopencv-dev, then rebuild); synthetic_data: true runs without it");
-#endif
+    return infer::image_folder_batches(ctx, "resnet50", batch, ResNet50Impl::kClasses, {256, kImage});
   }
 
   std::shared_ptr<torch::nn::Module> create_model(const infer::InferContext& ctx,
@@ -202,31 +123,7 @@ class ResNet50Inference : public infer::InferenceCase {
  private:
   infer::Batches synthetic(const infer::InferContext& ctx, std::int64_t batch) {
     synthetic_ = true;
-    const std::int64_t samples = ctx.config.get_int("synthetic_samples", 10240);
-    if (samples <= 0) throw ConfigError("synthetic_samples must be positive");
-    // A few distinct batches, generated once and cycled: generating 150 KB of noise per image
-    // would time the random number generator, not the model.
-    auto gen = at::detail::createCPUGenerator(1234);
-    const std::int64_t pool = std::min<std::int64_t>(4, (samples + batch - 1) / batch);
-    auto images = std::make_shared<std::vector<torch::Tensor>>();
-    auto labels = std::make_shared<std::vector<torch::Tensor>>();
-    for (std::int64_t i = 0; i < pool; ++i) {
-      images->push_back(torch::randn({batch, 3, kImage, kImage}, gen));
-      labels->push_back(torch::randint(ResNet50Impl::kClasses, {batch}, gen, torch::kLong));
-    }
-    infer::Batches b;
-    b.samples = samples;
-    b.batch_size = batch;
-    b.count = static_cast<std::size_t>((samples + batch - 1) / batch);
-    b.sample_shape = {3, kImage, kImage};
-    b.description = "synthetic: " + std::to_string(samples) + " random 224x224 images (" + std::to_string(pool) +
-                    " distinct batches, cycled), random labels (throughput only, no accuracy)";
-    b.load = [images, labels, batch, samples, pool](std::size_t i) {
-      const std::int64_t n = std::min<std::int64_t>(batch, samples - static_cast<std::int64_t>(i) * batch);
-      const auto k = static_cast<std::size_t>(static_cast<std::int64_t>(i) % pool);
-      return infer::Batch{(*images)[k].slice(0, 0, n), (*labels)[k].slice(0, 0, n)};
-    };
-    return b;
+    return infer::synthetic_image_batches(ctx, batch, ResNet50Impl::kClasses, kImage);
   }
 
   std::string caveat_;

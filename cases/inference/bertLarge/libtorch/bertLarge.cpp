@@ -1,0 +1,138 @@
+// BERT-Large masked-LM inference, as FlagPerf's bertLarge case (Hugging Face's BertForMaskedLM,
+// 512 tokens, top-1 accuracy at the masked positions): the model is the bert training case's
+// (models/bert.h) at bert-large-uncased's sizes, the data sequences of a WordPiece token dataset
+// ([CLS] span [SEP], padded, 15 % of the real tokens masked 80/10/10 with a fixed seed) or
+// synthetic tokens labelled as such. An input sample is (2, seq_length): the ids, and 1 at real
+// tokens / 0 at padding; the outputs are the most likely token at every position.
+
+#include <torch/torch.h>
+
+#include "xpuperf/infer/inference_case.h"
+#include "xpuperf/models/bert.h"
+#include "xpuperf/train/token_datasets.h"
+#include "xpuperf/train/weights.h"
+
+namespace xpuperf::cases {
+namespace {
+using models::BertConfig;
+using models::BertForMaskedLM;
+using models::BertForMaskedLMImpl;
+
+BertConfig bert_config(const Config& cfg) {
+  BertConfig c = BertConfig::large();
+  c.vocab = cfg.get_int("vocab_size", c.vocab);
+  c.positions = cfg.get_int("max_position_embeddings", c.positions);
+  c.layers = cfg.get_int("num_hidden_layers", c.layers);
+  c.hidden = cfg.get_int("hidden_size", c.hidden);
+  c.heads = cfg.get_int("num_attention_heads", c.heads);
+  c.intermediate = cfg.get_int("intermediate_size", c.intermediate);
+  c.dropout = c.attention_dropout = 0.0;
+  if (c.vocab < 2 || c.positions < 8 || c.layers < 1 || c.heads < 1 || c.intermediate < 1 || c.hidden < c.heads ||
+      c.hidden % c.heads != 0)
+    throw ConfigError("bertLarge's sizes do not fit: vocab_size " + std::to_string(c.vocab) +
+                      ", max_position_embeddings " + std::to_string(c.positions) + ", num_hidden_layers " +
+                      std::to_string(c.layers) + ", hidden_size " + std::to_string(c.hidden) +
+                      " (a multiple of num_attention_heads " + std::to_string(c.heads) + ")");
+  return c;
+}
+
+class BertLargeInference : public infer::InferenceCase {
+ public:
+  infer::Batches build_dataloader(const infer::InferContext& ctx) override {
+    const Config& cfg = ctx.config;
+    config_ = bert_config(cfg);
+    length_ = cfg.get_int("seq_length", 512);
+    if (length_ < 8 || length_ > config_.positions)
+      throw ConfigError(cfg.at("seq_length").source.str() + ": seq_length must be in [8, max_position_embeddings = " +
+                        std::to_string(config_.positions) + "], got " + std::to_string(length_));
+    const std::int64_t batch = cfg.get_int("batch_size");
+    if (batch <= 0) throw ConfigError("batch_size must be positive");
+    synthetic_ = cfg.get_bool("synthetic_data", false);
+    // The training cases' reader: the same held-out documents the bert case validates on.
+    const train::CaseContext data_ctx{cfg, torch::kCPU, 0, 1, 1};
+    const auto corpus = train::open_token_corpus(data_ctx, "wordpiece", config_.vocab);
+    const text::BertSamples::Special special{corpus.cls, corpus.sep, corpus.mask, corpus.pad,
+                                             static_cast<std::int32_t>(config_.vocab)};
+    const auto seed = static_cast<std::uint64_t>(cfg.get_int("seed", 1234));
+    auto dataset = std::make_shared<train::BertTokenDataset>(corpus.eval, length_, special, seed, false);
+    std::int64_t samples = dataset->size();
+    if (const std::int64_t limit = cfg.get_int("max_samples", 0); limit > 0) samples = std::min(samples, limit);
+    if (samples == 0) throw ConfigError("the evaluation data (" + dataset->description() + ") holds no sequence");
+    infer::Batches b;
+    b.samples = samples;
+    b.batch_size = batch;
+    b.count = static_cast<std::size_t>((samples + batch - 1) / batch);
+    b.sample_shape = {2, length_};
+    b.sample_dtype = torch::kLong;
+    b.description = dataset->description() + ": " + std::to_string(samples) + " sequences of " +
+                    std::to_string(length_) + " tokens, 15 % masked (seed " + std::to_string(seed) + ")";
+    b.load = [dataset, batch, samples](std::size_t i) {
+      const std::int64_t at = static_cast<std::int64_t>(i) * batch;
+      const auto batch_of = dataset->get(torch::arange(at, std::min(at + batch, samples), torch::kLong));
+      // ids, types (0), keep, labels
+      return infer::Batch{torch::stack({batch_of[0], batch_of[2].to(torch::kLong)}, 1), batch_of[3]};
+    };
+    return b;
+  }
+
+  std::shared_ptr<torch::nn::Module> create_model(const infer::InferContext& ctx,
+                                                  const std::string& checkpoint) override {
+    torch::manual_seed(1234);
+    config_ = bert_config(ctx.config);
+    BertForMaskedLM model(config_);
+    const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
+    caveat_.clear();
+    if (path.empty()) {
+      caveat_ =
+          "random weights (no checkpoint): accuracy is chance; give checkpoint: Hugging Face BertForMaskedLM's "
+          "state_dict (torch.save(dict(model.state_dict()), F)) or a LibTorch archive";
+    } else {
+      try {
+        train::load_weights(*model, path, BertForMaskedLMImpl::tied_weights());
+      } catch (const std::runtime_error& e) {
+        throw ConfigError(std::string("checkpoint: ") + e.what());
+      }
+    }
+    if (synthetic_) caveat_ += std::string(caveat_.empty() ? "" : "; ") + "synthetic tokens: accuracy is meaningless";
+    model->to(ctx.device);
+    model->eval();
+    return model.ptr();
+  }
+
+  torch::Tensor model_forward(torch::nn::Module& model, const torch::Tensor& input) override {
+    return dynamic_cast<BertForMaskedLMImpl&>(model).predict_tokens(input.select(1, 0),
+                                                                    input.select(1, 1).to(torch::kBool));
+  }
+
+  // The outputs: predicted ids (batch, tokens), or logits (batch, tokens, vocab) from an engine that
+  // runs Hugging Face's model as it is.
+  void evaluator(const torch::Tensor& outputs, const torch::Tensor& labels, infer::Evaluation& e) override {
+    e.metric = "masked_lm_accuracy";
+    const auto predicted = outputs.dim() == 3 ? outputs.argmax(-1) : outputs.round().to(torch::kLong);
+    const auto masked = labels.ge(0);
+    e.correct += (predicted.eq(labels) & masked).sum().item<double>();
+    e.count += masked.sum().item<double>();
+  }
+
+  // The share of positions whose predicted token is the same.
+  double output_agreement(const torch::Tensor& outputs, const torch::Tensor& reference) const override {
+    const auto ids = [](const torch::Tensor& t) { return t.dim() == 3 ? t.argmax(-1) : t.round().to(torch::kLong); };
+    return ids(outputs).eq(ids(reference)).to(torch::kFloat).mean().item<double>();
+  }
+
+  double flops_per_sample() const override {
+    return config_.forward_flops_per_token(length_) * static_cast<double>(length_);
+  }
+  std::string caveat() const override { return caveat_; }
+
+ private:
+  BertConfig config_ = BertConfig::large();
+  std::int64_t length_ = 512;
+  std::string caveat_;
+  bool synthetic_ = false;
+};
+
+XPUPERF_REGISTER_INFERENCE_CASE("bertLarge", "libtorch", BertLargeInference);
+
+}  // namespace
+}  // namespace xpuperf::cases
