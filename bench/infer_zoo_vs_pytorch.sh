@@ -30,7 +30,7 @@ v = {}
 for line in open(sys.argv[1]):
     if '"event":"FINISHED"' in line:
         v = json.loads(line[line.index("{"):])["value"]
-print(json.dumps({"case": sys.argv[2], "label": sys.argv[3], **v}))
+print(json.dumps({**v, "case": sys.argv[2], "label": sys.argv[3]}))
 PY
   grep -E "error|NOTE" "$work/$label.out" >&2 || true
 }
@@ -49,11 +49,12 @@ PY
   fi
 } > "$work/ours.jsonl"
 
+cat "$work/torch.jsonl"
 python3 - "$work/ours.jsonl" "$work/torch.jsonl" <<'PY'
 import json, sys
 ours = [json.loads(l) for l in open(sys.argv[1])]
 ref = [json.loads(l) for l in open(sys.argv[2])]
-for case in dict.fromkeys(o["case"] for o in ours):
+for case in dict.fromkeys(o["case"] for o in ours):  # the cases' names, as the Python side gives them
     params = [r["parameters"] for r in ref if r.get("case") == case and "parameters" in r]
     print(f"\n### {case} (reference parameters: {params[0] if params else '?'})\n")
     print("| run | engine | inference_core samples/s | MFU | batch-1 p50 / p99 ms | accuracy (validation / inference) | agreement vs validation |")
@@ -74,6 +75,9 @@ for case in dict.fromkeys(o["case"] for o in ours):
     glat = (g.get("latency") or [{}])[0]
     for r in ref:
         if r.get("case") != case or "mode" not in r:
+            continue
+        if "error" in r:
+            print(f"| {r['mode']} | failed: {r['error']} | | | |")
             continue
         ratio = g.get("inference_core", 0) / r["samples_per_s"] if r["samples_per_s"] else float("nan")
         lat = glat.get("p50_ms", float("nan")) / r["p50_ms"] if r.get("p50_ms") else float("nan")
