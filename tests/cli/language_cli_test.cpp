@@ -196,11 +196,20 @@ TEST_F(LanguageCli, SweepRefusesACombinationBeforeAnythingStarts) {
 TEST_F(LanguageCli, BertLargeInferenceReadsTheTokenDatasetAndMatchesValidation) {
   for (const char* engine : {"libtorch", "libtorch-graph"}) {
     SCOPED_TRACE(engine);
-    std::vector<std::string> args = {"infer", "--case", "bertLarge", "--vendor", "cpu", "--data-dir", data(),
-                                     "--out", data(), "--set", std::string("compiler=") + engine};
-    for (const char* set : {"fp16=false", "batch_size=4", "max_samples=10", "seq_length=64", "num_hidden_layers=1",
-                            "hidden_size=32", "num_attention_heads=2", "intermediate_size=64", "latency_queries=3",
-                            "valid_share=0.05"})
+    std::vector<std::string> args = {"infer",
+                                     "--case",
+                                     "bertLarge",
+                                     "--vendor",
+                                     "cpu",
+                                     "--data-dir",
+                                     data(),
+                                     "--out",
+                                     data(),
+                                     "--set",
+                                     std::string("compiler=") + engine};
+    for (const char* set :
+         {"fp16=false", "batch_size=4", "max_samples=10", "seq_length=64", "num_hidden_layers=1", "hidden_size=32",
+          "num_attention_heads=2", "intermediate_size=64", "latency_queries=3", "valid_share=0.05"})
       args.insert(args.end(), {"--set", set});
     const Result r = xpuperf(args, XPUPERF_SOURCE_DIR, {}, 120);
     ASSERT_EQ(r.code, 0) << r.output;

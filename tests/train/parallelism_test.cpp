@@ -16,6 +16,7 @@
 #include "xpuperf/core/training_switches.h"
 #include "xpuperf/models/bert.h"
 #include "xpuperf/models/gpt.h"
+#include "xpuperf/train/model_parallel.h"
 #include "xpuperf/train/runtime.h"
 #include "xpuperf/train/zero.h"
 
@@ -199,6 +200,18 @@ TEST(PipelineParallel, ComposesWithDataAndTensorParallelism) {
   const auto one = run_gpt("train_batch_size: 16\nclip_grad_norm: 0.5\n");
   expect_same_curve(staged_split.curve, one.curve, 1e-5);
   EXPECT_NEAR(final_loss(staged_split), final_loss(one), 1e-5 * final_loss(one));
+}
+
+TEST(ModelParallel, RanksAreLaidOutInMegatronsOrder) {
+  // 8 ranks, tensor parallel 2, 2 stages, so 2 data-parallel ranks: a tensor-parallel group is two
+  // consecutive ranks; the stages of a pipeline are 4 apart.
+  EXPECT_EQ(rank_place(0, 2, 2).stage, 0);
+  const RankPlace five = rank_place(5, 2, 2);
+  EXPECT_EQ(five.stage, 1);
+  EXPECT_EQ(five.data_index, 0);
+  EXPECT_EQ(five.place, 1);
+  for (int rank = 0; rank < 8; ++rank) EXPECT_EQ(rank_at(rank_place(rank, 2, 2), 2, 2), rank);
+  EXPECT_EQ(rank_at({1, 1, 0}, 2, 2), 6);
 }
 
 TEST(PipelineParallel, StagesThatDoNotDivideTheBlocksAreRefused) {

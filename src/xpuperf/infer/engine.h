@@ -18,12 +18,12 @@ namespace xpuperf::infer {
 struct CompileInputs {
   const InferContext& ctx;
   InferenceCase& inference_case;
-  std::shared_ptr<torch::nn::Module> model;  // null when no_validation is set
-  std::string onnx_path;                     // the exported or given ONNX file; may be empty
-  std::string compiled_path;                 // exist_compiler_path: the engine's own format; may be empty
-  torch::Dtype dtype = torch::kFloat;        // the precision to run in (fp16: true → half or bfloat16)
-  std::vector<std::int64_t> sample_shape;    // one input sample, e.g. {3, 224, 224}
-  std::vector<std::int64_t> batch_sizes;     // every batch size infer() will see, for static-shape engines
+  std::shared_ptr<torch::nn::Module> model;   // null when no_validation is set
+  std::string onnx_path;                      // the exported or given ONNX file; may be empty
+  std::string compiled_path;                  // exist_compiler_path: the engine's own format; may be empty
+  torch::Dtype dtype = torch::kFloat;         // the precision to run in (fp16: true → half or bfloat16)
+  std::vector<std::int64_t> sample_shape;     // one input sample, e.g. {3, 224, 224}
+  std::vector<std::int64_t> batch_sizes;      // every batch size infer() will see, for static-shape engines
   torch::Dtype sample_dtype = torch::kFloat;  // the input's type: floating (cast to dtype) or integer
 };
 

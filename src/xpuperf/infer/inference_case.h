@@ -26,12 +26,12 @@ struct Batch {
 // The evaluation set in batches of batch_size. Batches are loaded when the pipeline asks for them
 // (inside the *_whole timing, as FlagPerf's inference framework counts loading), so a set larger than memory works.
 struct Batches {
-  std::size_t count = 0;                   // number of batches
-  std::function<Batch(std::size_t)> load;  // batch i (0 <= i < count); may be called again
-  std::string description;                 // what the data are (folder, file, synthetic, ...)
-  std::int64_t samples = 0;                // over all batches
-  std::int64_t batch_size = 0;             // every batch but perhaps the last
-  std::vector<std::int64_t> sample_shape;  // one input sample, e.g. {3, 224, 224}
+  std::size_t count = 0;                      // number of batches
+  std::function<Batch(std::size_t)> load;     // batch i (0 <= i < count); may be called again
+  std::string description;                    // what the data are (folder, file, synthetic, ...)
+  std::int64_t samples = 0;                   // over all batches
+  std::int64_t batch_size = 0;                // every batch but perhaps the last
+  std::vector<std::int64_t> sample_shape;     // one input sample, e.g. {3, 224, 224}
   torch::Dtype sample_dtype = torch::kFloat;  // integer for token ids, which engines never cast
 
   // Batches over tensors already in memory (first dimension: samples).

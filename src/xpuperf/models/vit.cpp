@@ -109,7 +109,8 @@ double ViTConfig::forward_flops() const {
   const double per_layer = t * 4 * d * d                           // q, k, v and out projections
                            + 2 * t * d * static_cast<double>(mlp)  // the two MLP linears
                            + 2 * t * t * d;                        // q·kᵀ and weights·v
-  const double macs = patches * patch_in * d + static_cast<double>(layers) * per_layer + d * static_cast<double>(classes);
+  const double macs =
+      patches * patch_in * d + static_cast<double>(layers) * per_layer + d * static_cast<double>(classes);
   return 2 * macs;
 }
 

@@ -13,6 +13,7 @@
 #include "xpuperf/data/shard_sampler.h"
 #include "xpuperf/train/activation_checkpoint.h"
 #include "xpuperf/train/distributed.h"
+#include "xpuperf/train/model_parallel.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/pipeline.h"
 #include "xpuperf/train/precision.h"
@@ -261,31 +262,13 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
       std::chrono::milliseconds(static_cast<std::int64_t>(cfg.get_number("dist_timeout", 300.0) * 1000));
   dist_options.bucket_bytes = static_cast<std::int64_t>(cfg.get_number("bucket_size_mb", 25.0) * (1 << 20));
   auto dist = Distributed::create(info.env, device, dist_options);
-  // The ranks in Megatron's order: rank = (stage × data ranks + data index) × tensor_parallel + place,
-  // so a tensor-parallel group is consecutive ranks (one host's fast links). The data-parallel
-  // ranks (gradients, metrics, data shards) are the world without model parallelism, else the ranks
-  // at the same stage and place of every pipeline. Every rank forms its groups in the same order.
-  std::unique_ptr<Distributed> data_group;
-  std::shared_ptr<TensorParallel> tp;
-  std::shared_ptr<PipelineStage> pipeline;
-  if (tensor_parallel > 1 || pipeline_parallel > 1) {
-    const int t = static_cast<int>(tensor_parallel), p = static_cast<int>(pipeline_parallel);
-    const int place = rank % t, data_index = rank / t % data_ranks, stage = rank / (t * data_ranks);
-    const auto rank_of = [&](int s, int d, int i) { return (s * data_ranks + d) * t + i; };
-    const std::string at = std::to_string(data_index) + "." + std::to_string(place);
-    std::vector<int> tp_ranks, dp_ranks, pp_ranks;
-    for (int i = 0; i < t; ++i) tp_ranks.push_back(rank_of(stage, data_index, i));
-    for (int d = 0; d < data_ranks; ++d) dp_ranks.push_back(rank_of(stage, d, place));
-    for (int s = 0; s < p; ++s) pp_ranks.push_back(rank_of(s, data_index, place));
-    if (t > 1) tp = std::make_shared<TensorParallel>(dist->subgroup("tp" + std::to_string(rank / t), tp_ranks));
-    data_group = dist->subgroup("dp" + std::to_string(stage) + "." + std::to_string(place), dp_ranks);
-    if (p > 1) {
-      std::shared_ptr<Distributed> stages = dist->subgroup("pp" + at, pp_ranks), ends;
-      if (stage == 0 || stage == p - 1) ends = dist->subgroup("ends" + at, {pp_ranks.front(), pp_ranks.back()});
-      pipeline = std::make_shared<PipelineStage>(std::move(stages), std::move(ends));
-    }
-  }
-  Distributed& data_dist = data_group ? *data_group : *dist;
+  // The data-parallel ranks (gradients, metrics, data shards) are the world without model
+  // parallelism, else the ranks at the same stage and place of every pipeline.
+  ParallelGroups groups =
+      form_parallel_groups(*dist, static_cast<int>(tensor_parallel), static_cast<int>(pipeline_parallel));
+  const std::shared_ptr<TensorParallel>& tp = groups.tp;
+  const std::shared_ptr<PipelineStage>& pipeline = groups.pipeline;
+  Distributed& data_dist = groups.data ? *groups.data : *dist;
 
   const CaseContext ctx{cfg, device, data_dist.rank(), data_dist.world_size(), info.env.local_world_size};
   const Datasets data = c.datasets(ctx);
@@ -309,39 +292,11 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   if (checkpoint_activations && set_activation_checkpointing(*model, true) == 0)
     throw ConfigError(cfg.at("activation_checkpointing").source.str() + ": activation_checkpointing: the model of " +
                       info.case_name + " has no blocks to checkpoint; set activation_checkpointing: false");
-  std::vector<torch::Tensor> params = model->parameters();
-  dist->broadcast_parameters(params);  // the whole model, the same on every rank of the world
-  std::vector<torch::Tensor> split_params, tied_across_stages;
-  if (pipeline) {
-    auto* stageable = dynamic_cast<PipelineModel*>(model.get());
-    if (!stageable)
-      throw ConfigError(cfg.at("pipeline_parallel").source.str() + ": pipeline_parallel: the model of " +
-                        info.case_name + " has no blocks to split into stages; set pipeline_parallel: 1");
-    try {
-      stageable->split_for_pipeline(pipeline);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(cfg.at("pipeline_parallel").source.str() + ": " + e.what());
-    }
-    tied_across_stages = stageable->tied_across_stages();
-    params.clear();  // a stage trains what it kept
-    for (const auto& p : model->parameters())
-      if (p.requires_grad()) params.push_back(p);
-  }
-  if (tp) {
-    auto* splittable = dynamic_cast<TensorParallelModel*>(model.get());
-    if (!splittable)
-      throw ConfigError(cfg.at("tensor_parallel").source.str() + ": tensor_parallel: the model of " + info.case_name +
-                        " has no layers to split; set tensor_parallel: 1");
-    try {
-      splittable->split_for_tensor_parallel(tp);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(cfg.at("tensor_parallel").source.str() + ": " + e.what());
-    }
-    split_params = splittable->split_parameters();
-    params.clear();
-    for (const auto& p : model->parameters())
-      if (p.requires_grad() || !pipeline) params.push_back(p);
-  }
+  dist->broadcast_parameters(model->parameters());  // the whole model, the same on every rank of the world
+  SplitModel split = split_model(*model, groups, cfg, info.case_name);
+  const std::vector<torch::Tensor>& params = split.params;
+  const std::vector<torch::Tensor>& split_params = split.split;
+  const std::vector<torch::Tensor>& tied_across_stages = split.tied_across_stages;
   std::unique_ptr<ZeroSharding> zero;
   std::function<void()> unhook_blocks;  // stage 3: takes ZeRO's hooks off the model
   struct Unhook {

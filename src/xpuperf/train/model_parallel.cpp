@@ -1,0 +1,79 @@
+#include "xpuperf/train/model_parallel.h"
+
+#include <stdexcept>
+
+namespace xpuperf::train {
+
+RankPlace rank_place(int rank, int tensor_parallel, int data_ranks) {
+  return {rank / (tensor_parallel * data_ranks), rank / tensor_parallel % data_ranks, rank % tensor_parallel};
+}
+
+int rank_at(const RankPlace& at, int tensor_parallel, int data_ranks) {
+  return (at.stage * data_ranks + at.data_index) * tensor_parallel + at.place;
+}
+
+ParallelGroups form_parallel_groups(const Distributed& world, int t, int p) {
+  ParallelGroups groups;
+  if (t <= 1 && p <= 1) return groups;
+  const int data_ranks = world.world_size() / (t * p);
+  const RankPlace me = rank_place(world.rank(), t, data_ranks);
+  std::vector<int> tp_ranks, dp_ranks, pp_ranks;
+  for (int i = 0; i < t; ++i) tp_ranks.push_back(rank_at({me.stage, me.data_index, i}, t, data_ranks));
+  for (int d = 0; d < data_ranks; ++d) dp_ranks.push_back(rank_at({me.stage, d, me.place}, t, data_ranks));
+  for (int s = 0; s < p; ++s) pp_ranks.push_back(rank_at({s, me.data_index, me.place}, t, data_ranks));
+  if (t > 1)
+    groups.tp = std::make_shared<TensorParallel>(world.subgroup("tp" + std::to_string(world.rank() / t), tp_ranks));
+  groups.data = world.subgroup("dp" + std::to_string(me.stage) + "." + std::to_string(me.place), dp_ranks);
+  if (p > 1) {
+    const std::string at = std::to_string(me.data_index) + "." + std::to_string(me.place);
+    std::shared_ptr<Distributed> stages = world.subgroup("pp" + at, pp_ranks), ends;
+    if (me.stage == 0 || me.stage == p - 1) ends = world.subgroup("ends" + at, {pp_ranks.front(), pp_ranks.back()});
+    groups.pipeline = std::make_shared<PipelineStage>(std::move(stages), std::move(ends));
+  }
+  return groups;
+}
+
+namespace {
+
+std::vector<torch::Tensor> trained(torch::nn::Module& model) {
+  std::vector<torch::Tensor> params;
+  for (const auto& p : model.parameters())
+    if (p.requires_grad()) params.push_back(p);
+  return params;
+}
+
+}  // namespace
+
+SplitModel split_model(torch::nn::Module& model, const ParallelGroups& groups, const Config& cfg,
+                       const std::string& case_name) {
+  SplitModel out;
+  if (groups.pipeline) {
+    auto* stageable = dynamic_cast<PipelineModel*>(&model);
+    if (!stageable)
+      throw ConfigError(cfg.at("pipeline_parallel").source.str() + ": pipeline_parallel: the model of " + case_name +
+                        " has no blocks to split into stages; set pipeline_parallel: 1");
+    try {
+      stageable->split_for_pipeline(groups.pipeline);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(cfg.at("pipeline_parallel").source.str() + ": " + e.what());
+    }
+    out.tied_across_stages = stageable->tied_across_stages();
+  }
+  if (groups.tp) {
+    auto* splittable = dynamic_cast<TensorParallelModel*>(&model);
+    if (!splittable)
+      throw ConfigError(cfg.at("tensor_parallel").source.str() + ": tensor_parallel: the model of " + case_name +
+                        " has no layers to split; set tensor_parallel: 1");
+    try {
+      splittable->split_for_tensor_parallel(groups.tp);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(cfg.at("tensor_parallel").source.str() + ": " + e.what());
+    }
+    out.split = splittable->split_parameters();
+  }
+  // A stage trains what it kept; without stages every parameter takes part (frozen ones as zeros).
+  out.params = groups.pipeline ? trained(model) : model.parameters();
+  return out;
+}
+
+}  // namespace xpuperf::train
