@@ -158,6 +158,22 @@ torch::Tensor BertForMaskedLMImpl::predict_tokens(const torch::Tensor& ids, cons
   return head(hidden.reshape({-1, hidden.size(-1)}), ids.is_cuda()).argmax(-1).view(ids.sizes());
 }
 
+BertConfig bert_config_from(const Config& cfg, BertConfig c) {
+  c.vocab = cfg.get_int("vocab_size", c.vocab);
+  c.positions = cfg.get_int("max_position_embeddings", c.positions);
+  c.layers = cfg.get_int("num_hidden_layers", c.layers);
+  c.hidden = cfg.get_int("hidden_size", c.hidden);
+  c.heads = cfg.get_int("num_attention_heads", c.heads);
+  c.intermediate = cfg.get_int("intermediate_size", c.intermediate);
+  if (c.vocab < 2 || c.positions < 8 || c.layers < 1 || c.heads < 1 || c.intermediate < 1 || c.hidden < c.heads ||
+      c.hidden % c.heads != 0)
+    throw ConfigError("BERT's sizes do not fit: vocab_size " + std::to_string(c.vocab) + ", max_position_embeddings " +
+                      std::to_string(c.positions) + ", num_hidden_layers " + std::to_string(c.layers) +
+                      ", hidden_size " + std::to_string(c.hidden) + " (a multiple of num_attention_heads " +
+                      std::to_string(c.heads) + "), intermediate_size " + std::to_string(c.intermediate));
+  return c;
+}
+
 double BertConfig::forward_flops_per_token(std::int64_t tokens) const {
   const auto h = static_cast<double>(hidden), l = static_cast<double>(layers);
   const double linears = l * (4 * h * h + 2 * h * static_cast<double>(intermediate))  // attention and MLP

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "xpuperf/core/config.h"
 #include "xpuperf/train/activation_checkpoint.h"
 
 namespace xpuperf::models {
@@ -28,6 +29,11 @@ struct BertConfig {
   // × hidden × tokens).
   double forward_flops_per_token(std::int64_t tokens) const;
 };
+
+// `base` with the sizes a config sets, in Hugging Face's names (vocab_size, max_position_embeddings,
+// num_hidden_layers, hidden_size, num_attention_heads, intermediate_size); ConfigError naming them
+// when they do not fit.
+BertConfig bert_config_from(const Config& cfg, BertConfig base);
 
 // The module tree is Hugging Face's, so the names are: bert.embeddings.*, bert.encoder.layer.<i>.
 // {attention.self.{query,key,value}, attention.output.{dense,LayerNorm}, intermediate.dense,

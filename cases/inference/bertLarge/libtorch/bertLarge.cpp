@@ -7,10 +7,10 @@
 
 #include <torch/torch.h>
 
+#include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/models/bert.h"
 #include "xpuperf/train/token_datasets.h"
-#include "xpuperf/train/weights.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -19,20 +19,8 @@ using models::BertForMaskedLM;
 using models::BertForMaskedLMImpl;
 
 BertConfig bert_config(const Config& cfg) {
-  BertConfig c = BertConfig::large();
-  c.vocab = cfg.get_int("vocab_size", c.vocab);
-  c.positions = cfg.get_int("max_position_embeddings", c.positions);
-  c.layers = cfg.get_int("num_hidden_layers", c.layers);
-  c.hidden = cfg.get_int("hidden_size", c.hidden);
-  c.heads = cfg.get_int("num_attention_heads", c.heads);
-  c.intermediate = cfg.get_int("intermediate_size", c.intermediate);
+  BertConfig c = models::bert_config_from(cfg, BertConfig::large());
   c.dropout = c.attention_dropout = 0.0;
-  if (c.vocab < 2 || c.positions < 8 || c.layers < 1 || c.heads < 1 || c.intermediate < 1 || c.hidden < c.heads ||
-      c.hidden % c.heads != 0)
-    throw ConfigError("bertLarge's sizes do not fit: vocab_size " + std::to_string(c.vocab) +
-                      ", max_position_embeddings " + std::to_string(c.positions) + ", num_hidden_layers " +
-                      std::to_string(c.layers) + ", hidden_size " + std::to_string(c.hidden) +
-                      " (a multiple of num_attention_heads " + std::to_string(c.heads) + ")");
   return c;
 }
 
@@ -81,19 +69,12 @@ class BertLargeInference : public infer::InferenceCase {
     config_ = bert_config(ctx.config);
     BertForMaskedLM model(config_);
     const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
-    caveat_.clear();
-    if (path.empty()) {
-      caveat_ =
-          "random weights (no checkpoint): accuracy is chance; give checkpoint: Hugging Face BertForMaskedLM's "
-          "state_dict (torch.save(dict(model.state_dict()), F)) or a LibTorch archive";
-    } else {
-      try {
-        train::load_weights(*model, path, BertForMaskedLMImpl::tied_weights());
-      } catch (const std::runtime_error& e) {
-        throw ConfigError(std::string("checkpoint: ") + e.what());
-      }
-    }
-    if (synthetic_) caveat_ += std::string(caveat_.empty() ? "" : "; ") + "synthetic tokens: accuracy is meaningless";
+    caveat_ =
+        infer::join_caveats(infer::load_case_weights(*model, path,
+                                                     "give checkpoint: Hugging Face BertForMaskedLM's state_dict "
+                                                     "(torch.save(dict(model.state_dict()), F)) or a LibTorch archive",
+                                                     BertForMaskedLMImpl::tied_weights()),
+                            synthetic_ ? "synthetic tokens: accuracy is meaningless" : "");
     model->to(ctx.device);
     model->eval();
     return model.ptr();

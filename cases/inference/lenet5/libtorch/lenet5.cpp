@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "cases/training/lenet5/libtorch/lenet5_model.h"
+#include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/inference_case.h"
-#include "xpuperf/train/weights.h"
 #ifdef XPUPERF_HAVE_ONNX
 #include "xpuperf/infer/onnx_weights.h"
 #endif
@@ -45,21 +45,11 @@ class LeNet5Inference : public infer::InferenceCase {
     torch::manual_seed(1234);
     LeNet5 model;
     const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
-    if (path.empty()) {
-      caveat_ =
-          "random weights (no checkpoint): accuracy is chance; train one with xpuperf train --case lenet5 "
-          "--set save_checkpoint=FILE and set checkpoint: FILE";
-    } else {
-      if (!std::filesystem::exists(path))
-        throw ConfigError("checkpoint '" + path +
-                          "' does not exist (write one with xpuperf train --case lenet5 --set "
-                          "save_checkpoint=FILE)");
-      try {
-        train::load_weights(*model, path);
-      } catch (const std::runtime_error& e) {
-        throw ConfigError(std::string("checkpoint: ") + e.what());
-      }
-    }
+    if (!path.empty() && !std::filesystem::exists(path))
+      throw ConfigError("checkpoint '" + path +
+                        "' does not exist (write one with xpuperf train --case lenet5 --set save_checkpoint=FILE)");
+    caveat_ = infer::load_case_weights(
+        *model, path, "train one with xpuperf train --case lenet5 --set save_checkpoint=FILE and set checkpoint: FILE");
     model->to(ctx.device);
     model->eval();
     return model.ptr();

@@ -6,9 +6,9 @@
 
 #include <torch/torch.h>
 
+#include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/image_batches.h"
 #include "xpuperf/infer/inference_case.h"
-#include "xpuperf/train/weights.h"
 #ifdef XPUPERF_HAVE_ONNX
 #include "xpuperf/infer/onnx_weights.h"
 #endif
@@ -34,18 +34,11 @@ class ResNet50Inference : public infer::InferenceCase {
     torch::manual_seed(1234);
     ResNet50 model;
     const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
-    if (path.empty()) {
-      caveat_ =
-          "random weights (no checkpoint): accuracy is chance; give checkpoint: a torchvision resnet50 "
-          "state_dict (torch.save(dict(model.state_dict()), F)) or a LibTorch archive";
-    } else {
-      try {
-        train::load_weights(*model, path);
-      } catch (const std::runtime_error& e) {
-        throw ConfigError(std::string("checkpoint: ") + e.what());
-      }
-    }
-    if (synthetic_) caveat_ += std::string(caveat_.empty() ? "" : "; ") + "synthetic images: accuracy is meaningless";
+    caveat_ =
+        infer::join_caveats(infer::load_case_weights(*model, path,
+                                                     "give checkpoint: a torchvision resnet50 state_dict "
+                                                     "(torch.save(dict(model.state_dict()), F)) or a LibTorch archive"),
+                            synthetic_ ? "synthetic images: accuracy is meaningless" : "");
     model->to(ctx.device);
     model->eval();
     return model.ptr();

@@ -5,10 +5,10 @@
 
 #include <torch/torch.h>
 
+#include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/image_batches.h"
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/models/vit.h"
-#include "xpuperf/train/weights.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -53,19 +53,11 @@ class VitL16Inference : public infer::InferenceCase {
     torch::manual_seed(1234);
     VisionTransformer model(vit_config(ctx.config));
     const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
-    caveat_.clear();
-    if (path.empty()) {
-      caveat_ =
-          "random weights (no checkpoint): accuracy is chance; give checkpoint: a torchvision vit_l_16 "
-          "state_dict (torch.save(dict(model.state_dict()), F)) or a LibTorch archive";
-    } else {
-      try {
-        train::load_weights(*model, path);
-      } catch (const std::runtime_error& e) {
-        throw ConfigError(std::string("checkpoint: ") + e.what());
-      }
-    }
-    if (synthetic_) caveat_ += std::string(caveat_.empty() ? "" : "; ") + "synthetic images: accuracy is meaningless";
+    caveat_ =
+        infer::join_caveats(infer::load_case_weights(*model, path,
+                                                     "give checkpoint: a torchvision vit_l_16 state_dict "
+                                                     "(torch.save(dict(model.state_dict()), F)) or a LibTorch archive"),
+                            synthetic_ ? "synthetic images: accuracy is meaningless" : "");
     model->to(ctx.device);
     model->eval();
     return model.ptr();

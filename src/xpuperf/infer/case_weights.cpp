@@ -1,0 +1,26 @@
+#include "xpuperf/infer/case_weights.h"
+
+#include <stdexcept>
+
+#include "xpuperf/core/config.h"
+#include "xpuperf/train/weights.h"
+
+namespace xpuperf::infer {
+
+std::string load_case_weights(torch::nn::Module& model, const std::string& path, const std::string& how_to_give,
+                              const std::map<std::string, std::string>& tied) {
+  if (path.empty()) return "random weights (no checkpoint): accuracy is chance; " + how_to_give;
+  try {
+    train::load_weights(model, path, tied);
+  } catch (const std::runtime_error& e) {
+    throw ConfigError(std::string("checkpoint: ") + e.what());
+  }
+  return "";
+}
+
+std::string join_caveats(const std::string& caveat, const std::string& more) {
+  if (caveat.empty() || more.empty()) return caveat + more;
+  return caveat + "; " + more;
+}
+
+}  // namespace xpuperf::infer
