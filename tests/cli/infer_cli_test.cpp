@@ -370,5 +370,120 @@ TEST_F(InferCli, PlanRunsInferenceRoundsIntoTheSummary) {
   EXPECT_TRUE(has(again.output, "inference lenet5:libtorch:CPU:2")) << again.output;
 }
 
+// The llm case at a tiny size: a decoder of 2 layers, prefill through the engines, then decoding
+// and LoadGen's scenarios run for a fraction of a second (so never valid by LoadGen's rules).
+const std::vector<std::string> kTinyLlm = {"vocab_size=97",
+                                           "hidden_size=32",
+                                           "intermediate_size=48",
+                                           "num_hidden_layers=2",
+                                           "num_attention_heads=4",
+                                           "num_key_value_heads=2",
+                                           "max_position_embeddings=64",
+                                           "seq_length=16",
+                                           "prefill_samples=8",
+                                           "batch_size=4",
+                                           "latency_queries=3",
+                                           "decode_batch_sizes=[1,4]",
+                                           "decode_prompt_tokens=8",
+                                           "decode_output_tokens=6",
+                                           "max_batch=4",
+                                           "max_seq_len=64",
+                                           "length_bucket=16",
+                                           "prompt_tokens=[4,12]",
+                                           "output_tokens=[2,8]",
+                                           "offline_queries=12",
+                                           "server_load=[0.3,0.6]",
+                                           "server_min_duration_s=0.3",
+                                           "server_min_queries=10"};
+
+Result llm(const std::string& out_dir, std::vector<std::string> sets) {
+  std::vector<std::string> args = {"--root", kRoot, "infer", "--case", "llm", "--vendor", "cpu", "--out", out_dir};
+  for (const auto& s : kTinyLlm) args.insert(args.end(), {"--set", s});
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  return xpuperf(args, kRoot, {}, 120);
+}
+
+TEST(InferLlm, LlamaAndGptPrefillDecodeAndServeWithSyntheticWeightsSaidSo) {
+  test::TempDir dir;
+  for (const char* architecture : {"llama", "gpt2"}) {
+    SCOPED_TRACE(architecture);
+    const Result r = llm(dir.path(), {std::string("architecture=") + architecture, "compiler=libtorch-graph"});
+    ASSERT_EQ(r.code, 0) << r.output;
+    const Parsed p = parse(r.output);
+    EXPECT_EQ(p.finished["samples"], 8.0);
+    EXPECT_EQ(p.finished["metric"], "next_token_accuracy");
+    EXPECT_TRUE(has(p.finished["caveat"], "synthetic weights")) << p.finished.dump();
+    EXPECT_LT(p.finished["relative_diff_vs_validation"].get<double>(), 1e-2) << p.finished.dump();
+    EXPECT_TRUE(has(p.steps.at("h_generation"), "ran: KV cache contiguous and preallocated: 4 slots x 64 tokens"))
+        << p.steps.at("h_generation");
+    const json& g = p.finished["generation"];
+    EXPECT_EQ(g["prefill_tokens_per_sample"], 16);
+    ASSERT_EQ(g["decode"].size(), 4u);  // batch 1 and 4, greedy and sampled
+    for (const auto& d : g["decode"]) {
+      EXPECT_GT(d["tpot_ms"].get<double>(), 0) << d.dump();
+      EXPECT_GT(d["bandwidth_bound_ms"].get<double>(), 0) << d.dump();
+    }
+    EXPECT_EQ(g["decode"][1]["sampling"], "temperature 0.80, top-k 50");
+    EXPECT_EQ(g["offline"]["queries"], 12);
+    EXPECT_GT(g["offline"]["output_tokens_per_second"].get<double>(), 0);
+    ASSERT_EQ(g["server"].size(), 2u);
+    for (const auto& run : g["server"]) {
+      EXPECT_GE(run["queries"].get<int>(), 10);
+      EXPECT_FALSE(run["valid"].get<bool>());
+      EXPECT_TRUE(has(run["invalid_because"][0], "under the minimum duration of 600 s (LoadGen's)")) << run.dump();
+      EXPECT_GT(run["ttft_ms"]["p99"].get<double>(), 0);
+    }
+    EXPECT_NEAR(g["server"][1]["target_rate"].get<double>(), 0.6 * g["offline"]["queries_per_second"].get<double>(),
+                1e-9);
+    EXPECT_TRUE(g["rules"].contains("weaker_than_loadgen"));
+    EXPECT_TRUE(has(r.output, "| decode batch | sampling | TTFT (ms) |")) << r.output;
+    EXPECT_TRUE(has(r.output, "highest Server rate within the bounds")) << r.output;
+  }
+}
+
+TEST(InferLlm, SettingsThatCannotRunNameTheirKey) {
+  test::TempDir dir;
+  const auto error_of = [&](const std::string& set) {
+    const Result r = llm(dir.path(), {set});
+    EXPECT_EQ(r.code, 1) << set << "\n" << r.output;
+    return r.output;
+  };
+  EXPECT_TRUE(has(error_of("architecture=mamba"), "architecture: 'mamba' is not llama or gpt2"));
+  EXPECT_TRUE(has(error_of("output_tokens=[2,60]"), "exceed max_seq_len 64"));
+  EXPECT_TRUE(has(error_of("decode_batch_sizes=[8]"), "is not a batch size in 1..max_batch (4)"));
+  EXPECT_TRUE(has(error_of("num_key_value_heads=3"), "num_key_value_heads 3"));
+}
+
+TEST(InferLlm, PlanRoundsCarryServingIntoTheSummaryAndReport) {
+  test::TempDir dir;
+  std::string sets;
+  for (const auto& s : kTinyLlm) {
+    const auto eq = s.find('=');
+    sets += ", " + s.substr(0, eq) + ": " + s.substr(eq + 1);
+  }
+  const std::string plan = dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
+                                                      "/results\ninference:\n  \"llm:libtorch:CPU:1\": {compiler: "
+                                                      "libtorch" +
+                                                      sets + "}\n");
+  const Result r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 180);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string run = run_folder_in(dir.path() + "/results");
+  std::ifstream in(run + "/summary.json");
+  const json s = json::parse(in);
+  const json& c = s["cases"][0];
+  ASSERT_EQ(c["rounds"].size(), 1u);
+  EXPECT_EQ(c["rounds"][0]["generation"]["server"].size(), 2u);
+  EXPECT_GT(c["aggregate"]["prefill_tokens_per_second"]["median"].get<double>(), 0);
+  EXPECT_GT(c["aggregate"]["offline_output_tokens_per_second"]["median"].get<double>(), 0);
+  EXPECT_TRUE(c["aggregate"].contains("server_max_rate_within_bounds"));
+  const std::string md = test::read_file(run + "/summary.md");
+  EXPECT_TRUE(has(md, "| generating case | prefill tokens/s |")) << md;
+  EXPECT_TRUE(has(md, "| 0 of 2 |")) << md;  // no run is valid by LoadGen's rules
+  const std::string html = test::read_file(run + "/report.html");
+  EXPECT_TRUE(has(html, "Server: time to first token against load")) << html.substr(0, 2000);
+  EXPECT_TRUE(has(html, "under the minimum duration of 600 s (LoadGen&#39;s)") ||
+              has(html, "under the minimum duration of 600 s (LoadGen's)"));
+}
+
 }  // namespace
 }  // namespace xpuperf

@@ -1,5 +1,6 @@
 """Test helper (Python with torch and Hugging Face transformers; the GPU machine has them): MODEL
-(gpt2: GPT2LMHeadModel, bert: BertForMaskedLM, their default configs) with random weights, in
+(gpt2: GPT2LMHeadModel, bert: BertForMaskedLM, their default configs; llama: LlamaForCausalLM at
+the small size of LLAMA_SMALL, grouped-query attention included) with random weights, in
 eval mode, on a fixed batch. Writes OUT_DIR/MODEL.weights.pt (the whole state_dict as a plain dict,
 tied copies lm_head.weight / cls.predictions.decoder.* included, as a user's file has them) and
 OUT_DIR/MODEL.io.pt ({"input", "labels", "output" (logits), "loss"}). Where CUDA is, also the
@@ -14,7 +15,19 @@ import transformers
 
 name, out = sys.argv[1], sys.argv[2]
 torch.manual_seed(13)
-if name == "gpt2":
+# models_test.cpp builds the same: hidden 256, intermediate 688, 4 layers, 8 heads, 2 key/value heads.
+LLAMA_SMALL = dict(vocab_size=32000, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+                   num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=2048,
+                   rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False)
+if name == "llama":
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**LLAMA_SMALL))
+    with torch.no_grad():  # Hugging Face initialises the norms to ones: vary them, so they are tested
+        for n, p in model.named_parameters():
+            if "norm" in n:
+                p.uniform_(0.5, 1.5)
+    ids = torch.randint(0, 32000, (2, 64))
+    labels = ids
+elif name == "gpt2":
     model = transformers.GPT2LMHeadModel(transformers.GPT2Config())
     ids = torch.randint(0, 50257, (2, 64))
     labels = ids

@@ -14,6 +14,7 @@
 #include "xpuperf/core/process.h"
 #include "xpuperf/models/bert.h"
 #include "xpuperf/models/gpt.h"
+#include "xpuperf/models/llama.h"
 #include "xpuperf/models/mobilenet_v2.h"
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/models/vit.h"
@@ -315,6 +316,23 @@ TEST(LanguageModels, Gpt2GivesHuggingFacesLogitsAndLoss) {
   const auto logits = m->forward(ids);
   // Hugging Face's loss: each position predicts the next token.
   expect_same_logits_and_loss(logits, m->loss(ids), dir.path() + "/gpt2.io.pt", "gpt2");
+}
+
+TEST(LanguageModels, LlamaGivesHuggingFacesLogitsAndLoss) {
+  test::TempDir dir;
+  if (!hf_reference("llama", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
+  LlamaConfig c;  // hf_reference.py's LLAMA_SMALL: grouped-query attention, 8 heads on 2
+  c.hidden = 256, c.intermediate = 688, c.layers = 4, c.heads = 8, c.kv_heads = 2;
+  auto m = LlamaForCausalLM(c);
+  EXPECT_EQ(train::load_weights(*m, dir.path() + "/llama.weights.pt"), "PyTorch state_dict");
+  m->eval();
+  torch::NoGradGuard no_grad;
+  const auto ids = io_tensor(dir.path() + "/llama.io.pt", "input");
+  const auto logits = m->forward(ids);
+  const auto t = ids.size(1) - 1;
+  const auto loss = torch::nn::functional::cross_entropy(logits.narrow(1, 0, t).reshape({-1, c.vocab}),
+                                                         ids.narrow(1, 1, t).reshape({-1}));
+  expect_same_logits_and_loss(logits, loss, dir.path() + "/llama.io.pt", "llama");
 }
 
 TEST(LanguageModels, BertGivesHuggingFacesLogitsAndLoss) {

@@ -6,6 +6,8 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -76,6 +78,14 @@ class InferenceCase {
   virtual double output_agreement(const torch::Tensor& outputs, const torch::Tensor& reference) const {
     if (outputs.dim() != 2) return -1;
     return outputs.argmax(1).eq(reference.argmax(1)).to(torch::kFloat).mean().item<double>();
+  }
+  // (h) A generative case's own measurements after the engine's (decoding, serving), on `model`
+  // (validation's, which the engine may have cast to `dtype`), printing progress lines; null when
+  // the case does not generate (generates() false).
+  virtual bool generates() const { return false; }
+  virtual nlohmann::json generation(const InferContext&, std::shared_ptr<torch::nn::Module> /*model*/,
+                                    torch::Dtype /*dtype*/, std::ostream& /*progress*/) {
+    return nullptr;
   }
   // Notes on the weights or data the results depend on (e.g. "random weights: accuracy is chance").
   virtual std::string caveat() const { return ""; }

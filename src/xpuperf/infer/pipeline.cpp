@@ -18,6 +18,7 @@
 #include "xpuperf/data/idx.h"
 #include "xpuperf/infer/engine.h"
 #include "xpuperf/infer/entry.h"
+#include "xpuperf/infer/generation.h"
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/train/runtime.h"
 
@@ -263,6 +264,17 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       }
       figures["latency"] = latency;
       step("f_inference", "ran");
+      engine.reset();  // its CUDA graphs and buffers: the memory generation needs
+    }
+
+    // (h) generation: decoding and serving, for the cases that generate.
+    if (c->generates()) {
+      if (!model) {
+        step("h_generation", "skipped: no_validation (no model to generate with)");
+      } else {
+        figures["generation"] = c->generation(ctx, model, dtype, out);
+        step("h_generation", "ran: " + figures["generation"].value("engine", std::string()));
+      }
     }
 
     // (g) results.
@@ -295,6 +307,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
         out << "| latency batch " << l["batch_size"].get<std::int64_t>() << " p50 / p90 / p99 (ms) | " << std::fixed
             << std::setprecision(3) << l["p50_ms"].get<double>() << " / " << l["p90_ms"].get<double>() << " / "
             << l["p99_ms"].get<double>() << " |\n";
+    if (figures.contains("generation")) out << generation_tables(figures["generation"]);
     if (figures.value("foo_time_flagged", false))
       out << "\nfoo_time " << figures["foo_time"].get<double>() << " s: the engine spent time outside inference\n";
     if (figures.contains("caveat")) out << "\nNOTE: " << figures["caveat"].get<std::string>() << "\n";
@@ -307,6 +320,8 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
     err << "xpuperf: error: " << e.what() << "\n";
   } catch (const c10::Error& e) {
     err << "xpuperf: error: LibTorch: " << e.what_without_backtrace() << "\n";
+  } catch (const std::logic_error& e) {  // a setting the generation engine cannot take
+    err << "xpuperf: error: " << e.what() << "\n";
   }
   return 1;
 }

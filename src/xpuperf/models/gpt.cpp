@@ -84,6 +84,13 @@ torch::Tensor GptAttentionImpl::forward(const torch::Tensor& x) {
   return resid_dropout(c_proj(y));
 }
 
+torch::Tensor GptAttentionImpl::forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step) {
+  TORCH_CHECK(!tp, "GPT: generation with a KV cache runs the whole model, not a tensor-parallel part");
+  const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
+  const auto qkv = c_attn(x).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
+  return c_proj(decoder_attention(qkv[0], qkv[1], qkv[2], layer, step).transpose(1, 2).reshape({b, t, d}));
+}
+
 GptMlpImpl::GptMlpImpl(const GptConfig& c) {
   c_fc = register_module("c_fc", Conv1D(c.hidden, 4 * c.hidden, kInitStd));
   c_proj = register_module("c_proj",
@@ -118,6 +125,11 @@ GptBlockImpl::GptBlockImpl(const GptConfig& c) {
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& input) {
   const auto x = input + attn(ln_1(input));
+  return x + mlp(ln_2(x));
+}
+
+torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& input, std::int64_t layer, const KvStep* step) {
+  const auto x = input + attn->forward_cached(ln_1(input), layer, step);
   return x + mlp(ln_2(x));
 }
 
@@ -223,6 +235,23 @@ std::vector<torch::Tensor> GptLMHeadModelImpl::tied_across_stages() {
   const auto& stage = transformer->stage;
   if (!stage || stage->count() == 1 || !(stage->first() || stage->last())) return {};
   return {transformer->wte->weight};
+}
+
+torch::Tensor GptLMHeadModelImpl::decoder_logits(const torch::Tensor& ids, const KvStep* step, std::int64_t keep_last) {
+  TORCH_CHECK(!transformer->stage, "GPT: generation runs the whole model, not a pipeline stage");
+  const auto positions = step ? step->positions : torch::arange(ids.size(1), ids.options()).unsqueeze(0);
+  auto x = transformer->wte(ids) + transformer->wpe(positions);
+  std::int64_t i = 0;
+  for (const auto& block : *transformer->h) x = block->as<GptBlock>()->forward_cached(x, i++, step);
+  x = transformer->ln_f(x);
+  if (keep_last > 0 && keep_last < x.size(1)) x = x.narrow(1, x.size(1) - keep_last, keep_last);
+  return torch::nn::functional::linear(x, transformer->wte->weight);
+}
+
+double GptConfig::forward_flops(std::int64_t tokens, std::int64_t logit_positions) const {
+  const auto h = static_cast<double>(hidden), t = static_cast<double>(tokens);
+  return 2 * (static_cast<double>(layers) * (t * 12 * h * h + t * t * h) +
+              static_cast<double>(logit_positions) * h * static_cast<double>(vocab));
 }
 
 double GptLMHeadModelImpl::training_flops_per_token(std::int64_t tokens) const {

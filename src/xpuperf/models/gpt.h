@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "xpuperf/models/kv_cache.h"
 #include "xpuperf/train/activation_checkpoint.h"
 #include "xpuperf/train/pipeline.h"
 #include "xpuperf/train/tensor_parallel.h"
@@ -26,6 +27,9 @@ struct GptConfig {
 
   static GptConfig gpt2_small() { return {}; }
   static GptConfig megatron_1_3b() { return {50257, 1024, 24, 2048, 32, 0.1, 1e-5}; }
+  // Forward FLOPs of a sequence of `tokens` with logits at `logit_positions` of them (2 × the
+  // multiply-adds of the linears; the causal attention products).
+  double forward_flops(std::int64_t tokens, std::int64_t logit_positions) const;
 };
 
 // x W + b with W stored (in, out), as GPT-2's checkpoints have it.
@@ -39,6 +43,8 @@ TORCH_MODULE(Conv1D);
 struct GptAttentionImpl : torch::nn::Module {
   explicit GptAttentionImpl(const GptConfig& c);
   torch::Tensor forward(const torch::Tensor& x);  // (batch, tokens, hidden), causal
+  // Inference with the KV cache (layer: this block's index); not split.
+  torch::Tensor forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step);
   // Tensor parallelism: keeps this rank's heads (c_attn's columns of them, c_proj's rows).
   void split(std::shared_ptr<train::TensorParallel> group);
   std::shared_ptr<train::TensorParallel> tp;
@@ -64,6 +70,7 @@ TORCH_MODULE(GptMlp);
 struct GptBlockImpl : torch::nn::Module {
   explicit GptBlockImpl(const GptConfig& c);
   torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step);
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   GptAttention attn{nullptr};
   GptMlp mlp{nullptr};
@@ -85,7 +92,7 @@ struct GptModelImpl : torch::nn::Module, train::BlockStack {
 };
 TORCH_MODULE(GptModel);
 
-struct GptLMHeadModelImpl : torch::nn::Module, train::TensorParallelModel, train::PipelineModel {
+struct GptLMHeadModelImpl : torch::nn::Module, train::TensorParallelModel, train::PipelineModel, CausalDecoder {
   explicit GptLMHeadModelImpl(const GptConfig& c = GptConfig::gpt2_small());
   torch::Tensor forward(const torch::Tensor& ids);  // (batch, tokens) -> logits (batch, tokens, vocab)
   // The mean cross entropy of predicting ids[:, 1:] from ids[:, :-1] (what the case trains on).
@@ -108,6 +115,13 @@ struct GptLMHeadModelImpl : torch::nn::Module, train::TensorParallelModel, train
   void split_for_pipeline(std::shared_ptr<train::PipelineStage> stage) override;
   std::vector<torch::Tensor> tied_across_stages() override;
 
+  // Generation (the whole model, not split): logits of the last `keep_last` positions.
+  torch::Tensor decoder_logits(const torch::Tensor& ids, const KvStep* step, std::int64_t keep_last) override;
+  std::int64_t decoder_layers() const override { return config.layers; }
+  std::int64_t kv_heads() const override { return config.heads; }
+  std::int64_t head_dim() const override { return config.hidden / config.heads; }
+  std::int64_t max_positions() const override { return config.positions; }
+  std::int64_t vocab_size() const override { return config.vocab; }
   GptConfig config;
   GptModel transformer{nullptr};
 };

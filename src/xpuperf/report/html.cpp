@@ -277,6 +277,84 @@ void latency_section(std::ostringstream& page, const json& c) {
   if (by_batch.size() > 1) page << line_chart_html(chart) << "\n";
 }
 
+// A generating case's step (h) from its first ok round: decoding, LoadGen's scenarios, and latency
+// against load for the Server runs.
+void generation_section(std::ostringstream& page, const json& c) {
+  const json* found = nullptr;
+  for (const auto& r : c["rounds"])
+    if (r.value("status", "") == "ok" && r.contains("generation")) {
+      found = &r["generation"];
+      break;
+    }
+  if (!found) return;
+  const json& g = *found;
+  page << "<p class=\"note\">" << html_escape(g.value("engine", "")) << "; copy bandwidth "
+       << fixed_digits(g.value("copy_bandwidth_gb_per_s", 0.0), 1) << " GB/s (the first ok round).</p>\n";
+  if (g.contains("decode") && !g["decode"].empty()) {
+    page << "<table><tr><th>decode batch</th><th>sampling</th><th>TTFT, ms</th><th>TPOT, ms</th><th>output "
+            "tokens/s</th><th>bandwidth bound, ms</th><th>TPOT / bound</th></tr>\n";
+    for (const auto& d : g["decode"])
+      page << "<tr><td>" << d.value("batch_size", 0) << "</td><td class=\"text\">"
+           << html_escape(d.value("sampling", "")) << "</td><td>" << fixed_digits(d.value("ttft_ms", 0.0), 2)
+           << "</td><td>" << fixed_digits(d.value("tpot_ms", 0.0), 3) << "</td><td>"
+           << fixed_digits(d.value("output_tokens_per_second", 0.0), 1) << "</td><td>"
+           << fixed_digits(d.value("bandwidth_bound_ms", 0.0), 3) << "</td><td>"
+           << fixed_digits(d.value("tpot_over_bound", 0.0), 2) << "</td></tr>\n";
+    page << "</table>\n";
+  }
+  if (!g.contains("offline")) return;
+  const json& rules = g["rules"];
+  page << "<table><tr><th>scenario</th><th>target queries/s</th><th>queries</th><th>queries/s</th><th>output "
+          "tokens/s</th><th>TTFT p50 / p90 / p99, ms</th><th>TPOT p50 / p90 / p99, ms</th><th>LoadGen's "
+          "rules</th></tr>\n";
+  std::vector<json> runs = {g["offline"]};
+  for (const auto& r : g.value("server", json::array())) runs.push_back(r);
+  LineChart ttft, tpot;
+  ttft.title = "Server: time to first token against load";
+  tpot.title = "Server: time per output token against load";
+  ttft.x_label = tpot.x_label = "target rate, queries/s";
+  ttft.y_label = tpot.y_label = "ms";
+  ttft.y_from_zero = tpot.y_from_zero = true;
+  ttft.y_line = rules.value("ttft_bound_ms", 0.0);
+  tpot.y_line = rules.value("tpot_bound_ms", 0.0);
+  ttft.y_line_label = tpot.y_line_label = "p99 bound";
+  for (const char* p : {"p50", "p90", "p99"}) {
+    ttft.series.push_back({p, {}, true});
+    tpot.series.push_back({p, {}, true});
+  }
+  for (const auto& r : runs) {
+    std::string why;
+    for (const auto& reason : r.value("invalid_because", json::array()))
+      why += (why.empty() ? "" : "; ") + reason.get<std::string>();
+    const bool server = r.value("scenario", "") == "Server";
+    page << "<tr><td class=\"text\">" << html_escape(r.value("scenario", "")) << "</td><td>"
+         << (server ? fixed_digits(r.value("target_rate", 0.0), 3) : std::string("all at once")) << "</td><td>"
+         << r.value("queries", 0) << "</td><td>" << fixed_digits(r.value("queries_per_second", 0.0), 3) << "</td><td>"
+         << fixed_digits(r.value("output_tokens_per_second", 0.0), 1) << "</td>";
+    for (const char* key : {"ttft_ms", "tpot_ms"}) {
+      const json& p = r[key];
+      page << "<td>" << fixed_digits(p.value("p50", 0.0), 1) << " / " << fixed_digits(p.value("p90", 0.0), 1) << " / "
+           << fixed_digits(p.value("p99", 0.0), 1) << "</td>";
+    }
+    page << "<td class=\"text\">" << (r.value("valid", false) ? "valid" : "not valid: " + html_escape(why))
+         << "</td></tr>\n";
+    if (!server) continue;
+    std::size_t i = 0;
+    for (const char* p : {"p50", "p90", "p99"}) {
+      ttft.series[i].points.push_back({r.value("target_rate", 0.0), r["ttft_ms"].value(p, 0.0)});
+      tpot.series[i].points.push_back({r.value("target_rate", 0.0), r["tpot_ms"].value(p, 0.0)});
+      ++i;
+    }
+  }
+  page << "</table>\n<p class=\"note\">Highest Server rate within the bounds (TTFT p99 &le; "
+       << fixed_digits(rules.value("ttft_bound_ms", 0.0), 0) << " ms, TPOT p99 &le; "
+       << fixed_digits(rules.value("tpot_bound_ms", 0.0), 0)
+       << " ms): " << fixed_digits(g.value("server_max_rate_within_bounds", 0.0), 3) << " queries/s."
+       << (rules.contains("weaker_than_loadgen") ? " " + html_escape(rules.value("weaker_than_loadgen", "")) + "." : "")
+       << "</p>\n";
+  if (runs.size() > 1) page << line_chart_html(ttft) << "\n" << line_chart_html(tpot) << "\n";
+}
+
 // ---- accelerators ------------------------------------------------------------------------------
 
 struct MonitorChart {
@@ -406,6 +484,7 @@ std::string report_html(const json& summary, const std::string& run_dir) {
           break;
         }
       latency_section(page, c);
+      generation_section(page, c);
     }
     accelerator_section(page, c, run_dir);
   }

@@ -50,6 +50,17 @@ std::set<std::string> accelerators_charged(const std::vector<std::string>& monit
 
 namespace {
 
+// A generating inference case's step (h): the whole record, and its headlines as round figures.
+void add_generation_figures(json& r, const json& g) {
+  r["generation"] = g;
+  if (g.contains("prefill_tokens_per_sample") && r.contains("inference_core"))
+    r["prefill_tokens_per_second"] = r["inference_core"].get<double>() * g["prefill_tokens_per_sample"].get<double>();
+  if (g.contains("decode") && !g["decode"].empty()) r["decode_tpot_ms"] = g["decode"][0]["tpot_ms"];
+  if (g.contains("offline")) r["offline_output_tokens_per_second"] = g["offline"]["output_tokens_per_second"];
+  if (g.contains("server_max_rate_within_bounds"))
+    r["server_max_rate_within_bounds"] = g["server_max_rate_within_bounds"];
+}
+
 // A base case's figures (FINISHED of `xpuperf base`): the headline (the first figure) as
 // value/unit with its datasheet ratio, every figure, the check, and the power drawn during the
 // measured window with the headline per watt.
@@ -165,6 +176,7 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
           "relative_diff_vs_validation", "top1_agreement_vs_validation", "caveat", "samples", "data"})
       if (extra.contains(key) && !extra[key].is_null()) r[key] = extra[key];
     if (extra.contains("latency") && !extra["latency"].empty()) r["latency_p99_ms"] = extra["latency"][0]["p99_ms"];
+    if (extra.contains("generation") && extra["generation"].is_object()) add_generation_figures(r, extra["generation"]);
   }
   if (!monitor_files.empty()) {
     const auto a = monitor::analyse_monitor_csv(monitor_files, accelerators);
@@ -199,7 +211,11 @@ const char* kAggregated[] = {"training_samples_per_second",
                              "inference_core",
                              "validation_accuracy",
                              "inference_accuracy",
-                             "latency_p99_ms"};
+                             "latency_p99_ms",
+                             "prefill_tokens_per_second",
+                             "decode_tpot_ms",
+                             "offline_output_tokens_per_second",
+                             "server_max_rate_within_bounds"};
 
 json plan_summary(const fs::path& run, const Plan& plan) {
   json summary = {{"schema", kSummarySchema},
@@ -392,6 +408,43 @@ std::string inference_table(const json& s) {
   return md.str();
 }
 
+// The generating inference cases (llm): prefill, decoding and serving (medians over ok rounds).
+std::string generation_table(const json& s) {
+  std::ostringstream md;
+  md << "\n| generating case | prefill tokens/s | decode TPOT (ms, first run) | Offline output tokens/s | highest "
+        "Server rate within the bounds (queries/s) | Server runs valid |\n| --- | ---: | ---: | ---: | ---: | --- |\n";
+  for (const auto& c : s["cases"]) {
+    if (c.value("family", "") != "inference") continue;
+    const json* g = nullptr;
+    for (const auto& r : c["rounds"])
+      if (r.value("status", "") == "ok" && r.contains("generation")) {
+        g = &r["generation"];
+        break;
+      }
+    if (!g) continue;
+    const json& a = c["aggregate"];
+    auto med = [&a](const char* key, int digits) {
+      return a.contains(key) ? fixed_digits(a[key]["median"], digits) : std::string("null");
+    };
+    int valid = 0, runs = 0;
+    for (const auto& run : g->value("server", json::array())) {
+      ++runs;
+      valid += run.value("valid", false) ? 1 : 0;
+    }
+    md << "| " << c["case"].get<std::string>() << " | " << med("prefill_tokens_per_second", 1) << " | "
+       << med("decode_tpot_ms", 3) << " | " << med("offline_output_tokens_per_second", 1) << " | "
+       << med("server_max_rate_within_bounds", 3) << " | " << valid << " of " << runs << " |\n";
+  }
+  return md.str();
+}
+
+bool any_generation(const json& s) {
+  for (const auto& c : s["cases"])
+    for (const auto& r : c["rounds"])
+      if (r.contains("generation")) return true;
+  return false;
+}
+
 std::string summary_markdown(const json& s) {
   std::ostringstream md;
   md << "# xpuperf " << s.value("run", "") << "\n\n";
@@ -437,6 +490,7 @@ std::string summary_markdown(const json& s) {
        << (a.contains("energy_per_sample_j") ? fixed_digits(a["energy_per_sample_j"]["mean"], 6) : "") << " |\n";
   }
   if (any_inference) md << inference_table(s);
+  if (any_generation(s)) md << generation_table(s);
   bool any_failed = false;
   for (const auto& c : s["cases"])
     for (const auto& f : c["failed_rounds"]) {

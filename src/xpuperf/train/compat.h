@@ -82,4 +82,15 @@ inline torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, c
 #endif
 }
 
+// x / sqrt(mean(x²) + eps) × weight over the last dimension, computed in float32 and cast back
+// before the weight (Hugging Face's LlamaRMSNorm): ATen's own (fused on CUDA) from 2.4.
+inline torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::rms_norm(x, {x.size(-1)}, weight, eps);
+#else
+  const auto y = x.to(torch::kFloat);
+  return weight * (y * torch::rsqrt(y.pow(2).mean(-1, true) + eps)).to(x.scalar_type());
+#endif
+}
+
 }  // namespace xpuperf::train::compat

@@ -1,0 +1,222 @@
+// A language model's inference. Steps (a)-(g) of FlagPerf's inference framework time prefill as
+// its LLM cases do (a batch of prompts through the model: tokens/s, MFU); step (h) decodes with a
+// KV cache and serves MLPerf LoadGen's Offline and Server scenarios (infer/generation.h). The
+// model: a Llama-style decoder (Hugging Face's LlamaForCausalLM) or GPT-2's (GPT2LMHeadModel), at
+// the sizes of the parameters; weights from a Hugging Face state_dict, else random ones labelled
+// "synthetic weights". Prompts are random token ids: no tokenizer of Llama's vocabulary ships
+// here, and nothing is claimed about accuracy.
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "xpuperf/infer/case_weights.h"
+#include "xpuperf/infer/generation.h"
+#include "xpuperf/infer/inference_case.h"
+#include "xpuperf/models/gpt.h"
+#include "xpuperf/models/llama.h"
+
+namespace xpuperf::cases {
+namespace {
+
+std::int64_t positive(const Config& cfg, const std::string& key) {
+  const std::int64_t v = cfg.get_int(key);
+  if (v <= 0) throw ConfigError(key + ": must be a positive number, got " + std::to_string(v) + " (" +
+                                cfg.at(key).source.str() + ")");
+  return v;
+}
+
+std::vector<double> numbers(const Config& cfg, const std::string& key) {
+  std::vector<double> values;
+  for (const auto& text : cfg.get_string_list(key)) {
+    try {
+      values.push_back(std::stod(text));
+    } catch (const std::exception&) {
+      throw ConfigError(key + ": '" + text + "' is not a number (" + cfg.at(key).source.str() + ")");
+    }
+  }
+  return values;
+}
+
+loadgen::LengthRange length_range(const Config& cfg, const std::string& key) {
+  const auto v = numbers(cfg, key);
+  if (v.size() != 2 || v[0] < 1 || v[1] < v[0])
+    throw ConfigError(key + ": give [min, max] tokens with 1 <= min <= max (" + cfg.at(key).source.str() + ")");
+  return {static_cast<std::int64_t>(v[0]), static_cast<std::int64_t>(v[1])};
+}
+
+class LlmInference : public infer::InferenceCase {
+ public:
+  infer::Batches build_dataloader(const infer::InferContext& ctx) override {
+    const Config& cfg = ctx.config;
+    read_model_config(cfg);
+    length_ = positive(cfg, "seq_length");
+    if (max_positions_ > 0 && length_ > max_positions_)
+      throw ConfigError("seq_length: " + std::to_string(length_) + " tokens, more than max_position_embeddings " +
+                        std::to_string(max_positions_));
+    const std::int64_t batch = positive(cfg, "batch_size"), samples = positive(cfg, "prefill_samples");
+    generation_settings(cfg);  // checked now, used in step (h)
+    auto generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(cfg.get_int("seed")));
+    // One token more than a prompt: the label is the token after it (random, as the prompt).
+    const auto tokens = torch::randint(0, vocab_, {samples, length_ + 1}, generator, torch::kLong);
+    infer::Batches b = infer::Batches::in_memory(
+        tokens.narrow(1, 0, length_).contiguous(), tokens.select(1, length_).contiguous(), batch,
+        "synthetic prompts: " + std::to_string(samples) + " of " + std::to_string(length_) +
+            " random token ids (seed " + std::to_string(cfg.get_int("seed")) + ")");
+    b.sample_dtype = torch::kLong;
+    return b;
+  }
+
+  std::shared_ptr<torch::nn::Module> create_model(const infer::InferContext& ctx,
+                                                  const std::string& checkpoint) override {
+    read_model_config(ctx.config);
+    torch::manual_seed(static_cast<std::uint64_t>(ctx.config.get_int("seed")));
+    std::shared_ptr<torch::nn::Module> model;
+    std::map<std::string, std::string> tied;
+    if (architecture_ == "llama") {
+      model = models::LlamaForCausalLM(llama_).ptr();
+    } else {
+      model = models::GptLMHeadModel(gpt_).ptr();
+      tied = models::GptLMHeadModelImpl::tied_weights();
+    }
+    const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
+    const std::string how = std::string("give checkpoint: Hugging Face ") +
+                            (architecture_ == "llama" ? "LlamaForCausalLM" : "GPT2LMHeadModel") +
+                            "'s state_dict (torch.save(dict(model.state_dict()), F)) or a LibTorch archive";
+    const std::string random = infer::load_case_weights(*model, path, how, tied);
+    caveat_ = infer::join_caveats(random.empty() ? "" : "synthetic weights: " + random,
+                                  "synthetic prompts (random token ids): no accuracy is claimed");
+    model->to(ctx.device);
+    model->eval();
+    return model;
+  }
+
+  torch::Tensor model_forward(torch::nn::Module& model, const torch::Tensor& input) override {
+    return decoder(model).decoder_logits(input, nullptr, 1).select(1, 0);  // the next token's logits
+  }
+
+  void evaluator(const torch::Tensor& outputs, const torch::Tensor& labels, infer::Evaluation& e) override {
+    e.metric = "next_token_accuracy";
+    infer::count_top1(outputs, labels, e);
+  }
+
+  double flops_per_sample() const override {
+    return architecture_ == "llama" ? llama_.forward_flops(length_, 1)
+                                    : gpt_.forward_flops(length_, 1);
+  }
+
+  std::string caveat() const override { return caveat_; }
+  bool generates() const override { return true; }
+
+  nlohmann::json generation(const infer::InferContext& ctx, std::shared_ptr<torch::nn::Module> model,
+                            torch::Dtype dtype, std::ostream& progress) override {
+    infer::GenerationSettings s = generation_settings(ctx.config);
+    // A decode step reads every weight but the input embedding's table (GPT's is its output
+    // layer too, and is read whole).
+    const double element = static_cast<double>(torch::elementSize(dtype));
+    for (const auto& p : model->named_parameters())
+      if (p.key() != "model.embed_tokens.weight" && p.key() != "transformer.wpe.weight")
+        s.weight_bytes_per_step += static_cast<double>(p.value().numel()) * element;
+    nlohmann::json g = infer::run_generation(model, decoder(*model), ctx.device, dtype, s, progress);
+    g["prefill_tokens_per_sample"] = length_;
+    if (s.rules.min_duration_s < loadgen::kLoadGenMinDuration || s.rules.min_queries < loadgen::kLoadGenMinQueries)
+      g["rules"]["weaker_than_loadgen"] =
+          "server_min_duration_s and server_min_queries are under LoadGen's 600 s and 100 queries: the runs are "
+          "shorter and do not count as valid";
+    return g;
+  }
+
+ private:
+  // Step (h)'s settings, read in step (b) so that a mistake stops the run before anything is timed.
+  infer::GenerationSettings generation_settings(const Config& cfg) const {
+    infer::GenerationSettings s;
+    s.decoder.slots = positive(cfg, "max_batch");
+    s.decoder.max_tokens = positive(cfg, "max_seq_len");
+    s.decoder.length_bucket = positive(cfg, "length_bucket");
+    s.decoder.cuda_graphs = cfg.get_bool("cuda_graphs");
+    if (max_positions_ > 0 && s.decoder.max_tokens > max_positions_)
+      throw ConfigError("max_seq_len: " + std::to_string(s.decoder.max_tokens) + " tokens, more than the model's " +
+                        std::to_string(max_positions_) + " positions (max_position_embeddings)");
+    for (const double b : numbers(cfg, "decode_batch_sizes")) {
+      if (b < 1 || b > static_cast<double>(s.decoder.slots) || b != std::floor(b))
+        throw ConfigError("decode_batch_sizes: " + std::to_string(b) + " is not a batch size in 1..max_batch (" +
+                          std::to_string(s.decoder.slots) + ")");
+      s.decode_batch_sizes.push_back(static_cast<std::int64_t>(b));
+    }
+    s.decode_prompt_tokens = positive(cfg, "decode_prompt_tokens");
+    s.decode_output_tokens = positive(cfg, "decode_output_tokens");
+    if (s.decode_prompt_tokens + s.decode_output_tokens > s.decoder.max_tokens)
+      throw ConfigError("decode_prompt_tokens + decode_output_tokens (" +
+                        std::to_string(s.decode_prompt_tokens + s.decode_output_tokens) + ") exceed max_seq_len " +
+                        std::to_string(s.decoder.max_tokens));
+    s.temperature = cfg.get_number("temperature");
+    s.top_k = cfg.get_int("top_k");
+    if (!(s.temperature > 0)) throw ConfigError("temperature: the sampled decode run needs a temperature above 0");
+    s.prompt = length_range(cfg, "prompt_tokens");
+    s.output = length_range(cfg, "output_tokens");
+    if (s.prompt.max + s.output.max > s.decoder.max_tokens)
+      throw ConfigError("prompt_tokens' and output_tokens' maxima (" + std::to_string(s.prompt.max) + " + " +
+                        std::to_string(s.output.max) + ") exceed max_seq_len " + std::to_string(s.decoder.max_tokens));
+    s.offline_queries = cfg.get_int("offline_queries");
+    s.server_load = numbers(cfg, "server_load");
+    for (const double share : s.server_load)
+      if (!(share > 0)) throw ConfigError("server_load: shares of the Offline rate must be above 0");
+    s.rules.min_duration_s = cfg.get_number("server_min_duration_s");
+    s.rules.min_queries = cfg.get_int("server_min_queries");
+    s.rules.ttft_bound_ms = cfg.get_number("ttft_bound_ms");
+    s.rules.tpot_bound_ms = cfg.get_number("tpot_bound_ms");
+    s.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
+    return s;
+  }
+
+  static models::CausalDecoder& decoder(torch::nn::Module& model) {
+    return dynamic_cast<models::CausalDecoder&>(model);
+  }
+
+  void read_model_config(const Config& cfg) {
+    architecture_ = cfg.get_string("architecture");
+    if (architecture_ != "llama" && architecture_ != "gpt2")
+      throw ConfigError("architecture: '" + architecture_ + "' is not llama or gpt2 (" +
+                        cfg.at("architecture").source.str() + ")");
+    vocab_ = positive(cfg, "vocab_size");
+    if (architecture_ == "llama") {
+      llama_.vocab = vocab_;
+      llama_.hidden = positive(cfg, "hidden_size");
+      llama_.intermediate = positive(cfg, "intermediate_size");
+      llama_.layers = positive(cfg, "num_hidden_layers");
+      llama_.heads = positive(cfg, "num_attention_heads");
+      llama_.kv_heads = positive(cfg, "num_key_value_heads");
+      llama_.max_positions = positive(cfg, "max_position_embeddings");
+      llama_.rms_norm_eps = cfg.get_number("rms_norm_eps");
+      llama_.rope_theta = cfg.get_number("rope_theta");
+      if (llama_.hidden % llama_.heads != 0 || llama_.heads % llama_.kv_heads != 0 || llama_.head_dim() % 2 != 0)
+        throw ConfigError("hidden_size " + std::to_string(llama_.hidden) + ", num_attention_heads " +
+                          std::to_string(llama_.heads) + ", num_key_value_heads " + std::to_string(llama_.kv_heads) +
+                          ": the heads must divide hidden_size into an even width, the key/value heads the heads");
+      max_positions_ = 0;  // rotary: no table to run past
+    } else {
+      gpt_.vocab = vocab_;
+      gpt_.positions = positive(cfg, "max_position_embeddings");
+      gpt_.layers = positive(cfg, "num_hidden_layers");
+      gpt_.hidden = positive(cfg, "hidden_size");
+      gpt_.heads = positive(cfg, "num_attention_heads");
+      gpt_.dropout = 0;
+      if (gpt_.hidden % gpt_.heads != 0)
+        throw ConfigError("hidden_size " + std::to_string(gpt_.hidden) + " is not a multiple of num_attention_heads " +
+                          std::to_string(gpt_.heads));
+      max_positions_ = gpt_.positions;
+    }
+  }
+
+  std::string architecture_ = "llama";
+  models::LlamaConfig llama_;
+  models::GptConfig gpt_;
+  std::int64_t vocab_ = 32000, length_ = 1024, max_positions_ = 0;
+  std::string caveat_;
+};
+
+XPUPERF_REGISTER_INFERENCE_CASE("llm", "libtorch", LlmInference);
+
+}  // namespace
+}  // namespace xpuperf::cases

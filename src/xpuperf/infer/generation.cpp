@@ -1,0 +1,209 @@
+#include "xpuperf/infer/generation.h"
+
+#include <iomanip>
+#include <sstream>
+
+#include "xpuperf/core/files.h"
+
+namespace xpuperf::infer {
+
+using nlohmann::json;
+
+namespace {
+
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+// Random prompts (rows, tokens), the same for the same seed.
+torch::Tensor random_prompts(std::int64_t rows, std::int64_t tokens, std::int64_t vocab, std::uint64_t seed) {
+  auto generator = at::detail::createCPUGenerator(seed);
+  return torch::randint(0, vocab, {rows, tokens}, generator, torch::kLong);
+}
+
+// Serves LoadGen's queries on the engine, each step synchronised so that its time is true.
+class EngineBackend : public loadgen::Backend {
+ public:
+  EngineBackend(DecoderEngine& engine, std::int64_t slots, const torch::Device& device,
+                const std::vector<loadgen::Query>& queries, std::int64_t vocab, std::uint64_t seed)
+      : engine_(engine), slots_(slots), device_(device) {
+    for (std::size_t i = 0; i < queries.size(); ++i)  // made before the clock starts
+      prompts_.push_back(random_prompts(1, queries[i].prompt_tokens, vocab, seed + i));
+  }
+  std::int64_t slots() const override { return slots_; }
+  void prefill(std::int64_t slot, const loadgen::Query&, std::size_t index) override {
+    engine_.prefill(slot, prompts_[index]);
+    sync(device_);
+  }
+  void decode(const std::vector<std::int64_t>& busy) override {
+    engine_.decode(busy);
+    sync(device_);
+  }
+
+ private:
+  DecoderEngine& engine_;
+  std::int64_t slots_;
+  torch::Device device_;
+  std::vector<torch::Tensor> prompts_;
+};
+
+loadgen::ScenarioResult run_scenario(DecoderEngine& engine, const GenerationSettings& s, const torch::Device& device,
+                                     std::int64_t vocab, const std::string& scenario, double rate) {
+  const auto queries = scenario == "Offline"
+                           ? loadgen::offline_queries(s.offline_queries, s.prompt, s.output, s.seed)
+                           : loadgen::server_queries(rate, s.rules, s.prompt, s.output, s.seed);
+  EngineBackend backend(engine, s.decoder.slots, device, queries, vocab, s.seed);
+  const auto timings = loadgen::serve(queries, backend, loadgen::Clock::steady());
+  return loadgen::summarise(scenario, rate, queries, timings, s.rules);
+}
+
+std::string fixed(double v, int digits) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(digits) << v;
+  return o.str();
+}
+
+}  // namespace
+
+double measure_copy_bandwidth(const torch::Device& device) {
+  const std::int64_t bytes = device.is_cuda() ? (std::int64_t{1} << 30) : (std::int64_t{64} << 20);
+  const auto options = torch::TensorOptions().device(device).dtype(torch::kByte);
+  auto from = torch::ones({bytes}, options), to = torch::empty({bytes}, options);
+  to.copy_(from);
+  sync(device);
+  const int copies = 10;
+  const double t0 = steady_seconds();
+  for (int i = 0; i < copies; ++i) to.copy_(from);
+  sync(device);
+  return 2.0 * static_cast<double>(bytes) * copies / (steady_seconds() - t0);
+}
+
+json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDecoder& decoder, torch::Device device,
+                    torch::Dtype dtype, const GenerationSettings& s, std::ostream& progress) {
+  DecoderEngine engine(std::move(module), decoder, device, dtype, s.decoder);
+  const double t0 = steady_seconds();
+  engine.capture_all();
+  json out = {{"engine", engine.describe()}, {"capture_time", steady_seconds() - t0}};
+  const double bandwidth = measure_copy_bandwidth(device);
+  out["copy_bandwidth_gb_per_s"] = bandwidth / 1e9;
+  const std::int64_t vocab = decoder.vocab_size();
+  const double element = static_cast<double>(torch::elementSize(dtype));
+  // The keys and values a decode step reads a sequence and a cached position.
+  const double kv_per_position =
+      2.0 * static_cast<double>(decoder.decoder_layers() * decoder.kv_heads() * decoder.head_dim()) * element;
+
+  json decode = json::array();
+  for (const std::int64_t batch : s.decode_batch_sizes) {
+    for (const bool sampled : {false, true}) {
+      engine.set_sampling(sampled ? s.temperature : 0.0, sampled ? s.top_k : 0);
+      const auto prompts = random_prompts(batch, s.decode_prompt_tokens, vocab, s.seed);
+      std::vector<std::int64_t> busy;
+      for (std::int64_t r = 0; r < batch; ++r) busy.push_back(r);
+      engine.prefill(0, prompts);  // untimed: the kernels' first use
+      engine.decode(busy);
+      sync(device);
+      const double start = steady_seconds();
+      engine.prefill(0, prompts);
+      sync(device);
+      const double first = steady_seconds();
+      const std::int64_t steps = s.decode_output_tokens - 1;
+      for (std::int64_t i = 0; i < steps; ++i) engine.decode(busy);
+      sync(device);
+      const double end = steady_seconds();
+      const double tpot = steps > 0 ? (end - first) / static_cast<double>(steps) : 0;
+      // The bound: the weights once a step, and each sequence's cache at its mean length.
+      const double mean_context = static_cast<double>(s.decode_prompt_tokens) + static_cast<double>(steps) / 2.0;
+      const double bytes = s.weight_bytes_per_step + static_cast<double>(batch) * mean_context * kv_per_position;
+      json row = {{"batch_size", batch},
+                  {"sampling", sampled ? "temperature " + fixed(s.temperature, 2) + ", top-k " + std::to_string(s.top_k)
+                                       : std::string("greedy")},
+                  {"prompt_tokens", s.decode_prompt_tokens},
+                  {"output_tokens", s.decode_output_tokens},
+                  {"ttft_ms", (first - start) * 1e3},
+                  {"tpot_ms", tpot * 1e3},
+                  {"output_tokens_per_second", tpot > 0 ? static_cast<double>(batch) / tpot : 0.0},
+                  {"bytes_per_step", bytes},
+                  {"bandwidth_bound_ms", bytes / bandwidth * 1e3}};
+      if (tpot > 0) row["tpot_over_bound"] = tpot / (bytes / bandwidth);
+      progress << "decode: batch " << batch << ", " << row["sampling"].get<std::string>() << ": TTFT "
+               << fixed(row["ttft_ms"], 2) << " ms, TPOT " << fixed(row["tpot_ms"], 3) << " ms (bound "
+               << fixed(row["bandwidth_bound_ms"], 3) << " ms)\n";
+      decode.push_back(row);
+    }
+  }
+  out["decode"] = decode;
+  engine.set_sampling(0.0, 0);
+
+  out["rules"] = {{"min_duration_s", s.rules.min_duration_s},
+                  {"min_queries", s.rules.min_queries},
+                  {"ttft_bound_ms", s.rules.ttft_bound_ms},
+                  {"tpot_bound_ms", s.rules.tpot_bound_ms},
+                  {"prompt_tokens", {s.prompt.min, s.prompt.max}},
+                  {"output_tokens", {s.output.min, s.output.max}},
+                  {"slots", s.decoder.slots}};
+  if (s.offline_queries <= 0) return out;
+  const auto offline = run_scenario(engine, s, device, vocab, "Offline", 0);
+  out["offline"] = loadgen::to_json(offline);
+  progress << "Offline: " << offline.queries << " queries, " << fixed(offline.queries_per_second, 3) << " queries/s, "
+           << fixed(offline.output_tokens_per_second, 1) << " output tokens/s"
+           << (offline.valid ? "" : " (not valid: " + offline.reasons.front() + ")") << "\n";
+  std::vector<loadgen::ScenarioResult> server;
+  json runs = json::array();
+  for (const double share : s.server_load) {
+    const double rate = share * offline.queries_per_second;
+    server.push_back(run_scenario(engine, s, device, vocab, "Server", rate));
+    const auto& r = server.back();
+    json j = loadgen::to_json(r);
+    j["load"] = share;
+    runs.push_back(j);
+    progress << "Server at " << fixed(rate, 3) << " queries/s (" << fixed(100 * share, 0) << " % of Offline): TTFT p99 "
+             << fixed(r.ttft_ms.p99, 1) << " ms, TPOT p99 " << fixed(r.tpot_ms.p99, 2) << " ms"
+             << (r.valid ? ", valid" : ", not valid: " + r.reasons.front()) << "\n";
+  }
+  out["server"] = runs;
+  out["server_max_rate_within_bounds"] = loadgen::highest_rate_within_bounds(server);
+  return out;
+}
+
+std::string generation_tables(const json& g) {
+  std::ostringstream md;
+  if (g.contains("decode") && !g["decode"].empty()) {
+    md << "\n| decode batch | sampling | TTFT (ms) | TPOT (ms) | output tokens/s | bandwidth bound (ms) | TPOT / bound |\n"
+       << "| ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const auto& d : g["decode"])
+      md << "| " << d["batch_size"].get<std::int64_t>() << " | " << d["sampling"].get<std::string>() << " | "
+         << fixed(d["ttft_ms"], 2) << " | " << fixed(d["tpot_ms"], 3) << " | " << fixed(d["output_tokens_per_second"], 1)
+         << " | " << fixed(d["bandwidth_bound_ms"], 3) << " | " << fixed(d.value("tpot_over_bound", 0.0), 2) << " |\n";
+  }
+  const auto scenario_row = [&md](const json& r) {
+    md << "| " << r["scenario"].get<std::string>() << " | "
+       << (r.contains("target_rate") ? fixed(r["target_rate"], 3) : std::string("all at once")) << " | "
+       << r["queries"].get<std::int64_t>() << " | " << fixed(r["queries_per_second"], 3) << " | "
+       << fixed(r["output_tokens_per_second"], 1) << " | " << fixed(r["ttft_ms"]["p50"], 1) << " / "
+       << fixed(r["ttft_ms"]["p90"], 1) << " / " << fixed(r["ttft_ms"]["p99"], 1) << " | "
+       << fixed(r["tpot_ms"]["p50"], 2) << " / " << fixed(r["tpot_ms"]["p90"], 2) << " / "
+       << fixed(r["tpot_ms"]["p99"], 2) << " | ";
+    if (r["valid"].get<bool>()) {
+      md << "valid";
+    } else {
+      std::string why;
+      for (const auto& reason : r["invalid_because"]) why += (why.empty() ? "" : "; ") + reason.get<std::string>();
+      md << "not valid: " << why;
+    }
+    md << " |\n";
+  };
+  if (g.contains("offline")) {
+    md << "\n| scenario | target queries/s | queries | queries/s | output tokens/s | TTFT p50 / p90 / p99 (ms) | TPOT p50 "
+          "/ p90 / p99 (ms) | LoadGen's rules |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+    scenario_row(g["offline"]);
+    for (const auto& r : g.value("server", json::array())) scenario_row(r);
+    md << "\nhighest Server rate within the bounds (TTFT p99 <= " << fixed(g["rules"]["ttft_bound_ms"], 0)
+       << " ms, TPOT p99 <= " << fixed(g["rules"]["tpot_bound_ms"], 0)
+       << " ms): " << fixed(g.value("server_max_rate_within_bounds", 0.0), 3) << " queries/s\n";
+    if (g["rules"].contains("weaker_than_loadgen"))
+      md << "\nNOTE: " << g["rules"]["weaker_than_loadgen"].get<std::string>() << "\n";
+  }
+  return md.str();
+}
+
+}  // namespace xpuperf::infer

@@ -1,0 +1,78 @@
+#include "xpuperf/models/kv_cache.h"
+
+#include "xpuperf/train/compat.h"
+
+namespace xpuperf::models {
+
+KvCache KvCache::allocate(std::int64_t layers, std::int64_t slots, std::int64_t max_tokens, std::int64_t kv_heads,
+                          std::int64_t head_dim, const torch::TensorOptions& options) {
+  KvCache c;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    c.k.push_back(torch::zeros({slots, max_tokens, kv_heads, head_dim}, options));
+    c.v.push_back(torch::zeros({slots, max_tokens, kv_heads, head_dim}, options));
+  }
+  return c;
+}
+
+double KvCache::bytes() const {
+  double total = 0;
+  for (std::size_t i = 0; i < k.size(); ++i)
+    total += static_cast<double>(k[i].numel() * k[i].element_size() + v[i].numel() * v[i].element_size());
+  return total;
+}
+
+KvStep KvStep::prefill(KvCache& cache, const torch::Tensor& slots, std::int64_t tokens) {
+  KvStep s;
+  s.cache = &cache;
+  s.slots = slots;
+  s.positions = torch::arange(tokens, slots.options()).expand({slots.size(0), tokens});
+  s.fresh = true;
+  return s;
+}
+
+KvStep KvStep::decode(KvCache& cache, const torch::Tensor& positions, std::int64_t visible) {
+  TORCH_CHECK(visible > 0 && visible <= cache.max_tokens(), "KV cache: ", visible, " visible positions, the cache has ",
+              cache.max_tokens());
+  const auto batch = positions.size(0), tokens = positions.size(1);
+  TORCH_CHECK(batch <= cache.slots(), "KV cache: a decode batch of ", batch, " rows, the cache has ", cache.slots(),
+              " slots");
+  KvStep s;
+  s.cache = &cache;
+  s.slots = torch::arange(batch, positions.options());
+  s.positions = positions;
+  s.visible = visible;
+  s.keep = torch::arange(visible, positions.options()).view({1, 1, 1, visible}) <=
+           positions.view({batch, 1, tokens, 1});
+  return s;
+}
+
+torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                std::int64_t layer, const KvStep* step) {
+  const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2), dim = q.size(3), kv_heads = k.size(1);
+  TORCH_CHECK(heads % kv_heads == 0, "attention: ", heads, " query heads are not a multiple of ", kv_heads,
+              " key/value heads");
+  const auto group = heads / kv_heads;
+  if (step) {  // the new tokens' keys and values into their slots, at their positions
+    const auto rows = step->slots.view({batch, 1}).expand({batch, tokens});
+    step->cache->k[static_cast<std::size_t>(layer)].index_put_({rows, step->positions}, k.transpose(1, 2));
+    step->cache->v[static_cast<std::size_t>(layer)].index_put_({rows, step->positions}, v.transpose(1, 2));
+  }
+  if (!step || step->fresh) {
+    const auto keys = group > 1 ? k.repeat_interleave(group, 1) : k;
+    const auto values = group > 1 ? v.repeat_interleave(group, 1) : v;
+    return train::compat::attention(q, keys, values, 0.0, false, /*causal=*/true);
+  }
+  // A group's query heads share their key/value head: stacked as that head's queries.
+  const auto read = [&](const torch::Tensor& cache) {
+    return cache.narrow(0, 0, batch).narrow(1, 0, step->visible).transpose(1, 2);
+  };
+  const auto keep = step->keep.unsqueeze(2).expand({batch, 1, group, tokens, step->visible}).reshape(
+      {batch, 1, group * tokens, step->visible});
+  const auto out = train::compat::attention(q.reshape({batch, kv_heads, group * tokens, dim}),
+                                            read(step->cache->k[static_cast<std::size_t>(layer)]),
+                                            read(step->cache->v[static_cast<std::size_t>(layer)]), 0.0, false,
+                                            /*causal=*/false, keep);
+  return out.view({batch, heads, tokens, dim});
+}
+
+}  // namespace xpuperf::models

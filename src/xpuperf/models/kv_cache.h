@@ -1,0 +1,63 @@
+#pragma once
+// The key/value cache of the decoder models (GPT, Llama) for generation: preallocated and
+// contiguous, one row ("slot") a sequence, so a batch of sequences in slots 0..n-1 reads its keys
+// as a view, with no gather and no copy. A forward given a KvStep writes its tokens' keys and
+// values into their slots and attends over what the slots hold.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace xpuperf::models {
+
+struct KvCache {
+  std::vector<torch::Tensor> k, v;  // a layer each: (slots, max_tokens, kv_heads, head_dim)
+
+  static KvCache allocate(std::int64_t layers, std::int64_t slots, std::int64_t max_tokens, std::int64_t kv_heads,
+                          std::int64_t head_dim, const torch::TensorOptions& options);
+  std::int64_t slots() const { return k.empty() ? 0 : k[0].size(0); }
+  std::int64_t max_tokens() const { return k.empty() ? 0 : k[0].size(1); }
+  double bytes() const;
+};
+
+// Where one forward's tokens (ids: batch × tokens) go and what they see.
+struct KvStep {
+  KvCache* cache = nullptr;
+  torch::Tensor slots;      // (batch) int64: the slot of each row
+  torch::Tensor positions;  // (batch, tokens) int64: each token's position in its sequence
+  // Prefill: the tokens are a sequence's first (positions 0..tokens-1 in every row), so they attend
+  // causally to one another (flash attention) and only write the cache.
+  bool fresh = false;
+  // Decode: rows are slots 0..batch-1 and every key at a position up to a token's own is read, of
+  // the first `visible` positions (a bucket ≥ the longest row, so that CUDA graphs replay per bucket).
+  std::int64_t visible = 0;
+  torch::Tensor keep;  // (batch, 1, tokens, visible) bool: made by decode_step()
+
+  static KvStep prefill(KvCache& cache, const torch::Tensor& slots, std::int64_t tokens);
+  // positions: (batch, 1), the position of each row's new token.
+  static KvStep decode(KvCache& cache, const torch::Tensor& positions, std::int64_t visible);
+};
+
+// Attention of one layer: q (batch, heads, tokens, head_dim), k and v (batch, kv_heads, tokens,
+// head_dim) of the new tokens, after the positional encoding. Without a step: causal over the
+// tokens themselves. Grouped-query attention (heads a multiple of kv_heads) reads each key/value
+// head once for its group of query heads.
+torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                std::int64_t layer, const KvStep* step);
+
+// A decoder model that generates with a KvCache.
+class CausalDecoder {
+ public:
+  virtual ~CausalDecoder() = default;
+  // Logits (batch, tokens, vocab) of the last `keep_last` positions (0: all), with the cache when
+  // `step` is given.
+  virtual torch::Tensor decoder_logits(const torch::Tensor& ids, const KvStep* step, std::int64_t keep_last) = 0;
+  virtual std::int64_t decoder_layers() const = 0;
+  virtual std::int64_t kv_heads() const = 0;
+  virtual std::int64_t head_dim() const = 0;
+  virtual std::int64_t max_positions() const = 0;  // 0: no limit (rotary positions)
+  virtual std::int64_t vocab_size() const = 0;
+};
+
+}  // namespace xpuperf::models

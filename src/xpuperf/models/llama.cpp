@@ -1,0 +1,136 @@
+#include "xpuperf/models/llama.h"
+
+#include "xpuperf/train/compat.h"
+
+namespace xpuperf::models {
+
+namespace nn = torch::nn;
+
+namespace {
+constexpr double kInitStd = 0.02;  // Hugging Face's initializer_range
+
+nn::Linear linear(std::int64_t in, std::int64_t out) {
+  nn::Linear l(nn::LinearOptions(in, out).bias(false));
+  nn::init::normal_(l->weight, 0.0, kInitStd);
+  return l;
+}
+
+// (x1, x2) -> (-x2, x1) over the last dimension's halves, as Hugging Face's rotate_half.
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const auto half = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+}  // namespace
+
+std::int64_t LlamaConfig::parameter_count() const {
+  const std::int64_t kv = kv_heads * head_dim();
+  const std::int64_t layer = hidden * hidden * 2 + 2 * hidden * kv + 3 * hidden * intermediate + 2 * hidden;
+  return layers * layer + hidden + 2 * vocab * hidden;
+}
+
+double LlamaConfig::forward_flops(std::int64_t tokens, std::int64_t logit_positions) const {
+  const auto h = static_cast<double>(hidden), kv = static_cast<double>(kv_heads * head_dim());
+  const double linears = 2 * h * h + 2 * h * kv + 3 * h * static_cast<double>(intermediate);
+  const double t = static_cast<double>(tokens);
+  // q kᵀ and the weighted sum of v: 2 × tokens² × hidden multiply-adds a layer, half of them causal.
+  const double attention = 2 * t * t * h / 2;
+  return 2 * (static_cast<double>(layers) * (t * linears + attention) +
+              static_cast<double>(logit_positions) * h * static_cast<double>(vocab));
+}
+
+LlamaRMSNormImpl::LlamaRMSNormImpl(std::int64_t width, double eps) : eps(eps) {
+  weight = register_parameter("weight", torch::ones({width}));
+}
+
+torch::Tensor LlamaRMSNormImpl::forward(const torch::Tensor& x) {
+  return train::compat::rms_norm(x, weight, eps);
+}
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
+    : heads(c.heads), kv_heads(c.kv_heads), head_dim(c.head_dim()) {
+  TORCH_CHECK(c.hidden % c.heads == 0, "Llama: hidden size ", c.hidden, " is not a multiple of the ", c.heads,
+              " heads");
+  TORCH_CHECK(c.heads % c.kv_heads == 0, "Llama: ", c.heads, " attention heads are not a multiple of the ",
+              c.kv_heads, " key/value heads");
+  q_proj = register_module("q_proj", linear(c.hidden, c.heads * head_dim));
+  k_proj = register_module("k_proj", linear(c.hidden, c.kv_heads * head_dim));
+  v_proj = register_module("v_proj", linear(c.hidden, c.kv_heads * head_dim));
+  o_proj = register_module("o_proj", linear(c.heads * head_dim, c.hidden));
+}
+
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                          std::int64_t layer, const KvStep* step) {
+  const auto b = x.size(0), t = x.size(1);
+  const auto rotate = [&](const torch::Tensor& y) { return y * cos + rotate_half(y) * sin; };
+  const auto q = rotate(q_proj(x).view({b, t, heads, head_dim}).transpose(1, 2));
+  const auto k = rotate(k_proj(x).view({b, t, kv_heads, head_dim}).transpose(1, 2));
+  const auto v = v_proj(x).view({b, t, kv_heads, head_dim}).transpose(1, 2);
+  const auto y = decoder_attention(q, k, v, layer, step).transpose(1, 2).reshape({b, t, heads * head_dim});
+  return o_proj(y);
+}
+
+LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {
+  gate_proj = register_module("gate_proj", linear(c.hidden, c.intermediate));
+  up_proj = register_module("up_proj", linear(c.hidden, c.intermediate));
+  down_proj = register_module("down_proj", linear(c.intermediate, c.hidden));
+}
+
+torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
+  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+}
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c) {
+  self_attn = register_module("self_attn", LlamaAttention(c));
+  mlp = register_module("mlp", LlamaMLP(c));
+  input_layernorm = register_module("input_layernorm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& input, const torch::Tensor& cos,
+                                             const torch::Tensor& sin, std::int64_t layer, const KvStep* step) {
+  const auto x = input + self_attn(input_layernorm(input), cos, sin, layer, step);
+  return x + mlp(post_attention_layernorm(x));
+}
+
+LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
+  embed_tokens = register_module("embed_tokens", nn::Embedding(c.vocab, c.hidden));
+  nn::init::normal_(embed_tokens->weight, 0.0, kInitStd);
+  layers = register_module("layers", nn::ModuleList());
+  for (std::int64_t i = 0; i < c.layers; ++i) layers->push_back(LlamaDecoderLayer(c));
+  norm = register_module("norm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
+}
+
+torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* step) {
+  auto x = embed_tokens(ids);
+  // Rotary positions as Hugging Face computes them: angles in float32, cos and sin in x's type.
+  const auto positions = step ? step->positions : torch::arange(ids.size(1), ids.options()).unsqueeze(0);
+  const auto dim = config.head_dim();
+  const auto inv_freq =
+      1.0 / torch::pow(config.rope_theta,
+                       torch::arange(0, dim, 2, ids.options().dtype(torch::kLong)).to(torch::kFloat) /
+                           static_cast<double>(dim));
+  const auto angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq;
+  const auto emb = torch::cat({angles, angles}, -1);
+  const auto cos = emb.cos().to(x.scalar_type()).unsqueeze(1), sin = emb.sin().to(x.scalar_type()).unsqueeze(1);
+  std::int64_t i = 0;
+  for (const auto& layer : *layers) x = layer->as<LlamaDecoderLayer>()->forward(x, cos, sin, i++, step);
+  return norm(x);
+}
+
+LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig& c) : config(c) {
+  model = register_module("model", LlamaModel(c));
+  lm_head = register_module("lm_head", linear(c.hidden, c.vocab));
+}
+
+torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& ids) {
+  return decoder_logits(ids, nullptr, 0);
+}
+
+torch::Tensor LlamaForCausalLMImpl::decoder_logits(const torch::Tensor& ids, const KvStep* step,
+                                                   std::int64_t keep_last) {
+  auto hidden = model->forward(ids, step);
+  if (keep_last > 0 && keep_last < hidden.size(1)) hidden = hidden.narrow(1, hidden.size(1) - keep_last, keep_last);
+  return lm_head(hidden);
+}
+
+}  // namespace xpuperf::models

@@ -1,0 +1,95 @@
+#pragma once
+// A Llama-style decoder (RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention, no
+// biases, an untied output layer), laid out and named as Hugging Face's LlamaForCausalLM so its
+// state_dict loads unchanged. Sizes come from the config: TinyLlama-1.1B's shape (22 layers, 2,048
+// wide, 32 query / 4 key-value heads) has 1,100,048,384 parameters, Llama-2-7B's 6,738,415,616.
+// Generation uses the KV cache of kv_cache.h.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "xpuperf/models/kv_cache.h"
+
+namespace xpuperf::models {
+
+struct LlamaConfig {
+  std::int64_t vocab = 32000, hidden = 2048, intermediate = 5632, layers = 22, heads = 32, kv_heads = 4;
+  std::int64_t max_positions = 2048;
+  double rms_norm_eps = 1e-5, rope_theta = 10000.0;
+
+  static LlamaConfig tinyllama_1_1b() { return {}; }
+  static LlamaConfig llama2_7b() { return {32000, 4096, 11008, 32, 32, 32, 4096, 1e-5, 10000.0}; }
+  std::int64_t head_dim() const { return hidden / heads; }
+  std::int64_t parameter_count() const;
+  // Forward FLOPs of a sequence of `tokens` (2 × the multiply-adds of the linears, the attention
+  // products causal, so half of them) with logits at the last `logit_positions` positions.
+  double forward_flops(std::int64_t tokens, std::int64_t logit_positions) const;
+};
+
+// x / rms(x) × weight, computed in float32 as Hugging Face's LlamaRMSNorm.
+struct LlamaRMSNormImpl : torch::nn::Module {
+  LlamaRMSNormImpl(std::int64_t width, double eps);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(LlamaRMSNorm);
+
+struct LlamaAttentionImpl : torch::nn::Module {
+  explicit LlamaAttentionImpl(const LlamaConfig& c);
+  // x (batch, tokens, hidden); cos, sin (batch or 1, tokens, head_dim): the rotary positions.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        std::int64_t layer, const KvStep* step);
+  std::int64_t heads, kv_heads, head_dim;
+  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+};
+TORCH_MODULE(LlamaAttention);
+
+// down(silu(gate(x)) × up(x))
+struct LlamaMLPImpl : torch::nn::Module {
+  explicit LlamaMLPImpl(const LlamaConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(LlamaMLP);
+
+struct LlamaDecoderLayerImpl : torch::nn::Module {
+  explicit LlamaDecoderLayerImpl(const LlamaConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                        std::int64_t layer, const KvStep* step);
+  LlamaRMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  LlamaAttention self_attn{nullptr};
+  LlamaMLP mlp{nullptr};
+};
+TORCH_MODULE(LlamaDecoderLayer);
+
+// model.{embed_tokens, layers.<i>, norm}
+struct LlamaModelImpl : torch::nn::Module {
+  explicit LlamaModelImpl(const LlamaConfig& c);
+  torch::Tensor forward(const torch::Tensor& ids, const KvStep* step);  // (batch, tokens) -> hidden states
+  LlamaConfig config;
+  torch::nn::Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  LlamaRMSNorm norm{nullptr};
+};
+TORCH_MODULE(LlamaModel);
+
+struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder {
+  explicit LlamaForCausalLMImpl(const LlamaConfig& c = LlamaConfig::tinyllama_1_1b());
+  torch::Tensor forward(const torch::Tensor& ids);  // logits (batch, tokens, vocab)
+
+  torch::Tensor decoder_logits(const torch::Tensor& ids, const KvStep* step, std::int64_t keep_last) override;
+  std::int64_t decoder_layers() const override { return config.layers; }
+  std::int64_t kv_heads() const override { return config.kv_heads; }
+  std::int64_t head_dim() const override { return config.head_dim(); }
+  std::int64_t max_positions() const override { return 0; }
+  std::int64_t vocab_size() const override { return config.vocab; }
+
+  LlamaConfig config;
+  LlamaModel model{nullptr};
+  torch::nn::Linear lm_head{nullptr};
+};
+TORCH_MODULE(LlamaForCausalLM);
+
+}  // namespace xpuperf::models

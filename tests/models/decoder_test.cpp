@@ -1,0 +1,142 @@
+// The decoders used for generation: Llama's sizes against Hugging Face's counts, and the KV cache:
+// prefilling and then decoding a token at a time gives the logits of one full forward pass, for
+// sequences of different lengths side by side (continuous batching), for GPT and for Llama with
+// grouped-query attention.
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "xpuperf/infer/decoder_engine.h"
+#include "xpuperf/models/gpt.h"
+#include "xpuperf/models/llama.h"
+
+namespace xpuperf::models {
+namespace {
+
+std::int64_t parameters(const torch::nn::Module& m) {
+  std::int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+LlamaConfig small_llama() {
+  LlamaConfig c;
+  c.vocab = 97, c.hidden = 32, c.intermediate = 48, c.layers = 2, c.heads = 4, c.kv_heads = 2;
+  return c;
+}
+
+GptConfig small_gpt() {
+  GptConfig c;
+  c.vocab = 97, c.positions = 64, c.layers = 2, c.hidden = 32, c.heads = 4, c.dropout = 0;
+  return c;
+}
+
+TEST(Decoders, LlamaSizesAreHuggingFaces) {
+  // LlamaForCausalLM's counts (TinyLlama-1.1B, Llama-2-7B): the formula, and built at a small size.
+  EXPECT_EQ(LlamaConfig::tinyllama_1_1b().parameter_count(), 1'100'048'384);
+  EXPECT_EQ(LlamaConfig::llama2_7b().parameter_count(), 6'738'415'616);
+  EXPECT_EQ(parameters(*LlamaForCausalLM(small_llama())), small_llama().parameter_count());
+  std::vector<std::string> names;
+  for (const auto& p : LlamaForCausalLM(small_llama())->named_parameters()) names.push_back(p.key());
+  for (const char* expected :
+       {"model.embed_tokens.weight", "model.layers.1.self_attn.k_proj.weight", "model.layers.0.mlp.gate_proj.weight",
+        "model.layers.0.post_attention_layernorm.weight", "model.norm.weight", "lm_head.weight"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  // 2 × the multiply-adds: the linears a token, the causal attention products, one row of logits.
+  const LlamaConfig c = small_llama();
+  const double linears = 32.0 * 32 * 2 + 2 * 32.0 * 16 + 3 * 32.0 * 48;
+  EXPECT_DOUBLE_EQ(c.forward_flops(10, 1), 2 * (2 * (10 * linears + 100 * 32.0) + 32.0 * 97));
+}
+
+// The logits of every position of `ids` (batch, tokens) from a full forward pass, against
+// prefilling the first `prompt[b]` tokens of row b into slot b and decoding the rest one token at
+// a time, each step feeding the true next token (teacher forcing), rows of different lengths in
+// one step.
+void expect_cached_decoding_matches(torch::nn::Module& module, CausalDecoder& decoder, const torch::Tensor& ids,
+                                    const std::vector<std::int64_t>& prompt) {
+  torch::NoGradGuard no_grad;
+  module.eval();
+  const auto full = decoder.decoder_logits(ids, nullptr, 0);
+  const auto rows = ids.size(0), tokens = ids.size(1);
+  auto cache = KvCache::allocate(decoder.decoder_layers(), rows + 1, tokens + 3, decoder.kv_heads(),
+                                 decoder.head_dim(), torch::TensorOptions().dtype(torch::kFloat));
+  std::vector<std::int64_t> next(static_cast<std::size_t>(rows));
+  for (std::int64_t b = 0; b < rows; ++b) {
+    const auto p = prompt[static_cast<std::size_t>(b)];
+    const auto step = KvStep::prefill(cache, torch::tensor({b}), p);
+    const auto logits = decoder.decoder_logits(ids.slice(0, b, b + 1).narrow(1, 0, p), &step, 1);
+    EXPECT_TRUE(torch::allclose(logits[0][0], full[b][p - 1], 1e-4, 1e-4)) << "prefill of row " << b;
+    next[static_cast<std::size_t>(b)] = p;
+  }
+  // Every row one token a step until the longest is done; a row already done repeats its last
+  // position (what an idle slot in a decode batch does) and is not checked.
+  for (int guard = 0; guard < tokens; ++guard) {
+    std::vector<std::int64_t> positions, input;
+    bool any = false;
+    for (std::int64_t b = 0; b < rows; ++b) {
+      const auto at = std::min(next[static_cast<std::size_t>(b)], tokens - 1);
+      any = any || next[static_cast<std::size_t>(b)] < tokens;
+      positions.push_back(at);
+      input.push_back(ids[b][at].item<std::int64_t>());
+    }
+    if (!any) break;
+    const auto step = KvStep::decode(cache, torch::tensor(positions).view({rows, 1}), tokens + 2);
+    const auto logits = decoder.decoder_logits(torch::tensor(input).view({rows, 1}), &step, 1);
+    for (std::int64_t b = 0; b < rows; ++b) {
+      auto& n = next[static_cast<std::size_t>(b)];
+      if (n >= tokens) continue;
+      EXPECT_TRUE(torch::allclose(logits[b][0], full[b][n], 1e-4, 1e-4))
+          << "row " << b << " position " << n << ": largest difference "
+          << (logits[b][0] - full[b][n]).abs().max().item<double>();
+      ++n;
+    }
+  }
+}
+
+TEST(Decoders, LlamaKvCacheDecodingGivesTheFullForwardsLogits) {
+  torch::manual_seed(3);
+  auto m = LlamaForCausalLM(small_llama());
+  for (auto& p : m->named_parameters())  // norms away from one, so they are tested
+    if (p.key().find("norm") != std::string::npos) p.value().data().uniform_(0.5, 1.5);
+  expect_cached_decoding_matches(*m, *m, torch::randint(0, 97, {3, 12}), {5, 2, 9});
+}
+
+TEST(Decoders, GptKvCacheDecodingGivesTheFullForwardsLogits) {
+  torch::manual_seed(4);
+  auto m = GptLMHeadModel(small_gpt());
+  expect_cached_decoding_matches(*m, *m, torch::randint(0, 97, {2, 10}), {3, 7});
+}
+
+TEST(Decoders, TheDecoderEngineGeneratesWhatGreedyFullForwardsDo) {
+  torch::manual_seed(5);
+  auto m = LlamaForCausalLM(small_llama());
+  const auto prompts = torch::randint(0, 97, {2, 6});
+  // Greedy reference: the full forward pass over the growing sequence, 4 tokens.
+  auto seq = prompts.clone();
+  {
+    torch::NoGradGuard no_grad;
+    m->eval();
+    for (int i = 0; i < 4; ++i)
+      seq = torch::cat({seq, m->forward(seq).select(1, -1).argmax(-1, true)}, 1);
+  }
+  infer::DecoderOptions o;
+  o.slots = 4, o.max_tokens = 16, o.length_bucket = 8;
+  infer::DecoderEngine engine(m.ptr(), *m, torch::kCPU, torch::kFloat, o);
+  // Row 1 is prefilled into slot 2 (slot 1 idle), so the decode batch has a hole.
+  engine.prefill(0, prompts.slice(0, 0, 1));
+  engine.prefill(2, prompts.slice(0, 1, 2));
+  std::vector<std::vector<std::int64_t>> got(2);
+  for (int i = 0; i < 4; ++i) {
+    const auto last = engine.last_tokens(3);
+    got[0].push_back(last[0].item<std::int64_t>());
+    got[1].push_back(last[2].item<std::int64_t>());
+    if (i < 3) engine.decode({0, 2});
+  }
+  for (int r = 0; r < 2; ++r)
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(got[r][i], seq[r][6 + i].item<std::int64_t>()) << "row " << r << " token " << i;
+  EXPECT_THROW(engine.prefill(3, torch::zeros({2, 3}, torch::kLong)), std::invalid_argument);  // past the slots
+  EXPECT_THROW(engine.prefill(0, torch::zeros({1, 16}, torch::kLong)), std::invalid_argument);  // no room to decode
+}
+
+}  // namespace
+}  // namespace xpuperf::models
