@@ -58,8 +58,8 @@ void expect_cached_decoding_matches(torch::nn::Module& module, CausalDecoder& de
   module.eval();
   const auto full = decoder.decoder_logits(ids, nullptr, 0);
   const auto rows = ids.size(0), tokens = ids.size(1);
-  auto cache = KvCache::allocate(decoder.decoder_layers(), rows + 1, tokens + 3, decoder.kv_heads(),
-                                 decoder.head_dim(), torch::TensorOptions().dtype(torch::kFloat));
+  auto cache = KvCache::allocate(decoder.decoder_layers(), rows + 1, tokens + 3, decoder.kv_heads(), decoder.head_dim(),
+                                 torch::TensorOptions().dtype(torch::kFloat));
   std::vector<std::int64_t> next(static_cast<std::size_t>(rows));
   for (std::int64_t b = 0; b < rows; ++b) {
     const auto p = prompt[static_cast<std::size_t>(b)];
@@ -101,6 +101,24 @@ TEST(Decoders, LlamaKvCacheDecodingGivesTheFullForwardsLogits) {
   expect_cached_decoding_matches(*m, *m, torch::randint(0, 97, {3, 12}), {5, 2, 9});
 }
 
+TEST(Decoders, LlamasFusedProjectionsGiveTheSameLogitsAndUndoWhenMoved) {
+  torch::manual_seed(6);
+  auto m = LlamaForCausalLM(small_llama());
+  torch::NoGradGuard no_grad;
+  m->eval();
+  const auto ids = torch::randint(0, 97, {2, 7});
+  const auto plain = m->forward(ids);
+  m->fuse_for_inference();
+  auto* attention = m->model->layers[0]->as<LlamaDecoderLayer>()->self_attn.get();
+  EXPECT_EQ(attention->qkv_weight.size(0), 32 + 2 * 16);
+  EXPECT_EQ(attention->k_proj->weight.data_ptr<float>(), attention->qkv_weight.data_ptr<float>() + 32 * 32);
+  EXPECT_TRUE(torch::allclose(m->forward(ids), plain, 1e-5, 1e-5));
+  EXPECT_EQ(m->named_parameters().size(), LlamaForCausalLM(small_llama())->named_parameters().size());
+  // Moved to another type, the weights are copies: the forward runs them apart, still right.
+  m->to(torch::kDouble);
+  EXPECT_TRUE(torch::allclose(m->forward(ids).to(torch::kFloat), plain, 1e-5, 1e-5));
+}
+
 TEST(Decoders, GptKvCacheDecodingGivesTheFullForwardsLogits) {
   torch::manual_seed(4);
   auto m = GptLMHeadModel(small_gpt());
@@ -116,8 +134,7 @@ TEST(Decoders, TheDecoderEngineGeneratesWhatGreedyFullForwardsDo) {
   {
     torch::NoGradGuard no_grad;
     m->eval();
-    for (int i = 0; i < 4; ++i)
-      seq = torch::cat({seq, m->forward(seq).select(1, -1).argmax(-1, true)}, 1);
+    for (int i = 0; i < 4; ++i) seq = torch::cat({seq, m->forward(seq).select(1, -1).argmax(-1, true)}, 1);
   }
   infer::DecoderOptions o;
   o.slots = 4, o.max_tokens = 16, o.length_bucket = 8;
@@ -133,8 +150,9 @@ TEST(Decoders, TheDecoderEngineGeneratesWhatGreedyFullForwardsDo) {
     if (i < 3) engine.decode({0, 2});
   }
   for (int r = 0; r < 2; ++r)
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(got[r][i], seq[r][6 + i].item<std::int64_t>()) << "row " << r << " token " << i;
-  EXPECT_THROW(engine.prefill(3, torch::zeros({2, 3}, torch::kLong)), std::invalid_argument);  // past the slots
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(got[r][i], seq[r][6 + i].item<std::int64_t>()) << "row " << r << " token " << i;
+  EXPECT_THROW(engine.prefill(3, torch::zeros({2, 3}, torch::kLong)), std::invalid_argument);   // past the slots
   EXPECT_THROW(engine.prefill(0, torch::zeros({1, 16}, torch::kLong)), std::invalid_argument);  // no room to decode
 }
 

@@ -58,8 +58,8 @@ TEST(LoadGenerator, ArrivalsJoinTheRunningBatchAndIdleTimeIsWaited) {
 
   const Rules rules{1.0, 3, 20, 14, /*loadgen_minima=*/false};
   const ScenarioResult r = summarise("Server", 2.0, queries, t, rules);
-  EXPECT_NEAR(r.ttft_ms.p99, 15.0, 1e-6);  // q1's
-  EXPECT_NEAR(r.tpot_ms.p50, 10.0, 1e-6);       // q1
+  EXPECT_NEAR(r.ttft_ms.p99, 15.0, 1e-6);      // q1's
+  EXPECT_NEAR(r.tpot_ms.p50, 10.0, 1e-6);      // q1
   EXPECT_NEAR(r.tpot_ms.p99, 40.0 / 3, 1e-6);  // q0: 3 tokens in 40 ms after its first, q1's prefill between
   EXPECT_NEAR(r.duration_s, 1.005, 1e-9);
   EXPECT_TRUE(r.latency_met);

@@ -58,9 +58,7 @@ std::vector<Query> offline_queries(std::int64_t count, LengthRange prompt, Lengt
 
 Clock Clock::steady() {
   Clock c;
-  c.now = [] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  };
+  c.now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
   c.wait_until = [now = c.now](double t) {
     const double left = t - now();
     if (left > 0) std::this_thread::sleep_for(std::chrono::duration<double>(left));

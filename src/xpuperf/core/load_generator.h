@@ -7,10 +7,9 @@
 // whether the run counts by LoadGen's rules (its minimum duration and query count, and the p99
 // latency bounds).
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -57,9 +56,9 @@ class Backend {
 };
 
 struct Clock {
-  std::function<double()> now;                // seconds
-  std::function<void(double)> wait_until;     // until now() reaches the argument
-  static Clock steady();                      // the real one
+  std::function<double()> now;             // seconds
+  std::function<void(double)> wait_until;  // until now() reaches the argument
+  static Clock steady();                   // the real one
 };
 
 struct QueryTiming {
@@ -78,15 +77,15 @@ struct Percentiles {
 Percentiles percentiles(std::vector<double> values);
 
 struct ScenarioResult {
-  std::string scenario;        // Offline, Server
-  double target_rate = 0;      // Server: scheduled queries/s
+  std::string scenario;    // Offline, Server
+  double target_rate = 0;  // Server: scheduled queries/s
   std::int64_t queries = 0;
-  double duration_s = 0;       // first arrival to last token
-  double issue_span_s = 0;     // first to last arrival (Server), or the duration (Offline)
+  double duration_s = 0;    // first arrival to last token
+  double issue_span_s = 0;  // first to last arrival (Server), or the duration (Offline)
   double queries_per_second = 0, output_tokens_per_second = 0;
   Percentiles ttft_ms, tpot_ms;
-  bool latency_met = false;    // p99 TTFT and TPOT within the bounds
-  bool valid = false;          // LoadGen's minimum duration and query count, and (Server) the bounds
+  bool latency_met = false;          // p99 TTFT and TPOT within the bounds
+  bool valid = false;                // LoadGen's minimum duration and query count, and (Server) the bounds
   std::vector<std::string> reasons;  // why not valid
 };
 

@@ -34,9 +34,10 @@ DecoderEngine::DecoderEngine(std::shared_ptr<torch::nn::Module> module, models::
   const torch::NoGradGuard no_grad;
   module_->to(device_, dtype);
   module_->eval();
-  cache_ = models::KvCache::allocate(decoder_.decoder_layers(), options_.slots, options_.max_tokens,
-                                     decoder_.kv_heads(), decoder_.head_dim(),
-                                     torch::TensorOptions().device(device_).dtype(dtype));
+  decoder_.fuse_for_inference();
+  cache_ =
+      models::KvCache::allocate(decoder_.decoder_layers(), options_.slots, options_.max_tokens, decoder_.kv_heads(),
+                                decoder_.head_dim(), torch::TensorOptions().device(device_).dtype(dtype));
   const auto longs = torch::TensorOptions().device(device_).dtype(torch::kLong);
   tokens_ = torch::zeros({options_.slots, 1}, longs);
   positions_ = torch::zeros({options_.slots, 1}, longs);
@@ -97,7 +98,8 @@ void DecoderEngine::decode(const std::vector<std::int64_t>& busy) {
   if (busy.empty()) return;
   std::int64_t longest = 0;
   for (const auto s : busy) {
-    if (s < 0 || s >= options_.slots) throw std::invalid_argument("decode: slot " + std::to_string(s) + " is not a slot");
+    if (s < 0 || s >= options_.slots)
+      throw std::invalid_argument("decode: slot " + std::to_string(s) + " is not a slot");
     longest = std::max(longest, host_positions_[static_cast<std::size_t>(s)] + 1);
   }
   if (longest > options_.max_tokens)
@@ -170,8 +172,8 @@ torch::Tensor DecoderEngine::last_tokens(std::int64_t rows) const {
 
 std::string DecoderEngine::describe() const {
   std::ostringstream s;
-  s << "KV cache contiguous and preallocated: " << options_.slots << " slots x " << options_.max_tokens
-    << " tokens (" << cache_.bytes() / (1u << 30) << " GiB); ";
+  s << "KV cache contiguous and preallocated: " << options_.slots << " slots x " << options_.max_tokens << " tokens ("
+    << cache_.bytes() / (1u << 30) << " GiB); ";
   if (options_.cuda_graphs) {
     s << "a CUDA graph per decode batch (powers of two to " << options_.slots << ") and visible length (multiples of "
       << options_.length_bucket << " to " << options_.max_tokens << ")";

@@ -18,12 +18,12 @@
 namespace xpuperf::infer {
 
 struct DecoderOptions {
-  std::int64_t slots = 1;           // sequences in flight (the largest decode batch)
-  std::int64_t max_tokens = 2048;   // prompt + output of one sequence
-  std::int64_t length_bucket = 256; // the visible keys of a decode step, rounded up to this
-  bool cuda_graphs = true;          // on CUDA
-  double temperature = 0;           // 0: greedy
-  std::int64_t top_k = 0;           // sampling from the k most likely (0: all)
+  std::int64_t slots = 1;            // sequences in flight (the largest decode batch)
+  std::int64_t max_tokens = 2048;    // prompt + output of one sequence
+  std::int64_t length_bucket = 256;  // the visible keys of a decode step, rounded up to this
+  bool cuda_graphs = true;           // on CUDA
+  double temperature = 0;            // 0: greedy
+  std::int64_t top_k = 0;            // sampling from the k most likely (0: all)
 };
 
 class DecoderEngine {
@@ -57,8 +57,8 @@ class DecoderEngine {
   torch::Device device_;
   DecoderOptions options_;
   models::KvCache cache_;
-  torch::Tensor tokens_;      // (slots, 1): each slot's last token, the next decode input
-  torch::Tensor positions_;   // (slots, 1): where that token goes
+  torch::Tensor tokens_;     // (slots, 1): each slot's last token, the next decode input
+  torch::Tensor positions_;  // (slots, 1): where that token goes
   std::vector<std::int64_t> host_positions_;
   struct Graph;
   std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<Graph>> graphs_;  // (rows, visible)

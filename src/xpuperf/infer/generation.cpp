@@ -49,9 +49,8 @@ class EngineBackend : public loadgen::Backend {
 
 loadgen::ScenarioResult run_scenario(DecoderEngine& engine, const GenerationSettings& s, const torch::Device& device,
                                      std::int64_t vocab, const std::string& scenario, double rate) {
-  const auto queries = scenario == "Offline"
-                           ? loadgen::offline_queries(s.offline_queries, s.prompt, s.output, s.seed)
-                           : loadgen::server_queries(rate, s.rules, s.prompt, s.output, s.seed);
+  const auto queries = scenario == "Offline" ? loadgen::offline_queries(s.offline_queries, s.prompt, s.output, s.seed)
+                                             : loadgen::server_queries(rate, s.rules, s.prompt, s.output, s.seed);
   EngineBackend backend(engine, s.decoder.slots, device, queries, vocab, s.seed);
   const auto timings = loadgen::serve(queries, backend, loadgen::Clock::steady());
   return loadgen::summarise(scenario, rate, queries, timings, s.rules);
@@ -168,12 +167,14 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
 std::string generation_tables(const json& g) {
   std::ostringstream md;
   if (g.contains("decode") && !g["decode"].empty()) {
-    md << "\n| decode batch | sampling | TTFT (ms) | TPOT (ms) | output tokens/s | bandwidth bound (ms) | TPOT / bound |\n"
+    md << "\n| decode batch | sampling | TTFT (ms) | TPOT (ms) | output tokens/s | bandwidth bound (ms) | TPOT / bound "
+          "|\n"
        << "| ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
     for (const auto& d : g["decode"])
       md << "| " << d["batch_size"].get<std::int64_t>() << " | " << d["sampling"].get<std::string>() << " | "
-         << fixed(d["ttft_ms"], 2) << " | " << fixed(d["tpot_ms"], 3) << " | " << fixed(d["output_tokens_per_second"], 1)
-         << " | " << fixed(d["bandwidth_bound_ms"], 3) << " | " << fixed(d.value("tpot_over_bound", 0.0), 2) << " |\n";
+         << fixed(d["ttft_ms"], 2) << " | " << fixed(d["tpot_ms"], 3) << " | "
+         << fixed(d["output_tokens_per_second"], 1) << " | " << fixed(d["bandwidth_bound_ms"], 3) << " | "
+         << fixed(d.value("tpot_over_bound", 0.0), 2) << " |\n";
   }
   const auto scenario_row = [&md](const json& r) {
     md << "| " << r["scenario"].get<std::string>() << " | "
@@ -193,7 +194,8 @@ std::string generation_tables(const json& g) {
     md << " |\n";
   };
   if (g.contains("offline")) {
-    md << "\n| scenario | target queries/s | queries | queries/s | output tokens/s | TTFT p50 / p90 / p99 (ms) | TPOT p50 "
+    md << "\n| scenario | target queries/s | queries | queries/s | output tokens/s | TTFT p50 / p90 / p99 (ms) | TPOT "
+          "p50 "
           "/ p90 / p99 (ms) | LoadGen's rules |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
     scenario_row(g["offline"]);
     for (const auto& r : g.value("server", json::array())) scenario_row(r);

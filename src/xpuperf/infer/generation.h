@@ -18,17 +18,17 @@
 namespace xpuperf::infer {
 
 struct GenerationSettings {
-  DecoderOptions decoder;                     // slots, cached tokens, buckets, CUDA graphs
+  DecoderOptions decoder;  // slots, cached tokens, buckets, CUDA graphs
   std::vector<std::int64_t> decode_batch_sizes;
   std::int64_t decode_prompt_tokens = 128, decode_output_tokens = 64;
-  double temperature = 0.8;                   // the sampled run (the greedy one has none)
+  double temperature = 0.8;  // the sampled run (the greedy one has none)
   std::int64_t top_k = 50;
-  loadgen::LengthRange prompt, output;        // of the serving queries
-  std::int64_t offline_queries = 0;           // 0: no serving scenarios
-  std::vector<double> server_load;            // Server rates as shares of the Offline query rate
+  loadgen::LengthRange prompt, output;  // of the serving queries
+  std::int64_t offline_queries = 0;     // 0: no serving scenarios
+  std::vector<double> server_load;      // Server rates as shares of the Offline query rate
   loadgen::Rules rules;
   std::uint64_t seed = 1234;
-  double weight_bytes_per_step = 0;           // the weights a decode step reads
+  double weight_bytes_per_step = 0;  // the weights a decode step reads
 };
 
 // Runs the decode runs and the scenarios, printing one line a run to `progress`; the figures:

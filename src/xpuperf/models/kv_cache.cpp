@@ -1,5 +1,7 @@
 #include "xpuperf/models/kv_cache.h"
 
+#include <cmath>
+
 #include "xpuperf/train/compat.h"
 
 namespace xpuperf::models {
@@ -41,8 +43,9 @@ KvStep KvStep::decode(KvCache& cache, const torch::Tensor& positions, std::int64
   s.slots = torch::arange(batch, positions.options());
   s.positions = positions;
   s.visible = visible;
-  s.keep = torch::arange(visible, positions.options()).view({1, 1, 1, visible}) <=
-           positions.view({batch, 1, tokens, 1});
+  s.keep =
+      torch::arange(visible, positions.options()).view({1, 1, 1, visible}) <= positions.view({batch, 1, tokens, 1});
+  s.bias = torch::zeros({batch, 1, tokens, visible}, cache.k[0].options()).masked_fill(s.keep.logical_not(), -INFINITY);
   return s;
 }
 
@@ -66,8 +69,11 @@ torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, 
   const auto read = [&](const torch::Tensor& cache) {
     return cache.narrow(0, 0, batch).narrow(1, 0, step->visible).transpose(1, 2);
   };
-  const auto keep = step->keep.unsqueeze(2).expand({batch, 1, group, tokens, step->visible}).reshape(
-      {batch, 1, group * tokens, step->visible});
+  // One token a row (decoding): the row's mask holds for all its group's stacked queries as it is.
+  const auto keep = tokens == 1 ? step->bias
+                                : step->bias.unsqueeze(2)
+                                      .expand({batch, 1, group, tokens, step->visible})
+                                      .reshape({batch, 1, group * tokens, step->visible});
   const auto out = train::compat::attention(q.reshape({batch, kv_heads, group * tokens, dim}),
                                             read(step->cache->k[static_cast<std::size_t>(layer)]),
                                             read(step->cache->v[static_cast<std::size_t>(layer)]), 0.0, false,

@@ -32,7 +32,8 @@ struct KvStep {
   // Decode: rows are slots 0..batch-1 and every key at a position up to a token's own is read, of
   // the first `visible` positions (a bucket ≥ the longest row, so that CUDA graphs replay per bucket).
   std::int64_t visible = 0;
-  torch::Tensor keep;  // (batch, 1, tokens, visible) bool: made by decode_step()
+  torch::Tensor keep;  // (batch, 1, tokens, visible) bool: made by decode()
+  torch::Tensor bias;  // the same as 0 / −inf in the cache's type, added to the scores of every layer
 
   static KvStep prefill(KvCache& cache, const torch::Tensor& slots, std::int64_t tokens);
   // positions: (batch, 1), the position of each row's new token.
@@ -58,6 +59,9 @@ class CausalDecoder {
   virtual std::int64_t head_dim() const = 0;
   virtual std::int64_t max_positions() const = 0;  // 0: no limit (rotary positions)
   virtual std::int64_t vocab_size() const = 0;
+  // Inference-only changes that keep the results (e.g. one GEMM for several projections), made
+  // after the weights are loaded and placed; cheap to call again (a no-op while they hold).
+  virtual void fuse_for_inference() {}
 };
 
 }  // namespace xpuperf::models

@@ -15,10 +15,24 @@ nn::Linear linear(std::int64_t in, std::int64_t out) {
   return l;
 }
 
-// (x1, x2) -> (-x2, x1) over the last dimension's halves, as Hugging Face's rotate_half.
-torch::Tensor rotate_half(const torch::Tensor& x) {
-  const auto half = x.size(-1) / 2;
-  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+// `parts` (out_i, in) stacked into one (Σ out_i, in) matrix; each part's weight becomes its view.
+torch::Tensor stack_weights(const std::vector<torch::Tensor*>& parts) {
+  const torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> values;
+  for (auto* p : parts) values.push_back(*p);
+  const auto stacked = torch::cat(values, 0);
+  std::int64_t at = 0;
+  for (auto* p : parts) {
+    const auto rows = p->size(0);
+    p->set_data(stacked.narrow(0, at, rows));
+    at += rows;
+  }
+  return stacked;
+}
+
+// Still the matrix the weights are views of (a move to another device or type makes copies).
+bool fused(const torch::Tensor& stacked, const torch::Tensor& first) {
+  return stacked.defined() && stacked.data_ptr() == first.data_ptr() && stacked.dtype() == first.dtype();
 }
 }  // namespace
 
@@ -38,7 +52,7 @@ double LlamaConfig::forward_flops(std::int64_t tokens, std::int64_t logit_positi
               static_cast<double>(logit_positions) * h * static_cast<double>(vocab));
 }
 
-LlamaRMSNormImpl::LlamaRMSNormImpl(std::int64_t width, double eps) : eps(eps) {
+LlamaRMSNormImpl::LlamaRMSNormImpl(std::int64_t width, double epsilon) : eps(epsilon) {
   weight = register_parameter("weight", torch::ones({width}));
 }
 
@@ -50,22 +64,41 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
     : heads(c.heads), kv_heads(c.kv_heads), head_dim(c.head_dim()) {
   TORCH_CHECK(c.hidden % c.heads == 0, "Llama: hidden size ", c.hidden, " is not a multiple of the ", c.heads,
               " heads");
-  TORCH_CHECK(c.heads % c.kv_heads == 0, "Llama: ", c.heads, " attention heads are not a multiple of the ",
-              c.kv_heads, " key/value heads");
+  TORCH_CHECK(c.heads % c.kv_heads == 0, "Llama: ", c.heads, " attention heads are not a multiple of the ", c.kv_heads,
+              " key/value heads");
   q_proj = register_module("q_proj", linear(c.hidden, c.heads * head_dim));
   k_proj = register_module("k_proj", linear(c.hidden, c.kv_heads * head_dim));
   v_proj = register_module("v_proj", linear(c.hidden, c.kv_heads * head_dim));
   o_proj = register_module("o_proj", linear(c.heads * head_dim, c.hidden));
 }
 
-torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                                          std::int64_t layer, const KvStep* step) {
+torch::Tensor Rotary::apply(const torch::Tensor& x) const {
+  return torch::addcmul(x * cos, torch::roll(x, x.size(-1) / 2, -1), sin_signed);
+}
+
+void LlamaAttentionImpl::fuse_projections() {
+  if (fused(qkv_weight, q_proj->weight)) return;
+  qkv_weight = stack_weights({&q_proj->weight, &k_proj->weight, &v_proj->weight});
+}
+
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const Rotary& rotary, std::int64_t layer,
+                                          const KvStep* step) {
   const auto b = x.size(0), t = x.size(1);
-  const auto rotate = [&](const torch::Tensor& y) { return y * cos + rotate_half(y) * sin; };
-  const auto q = rotate(q_proj(x).view({b, t, heads, head_dim}).transpose(1, 2));
-  const auto k = rotate(k_proj(x).view({b, t, kv_heads, head_dim}).transpose(1, 2));
-  const auto v = v_proj(x).view({b, t, kv_heads, head_dim}).transpose(1, 2);
-  const auto y = decoder_attention(q, k, v, layer, step).transpose(1, 2).reshape({b, t, heads * head_dim});
+  torch::Tensor q, k, v;
+  if (fused(qkv_weight, q_proj->weight)) {
+    const auto qkv = torch::nn::functional::linear(x, qkv_weight).view({b, t, heads + 2 * kv_heads, head_dim});
+    const auto qk = rotary.apply(qkv.narrow(2, 0, heads + kv_heads));  // q and k rotated together
+    q = qk.narrow(2, 0, heads);
+    k = qk.narrow(2, heads, kv_heads);
+    v = qkv.narrow(2, heads + kv_heads, kv_heads);
+  } else {
+    q = rotary.apply(q_proj(x).view({b, t, heads, head_dim}));
+    k = rotary.apply(k_proj(x).view({b, t, kv_heads, head_dim}));
+    v = v_proj(x).view({b, t, kv_heads, head_dim});
+  }
+  const auto y = decoder_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), layer, step)
+                     .transpose(1, 2)
+                     .reshape({b, t, heads * head_dim});
   return o_proj(y);
 }
 
@@ -75,7 +108,17 @@ LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {
   down_proj = register_module("down_proj", linear(c.intermediate, c.hidden));
 }
 
+void LlamaMLPImpl::fuse_projections() {
+  if (fused(gate_up_weight, gate_proj->weight)) return;
+  gate_up_weight = stack_weights({&gate_proj->weight, &up_proj->weight});
+}
+
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
+  if (fused(gate_up_weight, gate_proj->weight)) {
+    const auto gate_up = torch::nn::functional::linear(x, gate_up_weight);
+    const auto width = gate_up.size(-1) / 2;
+    return down_proj(torch::silu(gate_up.narrow(-1, 0, width)) * gate_up.narrow(-1, width, width));
+  }
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 
@@ -86,9 +129,9 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c) {
   post_attention_layernorm = register_module("post_attention_layernorm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
 }
 
-torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& input, const torch::Tensor& cos,
-                                             const torch::Tensor& sin, std::int64_t layer, const KvStep* step) {
-  const auto x = input + self_attn(input_layernorm(input), cos, sin, layer, step);
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& input, const Rotary& rotary, std::int64_t layer,
+                                             const KvStep* step) {
+  const auto x = input + self_attn(input_layernorm(input), rotary, layer, step);
   return x + mlp(post_attention_layernorm(x));
 }
 
@@ -105,21 +148,29 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* st
   // Rotary positions as Hugging Face computes them: angles in float32, cos and sin in x's type.
   const auto positions = step ? step->positions : torch::arange(ids.size(1), ids.options()).unsqueeze(0);
   const auto dim = config.head_dim();
-  const auto inv_freq =
-      1.0 / torch::pow(config.rope_theta,
-                       torch::arange(0, dim, 2, ids.options().dtype(torch::kLong)).to(torch::kFloat) /
-                           static_cast<double>(dim));
+  const auto inv_freq = 1.0 / torch::pow(config.rope_theta,
+                                         torch::arange(0, dim, 2, ids.options().dtype(torch::kLong)).to(torch::kFloat) /
+                                             static_cast<double>(dim));
   const auto angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq;
-  const auto emb = torch::cat({angles, angles}, -1);
-  const auto cos = emb.cos().to(x.scalar_type()).unsqueeze(1), sin = emb.sin().to(x.scalar_type()).unsqueeze(1);
+  const auto emb = torch::cat({angles, angles}, -1).unsqueeze(2);  // (batch or 1, tokens, 1, head_dim)
+  const auto sign = torch::cat({-torch::ones({dim / 2}, emb.options()), torch::ones({dim / 2}, emb.options())});
+  const Rotary rotary{emb.cos().to(x.scalar_type()), (emb.sin() * sign).to(x.scalar_type())};
   std::int64_t i = 0;
-  for (const auto& layer : *layers) x = layer->as<LlamaDecoderLayer>()->forward(x, cos, sin, i++, step);
+  for (const auto& layer : *layers) x = layer->as<LlamaDecoderLayer>()->forward(x, rotary, i++, step);
   return norm(x);
 }
 
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig& c) : config(c) {
   model = register_module("model", LlamaModel(c));
   lm_head = register_module("lm_head", linear(c.hidden, c.vocab));
+}
+
+void LlamaForCausalLMImpl::fuse_for_inference() {
+  for (const auto& layer : *model->layers) {
+    auto* l = layer->as<LlamaDecoderLayer>();
+    l->self_attn->fuse_projections();
+    l->mlp->fuse_projections();
+  }
 }
 
 torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& ids) {

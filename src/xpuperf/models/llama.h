@@ -36,13 +36,23 @@ struct LlamaRMSNormImpl : torch::nn::Module {
 };
 TORCH_MODULE(LlamaRMSNorm);
 
+// The rotary positions of a forward: x × cos + roll(x, half) × sin_signed over the head width
+// (Hugging Face's x × cos + rotate_half(x) × sin, with rotate_half's sign folded into the sines).
+struct Rotary {
+  torch::Tensor cos, sin_signed;                      // (batch or 1, tokens, 1, head_dim), in the activations' type
+  torch::Tensor apply(const torch::Tensor& x) const;  // x (batch, tokens, heads, head_dim)
+};
+
 struct LlamaAttentionImpl : torch::nn::Module {
   explicit LlamaAttentionImpl(const LlamaConfig& c);
-  // x (batch, tokens, hidden); cos, sin (batch or 1, tokens, head_dim): the rotary positions.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        std::int64_t layer, const KvStep* step);
+  torch::Tensor forward(const torch::Tensor& x, const Rotary& rotary, std::int64_t layer, const KvStep* step);
+  // For inference: q, k and v in one matrix (their weights become views of it, so the state_dict
+  // keeps Hugging Face's names), one GEMM instead of three. Undone by anything that moves the
+  // weights (the forward then runs them apart); a no-op while in place.
+  void fuse_projections();
   std::int64_t heads, kv_heads, head_dim;
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  torch::Tensor qkv_weight;
 };
 TORCH_MODULE(LlamaAttention);
 
@@ -50,14 +60,15 @@ TORCH_MODULE(LlamaAttention);
 struct LlamaMLPImpl : torch::nn::Module {
   explicit LlamaMLPImpl(const LlamaConfig& c);
   torch::Tensor forward(const torch::Tensor& x);
+  void fuse_projections();  // gate and up in one matrix, as the attention's q, k, v
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  torch::Tensor gate_up_weight;
 };
 TORCH_MODULE(LlamaMLP);
 
 struct LlamaDecoderLayerImpl : torch::nn::Module {
   explicit LlamaDecoderLayerImpl(const LlamaConfig& c);
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                        std::int64_t layer, const KvStep* step);
+  torch::Tensor forward(const torch::Tensor& x, const Rotary& rotary, std::int64_t layer, const KvStep* step);
   LlamaRMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   LlamaAttention self_attn{nullptr};
   LlamaMLP mlp{nullptr};
@@ -80,6 +91,7 @@ struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder {
   torch::Tensor forward(const torch::Tensor& ids);  // logits (batch, tokens, vocab)
 
   torch::Tensor decoder_logits(const torch::Tensor& ids, const KvStep* step, std::int64_t keep_last) override;
+  void fuse_for_inference() override;
   std::int64_t decoder_layers() const override { return config.layers; }
   std::int64_t kv_heads() const override { return config.kv_heads; }
   std::int64_t head_dim() const override { return config.head_dim(); }

@@ -63,7 +63,8 @@ inline bool cpu_autocast_supports_fp16() {
 // softmax(q kᵀ / √d) v over (batch, heads, tokens, head_dim): the fused kernel (flash or
 // memory-efficient attention) in 2.x, the plain three operations in 1.13. `causal`: a token sees
 // itself and the ones before it (GPT); `keep`: a boolean mask broadcast to (batch, heads, tokens,
-// tokens), true where a key takes part (BERT's padding).
+// tokens), true where a key takes part (BERT's padding), or a floating one added to the scores
+// (0 or −inf: made once for every layer of a decode step).
 inline torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double dropout,
                                bool training, bool causal = false, const torch::Tensor& keep = {}) {
 #if TORCH_VERSION_MAJOR >= 2
@@ -75,7 +76,8 @@ inline torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, c
     const auto t = q.size(-2);
     scores = scores.masked_fill(torch::ones({t, t}, q.options().dtype(torch::kBool)).triu(1), -INFINITY);
   }
-  if (keep.defined()) scores = scores.masked_fill(keep.logical_not(), -INFINITY);
+  if (keep.defined())
+    scores = keep.is_floating_point() ? scores + keep : scores.masked_fill(keep.logical_not(), -INFINITY);
   auto weights = torch::softmax(scores, -1);
   if (dropout > 0 && training) weights = torch::dropout(weights, dropout, true);
   return torch::matmul(weights, v);

@@ -22,8 +22,9 @@ namespace {
 
 std::int64_t positive(const Config& cfg, const std::string& key) {
   const std::int64_t v = cfg.get_int(key);
-  if (v <= 0) throw ConfigError(key + ": must be a positive number, got " + std::to_string(v) + " (" +
-                                cfg.at(key).source.str() + ")");
+  if (v <= 0)
+    throw ConfigError(key + ": must be a positive number, got " + std::to_string(v) + " (" + cfg.at(key).source.str() +
+                      ")");
   return v;
 }
 
@@ -93,7 +94,9 @@ class LlmInference : public infer::InferenceCase {
   }
 
   torch::Tensor model_forward(torch::nn::Module& model, const torch::Tensor& input) override {
-    return decoder(model).decoder_logits(input, nullptr, 1).select(1, 0);  // the next token's logits
+    auto& d = decoder(model);
+    d.fuse_for_inference();  // again after an engine moved the weights to its precision
+    return d.decoder_logits(input, nullptr, 1).select(1, 0);  // the next token's logits
   }
 
   void evaluator(const torch::Tensor& outputs, const torch::Tensor& labels, infer::Evaluation& e) override {
@@ -102,8 +105,7 @@ class LlmInference : public infer::InferenceCase {
   }
 
   double flops_per_sample() const override {
-    return architecture_ == "llama" ? llama_.forward_flops(length_, 1)
-                                    : gpt_.forward_flops(length_, 1);
+    return architecture_ == "llama" ? llama_.forward_flops(length_, 1) : gpt_.forward_flops(length_, 1);
   }
 
   std::string caveat() const override { return caveat_; }
