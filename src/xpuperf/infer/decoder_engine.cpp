@@ -109,12 +109,8 @@ void DecoderEngine::decode(const std::vector<std::int64_t>& busy) {
   const torch::NoGradGuard no_grad;
   positions_.copy_(torch::from_blob(host_positions_.data(), {options_.slots, 1}, torch::kLong));
   torch::Tensor logits;
-  if (options_.cuda_graphs) {
-    auto it = graphs_.find({rows, visible});
-    if (it == graphs_.end()) {
-      capture_all();
-      it = graphs_.find({rows, visible});
-    }
+  if (options_.cuda_graphs) capture_all();  // once; every bucket
+  if (const auto it = graphs_.find({rows, visible}); it != graphs_.end()) {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
     it->second->graph.replay();
 #endif

@@ -1,5 +1,7 @@
 #include "xpuperf/infer/generation.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <iomanip>
 #include <sstream>
 

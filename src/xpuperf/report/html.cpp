@@ -346,6 +346,15 @@ void generation_section(std::ostringstream& page, const json& c) {
       ++i;
     }
   }
+  // A bound far above every point would flatten them against the axis: drawn only when near.
+  const auto near = [](const LineChart& chart, double bound) {
+    double top = 0;
+    for (const auto& series : chart.series)
+      for (const auto& point : series.points) top = std::max(top, point.second);
+    return bound <= 4 * top;
+  };
+  if (!near(ttft, *ttft.y_line)) ttft.y_line.reset();
+  if (!near(tpot, *tpot.y_line)) tpot.y_line.reset();
   page << "</table>\n<p class=\"note\">Highest Server rate within the bounds (TTFT p99 &le; "
        << fixed_digits(rules.value("ttft_bound_ms", 0.0), 0) << " ms, TPOT p99 &le; "
        << fixed_digits(rules.value("tpot_bound_ms", 0.0), 0)
