@@ -193,6 +193,43 @@ TEST_F(LanguageCli, SweepRefusesACombinationBeforeAnythingStarts) {
 
 // FlagPerf's bertLarge inference case at a small size on the held-out documents the bert training
 // case validates on: masked-LM accuracy at the masked positions, the engines agreeing with validation.
+// The llm case's prefill prompts from the gpt2 token dataset's held-out documents (a tiny GPT).
+TEST_F(LanguageCli, LlmPrefillsPromptsFromTheGpt2TokenDataset) {
+  const auto run = [&](const std::string& architecture) {
+    std::vector<std::string> args = {"infer",      "--case", "llm",   "--vendor", "cpu",
+                                     "--data-dir", data(),   "--out", dir.path()};
+    for (const std::string set : {"architecture=" + architecture,        std::string("train_data=linux-doc-gpt2"),
+                                  std::string("valid_share=0.1"),        std::string("vocab_size=50257"),
+                                  std::string("hidden_size=32"),         std::string("intermediate_size=48"),
+                                  std::string("num_hidden_layers=1"),    std::string("num_attention_heads=2"),
+                                  std::string("num_key_value_heads=2"),  std::string("max_position_embeddings=128"),
+                                  std::string("seq_length=32"),          std::string("prefill_samples=6"),
+                                  std::string("batch_size=4"),           std::string("latency_queries=2"),
+                                  std::string("decode_batch_sizes=[1]"), std::string("decode_prompt_tokens=8"),
+                                  std::string("decode_output_tokens=3"), std::string("max_batch=2"),
+                                  std::string("max_seq_len=64"),         std::string("length_bucket=16"),
+                                  std::string("offline_queries=0")})
+      args.insert(args.end(), {"--set", set});
+    return xpuperf(args, XPUPERF_SOURCE_DIR, {}, 120);
+  };
+  const Result r = run("gpt2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto events = events_of(r.output);
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_NE(finished, nullptr) << r.output;
+  EXPECT_EQ((*finished)["samples"], 6.0);
+  EXPECT_EQ((*finished)["metric"], "next_token_accuracy");
+  EXPECT_TRUE(has((*finished)["data"].get<std::string>(), "6 prompts of 32 tokens")) << finished->dump();
+  EXPECT_TRUE(has((*finished)["data"].get<std::string>(), "linux-doc-gpt2")) << finished->dump();
+  EXPECT_TRUE(has((*finished)["caveat"].get<std::string>(), "synthetic weights")) << finished->dump();
+  EXPECT_FALSE(has((*finished)["caveat"].get<std::string>(), "synthetic prompts")) << finished->dump();
+  EXPECT_EQ((*finished)["generation"]["decode"].size(), 2u);
+  EXPECT_FALSE((*finished)["generation"].contains("offline"));  // offline_queries: 0
+  const Result llama = run("llama");
+  EXPECT_EQ(llama.code, 1);
+  EXPECT_TRUE(has(llama.output, "prompts from a token dataset need architecture: gpt2")) << llama.output;
+}
+
 TEST_F(LanguageCli, BertLargeInferenceReadsTheTokenDatasetAndMatchesValidation) {
   for (const char* engine : {"libtorch", "libtorch-graph"}) {
     SCOPED_TRACE(engine);

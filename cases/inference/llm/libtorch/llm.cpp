@@ -16,6 +16,7 @@
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
+#include "xpuperf/train/token_datasets.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -58,6 +59,7 @@ class LlmInference : public infer::InferenceCase {
                         std::to_string(max_positions_));
     const std::int64_t batch = positive(cfg, "batch_size"), samples = positive(cfg, "prefill_samples");
     generation_settings(cfg);  // checked now, used in step (h)
+    if (!cfg.get_string("train_data").empty()) return dataset_prompts(cfg, batch, samples);
     auto generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(cfg.get_int("seed")));
     // One token more than a prompt: the label is the token after it (random, as the prompt).
     const auto tokens = torch::randint(0, vocab_, {samples, length_ + 1}, generator, torch::kLong);
@@ -66,6 +68,7 @@ class LlmInference : public infer::InferenceCase {
         "synthetic prompts: " + std::to_string(samples) + " of " + std::to_string(length_) +
             " random token ids (seed " + std::to_string(cfg.get_int("seed")) + ")");
     b.sample_dtype = torch::kLong;
+    synthetic_prompts_ = true;
     return b;
   }
 
@@ -86,8 +89,9 @@ class LlmInference : public infer::InferenceCase {
                             (architecture_ == "llama" ? "LlamaForCausalLM" : "GPT2LMHeadModel") +
                             "'s state_dict (torch.save(dict(model.state_dict()), F)) or a LibTorch archive";
     const std::string random = infer::load_case_weights(*model, path, how, tied);
-    caveat_ = infer::join_caveats(random.empty() ? "" : "synthetic weights: " + random,
-                                  "synthetic prompts (random token ids): no accuracy is claimed");
+    caveat_ =
+        infer::join_caveats(random.empty() ? "" : "synthetic weights: " + random,
+                            synthetic_prompts_ ? "synthetic prompts (random token ids): no accuracy is claimed" : "");
     model->to(ctx.device);
     model->eval();
     return model;
@@ -157,10 +161,10 @@ class LlmInference : public infer::InferenceCase {
     if (!(s.temperature > 0)) throw ConfigError("temperature: the sampled decode run needs a temperature above 0");
     s.prompt = length_range(cfg, "prompt_tokens");
     s.output = length_range(cfg, "output_tokens");
-    if (s.prompt.max + s.output.max > s.decoder.max_tokens)
+    s.offline_queries = cfg.get_int("offline_queries");  // 0: no scenarios, so no lengths to fit
+    if (s.offline_queries > 0 && s.prompt.max + s.output.max > s.decoder.max_tokens)
       throw ConfigError("prompt_tokens' and output_tokens' maxima (" + std::to_string(s.prompt.max) + " + " +
                         std::to_string(s.output.max) + ") exceed max_seq_len " + std::to_string(s.decoder.max_tokens));
-    s.offline_queries = cfg.get_int("offline_queries");
     s.server_load = numbers(cfg, "server_load");
     for (const double share : s.server_load)
       if (!(share > 0)) throw ConfigError("server_load: shares of the Offline rate must be above 0");
@@ -174,6 +178,37 @@ class LlmInference : public infer::InferenceCase {
 
   static models::CausalDecoder& decoder(torch::nn::Module& model) {
     return dynamic_cast<models::CausalDecoder&>(model);
+  }
+
+  // Prompts from the held-out documents of a token dataset made with GPT-2's BPE (the gpt2
+  // training case's reader): seq_length tokens each, labelled with the token that follows.
+  infer::Batches dataset_prompts(const Config& cfg, std::int64_t batch, std::int64_t most) {
+    if (architecture_ != "gpt2")
+      throw ConfigError(
+          "train_data: prompts from a token dataset need architecture: gpt2 (GPT-2's BPE); no "
+          "tokenizer of Llama's vocabulary ships here, so llama runs on random prompts (train_data: \"\")");
+    const train::CaseContext data_ctx{cfg, torch::kCPU, 0, 1, 1};
+    const auto corpus = train::open_token_corpus(data_ctx, "gpt2", vocab_);
+    auto dataset = std::make_shared<train::GptTokenDataset>(corpus.eval, length_);
+    const std::int64_t samples = std::min(dataset->size(), most), length = length_;
+    if (samples == 0)
+      throw ConfigError("the prompts' data (" + dataset->description() + ") hold no sequence of " +
+                        std::to_string(length_ + 1) + " tokens: lower seq_length or give more data");
+    infer::Batches b;
+    b.samples = samples;
+    b.batch_size = batch;
+    b.count = static_cast<std::size_t>((samples + batch - 1) / batch);
+    b.sample_shape = {length_};
+    b.sample_dtype = torch::kLong;
+    b.description =
+        dataset->description() + ": " + std::to_string(samples) + " prompts of " + std::to_string(length_) + " tokens";
+    b.load = [dataset, batch, samples, length](std::size_t i) {
+      const std::int64_t at = static_cast<std::int64_t>(i) * batch;
+      const auto tokens = dataset->get(torch::arange(at, std::min(at + batch, samples), torch::kLong))[0];
+      return infer::Batch{tokens.narrow(1, 0, length).contiguous(), tokens.select(1, length).contiguous()};
+    };
+    synthetic_prompts_ = false;
+    return b;
   }
 
   void read_model_config(const Config& cfg) {
@@ -216,6 +251,7 @@ class LlmInference : public infer::InferenceCase {
   models::GptConfig gpt_;
   std::int64_t vocab_ = 32000, length_ = 1024, max_positions_ = 0;
   std::string caveat_;
+  bool synthetic_prompts_ = true;
 };
 
 XPUPERF_REGISTER_INFERENCE_CASE("llm", "libtorch", LlmInference);
