@@ -133,8 +133,8 @@ void DecoderEngine::capture_all() {
   std::vector<std::int64_t> rows;
   for (std::int64_t r = 1; r < options_.slots; r *= 2) rows.push_back(r);
   rows.push_back(options_.slots);
-  const torch::Tensor saved_positions = positions_.clone();
-  positions_.zero_();  // any position inside the cache will do for capturing
+  // The warm-up and captured steps write keys and values at positions_: each slot's next position
+  // (or 0 before anything ran), which the slot's real next step writes again before reading it.
   c10::cuda::getCurrentCUDAStream(device_.index()).synchronize();
   {
     const c10::cuda::CUDAStreamGuard stream_guard(stream);
@@ -152,7 +152,6 @@ void DecoderEngine::capture_all() {
       }
     stream.synchronize();
   }
-  positions_.copy_(saved_positions);
 #endif
 }
 
