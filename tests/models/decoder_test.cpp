@@ -6,18 +6,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "parameter_count.h"
 #include "xpuperf/infer/decoder_engine.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
 
 namespace xpuperf::models {
 namespace {
-
-std::int64_t parameters(const torch::nn::Module& m) {
-  std::int64_t n = 0;
-  for (const auto& p : m.parameters()) n += p.numel();
-  return n;
-}
 
 LlamaConfig small_llama() {
   LlamaConfig c;

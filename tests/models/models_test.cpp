@@ -10,6 +10,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "parameter_count.h"
 #include "test_util.h"
 #include "xpuperf/core/process.h"
 #include "xpuperf/models/bert.h"
@@ -25,12 +26,6 @@
 
 namespace xpuperf::models {
 namespace {
-
-std::int64_t parameters(const torch::nn::Module& m) {
-  std::int64_t n = 0;
-  for (const auto& p : m.parameters()) n += p.numel();
-  return n;
-}
 
 TEST(Models, ParameterCountsAreTorchvisions) {
   EXPECT_EQ(parameters(*ResNet50()), 25'557'032);

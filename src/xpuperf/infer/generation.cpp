@@ -6,22 +6,13 @@
 #include <sstream>
 
 #include "xpuperf/core/files.h"
+#include "xpuperf/train/runtime.h"
 
 namespace xpuperf::infer {
 
 using nlohmann::json;
 
 namespace {
-
-void sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
-// Random prompts (rows, tokens), the same for the same seed.
-torch::Tensor random_prompts(std::int64_t rows, std::int64_t tokens, std::int64_t vocab, std::uint64_t seed) {
-  auto generator = at::detail::createCPUGenerator(seed);
-  return torch::randint(0, vocab, {rows, tokens}, generator, torch::kLong);
-}
 
 // Serves LoadGen's queries on the engine, each step synchronised so that its time is true.
 class EngineBackend : public loadgen::Backend {
@@ -30,16 +21,16 @@ class EngineBackend : public loadgen::Backend {
                 const std::vector<loadgen::Query>& queries, std::int64_t vocab, std::uint64_t seed)
       : engine_(engine), slots_(slots), device_(device) {
     for (std::size_t i = 0; i < queries.size(); ++i)  // made before the clock starts
-      prompts_.push_back(random_prompts(1, queries[i].prompt_tokens, vocab, seed + i));
+      prompts_.push_back(random_token_ids(1, queries[i].prompt_tokens, vocab, seed + i));
   }
   std::int64_t slots() const override { return slots_; }
   void prefill(std::int64_t slot, const loadgen::Query&, std::size_t index) override {
     engine_.prefill(slot, prompts_[index]);
-    sync(device_);
+    train::synchronize(device_);
   }
   void decode(const std::vector<std::int64_t>& busy) override {
     engine_.decode(busy);
-    sync(device_);
+    train::synchronize(device_);
   }
 
  private:
@@ -66,16 +57,21 @@ std::string fixed(double v, int digits) {
 
 }  // namespace
 
+torch::Tensor random_token_ids(std::int64_t rows, std::int64_t tokens, std::int64_t vocab, std::uint64_t seed) {
+  auto generator = at::detail::createCPUGenerator(seed);
+  return torch::randint(0, vocab, {rows, tokens}, generator, torch::kLong);
+}
+
 double measure_copy_bandwidth(const torch::Device& device) {
   const std::int64_t bytes = device.is_cuda() ? (std::int64_t{1} << 30) : (std::int64_t{64} << 20);
   const auto options = torch::TensorOptions().device(device).dtype(torch::kByte);
   auto from = torch::ones({bytes}, options), to = torch::empty({bytes}, options);
   to.copy_(from);
-  sync(device);
+  train::synchronize(device);
   const int copies = 10;
   const double t0 = steady_seconds();
   for (int i = 0; i < copies; ++i) to.copy_(from);
-  sync(device);
+  train::synchronize(device);
   return 2.0 * static_cast<double>(bytes) * copies / (steady_seconds() - t0);
 }
 
@@ -97,19 +93,19 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
   for (const std::int64_t batch : s.decode_batch_sizes) {
     for (const bool sampled : {false, true}) {
       engine.set_sampling(sampled ? s.temperature : 0.0, sampled ? s.top_k : 0);
-      const auto prompts = random_prompts(batch, s.decode_prompt_tokens, vocab, s.seed);
+      const auto prompts = random_token_ids(batch, s.decode_prompt_tokens, vocab, s.seed);
       std::vector<std::int64_t> busy;
       for (std::int64_t r = 0; r < batch; ++r) busy.push_back(r);
       engine.prefill(0, prompts);  // untimed: the kernels' first use
       engine.decode(busy);
-      sync(device);
+      train::synchronize(device);
       const double start = steady_seconds();
       engine.prefill(0, prompts);
-      sync(device);
+      train::synchronize(device);
       const double first = steady_seconds();
       const std::int64_t steps = s.decode_output_tokens - 1;
       for (std::int64_t i = 0; i < steps; ++i) engine.decode(busy);
-      sync(device);
+      train::synchronize(device);
       const double end = steady_seconds();
       const double tpot = steps > 0 ? (end - first) / static_cast<double>(steps) : 0;
       // The bound: the weights once a step, and each sequence's cache at its mean length.

@@ -41,6 +41,9 @@ nlohmann::json run_generation(std::shared_ptr<torch::nn::Module> module, models:
 // The figures as Markdown tables (decode, then the scenarios).
 std::string generation_tables(const nlohmann::json& generation);
 
+// Random token ids (rows, tokens) below `vocab` on the CPU, the same for the same seed.
+torch::Tensor random_token_ids(std::int64_t rows, std::int64_t tokens, std::int64_t vocab, std::uint64_t seed);
+
 // Device memory bandwidth measured as a copy: bytes read + written per second.
 double measure_copy_bandwidth(const torch::Device& device);
 

@@ -35,10 +35,6 @@ std::vector<std::string> built_engines() {
 
 namespace {
 
-void sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
 struct PassResult {
   double whole = 0, core = 0, foo = 0;
   Evaluation evaluation;
@@ -54,18 +50,18 @@ PassResult timed_passes(const Batches& batches, int repeat, const torch::Device&
   if (batches.count > 0) {  // one untimed batch first: lazy initialisation, kernel selection
     double foo = 0;
     forward(batches.load(0).input.to(device), foo);
-    sync(device);
+    train::synchronize(device);
   }
   const double start = steady_seconds();
   for (int pass = 0; pass < repeat; ++pass) {
     for (std::size_t i = 0; i < batches.count; ++i) {
       const Batch batch = batches.load(i);
       const torch::Tensor input = batch.input.to(device);
-      sync(device);
+      train::synchronize(device);
       const double t0 = steady_seconds();
       double foo = 0;
       const torch::Tensor out = forward(input, foo);
-      sync(device);
+      train::synchronize(device);
       r.core += steady_seconds() - t0 - foo;
       r.foo += foo;
       if (pass == 0) {
@@ -250,10 +246,10 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
         for (std::int64_t q = 0; q < queries; ++q) {
           const std::int64_t at = (q * bs) % (first.size(0) - bs + 1);
           const torch::Tensor x = first.slice(0, at, at + bs).to(device);
-          sync(device);
+          train::synchronize(device);
           const double t = steady_seconds();
           const EngineOutput o = engine->infer(x);
-          sync(device);
+          train::synchronize(device);
           ms.push_back((steady_seconds() - t - o.foo_time) * 1e3);
         }
         latency.push_back({{"batch_size", bs},

@@ -43,9 +43,9 @@ KvStep KvStep::decode(KvCache& cache, const torch::Tensor& positions, std::int64
   s.slots = torch::arange(batch, positions.options());
   s.positions = positions;
   s.visible = visible;
-  s.keep =
-      torch::arange(visible, positions.options()).view({1, 1, 1, visible}) <= positions.view({batch, 1, tokens, 1});
-  s.bias = torch::zeros({batch, 1, tokens, visible}, cache.k[0].options()).masked_fill(s.keep.logical_not(), -INFINITY);
+  const auto after =
+      torch::arange(visible, positions.options()).view({1, 1, 1, visible}) > positions.view({batch, 1, tokens, 1});
+  s.bias = torch::zeros({batch, 1, tokens, visible}, cache.k[0].options()).masked_fill(after, -INFINITY);
   return s;
 }
 
@@ -70,14 +70,14 @@ torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, 
     return cache.narrow(0, 0, batch).narrow(1, 0, step->visible).transpose(1, 2);
   };
   // One token a row (decoding): the row's mask holds for all its group's stacked queries as it is.
-  const auto keep = tokens == 1 ? step->bias
+  const auto bias = tokens == 1 ? step->bias
                                 : step->bias.unsqueeze(2)
                                       .expand({batch, 1, group, tokens, step->visible})
                                       .reshape({batch, 1, group * tokens, step->visible});
   const auto out = train::compat::attention(q.reshape({batch, kv_heads, group * tokens, dim}),
                                             read(step->cache->k[static_cast<std::size_t>(layer)]),
                                             read(step->cache->v[static_cast<std::size_t>(layer)]), 0.0, false,
-                                            /*causal=*/false, keep);
+                                            /*causal=*/false, bias);
   return out.view({batch, heads, tokens, dim});
 }
 

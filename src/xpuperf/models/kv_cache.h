@@ -32,8 +32,9 @@ struct KvStep {
   // Decode: rows are slots 0..batch-1 and every key at a position up to a token's own is read, of
   // the first `visible` positions (a bucket ≥ the longest row, so that CUDA graphs replay per bucket).
   std::int64_t visible = 0;
-  torch::Tensor keep;  // (batch, 1, tokens, visible) bool: made by decode()
-  torch::Tensor bias;  // the same as 0 / −inf in the cache's type, added to the scores of every layer
+  // (batch, 1, tokens, visible): 0 where a key is at or before the token's position, −inf after,
+  // in the cache's type; made once by decode() and added to the scores of every layer.
+  torch::Tensor bias;
 
   static KvStep prefill(KvCache& cache, const torch::Tensor& slots, std::int64_t tokens);
   // positions: (batch, 1), the position of each row's new token.

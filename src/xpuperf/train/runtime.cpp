@@ -43,6 +43,10 @@ const char* stop_reason_name(StopReason reason) {
   return "unknown";
 }
 
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
 torch::Device choose_device(const std::string& name, int local_rank) {
   if (name == "cpu") return torch::kCPU;
   const bool have_cuda = torch::cuda::is_available();
@@ -77,10 +81,6 @@ namespace {
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-void sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
 std::int64_t non_negative(const Config& cfg, const std::string& key, std::int64_t fallback) {
@@ -412,7 +412,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   // Device work still queued counts as training time, also when an evaluation or the end waits for it.
   const auto settle = [&] {
     const auto t = Clock::now();
-    sync(device);
+    synchronize(device);
     const double pending = seconds_since(t);
     train_seconds += pending;
     if (global_step > timing_skip_steps) timed_seconds += pending;

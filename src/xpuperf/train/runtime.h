@@ -38,6 +38,8 @@ TrainingOutcome run_training(TrainingCase& training_case, const Config& config, 
 // The device a config asks for: "auto" (CUDA device LOCAL_RANK when there is one, else CPU),
 // "cpu" or "cuda".
 torch::Device choose_device(const std::string& name, int local_rank);
+// Waits for the device's queued work (nothing to wait for on the CPU): what timings need.
+void synchronize(const torch::Device& device);
 
 // Learning rate at `step` of `total_steps`: linear warm-up, then constant, cosine or linear decay,
 // or exponential: multiplied by `gamma` once an epoch (torchvision's StepLR with step size 1).

@@ -68,15 +68,12 @@ class BertLargeInference : public infer::InferenceCase {
     torch::manual_seed(1234);
     config_ = bert_config(ctx.config);
     BertForMaskedLM model(config_);
-    const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
     caveat_ =
-        infer::join_caveats(infer::load_case_weights(*model, path,
+        infer::join_caveats(infer::load_case_weights(*model, ctx, checkpoint,
                                                      "give checkpoint: Hugging Face BertForMaskedLM's state_dict "
                                                      "(torch.save(dict(model.state_dict()), F)) or a LibTorch archive",
                                                      BertForMaskedLMImpl::tied_weights()),
                             synthetic_ ? "synthetic tokens: accuracy is meaningless" : "");
-    model->to(ctx.device);
-    model->eval();
     return model.ptr();
   }
 

@@ -49,9 +49,8 @@ class LeNet5Inference : public infer::InferenceCase {
       throw ConfigError("checkpoint '" + path +
                         "' does not exist (write one with xpuperf train --case lenet5 --set save_checkpoint=FILE)");
     caveat_ = infer::load_case_weights(
-        *model, path, "train one with xpuperf train --case lenet5 --set save_checkpoint=FILE and set checkpoint: FILE");
-    model->to(ctx.device);
-    model->eval();
+        *model, ctx, path,
+        "train one with xpuperf train --case lenet5 --set save_checkpoint=FILE and set checkpoint: FILE");
     return model.ptr();
   }
 

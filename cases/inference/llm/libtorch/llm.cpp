@@ -6,7 +6,6 @@
 // "synthetic weights". Prompts are random token ids: no tokenizer of Llama's vocabulary ships
 // here, and nothing is claimed about accuracy.
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -58,11 +57,11 @@ class LlmInference : public infer::InferenceCase {
       throw ConfigError("seq_length: " + std::to_string(length_) + " tokens, more than max_position_embeddings " +
                         std::to_string(max_positions_));
     const std::int64_t batch = positive(cfg, "batch_size"), samples = positive(cfg, "prefill_samples");
-    generation_settings(cfg);  // checked now, used in step (h)
+    settings_ = generation_settings(cfg);  // read now, so a mistake stops the run before anything is timed
     if (!cfg.get_string("train_data").empty()) return dataset_prompts(cfg, batch, samples);
-    auto generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(cfg.get_int("seed")));
     // One token more than a prompt: the label is the token after it (random, as the prompt).
-    const auto tokens = torch::randint(0, vocab_, {samples, length_ + 1}, generator, torch::kLong);
+    const auto tokens =
+        infer::random_token_ids(samples, length_ + 1, vocab_, static_cast<std::uint64_t>(cfg.get_int("seed")));
     infer::Batches b = infer::Batches::in_memory(
         tokens.narrow(1, 0, length_).contiguous(), tokens.select(1, length_).contiguous(), batch,
         "synthetic prompts: " + std::to_string(samples) + " of " + std::to_string(length_) +
@@ -84,16 +83,13 @@ class LlmInference : public infer::InferenceCase {
       model = models::GptLMHeadModel(gpt_).ptr();
       tied = models::GptLMHeadModelImpl::tied_weights();
     }
-    const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
     const std::string how = std::string("give checkpoint: Hugging Face ") +
                             (architecture_ == "llama" ? "LlamaForCausalLM" : "GPT2LMHeadModel") +
                             "'s state_dict (torch.save(dict(model.state_dict()), F)) or a LibTorch archive";
-    const std::string random = infer::load_case_weights(*model, path, how, tied);
+    const std::string random = infer::load_case_weights(*model, ctx, checkpoint, how, tied);
     caveat_ =
         infer::join_caveats(random.empty() ? "" : "synthetic weights: " + random,
                             synthetic_prompts_ ? "synthetic prompts (random token ids): no accuracy is claimed" : "");
-    model->to(ctx.device);
-    model->eval();
     return model;
   }
 
@@ -117,7 +113,7 @@ class LlmInference : public infer::InferenceCase {
 
   nlohmann::json generation(const infer::InferContext& ctx, std::shared_ptr<torch::nn::Module> model,
                             torch::Dtype dtype, std::ostream& progress) override {
-    infer::GenerationSettings s = generation_settings(ctx.config);
+    infer::GenerationSettings s = settings_;
     // A decode step reads every weight but the input embedding's table (GPT's is its output
     // layer too, and is read whole).
     const double element = static_cast<double>(torch::elementSize(dtype));
@@ -134,7 +130,7 @@ class LlmInference : public infer::InferenceCase {
   }
 
  private:
-  // Step (h)'s settings, read in step (b) so that a mistake stops the run before anything is timed.
+  // Step (h)'s settings.
   infer::GenerationSettings generation_settings(const Config& cfg) const {
     infer::GenerationSettings s;
     s.decoder.slots = positive(cfg, "max_batch");
@@ -252,6 +248,7 @@ class LlmInference : public infer::InferenceCase {
   std::int64_t vocab_ = 32000, length_ = 1024, max_positions_ = 0;
   std::string caveat_;
   bool synthetic_prompts_ = true;
+  infer::GenerationSettings settings_;  // from build_dataloader (step b)
 };
 
 XPUPERF_REGISTER_INFERENCE_CASE("llm", "libtorch", LlmInference);

@@ -33,14 +33,11 @@ class ResNet50Inference : public infer::InferenceCase {
                                                   const std::string& checkpoint) override {
     torch::manual_seed(1234);
     ResNet50 model;
-    const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
     caveat_ =
-        infer::join_caveats(infer::load_case_weights(*model, path,
+        infer::join_caveats(infer::load_case_weights(*model, ctx, checkpoint,
                                                      "give checkpoint: a torchvision resnet50 state_dict "
                                                      "(torch.save(dict(model.state_dict()), F)) or a LibTorch archive"),
                             synthetic_ ? "synthetic images: accuracy is meaningless" : "");
-    model->to(ctx.device);
-    model->eval();
     return model.ptr();
   }
 

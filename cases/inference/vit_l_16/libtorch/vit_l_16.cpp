@@ -52,14 +52,11 @@ class VitL16Inference : public infer::InferenceCase {
                                                   const std::string& checkpoint) override {
     torch::manual_seed(1234);
     VisionTransformer model(vit_config(ctx.config));
-    const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
     caveat_ =
-        infer::join_caveats(infer::load_case_weights(*model, path,
+        infer::join_caveats(infer::load_case_weights(*model, ctx, checkpoint,
                                                      "give checkpoint: a torchvision vit_l_16 state_dict "
                                                      "(torch.save(dict(model.state_dict()), F)) or a LibTorch archive"),
                             synthetic_ ? "synthetic images: accuracy is meaningless" : "");
-    model->to(ctx.device);
-    model->eval();
     return model.ptr();
   }
 
