@@ -155,12 +155,6 @@ void DecoderEngine::capture_all() {
 #endif
 }
 
-void DecoderEngine::synchronize() const {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (device_.is_cuda()) c10::cuda::getCurrentCUDAStream(device_.index()).synchronize();
-#endif
-}
-
 torch::Tensor DecoderEngine::last_tokens(std::int64_t rows) const {
   return tokens_.narrow(0, 0, rows).view({rows}).to(torch::kCPU);
 }

@@ -33,18 +33,16 @@ class DecoderEngine {
   ~DecoderEngine();
 
   // `prompts` (rows, tokens) into slots first_slot.. first_slot + rows - 1; each row's first output
-  // token is picked. Asynchronous on CUDA (synchronize() to time it).
+  // token is picked. Asynchronous on CUDA (train::synchronize to time it).
   void prefill(std::int64_t first_slot, const torch::Tensor& prompts);
   // One token for each of `busy` (ascending slots); the rows up to the last busy one run together.
   void decode(const std::vector<std::int64_t>& busy);
   // Every decode CUDA graph captured now (no capture inside a timed run); a no-op without them.
   void capture_all();
-  void synchronize() const;
   // The last token of each of the first `rows` slots (on the CPU).
   torch::Tensor last_tokens(std::int64_t rows) const;
   void set_sampling(double temperature, std::int64_t top_k);
   std::string describe() const;
-  double cache_bytes() const { return cache_.bytes(); }
 
  private:
   torch::Tensor pick(const torch::Tensor& logits);  // (rows, vocab) -> (rows)
