@@ -5,8 +5,11 @@
 # (short runs: labelled not valid by LoadGen's 600 s rule), against LlamaForCausalLM eager,
 # torch.compile and generate() with a static cache under torch.compile (bench/llm_pytorch.py).
 # Random bf16 weights on both sides: throughput does not depend on their values.
+# xpuperf runs twice: as configured, then with fused_kernels=false (ATen's element-wise operators;
+# prefill and decode only), so the table shows what the fused kernels bring.
 # Usage: bench/llm_vs_pytorch.sh [HARDWARE] [SIZE]   (H100 or H200, for MFU; SIZE 7b or 1b; on an
-# NVIDIA GPU machine after building; SKIP=compile-decode,... passes on to llm_pytorch.py)
+# NVIDIA GPU machine after building; SKIP=compile-decode,... passes on to llm_pytorch.py;
+# UNFUSED=0 leaves out the second xpuperf run; TORCH=0 the PyTorch one)
 set -euo pipefail
 hardware=${1:-H200}
 size=${2:-7b}
@@ -30,21 +33,33 @@ for s in "${shape[@]}" batch_size=8 seq_length=1024 prefill_samples=32 latency_b
 done
 "$xpuperf" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work" "${args[@]}" | tee "$work/ours.out" \
   | grep -v PerfLog || true
-python3 "$here/llm_pytorch.py" --size "$size" --skip "${SKIP:-}" | tee "$work/torch.jsonl" || true
+touch "$work/unfused.out" "$work/torch.jsonl"
+if [[ ${UNFUSED:-1} != 0 ]]; then
+  "$xpuperf" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work/unfused" "${args[@]}" \
+    --set fused_kernels=false --set offline_queries=0 > "$work/unfused.out" || true
+fi
+if [[ ${TORCH:-1} != 0 ]]; then
+  python3 "$here/llm_pytorch.py" --size "$size" --skip "${SKIP:-}" | tee "$work/torch.jsonl" || true
+fi
 
-python3 - "$work/ours.out" "$work/torch.jsonl" "$size" <<'PY'
+python3 - "$work/ours.out" "$work/torch.jsonl" "$size" "$work/unfused.out" <<'PY'
 import json, sys
-ours = {}
-for line in open(sys.argv[1]):
-    if '"event":"FINISHED"' in line:
-        ours = json.loads(line[line.index("{"):])["value"]
+def finished(path):
+    for line in open(path):
+        if '"event":"FINISHED"' in line:
+            return json.loads(line[line.index("{"):])["value"]
+    return {}
+ours, unfused = finished(sys.argv[1]), finished(sys.argv[4])
 ref = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")]
 g = ours.get("generation", {})
 tokens = g.get("prefill_tokens_per_sample", 1024)
 print(f"\n### llm, Llama {sys.argv[3]} shape, bf16, random weights\n")
 print("| prefill, 8 x 1024 tokens | tokens/s | ratio ours / it |\n| --- | ---: | ---: |")
 mine = ours.get("inference_core", 0) * tokens
-print(f"| xpuperf libtorch-graph (MFU {ours.get('mfu', 0):.3f}) | {mine:,.0f} | |")
+print(f"| xpuperf libtorch-graph (MFU {ours.get('mfu', 0):.3f}, fused kernels {g.get('fused_kernels')}) | {mine:,.0f} | |")
+if unfused:
+    theirs = unfused.get("inference_core", 0) * tokens
+    print(f"| xpuperf, fused_kernels=false (MFU {unfused.get('mfu', 0):.3f}) | {theirs:,.0f} | {mine / theirs:.2f} |")
 for r in ref:
     if r.get("what") == "prefill":
         if "error" in r:
@@ -52,8 +67,9 @@ for r in ref:
         else:
             print(f"| Hugging Face {r['mode']}, logits {r['logits']} | {r['tokens_per_second']:,.0f} | {mine / r['tokens_per_second']:.2f} |")
 print("\n| decode, 512-token prompts, 128 new | batch | TTFT ms | TPOT ms | bound ms | TPOT / bound |\n| --- | ---: | ---: | ---: | ---: | ---: |")
-for d in g.get("decode", []):
-    print(f"| xpuperf, {d['sampling']} | {d['batch_size']} | {d['ttft_ms']:.1f} | {d['tpot_ms']:.3f} | {d['bandwidth_bound_ms']:.3f} | {d.get('tpot_over_bound', 0):.2f} |")
+for name, run in (("xpuperf", g), ("xpuperf, fused_kernels=false", unfused.get("generation", {}))):
+    for d in run.get("decode", []):
+        print(f"| {name}, {d['sampling']} | {d['batch_size']} | {d['ttft_ms']:.1f} | {d['tpot_ms']:.3f} | {d['bandwidth_bound_ms']:.3f} | {d.get('tpot_over_bound', 0):.2f} |")
 for r in ref:
     if r.get("what") == "decode":
         if "error" in r:

@@ -8,6 +8,7 @@
 
 #include "parameter_count.h"
 #include "xpuperf/infer/decoder_engine.h"
+#include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
 
@@ -53,12 +54,13 @@ void expect_cached_decoding_matches(torch::nn::Module& module, CausalDecoder& de
   module.eval();
   const auto full = decoder.decoder_logits(ids, nullptr, 0);
   const auto rows = ids.size(0), tokens = ids.size(1);
+  const auto device = ids.device();
   auto cache = KvCache::allocate(decoder.decoder_layers(), rows + 1, tokens + 3, decoder.kv_heads(), decoder.head_dim(),
-                                 torch::TensorOptions().dtype(torch::kFloat));
+                                 torch::TensorOptions().dtype(torch::kFloat).device(device));
   std::vector<std::int64_t> next(static_cast<std::size_t>(rows));
   for (std::int64_t b = 0; b < rows; ++b) {
     const auto p = prompt[static_cast<std::size_t>(b)];
-    const auto step = KvStep::prefill(cache, torch::tensor({b}), p);
+    const auto step = KvStep::prefill(cache, torch::tensor({b}).to(device), p);
     const auto logits = decoder.decoder_logits(ids.slice(0, b, b + 1).narrow(1, 0, p), &step, 1);
     EXPECT_TRUE(torch::allclose(logits[0][0], full[b][p - 1], 1e-4, 1e-4)) << "prefill of row " << b;
     next[static_cast<std::size_t>(b)] = p;
@@ -75,8 +77,8 @@ void expect_cached_decoding_matches(torch::nn::Module& module, CausalDecoder& de
       input.push_back(ids[b][at].item<std::int64_t>());
     }
     if (!any) break;
-    const auto step = KvStep::decode(cache, torch::tensor(positions).view({rows, 1}), tokens + 2);
-    const auto logits = decoder.decoder_logits(torch::tensor(input).view({rows, 1}), &step, 1);
+    const auto step = KvStep::decode(cache, torch::tensor(positions).view({rows, 1}).to(device), tokens + 2);
+    const auto logits = decoder.decoder_logits(torch::tensor(input).view({rows, 1}).to(device), &step, 1);
     for (std::int64_t b = 0; b < rows; ++b) {
       auto& n = next[static_cast<std::size_t>(b)];
       if (n >= tokens) continue;
@@ -120,7 +122,9 @@ TEST(Decoders, GptKvCacheDecodingGivesTheFullForwardsLogits) {
   expect_cached_decoding_matches(*m, *m, torch::randint(0, 97, {2, 10}), {3, 7});
 }
 
-TEST(Decoders, TheDecoderEngineGeneratesWhatGreedyFullForwardsDo) {
+// The engine's greedy tokens against the full forward's, on `device` (CUDA: with CUDA graphs and
+// the fused kernels).
+void expect_engine_generates_greedy_tokens(torch::Device device) {
   torch::manual_seed(5);
   auto m = LlamaForCausalLM(small_llama());
   const auto prompts = torch::randint(0, 97, {2, 6});
@@ -133,7 +137,8 @@ TEST(Decoders, TheDecoderEngineGeneratesWhatGreedyFullForwardsDo) {
   }
   infer::DecoderOptions o;
   o.slots = 4, o.max_tokens = 16, o.length_bucket = 8;
-  infer::DecoderEngine engine(m.ptr(), *m, torch::kCPU, torch::kFloat, o);
+  o.cuda_graphs = device.is_cuda();
+  infer::DecoderEngine engine(m.ptr(), *m, device, torch::kFloat, o);
   // Row 1 is prefilled into slot 2 (slot 1 idle), so the decode batch has a hole.
   engine.prefill(0, prompts.slice(0, 0, 1));
   engine.prefill(2, prompts.slice(0, 1, 2));
@@ -149,6 +154,98 @@ TEST(Decoders, TheDecoderEngineGeneratesWhatGreedyFullForwardsDo) {
       EXPECT_EQ(got[r][i], seq[r][6 + i].item<std::int64_t>()) << "row " << r << " token " << i;
   EXPECT_THROW(engine.prefill(3, torch::zeros({2, 3}, torch::kLong)), std::invalid_argument);   // past the slots
   EXPECT_THROW(engine.prefill(0, torch::zeros({1, 16}, torch::kLong)), std::invalid_argument);  // no room to decode
+}
+
+TEST(Decoders, TheDecoderEngineGeneratesWhatGreedyFullForwardsDo) {
+  expect_engine_generates_greedy_tokens(torch::kCPU);
+}
+
+// The fused CUDA kernels (fused_ops.h) against ATen's operators, and a Llama decoding with them.
+bool no_kernels() {
+  return !torch::cuda::is_available() || !fused::kernels_built();
+}
+
+void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  // A bit or two of the type: the kernels round where ATen's kernels do, but may contract a
+  // multiply-add or sum in another order.
+  const double tolerance = got.scalar_type() == torch::kFloat  ? 1e-5
+                           : got.scalar_type() == torch::kHalf ? 2e-3
+                                                               : 1.6e-2;
+  const auto g = got.to(torch::kFloat), w = want.to(torch::kFloat);
+  const double diff = ((g - w).abs() / (w.abs() + 1)).max().item<double>();
+  EXPECT_LE(diff, tolerance) << what << " in " << got.scalar_type();
+}
+
+TEST(FusedKernels, EachGivesWhatAtensOperatorsGiveInEveryType) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(7);
+  torch::NoGradGuard no_grad;
+  for (const auto dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
+    // 264 wide: whole 16-byte packs; 36: not for half types (ATen's path runs, the same result).
+    for (const std::int64_t width : {264, 36}) {
+      const auto x = torch::randn({3, 5, width}, o), delta = torch::randn({3, 5, width}, o);
+      const auto weight = torch::rand({width}, o) + 0.5;
+      for (const auto& d : {delta, torch::Tensor()}) {
+        const auto [sum, normed] = fused::add_rms_norm(x, d, weight, 1e-5, true);
+        const auto [sum_aten, normed_aten] = fused::add_rms_norm(x, d, weight, 1e-5, false);
+        EXPECT_TRUE(torch::equal(sum, sum_aten)) << "the residual add in " << dtype;
+        expect_close(normed, normed_aten, "add_rms_norm " + std::to_string(width));
+      }
+      const auto gate_up = torch::randn({3, 5, 2 * width}, o) * 3;
+      expect_close(fused::silu_mul(gate_up, true), fused::silu_mul(gate_up, false), "silu_mul");
+    }
+    // Rotary over q and k of a stacked projection: 4 query heads, 2 key/value heads of 16; tables
+    // shared by the batch (prefill) or a row each (decode), then written into a cache.
+    const std::int64_t heads = 4, kv = 2, dim = 16, tokens = 3;
+    const auto qkv = torch::randn({2, tokens, heads + 2 * kv, dim}, o);
+    for (const std::int64_t table_rows : {1, 2}) {
+      const auto angles = torch::rand({table_rows, tokens, 1, dim / 2}, o.dtype(torch::kFloat)) * 6;
+      const auto emb = torch::cat({angles, angles}, -1);
+      const auto sign = torch::cat({-torch::ones({dim / 2}, emb.options()), torch::ones({dim / 2}, emb.options())});
+      const auto cos = emb.cos().to(dtype), sin = (emb.sin() * sign).to(dtype);
+      const auto got = fused::rotary_qkv(qkv, heads, kv, cos, sin, nullptr, 0, true);
+      const auto want = fused::rotary_qkv(qkv, heads, kv, cos, sin, nullptr, 0, false);
+      EXPECT_FALSE(got.cached);
+      expect_close(got.q, want.q, "rotary q");
+      expect_close(got.k, want.k, "rotary k");
+      EXPECT_TRUE(torch::equal(got.v, want.v));
+      // Written into slots 2 and 0 of a cache at positions 0..2: what the ATen path computes, there.
+      auto cache = KvCache::allocate(1, 3, 5, kv, dim, o);
+      const auto step = KvStep::prefill(cache, torch::tensor({2, 0}, o.dtype(torch::kLong)), tokens);
+      const auto written = fused::rotary_qkv(qkv, heads, kv, cos, sin, &step, 0, true);
+      ASSERT_TRUE(written.cached);
+      expect_close(cache.k[0].index({2}).narrow(0, 0, tokens), want.k[0], "k in slot 2");
+      expect_close(cache.k[0].index({0}).narrow(0, 0, tokens), want.k[1], "k in slot 0");
+      EXPECT_TRUE(torch::equal(cache.v[0].index({0}).narrow(0, 0, tokens), want.v[1]));
+      EXPECT_EQ(cache.k[0].index({1}).abs().sum().item<double>(), 0.0) << "slot 1 was not in the step";
+      EXPECT_EQ(cache.k[0].narrow(1, tokens, 2).abs().sum().item<double>(), 0.0) << "past the prompts";
+    }
+  }
+}
+
+TEST(FusedKernels, LlamaOnCudaDecodesWithTheKernelsAsWithout) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(8);
+  auto m = LlamaForCausalLM(small_llama());
+  for (auto& p : m->named_parameters())
+    if (p.key().find("norm") != std::string::npos) p.value().data().uniform_(0.5, 1.5);
+  m->to(torch::kCUDA);
+  m->fuse_for_inference();  // stacked q/k/v and gate/up: what the kernels take
+  const auto ids = torch::randint(0, 97, {3, 12}).to(torch::kCUDA);
+  {
+    torch::NoGradGuard no_grad;
+    m->eval();
+    const auto with = m->forward(ids);
+    m->use_fused_kernels(false);
+    const auto without = m->forward(ids);
+    m->use_fused_kernels(true);
+    EXPECT_TRUE(torch::allclose(with, without, 1e-4, 1e-4));
+  }
+  // Rotary writing the cache, the residual adds in the norms: prefill and decode as the full forward.
+  expect_cached_decoding_matches(*m, *m, ids, {5, 2, 9});
+  expect_engine_generates_greedy_tokens(torch::kCUDA);
 }
 
 }  // namespace

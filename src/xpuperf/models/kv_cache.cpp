@@ -50,12 +50,13 @@ KvStep KvStep::decode(KvCache& cache, const torch::Tensor& positions, std::int64
 }
 
 torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                std::int64_t layer, const KvStep* step) {
-  const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2), dim = q.size(3), kv_heads = k.size(1);
+                                std::int64_t layer, const KvStep* step, bool cached) {
+  const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2), dim = q.size(3);
+  const auto kv_heads = step ? step->cache->k[static_cast<std::size_t>(layer)].size(2) : k.size(1);
   TORCH_CHECK(heads % kv_heads == 0, "attention: ", heads, " query heads are not a multiple of ", kv_heads,
               " key/value heads");
   const auto group = heads / kv_heads;
-  if (step) {  // the new tokens' keys and values into their slots, at their positions
+  if (step && !cached) {  // the new tokens' keys and values into their slots, at their positions
     const auto rows = step->slots.view({batch, 1}).expand({batch, tokens});
     step->cache->k[static_cast<std::size_t>(layer)].index_put_({rows, step->positions}, k.transpose(1, 2));
     step->cache->v[static_cast<std::size_t>(layer)].index_put_({rows, step->positions}, v.transpose(1, 2));

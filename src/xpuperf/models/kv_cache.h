@@ -44,9 +44,10 @@ struct KvStep {
 // Attention of one layer: q (batch, heads, tokens, head_dim), k and v (batch, kv_heads, tokens,
 // head_dim) of the new tokens, after the positional encoding. Without a step: causal over the
 // tokens themselves. Grouped-query attention (heads a multiple of kv_heads) reads each key/value
-// head once for its group of query heads.
+// head once for its group of query heads. `cached`: the step's keys and values are in the cache
+// already (written by a fused kernel); a decoding step then needs no k and v.
 torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                std::int64_t layer, const KvStep* step);
+                                std::int64_t layer, const KvStep* step, bool cached = false);
 
 // A decoder model that generates with a KvCache.
 class CausalDecoder {
@@ -63,6 +64,8 @@ class CausalDecoder {
   // Inference-only changes that keep the results (e.g. one GEMM for several projections), made
   // after the weights are loaded and placed; cheap to call again (a no-op while they hold).
   virtual void fuse_for_inference() {}
+  // Whether the model's fused CUDA kernels run where they apply (a model without any ignores it).
+  virtual void use_fused_kernels(bool) {}
 };
 
 }  // namespace xpuperf::models

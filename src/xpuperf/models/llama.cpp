@@ -1,5 +1,8 @@
 #include "xpuperf/models/llama.h"
 
+#include <tuple>
+
+#include "xpuperf/models/fused_ops.h"
 #include "xpuperf/train/compat.h"
 
 namespace xpuperf::models {
@@ -31,7 +34,7 @@ torch::Tensor stack_weights(const std::vector<torch::Tensor*>& parts) {
 }
 
 // Still the matrix the weights are views of (a move to another device or type makes copies).
-bool fused(const torch::Tensor& stacked, const torch::Tensor& first) {
+bool still_stacked(const torch::Tensor& stacked, const torch::Tensor& first) {
   return stacked.defined() && stacked.data_ptr() == first.data_ptr() && stacked.dtype() == first.dtype();
 }
 }  // namespace
@@ -60,6 +63,11 @@ torch::Tensor LlamaRMSNormImpl::forward(const torch::Tensor& x) {
   return train::compat::rms_norm(x, weight, eps);
 }
 
+std::pair<torch::Tensor, torch::Tensor> LlamaRMSNormImpl::add_forward(const torch::Tensor& x,
+                                                                      const torch::Tensor& delta, bool kernels) {
+  return fused::add_rms_norm(x, delta, weight, eps, kernels);
+}
+
 LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
     : heads(c.heads), kv_heads(c.kv_heads), head_dim(c.head_dim()) {
   TORCH_CHECK(c.hidden % c.heads == 0, "Llama: hidden size ", c.hidden, " is not a multiple of the ", c.heads,
@@ -72,31 +80,28 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
   o_proj = register_module("o_proj", linear(c.heads * head_dim, c.hidden));
 }
 
-torch::Tensor Rotary::apply(const torch::Tensor& x) const {
-  return torch::addcmul(x * cos, torch::roll(x, x.size(-1) / 2, -1), sin_signed);
+torch::Tensor LlamaForward::rotate(const torch::Tensor& x) const {
+  return fused::rotary(x, cos, sin_signed);
 }
 
 void LlamaAttentionImpl::fuse_projections() {
-  if (fused(qkv_weight, q_proj->weight)) return;
+  if (still_stacked(qkv_weight, q_proj->weight)) return;
   qkv_weight = stack_weights({&q_proj->weight, &k_proj->weight, &v_proj->weight});
 }
 
-torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const Rotary& rotary, std::int64_t layer,
-                                          const KvStep* step) {
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaForward& f, std::int64_t layer) {
   const auto b = x.size(0), t = x.size(1);
-  torch::Tensor q, k, v;
-  if (fused(qkv_weight, q_proj->weight)) {
+  fused::RotatedQkv r;
+  if (still_stacked(qkv_weight, q_proj->weight)) {
     const auto qkv = torch::nn::functional::linear(x, qkv_weight).view({b, t, heads + 2 * kv_heads, head_dim});
-    const auto qk = rotary.apply(qkv.narrow(2, 0, heads + kv_heads));  // q and k rotated together
-    q = qk.narrow(2, 0, heads);
-    k = qk.narrow(2, heads, kv_heads);
-    v = qkv.narrow(2, heads + kv_heads, kv_heads);
+    r = fused::rotary_qkv(qkv, heads, kv_heads, f.cos, f.sin_signed, f.step, layer, f.kernels);
   } else {
-    q = rotary.apply(q_proj(x).view({b, t, heads, head_dim}));
-    k = rotary.apply(k_proj(x).view({b, t, kv_heads, head_dim}));
-    v = v_proj(x).view({b, t, kv_heads, head_dim});
+    r.q = f.rotate(q_proj(x).view({b, t, heads, head_dim}));
+    r.k = f.rotate(k_proj(x).view({b, t, kv_heads, head_dim}));
+    r.v = v_proj(x).view({b, t, kv_heads, head_dim});
   }
-  const auto y = decoder_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), layer, step)
+  const auto transposed = [](const torch::Tensor& a) { return a.defined() ? a.transpose(1, 2) : a; };
+  const auto y = decoder_attention(r.q.transpose(1, 2), transposed(r.k), transposed(r.v), layer, f.step, r.cached)
                      .transpose(1, 2)
                      .reshape({b, t, heads * head_dim});
   return o_proj(y);
@@ -109,16 +114,13 @@ LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {
 }
 
 void LlamaMLPImpl::fuse_projections() {
-  if (fused(gate_up_weight, gate_proj->weight)) return;
+  if (still_stacked(gate_up_weight, gate_proj->weight)) return;
   gate_up_weight = stack_weights({&gate_proj->weight, &up_proj->weight});
 }
 
-torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
-  if (fused(gate_up_weight, gate_proj->weight)) {
-    const auto gate_up = torch::nn::functional::linear(x, gate_up_weight);
-    const auto width = gate_up.size(-1) / 2;
-    return down_proj(torch::silu(gate_up.narrow(-1, 0, width)) * gate_up.narrow(-1, width, width));
-  }
+torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, bool kernels) {
+  if (still_stacked(gate_up_weight, gate_proj->weight))
+    return down_proj(fused::silu_mul(torch::nn::functional::linear(x, gate_up_weight), kernels));
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 
@@ -129,10 +131,12 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c) {
   post_attention_layernorm = register_module("post_attention_layernorm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
 }
 
-torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& input, const Rotary& rotary, std::int64_t layer,
-                                             const KvStep* step) {
-  const auto x = input + self_attn(input_layernorm(input), rotary, layer, step);
-  return x + mlp(post_attention_layernorm(x));
+std::pair<torch::Tensor, torch::Tensor> LlamaDecoderLayerImpl::forward(const torch::Tensor& residual,
+                                                                       const torch::Tensor& delta,
+                                                                       const LlamaForward& f, std::int64_t layer) {
+  const auto [input, normed] = input_layernorm->add_forward(residual, delta, f.kernels);
+  const auto [x, normed_x] = post_attention_layernorm->add_forward(input, self_attn(normed, f, layer), f.kernels);
+  return {x, mlp->forward(normed_x, f.kernels)};
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
@@ -143,8 +147,8 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
   norm = register_module("norm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
 }
 
-torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* step) {
-  auto x = embed_tokens(ids);
+torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* step, bool kernels) {
+  torch::Tensor x = embed_tokens(ids), delta;
   // Rotary positions as Hugging Face computes them: angles in float32, cos and sin in x's type.
   const auto positions = step ? step->positions : torch::arange(ids.size(1), ids.options()).unsqueeze(0);
   const auto dim = config.head_dim();
@@ -154,10 +158,10 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* st
   const auto angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq;
   const auto emb = torch::cat({angles, angles}, -1).unsqueeze(2);  // (batch or 1, tokens, 1, head_dim)
   const auto sign = torch::cat({-torch::ones({dim / 2}, emb.options()), torch::ones({dim / 2}, emb.options())});
-  const Rotary rotary{emb.cos().to(x.scalar_type()), (emb.sin() * sign).to(x.scalar_type())};
+  const LlamaForward f{emb.cos().to(x.scalar_type()), (emb.sin() * sign).to(x.scalar_type()), step, kernels};
   std::int64_t i = 0;
-  for (const auto& layer : *layers) x = layer->as<LlamaDecoderLayer>()->forward(x, rotary, i++, step);
-  return norm(x);
+  for (const auto& layer : *layers) std::tie(x, delta) = layer->as<LlamaDecoderLayer>()->forward(x, delta, f, i++);
+  return norm->add_forward(x, delta, kernels).second;
 }
 
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig& c) : config(c) {
@@ -179,7 +183,7 @@ torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& ids) {
 
 torch::Tensor LlamaForCausalLMImpl::decoder_logits(const torch::Tensor& ids, const KvStep* step,
                                                    std::int64_t keep_last) {
-  auto hidden = model->forward(ids, step);
+  auto hidden = model->forward(ids, step, fused_kernels);
   if (keep_last > 0 && keep_last < hidden.size(1)) hidden = hidden.narrow(1, hidden.size(1) - keep_last, keep_last);
   return lm_head(hidden);
 }

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "xpuperf/models/kv_cache.h"
 
@@ -31,21 +32,27 @@ struct LlamaConfig {
 struct LlamaRMSNormImpl : torch::nn::Module {
   LlamaRMSNormImpl(std::int64_t width, double eps);
   torch::Tensor forward(const torch::Tensor& x);
+  // (x + delta, the norm of x + delta): the residual stream's add and this norm, one CUDA kernel
+  // where fused_ops.h can (delta undefined: (x, the norm of x)).
+  std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& delta, bool kernels);
   torch::Tensor weight;
   double eps;
 };
 TORCH_MODULE(LlamaRMSNorm);
 
-// The rotary positions of a forward: x × cos + roll(x, half) × sin_signed over the head width
-// (Hugging Face's x × cos + rotate_half(x) × sin, with rotate_half's sign folded into the sines).
-struct Rotary {
-  torch::Tensor cos, sin_signed;                      // (batch or 1, tokens, 1, head_dim), in the activations' type
-  torch::Tensor apply(const torch::Tensor& x) const;  // x (batch, tokens, heads, head_dim)
+// What the layers of one forward share. The rotary positions: x × cos + roll(x, half) × sin_signed
+// over the head width (Hugging Face's x × cos + rotate_half(x) × sin, with rotate_half's sign
+// folded into the sines); the cache step, if any; whether the fused CUDA kernels run (fused_ops.h).
+struct LlamaForward {
+  torch::Tensor cos, sin_signed;  // (batch or 1, tokens, 1, head_dim), in the activations' type
+  const KvStep* step = nullptr;
+  bool kernels = false;
+  torch::Tensor rotate(const torch::Tensor& x) const;  // x (batch, tokens, heads, head_dim)
 };
 
 struct LlamaAttentionImpl : torch::nn::Module {
   explicit LlamaAttentionImpl(const LlamaConfig& c);
-  torch::Tensor forward(const torch::Tensor& x, const Rotary& rotary, std::int64_t layer, const KvStep* step);
+  torch::Tensor forward(const torch::Tensor& x, const LlamaForward& f, std::int64_t layer);
   // For inference: q, k and v in one matrix (their weights become views of it, so the state_dict
   // keeps Hugging Face's names), one GEMM instead of three. Undone by anything that moves the
   // weights (the forward then runs them apart); a no-op while in place.
@@ -59,7 +66,7 @@ TORCH_MODULE(LlamaAttention);
 // down(silu(gate(x)) × up(x))
 struct LlamaMLPImpl : torch::nn::Module {
   explicit LlamaMLPImpl(const LlamaConfig& c);
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x, bool kernels = false);
   void fuse_projections();  // gate and up in one matrix, as the attention's q, k, v
   torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
   torch::Tensor gate_up_weight;
@@ -68,7 +75,11 @@ TORCH_MODULE(LlamaMLP);
 
 struct LlamaDecoderLayerImpl : torch::nn::Module {
   explicit LlamaDecoderLayerImpl(const LlamaConfig& c);
-  torch::Tensor forward(const torch::Tensor& x, const Rotary& rotary, std::int64_t layer, const KvStep* step);
+  // The layer's input is residual + delta (the previous layer's output, added here with the norm
+  // that follows it; undefined for the first layer). Returns the residual stream after attention and
+  // the MLP's output, which the next layer (or the final norm) adds.
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& residual, const torch::Tensor& delta,
+                                                  const LlamaForward& f, std::int64_t layer);
   LlamaRMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   LlamaAttention self_attn{nullptr};
   LlamaMLP mlp{nullptr};
@@ -78,7 +89,8 @@ TORCH_MODULE(LlamaDecoderLayer);
 // model.{embed_tokens, layers.<i>, norm}
 struct LlamaModelImpl : torch::nn::Module {
   explicit LlamaModelImpl(const LlamaConfig& c);
-  torch::Tensor forward(const torch::Tensor& ids, const KvStep* step);  // (batch, tokens) -> hidden states
+  // (batch, tokens) -> hidden states; kernels: the fused CUDA kernels where they apply.
+  torch::Tensor forward(const torch::Tensor& ids, const KvStep* step, bool kernels = true);
   LlamaConfig config;
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
@@ -92,6 +104,7 @@ struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder {
 
   torch::Tensor decoder_logits(const torch::Tensor& ids, const KvStep* step, std::int64_t keep_last) override;
   void fuse_for_inference() override;
+  void use_fused_kernels(bool on) override { fused_kernels = on; }
   std::int64_t decoder_layers() const override { return config.layers; }
   std::int64_t kv_heads() const override { return config.kv_heads; }
   std::int64_t head_dim() const override { return config.head_dim(); }
@@ -101,6 +114,7 @@ struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder {
   LlamaConfig config;
   LlamaModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};
+  bool fused_kernels = true;  // on CUDA; ATen's operators elsewhere either way
 };
 TORCH_MODULE(LlamaForCausalLM);
 

@@ -13,6 +13,7 @@
 #include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/generation.h"
 #include "xpuperf/infer/inference_case.h"
+#include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
 #include "xpuperf/train/token_datasets.h"
@@ -58,6 +59,7 @@ class LlmInference : public infer::InferenceCase {
                         std::to_string(max_positions_));
     const std::int64_t batch = positive(cfg, "batch_size"), samples = positive(cfg, "prefill_samples");
     settings_ = generation_settings(cfg);  // read now, so a mistake stops the run before anything is timed
+    fused_kernels_ = cfg.get_bool("fused_kernels");
     if (!cfg.get_string("train_data").empty()) return dataset_prompts(cfg, batch, samples);
     // One token more than a prompt: the label is the token after it (random, as the prompt).
     const auto tokens =
@@ -96,6 +98,7 @@ class LlmInference : public infer::InferenceCase {
   torch::Tensor model_forward(torch::nn::Module& model, const torch::Tensor& input) override {
     auto& d = decoder(model);
     d.fuse_for_inference();  // again after an engine moved the weights to its precision
+    d.use_fused_kernels(fused_kernels_);
     return d.decoder_logits(input, nullptr, 1).select(1, 0);  // the next token's logits
   }
 
@@ -120,7 +123,11 @@ class LlmInference : public infer::InferenceCase {
     for (const auto& p : model->named_parameters())
       if (p.key() != "model.embed_tokens.weight" && p.key() != "transformer.wpe.weight")
         s.weight_bytes_per_step += static_cast<double>(p.value().numel()) * element;
+    decoder(*model).use_fused_kernels(fused_kernels_);
     nlohmann::json g = infer::run_generation(model, decoder(*model), ctx.device, dtype, s, progress);
+    // Whether the fused kernels ran: asked for, built, on CUDA, and a model that has them.
+    g["fused_kernels"] =
+        fused_kernels_ && models::fused::kernels_built() && ctx.device.is_cuda() && architecture_ == "llama";
     g["prefill_tokens_per_sample"] = length_;
     if (s.rules.min_duration_s < loadgen::kLoadGenMinDuration || s.rules.min_queries < loadgen::kLoadGenMinQueries)
       g["rules"]["weaker_than_loadgen"] =
@@ -248,6 +255,7 @@ class LlmInference : public infer::InferenceCase {
   std::int64_t vocab_ = 32000, length_ = 1024, max_positions_ = 0;
   std::string caveat_;
   bool synthetic_prompts_ = true;
+  bool fused_kernels_ = true;
   infer::GenerationSettings settings_;  // from build_dataloader (step b)
 };
 

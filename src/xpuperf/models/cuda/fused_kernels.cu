@@ -1,0 +1,240 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "xpuperf/models/cuda/fused_kernels.h"
+
+namespace xpuperf::models::kernels {
+namespace {
+
+__device__ inline float to_float(float x) {
+  return x;
+}
+__device__ inline float to_float(__half x) {
+  return __half2float(x);
+}
+__device__ inline float to_float(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <typename T>
+__device__ inline T from_float(float x);
+template <>
+__device__ inline float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ inline __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+// x as an ATen kernel that writes the element type leaves it for the next kernel to read.
+template <typename T>
+__device__ inline float rounded(float x) {
+  return to_float(from_float<T>(x));
+}
+
+// 16 bytes of elements: one vector load or store.
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kSize = 16 / sizeof(T);
+  T v[kSize];
+};
+
+// The sum over the block (blockDim.x a multiple of 32), given to every thread.
+__device__ float block_sum(float v) {
+  __shared__ float warp_sums[32];
+  __shared__ float total;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < static_cast<int>(blockDim.x / 32) ? warp_sums[lane] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) total = v;
+  }
+  __syncthreads();
+  return total;
+}
+
+// One row a block; the row's sum is kept in shared memory between the two passes.
+template <typename T>
+__global__ void add_rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ delta, const T* __restrict__ weight,
+                                    T* __restrict__ sum, T* __restrict__ out, std::int64_t width, float eps) {
+  extern __shared__ __align__(16) unsigned char row_bytes[];
+  auto* row = reinterpret_cast<Pack<T>*>(row_bytes);
+  const std::int64_t packs = width / Pack<T>::kSize, at = static_cast<std::int64_t>(blockIdx.x) * packs;
+  const auto* xs = reinterpret_cast<const Pack<T>*>(x) + at;
+  float squares = 0;
+  for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    Pack<T> a = xs[j];
+    if (delta) {
+      const Pack<T> d = reinterpret_cast<const Pack<T>*>(delta)[at + j];
+#pragma unroll
+      for (int n = 0; n < Pack<T>::kSize; ++n) a.v[n] = from_float<T>(to_float(a.v[n]) + to_float(d.v[n]));
+      reinterpret_cast<Pack<T>*>(sum)[at + j] = a;
+    }
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n) squares += to_float(a.v[n]) * to_float(a.v[n]);
+    row[j] = a;
+  }
+  const float scale = rsqrtf(block_sum(squares) / static_cast<float>(width) + eps);
+  const auto* ws = reinterpret_cast<const Pack<T>*>(weight);
+  auto* outs = reinterpret_cast<Pack<T>*>(out) + at;
+  for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    const Pack<T> a = row[j], w = ws[j];
+    Pack<T> o;
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n)
+      o.v[n] = from_float<T>(to_float(w.v[n]) * rounded<T>(to_float(a.v[n]) * scale));
+    outs[j] = o;
+  }
+}
+
+template <typename T>
+__global__ void silu_mul_kernel(const T* __restrict__ gate_up, T* __restrict__ out, std::int64_t rows,
+                                std::int64_t width) {
+  const std::int64_t packs = width / Pack<T>::kSize, total = rows * packs;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const std::int64_t r = i / packs, j = i % packs;
+    const auto* row = reinterpret_cast<const Pack<T>*>(gate_up) + r * 2 * packs;
+    const Pack<T> g = row[j], u = row[packs + j];
+    Pack<T> o;
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n) {
+      const float a = to_float(g.v[n]);
+      o.v[n] = from_float<T>(rounded<T>(a / (1.0f + expf(-a))) * to_float(u.v[n]));
+    }
+    reinterpret_cast<Pack<T>*>(out)[i] = o;
+  }
+}
+
+// One thread a pair (i, i + half) of one head of one token.
+template <typename T>
+__global__ void rotary_qkv_kernel(RotaryQkv a) {
+  const std::int64_t half = a.head_dim / 2, stacked = a.heads + 2 * a.kv_heads;
+  const std::int64_t total = a.batch * a.tokens * stacked * half;
+  const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= total) return;
+  const std::int64_t i = idx % half, h = idx / half % stacked, t = idx / (half * stacked) % a.tokens;
+  const std::int64_t b = idx / (half * stacked * a.tokens);
+  const T* src = static_cast<const T*>(a.qkv) + ((b * a.tokens + t) * stacked + h) * a.head_dim;
+  const T x1 = src[i], x2 = src[i + half];
+  std::int64_t cached = -1;  // the element offset of this token's row in a cache layer
+  if (a.k_cache) {
+    const std::int64_t pos = a.positions[b * a.positions_row_stride + t];
+    if (pos >= 0 && pos < a.max_tokens) cached = (a.slots[b] * a.max_tokens + pos) * a.kv_heads;
+  }
+  if (h >= a.heads + a.kv_heads) {  // v: into the cache as it is
+    if (cached >= 0) {
+      T* dst = static_cast<T*>(a.v_cache) + (cached + h - a.heads - a.kv_heads) * a.head_dim;
+      dst[i] = x1;
+      dst[i + half] = x2;
+    }
+    return;
+  }
+  const std::int64_t table = ((a.cos_batch == 1 ? 0 : b) * a.tokens + t) * a.head_dim;
+  const T* cos = static_cast<const T*>(a.cos) + table;
+  const T* sin = static_cast<const T*>(a.sin_signed) + table;
+  // ATen's form: x × cos rounded, then addcmul (one rounding of x × cos + roll(x) × sin).
+  const T y1 = from_float<T>(rounded<T>(to_float(x1) * to_float(cos[i])) + to_float(x2) * to_float(sin[i]));
+  const T y2 =
+      from_float<T>(rounded<T>(to_float(x2) * to_float(cos[i + half])) + to_float(x1) * to_float(sin[i + half]));
+  T* dst;
+  if (h < a.heads) {
+    dst = static_cast<T*>(a.q) + ((b * a.tokens + t) * a.heads + h) * a.head_dim;
+  } else {
+    const std::int64_t kh = h - a.heads;
+    if (cached >= 0) {
+      T* c = static_cast<T*>(a.k_cache) + (cached + kh) * a.head_dim;
+      c[i] = y1;
+      c[i + half] = y2;
+    }
+    if (!a.k) return;
+    dst = static_cast<T*>(a.k) + ((b * a.tokens + t) * a.kv_heads + kh) * a.head_dim;
+  }
+  dst[i] = y1;
+  dst[i + half] = y2;
+}
+
+const char* launch_error() {
+  const cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
+}
+
+unsigned blocks_for(std::int64_t threads_needed, int block) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, (threads_needed + block - 1) / block));
+}
+
+template <typename T>
+void launch_add_rms_norm(const void* x, const void* delta, const void* weight, void* sum, void* out,
+                         std::int64_t rows, std::int64_t width, float eps, cudaStream_t stream) {
+  const std::int64_t packs = width / Pack<T>::kSize;
+  // Enough threads for a pack each up to 512, in whole warps.
+  const int threads = static_cast<int>(std::min<std::int64_t>(512, (packs + 31) / 32 * 32));
+  const std::size_t shared = static_cast<std::size_t>(width) * sizeof(T);
+  add_rms_norm_kernel<T><<<static_cast<unsigned>(rows), threads, shared, stream>>>(
+      static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight), static_cast<T*>(sum),
+      static_cast<T*>(out), width, eps);
+}
+
+template <typename T>
+void launch_silu_mul(const void* gate_up, void* out, std::int64_t rows, std::int64_t width, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const std::int64_t packs = rows * (width / Pack<T>::kSize);
+  const unsigned blocks = std::min<unsigned>(blocks_for(packs, kThreads), 1u << 20);
+  silu_mul_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(gate_up), static_cast<T*>(out), rows,
+                                                      width);
+}
+
+template <typename T>
+void launch_rotary_qkv(const RotaryQkv& a, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const std::int64_t pairs = a.batch * a.tokens * (a.heads + 2 * a.kv_heads) * (a.head_dim / 2);
+  rotary_qkv_kernel<T><<<blocks_for(pairs, kThreads), kThreads, 0, stream>>>(a);
+}
+
+}  // namespace
+
+const char* add_rms_norm(Element type, const void* x, const void* delta, const void* weight, void* sum, void* out,
+                         std::int64_t rows, std::int64_t width, float eps, void* stream) {
+  if (rows == 0) return nullptr;
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (type) {
+    case Element::Float: launch_add_rms_norm<float>(x, delta, weight, sum, out, rows, width, eps, s); break;
+    case Element::Half: launch_add_rms_norm<__half>(x, delta, weight, sum, out, rows, width, eps, s); break;
+    case Element::BFloat16: launch_add_rms_norm<__nv_bfloat16>(x, delta, weight, sum, out, rows, width, eps, s); break;
+  }
+  return launch_error();
+}
+
+const char* silu_mul(Element type, const void* gate_up, void* out, std::int64_t rows, std::int64_t width,
+                     void* stream) {
+  if (rows == 0 || width == 0) return nullptr;
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (type) {
+    case Element::Float: launch_silu_mul<float>(gate_up, out, rows, width, s); break;
+    case Element::Half: launch_silu_mul<__half>(gate_up, out, rows, width, s); break;
+    case Element::BFloat16: launch_silu_mul<__nv_bfloat16>(gate_up, out, rows, width, s); break;
+  }
+  return launch_error();
+}
+
+const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream) {
+  if (args.batch * args.tokens == 0) return nullptr;
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (type) {
+    case Element::Float: launch_rotary_qkv<float>(args, s); break;
+    case Element::Half: launch_rotary_qkv<__half>(args, s); break;
+    case Element::BFloat16: launch_rotary_qkv<__nv_bfloat16>(args, s); break;
+  }
+  return launch_error();
+}
+
+}  // namespace xpuperf::models::kernels

@@ -1,0 +1,51 @@
+#pragma once
+// CUDA kernels that do in one pass what the Llama decoder's element-wise steps do in several ATen
+// kernels (the residual add and RMSNorm, SiLU × up, rotary on q and k with the KV-cache write).
+// Torch-free: raw pointers to contiguous memory and a cudaStream_t passed as void*, so that this
+// header and its .cu compile without LibTorch. models/fused_ops.h is the tensor-level front with
+// the ATen fallback. Each function returns null when the kernel was launched, else CUDA's error
+// text. The arithmetic (float inside, rounding to the element type where ATen's
+// separate kernels round) follows those kernels.
+
+#include <cstdint>
+
+namespace xpuperf::models::kernels {
+
+enum class Element { Float, Half, BFloat16 };
+
+// sum = x + delta (delta null: no add, sum untouched), out = RMSNorm(sum) × weight, row by row
+// over `width` elements: mean of squares in float, the normalised row rounded to the element type
+// before the weight multiplies it (Hugging Face's LlamaRMSNorm). Pointers 16-byte aligned, width a
+// multiple of 16 / element size (pack_elements).
+const char* add_rms_norm(Element type, const void* x, const void* delta, const void* weight, void* sum, void* out,
+                  std::int64_t rows, std::int64_t width, float eps, void* stream);
+
+// out (rows, width) = SiLU(gate) × up, where each row of gate_up (rows, 2 × width) holds gate then
+// up. Same alignment rule as add_rms_norm.
+const char* silu_mul(Element type, const void* gate_up, void* out, std::int64_t rows, std::int64_t width, void* stream);
+
+// Rotary positions on q and k of one stacked projection qkv (batch, tokens, heads + 2 kv_heads,
+// head_dim): out[i] = x[i] cos[i] + x[i ± half] sin_signed[i] (the roll form of rotate_half).
+struct RotaryQkv {
+  const void* qkv = nullptr;
+  const void* cos = nullptr;         // (cos_batch, tokens, head_dim), cos_batch 1 or batch
+  const void* sin_signed = nullptr;  // the same shape: −sin in the first half, +sin in the second
+  void* q = nullptr;                 // (batch, tokens, heads, head_dim)
+  void* k = nullptr;                 // (batch, tokens, kv_heads, head_dim), or null: not wanted
+  // The cache of one layer (slots, max_tokens, kv_heads, head_dim), or null: row b's token t is
+  // written to slot slots[b] at position positions[b × positions_row_stride + t], k rotated.
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  const std::int64_t* slots = nullptr;
+  const std::int64_t* positions = nullptr;
+  std::int64_t positions_row_stride = 0;
+  std::int64_t batch = 0, tokens = 0, heads = 0, kv_heads = 0, head_dim = 0, cos_batch = 1, max_tokens = 0;
+};
+const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream);
+
+// Elements in a 16-byte access.
+inline int pack_elements(Element type) {
+  return type == Element::Float ? 4 : 8;
+}
+
+}  // namespace xpuperf::models::kernels

@@ -1,0 +1,186 @@
+#include "xpuperf/models/fused_ops.h"
+
+#include <cstdint>
+
+#include "xpuperf/models/kv_cache.h"
+#include "xpuperf/train/compat.h"
+
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "xpuperf/models/cuda/fused_kernels.h"
+#endif
+
+namespace xpuperf::models::fused {
+
+torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin_signed) {
+  return torch::addcmul(x * cos, torch::roll(x, x.size(-1) / 2, -1), sin_signed);
+}
+
+namespace {
+
+std::pair<torch::Tensor, torch::Tensor> aten_add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
+                                                          const torch::Tensor& weight, double eps) {
+  const auto sum = delta.defined() ? x + delta : x;
+  return {sum, train::compat::rms_norm(sum, weight, eps)};
+}
+
+torch::Tensor aten_silu_mul(const torch::Tensor& gate_up) {
+  const auto width = gate_up.size(-1) / 2;
+  return torch::silu(gate_up.narrow(-1, 0, width)) * gate_up.narrow(-1, width, width);
+}
+
+RotatedQkv aten_rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
+                           const torch::Tensor& cos, const torch::Tensor& sin_signed) {
+  const auto qk = rotary(qkv.narrow(2, 0, heads + kv_heads), cos, sin_signed);  // q and k rotated together
+  return {qk.narrow(2, 0, heads), qk.narrow(2, heads, kv_heads), qkv.narrow(2, heads + kv_heads, kv_heads), false};
+}
+
+}  // namespace
+
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+namespace {
+
+constexpr std::int64_t kMaxNormRowBytes = 48 * 1024;  // the kernel keeps a row in shared memory
+
+bool element_of(const torch::Tensor& t, kernels::Element& e) {
+  switch (t.scalar_type()) {
+    case torch::kFloat: e = kernels::Element::Float; return true;
+    case torch::kHalf: e = kernels::Element::Half; return true;
+    case torch::kBFloat16: e = kernels::Element::BFloat16; return true;
+    default: return false;
+  }
+}
+
+bool aligned(const torch::Tensor& t) {
+  return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0;
+}
+
+// A contiguous CUDA tensor of the kernels' types, 16-byte aligned, its last dimension whole packs.
+bool packable(const torch::Tensor& t, std::int64_t width, kernels::Element& e) {
+  return t.is_cuda() && t.is_contiguous() && element_of(t, e) && width % kernels::pack_elements(e) == 0 && aligned(t);
+}
+
+void* stream_of(const torch::Tensor& t) {
+  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
+}
+
+void check(const char* error, const char* kernel) {
+  TORCH_CHECK(error == nullptr, "CUDA kernel ", kernel, " failed: ", error);
+}
+
+}  // namespace
+
+bool kernels_built() {
+  return true;
+}
+
+std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
+                                                     const torch::Tensor& weight, double eps, bool kernels) {
+  const auto width = x.size(-1);
+  kernels::Element e{};
+  if (kernels && packable(x, width, e) && width * x.element_size() <= kMaxNormRowBytes &&
+      weight.scalar_type() == x.scalar_type() && weight.is_contiguous() && aligned(weight) && weight.numel() == width &&
+      weight.device() == x.device() &&
+      (!delta.defined() || (delta.sizes() == x.sizes() && delta.scalar_type() == x.scalar_type() &&
+                            delta.is_contiguous() && aligned(delta) && delta.device() == x.device()))) {
+    const c10::cuda::CUDAGuard guard(x.device());
+    const auto sum = delta.defined() ? torch::empty_like(x) : x;
+    auto out = torch::empty_like(x);
+    check(kernels::add_rms_norm(e, x.data_ptr(), delta.defined() ? delta.data_ptr() : nullptr, weight.data_ptr(),
+                                delta.defined() ? sum.data_ptr() : nullptr, out.data_ptr(), x.numel() / width, width,
+                                static_cast<float>(eps), stream_of(x)),
+          "add_rms_norm");
+    return {sum, out};
+  }
+  return aten_add_rms_norm(x, delta, weight, eps);
+}
+
+torch::Tensor silu_mul(const torch::Tensor& gate_up, bool kernels) {
+  const auto width = gate_up.size(-1) / 2;
+  kernels::Element e{};
+  if (kernels && packable(gate_up, width, e)) {
+    const c10::cuda::CUDAGuard guard(gate_up.device());
+    auto sizes = gate_up.sizes().vec();
+    sizes.back() = width;
+    auto out = torch::empty(sizes, gate_up.options());
+    check(kernels::silu_mul(e, gate_up.data_ptr(), out.data_ptr(), gate_up.numel() / (2 * width), width,
+                            stream_of(gate_up)),
+          "silu_mul");
+    return out;
+  }
+  return aten_silu_mul(gate_up);
+}
+
+RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
+                      const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool kernels) {
+  const auto batch = qkv.size(0), tokens = qkv.size(1), dim = qkv.size(3);
+  kernels::Element e{};
+  const auto same = [&](const torch::Tensor& t) {
+    return t.scalar_type() == qkv.scalar_type() && t.is_contiguous() && t.device() == qkv.device();
+  };
+  bool usable = kernels && qkv.is_cuda() && qkv.is_contiguous() && element_of(qkv, e) && dim % 2 == 0 && same(cos) &&
+                same(sin_signed) && cos.sizes() == sin_signed.sizes() && (cos.size(0) == 1 || cos.size(0) == batch) &&
+                cos.size(1) == tokens && cos.size(-1) == dim;
+  torch::Tensor k_cache, v_cache;
+  if (usable && step) {
+    k_cache = step->cache->k[static_cast<std::size_t>(layer)];
+    v_cache = step->cache->v[static_cast<std::size_t>(layer)];
+    usable = same(k_cache) && same(v_cache) && step->slots.is_contiguous() && step->slots.device() == qkv.device() &&
+             step->positions.device() == qkv.device() && step->slots.scalar_type() == torch::kLong &&
+             step->positions.scalar_type() == torch::kLong && (tokens == 1 || step->positions.stride(1) == 1);
+  }
+  if (!usable) return aten_rotary_qkv(qkv, heads, kv_heads, cos, sin_signed);
+  const c10::cuda::CUDAGuard guard(qkv.device());
+  RotatedQkv out;
+  out.q = torch::empty({batch, tokens, heads, dim}, qkv.options());
+  const bool decoding = step && !step->fresh;  // the attention reads k and v from the cache
+  if (!decoding) {
+    out.k = torch::empty({batch, tokens, kv_heads, dim}, qkv.options());
+    out.v = qkv.narrow(2, heads + kv_heads, kv_heads);
+  }
+  kernels::RotaryQkv a;
+  a.qkv = qkv.data_ptr();
+  a.cos = cos.data_ptr();
+  a.sin_signed = sin_signed.data_ptr();
+  a.q = out.q.data_ptr();
+  a.k = decoding ? nullptr : out.k.data_ptr();
+  if (step) {
+    a.k_cache = k_cache.data_ptr();
+    a.v_cache = v_cache.data_ptr();
+    a.slots = step->slots.data_ptr<std::int64_t>();
+    a.positions = step->positions.data_ptr<std::int64_t>();
+    a.positions_row_stride = step->positions.stride(0);
+    a.max_tokens = k_cache.size(1);
+    out.cached = true;
+  }
+  a.batch = batch, a.tokens = tokens, a.heads = heads, a.kv_heads = kv_heads, a.head_dim = dim;
+  a.cos_batch = cos.size(0);
+  check(kernels::rotary_qkv(e, a, stream_of(qkv)), "rotary_qkv");
+  return out;
+}
+
+#else  // LibTorch without CUDA: ATen's operators only
+
+bool kernels_built() {
+  return false;
+}
+
+std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
+                                                     const torch::Tensor& weight, double eps, bool) {
+  return aten_add_rms_norm(x, delta, weight, eps);
+}
+
+torch::Tensor silu_mul(const torch::Tensor& gate_up, bool) {
+  return aten_silu_mul(gate_up);
+}
+
+RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
+                      const torch::Tensor& sin_signed, const KvStep*, std::int64_t, bool) {
+  return aten_rotary_qkv(qkv, heads, kv_heads, cos, sin_signed);
+}
+
+#endif
+
+}  // namespace xpuperf::models::fused
