@@ -5,8 +5,8 @@
 # (short runs: labelled not valid by LoadGen's 600 s rule), against LlamaForCausalLM eager,
 # torch.compile and generate() with a static cache under torch.compile (bench/llm_pytorch.py).
 # Random bf16 weights on both sides: throughput does not depend on their values.
-# xpuperf runs twice: as configured, then with fused_kernels=false (ATen's element-wise operators;
-# prefill and decode only), so the table shows what the fused kernels bring.
+# xpuperf runs twice: with fused_kernels=true, then with fused_kernels=false (ATen's element-wise
+# operators; prefill and decode only), so the table shows what the fused kernels bring.
 # Usage: bench/llm_vs_pytorch.sh [HARDWARE] [SIZE]   (H100 or H200, for MFU; SIZE 7b or 1b; on an
 # NVIDIA GPU machine after building; SKIP=compile-decode,... passes on to llm_pytorch.py;
 # UNFUSED=0 leaves out the second xpuperf run; TORCH=0 the PyTorch one)
@@ -28,7 +28,7 @@ args=()
 for s in "${shape[@]}" batch_size=8 seq_length=1024 prefill_samples=32 latency_batch_sizes=[1] \
   decode_batch_sizes=[1,64] decode_prompt_tokens=512 decode_output_tokens=128 max_batch=64 max_seq_len=1024 \
   prompt_tokens=[128,512] output_tokens=[32,256] offline_queries=256 server_load=[0.5,0.8] \
-  server_min_duration_s=${SERVER_SECONDS:-30} server_min_queries=100; do
+  server_min_duration_s=${SERVER_SECONDS:-30} server_min_queries=100 fused_kernels=true; do
   args+=(--set "$s")
 done
 "$xpuperf" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work" "${args[@]}" | tee "$work/ours.out" \

@@ -421,7 +421,9 @@ TEST(InferLlm, LlamaAndGptPrefillDecodeAndServeWithSyntheticWeightsSaidSo) {
   test::TempDir dir;
   for (const char* architecture : {"llama", "gpt2"}) {
     SCOPED_TRACE(architecture);
-    const Result r = llm(dir.path(), {std::string("architecture=") + architecture, "compiler=libtorch-graph"});
+    // fused_kernels asked for: on the CPU ATen's operators run, and the record says so.
+    const Result r =
+        llm(dir.path(), {std::string("architecture=") + architecture, "compiler=libtorch-graph", "fused_kernels=true"});
     ASSERT_EQ(r.code, 0) << r.output;
     const Parsed p = parse(r.output);
     EXPECT_EQ(p.finished["samples"], 8.0);
@@ -432,6 +434,7 @@ TEST(InferLlm, LlamaAndGptPrefillDecodeAndServeWithSyntheticWeightsSaidSo) {
         << p.steps.at("h_generation");
     const json& g = p.finished["generation"];
     EXPECT_EQ(g["prefill_tokens_per_sample"], 16);
+    EXPECT_EQ(g["fused_kernels"], false);
     ASSERT_EQ(g["decode"].size(), 4u);  // batch 1 and 4, greedy and sampled
     for (const auto& d : g["decode"]) {
       EXPECT_GT(d["tpot_ms"].get<double>(), 0) << d.dump();

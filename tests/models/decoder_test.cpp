@@ -122,11 +122,12 @@ TEST(Decoders, GptKvCacheDecodingGivesTheFullForwardsLogits) {
   expect_cached_decoding_matches(*m, *m, torch::randint(0, 97, {2, 10}), {3, 7});
 }
 
-// The engine's greedy tokens against the full forward's, on `device` (CUDA: with CUDA graphs and
-// the fused kernels).
-void expect_engine_generates_greedy_tokens(torch::Device device) {
+// The engine's greedy tokens against the full forward's, on `device` (CUDA: with CUDA graphs, and
+// the fused kernels when `kernels`).
+void expect_engine_generates_greedy_tokens(torch::Device device, bool kernels = false) {
   torch::manual_seed(5);
   auto m = LlamaForCausalLM(small_llama());
+  m->use_fused_kernels(kernels);
   const auto prompts = torch::randint(0, 97, {2, 6});
   // Greedy reference: the full forward pass over the growing sequence, 4 tokens.
   auto seq = prompts.clone();
@@ -233,6 +234,7 @@ TEST(FusedKernels, LlamaOnCudaDecodesWithTheKernelsAsWithout) {
     if (p.key().find("norm") != std::string::npos) p.value().data().uniform_(0.5, 1.5);
   m->to(torch::kCUDA);
   m->fuse_for_inference();  // stacked q/k/v and gate/up: what the kernels take
+  m->use_fused_kernels(true);
   const auto ids = torch::randint(0, 97, {3, 12}).to(torch::kCUDA);
   {
     torch::NoGradGuard no_grad;
@@ -245,7 +247,7 @@ TEST(FusedKernels, LlamaOnCudaDecodesWithTheKernelsAsWithout) {
   }
   // Rotary writing the cache, the residual adds in the norms: prefill and decode as the full forward.
   expect_cached_decoding_matches(*m, *m, ids, {5, 2, 9});
-  expect_engine_generates_greedy_tokens(torch::kCUDA);
+  expect_engine_generates_greedy_tokens(torch::kCUDA, /*kernels=*/true);
 }
 
 }  // namespace

@@ -46,10 +46,17 @@ constexpr std::int64_t kMaxNormRowBytes = 48 * 1024;  // the kernel keeps a row 
 
 bool element_of(const torch::Tensor& t, kernels::Element& e) {
   switch (t.scalar_type()) {
-    case torch::kFloat: e = kernels::Element::Float; return true;
-    case torch::kHalf: e = kernels::Element::Half; return true;
-    case torch::kBFloat16: e = kernels::Element::BFloat16; return true;
-    default: return false;
+    case torch::kFloat:
+      e = kernels::Element::Float;
+      return true;
+    case torch::kHalf:
+      e = kernels::Element::Half;
+      return true;
+    case torch::kBFloat16:
+      e = kernels::Element::BFloat16;
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -114,7 +114,9 @@ struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder {
   LlamaConfig config;
   LlamaModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};
-  bool fused_kernels = true;  // on CUDA; ATen's operators elsewhere either way
+  // The fused CUDA kernels (fused_ops.h) where they apply; ATen's operators elsewhere either way.
+  // Off by default until measured on a GPU (the llm case's fused_kernels setting turns them on).
+  bool fused_kernels = false;
 };
 TORCH_MODULE(LlamaForCausalLM);
 

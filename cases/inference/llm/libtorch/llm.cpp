@@ -255,7 +255,7 @@ class LlmInference : public infer::InferenceCase {
   std::int64_t vocab_ = 32000, length_ = 1024, max_positions_ = 0;
   std::string caveat_;
   bool synthetic_prompts_ = true;
-  bool fused_kernels_ = true;
+  bool fused_kernels_ = false;
   infer::GenerationSettings settings_;  // from build_dataloader (step b)
 };
 

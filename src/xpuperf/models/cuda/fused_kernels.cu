@@ -173,8 +173,8 @@ unsigned blocks_for(std::int64_t threads_needed, int block) {
 }
 
 template <typename T>
-void launch_add_rms_norm(const void* x, const void* delta, const void* weight, void* sum, void* out,
-                         std::int64_t rows, std::int64_t width, float eps, cudaStream_t stream) {
+void launch_add_rms_norm(const void* x, const void* delta, const void* weight, void* sum, void* out, std::int64_t rows,
+                         std::int64_t width, float eps, cudaStream_t stream) {
   const std::int64_t packs = width / Pack<T>::kSize;
   // Enough threads for a pack each up to 512, in whole warps.
   const int threads = static_cast<int>(std::min<std::int64_t>(512, (packs + 31) / 32 * 32));
@@ -189,8 +189,8 @@ void launch_silu_mul(const void* gate_up, void* out, std::int64_t rows, std::int
   constexpr int kThreads = 256;
   const std::int64_t packs = rows * (width / Pack<T>::kSize);
   const unsigned blocks = std::min<unsigned>(blocks_for(packs, kThreads), 1u << 20);
-  silu_mul_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(gate_up), static_cast<T*>(out), rows,
-                                                      width);
+  silu_mul_kernel<T>
+      <<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(gate_up), static_cast<T*>(out), rows, width);
 }
 
 template <typename T>
@@ -207,9 +207,15 @@ const char* add_rms_norm(Element type, const void* x, const void* delta, const v
   if (rows == 0) return nullptr;
   const auto s = static_cast<cudaStream_t>(stream);
   switch (type) {
-    case Element::Float: launch_add_rms_norm<float>(x, delta, weight, sum, out, rows, width, eps, s); break;
-    case Element::Half: launch_add_rms_norm<__half>(x, delta, weight, sum, out, rows, width, eps, s); break;
-    case Element::BFloat16: launch_add_rms_norm<__nv_bfloat16>(x, delta, weight, sum, out, rows, width, eps, s); break;
+    case Element::Float:
+      launch_add_rms_norm<float>(x, delta, weight, sum, out, rows, width, eps, s);
+      break;
+    case Element::Half:
+      launch_add_rms_norm<__half>(x, delta, weight, sum, out, rows, width, eps, s);
+      break;
+    case Element::BFloat16:
+      launch_add_rms_norm<__nv_bfloat16>(x, delta, weight, sum, out, rows, width, eps, s);
+      break;
   }
   return launch_error();
 }
@@ -219,9 +225,15 @@ const char* silu_mul(Element type, const void* gate_up, void* out, std::int64_t 
   if (rows == 0 || width == 0) return nullptr;
   const auto s = static_cast<cudaStream_t>(stream);
   switch (type) {
-    case Element::Float: launch_silu_mul<float>(gate_up, out, rows, width, s); break;
-    case Element::Half: launch_silu_mul<__half>(gate_up, out, rows, width, s); break;
-    case Element::BFloat16: launch_silu_mul<__nv_bfloat16>(gate_up, out, rows, width, s); break;
+    case Element::Float:
+      launch_silu_mul<float>(gate_up, out, rows, width, s);
+      break;
+    case Element::Half:
+      launch_silu_mul<__half>(gate_up, out, rows, width, s);
+      break;
+    case Element::BFloat16:
+      launch_silu_mul<__nv_bfloat16>(gate_up, out, rows, width, s);
+      break;
   }
   return launch_error();
 }
@@ -230,9 +242,15 @@ const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream) {
   if (args.batch * args.tokens == 0) return nullptr;
   const auto s = static_cast<cudaStream_t>(stream);
   switch (type) {
-    case Element::Float: launch_rotary_qkv<float>(args, s); break;
-    case Element::Half: launch_rotary_qkv<__half>(args, s); break;
-    case Element::BFloat16: launch_rotary_qkv<__nv_bfloat16>(args, s); break;
+    case Element::Float:
+      launch_rotary_qkv<float>(args, s);
+      break;
+    case Element::Half:
+      launch_rotary_qkv<__half>(args, s);
+      break;
+    case Element::BFloat16:
+      launch_rotary_qkv<__nv_bfloat16>(args, s);
+      break;
   }
   return launch_error();
 }

@@ -18,7 +18,7 @@ enum class Element { Float, Half, BFloat16 };
 // before the weight multiplies it (Hugging Face's LlamaRMSNorm). Pointers 16-byte aligned, width a
 // multiple of 16 / element size (pack_elements).
 const char* add_rms_norm(Element type, const void* x, const void* delta, const void* weight, void* sum, void* out,
-                  std::int64_t rows, std::int64_t width, float eps, void* stream);
+                         std::int64_t rows, std::int64_t width, float eps, void* stream);
 
 // out (rows, width) = SiLU(gate) × up, where each row of gate_up (rows, 2 × width) holds gate then
 // up. Same alignment rule as add_rms_norm.
