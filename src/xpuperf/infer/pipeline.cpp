@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "xpuperf/core/files.h"
+#include "xpuperf/core/load_generator.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/infer/engine.h"
@@ -103,12 +104,6 @@ std::vector<std::int64_t> latency_batch_sizes(const Config& config, const Batche
     sizes.push_back(bs);
   }
   return sizes;
-}
-
-double percentile(std::vector<double> values, double p) {
-  std::sort(values.begin(), values.end());
-  const auto at = static_cast<std::size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(at, values.size() - 1)];
 }
 
 }  // namespace
@@ -252,11 +247,10 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
           train::synchronize(device);
           ms.push_back((steady_seconds() - t - o.foo_time) * 1e3);
         }
-        latency.push_back({{"batch_size", bs},
-                           {"queries", queries},
-                           {"p50_ms", percentile(ms, 0.50)},
-                           {"p90_ms", percentile(ms, 0.90)},
-                           {"p99_ms", percentile(ms, 0.99)}});
+        // Nearest rank, as LoadGen and the generation scenarios count them.
+        const loadgen::Percentiles p = loadgen::percentiles(ms);
+        latency.push_back(
+            {{"batch_size", bs}, {"queries", queries}, {"p50_ms", p.p50}, {"p90_ms", p.p90}, {"p99_ms", p.p99}});
       }
       figures["latency"] = latency;
       step("f_inference", "ran");
