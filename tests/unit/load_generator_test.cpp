@@ -12,7 +12,7 @@ namespace {
 
 // Prefill costs 1 ms a prompt token, a decode step 10 ms whatever the batch; records what ran.
 struct SimulatedBackend : Backend {
-  explicit SimulatedBackend(std::int64_t n) : n(n) {}
+  explicit SimulatedBackend(std::int64_t slot_count) : n(slot_count) {}
   std::int64_t slots() const override { return n; }
   void prefill(std::int64_t slot, const Query& q, std::size_t index) override {
     now += 1e-3 * static_cast<double>(q.prompt_tokens);
@@ -59,7 +59,7 @@ TEST(LoadGenerator, ArrivalsJoinTheRunningBatchAndIdleTimeIsWaited) {
   const Rules rules{1.0, 3, 20, 14, /*loadgen_minima=*/false};
   const ScenarioResult r = summarise("Server", 2.0, queries, t, rules);
   EXPECT_NEAR(r.ttft_ms.p99, 15.0, 1e-6);      // q1's
-  EXPECT_NEAR(r.tpot_ms.p50, 10.0, 1e-6);      // q1
+  EXPECT_NEAR(r.tpot_ms.p50, 40.0 / 3, 1e-6);  // index ⌊2 × 0.5⌋ of (10, 13.3): q0's, as LoadGen takes it
   EXPECT_NEAR(r.tpot_ms.p99, 40.0 / 3, 1e-6);  // q0: 3 tokens in 40 ms after its first, q1's prefill between
   EXPECT_NEAR(r.duration_s, 1.005, 1e-9);
   EXPECT_TRUE(r.latency_met);
@@ -72,10 +72,17 @@ TEST(LoadGenerator, ARunShorterOrSmallerThanTheRulesIsInvalidAndSaysWhy) {
   const auto t = serve(queries, backend, backend.clock());
   const ScenarioResult r = summarise("Server", 1.0, queries, t, Rules{600, 100, 5, 200});
   EXPECT_FALSE(r.valid);
-  ASSERT_EQ(r.reasons.size(), 3u);
+  ASSERT_EQ(r.reasons.size(), 5u);
   EXPECT_NE(r.reasons[0].find("under the minimum duration of 600 s"), std::string::npos) << r.reasons[0];
   EXPECT_NE(r.reasons[1].find("2 queries, under the minimum of 100"), std::string::npos) << r.reasons[1];
   EXPECT_NE(r.reasons[2].find("over the bounds"), std::string::npos) << r.reasons[2];
+  // Both first tokens over the 5 ms bound: 836 within it would be needed besides (LoadGen's odds).
+  EXPECT_EQ(r.reasons[3],
+            "early stopping (LoadGen's): TTFT over its 5 ms bound in 2 of 2 queries; p99 within it is shown with "
+            "99 % confidence from 838 queries");
+  EXPECT_EQ(r.reasons[4],
+            "early stopping (LoadGen's): TPOT over its 200 ms bound in 0 of 2 queries; p99 within it is shown with "
+            "99 % confidence from 459 queries");
   // Offline has no latency bound.
   const ScenarioResult o = summarise("Offline", 0, queries, t, Rules{0.01, 2, 5, 200, false});
   EXPECT_TRUE(o.valid) << (o.reasons.empty() ? "" : o.reasons[0]);
@@ -85,6 +92,41 @@ TEST(LoadGenerator, ARunShorterOrSmallerThanTheRulesIsInvalidAndSaysWhy) {
   EXPECT_EQ(quick.reasons[0], "ran 0.040 s, under the minimum duration of 600 s (LoadGen's)");
   EXPECT_EQ(quick.reasons[1], "2 queries, under the minimum of 100 (LoadGen's)");
   EXPECT_NEAR(o.output_tokens_per_second, 4 / 0.040, 1e-6);
+}
+
+TEST(LoadGenerator, EarlyStoppingNeedsLoadGensQueryCounts) {
+  // The fewest queries within a bound for p99 at 99 % confidence, given those over it: what
+  // LoadGen's binomial odds give (checked against a direct sum of the binomial terms).
+  EXPECT_EQ(early_stopping_queries_within(0), 459);  // 0.99^459 < 0.01 <= 0.99^458
+  EXPECT_EQ(early_stopping_queries_within(1), 661);
+  EXPECT_EQ(early_stopping_queries_within(2), 836);
+  EXPECT_EQ(early_stopping_queries_within(10), 2000);
+  EXPECT_THROW(early_stopping_queries_within(-1), std::invalid_argument);
+
+  // A Server run of 460 queries over 600 s, all within the bounds: valid. Two first tokens over the
+  // TTFT bound leave p99 within it (index 455 of 460) but early stopping then needs 838 queries.
+  std::vector<Query> queries;
+  std::vector<QueryTiming> timings;
+  for (int i = 0; i < 460; ++i) {
+    const double at = 600.0 * i / 459;
+    queries.push_back({at, 10, 3});
+    timings.push_back({at + 0.1, at + 0.3});  // TTFT 100 ms, TPOT 100 ms
+  }
+  const Rules rules{600, 100, 2000, 200};
+  const ScenarioResult ok = summarise("Server", 0.77, queries, timings, rules);
+  EXPECT_TRUE(ok.valid) << (ok.reasons.empty() ? "" : ok.reasons[0]);
+  EXPECT_EQ(ok.ttft_early_stopping.queries_needed, 459);
+  EXPECT_TRUE(ok.tpot_early_stopping.met);
+  for (const int i : {7, 8}) timings[i] = {queries[i].arrival_s + 3.0, queries[i].arrival_s + 3.2};
+  const ScenarioResult late = summarise("Server", 0.77, queries, timings, rules);
+  EXPECT_TRUE(late.latency_met);
+  EXPECT_FALSE(late.valid);
+  EXPECT_EQ(late.ttft_early_stopping.overlatency, 2);
+  EXPECT_FALSE(late.ttft_early_stopping.met);
+  ASSERT_EQ(late.reasons.size(), 1u);
+  EXPECT_NE(late.reasons[0].find("TTFT over its 2000 ms bound in 2 of 460 queries"), std::string::npos)
+      << late.reasons[0];
+  EXPECT_EQ(to_json(late)["early_stopping"]["ttft"]["queries_needed"], 838);
 }
 
 TEST(LoadGenerator, ServerQueriesArePoissonUntilBothMinimaAreReached) {
@@ -98,7 +140,9 @@ TEST(LoadGenerator, ServerQueriesArePoissonUntilBothMinimaAreReached) {
     EXPECT_LE(q[i].prompt_tokens, 8);
     EXPECT_GE(q[i].output_tokens, 1);
     EXPECT_LE(q[i].output_tokens, 3);
-    if (i) EXPECT_GT(q[i].arrival_s, q[i - 1].arrival_s);
+    if (i) {
+      EXPECT_GT(q[i].arrival_s, q[i - 1].arrival_s);
+    }
   }
   EXPECT_EQ(server_queries(5.0, rules, {4, 8}, {1, 3}, 7).back().arrival_s, q.back().arrival_s);  // seeded
   // A slow rate still issues the minimum count.
@@ -107,13 +151,13 @@ TEST(LoadGenerator, ServerQueriesArePoissonUntilBothMinimaAreReached) {
   EXPECT_THROW(offline_queries(3, {5, 4}, {1, 1}, 1), std::invalid_argument);
 }
 
-TEST(LoadGenerator, PercentilesAreNearestRankAndTheBestRateMeetsTheBounds) {
+TEST(LoadGenerator, PercentilesAreLoadGensAndTheBestRateMeetsTheBounds) {
   std::vector<double> v(100);
   std::iota(v.begin(), v.end(), 1.0);
-  const Percentiles p = percentiles(v);
-  EXPECT_EQ(p.p50, 50);
-  EXPECT_EQ(p.p90, 90);
-  EXPECT_EQ(p.p99, 99);
+  const Percentiles p = percentiles(v);  // the value at index ⌊100 × p⌋ of 1..100
+  EXPECT_EQ(p.p50, 51);
+  EXPECT_EQ(p.p90, 91);
+  EXPECT_EQ(p.p99, 100);
   EXPECT_EQ(percentiles({7}).p99, 7);
   ScenarioResult a, b, c;
   a.target_rate = 1, a.latency_met = true;

@@ -123,14 +123,48 @@ Percentiles percentiles(std::vector<double> values) {
   Percentiles p;
   if (values.empty()) return p;
   std::sort(values.begin(), values.end());
-  const auto rank = [&](double q) {
-    const auto at = static_cast<std::size_t>(std::ceil(q * static_cast<double>(values.size())));
-    return values[std::min(values.size(), std::max<std::size_t>(at, 1)) - 1];
+  const auto at = [&](double q) {
+    const auto i = static_cast<std::size_t>(q * static_cast<double>(values.size()));
+    return values[std::min(i, values.size() - 1)];
   };
-  p.p50 = rank(0.50);
-  p.p90 = rank(0.90);
-  p.p99 = rank(0.99);
+  p.p50 = at(0.50);
+  p.p90 = at(0.90);
+  p.p99 = at(0.99);
   return p;
+}
+
+namespace {
+
+// The odds of `over` or fewer of within + over queries over the bound when each is over it with
+// probability 1 − percentile: the binomial distribution's CDF, summed in logs.
+double odds_of_so_few_over(std::int64_t within, std::int64_t over, double percentile) {
+  const double n = static_cast<double>(within + over);
+  const double log_p = std::log(percentile), log_q = std::log1p(-percentile);
+  double sum = 0;
+  for (std::int64_t x = 0; x <= over; ++x) {
+    const double k = static_cast<double>(x);
+    const double log_choose = std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1);
+    sum += std::exp(log_choose + k * log_q + (n - k) * log_p);
+  }
+  return sum;
+}
+
+}  // namespace
+
+std::int64_t early_stopping_queries_within(std::int64_t overlatency, double percentile, double confidence) {
+  if (overlatency < 0 || !(percentile > 0 && percentile < 1) || !(confidence > 0 && confidence < 1))
+    throw std::invalid_argument("early stopping: needs overlatency >= 0 and percentile, confidence in (0, 1)");
+  const auto passes = [&](std::int64_t within) {
+    return odds_of_so_few_over(within, overlatency, percentile) < 1 - confidence;
+  };
+  std::int64_t high = 1;
+  while (!passes(high)) high *= 2;
+  std::int64_t low = high / 2;  // fails (or 0), high passes: the odds fall as `within` grows
+  while (high - low > 1) {
+    const std::int64_t mid = low + (high - low) / 2;
+    (passes(mid) ? high : low) = mid;
+  }
+  return high;
 }
 
 ScenarioResult summarise(const std::string& scenario, double target_rate, const std::vector<Query>& queries,
@@ -174,6 +208,23 @@ ScenarioResult summarise(const std::string& scenario, double target_rate, const 
     r.reasons.push_back("p99 TTFT " + number(r.ttft_ms.p99, 1) + " ms / TPOT " + number(r.tpot_ms.p99, 1) +
                         " ms over the bounds " + number(rules.ttft_bound_ms, 0) + " / " +
                         number(rules.tpot_bound_ms, 0) + " ms");
+  if (scenario == "Server") {
+    // LoadGen counts TTFT and TPOT each against its bound, over all the queries issued.
+    const auto early = [&](const std::vector<double>& ms, double bound, const char* what) {
+      EarlyStopping e;
+      e.overlatency = std::count_if(ms.begin(), ms.end(), [&](double v) { return v > bound; });
+      e.queries_needed = e.overlatency + early_stopping_queries_within(e.overlatency);
+      e.met = r.queries >= e.queries_needed;
+      if (!e.met && rules.loadgen_minima)
+        r.reasons.push_back("early stopping (LoadGen's): " + std::string(what) + " over its " + number(bound, 0) +
+                            " ms bound in " + std::to_string(e.overlatency) + " of " + std::to_string(r.queries) +
+                            " queries; p99 within it is shown with 99 % confidence from " +
+                            std::to_string(e.queries_needed) + " queries");
+      return e;
+    };
+    r.ttft_early_stopping = early(ttft, rules.ttft_bound_ms, "TTFT");
+    r.tpot_early_stopping = early(tpot, rules.tpot_bound_ms, "TPOT");
+  }
   r.valid = r.reasons.empty();
   return r;
 }
@@ -190,7 +241,13 @@ nlohmann::json to_json(const ScenarioResult& r) {
                       {"latency_met", r.latency_met},
                       {"valid", r.valid},
                       {"invalid_because", r.reasons}};
-  if (r.scenario == "Server") j["target_rate"] = r.target_rate;
+  if (r.scenario == "Server") {
+    j["target_rate"] = r.target_rate;
+    const auto e = [](const EarlyStopping& x) {
+      return nlohmann::json{{"overlatency", x.overlatency}, {"queries_needed", x.queries_needed}, {"met", x.met}};
+    };
+    j["early_stopping"] = {{"ttft", e(r.ttft_early_stopping)}, {"tpot", e(r.tpot_early_stopping)}};
+  }
   return j;
 }
 

@@ -247,7 +247,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
           train::synchronize(device);
           ms.push_back((steady_seconds() - t - o.foo_time) * 1e3);
         }
-        // Nearest rank, as LoadGen and the generation scenarios count them.
+        // As LoadGen takes percentiles (the generation scenarios too): index ⌊n × p⌋ of the sorted.
         const loadgen::Percentiles p = loadgen::percentiles(ms);
         latency.push_back(
             {{"batch_size", bs}, {"queries", queries}, {"p50_ms", p.p50}, {"p90_ms", p.p90}, {"p99_ms", p.p99}});
