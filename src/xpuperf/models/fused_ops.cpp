@@ -84,10 +84,10 @@ bool kernels_built() {
 }
 
 std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
-                                                     const torch::Tensor& weight, double eps, bool kernels) {
+                                                     const torch::Tensor& weight, double eps, bool use_kernels) {
   const auto width = x.size(-1);
   kernels::Element e{};
-  if (kernels && packable(x, width, e) && width * x.element_size() <= kMaxNormRowBytes &&
+  if (use_kernels && packable(x, width, e) && width * x.element_size() <= kMaxNormRowBytes &&
       weight.scalar_type() == x.scalar_type() && weight.is_contiguous() && aligned(weight) && weight.numel() == width &&
       weight.device() == x.device() &&
       (!delta.defined() || (delta.sizes() == x.sizes() && delta.scalar_type() == x.scalar_type() &&
@@ -104,10 +104,10 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
   return aten_add_rms_norm(x, delta, weight, eps);
 }
 
-torch::Tensor silu_mul(const torch::Tensor& gate_up, bool kernels) {
+torch::Tensor silu_mul(const torch::Tensor& gate_up, bool use_kernels) {
   const auto width = gate_up.size(-1) / 2;
   kernels::Element e{};
-  if (kernels && packable(gate_up, width, e)) {
+  if (use_kernels && packable(gate_up, width, e)) {
     const c10::cuda::CUDAGuard guard(gate_up.device());
     auto sizes = gate_up.sizes().vec();
     sizes.back() = width;
@@ -121,15 +121,15 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up, bool kernels) {
 }
 
 RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
-                      const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool kernels) {
+                      const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool use_kernels) {
   const auto batch = qkv.size(0), tokens = qkv.size(1), dim = qkv.size(3);
   kernels::Element e{};
   const auto same = [&](const torch::Tensor& t) {
     return t.scalar_type() == qkv.scalar_type() && t.is_contiguous() && t.device() == qkv.device();
   };
-  bool usable = kernels && qkv.is_cuda() && qkv.is_contiguous() && element_of(qkv, e) && dim % 2 == 0 && same(cos) &&
-                same(sin_signed) && cos.sizes() == sin_signed.sizes() && (cos.size(0) == 1 || cos.size(0) == batch) &&
-                cos.size(1) == tokens && cos.size(-1) == dim;
+  bool usable = use_kernels && qkv.is_cuda() && qkv.is_contiguous() && element_of(qkv, e) && dim % 2 == 0 &&
+                same(cos) && same(sin_signed) && cos.sizes() == sin_signed.sizes() &&
+                (cos.size(0) == 1 || cos.size(0) == batch) && cos.size(1) == tokens && cos.size(-1) == dim;
   torch::Tensor k_cache, v_cache;
   if (usable && step) {
     k_cache = step->cache->k[static_cast<std::size_t>(layer)];

@@ -1,7 +1,7 @@
 #pragma once
 // The Llama decoder's element-wise steps, each one CUDA kernel where it can run
 // (models/cuda/fused_kernels.h: a CUDA tensor of float, half or bfloat16 in a shape the kernels
-// take, LibTorch built with CUDA, `kernels` true), else ATen's operators with the same result. The
+// take, LibTorch built with CUDA, `use_kernels` true), else ATen's operators with the same result. The
 // kernels follow ATen's arithmetic and rounding, so the two paths agree to the last bit or two.
 
 #include <torch/torch.h>
@@ -18,10 +18,10 @@ namespace fused {
 // (x + delta, RMSNorm(x + delta) × weight) over the last dimension; delta undefined: (x, RMSNorm(x) ×
 // weight). The residual stream's add and the next norm in one pass.
 std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
-                                                     const torch::Tensor& weight, double eps, bool kernels);
+                                                     const torch::Tensor& weight, double eps, bool use_kernels);
 
 // SiLU(gate) × up, where the last dimension of gate_up holds gate then up.
-torch::Tensor silu_mul(const torch::Tensor& gate_up, bool kernels);
+torch::Tensor silu_mul(const torch::Tensor& gate_up, bool use_kernels);
 
 // q, k and v of a stacked projection qkv (batch, tokens, heads + 2 kv_heads, head_dim), q and k
 // rotated by cos / sin_signed (batch or 1, tokens, 1, head_dim). With a step, the kernel also
@@ -32,7 +32,7 @@ struct RotatedQkv {
   bool cached = false;
 };
 RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
-                      const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool kernels);
+                      const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool use_kernels);
 
 // x × cos + roll(x, half) × sin_signed over the head width: rotary positions with ATen's operators.
 torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin_signed);
