@@ -147,6 +147,29 @@ TEST_F(InferCli, Bf16OnTheCpuKeepsTheAccuracy) {
   EXPECT_NEAR(f["inference_accuracy"].get<double>(), f["validation_accuracy"].get<double>(), 0.01);
 }
 
+TEST_F(InferCli, ProfileBatchesTimeEachOperatorOfTheEngine) {
+  const Result r = infer({"checkpoint=" + checkpoint(), "profile_batches=2"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Parsed p = parse(r.output);
+  const json& profile = p.finished["op_profile"];
+  EXPECT_EQ(profile["batches"], 2);
+  EXPECT_EQ(profile["batch_size"], 256);
+  EXPECT_EQ(profile["timing"], "wall clock");
+  ASSERT_GE(profile["operators"].size(), 3u) << profile.dump();
+  double share = 0;
+  bool convolution = false;
+  for (const auto& op : profile["operators"]) {
+    EXPECT_EQ(op["name"].get<std::string>().rfind("aten::", 0), 0u) << op.dump();
+    EXPECT_LE(op["self_ms"].get<double>(), op["total_ms"].get<double>() + 1e-9) << op.dump();
+    share += op["self_share"].get<double>();
+    convolution = convolution || has(op["name"].get<std::string>(), "conv");
+  }
+  EXPECT_LE(share, 1.0 + 1e-9);
+  EXPECT_TRUE(convolution) << profile.dump();
+  EXPECT_TRUE(has(r.output, "ATen operators of 2 batch(es) of 256 through libtorch eager")) << r.output;
+  EXPECT_TRUE(has(r.output, "| operator | calls | self ms | share | total ms |")) << r.output;
+}
+
 TEST_F(InferCli, ExportedOnnxRunInOpenCvMatchesLibTorch) {
   const Result r = infer({"checkpoint=" + checkpoint(), "compiler=opencv"});
   ASSERT_EQ(r.code, 0) << r.output;

@@ -21,6 +21,7 @@
 #include "xpuperf/infer/entry.h"
 #include "xpuperf/infer/generation.h"
 #include "xpuperf/infer/inference_case.h"
+#include "xpuperf/infer/op_profile.h"
 #include "xpuperf/train/runtime.h"
 
 namespace xpuperf::infer {
@@ -253,6 +254,26 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
             {{"batch_size", bs}, {"queries", queries}, {"p50_ms", p.p50}, {"p90_ms", p.p90}, {"p99_ms", p.p99}});
       }
       figures["latency"] = latency;
+      // Where the engine's time goes, operator by operator (--set profile_batches=N), outside the timings.
+      if (const std::int64_t n = config.get_int("profile_batches", 0); n > 0 && first.defined()) {
+        const torch::Tensor x = first.narrow(0, 0, std::min(batches.batch_size, first.size(0))).to(device);
+        engine->infer(x);  // warm, so first-call work is not counted
+        train::synchronize(device);
+        const std::vector<OpTime> ops = profile_ops(
+            [&] {
+              for (std::int64_t i = 0; i < n; ++i) engine->infer(x);
+            },
+            device);
+        figures["op_profile"] = {{"batches", n},
+                                 {"batch_size", x.size(0)},
+                                 {"timing", device.is_cuda() ? "GPU time between CUDA events" : "wall clock"},
+                                 {"operators", op_profile_json(ops, 30)}};
+        out << "\nATen operators of " << n << " batch(es) of " << x.size(0) << " through " << engine->describe()
+            << " (self time: less the operators each calls):\n"
+            << (ops.empty() ? "none ran: the engine replays a CUDA graph or runs compiled code; profile it with "
+                              "compiler libtorch\n"
+                            : op_profile_table(ops, 15));
+      }
       step("f_inference", "ran");
       engine.reset();  // its CUDA graphs and buffers: the memory generation needs
     }

@@ -1,0 +1,174 @@
+#include "xpuperf/infer/op_profile.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace xpuperf::infer {
+
+namespace {
+
+// One operator call: where it starts and ends (events or clock readings), and its caller.
+struct Span {
+  std::string name;
+  std::size_t start = 0, end = 0;  // indexes of marks
+  int parent = -1;
+};
+
+// The spans of one profile. RecordFunction's callbacks are plain functions, so the recorder in
+// use is reached through a thread-local pointer (the callbacks are thread-local too).
+class Recorder {
+ public:
+  explicit Recorder(torch::Device device) : device_(device) {}
+
+  void begin(const char* name) {
+    Span s;
+    s.name = name;
+    s.parent = open_.empty() ? -1 : open_.back();
+    s.start = mark();
+    spans_.push_back(std::move(s));
+    open_.push_back(static_cast<int>(spans_.size()) - 1);
+  }
+
+  void end() {
+    if (open_.empty()) return;  // an operator that began before the profile
+    spans_[static_cast<std::size_t>(open_.back())].end = mark();
+    open_.pop_back();
+  }
+
+  std::vector<OpTime> result() {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+    if (device_.is_cuda()) c10::cuda::getCurrentCUDAStream(device_.index()).synchronize();
+#endif
+    std::vector<double> total(spans_.size(), 0.0), children(spans_.size(), 0.0);
+    for (std::size_t i = 0; i < spans_.size(); ++i) {
+      if (spans_[i].end == 0) continue;  // still open: an exception left it
+      total[i] = elapsed_ms(spans_[i].start, spans_[i].end);
+      if (spans_[i].parent >= 0) children[static_cast<std::size_t>(spans_[i].parent)] += total[i];
+    }
+    std::map<std::string, OpTime> by_name;
+    for (std::size_t i = 0; i < spans_.size(); ++i) {
+      OpTime& o = by_name[spans_[i].name];
+      o.name = spans_[i].name;
+      ++o.calls;
+      // Recursion (an operator under itself) would count twice in its total: the outer call only.
+      bool nested_in_itself = false;
+      for (int p = spans_[i].parent; p >= 0 && !nested_in_itself; p = spans_[static_cast<std::size_t>(p)].parent)
+        nested_in_itself = spans_[static_cast<std::size_t>(p)].name == spans_[i].name;
+      if (!nested_in_itself) o.total_ms += total[i];
+      o.self_ms += std::max(0.0, total[i] - children[i]);
+    }
+    std::vector<OpTime> ops;
+    for (auto& [name, o] : by_name) ops.push_back(o);
+    std::sort(ops.begin(), ops.end(), [](const OpTime& a, const OpTime& b) { return a.self_ms > b.self_ms; });
+    return ops;
+  }
+
+ private:
+  std::size_t mark() {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+    if (device_.is_cuda()) {
+      events_.emplace_back(cudaEventDefault);
+      events_.back().record(c10::cuda::getCurrentCUDAStream(device_.index()));
+      return events_.size();  // 1-based, so 0 means "not marked"
+    }
+#endif
+    clock_.push_back(std::chrono::steady_clock::now());
+    return clock_.size();
+  }
+
+  double elapsed_ms(std::size_t from, std::size_t to) const {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+    if (device_.is_cuda()) return events_[from - 1].elapsed_time(events_[to - 1]);
+#endif
+    return std::chrono::duration<double, std::milli>(clock_[to - 1] - clock_[from - 1]).count();
+  }
+
+  torch::Device device_;
+  std::vector<Span> spans_;
+  std::vector<int> open_;
+  std::vector<std::chrono::steady_clock::time_point> clock_;
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  std::deque<at::cuda::CUDAEvent> events_;  // a deque: events do not move once recorded
+#endif
+};
+
+thread_local Recorder* active = nullptr;
+
+std::unique_ptr<at::ObserverContext> on_begin(const at::RecordFunction& fn) {
+  if (active) active->begin(fn.name());
+  return nullptr;
+}
+
+void on_end(const at::RecordFunction&, at::ObserverContext*) {
+  if (active) active->end();
+}
+
+std::string ms(double v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(3) << v;
+  return s.str();
+}
+
+double self_sum(const std::vector<OpTime>& ops) {
+  double sum = 0;
+  for (const auto& o : ops) sum += o.self_ms;
+  return sum;
+}
+
+}  // namespace
+
+std::vector<OpTime> profile_ops(const std::function<void()>& work, torch::Device device) {
+  if (active) throw std::logic_error("profile_ops: a profile is already running on this thread");
+  Recorder recorder(device);
+  active = &recorder;
+  const at::CallbackHandle handle =
+      at::addThreadLocalCallback(at::RecordFunctionCallback(on_begin, on_end).scopes({at::RecordScope::FUNCTION}));
+  try {
+    work();
+  } catch (...) {
+    at::removeCallback(handle);
+    active = nullptr;
+    throw;
+  }
+  at::removeCallback(handle);
+  active = nullptr;
+  return recorder.result();
+}
+
+nlohmann::json op_profile_json(const std::vector<OpTime>& ops, std::size_t top) {
+  const double sum = self_sum(ops);
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < ops.size() && i < top; ++i)
+    list.push_back({{"name", ops[i].name},
+                    {"calls", ops[i].calls},
+                    {"total_ms", ops[i].total_ms},
+                    {"self_ms", ops[i].self_ms},
+                    {"self_share", sum > 0 ? ops[i].self_ms / sum : 0.0}});
+  return list;
+}
+
+std::string op_profile_table(const std::vector<OpTime>& ops, std::size_t top) {
+  const double sum = self_sum(ops);
+  std::ostringstream s;
+  s << "| operator | calls | self ms | share | total ms |\n| --- | ---: | ---: | ---: | ---: |\n";
+  for (std::size_t i = 0; i < ops.size() && i < top; ++i)
+    s << "| " << ops[i].name << " | " << ops[i].calls << " | " << ms(ops[i].self_ms) << " | " << std::fixed
+      << std::setprecision(1) << (sum > 0 ? 100 * ops[i].self_ms / sum : 0.0) << " % | " << ms(ops[i].total_ms)
+      << " |\n";
+  s << "| all " << ops.size() << " operators | | " << ms(sum) << " | 100 % | |\n";
+  return s.str();
+}
+
+}  // namespace xpuperf::infer

@@ -1,0 +1,35 @@
+#pragma once
+// Where an inference pass spends its time, operator by operator: every ATen operator that `work`
+// runs is timed through LibTorch's RecordFunction callbacks (on CUDA between two CUDA events on
+// the current stream, so the figure is the GPU time of the operator's kernels and the work is not
+// slowed by synchronising; on the CPU by the wall clock). Total time includes the operators an
+// operator calls (aten::linear calls aten::addmm), self time does not, so self times add up to the
+// pass. Operators inside a CUDA graph replay or a compiled package are not ATen calls and do not
+// show: profile the `libtorch` engine for a per-operator view.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace xpuperf::infer {
+
+struct OpTime {
+  std::string name;
+  std::int64_t calls = 0;
+  double total_ms = 0, self_ms = 0;
+};
+
+// The operators `work` ran on `device`, by self time, largest first.
+std::vector<OpTime> profile_ops(const std::function<void()>& work, torch::Device device);
+
+// The `top` largest as JSON (name, calls, total_ms, self_ms, self_share of all self time).
+nlohmann::json op_profile_json(const std::vector<OpTime>& ops, std::size_t top);
+
+// A Markdown table of the `top` largest, with each one's share of the self time.
+std::string op_profile_table(const std::vector<OpTime>& ops, std::size_t top);
+
+}  // namespace xpuperf::infer
