@@ -14,6 +14,7 @@ p.add_argument("--cases", default="vit,bert")
 p.add_argument("--batches", type=int, default=20)
 p.add_argument("--queries", type=int, default=200)
 p.add_argument("--no-autotune", action="store_true")
+p.add_argument("--profile", type=int, default=0, help="N > 0: torch.profiler over N batches, eager and compiled (to stderr)")
 a = p.parse_args()
 dev = torch.device("cuda")
 
@@ -51,8 +52,26 @@ def time_queries(fn, args):
     return {f"p{q}_ms": ms[min(len(ms) - 1, round(q / 100 * (len(ms) - 1)))] for q in (50, 99)}
 
 
+def profile(case, mode, fn, args):
+    """The kernels of a.profile batches by GPU self time, as xpuperf's profile_batches shows its operators."""
+    if a.profile <= 0:
+        return
+    import sys
+    with torch.inference_mode():
+        fn(*args)
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA,
+                                                torch.profiler.ProfilerActivity.CPU]) as prof:
+            for _ in range(a.profile):
+                fn(*args)
+            torch.cuda.synchronize()
+    print(f"\n{case} {mode}, {a.profile} batches:", file=sys.stderr)
+    print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=15), file=sys.stderr, flush=True)
+
+
 def measure(case, fn, batch_args, one_args, batch):
     emit(case=case, mode="eager", samples_per_s=time_batches(fn, batch_args, batch), **time_queries(fn, one_args))
+    profile(case, "eager", fn, batch_args)
     modes = ["default"] + ([] if a.no_autotune else ["max-autotune"])
     for mode in modes:
         torch._dynamo.reset()
@@ -60,6 +79,8 @@ def measure(case, fn, batch_args, one_args, batch):
             compiled = torch.compile(fn, mode=mode)
             emit(case=case, mode=f"compile-{mode}", samples_per_s=time_batches(compiled, batch_args, batch),
                  **time_queries(compiled, one_args))
+            if mode == "default":
+                profile(case, "compile-default", compiled, batch_args)
         except Exception as e:  # reported, not fatal: the other rows still count
             emit(case=case, mode=f"compile-{mode}", error=f"{type(e).__name__}: {e}"[:300])
 

@@ -4,6 +4,8 @@
 # batch-1 latency against torchvision's vit_l_16 and Hugging Face's BertForMaskedLM (bert-large
 # sizes) eager, torch.compile and torch.compile(mode="max-autotune"), with the same random weights
 # (bench/infer_zoo_pytorch.py writes them; the ViT's TorchScript trace runs in the torchscript engine).
+# PROFILE=N adds where the time goes: xpuperf's libtorch engine with profile_batches=N (each ATen
+# operator's GPU time) and torch.profiler's kernel table of N batches, eager and compiled (stderr).
 # Usage: bench/infer_zoo_vs_pytorch.sh [HARDWARE] [CASES]   (H100 or H200, for MFU; CASES: vit,bert;
 # on an NVIDIA GPU machine after building; bert reads DATA=data/text's linux-doc-bert token dataset)
 set -euo pipefail
@@ -15,7 +17,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 
-python3 "$here/infer_zoo_pytorch.py" --out "$work" --cases "$cases" > "$work/torch.jsonl"
+python3 "$here/infer_zoo_pytorch.py" --out "$work" --cases "$cases" --profile "${PROFILE:-0}" > "$work/torch.jsonl"
 
 ours() {  # case label --set ... → one JSON line of the FINISHED figures
   local case=$1 label=$2
@@ -41,11 +43,19 @@ PY
     ours vit_l_16 libtorch compiler=libtorch "${vit[@]}"
     ours vit_l_16 libtorch-graph compiler=libtorch-graph "${vit[@]}"
     ours vit_l_16 torchscript compiler=torchscript exist_compiler_path="$work/vit_l_16_ts.pt" "${vit[@]}"
+    if [[ ${PROFILE:-0} != 0 ]]; then
+      ours vit_l_16 profile compiler=libtorch profile_batches="$PROFILE" "${vit[@]}" > /dev/null
+      grep -A18 "ATen operators" "$work/profile.out" >&2 || true
+    fi
   fi
   if [[ $cases == *bert* ]]; then
     bert=(data_dir="$data" checkpoint="$work/bert_large.pth" max_samples=1024 repeat=3)
     ours bertLarge libtorch compiler=libtorch "${bert[@]}"
     ours bertLarge libtorch-graph compiler=libtorch-graph "${bert[@]}"
+    if [[ ${PROFILE:-0} != 0 ]]; then
+      ours bertLarge profile compiler=libtorch profile_batches="$PROFILE" "${bert[@]}" > /dev/null
+      grep -A18 "ATen operators" "$work/profile.out" >&2 || true
+    fi
   fi
 } > "$work/ours.jsonl"
 
