@@ -16,7 +16,7 @@ enum class Element { Float, Half, BFloat16 };
 // sum = x + delta (delta null: no add, sum untouched), out = RMSNorm(sum) × weight, row by row
 // over `width` elements: mean of squares in float, the normalised row rounded to the element type
 // before the weight multiplies it (Hugging Face's LlamaRMSNorm). Pointers 16-byte aligned, width a
-// multiple of 16 / element size (pack_elements).
+// multiple of 16 / element size (pack_elements), the row at most 32 KiB (it is kept in shared memory).
 const char* add_rms_norm(Element type, const void* x, const void* delta, const void* weight, void* sum, void* out,
                          std::int64_t rows, std::int64_t width, float eps, void* stream);
 
