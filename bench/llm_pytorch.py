@@ -29,6 +29,8 @@ ap.add_argument("--decode-batches", default="1,64")
 ap.add_argument("--prompt", type=int, default=512)
 ap.add_argument("--new", type=int, default=128)
 ap.add_argument("--skip", default="", help="comma-separated: compile-prefill, compile-decode, eager-decode")
+ap.add_argument("--profile", type=int, default=0,
+                help="N > 0: torch.profiler's kernel table of N prefill batches, eager and compiled (to stderr)")
 a = ap.parse_args()
 skip = set(a.skip.split(","))
 
@@ -69,6 +71,16 @@ with torch.no_grad():
                 s = timed(lambda: f(input_ids=ids, logits_to_keep=keep), 10)
                 emit(what="prefill", mode=mode, logits="last" if keep == 1 else "all",
                      tokens_per_second=a.batch * a.seq / s, ms=s * 1e3)
+                if a.profile > 0 and keep == 1:
+                    import sys
+                    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+                        for _ in range(a.profile):
+                            f(input_ids=ids, logits_to_keep=keep)
+                        torch.cuda.synchronize()
+                    print(f"\nprefill {mode}, {a.profile} batches:", file=sys.stderr)
+                    print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=15), file=sys.stderr,
+                          flush=True)
             except Exception as e:  # a failing mode is a row saying so
                 emit(what="prefill", mode=mode, error=str(e)[:300])
 

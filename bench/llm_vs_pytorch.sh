@@ -9,7 +9,8 @@
 # operators; prefill and decode only), so the table shows what the fused kernels bring.
 # Usage: bench/llm_vs_pytorch.sh [HARDWARE] [SIZE]   (H100 or H200, for MFU; SIZE 7b or 1b; on an
 # NVIDIA GPU machine after building; SKIP=compile-decode,... passes on to llm_pytorch.py;
-# UNFUSED=0 leaves out the second xpuperf run; TORCH=0 the PyTorch one)
+# UNFUSED=0 leaves out the second xpuperf run; TORCH=0 the PyTorch one; PROFILE=N prints where
+# prefill's time goes: xpuperf's libtorch engine with profile_batches=N, torch.profiler's kernels)
 set -euo pipefail
 hardware=${1:-H200}
 size=${2:-7b}
@@ -38,8 +39,13 @@ if [[ ${UNFUSED:-1} != 0 ]]; then
   "$xpuperf" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work/unfused" "${args[@]}" \
     --set fused_kernels=false --set offline_queries=0 > "$work/unfused.out" || true
 fi
+if [[ ${PROFILE:-0} != 0 ]]; then
+  "$xpuperf" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work/profile" "${args[@]}" \
+    --set compiler=libtorch --set profile_batches="$PROFILE" --set offline_queries=0 --set decode_batch_sizes=[1] \
+    --set decode_output_tokens=2 2>&1 | grep -A18 "ATen operators" || true
+fi
 if [[ ${TORCH:-1} != 0 ]]; then
-  python3 "$here/llm_pytorch.py" --size "$size" --skip "${SKIP:-}" | tee "$work/torch.jsonl" || true
+  python3 "$here/llm_pytorch.py" --size "$size" --skip "${SKIP:-}" --profile "${PROFILE:-0}" | tee "$work/torch.jsonl" || true
 fi
 
 python3 - "$work/ours.out" "$work/torch.jsonl" "$size" "$work/unfused.out" <<'PY'
