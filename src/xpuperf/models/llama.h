@@ -90,7 +90,7 @@ TORCH_MODULE(LlamaDecoderLayer);
 struct LlamaModelImpl : torch::nn::Module {
   explicit LlamaModelImpl(const LlamaConfig& c);
   // (batch, tokens) -> hidden states; kernels: the fused CUDA kernels where they apply.
-  torch::Tensor forward(const torch::Tensor& ids, const KvStep* step, bool kernels = true);
+  torch::Tensor forward(const torch::Tensor& ids, const KvStep* step, bool kernels = false);
   LlamaConfig config;
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
