@@ -492,6 +492,21 @@ TEST(InferLlm, SettingsThatCannotRunNameTheirKey) {
   EXPECT_TRUE(has(error_of("output_tokens=[2,60]"), "exceed max_seq_len 64"));
   EXPECT_TRUE(has(error_of("decode_batch_sizes=[8]"), "is not a batch size in 1..max_batch (4)"));
   EXPECT_TRUE(has(error_of("num_key_value_heads=3"), "num_key_value_heads 3"));
+  const std::string too_long = dir.write("long.csv", "8,4\n40,30\n");
+  EXPECT_TRUE(has(error_of("lengths_file=" + too_long),
+                  "lengths_file: " + too_long + ":2: 40 + 30 tokens exceed max_seq_len 64"));
+  EXPECT_TRUE(has(error_of("lengths_file=" + dir.path() + "/none.csv"), "cannot read the lengths file"));
+}
+
+TEST(InferLlm, ServingLengthsComeFromAFileWhenGiven) {
+  test::TempDir dir;
+  const std::string file = dir.write("trace.csv", "prompt_tokens,output_tokens\n5,3\n9,2\n");
+  const Result r = llm(dir.path(), {"lengths_file=" + file, "server_load=[0.5]", "decode_batch_sizes=[1]"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Parsed p = parse(r.output);
+  const json& rules = p.finished["generation"]["rules"];
+  EXPECT_EQ(rules["lengths"], "2 (prompt, output) pairs from " + file) << rules.dump();
+  EXPECT_FALSE(rules.contains("prompt_tokens"));
 }
 
 TEST(InferLlm, PlanRoundsCarryServingIntoTheSummaryAndReport) {

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <set>
+
+#include "test_util.h"
 
 namespace xpuperf::loadgen {
 namespace {
@@ -131,7 +134,7 @@ TEST(LoadGenerator, EarlyStoppingNeedsLoadGensQueryCounts) {
 
 TEST(LoadGenerator, ServerQueriesArePoissonUntilBothMinimaAreReached) {
   const Rules rules{200, 50, 0, 0};
-  const auto q = server_queries(5.0, rules, {4, 8}, {1, 3}, 7);
+  const auto q = server_queries(5.0, rules, Lengths::uniform({4, 8}, {1, 3}), 7);
   EXPECT_GE(q.back().arrival_s, 200.0);
   EXPECT_GE(q.size(), 50u);
   EXPECT_NEAR(static_cast<double>(q.size()) / q.back().arrival_s, 5.0, 0.5);  // ~1,000 arrivals
@@ -144,11 +147,51 @@ TEST(LoadGenerator, ServerQueriesArePoissonUntilBothMinimaAreReached) {
       EXPECT_GT(q[i].arrival_s, q[i - 1].arrival_s);
     }
   }
-  EXPECT_EQ(server_queries(5.0, rules, {4, 8}, {1, 3}, 7).back().arrival_s, q.back().arrival_s);  // seeded
+  EXPECT_EQ(server_queries(5.0, rules, Lengths::uniform({4, 8}, {1, 3}), 7).back().arrival_s,
+            q.back().arrival_s);  // seeded
   // A slow rate still issues the minimum count.
-  EXPECT_EQ(server_queries(0.001, Rules{1, 20, 0, 0}, {1, 1}, {1, 1}, 1).size(), 20u);
-  EXPECT_THROW(server_queries(0.0, rules, {1, 1}, {1, 1}, 1), std::invalid_argument);
-  EXPECT_THROW(offline_queries(3, {5, 4}, {1, 1}, 1), std::invalid_argument);
+  EXPECT_EQ(server_queries(0.001, Rules{1, 20, 0, 0}, Lengths::uniform({1, 1}, {1, 1}), 1).size(), 20u);
+  EXPECT_THROW(server_queries(0.0, rules, Lengths::uniform({1, 1}, {1, 1}), 1), std::invalid_argument);
+  EXPECT_THROW(offline_queries(3, Lengths::uniform({5, 4}, {1, 1}), 1), std::invalid_argument);
+}
+
+TEST(LoadGenerator, LengthsFromAFileAreTheFilesPairsAndBadLinesAreNamed) {
+  test::TempDir dir;
+  const std::string file = dir.write("lengths.csv",
+                                     "prompt_tokens,output_tokens\n"
+                                     "# from a trace\n"
+                                     "100, 20\n"
+                                     "\n"
+                                     "7,300   # the longest\n");
+  const Lengths l = read_lengths_csv(file, 400);
+  ASSERT_EQ(l.pairs.size(), 2u);
+  EXPECT_EQ(l.pairs[1], std::make_pair(std::int64_t{7}, std::int64_t{300}));
+  EXPECT_EQ(l.longest(), 307);
+  EXPECT_EQ(l.describe(), "2 (prompt, output) pairs from " + file);
+  // Queries take whole pairs, never a prompt of one and the output of another; seeded.
+  const auto q = offline_queries(200, l, 3);
+  std::set<std::pair<std::int64_t, std::int64_t>> seen;
+  for (const auto& x : q) seen.insert({x.prompt_tokens, x.output_tokens});
+  EXPECT_EQ(seen, (std::set<std::pair<std::int64_t, std::int64_t>>{{100, 20}, {7, 300}}));
+  EXPECT_EQ(server_queries(2.0, Rules{10, 5, 0, 0}, l, 4).size(), server_queries(2.0, Rules{10, 5, 0, 0}, l, 4).size());
+
+  const auto error_of = [&](const std::string& text, std::int64_t max_tokens = 400) {
+    try {
+      read_lengths_csv(dir.write("bad.csv", text), max_tokens);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("10,20\n10;20\n"), dir.path() + "/bad.csv:2: '10;20' is not prompt_tokens,output_tokens");
+  EXPECT_EQ(error_of("10,2x\n"), dir.path() + "/bad.csv:1: '10,2x' is not prompt_tokens,output_tokens");
+  EXPECT_EQ(error_of("0,20\n"), dir.path() + "/bad.csv:1: lengths must be at least 1 token, got 0,20");
+  EXPECT_EQ(error_of("300,200\n"), dir.path() + "/bad.csv:1: 300 + 200 tokens exceed max_seq_len 400");
+  EXPECT_EQ(error_of("# nothing\n"), dir.path() + "/bad.csv: no prompt_tokens,output_tokens line");
+  EXPECT_THROW(read_lengths_csv(dir.path() + "/missing.csv", 400), std::runtime_error);
+  // Uniform ranges say so.
+  EXPECT_EQ(Lengths::uniform({4, 8}, {1, 3}).describe(),
+            "prompt tokens uniform in [4, 8], output tokens uniform in [1, 3]");
 }
 
 TEST(LoadGenerator, PercentilesAreLoadGensAndTheBestRateMeetsTheBounds) {

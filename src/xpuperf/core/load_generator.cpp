@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -21,6 +22,21 @@ std::int64_t draw(std::mt19937_64& rng, LengthRange r) {
   return std::uniform_int_distribution<std::int64_t>(r.min, r.max)(rng);
 }
 
+Query draw_query(std::mt19937_64& rng, const Lengths& lengths, double arrival_s) {
+  if (lengths.pairs.empty()) {
+    const std::int64_t prompt = draw(rng, lengths.prompt);
+    return {arrival_s, prompt, draw(rng, lengths.output)};
+  }
+  const auto i = std::uniform_int_distribution<std::size_t>(0, lengths.pairs.size() - 1)(rng);
+  return {arrival_s, lengths.pairs[i].first, lengths.pairs[i].second};
+}
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
+}
+
 std::string number(double v, int digits) {
   std::ostringstream s;
   s.setf(std::ios::fixed);
@@ -35,8 +51,54 @@ std::string seconds(double s) {
 
 }  // namespace
 
-std::vector<Query> server_queries(double rate, const Rules& rules, LengthRange prompt, LengthRange output,
-                                  std::uint64_t seed) {
+std::int64_t Lengths::longest() const {
+  if (pairs.empty()) return prompt.max + output.max;
+  std::int64_t most = 0;
+  for (const auto& [p, o] : pairs) most = std::max(most, p + o);
+  return most;
+}
+
+std::string Lengths::describe() const {
+  if (!pairs.empty()) return std::to_string(pairs.size()) + " (prompt, output) pairs from " + source;
+  return "prompt tokens uniform in [" + std::to_string(prompt.min) + ", " + std::to_string(prompt.max) +
+         "], output tokens uniform in [" + std::to_string(output.min) + ", " + std::to_string(output.max) + "]";
+}
+
+Lengths read_lengths_csv(const std::string& path, std::int64_t max_tokens) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read the lengths file (prompt_tokens,output_tokens lines)");
+  Lengths l;
+  l.source = path;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string text = trim(line.substr(0, line.find('#')));
+    if (text.empty()) continue;
+    const auto where = path + ":" + std::to_string(number) + ": ";
+    const auto comma = text.find(',');
+    std::int64_t p = 0, o = 0;
+    try {
+      if (comma == std::string::npos) throw std::invalid_argument("no comma");
+      std::size_t used_p = 0, used_o = 0;
+      const std::string ps = trim(text.substr(0, comma)), os = trim(text.substr(comma + 1));
+      p = std::stoll(ps, &used_p);
+      o = std::stoll(os, &used_o);
+      if (used_p != ps.size() || used_o != os.size()) throw std::invalid_argument("trailing text");
+    } catch (const std::exception&) {
+      if (l.pairs.empty() && number == 1 && text.find_first_of("0123456789") == std::string::npos)
+        continue;  // a header line of names
+      throw std::runtime_error(where + "'" + text + "' is not prompt_tokens,output_tokens");
+    }
+    if (p < 1 || o < 1) throw std::runtime_error(where + "lengths must be at least 1 token, got " + text);
+    if (p + o > max_tokens)
+      throw std::runtime_error(where + std::to_string(p) + " + " + std::to_string(o) + " tokens exceed max_seq_len " +
+                               std::to_string(max_tokens));
+    l.pairs.emplace_back(p, o);
+  }
+  if (l.pairs.empty()) throw std::runtime_error(path + ": no prompt_tokens,output_tokens line");
+  return l;
+}
+
+std::vector<Query> server_queries(double rate, const Rules& rules, const Lengths& lengths, std::uint64_t seed) {
   if (!(rate > 0)) throw std::invalid_argument("a Server rate must be positive, got " + number(rate, 3));
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate);
@@ -44,15 +106,15 @@ std::vector<Query> server_queries(double rate, const Rules& rules, LengthRange p
   double t = 0;
   while (t < rules.min_duration_s || static_cast<std::int64_t>(queries.size()) < rules.min_queries) {
     t += gap(rng);
-    queries.push_back({t, draw(rng, prompt), draw(rng, output)});
+    queries.push_back(draw_query(rng, lengths, t));
   }
   return queries;
 }
 
-std::vector<Query> offline_queries(std::int64_t count, LengthRange prompt, LengthRange output, std::uint64_t seed) {
+std::vector<Query> offline_queries(std::int64_t count, const Lengths& lengths, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Query> queries;
-  for (std::int64_t i = 0; i < count; ++i) queries.push_back({0.0, draw(rng, prompt), draw(rng, output)});
+  for (std::int64_t i = 0; i < count; ++i) queries.push_back(draw_query(rng, lengths, 0.0));
   return queries;
 }
 

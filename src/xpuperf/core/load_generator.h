@@ -12,6 +12,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xpuperf::loadgen {
@@ -24,6 +25,27 @@ struct Query {
 struct LengthRange {  // tokens, drawn uniformly from [min, max]
   std::int64_t min = 1, max = 1;
 };
+
+// Where a query's prompt and output lengths come from: each drawn uniformly from its range, or,
+// when `pairs` is not empty, a (prompt, output) pair drawn from them with replacement (the
+// lengths of a real trace or dataset, as MLPerf's LLM benchmarks take theirs from a dataset).
+struct Lengths {
+  LengthRange prompt, output;
+  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+  std::string source;  // the file the pairs came from
+  static Lengths uniform(LengthRange prompt, LengthRange output) {
+    Lengths l;
+    l.prompt = prompt;
+    l.output = output;
+    return l;
+  }
+  std::int64_t longest() const;  // the most tokens (prompt + output) a query can have
+  std::string describe() const;
+};
+// Reads "prompt_tokens,output_tokens" lines (blank lines, '#' comments and a first line of names
+// are skipped). Throws std::runtime_error naming the file and line: a missing file, a line that is
+// not two positive integers, a pair longer than `max_tokens` in all, a file with no pair.
+Lengths read_lengths_csv(const std::string& path, std::int64_t max_tokens);
 
 // LoadGen's rules for a run that counts, and its latency bounds (MLPerf's llama2-70b Server:
 // TTFT p99 ≤ 2 s, TPOT p99 ≤ 200 ms; every scenario: ≥ 600 s and ≥ 100 queries).
@@ -41,10 +63,9 @@ inline constexpr std::int64_t kLoadGenMinQueries = 100;
 
 // Server: arrivals with exponential gaps at `rate` queries/s (seeded), issued until both the
 // minimum duration and the minimum query count are reached, as LoadGen issues them.
-std::vector<Query> server_queries(double rate, const Rules& rules, LengthRange prompt, LengthRange output,
-                                  std::uint64_t seed);
+std::vector<Query> server_queries(double rate, const Rules& rules, const Lengths& lengths, std::uint64_t seed);
 // Offline: `count` queries, all there at the start.
-std::vector<Query> offline_queries(std::int64_t count, LengthRange prompt, LengthRange output, std::uint64_t seed);
+std::vector<Query> offline_queries(std::int64_t count, const Lengths& lengths, std::uint64_t seed);
 
 // What serves the queries: a fixed number of slots (sequences in flight).
 class Backend {

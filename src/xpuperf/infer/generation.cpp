@@ -42,8 +42,8 @@ class EngineBackend : public loadgen::Backend {
 
 loadgen::ScenarioResult run_scenario(DecoderEngine& engine, const GenerationSettings& s, const torch::Device& device,
                                      std::int64_t vocab, const std::string& scenario, double rate) {
-  const auto queries = scenario == "Offline" ? loadgen::offline_queries(s.offline_queries, s.prompt, s.output, s.seed)
-                                             : loadgen::server_queries(rate, s.rules, s.prompt, s.output, s.seed);
+  const auto queries = scenario == "Offline" ? loadgen::offline_queries(s.offline_queries, s.lengths, s.seed)
+                                             : loadgen::server_queries(rate, s.rules, s.lengths, s.seed);
   EngineBackend backend(engine, s.decoder.slots, device, queries, vocab, s.seed);
   const auto timings = loadgen::serve(queries, backend, loadgen::Clock::steady());
   return loadgen::summarise(scenario, rate, queries, timings, s.rules);
@@ -131,13 +131,13 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
   out["decode"] = decode;
   engine.set_sampling(0.0, 0);
 
-  out["rules"] = {{"min_duration_s", s.rules.min_duration_s},
-                  {"min_queries", s.rules.min_queries},
-                  {"ttft_bound_ms", s.rules.ttft_bound_ms},
-                  {"tpot_bound_ms", s.rules.tpot_bound_ms},
-                  {"prompt_tokens", {s.prompt.min, s.prompt.max}},
-                  {"output_tokens", {s.output.min, s.output.max}},
-                  {"slots", s.decoder.slots}};
+  out["rules"] = {{"min_duration_s", s.rules.min_duration_s}, {"min_queries", s.rules.min_queries},
+                  {"ttft_bound_ms", s.rules.ttft_bound_ms},   {"tpot_bound_ms", s.rules.tpot_bound_ms},
+                  {"lengths", s.lengths.describe()},          {"slots", s.decoder.slots}};
+  if (s.lengths.pairs.empty()) {
+    out["rules"]["prompt_tokens"] = {s.lengths.prompt.min, s.lengths.prompt.max};
+    out["rules"]["output_tokens"] = {s.lengths.output.min, s.lengths.output.max};
+  }
   if (s.offline_queries <= 0) return out;
   const auto offline = run_scenario(engine, s, device, vocab, "Offline", 0);
   out["offline"] = loadgen::to_json(offline);

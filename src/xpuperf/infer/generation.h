@@ -23,9 +23,9 @@ struct GenerationSettings {
   std::int64_t decode_prompt_tokens = 128, decode_output_tokens = 64;
   double temperature = 0.8;  // the sampled run (the greedy one has none)
   std::int64_t top_k = 50;
-  loadgen::LengthRange prompt, output;  // of the serving queries
-  std::int64_t offline_queries = 0;     // 0: no serving scenarios
-  std::vector<double> server_load;      // Server rates as shares of the Offline query rate
+  loadgen::Lengths lengths;          // of the serving queries
+  std::int64_t offline_queries = 0;  // 0: no serving scenarios
+  std::vector<double> server_load;   // Server rates as shares of the Offline query rate
   loadgen::Rules rules;
   std::uint64_t seed = 1234;
   double weight_bytes_per_step = 0;  // the weights a decode step reads

@@ -162,12 +162,20 @@ class LlmInference : public infer::InferenceCase {
     s.temperature = cfg.get_number("temperature");
     s.top_k = cfg.get_int("top_k");
     if (!(s.temperature > 0)) throw ConfigError("temperature: the sampled decode run needs a temperature above 0");
-    s.prompt = length_range(cfg, "prompt_tokens");
-    s.output = length_range(cfg, "output_tokens");
+    s.lengths.prompt = length_range(cfg, "prompt_tokens");
+    s.lengths.output = length_range(cfg, "output_tokens");
     s.offline_queries = cfg.get_int("offline_queries");  // 0: no scenarios, so no lengths to fit
-    if (s.offline_queries > 0 && s.prompt.max + s.output.max > s.decoder.max_tokens)
-      throw ConfigError("prompt_tokens' and output_tokens' maxima (" + std::to_string(s.prompt.max) + " + " +
-                        std::to_string(s.output.max) + ") exceed max_seq_len " + std::to_string(s.decoder.max_tokens));
+    if (const std::string file = cfg.get_string("lengths_file"); !file.empty() && s.offline_queries > 0) {
+      try {
+        s.lengths = loadgen::read_lengths_csv(file, s.decoder.max_tokens);
+      } catch (const std::runtime_error& e) {
+        throw ConfigError("lengths_file: " + std::string(e.what()) + " (" + cfg.at("lengths_file").source.str() + ")");
+      }
+    } else if (s.offline_queries > 0 && s.lengths.longest() > s.decoder.max_tokens) {
+      throw ConfigError("prompt_tokens' and output_tokens' maxima (" + std::to_string(s.lengths.prompt.max) + " + " +
+                        std::to_string(s.lengths.output.max) + ") exceed max_seq_len " +
+                        std::to_string(s.decoder.max_tokens));
+    }
     s.server_load = numbers(cfg, "server_load");
     for (const double share : s.server_load)
       if (!(share > 0)) throw ConfigError("server_load: shares of the Offline rate must be above 0");
