@@ -14,6 +14,7 @@
 #include "test_util.h"
 #include "xpuperf/core/process.h"
 #include "xpuperf/models/bert.h"
+#include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
 #include "xpuperf/models/mobilenet_v2.h"
@@ -328,6 +329,30 @@ TEST(LanguageModels, LlamaGivesHuggingFacesLogitsAndLoss) {
   const auto loss = torch::nn::functional::cross_entropy(logits.narrow(1, 0, t).reshape({-1, c.vocab}),
                                                          ids.narrow(1, 1, t).reshape({-1}));
   expect_same_logits_and_loss(logits, loss, dir.path() + "/llama.io.pt", "llama");
+}
+
+// The inference path on CUDA: stacked projections and the fused kernels (models/fused_ops.h) in
+// fp32 against Hugging Face's logits for the same weights.
+TEST(LanguageModels, LlamaWithTheFusedKernelsOnCudaGivesHuggingFacesLogits) {
+  if (!torch::cuda::is_available() || !fused::kernels_built())
+    GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  test::TempDir dir;
+  if (!hf_reference("llama", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
+  LlamaConfig c;  // hf_reference.py's LLAMA_SMALL, as above
+  c.hidden = 256, c.intermediate = 688, c.layers = 4, c.heads = 8, c.kv_heads = 2;
+  auto m = LlamaForCausalLM(c);
+  EXPECT_EQ(train::load_weights(*m, dir.path() + "/llama.weights.pt"), "PyTorch state_dict");
+  m->to(torch::kCUDA);
+  m->eval();
+  m->fuse_for_inference();
+  m->use_fused_kernels(true);
+  torch::NoGradGuard no_grad;
+  const auto ids = io_tensor(dir.path() + "/llama.io.pt", "input");
+  const auto logits = m->forward(ids.to(torch::kCUDA)).to(torch::kCPU);
+  const auto t = ids.size(1) - 1;
+  const auto loss = torch::nn::functional::cross_entropy(logits.narrow(1, 0, t).reshape({-1, c.vocab}),
+                                                         ids.narrow(1, 1, t).reshape({-1}));
+  expect_same_logits_and_loss(logits, loss, dir.path() + "/llama.io.pt", "llama, fused kernels on CUDA");
 }
 
 TEST(LanguageModels, BertGivesHuggingFacesLogitsAndLoss) {
