@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "xpuperf/core/strings.h"
+
 namespace xpuperf::loadgen {
 
 namespace {
@@ -31,22 +33,8 @@ Query draw_query(std::mt19937_64& rng, const Lengths& lengths, double arrival_s)
   return {arrival_s, lengths.pairs[i].first, lengths.pairs[i].second};
 }
 
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t\r");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
-}
-
-std::string number(double v, int digits) {
-  std::ostringstream s;
-  s.setf(std::ios::fixed);
-  s.precision(digits);
-  s << v;
-  return s.str();
-}
-
 std::string seconds(double s) {
-  return number(s, s >= 10 ? 0 : 3) + " s";
+  return fixed_digits(s, s >= 10 ? 0 : 3) + " s";
 }
 
 }  // namespace
@@ -99,7 +87,7 @@ Lengths read_lengths_csv(const std::string& path, std::int64_t max_tokens) {
 }
 
 std::vector<Query> server_queries(double rate, const Rules& rules, const Lengths& lengths, std::uint64_t seed) {
-  if (!(rate > 0)) throw std::invalid_argument("a Server rate must be positive, got " + number(rate, 3));
+  if (!(rate > 0)) throw std::invalid_argument("a Server rate must be positive, got " + fixed_digits(rate, 3));
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate);
   std::vector<Query> queries;
@@ -267,9 +255,9 @@ ScenarioResult summarise(const std::string& scenario, double target_rate, const 
     r.reasons.push_back(std::to_string(r.queries) + " queries, under the minimum of " + std::to_string(min_queries) +
                         (min_queries > rules.min_queries ? " (LoadGen's)" : ""));
   if (scenario == "Server" && !r.latency_met)
-    r.reasons.push_back("p99 TTFT " + number(r.ttft_ms.p99, 1) + " ms / TPOT " + number(r.tpot_ms.p99, 1) +
-                        " ms over the bounds " + number(rules.ttft_bound_ms, 0) + " / " +
-                        number(rules.tpot_bound_ms, 0) + " ms");
+    r.reasons.push_back("p99 TTFT " + fixed_digits(r.ttft_ms.p99, 1) + " ms / TPOT " + fixed_digits(r.tpot_ms.p99, 1) +
+                        " ms over the bounds " + fixed_digits(rules.ttft_bound_ms, 0) + " / " +
+                        fixed_digits(rules.tpot_bound_ms, 0) + " ms");
   if (scenario == "Server") {
     // LoadGen counts TTFT and TPOT each against its bound, over all the queries issued.
     const auto early = [&](const std::vector<double>& ms, double bound, const char* what) {
@@ -278,7 +266,7 @@ ScenarioResult summarise(const std::string& scenario, double target_rate, const 
       e.queries_needed = e.overlatency + early_stopping_queries_within(e.overlatency);
       e.met = r.queries >= e.queries_needed;
       if (!e.met && rules.loadgen_minima)
-        r.reasons.push_back("early stopping (LoadGen's): " + std::string(what) + " over its " + number(bound, 0) +
+        r.reasons.push_back("early stopping (LoadGen's): " + std::string(what) + " over its " + fixed_digits(bound, 0) +
                             " ms bound in " + std::to_string(e.overlatency) + " of " + std::to_string(r.queries) +
                             " queries; p99 within it is shown with 99 % confidence from " +
                             std::to_string(e.queries_needed) + " queries");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "xpuperf/core/files.h"
+#include "xpuperf/core/strings.h"
 #include "xpuperf/train/runtime.h"
 
 namespace xpuperf::infer {
@@ -47,12 +48,6 @@ loadgen::ScenarioResult run_scenario(DecoderEngine& engine, const GenerationSett
   EngineBackend backend(engine, s.decoder.slots, device, queries, vocab, s.seed);
   const auto timings = loadgen::serve(queries, backend, loadgen::Clock::steady());
   return loadgen::summarise(scenario, rate, queries, timings, s.rules);
-}
-
-std::string fixed(double v, int digits) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(digits) << v;
-  return o.str();
 }
 
 }  // namespace
@@ -111,20 +106,21 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
       // The bound: the weights once a step, and each sequence's cache at its mean length.
       const double mean_context = static_cast<double>(s.decode_prompt_tokens) + static_cast<double>(steps) / 2.0;
       const double bytes = s.weight_bytes_per_step + static_cast<double>(batch) * mean_context * kv_per_position;
-      json row = {{"batch_size", batch},
-                  {"sampling", sampled ? "temperature " + fixed(s.temperature, 2) + ", top-k " + std::to_string(s.top_k)
-                                       : std::string("greedy")},
-                  {"prompt_tokens", s.decode_prompt_tokens},
-                  {"output_tokens", s.decode_output_tokens},
-                  {"ttft_ms", (first - start) * 1e3},
-                  {"tpot_ms", tpot * 1e3},
-                  {"output_tokens_per_second", tpot > 0 ? static_cast<double>(batch) / tpot : 0.0},
-                  {"bytes_per_step", bytes},
-                  {"bandwidth_bound_ms", bytes / bandwidth * 1e3}};
+      json row = {
+          {"batch_size", batch},
+          {"sampling", sampled ? "temperature " + fixed_digits(s.temperature, 2) + ", top-k " + std::to_string(s.top_k)
+                               : std::string("greedy")},
+          {"prompt_tokens", s.decode_prompt_tokens},
+          {"output_tokens", s.decode_output_tokens},
+          {"ttft_ms", (first - start) * 1e3},
+          {"tpot_ms", tpot * 1e3},
+          {"output_tokens_per_second", tpot > 0 ? static_cast<double>(batch) / tpot : 0.0},
+          {"bytes_per_step", bytes},
+          {"bandwidth_bound_ms", bytes / bandwidth * 1e3}};
       if (tpot > 0) row["tpot_over_bound"] = tpot / (bytes / bandwidth);
       progress << "decode: batch " << batch << ", " << row["sampling"].get<std::string>() << ": TTFT "
-               << fixed(row["ttft_ms"], 2) << " ms, TPOT " << fixed(row["tpot_ms"], 3) << " ms (bound "
-               << fixed(row["bandwidth_bound_ms"], 3) << " ms)\n";
+               << fixed_digits(row["ttft_ms"], 2) << " ms, TPOT " << fixed_digits(row["tpot_ms"], 3) << " ms (bound "
+               << fixed_digits(row["bandwidth_bound_ms"], 3) << " ms)\n";
       decode.push_back(row);
     }
   }
@@ -141,8 +137,8 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
   if (s.offline_queries <= 0) return out;
   const auto offline = run_scenario(engine, s, device, vocab, "Offline", 0);
   out["offline"] = loadgen::to_json(offline);
-  progress << "Offline: " << offline.queries << " queries, " << fixed(offline.queries_per_second, 3) << " queries/s, "
-           << fixed(offline.output_tokens_per_second, 1) << " output tokens/s"
+  progress << "Offline: " << offline.queries << " queries, " << fixed_digits(offline.queries_per_second, 3)
+           << " queries/s, " << fixed_digits(offline.output_tokens_per_second, 1) << " output tokens/s"
            << (offline.valid ? "" : " (not valid: " + offline.reasons.front() + ")") << "\n";
   std::vector<loadgen::ScenarioResult> server;
   json runs = json::array();
@@ -153,9 +149,10 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
     json j = loadgen::to_json(r);
     j["load"] = share;
     runs.push_back(j);
-    progress << "Server at " << fixed(rate, 3) << " queries/s (" << fixed(100 * share, 0) << " % of Offline): TTFT p99 "
-             << fixed(r.ttft_ms.p99, 1) << " ms, TPOT p99 " << fixed(r.tpot_ms.p99, 2) << " ms"
-             << (r.valid ? ", valid" : ", not valid: " + r.reasons.front()) << "\n";
+    progress << "Server at " << fixed_digits(rate, 3) << " queries/s (" << fixed_digits(100 * share, 0)
+             << " % of Offline): TTFT p99 " << fixed_digits(r.ttft_ms.p99, 1) << " ms, TPOT p99 "
+             << fixed_digits(r.tpot_ms.p99, 2) << " ms" << (r.valid ? ", valid" : ", not valid: " + r.reasons.front())
+             << "\n";
   }
   out["server"] = runs;
   out["server_max_rate_within_bounds"] = loadgen::highest_rate_within_bounds(server);
@@ -170,18 +167,18 @@ std::string generation_tables(const json& g) {
        << "| ---: | --- | ---: | ---: | ---: | ---: | ---: |\n";
     for (const auto& d : g["decode"])
       md << "| " << d["batch_size"].get<std::int64_t>() << " | " << d["sampling"].get<std::string>() << " | "
-         << fixed(d["ttft_ms"], 2) << " | " << fixed(d["tpot_ms"], 3) << " | "
-         << fixed(d["output_tokens_per_second"], 1) << " | " << fixed(d["bandwidth_bound_ms"], 3) << " | "
-         << fixed(d.value("tpot_over_bound", 0.0), 2) << " |\n";
+         << fixed_digits(d["ttft_ms"], 2) << " | " << fixed_digits(d["tpot_ms"], 3) << " | "
+         << fixed_digits(d["output_tokens_per_second"], 1) << " | " << fixed_digits(d["bandwidth_bound_ms"], 3) << " | "
+         << fixed_digits(d.value("tpot_over_bound", 0.0), 2) << " |\n";
   }
   const auto scenario_row = [&md](const json& r) {
     md << "| " << r["scenario"].get<std::string>() << " | "
-       << (r.contains("target_rate") ? fixed(r["target_rate"], 3) : std::string("all at once")) << " | "
-       << r["queries"].get<std::int64_t>() << " | " << fixed(r["queries_per_second"], 3) << " | "
-       << fixed(r["output_tokens_per_second"], 1) << " | " << fixed(r["ttft_ms"]["p50"], 1) << " / "
-       << fixed(r["ttft_ms"]["p90"], 1) << " / " << fixed(r["ttft_ms"]["p99"], 1) << " | "
-       << fixed(r["tpot_ms"]["p50"], 2) << " / " << fixed(r["tpot_ms"]["p90"], 2) << " / "
-       << fixed(r["tpot_ms"]["p99"], 2) << " | ";
+       << (r.contains("target_rate") ? fixed_digits(r["target_rate"], 3) : std::string("all at once")) << " | "
+       << r["queries"].get<std::int64_t>() << " | " << fixed_digits(r["queries_per_second"], 3) << " | "
+       << fixed_digits(r["output_tokens_per_second"], 1) << " | " << fixed_digits(r["ttft_ms"]["p50"], 1) << " / "
+       << fixed_digits(r["ttft_ms"]["p90"], 1) << " / " << fixed_digits(r["ttft_ms"]["p99"], 1) << " | "
+       << fixed_digits(r["tpot_ms"]["p50"], 2) << " / " << fixed_digits(r["tpot_ms"]["p90"], 2) << " / "
+       << fixed_digits(r["tpot_ms"]["p99"], 2) << " | ";
     if (r["valid"].get<bool>()) {
       md << "valid";
     } else {
@@ -197,9 +194,9 @@ std::string generation_tables(const json& g) {
           "/ p90 / p99 (ms) | LoadGen's rules |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
     scenario_row(g["offline"]);
     for (const auto& r : g.value("server", json::array())) scenario_row(r);
-    md << "\nhighest Server rate within the bounds (TTFT p99 <= " << fixed(g["rules"]["ttft_bound_ms"], 0)
-       << " ms, TPOT p99 <= " << fixed(g["rules"]["tpot_bound_ms"], 0)
-       << " ms): " << fixed(g.value("server_max_rate_within_bounds", 0.0), 3) << " queries/s\n";
+    md << "\nhighest Server rate within the bounds (TTFT p99 <= " << fixed_digits(g["rules"]["ttft_bound_ms"], 0)
+       << " ms, TPOT p99 <= " << fixed_digits(g["rules"]["tpot_bound_ms"], 0)
+       << " ms): " << fixed_digits(g.value("server_max_rate_within_bounds", 0.0), 3) << " queries/s\n";
     if (g["rules"].contains("weaker_than_loadgen"))
       md << "\nNOTE: " << g["rules"]["weaker_than_loadgen"].get<std::string>() << "\n";
   }

@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <iomanip>
 #include <map>
 #include <sstream>
 #include <stdexcept>
+
+#include "xpuperf/core/strings.h"
 
 #ifdef XPUPERF_HAVE_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -115,12 +116,6 @@ void on_end(const at::RecordFunction&, at::ObserverContext*) {
   if (active) active->end();
 }
 
-std::string ms(double v) {
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(3) << v;
-  return s.str();
-}
-
 double self_sum(const std::vector<OpTime>& ops) {
   double sum = 0;
   for (const auto& o : ops) sum += o.self_ms;
@@ -132,18 +127,22 @@ double self_sum(const std::vector<OpTime>& ops) {
 std::vector<OpTime> profile_ops(const std::function<void()>& work, torch::Device device) {
   if (active) throw std::logic_error("profile_ops: a profile is already running on this thread");
   Recorder recorder(device);
-  active = &recorder;
-  const at::CallbackHandle handle =
-      at::addThreadLocalCallback(at::RecordFunctionCallback(on_begin, on_end).scopes({at::RecordScope::FUNCTION}));
-  try {
+  {
+    // Recording from here to the end of the block, whether `work` returns or throws.
+    struct Recording {
+      at::CallbackHandle handle;
+      explicit Recording(Recorder& r) {
+        active = &r;
+        handle = at::addThreadLocalCallback(
+            at::RecordFunctionCallback(on_begin, on_end).scopes({at::RecordScope::FUNCTION}));
+      }
+      ~Recording() {
+        at::removeCallback(handle);
+        active = nullptr;
+      }
+    } recording(recorder);
     work();
-  } catch (...) {
-    at::removeCallback(handle);
-    active = nullptr;
-    throw;
   }
-  at::removeCallback(handle);
-  active = nullptr;
   return recorder.result();
 }
 
@@ -164,10 +163,10 @@ std::string op_profile_table(const std::vector<OpTime>& ops, std::size_t top) {
   std::ostringstream s;
   s << "| operator | calls | self ms | share | total ms |\n| --- | ---: | ---: | ---: | ---: |\n";
   for (std::size_t i = 0; i < ops.size() && i < top; ++i)
-    s << "| " << ops[i].name << " | " << ops[i].calls << " | " << ms(ops[i].self_ms) << " | " << std::fixed
-      << std::setprecision(1) << (sum > 0 ? 100 * ops[i].self_ms / sum : 0.0) << " % | " << ms(ops[i].total_ms)
+    s << "| " << ops[i].name << " | " << ops[i].calls << " | " << fixed_digits(ops[i].self_ms, 3) << " | "
+      << fixed_digits(sum > 0 ? 100 * ops[i].self_ms / sum : 0.0, 1) << " % | " << fixed_digits(ops[i].total_ms, 3)
       << " |\n";
-  s << "| all " << ops.size() << " operators | | " << ms(sum) << " | 100 % | |\n";
+  s << "| all " << ops.size() << " operators | | " << fixed_digits(sum, 3) << " | 100 % | |\n";
   return s.str();
 }
 

@@ -18,6 +18,7 @@
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/shell_quote.h"
 #include "xpuperf/core/specs.h"
+#include "xpuperf/core/strings.h"
 #include "xpuperf/core/version.h"
 #include "xpuperf/launch/launcher.h"
 #include "xpuperf/launch/node_agent.h"
@@ -148,21 +149,16 @@ std::string plan_as_run(const Plan& p) {
          "), every default written out\n" + out.c_str() + "\n";
 }
 
-std::string fmt(double value, int precision) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(precision) << value;
-  return out.str();
-}
-
 // An inference case's headline, as "inference_core 77410.7 items/s, accuracy 0.8700".
 std::string inference_headline(const FinishedInfo& f) {
   const json& e = f.extra;
   std::string text;
   for (const char* key : {"inference_core", "validation_core"})
     if (e.contains(key) && e[key].is_number()) {
-      text = std::string(key) + " " + fmt(e[key].get<double>(), 1) + " items/s";
+      text = std::string(key) + " " + fixed_digits(e[key].get<double>(), 1) + " items/s";
       const char* accuracy = std::string(key) == "inference_core" ? "inference_accuracy" : "validation_accuracy";
-      if (e.contains(accuracy) && e[accuracy].is_number()) text += ", accuracy " + fmt(e[accuracy].get<double>(), 4);
+      if (e.contains(accuracy) && e[accuracy].is_number())
+        text += ", accuracy " + fixed_digits(e[accuracy].get<double>(), 4);
       break;
     }
   return text;
@@ -173,8 +169,8 @@ std::string base_headline(const FinishedInfo& f) {
   const json& figures = f.extra["figures"];
   if (!figures.is_array() || figures.empty()) return "";
   const json& h = figures[0];
-  std::string text = h.value("name", "") + " " + fmt(h.value("value", 0.0), 3) + " " + h.value("unit", "");
-  if (h.contains("ratio")) text += " (" + fmt(100 * h["ratio"].get<double>(), 1) + " % of datasheet)";
+  std::string text = h.value("name", "") + " " + fixed_digits(h.value("value", 0.0), 3) + " " + h.value("unit", "");
+  if (h.contains("ratio")) text += " (" + fixed_digits(100 * h["ratio"].get<double>(), 1) + " % of datasheet)";
   if (!f.extra.value("correct", true)) text += ", WRONG results";
   return text;
 }
@@ -187,24 +183,24 @@ void print_table(const std::vector<RoundRow>& rows) {
     std::string sps = "", converged = "", metric = "", e2e = "";
     if (r.finished && r.finished->extra.contains("steps")) {
       metric = inference_headline(*r.finished);
-      if (r.finished->e2e_time) e2e = fmt(*r.finished->e2e_time, 1);
+      if (r.finished->e2e_time) e2e = fixed_digits(*r.finished->e2e_time, 1);
     } else if (r.finished && r.finished->extra.contains("figures")) {
       metric = base_headline(*r.finished);
-      if (r.finished->e2e_time) e2e = fmt(*r.finished->e2e_time, 1);
+      if (r.finished->e2e_time) e2e = fixed_digits(*r.finished->e2e_time, 1);
     } else if (r.finished) {
       const FinishedInfo& f = *r.finished;
-      if (f.training_samples_per_second) sps = fmt(*f.training_samples_per_second, 1);
+      if (f.training_samples_per_second) sps = fixed_digits(*f.training_samples_per_second, 1);
       if (f.converged) converged = *f.converged ? "yes" : "no";
       if (f.final_metric) {
-        metric = f.final_metric->name + " " + fmt(f.final_metric->value, 4);
-        if (f.final_metric->target) metric += " (target " + fmt(*f.final_metric->target, 4) + ")";
+        metric = f.final_metric->name + " " + fixed_digits(f.final_metric->value, 4);
+        if (f.final_metric->target) metric += " (target " + fixed_digits(*f.final_metric->target, 4) + ")";
       }
-      if (f.e2e_time) e2e = fmt(*f.e2e_time, 1);
+      if (f.e2e_time) e2e = fixed_digits(*f.e2e_time, 1);
     }
     std::cout << "| " << r.case_key << " | " << r.round << " | " << r.status << (r.skipped ? " (earlier run)" : "")
               << " | " << sps << " | " << converged << " | " << metric << " | " << e2e << " | "
-              << (r.energy_j > 0 ? fmt(r.energy_j, 1) : "") << " | "
-              << (r.peak_mem_bytes > 0 ? fmt(r.peak_mem_bytes / (1024.0 * 1024 * 1024), 2) : "") << " | "
+              << (r.energy_j > 0 ? fixed_digits(r.energy_j, 1) : "") << " | "
+              << (r.peak_mem_bytes > 0 ? fixed_digits(r.peak_mem_bytes / (1024.0 * 1024 * 1024), 2) : "") << " | "
               << display_path(r.dir) << " |\n";
   }
 }
@@ -438,9 +434,9 @@ int run_plan(const Repo& repo, const RunOptions& options) {
       if (row.finished && row.finished->final_metric) {
         const auto& f = *row.finished;
         std::cout << ": " << (f.converged.value_or(false) ? "converged" : "not converged") << ", "
-                  << f.final_metric->name << " " << fmt(f.final_metric->value, 4) << ", "
-                  << fmt(f.training_samples_per_second.value_or(0), 1) << " samples/s, e2e "
-                  << fmt(f.e2e_time.value_or(0), 1) << " s";
+                  << f.final_metric->name << " " << fixed_digits(f.final_metric->value, 4) << ", "
+                  << fixed_digits(f.training_samples_per_second.value_or(0), 1) << " samples/s, e2e "
+                  << fixed_digits(f.e2e_time.value_or(0), 1) << " s";
       }
       if (row.status != "ok") std::cout << " (" << row.reason << ")";
       std::cout << "\n";

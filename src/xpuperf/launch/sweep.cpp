@@ -12,6 +12,7 @@
 
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/perflog.h"
+#include "xpuperf/core/strings.h"
 #include "xpuperf/core/training_config.h"
 #include "xpuperf/launch/run_plan.h"
 #include "xpuperf/report/sweep_report.h"
@@ -21,12 +22,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t\n");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\n") - a + 1);
-}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;

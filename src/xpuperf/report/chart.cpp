@@ -77,12 +77,6 @@ std::string short_number(double v) {
   return out.str();
 }
 
-std::string fixed_digits(double v, int digits) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(digits) << v;
-  return out.str();
-}
-
 std::vector<double> nice_ticks(double lo, double hi, int count) {
   if (!(hi > lo)) return {lo};
   const double raw = (hi - lo) / std::max(1, count);

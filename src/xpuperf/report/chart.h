@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "xpuperf/core/strings.h"
+
 namespace xpuperf::report {
 
 struct Series {
@@ -50,8 +52,6 @@ std::string bar_chart_html(const std::string& title, const std::vector<Bar>& bar
 std::vector<double> nice_ticks(double lo, double hi, int count = 5);
 // A number as a tick or a table shows it: 3 significant digits, k/M/G above 10,000.
 std::string short_number(double v);
-// A number with `digits` decimals ("812.50").
-std::string fixed_digits(double v, int digits);
 
 std::string html_escape(const std::string& text);
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "xpuperf/core/strings.h"
 #include "xpuperf/report/chart.h"
 #include "xpuperf/report/html.h"
 #include "xpuperf/report/stats.h"
@@ -63,10 +64,6 @@ json parity(const json& curve, const json& reference, double tolerance) {
   return p;
 }
 
-std::string digits(double v, int d) {
-  return fixed_digits(v, d);
-}
-
 std::string thousands(double v) {
   std::string s = fixed_digits(v, 0);
   for (int i = static_cast<int>(s.size()) - 3; i > (s[0] == '-' ? 1 : 0); i -= 3)
@@ -95,8 +92,8 @@ std::vector<std::string> cells(const json& row) {
   const json& a = row["aggregate"];
   if (a.contains("samples_per_second")) {
     const json& s = a["samples_per_second"];
-    c.push_back(digits(s["mean"].get<double>(), 2) +
-                (s["n"].get<int>() > 1 ? " ± " + digits(s["std"].get<double>(), 2) : std::string(" (n = 1)")));
+    c.push_back(fixed_digits(s["mean"].get<double>(), 2) +
+                (s["n"].get<int>() > 1 ? " ± " + fixed_digits(s["std"].get<double>(), 2) : std::string(" (n = 1)")));
   } else {
     c.push_back("");
   }
@@ -104,8 +101,8 @@ std::vector<std::string> cells(const json& row) {
   c.push_back(a.contains("mfu") ? percent(a["mfu"].get<double>(), false) : "");
   c.push_back(a.contains("peak_device_memory_mib") ? thousands(a["peak_device_memory_mib"].get<double>()) + " MiB"
                                                    : "");
-  c.push_back(a.contains("energy_per_sample_j") ? digits(a["energy_per_sample_j"].get<double>(), 3) + " J" : "");
-  c.push_back(row.contains("speedup") ? digits(row["speedup"].get<double>(), 2) + "×" : "");
+  c.push_back(a.contains("energy_per_sample_j") ? fixed_digits(a["energy_per_sample_j"].get<double>(), 3) + " J" : "");
+  c.push_back(row.contains("speedup") ? fixed_digits(row["speedup"].get<double>(), 2) + "×" : "");
   c.push_back(row.contains("memory_saving") ? percent(-row["memory_saving"].get<double>(), true) : "");
   if (row.value("reference", false)) {
     c.push_back("reference");
@@ -212,7 +209,7 @@ std::string sweep_html(const json& s) {
     if (row.value("status", "") != "ok") continue;
     const std::string name = row["name"].get<std::string>();
     const double sps = row["aggregate"]["samples_per_second"]["mean"].get<double>();
-    speed.push_back({name, sps, digits(sps, 2) + " samples/s", row.value("reference", false)});
+    speed.push_back({name, sps, fixed_digits(sps, 2) + " samples/s", row.value("reference", false)});
     if (row["aggregate"].contains("peak_device_memory_mib")) {
       const double mib = row["aggregate"]["peak_device_memory_mib"].get<double>();
       memory.push_back({name, mib, thousands(mib) + " MiB", row.value("reference", false)});
