@@ -1,6 +1,7 @@
 #include "xpuperf/models/fused_ops.h"
 
 #include <cstdint>
+#include <optional>
 
 #include "xpuperf/models/kv_cache.h"
 #include "xpuperf/train/compat.h"
@@ -17,27 +18,6 @@ namespace xpuperf::models::fused {
 torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin_signed) {
   return torch::addcmul(x * cos, torch::roll(x, x.size(-1) / 2, -1), sin_signed);
 }
-
-namespace {
-
-std::pair<torch::Tensor, torch::Tensor> aten_add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
-                                                          const torch::Tensor& weight, double eps) {
-  const auto sum = delta.defined() ? x + delta : x;
-  return {sum, train::compat::rms_norm(sum, weight, eps)};
-}
-
-torch::Tensor aten_silu_mul(const torch::Tensor& gate_up) {
-  const auto width = gate_up.size(-1) / 2;
-  return torch::silu(gate_up.narrow(-1, 0, width)) * gate_up.narrow(-1, width, width);
-}
-
-RotatedQkv aten_rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
-                           const torch::Tensor& cos, const torch::Tensor& sin_signed) {
-  const auto qk = rotary(qkv.narrow(2, 0, heads + kv_heads), cos, sin_signed);  // q and k rotated together
-  return {qk.narrow(2, 0, heads), qk.narrow(2, heads, kv_heads), qkv.narrow(2, heads + kv_heads, kv_heads), false};
-}
-
-}  // namespace
 
 #ifdef XPUPERF_HAVE_TORCH_CUDA
 namespace {
@@ -78,17 +58,15 @@ void check(const char* error, const char* kernel) {
   TORCH_CHECK(error == nullptr, "CUDA kernel ", kernel, " failed: ", error);
 }
 
-}  // namespace
+// Each kernel_* runs its kernel and returns the result, or nothing when the tensors are not ones
+// the kernel takes.
 
-bool kernels_built() {
-  return true;
-}
-
-std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
-                                                     const torch::Tensor& weight, double eps, bool use_kernels) {
+std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_rms_norm(const torch::Tensor& x,
+                                                                           const torch::Tensor& delta,
+                                                                           const torch::Tensor& weight, double eps) {
   const auto width = x.size(-1);
   kernels::Element e{};
-  if (use_kernels && packable(x, width, e) && width * x.element_size() <= kMaxNormRowBytes &&
+  if (packable(x, width, e) && width * x.element_size() <= kMaxNormRowBytes &&
       weight.scalar_type() == x.scalar_type() && weight.is_contiguous() && aligned(weight) && weight.numel() == width &&
       weight.device() == x.device() &&
       (!delta.defined() || (delta.sizes() == x.sizes() && delta.scalar_type() == x.scalar_type() &&
@@ -100,15 +78,15 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
                                 delta.defined() ? sum.data_ptr() : nullptr, out.data_ptr(), x.numel() / width, width,
                                 static_cast<float>(eps), stream_of(x)),
           "add_rms_norm");
-    return {sum, out};
+    return std::make_pair(sum, out);
   }
-  return aten_add_rms_norm(x, delta, weight, eps);
+  return std::nullopt;
 }
 
-torch::Tensor silu_mul(const torch::Tensor& gate_up, bool use_kernels) {
+std::optional<torch::Tensor> kernel_silu_mul(const torch::Tensor& gate_up) {
   const auto width = gate_up.size(-1) / 2;
   kernels::Element e{};
-  if (use_kernels && packable(gate_up, width, e)) {
+  if (packable(gate_up, width, e)) {
     const c10::cuda::CUDAGuard guard(gate_up.device());
     auto sizes = gate_up.sizes().vec();
     sizes.back() = width;
@@ -118,19 +96,20 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up, bool use_kernels) {
           "silu_mul");
     return out;
   }
-  return aten_silu_mul(gate_up);
+  return std::nullopt;
 }
 
-RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
-                      const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool use_kernels) {
+std::optional<RotatedQkv> kernel_rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
+                                            const torch::Tensor& cos, const torch::Tensor& sin_signed,
+                                            const KvStep* step, std::int64_t layer) {
   const auto batch = qkv.size(0), tokens = qkv.size(1), dim = qkv.size(3);
   kernels::Element e{};
   const auto same = [&](const torch::Tensor& t) {
     return t.scalar_type() == qkv.scalar_type() && t.is_contiguous() && t.device() == qkv.device();
   };
-  bool usable = use_kernels && qkv.is_cuda() && qkv.is_contiguous() && element_of(qkv, e) && dim % 2 == 0 &&
-                same(cos) && same(sin_signed) && cos.sizes() == sin_signed.sizes() &&
-                (cos.size(0) == 1 || cos.size(0) == batch) && cos.size(1) == tokens && cos.size(-1) == dim;
+  bool usable = qkv.is_cuda() && qkv.is_contiguous() && element_of(qkv, e) && dim % 2 == 0 && same(cos) &&
+                same(sin_signed) && cos.sizes() == sin_signed.sizes() && (cos.size(0) == 1 || cos.size(0) == batch) &&
+                cos.size(1) == tokens && cos.size(-1) == dim;
   torch::Tensor k_cache, v_cache;
   if (usable && step) {
     k_cache = step->cache->k[static_cast<std::size_t>(layer)];
@@ -139,7 +118,7 @@ RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t
              step->positions.device() == qkv.device() && step->slots.scalar_type() == torch::kLong &&
              step->positions.scalar_type() == torch::kLong && (tokens == 1 || step->positions.stride(1) == 1);
   }
-  if (!usable) return aten_rotary_qkv(qkv, heads, kv_heads, cos, sin_signed);
+  if (!usable) return std::nullopt;
   const c10::cuda::CUDAGuard guard(qkv.device());
   RotatedQkv out;
   out.q = torch::empty({batch, tokens, heads, dim}, qkv.options());
@@ -169,26 +148,46 @@ RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t
   return out;
 }
 
-#else  // LibTorch without CUDA: ATen's operators only
+}  // namespace
+#endif
 
 bool kernels_built() {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  return true;
+#else
   return false;
+#endif
 }
 
 std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
-                                                     const torch::Tensor& weight, double eps, bool) {
-  return aten_add_rms_norm(x, delta, weight, eps);
+                                                     const torch::Tensor& weight, double eps,
+                                                     [[maybe_unused]] bool use_kernels) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels)
+    if (auto done = kernel_add_rms_norm(x, delta, weight, eps)) return *done;
+#endif
+  const auto sum = delta.defined() ? x + delta : x;
+  return {sum, train::compat::rms_norm(sum, weight, eps)};
 }
 
-torch::Tensor silu_mul(const torch::Tensor& gate_up, bool) {
-  return aten_silu_mul(gate_up);
+torch::Tensor silu_mul(const torch::Tensor& gate_up, [[maybe_unused]] bool use_kernels) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels)
+    if (auto done = kernel_silu_mul(gate_up)) return *done;
+#endif
+  const auto width = gate_up.size(-1) / 2;
+  return torch::silu(gate_up.narrow(-1, 0, width)) * gate_up.narrow(-1, width, width);
 }
 
 RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
-                      const torch::Tensor& sin_signed, const KvStep*, std::int64_t, bool) {
-  return aten_rotary_qkv(qkv, heads, kv_heads, cos, sin_signed);
-}
-
+                      const torch::Tensor& sin_signed, [[maybe_unused]] const KvStep* step,
+                      [[maybe_unused]] std::int64_t layer, [[maybe_unused]] bool use_kernels) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels)
+    if (auto done = kernel_rotary_qkv(qkv, heads, kv_heads, cos, sin_signed, step, layer)) return *done;
 #endif
+  const auto qk = rotary(qkv.narrow(2, 0, heads + kv_heads), cos, sin_signed);  // q and k rotated together
+  return {qk.narrow(2, 0, heads), qk.narrow(2, heads, kv_heads), qkv.narrow(2, heads + kv_heads, kv_heads), false};
+}
 
 }  // namespace xpuperf::models::fused
