@@ -509,6 +509,22 @@ TEST(InferLlm, ServingLengthsComeFromAFileWhenGiven) {
   EXPECT_FALSE(rules.contains("prompt_tokens"));
 }
 
+TEST(InferLlm, ProfileBatchesTimeThePrefillsAndTheDecodeStepsOperators) {
+  test::TempDir dir;
+  const Result r =
+      llm(dir.path(), {"compiler=libtorch", "profile_batches=3", "offline_queries=0", "decode_batch_sizes=[2,4]"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const Parsed p = parse(r.output);
+  EXPECT_EQ(p.finished["op_profile"]["batches"], 3);
+  const json& decode = p.finished["generation"]["decode_op_profile"];
+  EXPECT_EQ(decode["steps"], 3);
+  EXPECT_EQ(decode["batch_size"], 2);  // the first decode batch size
+  bool matmul = false;
+  for (const auto& op : decode["operators"]) matmul = matmul || has(op["name"].get<std::string>(), "mm");
+  EXPECT_TRUE(matmul) << decode.dump();
+  EXPECT_TRUE(has(r.output, "ATen operators of 3 decode step(s) of batch 2 without CUDA graphs")) << r.output;
+}
+
 TEST(InferLlm, PlanRoundsCarryServingIntoTheSummaryAndReport) {
   test::TempDir dir;
   std::string sets;

@@ -2,11 +2,13 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/strings.h"
+#include "xpuperf/infer/op_profile.h"
 #include "xpuperf/train/runtime.h"
 
 namespace xpuperf::infer {
@@ -70,9 +72,43 @@ double measure_copy_bandwidth(const torch::Device& device) {
   return 2.0 * static_cast<double>(bytes) * copies / (steady_seconds() - t0);
 }
 
+namespace {
+
+// Where a decode step's time goes: `s.profile_steps` steps at the first decode batch size through
+// an engine of its own without CUDA graphs (a replay runs no ATen operator), so every operator shows.
+json profile_decode(const std::shared_ptr<torch::nn::Module>& module, models::CausalDecoder& decoder,
+                    torch::Device device, torch::Dtype dtype, const GenerationSettings& s, std::ostream& progress) {
+  DecoderOptions options = s.decoder;
+  options.slots = s.decode_batch_sizes.front();
+  options.cuda_graphs = false;
+  DecoderEngine engine(module, decoder, device, dtype, options);
+  const auto prompts = random_token_ids(options.slots, s.decode_prompt_tokens, decoder.vocab_size(), s.seed);
+  std::vector<std::int64_t> busy;
+  for (std::int64_t r = 0; r < options.slots; ++r) busy.push_back(r);
+  engine.prefill(0, prompts);
+  engine.decode(busy);  // warm, so first-call work is not counted
+  train::synchronize(device);
+  // Each step adds a position: the steps stay inside the sequence's room.
+  const std::int64_t steps = std::min(s.profile_steps, options.max_tokens - s.decode_prompt_tokens - 1);
+  const std::vector<OpTime> ops = profile_ops(
+      [&] {
+        for (std::int64_t i = 0; i < steps; ++i) engine.decode(busy);
+      },
+      device);
+  progress << "\nATen operators of " << steps << " decode step(s) of batch " << options.slots
+           << " without CUDA graphs (self time: less the operators each calls):\n"
+           << op_profile_table(ops, 15);
+  return {{"steps", steps},
+          {"batch_size", options.slots},
+          {"timing", device.is_cuda() ? "GPU time between CUDA events" : "wall clock"},
+          {"operators", op_profile_json(ops, 30)}};
+}
+
+}  // namespace
+
 json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDecoder& decoder, torch::Device device,
                     torch::Dtype dtype, const GenerationSettings& s, std::ostream& progress) {
-  DecoderEngine engine(std::move(module), decoder, device, dtype, s.decoder);
+  DecoderEngine engine(module, decoder, device, dtype, s.decoder);
   const double t0 = steady_seconds();
   engine.capture_all();
   json out = {{"engine", engine.describe()}, {"capture_time", steady_seconds() - t0}};
@@ -126,6 +162,8 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
   }
   out["decode"] = decode;
   engine.set_sampling(0.0, 0);
+  if (s.profile_steps > 0 && !s.decode_batch_sizes.empty())
+    out["decode_op_profile"] = profile_decode(module, decoder, device, dtype, s, progress);
 
   out["rules"] = {{"min_duration_s", s.rules.min_duration_s}, {"min_queries", s.rules.min_queries},
                   {"ttft_bound_ms", s.rules.ttft_bound_ms},   {"tpot_bound_ms", s.rules.tpot_bound_ms},

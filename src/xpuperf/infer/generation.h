@@ -29,11 +29,12 @@ struct GenerationSettings {
   loadgen::Rules rules;
   std::uint64_t seed = 1234;
   double weight_bytes_per_step = 0;  // the weights a decode step reads
+  std::int64_t profile_steps = 0;    // > 0: this many decode steps with every ATen operator timed
 };
 
 // Runs the decode runs and the scenarios, printing one line a run to `progress`; the figures:
-// {engine, copy_bandwidth_gb_per_s, decode: [...], offline, server: [...],
-// server_max_rate_within_bounds, rules}.
+// {engine, copy_bandwidth_gb_per_s, decode: [...], decode_op_profile (with profile_steps), offline,
+// server: [...], server_max_rate_within_bounds, rules}.
 nlohmann::json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDecoder& decoder,
                               torch::Device device, torch::Dtype dtype, const GenerationSettings& settings,
                               std::ostream& progress);

@@ -79,7 +79,8 @@ torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, 
                                             read(step->cache->k[static_cast<std::size_t>(layer)]),
                                             read(step->cache->v[static_cast<std::size_t>(layer)]), 0.0, false,
                                             /*causal=*/false, bias);
-  return out.view({batch, heads, tokens, dim});
+  // reshape, not view: CUDA's attention kernels may return (batch, tokens, heads, dim) transposed.
+  return out.reshape({batch, heads, tokens, dim});
 }
 
 }  // namespace xpuperf::models

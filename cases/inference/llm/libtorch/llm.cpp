@@ -184,6 +184,7 @@ class LlmInference : public infer::InferenceCase {
     s.rules.ttft_bound_ms = cfg.get_number("ttft_bound_ms");
     s.rules.tpot_bound_ms = cfg.get_number("tpot_bound_ms");
     s.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
+    s.profile_steps = cfg.get_int("profile_batches", 0);  // decode steps, as prefill's batches
     return s;
   }
 
