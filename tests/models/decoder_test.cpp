@@ -226,33 +226,6 @@ TEST(FusedKernels, EachGivesWhatAtensOperatorsGiveInEveryType) {
   }
 }
 
-TEST(FusedKernels, DecodeAttentionGivesWhatAtensAttentionGives) {
-  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
-  torch::manual_seed(9);
-  torch::NoGradGuard no_grad;
-  struct Shape {
-    std::int64_t heads, kv_heads, dim, visible;
-    std::vector<std::int64_t> positions;  // a row each
-  };
-  // Rows whose keys end in the first chunk, in the middle, at the last key; chunks of 32 keys for
-  // a small batch, of 256 (two keys a thread) for a large one; grouped and plain heads.
-  for (const Shape& s : {Shape{8, 2, 64, 576, {5, 299, 575}}, Shape{32, 32, 128, 1024, {1023, 0, 700, 255}}}) {
-    for (const auto dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
-      const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
-      const auto batch = static_cast<std::int64_t>(s.positions.size());
-      auto cache = KvCache::allocate(1, batch + 1, s.visible + 8, s.kv_heads, s.dim, o);
-      cache.k[0].normal_();
-      cache.v[0].normal_();
-      const auto positions = torch::tensor(s.positions, o.dtype(torch::kLong)).view({batch, 1});
-      const auto step = KvStep::decode(cache, positions, s.visible);
-      const auto q = torch::randn({batch, 1, s.heads, s.dim}, o) * 2;
-      const auto got = fused::cached_attention(q, {}, {}, 0, &step, true, true);
-      const auto want = fused::cached_attention(q, {}, {}, 0, &step, true, false);
-      expect_close(got, want, "decode attention, " + std::to_string(s.heads) + " heads");
-    }
-  }
-}
-
 TEST(FusedKernels, LlamaOnCudaDecodesWithTheKernelsAsWithout) {
   if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
   torch::manual_seed(8);

@@ -1,6 +1,5 @@
 #include "xpuperf/models/fused_ops.h"
 
-#include <cmath>
 #include <cstdint>
 #include <optional>
 
@@ -149,42 +148,6 @@ std::optional<RotatedQkv> kernel_rotary_qkv(const torch::Tensor& qkv, std::int64
   return out;
 }
 
-std::optional<torch::Tensor> kernel_decode_attention(const torch::Tensor& q, const KvStep* step, std::int64_t layer) {
-  if (!step || step->fresh || q.size(1) != 1) return std::nullopt;
-  const auto& k_cache = step->cache->k[static_cast<std::size_t>(layer)];
-  const auto& v_cache = step->cache->v[static_cast<std::size_t>(layer)];
-  const auto batch = q.size(0), heads = q.size(2), dim = q.size(3), kv_heads = k_cache.size(2);
-  kernels::Element e{};
-  const auto same = [&](const torch::Tensor& t) {
-    return t.scalar_type() == q.scalar_type() && t.is_contiguous() && t.device() == q.device() && aligned(t) &&
-           t.size(-1) == dim;
-  };
-  const auto indices = [&](const torch::Tensor& t) {
-    return t.scalar_type() == torch::kLong && t.is_contiguous() && t.device() == q.device() && t.numel() == batch;
-  };
-  if (!(packable(q, dim, e) && dim <= kernels::kMaxDecodeHeadDim && heads % kv_heads == 0 && same(k_cache) &&
-        same(v_cache) && indices(step->slots) && indices(step->positions) && step->visible > 0 &&
-        step->visible <= k_cache.size(1)))
-    return std::nullopt;
-  const c10::cuda::CUDAGuard guard(q.device());
-  auto out = torch::empty_like(q);
-  const auto workspace = torch::empty({kernels::decode_attention_workspace(batch, heads, dim, step->visible)},
-                                      q.options().dtype(torch::kFloat));
-  kernels::DecodeAttention a;
-  a.q = q.data_ptr();
-  a.k_cache = k_cache.data_ptr();
-  a.v_cache = v_cache.data_ptr();
-  a.slots = step->slots.data_ptr<std::int64_t>();
-  a.positions = step->positions.data_ptr<std::int64_t>();
-  a.out = out.data_ptr();
-  a.partial = workspace.data_ptr<float>();
-  a.batch = batch, a.heads = heads, a.kv_heads = kv_heads, a.head_dim = dim, a.max_tokens = k_cache.size(1);
-  a.visible = step->visible;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
-  check(kernels::decode_attention(e, a, stream_of(q)), "decode_attention");
-  return out;
-}
-
 }  // namespace
 #endif
 
@@ -214,16 +177,6 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up, [[maybe_unused]] bool use_k
 #endif
   const auto width = gate_up.size(-1) / 2;
   return torch::silu(gate_up.narrow(-1, 0, width)) * gate_up.narrow(-1, width, width);
-}
-
-torch::Tensor cached_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               std::int64_t layer, const KvStep* step, bool cached, [[maybe_unused]] bool use_kernels) {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (use_kernels && cached)
-    if (auto done = kernel_decode_attention(q, step, layer)) return *done;
-#endif
-  const auto transposed = [](const torch::Tensor& a) { return a.defined() ? a.transpose(1, 2) : a; };
-  return decoder_attention(q.transpose(1, 2), transposed(k), transposed(v), layer, step, cached).transpose(1, 2);
 }
 
 RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,

@@ -1,5 +1,5 @@
 #pragma once
-// The Llama decoder's element-wise steps and its decoding attention, each one CUDA kernel where it can run
+// The Llama decoder's element-wise steps, each one CUDA kernel where it can run
 // (models/cuda/fused_kernels.h: a CUDA tensor of float, half or bfloat16 in a shape the kernels
 // take, LibTorch built with CUDA, `use_kernels` true), else ATen's operators with the same result. The
 // kernels follow ATen's arithmetic and rounding, so the two paths agree to the last bit or two.
@@ -33,13 +33,6 @@ struct RotatedQkv {
 };
 RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
                       const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool use_kernels);
-
-// The attention of q, k and v (batch, tokens, heads or kv_heads, head_dim) under a KV-cache step
-// (models/kv_cache.h's decoder_attention), as (batch, tokens, heads, head_dim). A decoding step of
-// one token a row whose keys and values are already in the cache (`cached`) runs one split-K
-// kernel over the cache (the same attention without ATen's mask, transposes and copies).
-torch::Tensor cached_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               std::int64_t layer, const KvStep* step, bool cached, bool use_kernels);
 
 // x × cos + roll(x, half) × sin_signed over the head width: rotary positions with ATen's operators.
 torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin_signed);

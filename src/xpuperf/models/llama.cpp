@@ -100,8 +100,11 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
     r.k = f.rotate(k_proj(x).view({b, t, kv_heads, head_dim}));
     r.v = v_proj(x).view({b, t, kv_heads, head_dim});
   }
-  const auto y = fused::cached_attention(r.q, r.k, r.v, layer, f.step, r.cached, f.kernels);
-  return o_proj(y.reshape({b, t, heads * head_dim}));
+  const auto transposed = [](const torch::Tensor& a) { return a.defined() ? a.transpose(1, 2) : a; };
+  const auto y = decoder_attention(r.q.transpose(1, 2), transposed(r.k), transposed(r.v), layer, f.step, r.cached)
+                     .transpose(1, 2)
+                     .reshape({b, t, heads * head_dim});
+  return o_proj(y);
 }
 
 LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {

@@ -3,7 +3,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "xpuperf/models/cuda/fused_kernels.h"
 
@@ -164,128 +163,6 @@ __global__ void rotary_qkv_kernel(RotaryQkv a) {
   dst[i + half] = y2;
 }
 
-__device__ float block_max(float v) {
-  __shared__ float warp_maxima[32];
-  __shared__ float total;
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) warp_maxima[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < static_cast<int>(blockDim.x / 32) ? warp_maxima[lane] : -INFINITY;
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    if (lane == 0) total = v;
-  }
-  __syncthreads();
-  return total;
-}
-
-constexpr int kDecodeThreads = 128;
-// The keys a block takes: enough blocks to fill an H100 / H200 (132 SMs) a few times over, a
-// chunk at least a warp of keys and at most two for each thread.
-constexpr std::int64_t kDecodeTargetBlocks = 512, kMinChunk = 32, kMaxChunk = 2 * kDecodeThreads;
-
-std::int64_t decode_chunk(std::int64_t batch, std::int64_t heads, std::int64_t visible) {
-  const std::int64_t wanted = (visible * batch * heads + kDecodeTargetBlocks - 1) / kDecodeTargetBlocks;
-  return std::clamp((wanted + kMinChunk - 1) / kMinChunk * kMinChunk, kMinChunk, kMaxChunk);
-}
-
-// A block: chunk blockIdx.x of query head blockIdx.y of row blockIdx.z. Scores one key a thread
-// (q from shared memory), then the values with each thread on one 16-byte pack of the head for a
-// share of the keys, the shares summed through shared memory. partial: max, sum, head_dim values.
-template <typename T>
-__global__ void decode_attention_chunk_kernel(DecodeAttention a, std::int64_t chunk) {
-  extern __shared__ float shared[];
-  const std::int64_t d = a.head_dim, c = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
-  float* q = shared;             // d
-  float* scores = q + d;         // chunk
-  float* sums = scores + chunk;  // kDecodeThreads × pack: each key share's values
-  const std::int64_t chunks = gridDim.x;
-  float* part = a.partial + ((b * a.heads + h) * chunks + c) * (d + 2);
-  const std::int64_t first = c * chunk, last = min(first + chunk, min(a.visible, a.positions[b] + 1));
-  if (first >= last) {  // past the row's position: nothing to add
-    for (std::int64_t i = threadIdx.x; i < d + 2; i += blockDim.x) part[i] = i == 0 ? -INFINITY : 0.0f;
-    return;
-  }
-  const std::int64_t n = last - first;
-  const T* qs = static_cast<const T*>(a.q) + (b * a.heads + h) * d;
-  for (std::int64_t i = threadIdx.x; i < d; i += blockDim.x) q[i] = to_float(qs[i]) * a.scale;
-  __syncthreads();
-  constexpr int kPack = Pack<T>::kSize;
-  const std::int64_t packs = d / kPack, row = a.kv_heads * d;
-  const std::int64_t base = (a.slots[b] * a.max_tokens + first) * row + h / (a.heads / a.kv_heads) * d;
-  const T* keys = static_cast<const T*>(a.k_cache) + base;
-  float local_max = -INFINITY;
-  for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const auto* k = reinterpret_cast<const Pack<T>*>(keys + j * row);
-    float s = 0;
-    for (std::int64_t p = 0; p < packs; ++p) {
-      const Pack<T> kp = k[p];
-#pragma unroll
-      for (int e = 0; e < kPack; ++e) s += q[p * kPack + e] * to_float(kp.v[e]);
-    }
-    scores[j] = s;
-    local_max = fmaxf(local_max, s);
-  }
-  const float m = block_max(local_max);
-  float local_sum = 0;
-  for (std::int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    const float e = expf(scores[j] - m);
-    scores[j] = e;
-    local_sum += e;
-  }
-  const float l = block_sum(local_sum);  // its barrier also makes every score visible
-  const std::int64_t shares = blockDim.x / packs, p = threadIdx.x % packs, share = threadIdx.x / packs;
-  float acc[kPack] = {};
-  if (share < shares) {
-    const T* values = static_cast<const T*>(a.v_cache) + base;
-    for (std::int64_t j = share; j < n; j += shares) {
-      const Pack<T> vp = reinterpret_cast<const Pack<T>*>(values + j * row)[p];
-      const float w = scores[j];
-#pragma unroll
-      for (int e = 0; e < kPack; ++e) acc[e] += w * to_float(vp.v[e]);
-    }
-#pragma unroll
-    for (int e = 0; e < kPack; ++e) sums[share * d + p * kPack + e] = acc[e];
-  }
-  __syncthreads();
-  for (std::int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-    float v = 0;
-    for (std::int64_t s = 0; s < shares; ++s) v += sums[s * d + i];
-    part[2 + i] = v;
-  }
-  if (threadIdx.x == 0) part[0] = m, part[1] = l;
-}
-
-// A block a (head, row): the chunks' partial softmaxes rescaled to the largest maximum and summed.
-template <typename T>
-__global__ void decode_attention_merge_kernel(DecodeAttention a, std::int64_t chunks) {
-  const std::int64_t d = a.head_dim, h = blockIdx.x, b = blockIdx.y;
-  const float* parts = a.partial + (b * a.heads + h) * chunks * (d + 2);
-  float m = -INFINITY;
-  for (std::int64_t c = 0; c < chunks; ++c) m = fmaxf(m, parts[c * (d + 2)]);
-  float l = 0;
-  for (std::int64_t c = 0; c < chunks; ++c) l += parts[c * (d + 2) + 1] * expf(parts[c * (d + 2)] - m);
-  T* out = static_cast<T*>(a.out) + (b * a.heads + h) * d;
-  for (std::int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-    float v = 0;
-    for (std::int64_t c = 0; c < chunks; ++c) v += parts[c * (d + 2) + 2 + i] * expf(parts[c * (d + 2)] - m);
-    out[i] = from_float<T>(v / l);
-  }
-}
-
-template <typename T>
-void launch_decode_attention(const DecodeAttention& a, cudaStream_t stream) {
-  const std::int64_t chunk = decode_chunk(a.batch, a.heads, a.visible);
-  const std::int64_t chunks = (a.visible + chunk - 1) / chunk;
-  const std::size_t shared =
-      static_cast<std::size_t>(a.head_dim + chunk + kDecodeThreads * Pack<T>::kSize) * sizeof(float);
-  const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(a.heads), static_cast<unsigned>(a.batch));
-  decode_attention_chunk_kernel<T><<<grid, kDecodeThreads, shared, stream>>>(a, chunk);
-  const dim3 heads(static_cast<unsigned>(a.heads), static_cast<unsigned>(a.batch));
-  decode_attention_merge_kernel<T><<<heads, kDecodeThreads, 0, stream>>>(a, chunks);
-}
-
 const char* launch_error() {
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
@@ -373,32 +250,6 @@ const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream) {
       break;
     case Element::BFloat16:
       launch_rotary_qkv<__nv_bfloat16>(args, s);
-      break;
-  }
-  return launch_error();
-}
-
-std::int64_t decode_attention_workspace(std::int64_t batch, std::int64_t heads, std::int64_t head_dim,
-                                        std::int64_t visible) {
-  const std::int64_t chunk = decode_chunk(batch, heads, visible);
-  return batch * heads * ((visible + chunk - 1) / chunk) * (head_dim + 2);
-}
-
-const char* decode_attention(Element type, const DecodeAttention& args, void* stream) {
-  if (args.batch * args.heads == 0 || args.visible <= 0) return nullptr;
-  if (args.head_dim % pack_elements(type) != 0 || args.head_dim > kMaxDecodeHeadDim || args.heads % args.kv_heads != 0)
-    return "decode_attention: head_dim must be a multiple of a 16-byte pack and at most 256, heads a multiple of "
-           "kv_heads";
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (type) {
-    case Element::Float:
-      launch_decode_attention<float>(args, s);
-      break;
-    case Element::Half:
-      launch_decode_attention<__half>(args, s);
-      break;
-    case Element::BFloat16:
-      launch_decode_attention<__nv_bfloat16>(args, s);
       break;
   }
   return launch_error();

@@ -43,30 +43,6 @@ struct RotaryQkv {
 };
 const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream);
 
-// Attention of one new token a row over its layer's cached keys and values (a decoding step),
-// split over the keys so that a batch of one still fills the GPU (FlashDecoding's split-K): a
-// block scores one chunk of one query head's keys into a partial softmax (its maximum, its sum and
-// the weighted values, in float), then a second kernel merges each head's chunks. Row b reads slot
-// slots[b]; keys 0..positions[b] are visible (the new token's own is already in the cache). Query
-// head h reads key/value head h / (heads / kv_heads). head_dim a multiple of pack_elements, at
-// most kMaxDecodeHeadDim; q, out and the cache 16-byte aligned.
-constexpr std::int64_t kMaxDecodeHeadDim = 256;
-struct DecodeAttention {
-  const void* q = nullptr;                  // (batch, heads, head_dim)
-  const void* k_cache = nullptr;            // (slots, max_tokens, kv_heads, head_dim)
-  const void* v_cache = nullptr;            // the same
-  const std::int64_t* slots = nullptr;      // (batch)
-  const std::int64_t* positions = nullptr;  // (batch)
-  void* out = nullptr;                      // (batch, heads, head_dim)
-  float* partial = nullptr;                 // decode_attention_workspace(batch, heads, head_dim, visible) floats
-  std::int64_t batch = 0, heads = 0, kv_heads = 0, head_dim = 0, max_tokens = 0;
-  std::int64_t visible = 0;  // keys the chunks cover: more than any row's position
-  float scale = 0;           // of the scores: 1 / sqrt(head_dim)
-};
-std::int64_t decode_attention_workspace(std::int64_t batch, std::int64_t heads, std::int64_t head_dim,
-                                        std::int64_t visible);
-const char* decode_attention(Element type, const DecodeAttention& args, void* stream);
-
 // Elements in a 16-byte access.
 inline int pack_elements(Element type) {
   return type == Element::Float ? 4 : 8;
