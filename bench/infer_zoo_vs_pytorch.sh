@@ -5,7 +5,8 @@
 # sizes) eager, torch.compile and torch.compile(mode="max-autotune"), with the same random weights
 # (bench/infer_zoo_pytorch.py writes them; the ViT's TorchScript trace runs in the torchscript engine).
 # PROFILE=N adds where the time goes: xpuperf's libtorch engine with profile_batches=N (each ATen
-# operator's GPU time) and torch.profiler's kernel table of N batches, eager and compiled (stderr).
+# operator's GPU time) and torch.profiler's kernel table of N batches, eager and compiled (stderr);
+# AUTOTUNE=0 leaves out torch.compile(mode="max-autotune"), whose compile takes minutes.
 # Usage: bench/infer_zoo_vs_pytorch.sh [HARDWARE] [CASES]   (H100 or H200, for MFU; CASES: vit,bert;
 # on an NVIDIA GPU machine after building; bert reads DATA=data/text's linux-doc-bert token dataset)
 set -euo pipefail
@@ -17,7 +18,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 here=$(cd "$(dirname "$0")" && pwd)
 
-python3 "$here/infer_zoo_pytorch.py" --out "$work" --cases "$cases" --profile "${PROFILE:-0}" > "$work/torch.jsonl"
+autotune=()
+[[ ${AUTOTUNE:-1} == 0 ]] && autotune=(--no-autotune)
+python3 "$here/infer_zoo_pytorch.py" --out "$work" --cases "$cases" --profile "${PROFILE:-0}" "${autotune[@]}" > "$work/torch.jsonl"
 
 ours() {  # case label --set ... → one JSON line of the FINISHED figures
   local case=$1 label=$2

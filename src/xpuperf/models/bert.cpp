@@ -1,5 +1,6 @@
 #include "xpuperf/models/bert.h"
 
+#include "xpuperf/models/linear.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/train/compat.h"
 
@@ -43,7 +44,7 @@ BertAddNormImpl::BertAddNormImpl(std::int64_t in, const BertConfig& c) {
 }
 
 torch::Tensor BertAddNormImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
-  return LayerNorm(dropout(dense(x)) + residual);
+  return LayerNorm(dropout(linear(*dense, x)) + residual);
 }
 
 BertAttentionImpl::BertAttentionImpl(const BertConfig& c) : heads(c.heads), attention_dropout(c.attention_dropout) {
@@ -55,7 +56,7 @@ BertAttentionImpl::BertAttentionImpl(const BertConfig& c) : heads(c.heads), atte
 torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
   const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
   auto split = [&](const torch::Tensor& y) { return y.view({b, t, heads, hd}).transpose(1, 2); };
-  const auto y = train::compat::attention(split(self->query(x)), split(self->key(x)), split(self->value(x)),
+  const auto y = train::compat::attention(split(linear(*self->query, x)), split(linear(*self->key, x)), split(linear(*self->value, x)),
                                           attention_dropout, is_training(), false, keep)
                      .transpose(1, 2)
                      .reshape({b, t, d});
@@ -74,7 +75,7 @@ BertLayerImpl::BertLayerImpl(const BertConfig& c) {
 
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
   const auto a = attention(x, keep);
-  return output(torch::gelu(intermediate->dense(a)), a);
+  return output(torch::gelu(linear(*intermediate->dense, a)), a);
 }
 
 BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c) {
@@ -149,7 +150,7 @@ torch::Tensor BertForMaskedLMImpl::predict(const torch::Tensor& hidden, const to
 
 torch::Tensor BertForMaskedLMImpl::head(const torch::Tensor& rows, bool padded) {
   auto& p = cls->predictions;
-  const auto h = p->transform->LayerNorm(torch::gelu(p->transform->dense(rows)));
+  const auto h = p->transform->LayerNorm(torch::gelu(linear(*p->transform->dense, rows)));
   return vocabulary_logits(h, bert->embeddings->word_embeddings->weight, p->bias, padded);  // the tied decoder
 }
 

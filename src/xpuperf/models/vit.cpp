@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "xpuperf/models/linear.h"
 #include "xpuperf/train/compat.h"
 
 namespace xpuperf::models {
@@ -23,12 +24,12 @@ SelfAttentionImpl::SelfAttentionImpl(std::int64_t hidden, std::int64_t heads_, d
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
   const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
   // (b, t, 3d) -> three (b, heads, t, hd)
-  const auto qkv = torch::nn::functional::linear(x, in_proj_weight, in_proj_bias)
+  const auto qkv = torch::linear(x, in_proj_weight, in_proj_bias)
                        .view({b, t, 3, heads, hd})
                        .permute({2, 0, 3, 1, 4});
   const auto q = qkv[0], k = qkv[1], v = qkv[2];
   const auto y = train::compat::attention(q, k, v, dropout, is_training()).transpose(1, 2).reshape({b, t, d});
-  return out_proj(y);
+  return linear(*out_proj, y);
 }
 
 EncoderBlockImpl::EncoderBlockImpl(const ViTConfig& c) {
@@ -48,7 +49,10 @@ EncoderBlockImpl::EncoderBlockImpl(const ViTConfig& c) {
 
 torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
   const auto x = drop(self_attention(ln_1(input))) + input;
-  return x + mlp->forward(ln_2(x));
+  // torchvision's MLPBlock, each linear through ATen's (linear.h).
+  auto h = mlp[1]->as<nn::GELU>()->forward(linear(*mlp[0]->as<nn::Linear>(), ln_2(x)));
+  h = linear(*mlp[3]->as<nn::Linear>(), mlp[2]->as<nn::Dropout>()->forward(h));
+  return x + mlp[4]->as<nn::Dropout>()->forward(h);
 }
 
 EncoderImpl::EncoderImpl(const ViTConfig& c) {

@@ -7,9 +7,9 @@ namespace xpuperf::models {
 torch::Tensor vocabulary_logits(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
                                 bool aligned) {
   const std::int64_t vocab = weight.size(0), pad = (64 - vocab % 64) % 64;
-  if (!aligned || pad == 0) return torch::nn::functional::linear(hidden, weight, bias);
+  if (!aligned || pad == 0) return torch::linear(hidden, weight, bias);
   const auto real_bias = bias.defined() ? bias : torch::zeros({vocab}, weight.options());
-  return torch::nn::functional::linear(hidden, torch::constant_pad_nd(weight, {0, 0, 0, pad}),
+  return torch::linear(hidden, torch::constant_pad_nd(weight, {0, 0, 0, pad}),
                                        torch::constant_pad_nd(real_bias, {0, pad}, -INFINITY));
 }
 
