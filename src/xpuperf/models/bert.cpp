@@ -56,8 +56,8 @@ BertAttentionImpl::BertAttentionImpl(const BertConfig& c) : heads(c.heads), atte
 torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
   const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
   auto split = [&](const torch::Tensor& y) { return y.view({b, t, heads, hd}).transpose(1, 2); };
-  const auto y = train::compat::attention(split(linear(*self->query, x)), split(linear(*self->key, x)), split(linear(*self->value, x)),
-                                          attention_dropout, is_training(), false, keep)
+  const auto y = train::compat::attention(split(linear(*self->query, x)), split(linear(*self->key, x)),
+                                          split(linear(*self->value, x)), attention_dropout, is_training(), false, keep)
                      .transpose(1, 2)
                      .reshape({b, t, d});
   return output(y, x);

@@ -24,9 +24,7 @@ SelfAttentionImpl::SelfAttentionImpl(std::int64_t hidden, std::int64_t heads_, d
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
   const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
   // (b, t, 3d) -> three (b, heads, t, hd)
-  const auto qkv = torch::linear(x, in_proj_weight, in_proj_bias)
-                       .view({b, t, 3, heads, hd})
-                       .permute({2, 0, 3, 1, 4});
+  const auto qkv = torch::linear(x, in_proj_weight, in_proj_bias).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
   const auto q = qkv[0], k = qkv[1], v = qkv[2];
   const auto y = train::compat::attention(q, k, v, dropout, is_training()).transpose(1, 2).reshape({b, t, d});
   return linear(*out_proj, y);

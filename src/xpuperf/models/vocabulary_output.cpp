@@ -10,7 +10,7 @@ torch::Tensor vocabulary_logits(const torch::Tensor& hidden, const torch::Tensor
   if (!aligned || pad == 0) return torch::linear(hidden, weight, bias);
   const auto real_bias = bias.defined() ? bias : torch::zeros({vocab}, weight.options());
   return torch::linear(hidden, torch::constant_pad_nd(weight, {0, 0, 0, pad}),
-                                       torch::constant_pad_nd(real_bias, {0, pad}, -INFINITY));
+                       torch::constant_pad_nd(real_bias, {0, pad}, -INFINITY));
 }
 
 torch::Tensor token_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
