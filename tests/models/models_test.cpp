@@ -300,6 +300,20 @@ void expect_same_logits_and_loss(const torch::Tensor& logits, const torch::Tenso
             << " (Hugging Face " << ref_loss << ")\n";
 }
 
+// Hugging Face's causal-LM loss: each position predicts the next token (in float).
+torch::Tensor next_token_loss(const torch::Tensor& logits, const torch::Tensor& ids) {
+  const auto t = ids.size(1) - 1;
+  return torch::nn::functional::cross_entropy(logits.narrow(1, 0, t).reshape({-1, logits.size(-1)}).to(torch::kFloat),
+                                              ids.narrow(1, 1, t).reshape({-1}));
+}
+
+// hf_reference.py's LLAMA_SMALL: grouped-query attention, 8 heads on 2.
+LlamaConfig llama_small() {
+  LlamaConfig c;
+  c.hidden = 256, c.intermediate = 688, c.layers = 4, c.heads = 8, c.kv_heads = 2;
+  return c;
+}
+
 TEST(LanguageModels, Gpt2GivesHuggingFacesLogitsAndLoss) {
   test::TempDir dir;
   if (!hf_reference("gpt2", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
@@ -317,18 +331,13 @@ TEST(LanguageModels, Gpt2GivesHuggingFacesLogitsAndLoss) {
 TEST(LanguageModels, LlamaGivesHuggingFacesLogitsAndLoss) {
   test::TempDir dir;
   if (!hf_reference("llama", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
-  LlamaConfig c;  // hf_reference.py's LLAMA_SMALL: grouped-query attention, 8 heads on 2
-  c.hidden = 256, c.intermediate = 688, c.layers = 4, c.heads = 8, c.kv_heads = 2;
-  auto m = LlamaForCausalLM(c);
+  auto m = LlamaForCausalLM(llama_small());
   EXPECT_EQ(train::load_weights(*m, dir.path() + "/llama.weights.pt"), "PyTorch state_dict");
   m->eval();
   torch::NoGradGuard no_grad;
   const auto ids = io_tensor(dir.path() + "/llama.io.pt", "input");
   const auto logits = m->forward(ids);
-  const auto t = ids.size(1) - 1;
-  const auto loss = torch::nn::functional::cross_entropy(logits.narrow(1, 0, t).reshape({-1, c.vocab}),
-                                                         ids.narrow(1, 1, t).reshape({-1}));
-  expect_same_logits_and_loss(logits, loss, dir.path() + "/llama.io.pt", "llama");
+  expect_same_logits_and_loss(logits, next_token_loss(logits, ids), dir.path() + "/llama.io.pt", "llama");
 }
 
 // The inference path on CUDA: stacked projections and the fused kernels (models/fused_ops.h) in
@@ -338,9 +347,7 @@ TEST(LanguageModels, LlamaWithTheFusedKernelsOnCudaGivesHuggingFacesLogits) {
     GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
   test::TempDir dir;
   if (!hf_reference("llama", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
-  LlamaConfig c;  // hf_reference.py's LLAMA_SMALL, as above
-  c.hidden = 256, c.intermediate = 688, c.layers = 4, c.heads = 8, c.kv_heads = 2;
-  auto m = LlamaForCausalLM(c);
+  auto m = LlamaForCausalLM(llama_small());
   EXPECT_EQ(train::load_weights(*m, dir.path() + "/llama.weights.pt"), "PyTorch state_dict");
   m->to(torch::kCUDA);
   m->eval();
@@ -349,10 +356,8 @@ TEST(LanguageModels, LlamaWithTheFusedKernelsOnCudaGivesHuggingFacesLogits) {
   torch::NoGradGuard no_grad;
   const auto ids = io_tensor(dir.path() + "/llama.io.pt", "input");
   const auto logits = m->forward(ids.to(torch::kCUDA)).to(torch::kCPU);
-  const auto t = ids.size(1) - 1;
-  const auto loss = torch::nn::functional::cross_entropy(logits.narrow(1, 0, t).reshape({-1, c.vocab}),
-                                                         ids.narrow(1, 1, t).reshape({-1}));
-  expect_same_logits_and_loss(logits, loss, dir.path() + "/llama.io.pt", "llama, fused kernels on CUDA");
+  expect_same_logits_and_loss(logits, next_token_loss(logits, ids), dir.path() + "/llama.io.pt",
+                              "llama, fused kernels on CUDA");
 }
 
 TEST(LanguageModels, BertGivesHuggingFacesLogitsAndLoss) {
@@ -439,10 +444,7 @@ TEST(LanguageModels, Gpt2FirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
   expect_same_first_step(*m, dir.path(), "gpt2", [&] {
     // Hugging Face's logits are for every position, its loss each position's next token.
     const auto logits = m->forward(ids);
-    const auto loss = torch::nn::functional::cross_entropy(
-        logits.narrow(1, 0, ids.size(1) - 1).reshape({-1, logits.size(-1)}).to(torch::kFloat),
-        ids.narrow(1, 1, ids.size(1) - 1).reshape({-1}));
-    return std::make_pair(loss, logits);
+    return std::make_pair(next_token_loss(logits, ids), logits);
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <numeric>
 #include <sstream>
 
 #include "xpuperf/core/files.h"
@@ -74,6 +75,13 @@ double measure_copy_bandwidth(const torch::Device& device) {
 
 namespace {
 
+// Slots 0 .. n - 1: a decode batch of n prompts prefilled from slot 0.
+std::vector<std::int64_t> first_slots(std::int64_t n) {
+  std::vector<std::int64_t> slots(static_cast<std::size_t>(n));
+  std::iota(slots.begin(), slots.end(), 0);
+  return slots;
+}
+
 // Where a decode step's time goes: `s.profile_steps` steps at the first decode batch size through
 // an engine of its own without CUDA graphs (a replay runs no ATen operator), so every operator shows.
 json profile_decode(const std::shared_ptr<torch::nn::Module>& module, models::CausalDecoder& decoder,
@@ -83,8 +91,7 @@ json profile_decode(const std::shared_ptr<torch::nn::Module>& module, models::Ca
   options.cuda_graphs = false;
   DecoderEngine engine(module, decoder, device, dtype, options);
   const auto prompts = random_token_ids(options.slots, s.decode_prompt_tokens, decoder.vocab_size(), s.seed);
-  std::vector<std::int64_t> busy;
-  for (std::int64_t r = 0; r < options.slots; ++r) busy.push_back(r);
+  const std::vector<std::int64_t> busy = first_slots(options.slots);
   engine.prefill(0, prompts);
   engine.decode(busy);  // warm, so first-call work is not counted
   train::synchronize(device);
@@ -125,8 +132,7 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
     for (const bool sampled : {false, true}) {
       engine.set_sampling(sampled ? s.temperature : 0.0, sampled ? s.top_k : 0);
       const auto prompts = random_token_ids(batch, s.decode_prompt_tokens, vocab, s.seed);
-      std::vector<std::int64_t> busy;
-      for (std::int64_t r = 0; r < batch; ++r) busy.push_back(r);
+      const std::vector<std::int64_t> busy = first_slots(batch);
       engine.prefill(0, prompts);  // untimed: the kernels' first use
       engine.decode(busy);
       train::synchronize(device);
