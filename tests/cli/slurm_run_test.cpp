@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include "cli_util.h"
@@ -35,15 +36,18 @@ class SlurmRun : public ::testing::Test {
               "munged.log");
     char host[256] = {0};
     ::gethostname(host, sizeof host - 1);
-    const int port = 10000 + ::getpid() % 9000;  // below the ssh test's ports
+    // Three distinct ports from the system: slurmctld's and the two slurmds'.
+    std::set<int> ports;
+    while (ports.size() < 3) ports.insert(free_local_port());
+    const std::vector<int> port(ports.begin(), ports.end());
     fs::create_directories(d + "/state");
     fs::create_directories(d + "/spool-n1");
     fs::create_directories(d + "/spool-n2");
     const std::string node = std::string(" NodeHostname=") + host + " NodeAddr=127.0.0.1 CPUs=1 RealMemory=1000 Port=";
     conf = dir.write("slurm.conf",
                      "ClusterName=xpuperf-test\nSlurmctldHost=" + std::string(host) +
-                         "(127.0.0.1)\nSlurmctldPort=" + std::to_string(port) + "\nNodeName=n1" + node +
-                         std::to_string(port + 1) + "\nNodeName=n2" + node + std::to_string(port + 2) +
+                         "(127.0.0.1)\nSlurmctldPort=" + std::to_string(port[0]) + "\nNodeName=n1" + node +
+                         std::to_string(port[1]) + "\nNodeName=n2" + node + std::to_string(port[2]) +
                          "\nPartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP\n"
                          "AuthType=auth/munge\nAuthInfo=socket=" +
                          d +
@@ -61,8 +65,9 @@ class SlurmRun : public ::testing::Test {
     slurmctld = start({"/usr/sbin/slurmctld", "-D", "-f", conf}, "slurmctld.log");
     slurmd1 = start({"/usr/sbin/slurmd", "-D", "-N", "n1", "-f", conf}, "slurmd-n1.log");
     slurmd2 = start({"/usr/sbin/slurmd", "-D", "-N", "n2", "-f", conf}, "slurmd-n2.log");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline) {  // until both nodes take work
+    // Until both nodes take work, while the daemons live (a loaded machine only makes it slower;
+    // ctest's TIMEOUT is the backstop).
+    while (slurmctld->running() && slurmd1->running() && slurmd2->running()) {
       if (run_ok({"srun", "-N2", "-n2", "--immediate=5", "true"}, {{"SLURM_CONF", conf}})) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
@@ -81,7 +86,8 @@ class SlurmRun : public ::testing::Test {
   }
   Result run(const std::string& key) {
     const std::string plan = dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
-                                                        "/results\nlauncher: slurm\ncase_time_limit: 5m\ncases:\n  \"" +
+                                                        "/results\nlauncher: slurm\ncase_time_limit: 5m\nmaster_port: " +
+                                                        std::to_string(free_local_port()) + "\ncases:\n  \"" +
                                                         key + "\": " + kData + "\n");
     return xpuperf({"--root", test::test_path("fixtures/run_repo"), "run", plan}, dir.path(), {{"SLURM_CONF", conf}},
                    300);

@@ -27,7 +27,7 @@ class SshRun : public ::testing::Test {
     ASSERT_TRUE(run_ok({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d + "/host_key"}));
     ASSERT_TRUE(run_ok({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", d + "/user_key"}));
     fs::copy_file(d + "/user_key.pub", d + "/authorized_keys");
-    port = 30000 + ::getpid() % 20000;
+    port = free_local_port();
     dir.write("sshd_config", "Port " + std::to_string(port) +
                                  "\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\nHostKey " + d +
                                  "/host_key\nPidFile " + d +
@@ -43,8 +43,7 @@ class SshRun : public ::testing::Test {
     spec.argv = {"/usr/sbin/sshd", "-D", "-e", "-f", d + "/sshd_config"};
     spec.log_path = d + "/sshd.log";
     sshd = Process::start(spec);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < deadline) {  // until it answers
+    while (sshd->running()) {  // until it answers (or dies: then the log says why)
       if (run_ok(ssh_probe())) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -68,10 +67,10 @@ class SshRun : public ::testing::Test {
   }
   std::string plan(const std::string& hosts, const std::string& key) {
     return dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() + "/results\nlauncher: ssh\nhosts: [" + hosts +
-                                      "]\nmaster_port: " + std::to_string(port + 1) + "\nssh:\n  port: " +
+                                      "]\nmaster_port: " + std::to_string(free_local_port()) + "\nssh:\n  port: " +
                                       std::to_string(port) + "\n  user: root\n  known_hosts: " + dir.path() +
                                       "/known_hosts\n  identity_file: " + dir.path() + "/user_key\n" +
-                                      "  connect_timeout: 5\ncases:\n  \"" + key + "\": " + kData + "\n");
+                                      "  connect_timeout: 60\ncases:\n  \"" + key + "\": " + kData + "\n");
   }
   Result run(const std::string& plan_path) {
     return xpuperf({"--root", test::test_path("fixtures/run_repo"), "run", plan_path}, dir.path(), {}, 300);

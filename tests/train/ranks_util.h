@@ -2,28 +2,18 @@
 // Ranks as threads of one test process, over a real TCPStore and Gloo.
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <future>
 #include <vector>
 
+#include "xpuperf/core/process.h"
 #include "xpuperf/core/rank_env.h"
 #include "xpuperf/train/distributed.h"
 
 namespace xpuperf::train {
 
 inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  return free_local_port();
 }
 
 inline RankEnv env_for(int rank, int world, int port) {

@@ -184,6 +184,7 @@ TEST(ImageFolder, MissingOrEmptyFoldersAreClearErrors) {
 #include <sstream>
 
 #include "xpuperf/core/progress.h"
+#include "xpuperf/data/image_loader.h"
 #include "xpuperf/data/image_tools.h"
 #include "xpuperf/data/jpeg.h"
 
@@ -227,6 +228,90 @@ TEST(Jpeg, RoundTripsAnImageAndRejectsBadBytesWithAReason) {
   EXPECT_EQ(error, "not a JPEG file (no start-of-image marker)");
 }
 
+// A copy of `jpeg` whose start-of-frame header claims width × height.
+std::vector<std::uint8_t> with_frame_size(std::vector<std::uint8_t> jpeg, int width, int height) {
+  for (std::size_t i = 2; i + 9 < jpeg.size(); ++i)
+    if (jpeg[i] == 0xFF && (jpeg[i + 1] == 0xC0 || jpeg[i + 1] == 0xC2)) {  // SOF0 / SOF2: length, precision, H, W
+      jpeg[i + 5] = static_cast<std::uint8_t>(height >> 8);
+      jpeg[i + 6] = static_cast<std::uint8_t>(height & 0xFF);
+      jpeg[i + 7] = static_cast<std::uint8_t>(width >> 8);
+      jpeg[i + 8] = static_cast<std::uint8_t>(width & 0xFF);
+      return jpeg;
+    }
+  ADD_FAILURE() << "no start-of-frame marker";
+  return jpeg;
+}
+
+RgbImage gradient(int width, int height) {
+  RgbImage image{width, height, {}};
+  for (int i = 0; i < width * height * 3; ++i) image.pixels.push_back(static_cast<std::uint8_t>(i * 7));
+  return image;
+}
+
+TEST(Jpeg, AFileThatFailsLeavesTheCodecGoodForTheNext) {
+  if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
+  JpegCodec codec;
+  const auto good = codec.encode(gradient(32, 32), 90);
+  const auto zero_width = with_frame_size(good, 0, 32);
+  RgbImage out;
+  std::string error;
+  EXPECT_FALSE(codec.decode(zero_width.data(), zero_width.size(), out, error));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(codec.decode(good.data(), good.size(), out, error)) << i << ": " << error;
+}
+
+TEST(Jpeg, AHeaderClaimingMorePixelsThanTheLimitIsRefusedBeforeDecoding) {
+  if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
+  JpegCodec codec;
+  const auto bomb = with_frame_size(codec.encode(gradient(32, 32), 90), 60000, 60000);
+  RgbImage out;
+  std::string error;
+  EXPECT_FALSE(codec.decode(bomb.data(), bomb.size(), out, error));
+  EXPECT_NE(error.find("60000x60000"), std::string::npos) << error;
+  EXPECT_NE(error.find("max_image_pixels"), std::string::npos) << error;
+  EXPECT_TRUE(out.pixels.empty()) << "nothing was allocated for it";
+  codec.set_max_pixels(32 * 32 - 1);
+  const auto good = codec.encode(gradient(32, 32), 90);
+  EXPECT_FALSE(codec.decode(good.data(), good.size(), out, error));
+  codec.set_max_pixels(32 * 32);
+  EXPECT_TRUE(codec.decode(good.data(), good.size(), out, error)) << error;
+}
+
+TEST(ImageTools, OneBadFileAmongGoodOnesIsTheOnlyOneSkipped) {
+  if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
+  test::TempDir dir;
+  JpegCodec codec;
+  const auto good = codec.encode(gradient(32, 32), 90);
+  const auto write = [&](const std::string& name, const std::vector<std::uint8_t>& bytes) {
+    dir.write(name, std::string(bytes.begin(), bytes.end()));
+  };
+  // Names sort the bad ones first, so every good file is decoded after them on the same thread.
+  write("a/00_zero_width.JPEG", with_frame_size(good, 0, 32));
+  write("b/00_bomb.JPEG", with_frame_size(good, 60000, 60000));
+  for (int i = 1; i <= 20; ++i) {
+    write("a/" + std::to_string(10 + i) + ".JPEG", good);
+    write("b/" + std::to_string(10 + i) + ".JPEG", good);
+  }
+  for (int threads : {1, 2}) {
+    const FolderCheck c = check_image_folder(dir.path(), threads, nullptr, kDefaultMaxImagePixels);
+    ASSERT_EQ(c.unreadable.size(), 2u) << threads << " threads; first: " << c.unreadable.front().second;
+    EXPECT_EQ(c.unreadable[0].first, dir.path() + "/a/00_zero_width.JPEG");
+    EXPECT_EQ(c.unreadable[1].first, dir.path() + "/b/00_bomb.JPEG");
+    EXPECT_NE(c.unreadable[1].second.find("max_image_pixels"), std::string::npos) << c.unreadable[1].second;
+  }
+  // The training loader: one batch of everything, in order, skipping exactly the two.
+  ImageLoaderOptions o;
+  o.image_size = 16;
+  o.resize_to = 16;
+  o.train = false;
+  o.batch_size = 42;
+  o.threads = 1;
+  ImageFolderLoader loader(list_image_folder(dir.path()), o);
+  loader.start_epoch(0);
+  ASSERT_TRUE(loader.next().has_value());
+  EXPECT_EQ(loader.skipped_files(),
+            (std::set<std::string>{dir.path() + "/a/00_zero_width.JPEG", dir.path() + "/b/00_bomb.JPEG"}));
+}
+
 TEST(ImageTools, GreyUpscaledToRgbKeepsItsValues) {
   const std::uint8_t flat[4] = {100, 100, 100, 100};
   for (std::uint8_t v : grey_to_rgb_resized(flat, 2, 2, 8)) EXPECT_EQ(v, 100);
@@ -261,14 +346,14 @@ TEST(ImageTools, FashionMnistBecomesAJpegFolderThatChecksClean) {
   EXPECT_EQ(folder.classes.front(), "0_tshirt_top");
   EXPECT_EQ(folder.classes.back(), "9_ankle_boot");
 
-  FolderCheck c = check_image_folder(dir.path() + "/val", 2, nullptr);
+  FolderCheck c = check_image_folder(dir.path() + "/val", 2, nullptr, kDefaultMaxImagePixels);
   EXPECT_EQ(c.classes, 10u);
   EXPECT_EQ(c.images, 20u);
   EXPECT_EQ(c.min_per_class, 2u);
   EXPECT_TRUE(c.unreadable.empty());
   EXPECT_EQ(c.mean_width, 32);
   dir.write("val/3_dress/broken.JPEG", "\xff\xd8 cut off");
-  c = check_image_folder(dir.path() + "/val", 2, nullptr);
+  c = check_image_folder(dir.path() + "/val", 2, nullptr, kDefaultMaxImagePixels);
   ASSERT_EQ(c.unreadable.size(), 1u);
   EXPECT_EQ(c.unreadable[0].first, dir.path() + "/val/3_dress/broken.JPEG");
   EXPECT_EQ(c.max_per_class, 3u);
@@ -433,7 +518,7 @@ TEST(ImageTools, PhotoCropsLookLikeImageNetAndAreTheSameForTheSameSeed) {
   EXPECT_EQ(r.train_images, 12);
   EXPECT_EQ(r.val_images, 3);
   EXPECT_EQ(r.sources, 1);
-  const FolderCheck c = check_image_folder(o.out_dir + "/train", 2, nullptr);
+  const FolderCheck c = check_image_folder(o.out_dir + "/train", 2, nullptr, kDefaultMaxImagePixels);
   EXPECT_EQ(c.classes, 3u);
   EXPECT_EQ(c.images, 12u);
   EXPECT_TRUE(c.unreadable.empty());

@@ -188,6 +188,12 @@ TEST(LoadGenerator, LengthsFromAFileAreTheFilesPairsAndBadLinesAreNamed) {
   EXPECT_EQ(error_of("0,20\n"), dir.path() + "/bad.csv:1: lengths must be at least 1 token, got 0,20");
   EXPECT_EQ(error_of("300,200\n"), dir.path() + "/bad.csv:1: 300 + 200 tokens exceed max_seq_len 400");
   EXPECT_EQ(error_of("# nothing\n"), dir.path() + "/bad.csv: no prompt_tokens,output_tokens line");
+  // The largest 64-bit length must not wrap past the check; a byte-order mark is not part of line 1.
+  EXPECT_EQ(error_of("9223372036854775807,8\n"),
+            dir.path() + "/bad.csv:1: 9223372036854775807 + 8 tokens exceed max_seq_len 400");
+  EXPECT_EQ(error_of("8,9223372036854775807\n"),
+            dir.path() + "/bad.csv:1: 8 + 9223372036854775807 tokens exceed max_seq_len 400");
+  EXPECT_EQ(error_of("\xEF\xBB\xBF" "8,4\n"), "no error");
   EXPECT_THROW(read_lengths_csv(dir.path() + "/missing.csv", 400), std::runtime_error);
   // Uniform ranges say so.
   EXPECT_EQ(Lengths::uniform({4, 8}, {1, 3}).describe(),

@@ -40,6 +40,20 @@ TEST(SweepStrategies, UnknownAndUnimplementedTokensAreRefusedWithTheReason) {
   EXPECT_NE(none.format().find("no strategy given"), std::string::npos);
 }
 
+TEST(SweepStrategies, AnEmptySwitchOrTwoSwitchesSettingOneKeyAreRefused) {
+  for (const std::string text : {"+", "bf16+", "+bf16", "bf16++zero1"}) {
+    Diagnostics diags;
+    EXPECT_TRUE(parse_strategies(text, diags).empty()) << text;
+    EXPECT_NE(diags.format().find("a '+' with no switch on one side"), std::string::npos) << text << diags.format();
+  }
+  Diagnostics diags;
+  EXPECT_TRUE(parse_strategies("zero1+zero3", diags).empty());
+  EXPECT_NE(diags.format().find("'zero1' and 'zero3' both set zero_stage"), std::string::npos) << diags.format();
+  Diagnostics twice;
+  parse_strategies("bf16+precision=fp32", twice);
+  EXPECT_NE(twice.format().find("both set precision"), std::string::npos) << twice.format();
+}
+
 json round_of(double sps, double mib, std::vector<double> curve) {
   return {{"status", "ok"},     {"samples_per_second", sps},     {"tokens_per_second", sps * 1024},
           {"mfu", sps / 400},   {"peak_device_memory_mib", mib}, {"energy_per_sample_j", 300 / sps},

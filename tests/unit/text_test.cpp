@@ -139,7 +139,7 @@ TEST(TokenFile, WrittenAndReadBackWithDocumentsAndChecked) {
     w.add_document({});  // nothing: not a document
     w.add_document({{29999}});
     EXPECT_FALSE(std::filesystem::exists(prefix + ".bin")) << "only once finished";
-    w.finish();
+    w.finish("{}\n");
   }
   TokenFile f(prefix);
   EXPECT_EQ(f.item_bytes(), 2);
@@ -152,7 +152,7 @@ TEST(TokenFile, WrittenAndReadBackWithDocumentsAndChecked) {
   std::vector<std::int32_t> stream(4);
   f.read(2, 4, stream.data());
   EXPECT_EQ(stream, (std::vector<std::int32_t>{3, 4, 5, 29999}));
-  EXPECT_EQ(f.max_id(), 29999);
+  EXPECT_EQ(f.id_range().second, 29999);
   // Megatron's layout, byte for byte: header, sizes, pointers, document index.
   EXPECT_EQ(std::filesystem::file_size(prefix + ".idx"), 34u + 3 * 4 + 3 * 8 + 3 * 8);
   EXPECT_EQ(std::filesystem::file_size(prefix + ".bin"), 12u);
@@ -237,7 +237,8 @@ TEST(TokenizeCorpus, WordPieceParagraphsAreSequencesAndSyntheticIsLabelled) {
   EXPECT_EQ(r.tokens, 10000);
   TokenFile g(s.prefix);
   EXPECT_EQ(g.item_bytes(), 4) << "ids above 65535 need int32";
-  EXPECT_LT(g.max_id(), 100000);
+  EXPECT_LT(g.id_range().second, 100000);
+  EXPECT_GE(g.id_range().first, 0);
   EXPECT_EQ(read_json(s.prefix + ".json")["synthetic"], true);
 }
 
@@ -250,7 +251,7 @@ TEST(Samples, GptReadsTheStreamInFixedLengthsAndHoldsOutTheLastDocuments) {
       for (int t = 0; t < 10; ++t) doc.push_back(d * 100 + t);
       w.add_document({doc});
     }
-    w.finish();
+    w.finish("{}\n");
   }
   TokenFile f(dir.path() + "/c");
   const auto train = split_documents(f, 0.2, false), valid = split_documents(f, 0.2, true);
@@ -280,7 +281,7 @@ TEST(Samples, BertSpansFillTheLengthAndMaskFifteenPercent) {
       paragraphs.push_back(std::vector<std::int32_t>(static_cast<std::size_t>(10 + p), 500 + p));
     w.add_document(paragraphs);
     w.add_document({std::vector<std::int32_t>(300, 7)});  // longer than a sample: cut
-    w.finish();
+    w.finish("{}\n");
   }
   TokenFile f(dir.path() + "/b");
   const BertSamples::Special special{2, 3, 4, 0, 1000};

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/report/compare.h"
@@ -16,6 +17,28 @@ namespace xpuperf::cli {
 
 namespace {
 
+// What a run holds, for the message when two runs have nothing to compare: each case with its
+// ok rounds, and the first reason a round failed.
+std::string cases_of(const nlohmann::json& summary, const std::string& run_dir) {
+  std::ostringstream out;
+  out << "\n  " << run_dir << ": ";
+  if (!summary.contains("cases") || summary["cases"].empty()) return out.str() + "no case ran (an empty or cut-short run)";
+  bool first = true;
+  for (const auto& c : summary["cases"]) {
+    int ok = 0, run = 0;
+    std::string why;
+    for (const auto& r : c["rounds"]) {
+      ++run;
+      if (r.value("status", "") == "ok") ++ok;
+      else if (why.empty()) why = r.value("status", "") + ": " + r.value("reason", "");
+    }
+    out << (first ? "" : "; ") << c.value("case", "?") << " " << ok << " of " << run << " rounds ok"
+        << (why.empty() ? "" : " (" + why + ")");
+    first = false;
+  }
+  return out.str();
+}
+
 int run_compare(const std::string& run_a, const std::string& run_b, double fail_percent, const std::string& html) {
   nlohmann::json a, b;
   try {
@@ -25,7 +48,9 @@ int run_compare(const std::string& run_a, const std::string& run_b, double fail_
     throw CommandError(e.what());
   }
   const auto rows = report::compare_summaries(a, b);
-  if (rows.empty()) throw CommandError("the two runs have no case with successful rounds in common");
+  if (rows.empty())
+    throw CommandError("the two runs have no case with successful rounds in common:" + cases_of(a, run_a) +
+                       cases_of(b, run_b));
   std::cout << "A: " << run_a << "\nB: " << run_b << "\n\n"
             << "| case | figure | mean A | mean B | B / A | Welch p | verdict |\n"
             << "| --- | --- | ---: | ---: | ---: | ---: | --- |\n";

@@ -1,8 +1,10 @@
 // `xpuperf data`: image folders for the vision cases — one written from Fashion-MNIST, so that
 // tests and benchmarks have real JPEGs to decode, and the check of a folder before a long run.
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -77,12 +79,13 @@ int run_photos(const data::PhotoCropOptions& o) {
   return 0;
 }
 
-int run_check(const std::string& dir, int threads, std::int64_t expect_classes, std::size_t show) {
+int run_check(const std::string& dir, int threads, std::int64_t expect_classes, std::size_t show,
+              std::int64_t max_pixels) {
   require_jpeg();
   std::unique_ptr<ProgressBar> bar;
   data::FolderCheck c;
   try {
-    c = data::check_image_folder(dir, threads, progress_to_stderr(bar, "decoding"));
+    c = data::check_image_folder(dir, threads, progress_to_stderr(bar, "decoding"), max_pixels);
   } catch (const data::DataError& e) {
     throw CommandError(e.what());
   }
@@ -116,6 +119,7 @@ struct DecodeRateOptions {
   std::int64_t batches = 40;
   int device = 0;
   int image_size = 224;
+  std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;
   bool json = false;
 };
 
@@ -143,6 +147,7 @@ int run_decode_rate(const DecodeRateOptions& o) {
     lo.train = true;
     lo.batch_size = o.batch_size;
     lo.threads = o.threads;
+    lo.max_image_pixels = o.max_image_pixels;
     if (decoder == "nvjpeg") {
       lo.gpu_device = o.device;
       if (lo.threads <= 0) lo.threads = 4;
@@ -199,11 +204,23 @@ int run_decode_rate(const DecodeRateOptions& o) {
   return 0;
 }
 
+std::atomic<int> g_tokenize_stop{0};
+void on_tokenize_stop(int sig) {
+  g_tokenize_stop = sig;
+}
+struct Interrupted {};
+
 int run_tokenize(const text::TokenizeOptions& o) {
+  // Ctrl-C (or SIGTERM) ends the work at the next chunk, so the writer removes its temporaries.
+  struct sigaction action {};
+  action.sa_handler = on_tokenize_stop;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   std::unique_ptr<ProgressBar> bar;
   text::TokenizeResult r;
   try {
     r = text::tokenize_corpus(o, [&bar, &o](std::int64_t done, std::int64_t total) {
+      if (g_tokenize_stop != 0) throw Interrupted{};
       // In MiB (tokens for a synthetic dataset), so the bar's rate reads as MiB/s.
       const auto scale = o.synthetic_tokens > 0 ? 1 : 1 << 20;
       if (!bar)
@@ -214,6 +231,9 @@ int run_tokenize(const text::TokenizeOptions& o) {
     });
   } catch (const text::TokenizerError& e) {
     throw CommandError(e.what());
+  } catch (const Interrupted&) {
+    std::cerr << "\n";
+    throw CommandError("interrupted: nothing was written under " + o.prefix, 130);
   }
   if (bar) bar->finish();
   std::cout << "Wrote " << o.prefix << ".bin, " << o.prefix << ".idx and " << o.prefix << ".json: " << r.documents
@@ -275,6 +295,7 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   auto threads = std::make_shared<int>(0);
   auto classes = std::make_shared<std::int64_t>(0);
   auto show = std::make_shared<std::size_t>(20);
+  auto max_pixels = std::make_shared<std::int64_t>(data::kDefaultMaxImagePixels);
   auto* c = cmd->add_subcommand("check",
                                 "Check an image folder (<dir>/<class>/<image>) before a long run: "
                                 "classes, images a class, files that do not decode");
@@ -282,9 +303,15 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   c->add_option("--threads", *threads, "Decoding threads (0: every core)")->capture_default_str();
   c->add_option("--expect-classes", *classes, "Fail unless there are this many class folders (ImageNet: 1000)");
   c->add_option("--show", *show, "Unreadable files to list")->capture_default_str();
+  c->add_option("--max-image-pixels", *max_pixels,
+                "Refuse (without decoding) an image whose header claims more pixels: a decompression bomb (0: no "
+                "limit; the training cases' key is max_image_pixels)")
+      ->capture_default_str();
   c->footer(
       "Exit codes: 0 every image decodes, 1 the folder cannot be read, 2 unreadable files or a wrong class count.");
-  c->callback([&exit_code, dir, threads, classes, show] { exit_code = run_check(*dir, *threads, *classes, *show); });
+  c->callback([&exit_code, dir, threads, classes, show, max_pixels] {
+    exit_code = run_check(*dir, *threads, *classes, *show, *max_pixels);
+  });
 
   auto rate = std::make_shared<DecodeRateOptions>();
   auto* r = cmd->add_subcommand("decode-rate",
@@ -301,6 +328,9 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   r->add_option("--batches", rate->batches, "Batches timed (at most the folder's)")->capture_default_str();
   r->add_option("--device", rate->device, "CUDA device for nvjpeg")->capture_default_str();
   r->add_option("--size", rate->image_size, "Crop size")->capture_default_str();
+  r->add_option("--max-image-pixels", rate->max_image_pixels,
+                "Skip (without decoding) an image whose header claims more pixels (0: no limit)")
+      ->capture_default_str();
   r->add_flag("--json", rate->json, "One JSON line a decoder");
   r->callback([&exit_code, rate] { exit_code = run_decode_rate(*rate); });
 

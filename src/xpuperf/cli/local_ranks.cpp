@@ -1,9 +1,5 @@
 #include "xpuperf/cli/local_ranks.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <iostream>
 
 #include "xpuperf/core/process.h"
@@ -11,26 +7,11 @@
 
 namespace xpuperf::cli {
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 29501;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 29501;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
-
 int spawn_local_ranks(int nproc, int master_port, const std::vector<std::string>& argv) {
   RankEnv env;
   env.world_size = env.local_world_size = nproc;
   env.master_addr = "127.0.0.1";
-  env.master_port = master_port > 0 ? master_port : free_port();
+  env.master_port = master_port > 0 ? master_port : free_local_port();
   std::vector<std::unique_ptr<Process>> ranks;
   for (int r = 0; r < nproc; ++r) {
     env.rank = env.local_rank = r;

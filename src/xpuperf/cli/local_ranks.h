@@ -7,9 +7,6 @@
 
 namespace xpuperf::cli {
 
-// A port nobody listens on now, for the ranks' rendezvous.
-int free_port();
-
 // Starts `nproc` copies of this program with `argv` (argv[0] is replaced), RANK etc. set and the
 // rendezvous on 127.0.0.1:`master_port` (0: a free port); streams their output with a
 // "[rank k] " prefix and stops all of them as soon as one fails. Returns the exit code.

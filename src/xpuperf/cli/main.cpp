@@ -97,6 +97,11 @@ int main(int argc, char** argv) {
   } catch (const ConfigError& e) {
     std::cerr << "xpuperf: error: " << e.what() << "\n";
     return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A folder without rights, a symlink loop, a path under a regular file: the machine's state,
+    // not a bug. The library's message names the path(s) and the system's reason.
+    std::cerr << "xpuperf: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "xpuperf: internal error: " << e.what() << "\n"
               << "This is a bug in xpuperf; please report it with the command you ran.\n";

@@ -2,7 +2,9 @@
 
 #include <ftw.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -25,10 +27,27 @@ void remove_tree(const std::string& path) {
       FTW_DEPTH | FTW_PHYS);
 }
 
-void write_json_file(const std::string& path, const nlohmann::json& value) {
+void write_text_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << value.dump(2) << "\n";
-  std::filesystem::rename(tmp, path);
+  std::ofstream out(tmp, std::ios::trunc);
+  const int open_errno = errno;
+  out << text;
+  out.close();
+  if (!out) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot be written (" +
+                             std::string(std::strerror(open_errno ? open_errno : EIO)) + ")");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot be written (" + ec.message() + ")");
+  }
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& value) {
+  write_text_file(path, value.dump(2) + "\n");
 }
 
 double steady_seconds() {
@@ -69,6 +88,47 @@ std::string local_time_stamp() {
   std::ostringstream out;
   out << std::put_time(&tm, "%Y%m%d%H%M%S");
   return out.str();
+}
+
+namespace {
+
+FolderEntry examine(const std::filesystem::directory_entry& entry) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(entry.path(), ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)  // ENOENT: a dangling link, neither file nor folder
+    throw FileError(entry.path().string() + ": cannot be examined (" + ec.message() +
+                    (ec == std::errc::too_many_symbolic_link_levels ? ": a symbolic link loop" : "") + ")");
+  return {entry.path().string(), fs::is_regular_file(st), fs::is_directory(st)};
+}
+
+}  // namespace
+
+std::vector<FolderEntry> list_folder(const std::string& dir, bool recursive) {
+  namespace fs = std::filesystem;
+  std::vector<FolderEntry> out;
+  std::error_code ec;
+  auto fail = [&](const std::string& where) {
+    throw FileError(where + ": cannot be listed (" + ec.message() + ")");
+  };
+  if (recursive) {
+    fs::recursive_directory_iterator it(dir, ec), end;
+    if (ec) fail(dir);
+    while (it != end) {
+      out.push_back(examine(*it));
+      it.increment(ec);  // enters the entry when it is a folder: a failure is usually that folder's
+      if (ec) fail(out.back().is_folder ? out.back().path : dir);
+    }
+  } else {
+    fs::directory_iterator it(dir, ec), end;
+    if (ec) fail(dir);
+    while (it != end) {
+      out.push_back(examine(*it));
+      it.increment(ec);
+      if (ec) fail(dir);
+    }
+  }
+  return out;
 }
 
 }  // namespace xpuperf

@@ -3,7 +3,9 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace xpuperf {
 
@@ -13,7 +15,9 @@ std::string read_file_or_empty(const std::string& path);
 // printed last is usually why it failed.
 std::string first_line_of(const std::string& path);
 std::string last_line_of(const std::string& path);
-// Writes JSON through a temporary file and a rename, so a reader never sees half of it.
+// Writes a file through a temporary file and a rename, so a reader never sees half of it; throws
+// std::runtime_error naming the file and the system's reason when it cannot.
+void write_text_file(const std::string& path, const std::string& text);
 void write_json_file(const std::string& path, const nlohmann::json& value);
 // A JSON file's value; nothing when it cannot be read or is not JSON.
 std::optional<nlohmann::json> read_json_file(const std::string& path);
@@ -21,6 +25,23 @@ std::optional<nlohmann::json> read_json_file(const std::string& path);
 // std::filesystem::remove_all: PyTorch 2.x's libtorch.so exports its own copy of remove_all,
 // which a program linking LibTorch binds to and which jumps to address 0.
 void remove_tree(const std::string& path);
+// A folder that cannot be listed, or an entry in it that cannot be examined; the message names it.
+class FileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct FolderEntry {
+  std::string path;
+  bool is_file = false, is_folder = false;  // what it is, symbolic links followed
+};
+
+// The entries of a folder (and of every folder below it when `recursive`; links to folders are
+// not descended into, so a cycle of links ends), in the order the system lists them. Throws
+// FileError naming the path when a folder cannot be read (no rights, not a folder) or an entry is a
+// symbolic link loop or cannot be examined; a dangling link is neither file nor folder.
+std::vector<FolderEntry> list_folder(const std::string& dir, bool recursive);
+
 // Seconds since the Unix epoch (wall clock), for timestamps compared across processes.
 double unix_seconds();
 // Seconds on the monotonic clock, for durations within one process.

@@ -59,6 +59,7 @@ Lengths read_lengths_csv(const std::string& path, std::int64_t max_tokens) {
   l.source = path;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
+    if (number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
     const std::string text = trim(line.substr(0, line.find('#')));
     if (text.empty()) continue;
     const auto where = path + ":" + std::to_string(number) + ": ";
@@ -77,7 +78,7 @@ Lengths read_lengths_csv(const std::string& path, std::int64_t max_tokens) {
       throw std::runtime_error(where + "'" + text + "' is not prompt_tokens,output_tokens");
     }
     if (p < 1 || o < 1) throw std::runtime_error(where + "lengths must be at least 1 token, got " + text);
-    if (p + o > max_tokens)
+    if (p > max_tokens || o > max_tokens - p)  // written so that no sum can overflow
       throw std::runtime_error(where + std::to_string(p) + " + " + std::to_string(o) + " tokens exceed max_seq_len " +
                                std::to_string(max_tokens));
     l.pairs.emplace_back(p, o);

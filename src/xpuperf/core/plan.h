@@ -39,6 +39,8 @@ struct PlanCase {
   std::vector<std::string> sets;  // base and inference cases: the plan's overrides, as key=value
 };
 
+inline constexpr int kDefaultMasterPort = 29501;
+
 struct Plan {
   std::string file;
   std::string vendor;
@@ -48,7 +50,9 @@ struct Plan {
   SshSettings ssh;
   std::string launcher = "local";  // local, ssh, slurm
   std::string slurm_partition;     // slurm only; empty: the allocation's or the default
-  int master_port = 29501;
+  // 0 (unset): each round of the local launcher takes a free port from the system, so runs side by
+  // side on one machine never meet; kDefaultMasterPort across hosts (ssh, slurm).
+  int master_port = 0;
   std::string visible_devices_env = "CUDA_VISIBLE_DEVICES";
   std::string shm_size = "32G";
   bool clear_caches = false;

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -374,6 +376,21 @@ GroupOutcome wait_all(std::vector<std::unique_ptr<Process>>& processes, std::opt
 
 ExitStatus run_process(const ProcessSpec& spec, std::optional<Process::Duration> limit) {
   return Process::start(spec)->wait(limit);
+}
+
+int free_local_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw ProcessError(std::string("cannot open a socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!ok) throw ProcessError(std::string("cannot find a free port on loopback: ") + std::strerror(saved));
+  return ntohs(addr.sin_port);
 }
 
 }  // namespace xpuperf

@@ -97,4 +97,8 @@ GroupOutcome wait_all(std::vector<std::unique_ptr<Process>>& processes, std::opt
 // Runs a program to the end and returns its status (a convenience for short commands).
 ExitStatus run_process(const ProcessSpec& spec, std::optional<Process::Duration> limit = std::nullopt);
 
+// A TCP port on loopback that no one listens on now, chosen by the system (bind to port 0): the
+// rendezvous port of a round on this machine, so that two runs or tests side by side never meet.
+int free_local_port();
+
 }  // namespace xpuperf

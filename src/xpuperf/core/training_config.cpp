@@ -213,7 +213,9 @@ std::optional<Config> load_training_config(const Repo& repo, const TrainingConfi
   layers.command_line = request.sets;
   Config merged = merge_training_layers(layers, diags);
   merged.set_origin("config of " + key.str());
-  if (diags.error_count() == errors_before) check_training_switches(merged, key.world_size(), diags);
+  // Even after an error above: the merged config keeps the default where a value was refused, and
+  // `xpuperf check` promises every problem at once, not the first file's.
+  check_training_switches(merged, key.world_size(), diags);
   if (diags.error_count() != errors_before) return std::nullopt;
   return merged;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "xpuperf/core/training_limits.h"
+
 namespace xpuperf {
 namespace {
 
@@ -47,6 +49,7 @@ std::string cuda_graphs_conflict(const Config& cfg, int world_size) {
 }
 
 void check_training_switches(const Config& cfg, int world_size, Diagnostics& diags) {
+  check_training_limits(cfg, diags);
   if (cfg.has("precision")) {
     static const std::set<std::string> kPrecisions = {"fp32", "tf32", "bf16", "fp16"};
     const std::string p = value_or([&] { return cfg.get_string("precision"); }, std::string());
@@ -60,7 +63,11 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
                 "0: plain data parallelism; 1: optimizer state sharded; 2: and gradients; 3: and the blocks' "
                 "parameters");
   const std::int64_t tensor = value_or([&] { return cfg.get_int("tensor_parallel", 1); }, std::int64_t{1});
-  if (tensor < 1 || world_size % tensor != 0)
+  if (tensor < 1)
+    diags.error(source_of(cfg, "tensor_parallel"),
+                "'tensor_parallel' must be 1 or more, got " + std::to_string(tensor),
+                "1: no tensor parallelism; N: groups of N ranks split each layer");
+  else if (world_size % tensor != 0)
     diags.error(
         source_of(cfg, "tensor_parallel"),
         "'tensor_parallel' " + std::to_string(tensor) + " does not divide the " + std::to_string(world_size) + " ranks",
@@ -80,7 +87,11 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
   const std::int64_t pipeline = value_or([&] { return cfg.get_int("pipeline_parallel", 1); }, std::int64_t{1});
   const bool tensor_fits = tensor >= 1 && world_size % tensor == 0;
   const std::int64_t model_ranks = tensor_fits ? tensor * std::max<std::int64_t>(pipeline, 1) : 1;
-  if (pipeline < 1 || (tensor_fits && world_size % model_ranks != 0))
+  if (pipeline < 1)
+    diags.error(source_of(cfg, "pipeline_parallel"),
+                "'pipeline_parallel' must be 1 or more, got " + std::to_string(pipeline),
+                "1: no pipeline; N: N stages of the model's blocks");
+  else if (tensor_fits && world_size % model_ranks != 0)
     diags.error(source_of(cfg, "pipeline_parallel"),
                 "'pipeline_parallel' " + std::to_string(pipeline) + " × tensor_parallel " + std::to_string(tensor) +
                     " does not divide the " + std::to_string(world_size) + " ranks",
@@ -101,7 +112,7 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
   const std::int64_t data_ranks = world_size % model_ranks == 0 ? world_size / model_ranks : world_size;
   const std::int64_t micro = value_or([&] { return cfg.get_int("train_batch_size", 1); }, std::int64_t{1});
   const std::int64_t global = value_or([&] { return cfg.get_int("global_batch_size", 0); }, std::int64_t{0});
-  if (global < 0 || (global > 0 && micro > 0 && global % (micro * data_ranks) != 0))
+  if (global > 0 && micro > 0 && global % (micro * data_ranks) != 0)  // a negative one: check_training_limits
     diags.error(source_of(cfg, "global_batch_size"),
                 "'global_batch_size' " + std::to_string(global) +
                     " is not a multiple of train_batch_size × data-parallel ranks = " + std::to_string(micro) + " × " +

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/data/idx.h"
 
 namespace xpuperf::data {
@@ -26,8 +27,15 @@ ImageFolder list_image_folder(const std::string& dir) {
     throw DataError("image folder '" + dir + "' does not exist or is not a folder (expected <dir>/<class>/<image>)");
   ImageFolder folder;
   folder.dir = dir;
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.is_directory()) folder.classes.push_back(entry.path().filename().string());
+  auto list = [](const std::string& path) {
+    try {
+      return list_folder(path, false);
+    } catch (const FileError& e) {
+      throw DataError(e.what());
+    }
+  };
+  for (const auto& entry : list(dir))
+    if (entry.is_folder) folder.classes.push_back(fs::path(entry.path).filename().string());
   std::sort(folder.classes.begin(), folder.classes.end());
   if (folder.classes.empty())
     throw DataError("image folder '" + dir +
@@ -35,8 +43,8 @@ ImageFolder list_image_folder(const std::string& dir) {
                     "ImageNet's validation set sorted into one folder per class)");
   for (std::size_t label = 0; label < folder.classes.size(); ++label) {
     std::vector<std::string> files;
-    for (const auto& entry : fs::directory_iterator(fs::path(dir) / folder.classes[label]))
-      if (entry.is_regular_file() && is_image(entry.path())) files.push_back(entry.path().string());
+    for (const auto& entry : list((fs::path(dir) / folder.classes[label]).string()))
+      if (entry.is_file && is_image(entry.path)) files.push_back(entry.path);
     if (files.empty())
       throw DataError("class folder '" + (fs::path(dir) / folder.classes[label]).string() +
                       "' has no images (.jpeg, .jpg, .png, .bmp)");

@@ -115,6 +115,7 @@ void ImageFolderLoader::work(int worker) {
 
 ImageBatch ImageFolderLoader::make_batch(std::int64_t number) {
   JpegCodec& codec = thread_codec();
+  codec.set_max_pixels(o_.max_image_pixels);
   const std::int64_t first = number * o_.batch_size;
   const std::int64_t count = std::min<std::int64_t>(o_.batch_size, static_cast<std::int64_t>(order_.size()) - first);
   ImageBatch batch;
@@ -179,6 +180,7 @@ bool ends_with_eoi(const std::vector<std::uint8_t>& bytes) {
 
 ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder& gpu) {
   JpegCodec& codec = thread_codec();
+  codec.set_max_pixels(o_.max_image_pixels);
   const std::int64_t first = number * o_.batch_size;
   const auto n = static_cast<std::int64_t>(order_.size());
   const auto count = static_cast<std::size_t>(std::min<std::int64_t>(o_.batch_size, n - first));
@@ -221,8 +223,15 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
         if (read_file_bytes(item.path, files[i], error)) {
           int width = 0, height = 0;
           bool batchable = false;
-          if (gpu_allowed && ends_with_eoi(files[i]) &&
-              gpu.probe(files[i].data(), files[i].size(), width, height, batchable, error) && batchable) {
+          const bool probed =
+              gpu_allowed && ends_with_eoi(files[i]) &&
+              gpu.probe(files[i].data(), files[i].size(), width, height, batchable, error);
+          if (probed && !within_pixel_limit(width, height, o_.max_image_pixels, error)) {
+            skip(item.path, error);
+            if (++tries >= n) throw DataError("no image of " + folder_.dir + " decodes");
+            continue;
+          }
+          if (probed && batchable) {
             GpuCropJob job;
             job.data = files[i].data();
             job.size = files[i].size();

@@ -23,6 +23,7 @@
 #include "xpuperf/data/gpu_jpeg.h"
 #include "xpuperf/data/image_folder.h"
 #include "xpuperf/data/image_transforms.h"
+#include "xpuperf/data/jpeg.h"
 
 namespace xpuperf::data {
 
@@ -36,6 +37,7 @@ struct ImageLoaderOptions {
   std::uint64_t seed = 0;  // the shuffle and the crops: the same for the same seed and epoch
   int rank = 0, world_size = 1;
   int gpu_device = -1;  // >= 0: decode with nvJPEG on this CUDA device, batches in its memory
+  std::int64_t max_image_pixels = kDefaultMaxImagePixels;  // larger images are skipped undecoded (<= 0: no limit)
 };
 
 struct ImageBatch {

@@ -233,7 +233,8 @@ PhotoCropResult write_photo_crops(const PhotoCropOptions& o, const ProgressFn& p
   return result;
 }
 
-FolderCheck check_image_folder(const std::string& dir, int threads, const ProgressFn& progress) {
+FolderCheck check_image_folder(const std::string& dir, int threads, const ProgressFn& progress,
+                               std::int64_t max_pixels) {
   const ImageFolder folder = list_image_folder(dir);
   FolderCheck check;
   check.dir = dir;
@@ -257,6 +258,7 @@ FolderCheck check_image_folder(const std::string& dir, int threads, const Progre
   std::size_t decoded = 0;
   parallel_for<Worker>(folder.images.size(), thread_count(threads), progress, [&](std::size_t i, Worker& w) {
     const std::string& path = folder.images[i].path;
+    w.codec.set_max_pixels(max_pixels);
     std::string error;
     const bool ok =
         read_file_bytes(path, w.bytes, error) && w.codec.decode(w.bytes.data(), w.bytes.size(), w.image, error);

@@ -69,7 +69,9 @@ struct FolderCheck {
 };
 
 // Lists the folder (list_image_folder's rules) and decodes every image with libjpeg-turbo on
-// `threads` threads (0: the machine's cores).
-FolderCheck check_image_folder(const std::string& dir, int threads, const ProgressFn& progress);
+// `threads` threads (0: the machine's cores); an image whose header claims more than
+// `max_pixels` (<= 0: no limit) is listed as unreadable without being decoded.
+FolderCheck check_image_folder(const std::string& dir, int threads, const ProgressFn& progress,
+                               std::int64_t max_pixels);
 
 }  // namespace xpuperf::data

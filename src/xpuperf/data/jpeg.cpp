@@ -28,6 +28,14 @@ bool read_file_bytes(const std::string& path, std::vector<std::uint8_t>& out, st
   return true;
 }
 
+bool within_pixel_limit(int width, int height, std::int64_t max_pixels, std::string& error) {
+  const std::int64_t pixels = static_cast<std::int64_t>(width) * height;
+  if (max_pixels <= 0 || pixels <= max_pixels) return true;
+  error = "its header claims " + std::to_string(width) + "x" + std::to_string(height) + " pixels, more than the " +
+          std::to_string(max_pixels) + " of max_image_pixels (a decompression bomb, or raise the limit)";
+  return false;
+}
+
 #ifdef XPUPERF_HAVE_TURBOJPEG
 
 bool have_jpeg_codec() {
@@ -45,11 +53,22 @@ JpegCodec::~JpegCodec() {
 }
 
 bool JpegCodec::decode(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error) {
-  int width = 0, height = 0, subsampling = 0, colourspace = 0;
   if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) {
     error = "not a JPEG file (no start-of-image marker)";
     return false;
   }
+  if (decode_with_handle(data, size, out, error)) return true;
+  // libjpeg-turbo 2.1 leaves a handle that failed mid-header in a state where every later file
+  // fails ("Bogus marker length"): one bad file must not spoil the rest, so start a new one.
+  tjhandle fresh = tjInitDecompress();
+  if (!fresh) throw std::runtime_error("libjpeg-turbo could not start: " + std::string(tjGetErrorStr()));
+  tjDestroy(decoder_);
+  decoder_ = fresh;
+  return false;
+}
+
+bool JpegCodec::decode_with_handle(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error) {
+  int width = 0, height = 0, subsampling = 0, colourspace = 0;
   if (tjDecompressHeader3(decoder_, data, static_cast<unsigned long>(size), &width, &height, &subsampling,
                           &colourspace) != 0) {
     error = tjGetErrorStr2(decoder_);
@@ -59,6 +78,7 @@ bool JpegCodec::decode(const std::uint8_t* data, std::size_t size, RgbImage& out
     error = "an image of " + std::to_string(width) + "x" + std::to_string(height) + " pixels";
     return false;
   }
+  if (!within_pixel_limit(width, height, max_pixels_, error)) return false;
   out.width = width;
   out.height = height;
   out.pixels.resize(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3);
@@ -101,6 +121,10 @@ JpegCodec::JpegCodec() {
 }
 JpegCodec::~JpegCodec() = default;
 bool JpegCodec::decode(const std::uint8_t*, std::size_t, RgbImage&, std::string& error) {
+  error = kMissing;
+  return false;
+}
+bool JpegCodec::decode_with_handle(const std::uint8_t*, std::size_t, RgbImage&, std::string& error) {
   error = kMissing;
   return false;
 }

@@ -15,6 +15,13 @@ struct RgbImage {
   std::vector<std::uint8_t> pixels;  // height × width × 3, row-major
 };
 
+// Pillow's decompression-bomb guard, rounded: a small file whose header claims more pixels than
+// this is refused before any memory is taken for it.
+constexpr std::int64_t kDefaultMaxImagePixels = 100'000'000;
+
+// True when width × height is within max_pixels (<= 0: no limit); else false with `error` saying so.
+bool within_pixel_limit(int width, int height, std::int64_t max_pixels, std::string& error);
+
 // Whether this build has libjpeg-turbo; without it every call fails with a message saying so.
 bool have_jpeg_codec();
 
@@ -25,16 +32,22 @@ class JpegCodec {
   JpegCodec(const JpegCodec&) = delete;
   JpegCodec& operator=(const JpegCodec&) = delete;
 
-  // Decodes to RGB. A corrupt, truncated or non-JPEG input returns false with `error` saying
-  // why (libjpeg-turbo's words); it never throws for bad data.
+  // Decodes to RGB. A corrupt, truncated or non-JPEG input, or one above the pixel limit, returns
+  // false with `error` saying why (libjpeg-turbo's words); it never throws for bad data, and a
+  // failure leaves the codec as good for the next file as a new one.
   bool decode(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error);
+  // Images whose header claims more pixels are refused before decoding (<= 0: no limit).
+  void set_max_pixels(std::int64_t max_pixels) { max_pixels_ = max_pixels; }
   // Encodes RGB at `quality` (1–100, 4:2:0 chroma as cameras and ImageNet's files do);
   // baseline, or progressive (as some of ImageNet's files are).
   std::vector<std::uint8_t> encode(const RgbImage& image, int quality, bool progressive = false);
 
  private:
+  bool decode_with_handle(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error);
+
   void* decoder_ = nullptr;
   void* encoder_ = nullptr;
+  std::int64_t max_pixels_ = kDefaultMaxImagePixels;
 };
 
 // Reads a whole file; false with `error` when it cannot.

@@ -100,7 +100,7 @@ NodeRequest node_request(const Plan& plan, const Deployment& deployment, const R
   r.node_rank = static_cast<int>(i);
   r.node_addr = master_address(spec.hosts[i]);
   r.master_addr = master_address(spec.hosts[0]);
-  r.master_port = plan.master_port;
+  r.master_port = spec.master_port;
   r.out_dir = spec.round_dir + "/" + node_dir_name(spec.hosts[i], static_cast<int>(i));
   r.time_limit_s = plan.case_time_limit_s;
   r.visible_devices_env = plan.visible_devices_env;

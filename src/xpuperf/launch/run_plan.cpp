@@ -76,7 +76,7 @@ std::string plan_as_run(const Plan& p) {
   out << YAML::EndMap;
   out << YAML::Key << "launcher" << YAML::Value << p.launcher;
   out << YAML::Key << "slurm_partition" << YAML::Value << p.slurm_partition;
-  out << YAML::Key << "master_port" << YAML::Value << p.master_port;
+  if (p.master_port > 0) out << YAML::Key << "master_port" << YAML::Value << p.master_port;
   out << YAML::Key << "visible_devices_env" << YAML::Value << p.visible_devices_env;
   out << YAML::Key << "shm_size" << YAML::Value << p.shm_size;
   out << YAML::Key << "clear_caches" << YAML::Value << p.clear_caches;
@@ -240,6 +240,9 @@ RoundSpec round_spec(const Plan& plan, const PlanCase& c, int round, const std::
   spec.round_dir = round_dir;
   const auto nodes = std::min<std::size_t>(static_cast<std::size_t>(c.key.nnodes), plan.hosts.size());
   spec.hosts.assign(plan.hosts.begin(), plan.hosts.begin() + static_cast<std::ptrdiff_t>(nodes));
+  spec.master_port = plan.master_port > 0       ? plan.master_port
+                     : plan.launcher == "local" ? free_local_port()
+                                                : kDefaultMasterPort;
   return spec;
 }
 

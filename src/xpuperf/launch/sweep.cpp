@@ -2,11 +2,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -166,13 +168,30 @@ std::vector<SweepRow> parse_strategies(const std::string& text, Diagnostics& dia
     const Source where{"--strategies '" + strategy + "'", 0};
     SweepRow row{strategy, {}};
     bool ok = true;
-    for (const auto& token : split(strategy, '+')) {
+    const auto parts = split(strategy, '+');
+    if (strategy.front() == '+' || strategy.back() == '+' ||
+        std::any_of(parts.begin(), parts.end(), [](const std::string& p) { return p.empty(); })) {
+      diags.error(where, "a '+' with no switch on one side", "join switches as bf16+zero1");
+      ok = false;
+    }
+    std::map<std::string, std::string> set_by;  // key -> the token that set it
+    for (const auto& token : parts) {
       if (token.empty()) continue;
       auto sets = token_sets(token, where, diags);
-      if (!sets)
+      if (!sets) {
         ok = false;
-      else
-        row.sets.insert(row.sets.end(), sets->begin(), sets->end());
+        continue;
+      }
+      for (const auto& set : *sets) {
+        const std::string key = trim(set.substr(0, set.find('=')));
+        const auto [it, fresh] = set_by.emplace(key, token);
+        if (!fresh) {
+          diags.error(where, "'" + it->second + "' and '" + token + "' both set " + key,
+                      "give each switch once in a strategy");
+          ok = false;
+        }
+      }
+      row.sets.insert(row.sets.end(), sets->begin(), sets->end());
     }
     for (const auto& r : rows)
       if (r.name == strategy) diags.error(where, "strategy '" + strategy + "' is listed twice");

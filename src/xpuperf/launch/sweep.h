@@ -38,7 +38,7 @@ struct SweepOptions {
   double loss_tolerance = 0.02;
   std::vector<std::string> sets;  // every row
   std::string log_dir = "results";
-  int master_port = 0;  // the ranks' rendezvous port; 0: the plan default's
+  int master_port = 0;  // the ranks' rendezvous port; 0: a free port each round
   std::string xpuperf;  // this binary
 };
 

@@ -37,6 +37,24 @@ std::vector<fs::path> sorted_dirs(const fs::path& dir, const std::string& prefix
 
 }  // namespace
 
+namespace {
+
+// A file the run wrote, read back: each key present must have the type its writer gives it
+// ('s' string, 'n' number). An edited or damaged file is named with the key, not a crash.
+json checked_types(json j, const std::string& path, std::initializer_list<std::pair<const char*, char>> fields) {
+  if (!j.is_object()) throw std::runtime_error(path + ": not a JSON object (edited or damaged?)");
+  for (const auto& [key, type] : fields) {
+    if (!j.contains(key)) continue;
+    const bool ok = type == 's' ? j[key].is_string() : j[key].is_number();
+    if (!ok)
+      throw std::runtime_error(path + ": '" + key + "' must be a " + (type == 's' ? "string" : "number") + ", got " +
+                               j[key].dump() + " (edited or damaged? run the round again, or fix the file)");
+  }
+  return j;
+}
+
+}  // namespace
+
 std::set<std::string> accelerators_charged(const std::vector<std::string>& monitor_files, int nproc) {
   std::set<std::string> devices;
   for (const auto& file : monitor_files) {
@@ -115,11 +133,17 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
     }
   }
   const std::set<std::string> accelerators = accelerators_charged(monitor_files, nproc);
-  const auto status = read_json_file((round_dir / "round_status.json").string());
+  const std::string status_path = (round_dir / "round_status.json").string();
+  auto status = read_json_file(status_path);
+  if (status) status = checked_types(*status, status_path, {{"status", 's'}, {"reason", 's'}});
   json extra = finished ? finished->extra : json::object();
   if (status && status->contains("status")) {
     r["status"] = (*status)["status"];
     r["reason"] = status->value("reason", "");
+    if (r["status"] == "ok" && !finished) {  // the controller saw one; the logs no longer have it
+      r["status"] = "failed";
+      r["reason"] = status_path + " says ok, but no rank log has a FINISHED event (a log cut short or edited?)";
+    }
   } else {
     r["status"] = finished ? "ok" : "failed";
     r["reason"] = finished ? "" : "no FINISHED event in the rank logs (and no round_status.json)";
@@ -252,7 +276,14 @@ json plan_summary(const fs::path& run, const Plan& plan) {
       if (!have_system) {
         for (const auto& node : sorted_dirs(round_dir, ""))
           if (auto sys = read_json_file((node / "sys_info.json").string())) {
-            summary["system"] = *sys;
+            summary["system"] = checked_types(*sys, (node / "sys_info.json").string(),
+                                              {{"hostname", 's'},
+                                               {"os", 's'},
+                                               {"kernel", 's'},
+                                               {"machine", 's'},
+                                               {"cpu_model", 's'},
+                                               {"cpu_cores", 'n'},
+                                               {"memory_bytes", 'n'}});
             have_system = true;
             break;
           }
@@ -507,8 +538,8 @@ std::string write_summary(const std::string& run_dir, json* summary_out) {
   if (summary_out) *summary_out = summary;
   write_json_file(run_dir + "/summary.json", summary);
   const std::string md = summary_markdown(summary);
-  std::ofstream(run_dir + "/summary.md") << md;
-  std::ofstream(run_dir + "/report.html") << report_html(summary, run_dir);
+  write_text_file(run_dir + "/summary.md", md);
+  write_text_file(run_dir + "/report.html", report_html(summary, run_dir));
   return md;
 }
 

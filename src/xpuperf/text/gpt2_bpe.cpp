@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "xpuperf/core/log.h"
 #include "xpuperf/text/tokenizer_error.h"
 #include "xpuperf/text/unicode.h"
 
@@ -130,6 +131,14 @@ Gpt2Bpe Gpt2Bpe::load(const std::string& encoder_json, const std::string& vocab_
     v->ranks.emplace(line, rank++);
   }
   if (rank == 0) throw TokenizerError(vocab_bpe + ": no merges");
+  // A byte-level BPE's vocabulary is its 256 bytes, one token a merge and <|endoftext|>: fewer
+  // merges than that means the merges file was cut short, and the tokens past it are never made.
+  const auto needed = static_cast<std::int64_t>(v->tokens.size()) - 257;
+  if (rank < needed)
+    log::warning(vocab_bpe + ": " + std::to_string(rank) + " merges where " + encoder_json + "'s " +
+                 std::to_string(v->tokens.size()) + " tokens need " + std::to_string(needed) +
+                 ": the tokens past the last merge are never made and texts tokenise longer. Is the file cut short? "
+                 "GPT-2's has 50,000 (scripts/text-vocabularies.sh fetches it, checked by its SHA-256)");
   if (unknown > rank / 100)
     throw TokenizerError(vocab_bpe + ": " + std::to_string(unknown) + " of its " + std::to_string(rank) +
                          " merges make tokens " + encoder_json +

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <limits>
 
 #include "xpuperf/text/tokenizer_error.h"
 
@@ -43,8 +45,24 @@ std::pair<const std::uint8_t*, std::size_t> map_file(const std::string& path) {
 
 }  // namespace
 
+constexpr const char* kParts[] = {".bin", ".idx", ".json"};
+
 TokenFileWriter::TokenFileWriter(std::string prefix, std::int64_t vocab_size)
     : prefix_(std::move(prefix)), item_bytes_(vocab_size <= 65536 ? 2 : 4) {
+  namespace fs = std::filesystem;
+  if (prefix_.empty() || fs::path(prefix_).filename().empty() || fs::path(prefix_).filename() == "." ||
+      fs::path(prefix_).filename() == "..")
+    throw TokenizerError("-o " + prefix_ + ": give the dataset's path without .bin/.idx, e.g. " + prefix_ +
+                         (prefix_.empty() || prefix_.back() == '/' ? "" : "/") + "corpus (it writes corpus.bin, "
+                         "corpus.idx and corpus.json)");
+  std::error_code ec;
+  for (const char* part : kParts)
+    if (fs::is_directory(prefix_ + part, ec))
+      throw TokenizerError(prefix_ + part + " is a folder; choose another -o prefix, or move the folder");
+  if (const auto dir = fs::path(prefix_).parent_path(); !dir.empty()) {
+    fs::create_directories(dir, ec);
+    if (ec) throw TokenizerError("-o " + prefix_ + ": cannot make the folder " + dir.string() + " (" + ec.message() + ")");
+  }
   bin_.open(prefix_ + ".bin.partial", std::ios::binary | std::ios::trunc);
   if (!bin_) throw TokenizerError(prefix_ + ".bin.partial: cannot be written (" + std::strerror(errno) + ")");
 }
@@ -52,8 +70,7 @@ TokenFileWriter::TokenFileWriter(std::string prefix, std::int64_t vocab_size)
 TokenFileWriter::~TokenFileWriter() {
   if (finished_) return;
   bin_.close();
-  std::remove((prefix_ + ".bin.partial").c_str());
-  std::remove((prefix_ + ".idx.partial").c_str());
+  for (const char* part : kParts) std::remove((prefix_ + part + ".partial").c_str());
 }
 
 void TokenFileWriter::add_document(const std::vector<std::vector<std::int32_t>>& sequences) {
@@ -76,7 +93,7 @@ void TokenFileWriter::add_document(const std::vector<std::vector<std::int32_t>>&
     doc_index_.push_back(static_cast<std::int64_t>(sizes_.size()));
 }
 
-void TokenFileWriter::finish() {
+void TokenFileWriter::finish(const std::string& metadata) {
   bin_.close();
   if (!bin_) throw TokenizerError(prefix_ + ".bin.partial: write failed (disk full?)");
   std::ofstream idx(prefix_ + ".idx.partial", std::ios::binary | std::ios::trunc);
@@ -90,9 +107,13 @@ void TokenFileWriter::finish() {
   put_all(idx, doc_index_);
   idx.close();
   if (!idx) throw TokenizerError(prefix_ + ".idx.partial: write failed (disk full?)");
-  if (std::rename((prefix_ + ".bin.partial").c_str(), (prefix_ + ".bin").c_str()) != 0 ||
-      std::rename((prefix_ + ".idx.partial").c_str(), (prefix_ + ".idx").c_str()) != 0)
-    throw TokenizerError(prefix_ + ".bin/.idx: cannot be renamed into place (" + std::strerror(errno) + ")");
+  std::ofstream meta(prefix_ + ".json.partial", std::ios::trunc);
+  meta << metadata;
+  meta.close();
+  if (!meta) throw TokenizerError(prefix_ + ".json.partial: write failed (disk full?)");
+  for (const char* part : kParts)
+    if (std::rename((prefix_ + part + ".partial").c_str(), (prefix_ + part).c_str()) != 0)
+      throw TokenizerError(prefix_ + part + ": cannot be renamed into place (" + std::strerror(errno) + ")");
   finished_ = true;
 }
 
@@ -113,6 +134,11 @@ TokenFile::TokenFile(const std::string& prefix) : prefix_(prefix) {
     item_bytes_ = code == kUint16 ? 2 : 4;
     std::memcpy(&sizes_count_, idx_ + 18, 8);
     std::memcpy(&docs_count_, idx_ + 26, 8);
+    // Counts from a damaged header can overflow the size they imply: bound them by the file first.
+    if (sizes_count_ > idx_size_ / 12 || docs_count_ > idx_size_ / 8)
+      throw TokenizerError(idx_path + ": its header counts " + std::to_string(sizes_count_) + " sequences and " +
+                           std::to_string(docs_count_) + " document entries, more than its " +
+                           std::to_string(idx_size_) + " bytes can hold (damaged, or not an index)");
     const std::uint64_t expected = kHeader + sizes_count_ * (4 + 8) + docs_count_ * 8;
     if (docs_count_ < 1 || idx_size_ != expected)
       throw TokenizerError(idx_path + ": " + std::to_string(idx_size_) + " bytes where its header promises " +
@@ -168,15 +194,18 @@ std::vector<std::int32_t> TokenFile::sequence(std::int64_t s) const {
   return out;
 }
 
-std::int32_t TokenFile::max_id() const {
-  std::int32_t best = -1;
+std::pair<std::int32_t, std::int32_t> TokenFile::id_range() const {
+  std::int32_t low = std::numeric_limits<std::int32_t>::max(), high = -1;
   std::vector<std::int32_t> chunk(1 << 16);
   for (std::int64_t at = 0; at < tokens_; at += static_cast<std::int64_t>(chunk.size())) {
     const auto n = std::min<std::int64_t>(static_cast<std::int64_t>(chunk.size()), tokens_ - at);
     read(at, n, chunk.data());
-    for (std::int64_t i = 0; i < n; ++i) best = std::max(best, chunk[static_cast<std::size_t>(i)]);
+    for (std::int64_t i = 0; i < n; ++i) {
+      low = std::min(low, chunk[static_cast<std::size_t>(i)]);
+      high = std::max(high, chunk[static_cast<std::size_t>(i)]);
+    }
   }
-  return best;
+  return {tokens_ > 0 ? low : 0, high};
 }
 
 }  // namespace xpuperf::text

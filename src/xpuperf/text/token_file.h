@@ -9,12 +9,15 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xpuperf::text {
 
-// Writes PREFIX.bin and PREFIX.idx; nothing under those names until finish() (the files are
-// written as PREFIX.*.partial and renamed), so an interrupted run leaves no half dataset.
+// Writes PREFIX.bin, PREFIX.idx and PREFIX.json (the metadata); nothing under those names until
+// finish() (the files are written as PREFIX.*.partial and renamed once all three are whole), so a
+// run that stops early leaves no half dataset. The constructor refuses a prefix without a file
+// name ("out/"), or one whose .bin, .idx or .json is a folder, and makes the prefix's folder.
 class TokenFileWriter {
  public:
   TokenFileWriter(std::string prefix, std::int64_t vocab_size);
@@ -23,7 +26,8 @@ class TokenFileWriter {
   TokenFileWriter& operator=(const TokenFileWriter&) = delete;
 
   void add_document(const std::vector<std::vector<std::int32_t>>& sequences);
-  void finish();
+  // `metadata`: PREFIX.json's text.
+  void finish(const std::string& metadata);
   std::int64_t tokens() const { return tokens_; }
   std::int64_t documents() const { return static_cast<std::int64_t>(doc_index_.size()) - 1; }
 
@@ -50,7 +54,8 @@ class TokenFile {
   std::int64_t documents() const { return static_cast<std::int64_t>(docs_count_) - 1; }
   std::int64_t tokens() const { return tokens_; }
   int item_bytes() const { return item_bytes_; }
-  std::int32_t max_id() const;  // scans the file
+  // The smallest and largest id in the file (scans it; {0, -1} when it holds none).
+  std::pair<std::int32_t, std::int32_t> id_range() const;
 
   std::int32_t sequence_length(std::int64_t s) const { return sizes_[s]; }
   std::vector<std::int32_t> sequence(std::int64_t s) const;

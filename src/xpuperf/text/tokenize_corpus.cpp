@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,8 @@
 #include <set>
 #include <thread>
 
+#include "xpuperf/core/files.h"
+#include "xpuperf/core/log.h"
 #include "xpuperf/text/gpt2_bpe.h"
 #include "xpuperf/text/token_file.h"
 #include "xpuperf/text/tokenizer_error.h"
@@ -46,11 +49,12 @@ std::vector<std::string> list_inputs(const TokenizeOptions& o) {
     std::error_code ec;
     if (fs::is_directory(input, ec)) {
       std::vector<std::string> found;
-      for (const auto& entry : fs::recursive_directory_iterator(input, ec)) {
-        if (!entry.is_regular_file()) continue;
-        if (extensions.count(content_extension(entry.path()))) found.push_back(entry.path().string());
+      try {
+        for (const auto& entry : list_folder(input, true))
+          if (entry.is_file && extensions.count(content_extension(entry.path))) found.push_back(entry.path);
+      } catch (const FileError& e) {
+        throw TokenizerError(e.what());
       }
-      if (ec) throw TokenizerError(input + ": cannot be listed (" + ec.message() + ")");
       std::sort(found.begin(), found.end());  // the same dataset from the same folder
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::is_regular_file(input, ec)) {
@@ -84,6 +88,7 @@ class TextSource {
   std::size_t read(char* out, std::size_t size) {
     const int got = gzread(file_, out, static_cast<unsigned>(size));
     if (got < 0) throw TokenizerError(path_ + ": cannot be read (corrupt gzip data?)");
+    if (static_cast<std::size_t>(got) < size) check_whole();
     return static_cast<std::size_t>(got);
   }
   bool getline(std::string& line) {
@@ -96,11 +101,23 @@ class TextSource {
         return true;
       }
     }
+    check_whole();
     return !line.empty();
   }
   std::int64_t position() const { return static_cast<std::int64_t>(gzoffset(file_)); }  // bytes of the file
 
  private:
+  // At the end of the data: zlib stops quietly at a gzip stream cut short (Z_BUF_ERROR), which
+  // would make a dataset of part of the file.
+  void check_whole() {
+    int code = Z_OK;
+    const char* message = gzerror(file_, &code);
+    if (code == Z_BUF_ERROR)
+      throw TokenizerError(path_ + ": the gzip data is cut short (" + message + "); fetch or compress the file again");
+    if (code != Z_OK && code != Z_STREAM_END)
+      throw TokenizerError(path_ + ": cannot be read (" + std::string(message) + ")");
+  }
+
   std::string path_;
   gzFile file_ = nullptr;
 };
@@ -139,10 +156,18 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
   nlohmann::json meta = {
       {"format", "Megatron-LM indexed dataset (MMIDIDX version 1), written by xpuperf data tokenize"}};
   if (o.prefix.empty()) throw TokenizerError("no output prefix (-o PREFIX)");
-  if (const auto dir = fs::path(o.prefix).parent_path(); !dir.empty()) fs::create_directories(dir);
+  // The metadata is written with the token files, and all three are renamed into place together.
+  auto publish = [&](TokenFileWriter& writer) {
+    r.documents = writer.documents();
+    r.tokens = writer.tokens();
+    meta.update({{"documents", r.documents}, {"tokens", r.tokens}});
+    writer.finish(meta.dump(2) + "\n");
+  };
 
   if (o.synthetic_tokens > 0) {
-    if (o.vocab_size < 2) throw TokenizerError("a synthetic dataset needs a vocabulary size of at least 2");
+    if (o.vocab_size < 2 || o.vocab_size > std::numeric_limits<std::int32_t>::max())
+      throw TokenizerError("--vocab-size " + std::to_string(o.vocab_size) +
+                           ": a synthetic dataset needs 2 to 2147483647 ids (the token files hold 32-bit ids)");
     TokenFileWriter writer(o.prefix, o.vocab_size);
     std::mt19937_64 rng(o.seed);
     std::uniform_int_distribution<std::int32_t> id(0, static_cast<std::int32_t>(o.vocab_size - 1));
@@ -154,12 +179,10 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       writer.add_document({doc});
       if (progress) progress(done, o.synthetic_tokens);
     }
-    writer.finish();
-    r.documents = writer.documents();
-    r.tokens = writer.tokens();
     r.vocab_size = o.vocab_size;
     meta.update(
         {{"synthetic", true}, {"tokenizer", "none (random ids)"}, {"vocab_size", o.vocab_size}, {"seed", o.seed}});
+    publish(writer);
   } else {
     const bool gpt2 = o.tokenizer == "gpt2";
     if (!gpt2 && o.tokenizer != "wordpiece")
@@ -184,6 +207,7 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
 
     TokenFileWriter writer(o.prefix, r.vocab_size);
     std::vector<Chunk> round;
+    std::int64_t unknown = 0;  // [UNK] ids written
     std::size_t round_bytes = 0;
     std::vector<std::vector<std::int32_t>> document;  // sequences of the document being written
     std::int64_t current_document = -1;
@@ -223,6 +247,9 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       for (auto& th : pool) th.join();
       if (failure) std::rethrow_exception(failure);
       for (auto& c : round) {
+        if (!gpt2)
+          for (const auto& seq : c.sequences)
+            unknown += std::count(seq.begin(), seq.end(), wordpiece->unk());
         if (c.document != current_document) {
           flush_document();
           current_document = c.document;
@@ -289,10 +316,12 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
     }
     run_round();
     flush_document();
-    writer.finish();
-    r.documents = writer.documents();
-    r.tokens = writer.tokens();
     r.bytes = total;
+    r.unknown_tokens = unknown;
+    if (writer.tokens() > 0 && unknown * 20 > writer.tokens())
+      log::warning(std::to_string(unknown) + " of the " + std::to_string(writer.tokens()) + " tokens (" +
+                   std::to_string(unknown * 100 / writer.tokens()) + " %) are [UNK]: " + o.vocab +
+                   " lacks pieces this text needs (a vocabulary cut short, or one for another language or case)");
     meta.update({{"synthetic", false},
                  {"tokenizer", o.tokenizer},
                  {"vocab", fs::absolute(o.vocab).string()},
@@ -303,6 +332,7 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
     if (gpt2) meta.update({{"merges", fs::absolute(o.merges).string()}, {"end_of_document", o.end_of_document}});
     if (!gpt2) {
       meta["lower_case"] = o.lower_case;
+      meta["unknown_tokens"] = unknown;
       // What BERT's samples are built with, so a reader needs no vocabulary file.
       meta["special_ids"] = {{"cls", wordpiece->cls()},
                              {"sep", wordpiece->sep()},
@@ -310,9 +340,8 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
                              {"pad", wordpiece->pad()},
                              {"unk", wordpiece->unk()}};
     }
+    publish(writer);
   }
-  meta.update({{"documents", r.documents}, {"tokens", r.tokens}});
-  std::ofstream(o.prefix + ".json") << meta.dump(2) << "\n";
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return r;
 }

@@ -33,6 +33,7 @@ struct TokenizeOptions {
 struct TokenizeResult {
   std::int64_t files = 0, documents = 0, tokens = 0, bytes = 0;
   std::int64_t vocab_size = 0;
+  std::int64_t unknown_tokens = 0;  // wordpiece: [UNK] ids written
   double seconds = 0;
 };
 

@@ -61,6 +61,7 @@ void ImageFolderDataset::start_epoch(const EpochPlan& plan) {
     o.rank = plan.rank;
     o.world_size = plan.world_size;
     o.gpu_device = options_.gpu_device;
+    o.max_image_pixels = options_.max_image_pixels;
     loader_.reset();  // its device buffers go before the next loader's are taken
     loader_ = std::make_unique<data::ImageFolderLoader>(folder_, o);
     log::info(what_ + " images: " + loader_->decoder());
@@ -164,6 +165,10 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
   o.threads = static_cast<int>(cfg.get_int("loader_threads", 0));
   o.batches_ahead = static_cast<int>(cfg.get_int("loader_batches_ahead", 0));
   o.pin_memory = pin;
+  o.max_image_pixels = cfg.get_int("max_image_pixels", data::kDefaultMaxImagePixels);
+  if (o.max_image_pixels < 0)
+    throw ConfigError("max_image_pixels must be 0 (no limit) or a positive pixel count (got " +
+                      std::to_string(o.max_image_pixels) + ")");
   o.ranks_on_host = std::max(1, ctx.local_world_size);
   const std::string decoder = cfg.get_string("jpeg_decoder", "auto");
   if (decoder != "auto" && decoder != "cpu" && decoder != "nvjpeg")

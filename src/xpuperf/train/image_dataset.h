@@ -23,6 +23,7 @@ struct ImageDataOptions {
   bool pin_memory = false;  // page-locked batches, so the copy to a CUDA device is asynchronous
   int ranks_on_host = 1;    // threads = 0 shares the cores between them
   int gpu_device = -1;      // >= 0: nvJPEG decodes on this CUDA device, batches arrive there
+  std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;  // larger images are skipped undecoded
 };
 
 // An ImageNet-layout folder (<dir>/<class>/<image>) decoded by data::ImageFolderLoader:
@@ -82,7 +83,7 @@ class ImageNormalizer {
 
 // The data a vision case reads, from its config: synthetic_data (random, labelled so), else the
 // ImageNet layout under data_dir (train_data and eval_data name the split folders).
-// image_size, resize_size, loader_threads, loader_batches_ahead and jpeg_decoder (cpu:
+// image_size, resize_size, loader_threads, loader_batches_ahead, max_image_pixels and jpeg_decoder (cpu:
 // libjpeg-turbo; nvjpeg; auto: cpu while the host has 12 cores a rank, else nvjpeg on a CUDA
 // device where the build has it) tune the pipeline.
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes);

@@ -12,6 +12,7 @@
 #include "xpuperf/core/training_switches.h"
 #include "xpuperf/data/shard_sampler.h"
 #include "xpuperf/train/activation_checkpoint.h"
+#include "xpuperf/train/compat.h"
 #include "xpuperf/train/distributed.h"
 #include "xpuperf/train/model_parallel.h"
 #include "xpuperf/train/optimizers.h"
@@ -242,6 +243,9 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   const bool cuda_graphs = cfg.get_bool("cuda_graphs", false);
 
   const torch::Device device = choose_device(cfg.get_string("device", "auto"), info.env.local_rank);
+  if (precision == Precision::FP16 && !device.is_cuda() && !compat::cpu_autocast_supports_fp16())
+    throw ConfigError(cfg.at("precision").source.str() + ": precision: fp16 needs a CUDA device with this LibTorch (" +
+                      "this run is on " + device.str() + "); use bf16 or fp32 on the CPU");
   const OptimizerImpl optimizer_impl = parse_optimizer_impl(cfg, device);
   apply_tf32_setting(precision);
   // Lets cuDNN time its convolution algorithms on the first batch of each shape and keep the fastest.
@@ -276,7 +280,8 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
   const std::string data_dir = cfg.get_string("data_dir", "");
   if (const std::string init = cfg.get_string("init_checkpoint", ""); !init.empty()) {
     const std::string path = resolve_in(data_dir, init);
-    if (!fs::exists(path)) throw ConfigError("init_checkpoint '" + path + "' does not exist");
+    if (!fs::exists(path))
+      throw ConfigError(cfg.at("init_checkpoint").source.str() + ": init_checkpoint '" + path + "' does not exist");
     try {
       load_weights(*model, path, c.tied_weights());  // a LibTorch archive or a state_dict saved in Python
     } catch (const std::runtime_error& e) {

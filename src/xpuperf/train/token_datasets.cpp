@@ -38,11 +38,28 @@ std::string token_prefix(const std::string& data_dir, std::string name) {
 json read_metadata(const std::string& prefix) {
   std::ifstream in(prefix + ".json");
   if (!in) return json::object();
+  json meta;
   try {
-    return json::parse(in);
+    meta = json::parse(in);
   } catch (const json::exception& e) {
     throw data::DataError(prefix + ".json: not valid JSON (" + e.what() + ")");
   }
+  // The keys read from it, with the types `xpuperf data tokenize` writes: an edited file is named.
+  const auto wrong = [&](const std::string& key, const char* type) {
+    return data::DataError(prefix + ".json: '" + key + "' must be " + type + ", got " +
+                           meta.at(json::json_pointer("/" + key)).dump() +
+                           " (the dataset's metadata, written by `xpuperf data tokenize`; fix or remove the file)");
+  };
+  if (!meta.is_object())
+    throw data::DataError(prefix + ".json: not a JSON object (the metadata `xpuperf data tokenize` writes)");
+  if (meta.contains("synthetic") && !meta["synthetic"].is_boolean()) throw wrong("synthetic", "true or false");
+  if (meta.contains("tokenizer") && !meta["tokenizer"].is_string()) throw wrong("tokenizer", "a string");
+  if (meta.contains("special_ids")) {
+    if (!meta["special_ids"].is_object()) throw wrong("special_ids", "an object of token ids");
+    for (const auto& [name, id] : meta["special_ids"].items())
+      if (!id.is_number_integer()) throw wrong("special_ids/" + name, "a token id (an integer)");
+  }
+  return meta;
 }
 
 std::shared_ptr<const text::TokenFile> open_file(const std::string& prefix, const std::string& key) {
@@ -50,11 +67,15 @@ std::shared_ptr<const text::TokenFile> open_file(const std::string& prefix, cons
     throw data::DataError(key + ": no token dataset " + prefix +
                           ".bin / .idx (make one with `xpuperf data tokenize`, " +
                           "README: the language cases' data), or set synthetic_data: true");
+  std::shared_ptr<const text::TokenFile> file;
   try {
-    return std::make_shared<const text::TokenFile>(prefix);
+    file = std::make_shared<const text::TokenFile>(prefix);
   } catch (const text::TokenizerError& e) {
     throw data::DataError(key + ": " + e.what());
   }
+  if (file->documents() == 0 || file->tokens() == 0)
+    throw data::DataError(key + ": " + prefix + ".bin / .idx hold no document (no tokens); tokenise some text into it");
+  return file;
 }
 
 // The tokeniser PREFIX.json says made a dataset of text; "" for synthetic ids or no metadata.
@@ -69,7 +90,10 @@ void check_vocabulary(const text::TokenFile& file, const json& meta, const std::
   if (const std::string made_by = tokenizer_of(meta); !made_by.empty() && made_by != tokenizer)
     throw data::DataError(prefix + ".json: the dataset was tokenised with " + made_by + ", this case's model reads " +
                           tokenizer + " ids; tokenise the text again with --tokenizer " + tokenizer);
-  const std::int32_t max_id = file.max_id();
+  const auto [min_id, max_id] = file.id_range();
+  if (min_id < 0)
+    throw data::DataError(prefix + ".bin: holds token id " + std::to_string(min_id) +
+                          ": ids are never negative; the file is damaged or was not written as token ids");
   if (max_id >= vocab_size)
     throw data::DataError(prefix + ".bin: holds token id " + std::to_string(max_id) + ", the model has " +
                           std::to_string(vocab_size) + " (vocab_size); the dataset was made with another vocabulary");
