@@ -8,10 +8,20 @@ option(XPUPERF_UNITY_BUILD "Compile the torch-free libraries as unity builds" ON
 # builds with 0 (one batch a library) too, so that names clashing between sources show.
 set(XPUPERF_UNITY_BATCH 6 CACHE STRING "Sources a unity batch holds (0: the whole target)")
 
+# Even with the precompiled header a LibTorch file pays about 10 s before its first line here
+# (GCC 12 on 2 cores: an empty file that includes <torch/torch.h> through the PCH spends that in
+# "lang. deferred", the instantiations LibTorch's headers ask of every file), so the LibTorch
+# targets compile as unity batches of a few sources too: the fixed cost is paid once a batch.
+set(XPUPERF_TORCH_UNITY_BATCH 4 CACHE STRING "LibTorch sources a unity batch holds (1: no unity build)")
+
 # xpuperf_torch_pch(TARGET): the first target called with makes the precompiled header
 # (<torch/torch.h>); the others reuse it. GCC falls back to the plain header when the precompiled
-# one does not fit a target's flags; -Winvalid-pch says so in the build log.
+# one does not fit a target's flags; -Winvalid-pch says so in the build log. The target is built
+# in unity batches of XPUPERF_TORCH_UNITY_BATCH sources.
 function(xpuperf_torch_pch target)
+  if(XPUPERF_UNITY_BUILD AND XPUPERF_TORCH_UNITY_BATCH GREATER 1)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${XPUPERF_TORCH_UNITY_BATCH})
+  endif()
   if(NOT XPUPERF_TORCH_PCH)
     return()
   endif()

@@ -58,12 +58,13 @@ std::vector<std::uint8_t> with_frame_size(std::vector<std::uint8_t> jpeg, int wi
 
 void write_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 // An image folder of two classes with 20 good JPEGs each; `bad` (name → bytes) added to class a.
-std::string image_folder(const test::TempDir& dir, const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& bad) {
+std::string image_folder(const test::TempDir& dir,
+                         const std::vector<std::pair<std::string, std::vector<std::uint8_t>>>& bad) {
   const auto good = small_jpeg();
   for (int i = 10; i < 30; ++i) {
     write_bytes(dir.path() + "/images/a/" + std::to_string(i) + ".JPEG", good);
@@ -86,8 +87,17 @@ std::string head_of(const std::string& path, int lines) {
 }
 
 std::vector<std::string> tokenize_args(const std::string& input, const std::string& out) {
-  return {"data",    "tokenize", "--tokenizer", "gpt2", "--vocab", kVocab + "/gpt2/encoder.json", "--merges",
-          kVocab + "/gpt2/vocab.bpe", input, "-o", out};
+  return {"data",
+          "tokenize",
+          "--tokenizer",
+          "gpt2",
+          "--vocab",
+          kVocab + "/gpt2/encoder.json",
+          "--merges",
+          kVocab + "/gpt2/vocab.bpe",
+          input,
+          "-o",
+          out};
 }
 
 // A copy of the LeNet-5 run fixture (base cases and 3 LeNet-5 rounds) to damage.
@@ -108,9 +118,29 @@ std::string token_dataset(const test::TempDir& dir, const std::vector<std::vecto
 }
 
 std::vector<std::string> gpt2_train(const std::string& data_dir, const std::string& train_data) {
-  return {"train",    "--case", "gpt2", "--vendor", "cpu", "--hardware", "CPU", "--data-dir", data_dir, "--set",
-          "train_data=" + train_data, "--set", "n_layer=1", "--set", "n_embd=16", "--set", "n_head=2", "--set",
-          "seq_length=8", "--set", "max_steps=1", "--set", "eval_data=" + train_data};
+  return {"train",
+          "--case",
+          "gpt2",
+          "--vendor",
+          "cpu",
+          "--hardware",
+          "CPU",
+          "--data-dir",
+          data_dir,
+          "--set",
+          "train_data=" + train_data,
+          "--set",
+          "n_layer=1",
+          "--set",
+          "n_embd=16",
+          "--set",
+          "n_head=2",
+          "--set",
+          "seq_length=8",
+          "--set",
+          "max_steps=1",
+          "--set",
+          "eval_data=" + train_data};
 }
 
 std::vector<std::string> check_plan(const test::TempDir& dir, const std::string& cases) {
@@ -127,10 +157,9 @@ std::vector<Probe> probes() {
   // Image folders.
   p.push_back({"OneBadJpegIsTheOnlyOneThatFails",
                [](Dir d, std::string&) {
-                 return std::vector<std::string>{"data", "check",
-                                                 image_folder(d, {{"00_zero_width.JPEG",
-                                                                   with_frame_size(small_jpeg(), 0, 32)}}),
-                                                 "--threads", "1"};
+                 return std::vector<std::string>{
+                     "data", "check", image_folder(d, {{"00_zero_width.JPEG", with_frame_size(small_jpeg(), 0, 32)}}),
+                     "--threads", "1"};
                },
                2,
                {"1 file does not decode", "00_zero_width.JPEG"},
@@ -138,9 +167,8 @@ std::vector<Probe> probes() {
   p.push_back({"AJpegClaimingTooManyPixelsIsRefusedUndecoded",
                [](Dir d, std::string&) {
                  return std::vector<std::string>{
-                     "data", "check",
-                     image_folder(d, {{"00_bomb.JPEG", with_frame_size(small_jpeg(), 60000, 60000)}}), "--threads",
-                     "2"};
+                     "data", "check", image_folder(d, {{"00_bomb.JPEG", with_frame_size(small_jpeg(), 60000, 60000)}}),
+                     "--threads", "2"};
                },
                2,
                {"00_bomb.JPEG", "60000x60000", "max_image_pixels"},
@@ -236,8 +264,8 @@ std::vector<Probe> probes() {
                {"Wrote"}});
   p.push_back({"ASyntheticVocabularyPastInt32IsRefused",
                [](Dir d, std::string&) {
-                 return std::vector<std::string>{"data",         "tokenize",   "--synthetic-tokens", "1000",
-                                                 "--vocab-size", "3000000000", "-o",                 d.path() + "/ds"};
+                 return std::vector<std::string>{"data",       "tokenize", "--synthetic-tokens", "1000", "--vocab-size",
+                                                 "3000000000", "-o",       d.path() + "/ds"};
                },
                1,
                {"--vocab-size 3000000000", "2 to 2147483647"},
@@ -246,9 +274,15 @@ std::vector<Probe> probes() {
                [vocab_skip](Dir d, std::string& skip) {
                  if (vocab_skip(skip)) return std::vector<std::string>{};
                  const std::string vocab = d.write("vocab.txt", head_of(kVocab + "/bert-base-uncased/vocab.txt", 1000));
-                 return std::vector<std::string>{"data",    "tokenize", "--tokenizer", "wordpiece",
-                                                 "--vocab", vocab,      d.write("a.txt", "Some words here.\n"),
-                                                 "-o",      d.path() + "/ds"};
+                 return std::vector<std::string>{"data",
+                                                 "tokenize",
+                                                 "--tokenizer",
+                                                 "wordpiece",
+                                                 "--vocab",
+                                                 vocab,
+                                                 d.write("a.txt", "Some words here.\n"),
+                                                 "-o",
+                                                 d.path() + "/ds"};
                },
                0,
                {"vocab.txt: 1000 tokens and no piece for some letters", "[UNK]"}});
@@ -256,17 +290,19 @@ std::vector<Probe> probes() {
                [vocab_skip](Dir d, std::string& skip) {
                  if (vocab_skip(skip)) return std::vector<std::string>{};
                  const std::string merges = d.write("vocab.bpe", head_of(kVocab + "/gpt2/vocab.bpe", 1001));
-                 return std::vector<std::string>{"data",      "tokenize", "--tokenizer",
-                                                 "gpt2",      "--vocab",  kVocab + "/gpt2/encoder.json",
-                                                 "--merges",  merges,     d.write("a.txt", "Some words here.\n"),
-                                                 "-o",        d.path() + "/ds"};
+                 return std::vector<std::string>{"data",     "tokenize",      "--tokenizer",
+                                                 "gpt2",     "--vocab",       kVocab + "/gpt2/encoder.json",
+                                                 "--merges", merges,          d.write("a.txt", "Some words here.\n"),
+                                                 "-o",       d.path() + "/ds"};
                },
                0,
                {"vocab.bpe: 1000 merges where", "need 50000"}});
 
   // Token datasets read by a language case.
   p.push_back({"ANegativeTokenIdIsRefused",
-               [](Dir d, std::string&) { return gpt2_train(d.path(), fs::path(token_dataset(d, {{5, -1, 7}, {1, 2, 3}})).filename()); },
+               [](Dir d, std::string&) {
+                 return gpt2_train(d.path(), fs::path(token_dataset(d, {{5, -1, 7}, {1, 2, 3}})).filename());
+               },
                1,
                {"tokens.bin: holds token id -1"},
                {"internal error"}});
@@ -292,7 +328,8 @@ std::vector<Probe> probes() {
   p.push_back({"AMetadataSidecarOfWrongTypesIsNamed",
                [](Dir d, std::string&) {
                  const std::string prefix = token_dataset(d, {{1, 2, 3}, {4, 5, 6}});
-                 std::ofstream(prefix + ".json") << R"({"synthetic": "no", "tokenizer": [1, 2, 3], "special_ids": {"cls": "101"}})";
+                 std::ofstream(prefix + ".json")
+                     << R"({"synthetic": "no", "tokenizer": [1, 2, 3], "special_ids": {"cls": "101"}})";
                  return gpt2_train(d.path(), "tokens");
                },
                1,
@@ -300,23 +337,24 @@ std::vector<Probe> probes() {
                {"internal error"}});
 
   // Configs and plans.
-  p.push_back({"CheckListsEveryOutOfRangeValueAndABadTypeHidesNone",
-               [](Dir d, std::string&) {
-                 return check_plan(d,
-                                   "  \"lenet5:libtorch:CPU:1:1:1\": {data_dir: /data, lr: -1, num_threads: -3, "
-                                   "max_steps: -1}\n"
-                                   "  \"resnet50:libtorch:CPU:1:1:1\": {data_dir: /data, jpeg_decoder: foo, "
-                                   "train_batch_size: 0}\n"
-                                   "  \"gpt2:libtorch:CPU:1:1:1\": {data_dir: /data, seq_length: 5000, "
-                                   "tensor_parallel: 0, global_batch_size: -8, cuda_graphs: maybe}\n");
-               },
-               1,
-               {"'lr' must be positive, got -1", "'num_threads' must be 0 or more, got -3",
-                "'max_steps' must be 0 or more, got -1", "'cuda_graphs' must be true or false",
-                "'jpeg_decoder' must be one of auto, cpu, nvjpeg, got 'foo'", "'train_batch_size' must be positive, got 0",
-                "'seq_length' 5000 is more than the model's n_positions 1024",
-                "'tensor_parallel' must be 1 or more, got 0", "'global_batch_size' must be 0 or more, got -8"},
-               {"does not divide the 1 ranks", "is not a multiple of", "internal error"}});
+  p.push_back(
+      {"CheckListsEveryOutOfRangeValueAndABadTypeHidesNone",
+       [](Dir d, std::string&) {
+         return check_plan(d,
+                           "  \"lenet5:libtorch:CPU:1:1:1\": {data_dir: /data, lr: -1, num_threads: -3, "
+                           "max_steps: -1}\n"
+                           "  \"resnet50:libtorch:CPU:1:1:1\": {data_dir: /data, jpeg_decoder: foo, "
+                           "train_batch_size: 0}\n"
+                           "  \"gpt2:libtorch:CPU:1:1:1\": {data_dir: /data, seq_length: 5000, "
+                           "tensor_parallel: 0, global_batch_size: -8, cuda_graphs: maybe}\n");
+       },
+       1,
+       {"'lr' must be 0 or more, got -1", "'num_threads' must be 0 or more, got -3",
+        "'max_steps' must be 0 or more, got -1", "'cuda_graphs' must be true or false",
+        "'jpeg_decoder' must be one of auto, cpu, nvjpeg, got 'foo'", "'train_batch_size' must be positive, got 0",
+        "'seq_length' 5000 is more than the model's n_positions 1024", "'tensor_parallel' must be 1 or more, got 0",
+        "'global_batch_size' must be 0 or more, got -8"},
+       {"does not divide the 1 ranks", "is not a multiple of", "internal error"}});
   p.push_back({"Fp16OnTheCpuIsRefusedWithItsKey",
                [](Dir d, std::string& skip) {
                  if (!fs::exists(kFashion + "/train-images-idx3-ubyte.gz")) {
@@ -324,22 +362,23 @@ std::vector<Probe> probes() {
                    return std::vector<std::string>{};
                  }
                  (void)d;
-                 return std::vector<std::string>{"train", "--case",     "lenet5", "--vendor", "cpu", "--hardware",
-                                                 "CPU",   "--data-dir", kFashion, "--set",    "precision=fp16",
-                                                 "--set", "max_steps=2"};
+                 return std::vector<std::string>{"train",          "--case", "lenet5",     "--vendor", "cpu",
+                                                 "--hardware",     "CPU",    "--data-dir", kFashion,   "--set",
+                                                 "precision=fp16", "--set",  "max_steps=2"};
                },
                -1,  // 1 where this LibTorch has no fp16 autocast on the CPU, else 0 (it trains)
                {},
                {"internal error"}});
-  p.push_back({"SweepStringsWithAnEmptyOrRepeatedSwitchAreRefused",
-               [](Dir d, std::string&) {
-                 return std::vector<std::string>{"--root",    kSource,  "sweep",      "lenet5", "--vendor",
-                                                 "cpu",       "--hardware", "CPUx1x1", "--data-dir", kFashion,
-                                                 "--log-dir", d.path(), "--strategies", "+; bf16+; zero1+zero3"};
-               },
-               2,
-               {"a '+' with no switch on one side", "'zero1' and 'zero3' both set zero_stage"},
-               {"internal error"}});
+  p.push_back(
+      {"SweepStringsWithAnEmptyOrRepeatedSwitchAreRefused",
+       [](Dir d, std::string&) {
+         return std::vector<std::string>{
+             "--root",  kSource,      "sweep",  "lenet5",    "--vendor", "cpu",          "--hardware",
+             "CPUx1x1", "--data-dir", kFashion, "--log-dir", d.path(),   "--strategies", "+; bf16+; zero1+zero3"};
+       },
+       2,
+       {"a '+' with no switch on one side", "'zero1' and 'zero3' both set zero_stage"},
+       {"internal error"}});
 
   // Reports of a run folder.
   p.push_back({"ARoundStatusOfWrongTypesIsNamed",
@@ -395,6 +434,11 @@ std::vector<Probe> probes() {
   return p;
 }
 
+// gtest names a parameter by this, not by its bytes.
+void PrintTo(const Probe& probe, std::ostream* out) {
+  *out << probe.name;
+}
+
 class BadInput : public ::testing::TestWithParam<Probe> {};
 
 TEST_P(BadInput, IsACleanErrorNamingWhatIsWrong) {
@@ -407,7 +451,8 @@ TEST_P(BadInput, IsACleanErrorNamingWhatIsWrong) {
   if (probe.code >= 0) EXPECT_EQ(r.code, probe.code) << r.output;
   EXPECT_NE(r.code, 70) << r.output;
   for (const auto& w : probe.words) EXPECT_TRUE(has(r.output, w)) << "missing \"" << w << "\" in:\n" << r.output;
-  for (const auto& w : probe.not_words) EXPECT_FALSE(has(r.output, w)) << "unexpected \"" << w << "\" in:\n" << r.output;
+  for (const auto& w : probe.not_words)
+    EXPECT_FALSE(has(r.output, w)) << "unexpected \"" << w << "\" in:\n" << r.output;
   if (probe.name == "Fp16OnTheCpuIsRefusedWithItsKey" && r.code != 0)
     EXPECT_TRUE(has(r.output, "precision: fp16 needs a CUDA device")) << r.output;
   // A refused tokenisation leaves nothing under its prefix, not even temporaries.
@@ -432,7 +477,8 @@ TEST(BadInputSignals, CtrlCInTokenizeLeavesNothing) {
   ::kill(p->pid(), SIGINT);
   const ExitStatus status = p->wait(std::nullopt);
   EXPECT_EQ(status.code, 130) << test::read_file(spec.log_path);
-  EXPECT_TRUE(has(test::read_file(spec.log_path), "interrupted: nothing was written under")) << test::read_file(spec.log_path);
+  EXPECT_TRUE(has(test::read_file(spec.log_path), "interrupted: nothing was written under"))
+      << test::read_file(spec.log_path);
   EXPECT_TRUE(fs::is_empty(dir.path() + "/ds"));
 }
 

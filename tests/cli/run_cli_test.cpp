@@ -156,8 +156,7 @@ TEST_F(RunCli, AFailingRankFailsItsRoundAndThePlanGoesOn) {
   EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1:1 | 1 | ok |")) << r.output;
   const json status = read_json(run_dir() + "/lenet5_libtorch_BAD_1_1_1/round1/round_status.json");
   EXPECT_EQ(status["status"], "failed");
-  EXPECT_TRUE(has(status["nodes"][0]["log_tails"]["rank0.out.log"].dump(), "does not exist"))
-      << status.dump(2);
+  EXPECT_TRUE(has(status["nodes"][0]["log_tails"]["rank0.out.log"].dump(), "does not exist")) << status.dump(2);
 }
 
 // Polls `ready` until it holds or the controller has ended (then the event will never come);

@@ -85,10 +85,10 @@ class SlurmRun : public ::testing::Test {
     return Process::start(spec);
   }
   Result run(const std::string& key) {
-    const std::string plan = dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
-                                                        "/results\nlauncher: slurm\ncase_time_limit: 5m\nmaster_port: " +
-                                                        std::to_string(free_local_port()) + "\ncases:\n  \"" +
-                                                        key + "\": " + kData + "\n");
+    const std::string plan =
+        dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
+                                   "/results\nlauncher: slurm\ncase_time_limit: 5m\nmaster_port: " +
+                                   std::to_string(free_local_port()) + "\ncases:\n  \"" + key + "\": " + kData + "\n");
     return xpuperf({"--root", test::test_path("fixtures/run_repo"), "run", plan}, dir.path(), {{"SLURM_CONF", conf}},
                    300);
   }

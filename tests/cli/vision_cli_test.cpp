@@ -62,34 +62,44 @@ class VisionCli : public ::testing::Test {
 };
 test::TempDir* VisionCli::folder_ = nullptr;
 
-TEST_F(VisionCli, ThreeCasesTrainThroughRunOnJpegsWithTheLossFalling) {
-  std::string plan = "vendor: cpu\nlog_dir: " + dir.path() +
-                     "/results\ncases:\n";
-  const std::vector<std::string> models = {"resnet50", "mobilenetv2", "vit"};
-  for (const auto& m : models) plan += "  \"" + m + ":libtorch:CPU:1:1:1\": " + smoke_overrides(m) + "\n";
-  const std::string plan_path = dir.write("plan.yaml", plan);
+// One case through `xpuperf run` (a test each, so that ctest runs them side by side): 40 steps with
+// the loss falling, the data described, FLOPs counted.
+void expect_trains_through_run(const std::string& model, const std::string& plan_dir, const std::string& overrides) {
+  const std::string plan_path = plan_dir + "/plan.yaml";
+  std::ofstream(plan_path) << "vendor: cpu\nlog_dir: " << plan_dir << "/results\ncases:\n  \"" << model
+                           << ":libtorch:CPU:1:1:1\": " << overrides << "\n";
   const Result r = xpuperf({"run", plan_path}, XPUPERF_SOURCE_DIR, {}, 600);
   ASSERT_EQ(r.code, 0) << r.output;
-  const std::string run = run_folder_in(dir.path() + "/results");
-  for (const auto& m : models) {
-    const std::string log = run + "/" + m + "_libtorch_CPU_1_1_1/round1/localhost_noderank0/rank0.out.log";
-    const auto events = events_of(test::read_file(log));
-    const auto losses = step_losses(events);
-    ASSERT_EQ(losses.size(), 40u) << m << ": " << log;
-    // Ten steps at each end, so one noisy batch does not decide.
-    EXPECT_LT(mean(losses, 30, 40), mean(losses, 0, 10) - 0.05) << m;
-    const auto* info = event_value(events, "SUBMIT_INFO");
-    ASSERT_TRUE(info) << m;
-    EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "ImageNet-layout train, 1000 images in 10 classes"))
-        << info->dump();
-    const auto* finished = event_value(events, "FINISHED");
-    ASSERT_TRUE(finished) << m;
-    EXPECT_EQ((*finished)["global_steps"], 40);
-    EXPECT_GT((*finished)["train_flops_per_sample"].get<double>(), 0.0);
-  }
+  const std::string run = run_folder_in(plan_dir + "/results");
+  const std::string log = run + "/" + model + "_libtorch_CPU_1_1_1/round1/localhost_noderank0/rank0.out.log";
+  const std::string text = test::read_file(log);
+  const auto events = events_of(text);
+  const auto losses = step_losses(events);
+  ASSERT_EQ(losses.size(), 40u) << model << ": " << log;
+  // Ten steps at each end, so one noisy batch does not decide.
+  EXPECT_LT(mean(losses, 30, 40), mean(losses, 0, 10) - 0.05) << model;
+  const auto* info = event_value(events, "SUBMIT_INFO");
+  ASSERT_TRUE(info) << model;
+  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "ImageNet-layout train, 1000 images in 10 classes"))
+      << info->dump();
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_TRUE(finished) << model;
+  EXPECT_EQ((*finished)["global_steps"], 40);
+  EXPECT_GT((*finished)["train_flops_per_sample"].get<double>(), 0.0);
   // The overrides were warned about: the smoke run is not the standard case.
-  EXPECT_TRUE(has(test::read_file(run + "/resnet50_libtorch_CPU_1_1_1/round1/localhost_noderank0/rank0.out.log"),
-                  "'max_steps' is not a mutable parameter"));
+  EXPECT_TRUE(has(text, "'max_steps' is not a mutable parameter")) << model;
+}
+
+TEST_F(VisionCli, ResNet50TrainsThroughRunOnJpegsWithTheLossFalling) {
+  expect_trains_through_run("resnet50", dir.path(), smoke_overrides("resnet50"));
+}
+
+TEST_F(VisionCli, MobileNetV2TrainsThroughRunOnJpegsWithTheLossFalling) {
+  expect_trains_through_run("mobilenetv2", dir.path(), smoke_overrides("mobilenetv2"));
+}
+
+TEST_F(VisionCli, ViTTrainsThroughRunOnJpegsWithTheLossFalling) {
+  expect_trains_through_run("vit", dir.path(), smoke_overrides("vit"));
 }
 
 TEST_F(VisionCli, AFileThatDoesNotDecodeIsSkippedCountedAndNamedOnce) {

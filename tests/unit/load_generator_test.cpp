@@ -193,7 +193,9 @@ TEST(LoadGenerator, LengthsFromAFileAreTheFilesPairsAndBadLinesAreNamed) {
             dir.path() + "/bad.csv:1: 9223372036854775807 + 8 tokens exceed max_seq_len 400");
   EXPECT_EQ(error_of("8,9223372036854775807\n"),
             dir.path() + "/bad.csv:1: 8 + 9223372036854775807 tokens exceed max_seq_len 400");
-  EXPECT_EQ(error_of("\xEF\xBB\xBF" "8,4\n"), "no error");
+  EXPECT_EQ(error_of("\xEF\xBB\xBF"
+                     "8,4\n"),
+            "no error");
   EXPECT_THROW(read_lengths_csv(dir.path() + "/missing.csv", 400), std::runtime_error);
   // Uniform ranges say so.
   EXPECT_EQ(Lengths::uniform({4, 8}, {1, 3}).describe(),

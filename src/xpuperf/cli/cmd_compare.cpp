@@ -22,15 +22,18 @@ namespace {
 std::string cases_of(const nlohmann::json& summary, const std::string& run_dir) {
   std::ostringstream out;
   out << "\n  " << run_dir << ": ";
-  if (!summary.contains("cases") || summary["cases"].empty()) return out.str() + "no case ran (an empty or cut-short run)";
+  if (!summary.contains("cases") || summary["cases"].empty())
+    return out.str() + "no case ran (an empty or cut-short run)";
   bool first = true;
   for (const auto& c : summary["cases"]) {
     int ok = 0, run = 0;
     std::string why;
     for (const auto& r : c["rounds"]) {
       ++run;
-      if (r.value("status", "") == "ok") ++ok;
-      else if (why.empty()) why = r.value("status", "") + ": " + r.value("reason", "");
+      if (r.value("status", "") == "ok")
+        ++ok;
+      else if (why.empty())
+        why = r.value("status", "") + ": " + r.value("reason", "");
     }
     out << (first ? "" : "; ") << c.value("case", "?") << " " << ok << " of " << run << " rounds ok"
         << (why.empty() ? "" : " (" + why + ")");

@@ -8,7 +8,7 @@
 #include "xpuperf/core/plan.h"
 #include "xpuperf/core/specs.h"
 #include "xpuperf/core/training_config.h"
-#ifdef XPUPERF_HAVE_TORCH
+#ifdef XPUPERF_HAVE_INFER
 #include "xpuperf/infer/entry.h"
 #endif
 
@@ -49,6 +49,11 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
   throw CommandError(
       "this xpuperf was built without LibTorch, so it cannot run inference cases: install "
       "libtorch-dev (scripts/install-deps.sh does) and rebuild");
+#elif !defined(XPUPERF_HAVE_INFER)
+  throw CommandError(
+      "this xpuperf was built with the quickstart's cases only (XPUPERF_CASES=quickstart, what `make run` builds "
+      "first): `make build` adds the inference pipeline and every case",
+      3);
 #else
   std::error_code ec;
   std::filesystem::create_directories(opts.out, ec);

@@ -38,7 +38,8 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
       ->capture_default_str();
   cmd->add_option("--set", options->sets, "Override a parameter in every row: --set key=value (repeatable)");
   cmd->add_option("--log-dir", options->log_dir, "Where the sweep folder goes")->capture_default_str();
-  cmd->add_option("--master-port", options->master_port, "Rendezvous port of the ranks (default: a free port each round)");
+  cmd->add_option("--master-port", options->master_port,
+                  "Rendezvous port of the ranks (default: a free port each round)");
   cmd->callback([&global, &exit_code, options] {
     options->xpuperf = std::filesystem::read_symlink("/proc/self/exe").string();
     exit_code = run_sweep(find_repo(global), *options);

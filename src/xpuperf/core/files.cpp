@@ -4,8 +4,8 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -108,9 +108,7 @@ std::vector<FolderEntry> list_folder(const std::string& dir, bool recursive) {
   namespace fs = std::filesystem;
   std::vector<FolderEntry> out;
   std::error_code ec;
-  auto fail = [&](const std::string& where) {
-    throw FileError(where + ": cannot be listed (" + ec.message() + ")");
-  };
+  auto fail = [&](const std::string& where) { throw FileError(where + ": cannot be listed (" + ec.message() + ")"); };
   if (recursive) {
     fs::recursive_directory_iterator it(dir, ec), end;
     if (ec) fail(dir);

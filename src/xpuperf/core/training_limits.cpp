@@ -22,8 +22,8 @@ struct NumberLimit {
 const NumberLimit kNumberLimits[] = {
     {"train_batch_size", Rule::Positive, "samples a rank takes a step"},
     {"eval_batch_size", Rule::Positive, "samples a rank takes an evaluation step"},
-    {"lr", Rule::Positive, "the peak learning rate"},
-    {"log_freq", Rule::Positive, "steps between STEP_END events"},
+    {"lr", Rule::NonNegative, "the peak learning rate (0 leaves the weights as they are)"},
+    {"log_freq", Rule::NonNegative, "steps between STEP_END events; 0 = none"},
     {"dist_timeout", Rule::Positive, "seconds to wait for the other ranks"},
     {"bucket_size_mb", Rule::Positive, "the gradient all-reduce bucket size"},
     {"image_size", Rule::Positive, "the crop fed to the model"},
@@ -126,18 +126,17 @@ void check_training_limits(const Config& cfg, Diagnostics& diags) {
     if (choice.values.count(v)) continue;
     const std::vector<std::string> values(choice.values.begin(), choice.values.end());
     const std::string near = closest_match(v, values);
-    diags.error(e->source, "'" + std::string(choice.key) + "' must be one of " + join_or_none(values) + ", got '" +
-                               v + "'",
+    diags.error(e->source,
+                "'" + std::string(choice.key) + "' must be one of " + join_or_none(values) + ", got '" + v + "'",
                 near.empty() ? "" : "did you mean '" + near + "'?");
   }
   for (const auto& [small, large] : kAtMost) {
     const auto a = number(cfg, small), b = number(cfg, large);
     if (a && b && *a > *b)
-      diags.error(cfg.at(small).source,
-                  "'" + std::string(small) + "' " + text_of(*a) + " is more than the model's " + large + " " +
-                      text_of(*b),
-                  "lower " + std::string(small) + " to at most " + text_of(*b) + " (" + cfg.at(large).source.str() +
-                      ")");
+      diags.error(
+          cfg.at(small).source,
+          "'" + std::string(small) + "' " + text_of(*a) + " is more than the model's " + large + " " + text_of(*b),
+          "lower " + std::string(small) + " to at most " + text_of(*b) + " (" + cfg.at(large).source.str() + ")");
   }
 }
 

@@ -64,8 +64,7 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
                 "parameters");
   const std::int64_t tensor = value_or([&] { return cfg.get_int("tensor_parallel", 1); }, std::int64_t{1});
   if (tensor < 1)
-    diags.error(source_of(cfg, "tensor_parallel"),
-                "'tensor_parallel' must be 1 or more, got " + std::to_string(tensor),
+    diags.error(source_of(cfg, "tensor_parallel"), "'tensor_parallel' must be 1 or more, got " + std::to_string(tensor),
                 "1: no tensor parallelism; N: groups of N ranks split each layer");
   else if (world_size % tensor != 0)
     diags.error(

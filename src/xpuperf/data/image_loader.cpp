@@ -223,9 +223,8 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
         if (read_file_bytes(item.path, files[i], error)) {
           int width = 0, height = 0;
           bool batchable = false;
-          const bool probed =
-              gpu_allowed && ends_with_eoi(files[i]) &&
-              gpu.probe(files[i].data(), files[i].size(), width, height, batchable, error);
+          const bool probed = gpu_allowed && ends_with_eoi(files[i]) &&
+                              gpu.probe(files[i].data(), files[i].size(), width, height, batchable, error);
           if (probed && !within_pixel_limit(width, height, o_.max_image_pixels, error)) {
             skip(item.path, error);
             if (++tries >= n) throw DataError("no image of " + folder_.dir + " decodes");

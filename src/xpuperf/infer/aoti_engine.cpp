@@ -52,7 +52,7 @@ class AotiEngine : public Engine {
   std::string describe_;
 };
 
-const bool registered = register_engine("aoti", [] { return std::make_unique<AotiEngine>(); });
+const bool aoti_registered = register_engine("aoti", [] { return std::make_unique<AotiEngine>(); });
 
 }  // namespace
 

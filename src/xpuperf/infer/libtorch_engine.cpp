@@ -41,7 +41,7 @@ class LibTorchEngine : public Engine {
   std::string describe_;
 };
 
-const bool registered = register_engine("libtorch", [] { return std::make_unique<LibTorchEngine>(); });
+const bool libtorch_registered = register_engine("libtorch", [] { return std::make_unique<LibTorchEngine>(); });
 
 }  // namespace
 

@@ -119,7 +119,8 @@ class LibTorchGraphEngine : public Engine {
   std::string describe_;
 };
 
-const bool registered = register_engine("libtorch-graph", [] { return std::make_unique<LibTorchGraphEngine>(); });
+const bool libtorch_graph_registered =
+    register_engine("libtorch-graph", [] { return std::make_unique<LibTorchGraphEngine>(); });
 
 }  // namespace
 

@@ -46,7 +46,7 @@ class OpenCvEngine : public Engine {
   std::string describe_;
 };
 
-const bool registered = register_engine("opencv", [] { return std::make_unique<OpenCvEngine>(); });
+const bool opencv_registered = register_engine("opencv", [] { return std::make_unique<OpenCvEngine>(); });
 
 }  // namespace
 

@@ -103,7 +103,7 @@ class TensorRtEngine : public Engine {
   torch::Device device_{torch::kCUDA};
 };
 
-const bool registered = register_engine("tensorrt", [] { return std::make_unique<TensorRtEngine>(); });
+const bool tensorrt_registered = register_engine("tensorrt", [] { return std::make_unique<TensorRtEngine>(); });
 
 }  // namespace
 

@@ -60,7 +60,8 @@ class TorchScriptEngine : public Engine {
   std::string describe_;
 };
 
-const bool registered = register_engine("torchscript", [] { return std::make_unique<TorchScriptEngine>(); });
+const bool torchscript_registered =
+    register_engine("torchscript", [] { return std::make_unique<TorchScriptEngine>(); });
 
 }  // namespace
 

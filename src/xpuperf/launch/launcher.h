@@ -17,8 +17,8 @@ namespace xpuperf {
 struct RoundSpec {
   const PlanCase* plan_case = nullptr;
   int round = 1;
-  std::string round_dir;           // absolute: <run>/<case dir>/round<N>, the same path on every node
-  std::vector<std::string> hosts;  // one per node, master first
+  std::string round_dir;                 // absolute: <run>/<case dir>/round<N>, the same path on every node
+  std::vector<std::string> hosts;        // one per node, master first
   int master_port = kDefaultMasterPort;  // the ranks' rendezvous port on the first host
 };
 

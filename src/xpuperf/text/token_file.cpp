@@ -53,7 +53,8 @@ TokenFileWriter::TokenFileWriter(std::string prefix, std::int64_t vocab_size)
   if (prefix_.empty() || fs::path(prefix_).filename().empty() || fs::path(prefix_).filename() == "." ||
       fs::path(prefix_).filename() == "..")
     throw TokenizerError("-o " + prefix_ + ": give the dataset's path without .bin/.idx, e.g. " + prefix_ +
-                         (prefix_.empty() || prefix_.back() == '/' ? "" : "/") + "corpus (it writes corpus.bin, "
+                         (prefix_.empty() || prefix_.back() == '/' ? "" : "/") +
+                         "corpus (it writes corpus.bin, "
                          "corpus.idx and corpus.json)");
   std::error_code ec;
   for (const char* part : kParts)
@@ -61,7 +62,8 @@ TokenFileWriter::TokenFileWriter(std::string prefix, std::int64_t vocab_size)
       throw TokenizerError(prefix_ + part + " is a folder; choose another -o prefix, or move the folder");
   if (const auto dir = fs::path(prefix_).parent_path(); !dir.empty()) {
     fs::create_directories(dir, ec);
-    if (ec) throw TokenizerError("-o " + prefix_ + ": cannot make the folder " + dir.string() + " (" + ec.message() + ")");
+    if (ec)
+      throw TokenizerError("-o " + prefix_ + ": cannot make the folder " + dir.string() + " (" + ec.message() + ")");
   }
   bin_.open(prefix_ + ".bin.partial", std::ios::binary | std::ios::trunc);
   if (!bin_) throw TokenizerError(prefix_ + ".bin.partial: cannot be written (" + std::strerror(errno) + ")");

@@ -248,8 +248,7 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       if (failure) std::rethrow_exception(failure);
       for (auto& c : round) {
         if (!gpt2)
-          for (const auto& seq : c.sequences)
-            unknown += std::count(seq.begin(), seq.end(), wordpiece->unk());
+          for (const auto& seq : c.sequences) unknown += std::count(seq.begin(), seq.end(), wordpiece->unk());
         if (c.document != current_document) {
           flush_document();
           current_document = c.document;

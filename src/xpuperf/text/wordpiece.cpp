@@ -64,12 +64,14 @@ WordPiece WordPiece::load(const std::string& vocab_txt, bool lower_case) {
   std::string missing;
   for (char c = 'a'; c <= 'z'; ++c) {
     const std::string letter(1, lower_case ? c : static_cast<char>(c - 'a' + 'A'));
-    if (!w.ids_.count(letter) && !w.ids_.count(std::string(1, c))) missing += letter;
-    else if (!w.ids_.count("##" + letter) && !w.ids_.count("##" + std::string(1, c))) missing += "##" + letter + " ";
+    if (!w.ids_.count(letter) && !w.ids_.count(std::string(1, c)))
+      missing += letter;
+    else if (!w.ids_.count("##" + letter) && !w.ids_.count("##" + std::string(1, c)))
+      missing += "##" + letter + " ";
   }
   if (!missing.empty())
-    log::warning(vocab_txt + ": " + std::to_string(w.tokens_.size()) +
-                 " tokens and no piece for some letters (" + missing.substr(0, 60) +
+    log::warning(vocab_txt + ": " + std::to_string(w.tokens_.size()) + " tokens and no piece for some letters (" +
+                 missing.substr(0, 60) +
                  "): words with them become [UNK]. Is the file cut short? bert-base-uncased's vocab.txt has 30,522 "
                  "tokens (scripts/text-vocabularies.sh fetches it, checked by its SHA-256)");
   return w;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "xpuperf/core/version.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/train/distributed.h"
 #include "xpuperf/train/runtime.h"
@@ -40,7 +41,10 @@ int run_rank(const RankRequest& request) {
     std::cerr << "xpuperf: error: training case " << name << " is not built into this binary (built: ";
     const auto built = registered_training_cases();
     for (std::size_t i = 0; i < built.size(); ++i) std::cerr << (i ? ", " : "") << built[i];
-    std::cerr << (built.empty() ? "none" : "") << ")\n";
+    std::cerr << (built.empty() ? "none" : "") << ")";
+    if (std::string(kCaseSet) == "quickstart")
+      std::cerr << "; this is the quickstart's build (what `make run` builds first): `make build` adds every case";
+    std::cerr << "\n";
     return 3;
   }
   RunInfo info;
