@@ -46,7 +46,7 @@ sample() {
   fds[$1]=$(ls "/proc/$run_pid/fd" 2>/dev/null | wc -l)
 }
 started() { # rounds whose folder exists
-  find "$work/results" -mindepth 3 -maxdepth 3 -type d -name 'round*' 2>/dev/null | wc -l
+  { find "$work/results" -mindepth 3 -maxdepth 3 -type d -name 'round*' 2>/dev/null || true; } | wc -l
 }
 # The rank of a LeNet-5 round: the child of the node agent whose --out is that round's folder.
 rank_of_round() {
