@@ -471,8 +471,7 @@ TEST(BadInputSignals, CtrlCInTokenizeLeavesNothing) {
   spec.argv = {XPUPERF_BINARY, "data", "tokenize", "--synthetic-tokens", "400000000", "-o", dir.path() + "/ds/big"};
   spec.log_path = dir.path() + "/out.log";
   auto p = Process::start(spec);
-  while (p->running() && !fs::exists(dir.path() + "/ds/big.bin.partial"))
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_until(*p, [&] { return fs::exists(dir.path() + "/ds/big.bin.partial"); });
   ASSERT_TRUE(p->running()) << test::read_file(spec.log_path);
   ::kill(p->pid(), SIGINT);
   const ExitStatus status = p->wait(std::nullopt);

@@ -1,9 +1,11 @@
 #pragma once
 // Runs the xpuperf binary as a user would, for the command-line tests.
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -48,6 +50,17 @@ inline bool run_ok(std::vector<std::string> argv, const std::map<std::string, st
     return run_process(spec, std::chrono::duration<double>(limit_s)).ok();
   } catch (const ProcessError&) {
     return false;
+  }
+}
+
+// Polls `ready` until it holds or `process` has ended (then the event will never come); no
+// deadline of its own that a loaded machine could pass: ctest's TIMEOUT is the backstop.
+template <typename Ready>
+bool wait_until(Process& process, Ready ready) {
+  for (;;) {
+    if (ready()) return true;
+    if (!process.running()) return ready();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 

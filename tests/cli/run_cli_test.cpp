@@ -159,17 +159,6 @@ TEST_F(RunCli, AFailingRankFailsItsRoundAndThePlanGoesOn) {
   EXPECT_TRUE(has(status["nodes"][0]["log_tails"]["rank0.out.log"].dump(), "does not exist")) << status.dump(2);
 }
 
-// Polls `ready` until it holds or the controller has ended (then the event will never come);
-// no deadline of its own that a loaded machine could pass: ctest's TIMEOUT is the backstop.
-template <typename Ready>
-bool wait_until(Process& controller, Ready ready) {
-  for (;;) {
-    if (ready()) return true;
-    if (!controller.running()) return ready();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
 // The pid of the running rank whose command line holds `needle` (0 when none).
 int rank_pid_with(const std::string& needle) {
   for (const auto& entry : fs::directory_iterator("/proc")) {

@@ -175,7 +175,7 @@ TEST(Distributed, ARankThatCannotReachTheStoreTimesOutWithAMessage) {
   options.timeout = std::chrono::milliseconds(1500);
   const auto start = std::chrono::steady_clock::now();
   try {
-    Distributed::create(env_for(1, 2, free_port()), torch::kCPU, options);
+    Distributed::create(env_for(1, 2, free_local_port()), torch::kCPU, options);
     FAIL() << "expected DistributedError";
   } catch (const DistributedError& e) {
     EXPECT_NE(std::string(e.what()).find("rank 1 cannot reach the rendezvous store at 127.0.0.1:"), std::string::npos)

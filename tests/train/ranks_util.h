@@ -12,10 +12,6 @@
 
 namespace xpuperf::train {
 
-inline int free_port() {
-  return free_local_port();
-}
-
 inline RankEnv env_for(int rank, int world, int port) {
   RankEnv env;
   env.rank = env.local_rank = rank;
@@ -30,7 +26,7 @@ inline RankEnv env_for(int rank, int world, int port) {
 // Runs `body(rank, port)` on `n` ranks as threads of this process; `port` is the store's.
 template <typename Body>
 void on_ranks(int n, Body body) {
-  const int port = free_port();
+  const int port = free_local_port();
   std::vector<std::future<void>> ranks;
   for (int r = 0; r < n; ++r) ranks.push_back(std::async(std::launch::async, [&body, r, port] { body(r, port); }));
   for (auto& r : ranks) r.get();
