@@ -285,7 +285,8 @@ std::vector<Probe> probes() {
                                                  d.path() + "/ds"};
                },
                0,
-               {"vocab.txt: 1000 tokens and no piece for some letters", "[UNK]"}});
+               {"vocab.txt: 1000 tokens and no piece for some letters", "[UNK]"},
+               {}});
   p.push_back({"AVocabBpeCutShortIsWarnedAbout",
                [vocab_skip](Dir d, std::string& skip) {
                  if (vocab_skip(skip)) return std::vector<std::string>{};
@@ -296,7 +297,8 @@ std::vector<Probe> probes() {
                                                  "-o",       d.path() + "/ds"};
                },
                0,
-               {"vocab.bpe: 1000 merges where", "need 50000"}});
+               {"vocab.bpe: 1000 merges where", "need 50000"},
+               {}});
 
   // Token datasets read by a language case.
   p.push_back({"ANegativeTokenIdIsRefused",
@@ -410,7 +412,8 @@ std::vector<Probe> probes() {
                  return std::vector<std::string>{"report", run};
                },
                0,
-               {"| lenet5:libtorch:CPU:1:1:3 | 2 / 3 |", "says ok, but no rank log has a FINISHED event"}});
+               {"| lenet5:libtorch:CPU:1:1:3 | 2 / 3 |", "says ok, but no rank log has a FINISHED event"},
+               {}});
   p.push_back({"CompareWithACutShortRunNamesIt",
                [](Dir d, std::string&) {
                  const std::string run = run_copy(d);

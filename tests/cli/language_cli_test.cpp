@@ -199,17 +199,17 @@ TEST_F(LanguageCli, LlmPrefillsPromptsFromTheGpt2TokenDataset) {
   const auto run = [&](const std::string& architecture) {
     std::vector<std::string> args = {"infer",      "--case", "llm",   "--vendor", "cpu",
                                      "--data-dir", data(),   "--out", dir.path()};
-    for (const std::string set : {"architecture=" + architecture,        std::string("train_data=linux-doc-gpt2"),
-                                  std::string("valid_share=0.1"),        std::string("vocab_size=50257"),
-                                  std::string("hidden_size=32"),         std::string("intermediate_size=48"),
-                                  std::string("num_hidden_layers=1"),    std::string("num_attention_heads=2"),
-                                  std::string("num_key_value_heads=2"),  std::string("max_position_embeddings=128"),
-                                  std::string("seq_length=32"),          std::string("prefill_samples=6"),
-                                  std::string("batch_size=4"),           std::string("latency_queries=2"),
-                                  std::string("decode_batch_sizes=[1]"), std::string("decode_prompt_tokens=8"),
-                                  std::string("decode_output_tokens=3"), std::string("max_batch=2"),
-                                  std::string("max_seq_len=64"),         std::string("length_bucket=16"),
-                                  std::string("offline_queries=0")})
+    for (const std::string& set : {"architecture=" + architecture,        std::string("train_data=linux-doc-gpt2"),
+                                   std::string("valid_share=0.1"),        std::string("vocab_size=50257"),
+                                   std::string("hidden_size=32"),         std::string("intermediate_size=48"),
+                                   std::string("num_hidden_layers=1"),    std::string("num_attention_heads=2"),
+                                   std::string("num_key_value_heads=2"),  std::string("max_position_embeddings=128"),
+                                   std::string("seq_length=32"),          std::string("prefill_samples=6"),
+                                   std::string("batch_size=4"),           std::string("latency_queries=2"),
+                                   std::string("decode_batch_sizes=[1]"), std::string("decode_prompt_tokens=8"),
+                                   std::string("decode_output_tokens=3"), std::string("max_batch=2"),
+                                   std::string("max_seq_len=64"),         std::string("length_bucket=16"),
+                                   std::string("offline_queries=0")})
       args.insert(args.end(), {"--set", set});
     return xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
   };

@@ -77,7 +77,7 @@ class DeviceBatchBuffers {
   void release(int buffer, void* stream);
 
  private:
-  int device_;
+  [[maybe_unused]] int device_;  // read only where the build has nvJPEG
   std::vector<std::uint8_t*> buffers_;
   std::vector<void*> released_;  // cudaEvent_t a buffer
   std::vector<bool> in_use_;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "xpuperf/core/files.h"
+#include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/load_generator.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/data/idx.h"
@@ -149,7 +150,10 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       }
     }
     const torch::Device device = train::choose_device(config.get_string("device", "auto"), 0);
-    if (!device.is_cuda()) torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    if (!device.is_cuda()) {
+      torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+      keep_freed_host_memory();
+    }
     const torch::Dtype dtype = engine_dtype(config, device);
     const int repeat = static_cast<int>(std::max<std::int64_t>(1, config.get_int("repeat")));
     const InferContext ctx{config, device};

@@ -8,6 +8,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
+#include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/core/training_switches.h"
 #include "xpuperf/data/shard_sampler.h"
@@ -247,6 +248,7 @@ TrainingOutcome run_training(TrainingCase& c, const Config& cfg, const RunInfo& 
     throw ConfigError(cfg.at("precision").source.str() + ": precision: fp16 needs a CUDA device with this LibTorch (" +
                       "this run is on " + device.str() + "); use bf16 or fp32 on the CPU");
   const OptimizerImpl optimizer_impl = parse_optimizer_impl(cfg, device);
+  if (!device.is_cuda()) keep_freed_host_memory();
   apply_tf32_setting(precision);
   // Lets cuDNN time its convolution algorithms on the first batch of each shape and keep the fastest.
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(cudnn_benchmark);
