@@ -1,0 +1,187 @@
+// The training runtime's numbers, held still while its code changes: every switch row of the CPU
+// sweep on a tiny GPT-2 (fp32, bf16, data parallel, accumulation, checkpointing, ZeRO-1/2/3, tensor,
+// pipeline and both), LeNet-5 on Fashion-MNIST and tiny ResNet-50 and ViT, each through
+// `xpuperf train` as a user runs it, six steps. Every step's loss and the final evaluation must
+// equal, to 1e-6, what tests/golden/training_curves.json recorded from main before the runtime
+// was rebuilt as strategies: the same operations in the same order give the same numbers.
+//
+// The numbers depend on LibTorch's kernels, so the file names the LibTorch it was recorded with and
+// another LibTorch skips the comparison (saying so). XPUPERF_UPDATE_GOLDEN=1 records a row anew:
+// do it only on a commit whose runtime is trusted, and say so in the commit.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "cli_util.h"
+#include "perflog_util.h"
+
+namespace xpuperf {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char* kFashion = "/usr/share/datasets/fashion-mnist";
+const std::string kGolden = test::test_path("golden/training_curves.json");
+
+struct Row {
+  std::string name;
+  std::string case_name;
+  int ranks;
+  std::vector<std::string> sets;
+};
+
+// A GPT-2 of two blocks of width 32 and 256 tokens on random ids, one thread a rank (the sums' order, and so
+// the numbers, do not change with the machine's cores).
+std::vector<std::string> tiny_gpt(std::vector<std::string> more) {
+  std::vector<std::string> sets = {"synthetic_data=true", "synthetic_tokens=8192",
+                                   "vocab_size=256",      "n_layer=2",
+                                   "n_embd=32",           "n_head=2",
+                                   "seq_length=16",       "train_batch_size=8",
+                                   "eval_batch_size=16",  "lr=0.003",
+                                   "warmup_steps=2",      "clip_grad_norm=0.5",
+                                   "precision=fp32"};
+  sets.insert(sets.end(), more.begin(), more.end());
+  return sets;
+}
+
+std::vector<std::string> tiny_image(std::vector<std::string> more) {
+  std::vector<std::string> sets = {"synthetic_data=true",
+                                   "synthetic_train_samples=64",
+                                   "synthetic_eval_samples=16",
+                                   "num_classes=10",
+                                   "image_size=32",
+                                   "resize_size=32",
+                                   "train_batch_size=8",
+                                   "eval_batch_size=8",
+                                   "warmup_epochs=0",
+                                   "warmup_steps=2",
+                                   "loader_threads=1",
+                                   "precision=fp32"};
+  sets.insert(sets.end(), more.begin(), more.end());
+  return sets;
+}
+
+void PrintTo(const Row& row, std::ostream* os) {
+  *os << row.name;
+}
+
+std::vector<Row> rows() {
+  return {
+      {"gpt2_fp32", "gpt2", 1, tiny_gpt({})},
+      {"gpt2_bf16", "gpt2", 1, tiny_gpt({"precision=bf16"})},
+      {"gpt2_dp2", "gpt2", 2, tiny_gpt({"train_batch_size=4"})},
+      {"gpt2_accumulation", "gpt2", 1, tiny_gpt({"train_batch_size=4", "global_batch_size=16"})},
+      {"gpt2_checkpointing", "gpt2", 1, tiny_gpt({"activation_checkpointing=true"})},
+      {"gpt2_zero1", "gpt2", 2, tiny_gpt({"train_batch_size=4", "zero_stage=1"})},
+      {"gpt2_zero2", "gpt2", 2, tiny_gpt({"train_batch_size=4", "zero_stage=2"})},
+      {"gpt2_zero3", "gpt2", 2, tiny_gpt({"train_batch_size=4", "zero_stage=3"})},
+      {"gpt2_tp2", "gpt2", 2, tiny_gpt({"tensor_parallel=2"})},
+      {"gpt2_pp2", "gpt2", 2, tiny_gpt({"train_batch_size=4", "global_batch_size=16", "pipeline_parallel=2"})},
+      {"gpt2_tp2_pp2", "gpt2", 4,
+       tiny_gpt({"train_batch_size=4", "global_batch_size=16", "tensor_parallel=2", "pipeline_parallel=2"})},
+      {"lenet5_fp32", "lenet5", 1, {"train_batch_size=64", "eval_batch_size=1000"}},
+      {"lenet5_dp2", "lenet5", 2, {"train_batch_size=32", "eval_batch_size=1000"}},
+      {"resnet50_tiny", "resnet50", 1, tiny_image({"lr=0.002"})},
+      {"vit_tiny", "vit", 1,
+       tiny_image({"lr=0.001", "patch_size=8", "num_layers=2", "hidden_dim=32", "num_heads=2", "mlp_dim=64"})},
+  };
+}
+
+// Rank 0's FINISHED event of `xpuperf train` with the row's settings and six steps.
+json finished_of_row(const Row& row) {
+  std::vector<std::string> args = {"train", "--case", row.case_name, "--vendor", "cpu", "--hardware", "CPU"};
+  if (row.ranks > 1) args.insert(args.end(), {"--nproc", std::to_string(row.ranks)});
+  if (row.case_name == "lenet5") args.insert(args.end(), {"--data-dir", kFashion});
+  std::vector<std::string> sets = row.sets;
+  sets.insert(sets.end(), {"max_steps=6", "log_freq=1", "eval_interval_epochs=0", "num_threads=1",
+                           "record_loss_curve=true", "seed=1234"});
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  const Result r = xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
+  if (r.code != 0) {
+    ADD_FAILURE() << row.name << ": exit " << r.code << "\n" << r.output;
+    return json();
+  }
+  const auto events = events_of(r.output);
+  const auto* finished = event_value(events, "FINISHED");
+  if (!finished) {
+    ADD_FAILURE() << row.name << ": no FINISHED event\n" << r.output;
+    return json();
+  }
+  if (!finished->contains("loss_curve") || !finished->contains("final_metric")) {
+    ADD_FAILURE() << row.name << ": FINISHED has no loss_curve or final_metric: " << finished->dump();
+    return json();
+  }
+  return {{"loss_curve", finished->at("loss_curve")}, {"final_metric", finished->at("final_metric")}};
+}
+
+// The recorded file; a row being recorded by another test process is written whole (record_row).
+json read_golden() {
+  const std::string text = fs::exists(kGolden) ? test::read_file(kGolden) : "";
+  return text.empty() ? json::object() : json::parse(text);
+}
+
+// Adds a row to the file. ctest runs the rows as processes side by side: a lock makes each
+// read-change-write whole.
+void record_row(const std::string& name, const json& value) {
+  const std::string lock = (fs::temp_directory_path() / "xpuperf-training-curves.lock").string();
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0) << lock;
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0) << lock;
+  json golden = read_golden();
+  if (!golden.is_object()) golden = json::object();
+  golden["libtorch"] = XPUPERF_TORCH_VERSION;
+  golden["rows"][name] = value;
+  // Through a temporary and a rename, so a test reading the file never sees half of it.
+  const std::string temporary = kGolden + ".partial";
+  std::ofstream(temporary) << golden.dump(1) << "\n";
+  fs::rename(temporary, kGolden);
+  ::close(fd);
+}
+
+void expect_near(const json& got, const json& want, const std::string& what) {
+  const double g = got.get<double>(), w = want.get<double>();
+  EXPECT_LE(std::abs(g - w), 1e-6 * std::max(1.0, std::abs(w))) << what << ": " << g << ", recorded " << w;
+}
+
+class GoldenCurves : public ::testing::TestWithParam<Row> {};
+
+TEST_P(GoldenCurves, AreTheRecordedOnes) {
+  const Row& row = GetParam();
+  if (row.case_name == "lenet5" && !fs::exists(std::string(kFashion) + "/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+  const char* update = std::getenv("XPUPERF_UPDATE_GOLDEN");
+  const bool recording = update && std::string(update) == "1";
+  const json golden = read_golden();
+  if (!recording) {
+    ASSERT_TRUE(golden.contains("rows") && golden["rows"].contains(row.name))
+        << kGolden << " has no row " << row.name << " (XPUPERF_UPDATE_GOLDEN=1 records it)";
+    if (golden.value("libtorch", "") != XPUPERF_TORCH_VERSION)
+      GTEST_SKIP() << kGolden << " was recorded with LibTorch " << golden.value("libtorch", "?") << ", this build has "
+                   << XPUPERF_TORCH_VERSION << ": other kernels, other last digits";
+  }
+  const json got = finished_of_row(row);
+  if (got.is_null()) return;
+  if (recording) {
+    record_row(row.name, got);
+    return;
+  }
+  const json& want = golden["rows"][row.name];
+  ASSERT_EQ(got["loss_curve"].size(), want["loss_curve"].size()) << row.name;
+  for (std::size_t i = 0; i < want["loss_curve"].size(); ++i)
+    expect_near(got["loss_curve"][i], want["loss_curve"][i], row.name + " step " + std::to_string(i + 1));
+  EXPECT_EQ(got["final_metric"]["name"], want["final_metric"]["name"]) << row.name;
+  expect_near(got["final_metric"]["value"], want["final_metric"]["value"], row.name + " final evaluation");
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, GoldenCurves, ::testing::ValuesIn(rows()),
+                         [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace xpuperf
