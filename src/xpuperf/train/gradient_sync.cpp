@@ -1,0 +1,120 @@
+#include "xpuperf/train/gradient_sync.h"
+
+#include <exception>
+
+#include "xpuperf/train/activation_checkpoint.h"
+#include "xpuperf/train/tensor_parallel.h"
+#include "xpuperf/train/zero.h"
+
+namespace xpuperf::train {
+namespace {
+
+class DataParallelSync : public GradientSync {
+ public:
+  explicit DataParallelSync(const SyncContext& ctx)
+      : data_(ctx.data), world_(ctx.world), split_(ctx.split), groups_(ctx.groups) {
+    if (ctx.settings.overlap_grad_reduce) data_.attach_gradient_hooks(split_.params);
+    optimizer_ = make_optimizer(ctx.cfg, ctx.model, ctx.optimizer_impl);
+  }
+  void zero_grad() override { optimizer_->zero_grad(); }
+  void begin_backward(bool last) override { data_.begin_step(last); }
+  void end_backward() override {}
+  void finish_step() override { data_.finish_step(split_.params); }
+  const std::vector<torch::Tensor>& stepped() const override { return split_.params; }
+  torch::Tensor gradient_norm() override {
+    const auto& pipeline = groups_.pipeline;
+    if (!groups_.tp && !pipeline) return train::gradient_norm(split_.params);
+    // The last stage's copy of a tied embedding is counted by the first.
+    const bool counts_tied = pipeline && pipeline->last() && !pipeline->first();
+    return model_parallel_gradient_norm(split_.params, split_.split, groups_.tp.get(),
+                                        pipeline ? &pipeline->group() : nullptr,
+                                        counts_tied ? split_.tied_across_stages : std::vector<torch::Tensor>{});
+  }
+  std::function<void(torch::Tensor&)> overflow_agreement() override {
+    // Each rank of a tensor-parallel group or a pipeline checked its own part.
+    if (!groups_.tp && !groups_.pipeline) return {};
+    return [this](torch::Tensor& found_inf) { world_.all_reduce_max(found_inf); };
+  }
+  void step() override { optimizer_->step(); }
+
+ protected:
+  StepOptimizer& optimizer() override { return *optimizer_; }
+
+ private:
+  Distributed& data_;
+  Distributed& world_;
+  const SplitModel& split_;
+  const ParallelGroups& groups_;
+  std::unique_ptr<StepOptimizer> optimizer_;
+};
+
+class ZeroSync : public GradientSync {
+ public:
+  explicit ZeroSync(const SyncContext& ctx) {
+    const int stage = static_cast<int>(ctx.settings.zero_stage);
+    std::vector<torch::Tensor> trained;
+    std::vector<bool> decays;
+    for (const auto& p : ctx.split.params) {
+      if (!p.requires_grad()) continue;
+      trained.push_back(p);
+      decays.push_back(takes_weight_decay(ctx.cfg, p));
+    }
+    std::vector<torch::nn::Module*> blocks;
+    const auto stacks = block_stacks(ctx.model);
+    for (auto* stack : stacks)
+      for (auto* block : stack->blocks()) blocks.push_back(block);
+    if (stage == 3 && blocks.empty())
+      throw ConfigError(ctx.cfg.at("zero_stage").source.str() +
+                        ": zero_stage: 3 shards the parameters of a model's blocks, and the model of " + ctx.case_name +
+                        " has none; use zero_stage: 2");
+    zero_ = std::make_unique<ZeroSharding>(ctx.data, trained, decays, stage, ctx.settings.bucket_bytes, blocks);
+    if (stage == 3) {
+      // The model outlives this run; the hooks come off (and the parameters back) when it ends.
+      for (auto* stack : stacks) stack->set_block_hooks(std::shared_ptr<BlockHooks>(zero_.get(), [](BlockHooks*) {}));
+      hooked_ = stacks;
+    }
+    shares_ = zero_->all_shares();
+    optimizer_ = make_optimizer(ctx.cfg, zero_->shares_with_decay(), zero_->shares_without_decay(), ctx.optimizer_impl);
+  }
+  ~ZeroSync() override {
+    if (hooked_.empty()) return;
+    for (auto* stack : hooked_) stack->set_block_hooks(nullptr);
+    // Gathering is collective: not while an error unwinds this rank alone.
+    if (std::uncaught_exceptions() == 0) zero_->gather_all();
+  }
+  void zero_grad() override { zero_->zero_grad(); }
+  void begin_backward(bool last) override { zero_->begin_backward(last); }
+  void end_backward() override { zero_->end_backward(); }
+  void finish_step() override {}  // end_backward of the last micro-batch left the averaged shares
+  const std::vector<torch::Tensor>& stepped() const override { return shares_; }
+  torch::Tensor gradient_norm() override { return zero_->gradient_norm(); }
+  std::function<void(torch::Tensor&)> overflow_agreement() override {
+    return [this](torch::Tensor& found_inf) { zero_->reduce_max(found_inf); };
+  }
+  void step() override {
+    optimizer_->step();
+    zero_->gather_parameters();
+  }
+  void gather_all() override { zero_->gather_all(); }
+  void describe(nlohmann::json& finished) const override {
+    finished["zero_owned_parameters"] = zero_->owned_elements();
+  }
+
+ protected:
+  StepOptimizer& optimizer() override { return *optimizer_; }
+
+ private:
+  std::unique_ptr<ZeroSharding> zero_;
+  std::vector<BlockStack*> hooked_;  // stage 3: the stacks whose blocks ZeRO gathers
+  std::vector<torch::Tensor> shares_;
+  std::unique_ptr<StepOptimizer> optimizer_;
+};
+
+}  // namespace
+
+std::unique_ptr<GradientSync> make_gradient_sync(const SyncContext& ctx) {
+  if (ctx.settings.zero_stage > 0) return std::make_unique<ZeroSync>(ctx);
+  return std::make_unique<DataParallelSync>(ctx);
+}
+
+}  // namespace xpuperf::train
