@@ -95,7 +95,7 @@ TEST_F(RunCli, RunsEveryRoundAndWritesTheResultTree) {
 
 TEST_F(RunCli, EveryRunIsRecordedInTheHistory) {
   const std::string db = dir.path() + "/history.db";
-  const std::string plan_path = plan(case_line("lenet5:libtorch:CPU:1:1:2"));
+  const std::string plan_path = plan(case_line("lenet5:libtorch:CPU:1:1:1"));
   for (int i = 0; i < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // run folders are named by the second
     ASSERT_EQ(xpuperf({"--root", test::test_path("fixtures/run_repo"), "run", plan_path}, dir.path(),
@@ -106,8 +106,8 @@ TEST_F(RunCli, EveryRunIsRecordedInTheHistory) {
   const Result h = xpuperf({"history", "--db", db, "--case", "lenet5"}, dir.path());
   EXPECT_EQ(h.code, 0) << h.output;
   std::size_t lines = 0;
-  for (auto at = h.output.find("| lenet5:libtorch:CPU:1:1:2 | 2 / 2 |"); at != std::string::npos;
-       at = h.output.find("| lenet5:libtorch:CPU:1:1:2 | 2 / 2 |", at + 1))
+  for (auto at = h.output.find("| lenet5:libtorch:CPU:1:1:1 | 1 / 1 |"); at != std::string::npos;
+       at = h.output.find("| lenet5:libtorch:CPU:1:1:1 | 1 / 1 |", at + 1))
     ++lines;
   EXPECT_EQ(lines, 2u) << h.output;
   EXPECT_TRUE(has(xpuperf({"history", "--db", db, "--case", "resnet"}, dir.path()).output, "No runs recorded"));
