@@ -125,28 +125,27 @@ TEST_F(LanguageCli, BertTrainsThroughRunOnKernelDocumentationWithTheLossFalling)
 // match it within a tolerance far below bf16's. (Checkpointing's row, and every other switch's
 // curve, is held still by golden_curves_test.cpp.)
 TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
-  std::vector<std::string> args = {
-      "sweep",
-      "gpt2",
-      "--vendor",
-      "cpu",
-      "--hardware",
-      "CPUx1x2",
-      "--data-dir",
-      data(),
-      "--steps",
-      "4",
-      "--warmup-steps",
-      "2",
-      "--repeats",
-      "1",
-      "--log-dir",
-      dir.path(),
-      "--loss-tolerance",
-      "0.001",
-      "--strategies",
-      "fp32; fp32+zero1; fp32+zero2; fp32+train_batch_size=4+global_batch_size=16; "
-      "fp32+pp2+train_batch_size=8+global_batch_size=16"};
+  std::vector<std::string> args = {"sweep",
+                                   "gpt2",
+                                   "--vendor",
+                                   "cpu",
+                                   "--hardware",
+                                   "CPUx1x2",
+                                   "--data-dir",
+                                   data(),
+                                   "--steps",
+                                   "4",
+                                   "--warmup-steps",
+                                   "2",
+                                   "--repeats",
+                                   "1",
+                                   "--log-dir",
+                                   dir.path(),
+                                   "--loss-tolerance",
+                                   "0.001",
+                                   "--strategies",
+                                   "fp32; fp32+zero1; fp32+zero2; fp32+train_batch_size=4+global_batch_size=16; "
+                                   "fp32+pp2+train_batch_size=8+global_batch_size=16"};
   for (const char* set : {"n_layer=2", "n_embd=32", "n_head=2", "seq_length=32", "num_threads=1", "valid_share=0.02",
                           "eval_batch_size=64", "lr=0.003"})
     args.insert(args.end(), {"--set", set});
