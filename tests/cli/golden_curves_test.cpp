@@ -95,7 +95,7 @@ std::vector<Row> rows() {
 }
 
 // Rank 0's FINISHED event of `xpuperf train` with the row's settings and six steps.
-json finished_of_row(const Row& row) {
+json finished_event_of_row(const Row& row) {
   std::vector<std::string> args = {"train", "--case", row.case_name, "--vendor", "cpu", "--hardware", "CPU"};
   if (row.ranks > 1) args.insert(args.end(), {"--nproc", std::to_string(row.ranks)});
   if (row.case_name == "lenet5") args.insert(args.end(), {"--data-dir", kFashion});
@@ -118,7 +118,14 @@ json finished_of_row(const Row& row) {
     ADD_FAILURE() << row.name << ": FINISHED has no loss_curve or final_metric: " << finished->dump();
     return json();
   }
-  return {{"loss_curve", finished->at("loss_curve")}, {"final_metric", finished->at("final_metric")}};
+  return *finished;
+}
+
+// What a golden row holds of it: every step's loss and the final evaluation.
+json finished_of_row(const Row& row) {
+  const json finished = finished_event_of_row(row);
+  if (finished.is_null()) return finished;
+  return {{"loss_curve", finished.at("loss_curve")}, {"final_metric", finished.at("final_metric")}};
 }
 
 // The recorded file; a row being recorded by another test process is written whole (record_row).
@@ -181,6 +188,60 @@ TEST_P(GoldenCurves, AreTheRecordedOnes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, GoldenCurves, ::testing::ValuesIn(rows()),
+                         [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
+
+// A tiny BERT (two layers of width 32, two heads, 64 intermediate units) on random WordPiece ids.
+// No dropout: a split attention draws its masks for its own heads, not the unsplit model's.
+std::vector<std::string> tiny_bert(std::vector<std::string> more) {
+  std::vector<std::string> sets = {"synthetic_data=true",
+                                   "synthetic_tokens=8192",
+                                   "vocab_size=256",
+                                   "num_hidden_layers=2",
+                                   "hidden_size=32",
+                                   "num_attention_heads=2",
+                                   "intermediate_size=64",
+                                   "seq_length=16",
+                                   "train_batch_size=8",
+                                   "eval_batch_size=16",
+                                   "lr=0.003",
+                                   "warmup_steps=2",
+                                   "clip_grad_norm=0.5",
+                                   "precision=fp32",
+                                   "dropout=0"};
+  sets.insert(sets.end(), more.begin(), more.end());
+  return sets;
+}
+
+// Tensor parallelism through `xpuperf train` on every transformer case: the model's heads and MLP
+// units split over two ranks that take the same batch give the unsplit model's loss curve and
+// evaluation within 1e-5 (the sums run in another order; any LibTorch). GPT-2's is a golden row
+// above, and the Llama model's is held in xpuperf_parallel_tests (it has no training case yet).
+class TensorParallelCurves : public ::testing::TestWithParam<Row> {};
+
+TEST_P(TensorParallelCurves, AreTheUnsplitModels) {
+  Row whole = GetParam();
+  whole.name += "_whole";
+  Row split = GetParam();
+  split.ranks = 2;
+  split.sets.push_back("tensor_parallel=2");
+  const json a = finished_event_of_row(split), b = finished_event_of_row(whole);
+  if (a.is_null() || b.is_null()) return;
+  EXPECT_EQ(a.value("tensor_parallel", 0), 2) << "the model was split: " << a.dump();
+  ASSERT_EQ(a["loss_curve"].size(), b["loss_curve"].size());
+  ASSERT_GE(b["loss_curve"].size(), 6u);
+  for (std::size_t i = 0; i < b["loss_curve"].size(); ++i) {
+    const double got = a["loss_curve"][i].get<double>(), want = b["loss_curve"][i].get<double>();
+    EXPECT_NEAR(got, want, 1e-5 * std::abs(want)) << split.name << " step " << i + 1;
+  }
+  const double got = a["final_metric"]["value"].get<double>(), want = b["final_metric"]["value"].get<double>();
+  EXPECT_NEAR(got, want, 1e-5 * std::max(1.0, std::abs(want))) << split.name << " final evaluation";
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, TensorParallelCurves,
+                         ::testing::Values(Row{"bert_tp2", "bert", 1, tiny_bert({})},
+                                           Row{"vit_tp2", "vit", 1,
+                                               tiny_image({"lr=0.001", "patch_size=8", "num_layers=2", "hidden_dim=32",
+                                                           "num_heads=2", "mlp_dim=64"})}),
                          [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
 
 }  // namespace

@@ -21,9 +21,9 @@
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/models/vit.h"
 #include "xpuperf/models/vocabulary_output.h"
+#include "xpuperf/torchrt/weights.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
-#include "xpuperf/train/weights.h"
 
 namespace xpuperf::models {
 namespace {
@@ -82,7 +82,7 @@ void expect_same_outputs(torch::nn::Module& model, const std::function<torch::Te
                          const std::string& name) {
   test::TempDir dir;
   if (!torchvision_reference(name, dir.path())) GTEST_SKIP() << "python3-torchvision is not installed";
-  EXPECT_EQ(train::load_weights(model, dir.path() + "/" + name + ".weights.pt"), "PyTorch state_dict");
+  EXPECT_EQ(torchrt::load_weights(model, dir.path() + "/" + name + ".weights.pt"), "PyTorch state_dict");
   model.eval();
   torch::NoGradGuard no_grad;
   const auto x = io_tensor(dir.path() + "/" + name + ".io.pt", "input");
@@ -194,11 +194,11 @@ TEST(LanguageModels, HuggingFacesTiedCopiesLoadWhenTheyEqualWhatTheyCopy) {
     return dir.path() + "/" + name;
   };
   auto target = GptLMHeadModel(g);
-  EXPECT_EQ(train::load_weights(*target, save("hf.pt"), GptLMHeadModelImpl::tied_weights()), "PyTorch state_dict");
+  EXPECT_EQ(torchrt::load_weights(*target, save("hf.pt"), GptLMHeadModelImpl::tied_weights()), "PyTorch state_dict");
   EXPECT_TRUE(torch::equal(target->transformer->wte->weight, source->transformer->wte->weight));
   // Without the model saying they are tied, the copy is an unexpected entry.
   try {
-    train::load_weights(*target, dir.path() + "/hf.pt");
+    torchrt::load_weights(*target, dir.path() + "/hf.pt");
     ADD_FAILURE() << "lm_head.weight was taken without a tie";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("unexpected: lm_head.weight"), std::string::npos) << e.what();
@@ -206,7 +206,7 @@ TEST(LanguageModels, HuggingFacesTiedCopiesLoadWhenTheyEqualWhatTheyCopy) {
   // A copy that differs is not this model's weights.
   dict.insert_or_assign("lm_head.weight", torch::zeros({64, 32}));
   try {
-    train::load_weights(*target, save("other.pt"), GptLMHeadModelImpl::tied_weights());
+    torchrt::load_weights(*target, save("other.pt"), GptLMHeadModelImpl::tied_weights());
     ADD_FAILURE() << "a differing tied copy was taken";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("lm_head.weight differs from transformer.wte.weight"), std::string::npos)
@@ -318,7 +318,7 @@ TEST(LanguageModels, Gpt2GivesHuggingFacesLogitsAndLoss) {
   test::TempDir dir;
   if (!hf_reference("gpt2", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
   auto m = GptLMHeadModel(GptConfig::gpt2_small());
-  EXPECT_EQ(train::load_weights(*m, dir.path() + "/gpt2.weights.pt", GptLMHeadModelImpl::tied_weights()),
+  EXPECT_EQ(torchrt::load_weights(*m, dir.path() + "/gpt2.weights.pt", GptLMHeadModelImpl::tied_weights()),
             "PyTorch state_dict");
   m->eval();
   torch::NoGradGuard no_grad;
@@ -332,7 +332,7 @@ TEST(LanguageModels, LlamaGivesHuggingFacesLogitsAndLoss) {
   test::TempDir dir;
   if (!hf_reference("llama", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
   auto m = LlamaForCausalLM(llama_small());
-  EXPECT_EQ(train::load_weights(*m, dir.path() + "/llama.weights.pt"), "PyTorch state_dict");
+  EXPECT_EQ(torchrt::load_weights(*m, dir.path() + "/llama.weights.pt"), "PyTorch state_dict");
   m->eval();
   torch::NoGradGuard no_grad;
   const auto ids = io_tensor(dir.path() + "/llama.io.pt", "input");
@@ -348,7 +348,7 @@ TEST(LanguageModels, LlamaWithTheFusedKernelsOnCudaGivesHuggingFacesLogits) {
   test::TempDir dir;
   if (!hf_reference("llama", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
   auto m = LlamaForCausalLM(llama_small());
-  EXPECT_EQ(train::load_weights(*m, dir.path() + "/llama.weights.pt"), "PyTorch state_dict");
+  EXPECT_EQ(torchrt::load_weights(*m, dir.path() + "/llama.weights.pt"), "PyTorch state_dict");
   m->to(torch::kCUDA);
   m->eval();
   m->fuse_for_inference();
@@ -364,7 +364,7 @@ TEST(LanguageModels, BertGivesHuggingFacesLogitsAndLoss) {
   test::TempDir dir;
   if (!hf_reference("bert", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
   auto m = BertForMaskedLM(BertConfig::base());
-  EXPECT_EQ(train::load_weights(*m, dir.path() + "/bert.weights.pt", BertForMaskedLMImpl::tied_weights()),
+  EXPECT_EQ(torchrt::load_weights(*m, dir.path() + "/bert.weights.pt", BertForMaskedLMImpl::tied_weights()),
             "PyTorch state_dict");
   m->eval();
   torch::NoGradGuard no_grad;
@@ -439,7 +439,7 @@ TEST(LanguageModels, Gpt2FirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
   test::TempDir dir;
   if (!have_cuda_and_reference("gpt2", dir.path())) GTEST_SKIP() << "needs CUDA and Hugging Face transformers";
   auto m = GptLMHeadModel(GptConfig::gpt2_small());
-  train::load_weights(*m, dir.path() + "/gpt2.weights.pt", GptLMHeadModelImpl::tied_weights());
+  torchrt::load_weights(*m, dir.path() + "/gpt2.weights.pt", GptLMHeadModelImpl::tied_weights());
   const auto ids = io_tensor(dir.path() + "/gpt2.io.pt", "input").cuda();
   expect_same_first_step(*m, dir.path(), "gpt2", [&] {
     // Hugging Face's logits are for every position, its loss each position's next token.
@@ -452,7 +452,7 @@ TEST(LanguageModels, BertFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
   test::TempDir dir;
   if (!have_cuda_and_reference("bert", dir.path())) GTEST_SKIP() << "needs CUDA and Hugging Face transformers";
   auto m = BertForMaskedLM(BertConfig::base());
-  train::load_weights(*m, dir.path() + "/bert.weights.pt", BertForMaskedLMImpl::tied_weights());
+  torchrt::load_weights(*m, dir.path() + "/bert.weights.pt", BertForMaskedLMImpl::tied_weights());
   const auto ids = io_tensor(dir.path() + "/bert.io.pt", "input").cuda();
   const auto labels = io_tensor(dir.path() + "/bert.io.pt", "labels").cuda();
   const auto types = torch::zeros_like(ids);

@@ -16,11 +16,15 @@
 #include "xpuperf/core/training_switches.h"
 #include "xpuperf/models/bert.h"
 #include "xpuperf/models/gpt.h"
-#include "xpuperf/train/model_parallel.h"
+#include "xpuperf/models/llama.h"
+#include "xpuperf/parallel/model_parallel.h"
+#include "xpuperf/parallel/zero.h"
 #include "xpuperf/train/runtime.h"
-#include "xpuperf/train/zero.h"
 
 namespace xpuperf::train {
+// The tests drive the layers below the runtime directly.
+using namespace xpuperf::parallel;
+using namespace xpuperf::torchrt;
 namespace {
 
 models::GptConfig tiny_gpt(double dropout) {
@@ -70,6 +74,39 @@ class TinyGptCase : public TrainingCase {
   models::GptLMHeadModel gpt{nullptr};
 };
 
+// The same rule tokens through a tiny Llama (RMSNorm, rotary positions, SwiGLU, grouped-query
+// attention: 4 query heads over 2 key/value heads, an untied output layer).
+class TinyLlamaCase : public TinyGptCase {
+ public:
+  std::shared_ptr<torch::nn::Module> model(const CaseContext& ctx) override {
+    static std::mutex building;
+    std::lock_guard<std::mutex> lock(building);
+    torch::manual_seed(42);
+    models::LlamaConfig c;
+    c.vocab = 64;
+    c.hidden = 32;
+    c.intermediate = 64;
+    c.layers = 2;
+    c.heads = 4;
+    c.kv_heads = 2;
+    c.max_positions = 16;
+    llama = models::LlamaForCausalLM(c);
+    llama->to(ctx.device);
+    return llama.ptr();
+  }
+  torch::Tensor forward_step(const Batch& batch) override { return loss(batch[0]); }
+  void evaluate(const Batch& batch, MetricSums& sums) override {
+    const auto n = static_cast<double>(batch[0].size(0));
+    sums.add("loss", loss(batch[0]).item<double>() * n, n);
+  }
+  torch::Tensor loss(const torch::Tensor& ids) {
+    const auto logits = llama->forward(ids.narrow(1, 0, ids.size(1) - 1));
+    return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
+                                     ids.narrow(1, 1, ids.size(1) - 1).reshape({-1}));
+  }
+  models::LlamaForCausalLM llama{nullptr};
+};
+
 const std::string kGptConfig =
     "target_metric: loss\ntarget_mode: min\ntarget_value: 0\nmax_epochs: 0\nmax_steps: 6\nlog_freq: 0\n"
     "eval_interval_epochs: 0\noptimizer: adamw\nlr: 0.01\nweight_decay: 0.1\nweight_decay_skip_1d: true\n"
@@ -81,10 +118,11 @@ struct GptRun {
   nlohmann::json finished;
 };
 
+template <typename Case = TinyGptCase>
 GptRun run_gpt(const std::string& overrides, int world = 1) {
   std::vector<std::string> outs(static_cast<std::size_t>(world));
   on_ranks(world, [&](int rank, int port) {
-    TinyGptCase c;
+    Case c;
     RunInfo info;
     info.case_name = "tinygpt:libtorch";
     info.vendor = "cpu";
@@ -165,6 +203,29 @@ TEST(TensorParallel, SplitHeadsAndUnitsGiveTheUnsplitLossCurve) {
   // Two groups of two (data parallelism over them) against two data-parallel ranks, with accumulation.
   const std::string accumulate = "train_batch_size: 4\nglobal_batch_size: 16\n";
   expect_same_curve(run_gpt(accumulate + "tensor_parallel: 2\n", 4).curve, run_gpt(accumulate, 2).curve, 1e-5);
+}
+
+TEST(TensorParallel, LlamaSplitsHeadsUnitsAndVocabularyWithTheUnsplitLossCurve) {
+  SKIP_WITHOUT_GLOO();
+  // Query and key/value heads, the SwiGLU units and the embedding's vocabulary rows over two ranks.
+  const std::string clip = "clip_grad_norm: 0.5\nlog_freq: 1\n";
+  const auto whole = run_gpt<TinyLlamaCase>(clip);
+  ASSERT_EQ(whole.curve.size(), 6u);
+  EXPECT_LT(whole.curve.back(), whole.curve.front() - 0.1) << "the tiny Llama learns";
+  expect_same_curve(run_gpt<TinyLlamaCase>(clip + "tensor_parallel: 2\n", 2).curve, whole.curve, 1e-5);
+}
+
+TEST(TensorParallel, ASplitTheModelCannotMakeNamesItsSize) {
+  SKIP_WITHOUT_GLOO();
+  // Four ranks over the tiny Llama's two key/value heads.
+  try {
+    run_gpt<TinyLlamaCase>("tensor_parallel: 4\n", 4);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not divide Llama's 2 key/value heads (num_key_value_heads)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 double final_loss(const GptRun& run) {

@@ -7,11 +7,13 @@
 
 #include "ranks_util.h"
 #include "toy_case.h"
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/train/precision.h"
 #include "xpuperf/train/runtime.h"
 
 namespace xpuperf::train {
+// The tests drive the layers below the runtime directly.
+using namespace xpuperf::torchrt;
 namespace {
 
 TEST(LossScaler, SkipsNonFiniteStepsAndBacksOff) {

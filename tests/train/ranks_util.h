@@ -8,7 +8,7 @@
 
 #include "xpuperf/core/process.h"
 #include "xpuperf/core/rank_env.h"
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/torchrt/distributed.h"
 
 namespace xpuperf::train {
 
@@ -21,7 +21,7 @@ inline RankEnv env_for(int rank, int world, int port) {
 }
 
 #define SKIP_WITHOUT_GLOO() \
-  if (!Distributed::has_backend("gloo")) GTEST_SKIP() << "this build has no Gloo"
+  if (!torchrt::Distributed::has_backend("gloo")) GTEST_SKIP() << "this build has no Gloo"
 
 // Runs `body(rank, port)` on `n` ranks as threads of this process; `port` is the store's.
 template <typename Body>

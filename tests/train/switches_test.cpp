@@ -15,6 +15,8 @@
 #include "xpuperf/train/runtime.h"
 
 namespace xpuperf::train {
+// The tests drive the layers below the runtime directly.
+using namespace xpuperf::torchrt;
 namespace {
 
 // A small convolutional classifier with batch norm, biases and a classifier, as the vision

@@ -11,13 +11,13 @@
 #include <thread>
 
 #include "xpuperf/base/base_benchmark.h"
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/torchrt/distributed.h"
 
 namespace xpuperf::base {
 
 namespace {
 
-using train::Distributed;
+using torchrt::Distributed;
 
 class Collective : public BaseBenchmark {
  public:
@@ -27,7 +27,7 @@ class Collective : public BaseBenchmark {
     if (ctx.env.world_size < 2)
       return "a collective needs at least 2 ranks: run it with nproc >= 2 (plan key ...:1:2:1, or --nproc 2)";
     const std::string group = backend_ == "cuda" ? "nccl" : "gloo";
-    if (!Distributed::has_backend(group)) return "this build has no " + group + " process group";
+    if (!torchrt::Distributed::has_backend(group)) return "this build has no " + group + " process group";
     if (backend_ == "cuda" && !torch::cuda::is_available()) return "no CUDA device (or no driver) on this host";
     if (op_ == "reducescatter" && group == "gloo")
       return "Gloo has no reduce-scatter (run it on an accelerator with NCCL)";
@@ -38,9 +38,9 @@ class Collective : public BaseBenchmark {
     const bool cuda = backend_ == "cuda";
     const torch::Device device =
         cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ctx.device)) : torch::Device(torch::kCPU);
-    train::DistributedOptions options;
+    torchrt::DistributedOptions options;
     options.backend = cuda ? "nccl" : "gloo";
-    auto dist = Distributed::create(ctx.env, device, options);
+    auto dist = torchrt::Distributed::create(ctx.env, device, options);
     const int n = ctx.env.world_size;
     const auto sync = [&] {
       if (cuda) torch::cuda::synchronize(ctx.device);
@@ -128,7 +128,7 @@ class Collective : public BaseBenchmark {
   // Runs the collective once on known values and counts the elements that differ from what it
   // must give, summed over ranks.
   template <typename Sync>
-  std::int64_t check(Distributed& dist, int n, int rank, std::int64_t count, const torch::TensorOptions& opts,
+  std::int64_t check(torchrt::Distributed& dist, int n, int rank, std::int64_t count, const torch::TensorOptions& opts,
                      const Sync& sync) {
     const std::int64_t share = count / n;
     // Positions in int64 (float32 cannot count past 2^24); the data are small integers, exact in float.

@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "xpuperf/core/config.h"
-#include "xpuperf/train/weights.h"
+#include "xpuperf/torchrt/weights.h"
 
 namespace xpuperf::infer {
 
@@ -12,7 +12,7 @@ std::string load_case_weights(torch::nn::Module& model, const InferContext& ctx,
   const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
   if (!path.empty()) {
     try {
-      train::load_weights(model, path, tied);
+      torchrt::load_weights(model, path, tied);
     } catch (const std::runtime_error& e) {
       throw ConfigError(std::string("checkpoint: ") + e.what());
     }

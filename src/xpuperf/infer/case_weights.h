@@ -11,7 +11,7 @@
 namespace xpuperf::infer {
 
 // What every case's create_model does with the model it built: loads `checkpoint` (the engine's
-// file), else the config's `checkpoint:`, into it (train::load_weights: a LibTorch archive or a
+// file), else the config's `checkpoint:`, into it (torchrt::load_weights: a LibTorch archive or a
 // Python state_dict; `tied`: copies the file may hold, alias → the model's name), puts it on the
 // case's device in eval mode, and returns ""; or, with no file, keeps the random weights and
 // returns their caveat, ending with `how_to_give` (what to set `checkpoint:` to). A file that

@@ -33,7 +33,7 @@ class DecoderEngine {
   ~DecoderEngine();
 
   // `prompts` (rows, tokens) into slots first_slot.. first_slot + rows - 1; each row's first output
-  // token is picked. Asynchronous on CUDA (train::synchronize to time it).
+  // token is picked. Asynchronous on CUDA (torchrt::synchronize to time it).
   void prefill(std::int64_t first_slot, const torch::Tensor& prompts);
   // One token for each of `busy` (ascending slots); the rows up to the last busy one run together.
   void decode(const std::vector<std::int64_t>& busy);

@@ -10,7 +10,7 @@
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/strings.h"
 #include "xpuperf/infer/op_profile.h"
-#include "xpuperf/train/runtime.h"
+#include "xpuperf/torchrt/device.h"
 
 namespace xpuperf::infer {
 
@@ -30,11 +30,11 @@ class EngineBackend : public loadgen::Backend {
   std::int64_t slots() const override { return slots_; }
   void prefill(std::int64_t slot, const loadgen::Query&, std::size_t index) override {
     engine_.prefill(slot, prompts_[index]);
-    train::synchronize(device_);
+    torchrt::synchronize(device_);
   }
   void decode(const std::vector<std::int64_t>& busy) override {
     engine_.decode(busy);
-    train::synchronize(device_);
+    torchrt::synchronize(device_);
   }
 
  private:
@@ -65,11 +65,11 @@ double measure_copy_bandwidth(const torch::Device& device) {
   const auto options = torch::TensorOptions().device(device).dtype(torch::kByte);
   auto from = torch::ones({bytes}, options), to = torch::empty({bytes}, options);
   to.copy_(from);
-  train::synchronize(device);
+  torchrt::synchronize(device);
   const int copies = 10;
   const double t0 = steady_seconds();
   for (int i = 0; i < copies; ++i) to.copy_(from);
-  train::synchronize(device);
+  torchrt::synchronize(device);
   return 2.0 * static_cast<double>(bytes) * copies / (steady_seconds() - t0);
 }
 
@@ -94,7 +94,7 @@ json profile_decode(const std::shared_ptr<torch::nn::Module>& module, models::Ca
   const std::vector<std::int64_t> busy = first_slots(options.slots);
   engine.prefill(0, prompts);
   engine.decode(busy);  // warm, so first-call work is not counted
-  train::synchronize(device);
+  torchrt::synchronize(device);
   // Each step adds a position: the steps stay inside the sequence's room.
   const std::int64_t steps = std::min(s.profile_steps, options.max_tokens - s.decode_prompt_tokens - 1);
   const std::vector<OpTime> ops = profile_ops(
@@ -135,14 +135,14 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
       const std::vector<std::int64_t> busy = first_slots(batch);
       engine.prefill(0, prompts);  // untimed: the kernels' first use
       engine.decode(busy);
-      train::synchronize(device);
+      torchrt::synchronize(device);
       const double start = steady_seconds();
       engine.prefill(0, prompts);
-      train::synchronize(device);
+      torchrt::synchronize(device);
       const double first = steady_seconds();
       const std::int64_t steps = s.decode_output_tokens - 1;
       for (std::int64_t i = 0; i < steps; ++i) engine.decode(busy);
-      train::synchronize(device);
+      torchrt::synchronize(device);
       const double end = steady_seconds();
       const double tpot = steps > 0 ? (end - first) / static_cast<double>(steps) : 0;
       // The bound: the weights once a step, and each sequence's cache at its mean length.

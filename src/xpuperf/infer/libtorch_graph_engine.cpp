@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "xpuperf/infer/engine.h"
-#include "xpuperf/infer/folding.h"
+#include "xpuperf/models/folding.h"
 #ifdef XPUPERF_HAVE_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -31,7 +31,7 @@ class LibTorchGraphEngine : public Engine {
     channels_last_ = config.get_bool("channels_last", true);
     const torch::NoGradGuard no_grad;
     model_->eval();
-    const int folded = fold_all_batchnorm(*model_, {cudnn_fusion});
+    const int folded = models::fold_all_batchnorm(*model_, {cudnn_fusion});
     model_->to(dtype_);
     if (channels_last_) make_channels_last(*model_);
     describe_ = "libtorch-graph, " + precision_name(dtype_) + ", " + (device_.is_cuda() ? "cuda" : "cpu") + ", " +

@@ -23,7 +23,7 @@
 #include "xpuperf/infer/generation.h"
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/infer/op_profile.h"
-#include "xpuperf/train/runtime.h"
+#include "xpuperf/torchrt/device.h"
 
 namespace xpuperf::infer {
 
@@ -53,18 +53,18 @@ PassResult timed_passes(const Batches& batches, int repeat, const torch::Device&
   if (batches.count > 0) {  // one untimed batch first: lazy initialisation, kernel selection
     double foo = 0;
     forward(batches.load(0).input.to(device), foo);
-    train::synchronize(device);
+    torchrt::synchronize(device);
   }
   const double start = steady_seconds();
   for (int pass = 0; pass < repeat; ++pass) {
     for (std::size_t i = 0; i < batches.count; ++i) {
       const Batch batch = batches.load(i);
       const torch::Tensor input = batch.input.to(device);
-      train::synchronize(device);
+      torchrt::synchronize(device);
       const double t0 = steady_seconds();
       double foo = 0;
       const torch::Tensor out = forward(input, foo);
-      train::synchronize(device);
+      torchrt::synchronize(device);
       r.core += steady_seconds() - t0 - foo;
       r.foo += foo;
       if (pass == 0) {
@@ -149,7 +149,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
                           ") is not an engine of this build (built: " + built + "; null runs validation only)");
       }
     }
-    const torch::Device device = train::choose_device(config.get_string("device", "auto"), 0);
+    const torch::Device device = torchrt::choose_device(config.get_string("device", "auto"), 0);
     if (!device.is_cuda()) {
       torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
       keep_freed_host_memory();
@@ -246,10 +246,10 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
         for (std::int64_t q = 0; q < queries; ++q) {
           const std::int64_t at = (q * bs) % (first.size(0) - bs + 1);
           const torch::Tensor x = first.slice(0, at, at + bs).to(device);
-          train::synchronize(device);
+          torchrt::synchronize(device);
           const double t = steady_seconds();
           const EngineOutput o = engine->infer(x);
-          train::synchronize(device);
+          torchrt::synchronize(device);
           ms.push_back((steady_seconds() - t - o.foo_time) * 1e3);
         }
         // As LoadGen takes percentiles (the generation scenarios too): index ⌊n × p⌋ of the sorted.
@@ -262,7 +262,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
       if (const std::int64_t n = config.get_int("profile_batches", 0); n > 0 && first.defined()) {
         const torch::Tensor x = first.narrow(0, 0, std::min(batches.batch_size, first.size(0))).to(device);
         engine->infer(x);  // warm, so first-call work is not counted
-        train::synchronize(device);
+        torchrt::synchronize(device);
         const std::vector<OpTime> ops = profile_ops(
             [&] {
               for (std::int64_t i = 0; i < n; ++i) engine->infer(x);

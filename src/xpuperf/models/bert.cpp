@@ -2,7 +2,7 @@
 
 #include "xpuperf/models/linear.h"
 #include "xpuperf/models/vocabulary_output.h"
-#include "xpuperf/train/compat.h"
+#include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
 
@@ -12,8 +12,9 @@ namespace {
 
 constexpr double kBertInitStd = 0.02;
 
-nn::Linear bert_linear(std::int64_t in, std::int64_t out) {
-  nn::Linear l(in, out);
+template <typename Layer = nn::Linear>
+Layer bert_linear(std::int64_t in, std::int64_t out) {
+  Layer l(in, out);
   nn::init::normal_(l->weight, 0.0, kBertInitStd);
   nn::init::zeros_(l->bias);
   return l;
@@ -32,19 +33,20 @@ nn::Embedding bert_embedding(std::int64_t n, std::int64_t d) {
 }  // namespace
 
 BertSelfAttentionImpl::BertSelfAttentionImpl(const BertConfig& c) {
-  query = register_module("query", bert_linear(c.hidden, c.hidden));
-  key = register_module("key", bert_linear(c.hidden, c.hidden));
-  value = register_module("value", bert_linear(c.hidden, c.hidden));
+  using parallel::ColumnParallelLinear;
+  query = register_module("query", bert_linear<ColumnParallelLinear>(c.hidden, c.hidden));
+  key = register_module("key", bert_linear<ColumnParallelLinear>(c.hidden, c.hidden));
+  value = register_module("value", bert_linear<ColumnParallelLinear>(c.hidden, c.hidden));
 }
 
 BertAddNormImpl::BertAddNormImpl(std::int64_t in, const BertConfig& c) {
-  dense = register_module("dense", bert_linear(in, c.hidden));
+  dense = register_module("dense", bert_linear<parallel::RowParallelLinear>(in, c.hidden));
   LayerNorm = register_module("LayerNorm", bert_norm(c));
   dropout = register_module("dropout", nn::Dropout(c.dropout));
 }
 
 torch::Tensor BertAddNormImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
-  return LayerNorm(dropout(linear(*dense, x)) + residual);
+  return LayerNorm(dropout(dense(x)) + residual);
 }
 
 BertAttentionImpl::BertAttentionImpl(const BertConfig& c) : heads(c.heads), attention_dropout(c.attention_dropout) {
@@ -54,17 +56,27 @@ BertAttentionImpl::BertAttentionImpl(const BertConfig& c) : heads(c.heads), atte
 }
 
 torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
-  const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
-  auto split = [&](const torch::Tensor& y) { return y.view({b, t, heads, hd}).transpose(1, 2); };
-  const auto y = train::compat::attention(split(linear(*self->query, x)), split(linear(*self->key, x)),
-                                          split(linear(*self->value, x)), attention_dropout, is_training(), false, keep)
+  const auto b = x.size(0), t = x.size(1), width = self->query->weight.size(0), hd = width / heads;
+  auto by_head = [&](const torch::Tensor& y) { return y.view({b, t, heads, hd}).transpose(1, 2); };
+  const auto y = compat::attention(by_head(self->query(x)), by_head(self->key(x)), by_head(self->value(x)),
+                                   attention_dropout, is_training(), false, keep)
                      .transpose(1, 2)
-                     .reshape({b, t, d});
+                     .reshape({b, t, width});
   return output(y, x);
 }
 
+void BertAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
+  const std::int64_t parts = group->size();
+  if (heads % parts != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide BERT's " +
+                                std::to_string(heads) + " attention heads (num_attention_heads)");
+  for (auto* layer : {&self->query, &self->key, &self->value}) (*layer)->split(group);
+  output->dense->split(group);
+  heads /= parts;
+}
+
 BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c) {
-  dense = register_module("dense", bert_linear(c.hidden, c.intermediate));
+  dense = register_module("dense", bert_linear<parallel::ColumnParallelLinear>(c.hidden, c.intermediate));
 }
 
 BertLayerImpl::BertLayerImpl(const BertConfig& c) {
@@ -75,7 +87,17 @@ BertLayerImpl::BertLayerImpl(const BertConfig& c) {
 
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
   const auto a = attention(x, keep);
-  return output(torch::gelu(linear(*intermediate->dense, a)), a);
+  return output(torch::gelu(intermediate->dense(a)), a);
+}
+
+void BertLayerImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
+  const std::int64_t parts = group->size(), units = intermediate->dense->weight.size(0);
+  if (units % parts != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide BERT's " +
+                                std::to_string(units) + " intermediate units (intermediate_size)");
+  attention->split(group);
+  intermediate->dense->split(group);
+  output->dense->split(group);
 }
 
 BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c) {
@@ -142,6 +164,10 @@ BertMlmHeadImpl::BertMlmHeadImpl(const BertConfig& c) {
 BertForMaskedLMImpl::BertForMaskedLMImpl(const BertConfig& c) : config(c) {
   bert = register_module("bert", BertModel(c));
   cls = register_module("cls", BertMlmHead(c));
+}
+
+void BertForMaskedLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {
+  for (const auto& layer : *bert->encoder->layer) layer->as<BertLayer>()->split(tp);
 }
 
 torch::Tensor BertForMaskedLMImpl::predict(const torch::Tensor& hidden, const torch::Tensor& labels) {

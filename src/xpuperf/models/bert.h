@@ -13,7 +13,8 @@
 #include <string>
 
 #include "xpuperf/core/config.h"
-#include "xpuperf/train/activation_checkpoint.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
+#include "xpuperf/parallel/parallel_linear.h"
 
 namespace xpuperf::models {
 
@@ -40,7 +41,7 @@ BertConfig bert_config_from(const Config& cfg, BertConfig base);
 // output.{dense,LayerNorm}}, cls.predictions.{transform.{dense,LayerNorm}, bias}.
 struct BertSelfAttentionImpl : torch::nn::Module {
   explicit BertSelfAttentionImpl(const BertConfig& c);
-  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
+  parallel::ColumnParallelLinear query{nullptr}, key{nullptr}, value{nullptr};
 };
 TORCH_MODULE(BertSelfAttention);
 
@@ -48,7 +49,7 @@ TORCH_MODULE(BertSelfAttention);
 struct BertAddNormImpl : torch::nn::Module {
   BertAddNormImpl(std::int64_t in, const BertConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual);
-  torch::nn::Linear dense{nullptr};
+  parallel::RowParallelLinear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};
   torch::nn::Dropout dropout{nullptr};
 };
@@ -57,7 +58,10 @@ TORCH_MODULE(BertAddNorm);
 struct BertAttentionImpl : torch::nn::Module {
   explicit BertAttentionImpl(const BertConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& keep);
-  std::int64_t heads;
+  // Tensor parallelism: keeps this rank's heads (query, key and value's rows of them, the output's
+  // columns).
+  void split(std::shared_ptr<parallel::TensorParallel> group);
+  std::int64_t heads;  // this rank's
   double attention_dropout;
   BertSelfAttention self{nullptr};
   BertAddNorm output{nullptr};
@@ -66,13 +70,15 @@ TORCH_MODULE(BertAttention);
 
 struct BertIntermediateImpl : torch::nn::Module {
   explicit BertIntermediateImpl(const BertConfig& c);
-  torch::nn::Linear dense{nullptr};
+  parallel::ColumnParallelLinear dense{nullptr};
 };
 TORCH_MODULE(BertIntermediate);
 
 struct BertLayerImpl : torch::nn::Module {
   explicit BertLayerImpl(const BertConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& keep);
+  // Tensor parallelism: the attention's heads and the intermediate units.
+  void split(std::shared_ptr<parallel::TensorParallel> group);
   BertAttention attention{nullptr};
   BertIntermediate intermediate{nullptr};
   BertAddNorm output{nullptr};
@@ -88,7 +94,7 @@ struct BertEmbeddingsImpl : torch::nn::Module {
 };
 TORCH_MODULE(BertEmbeddings);
 
-struct BertEncoderImpl : torch::nn::Module, train::BlockStack {
+struct BertEncoderImpl : torch::nn::Module, parallel::BlockStack {
   explicit BertEncoderImpl(const BertConfig& c);
   std::vector<torch::nn::Module*> blocks() override;
   // Every layer over x; mask as BertLayer takes it.
@@ -127,8 +133,10 @@ struct BertMlmHeadImpl : torch::nn::Module {
 };
 TORCH_MODULE(BertMlmHead);
 
-struct BertForMaskedLMImpl : torch::nn::Module {
+struct BertForMaskedLMImpl : torch::nn::Module, parallel::TensorParallelModel {
   explicit BertForMaskedLMImpl(const BertConfig& c = BertConfig::base());
+  // Each layer's heads and intermediate units; the embeddings and the prediction head stay whole.
+  void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
   // Logits at the positions where labels >= 0 (the masked ones), in row-major order.
   torch::Tensor predict(const torch::Tensor& hidden, const torch::Tensor& labels);
   // The masked-LM loss (labels: the original id at masked positions, -100 elsewhere) and the share

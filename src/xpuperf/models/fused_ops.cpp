@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "xpuperf/models/kv_cache.h"
-#include "xpuperf/train/compat.h"
+#include "xpuperf/torchrt/compat.h"
 
 #ifdef XPUPERF_HAVE_TORCH_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -167,7 +167,7 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
     if (auto done = kernel_add_rms_norm(x, delta, weight, eps)) return *done;
 #endif
   const auto sum = delta.defined() ? x + delta : x;
-  return {sum, train::compat::rms_norm(sum, weight, eps)};
+  return {sum, compat::rms_norm(sum, weight, eps)};
 }
 
 torch::Tensor silu_mul(const torch::Tensor& gate_up, [[maybe_unused]] bool use_kernels) {

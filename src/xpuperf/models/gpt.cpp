@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "xpuperf/models/vocabulary_output.h"
-#include "xpuperf/train/compat.h"
+#include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
 
@@ -13,107 +13,62 @@ namespace {
 constexpr double kInitStd = 0.02;  // GPT-2's initialiser range
 }
 
-Conv1DImpl::Conv1DImpl(std::int64_t in, std::int64_t out, double init_std) {
-  weight = register_parameter("weight", torch::empty({in, out}));
-  bias = register_parameter("bias", torch::zeros({out}));
-  nn::init::normal_(weight, 0.0, init_std);
-}
-
-torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
-  return torch::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view([&] {
-    auto sizes = x.sizes().vec();
-    sizes.back() = weight.size(1);
-    return sizes;
-  }());
-}
-
 GptAttentionImpl::GptAttentionImpl(const GptConfig& c) : heads(c.heads), dropout(c.dropout) {
   TORCH_CHECK(c.hidden % c.heads == 0, "GPT: hidden size ", c.hidden, " is not a multiple of the ", c.heads, " heads");
-  c_attn = register_module("c_attn", Conv1D(c.hidden, 3 * c.hidden, kInitStd));
+  c_attn =
+      register_module("c_attn", parallel::Conv1D(c.hidden, 3 * c.hidden, kInitStd, parallel::Conv1DSplit::Columns));
   // GPT-2 scales the residual projections by the depth.
-  c_proj =
-      register_module("c_proj", Conv1D(c.hidden, c.hidden, kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers))));
+  c_proj = register_module(
+      "c_proj", parallel::Conv1D(c.hidden, c.hidden, kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers)),
+                                 parallel::Conv1DSplit::Rows));
   resid_dropout = register_module("resid_dropout", nn::Dropout(c.dropout));
 }
 
-namespace {
-
-// x (..., in) times a row-parallel weight part (in / T, out): the partial sums of every rank added,
-// then the bias (whole, added once).
-torch::Tensor row_parallel(train::TensorParallel& tp, const torch::Tensor& x, const Conv1DImpl& linear) {
-  auto sizes = x.sizes().vec();
-  sizes.back() = linear.weight.size(1);
-  return tp.reduce_out(x.reshape({-1, x.size(-1)}).mm(linear.weight).view(sizes)) + linear.bias;
-}
-
-}  // namespace
-
-void GptAttentionImpl::split(std::shared_ptr<train::TensorParallel> group) {
-  const std::int64_t parts = group->size(), r = group->rank(), d = c_proj->weight.size(0);
+void GptAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
+  const std::int64_t parts = group->size();
   if (heads % parts != 0)
     throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide the " +
                                 std::to_string(heads) + " attention heads");
-  const std::int64_t part = d / parts;
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> w, b;
-  for (std::int64_t j = 0; j < 3; ++j) {  // this rank's heads of q, k and v
-    w.push_back(c_attn->weight.narrow(1, j * d + r * part, part));
-    b.push_back(c_attn->bias.narrow(0, j * d + r * part, part));
-  }
-  c_attn->weight.set_data(torch::cat(w, 1).contiguous());
-  c_attn->bias.set_data(torch::cat(b).contiguous());
-  c_proj->weight.set_data(c_proj->weight.narrow(0, r * part, part).contiguous());
+  c_attn->split(group, 3);  // this rank's heads of q, k and v
+  c_proj->split(group);
   heads /= parts;
-  tp = std::move(group);
 }
 
 torch::Tensor GptAttentionImpl::forward(const torch::Tensor& x) {
-  if (tp) {
-    const auto b = x.size(0), t = x.size(1), local = c_proj->weight.size(0), hd = local / heads;
-    const auto qkv = c_attn(tp->copy_in(x)).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
-    const auto y = train::compat::attention(qkv[0], qkv[1], qkv[2], dropout, is_training(), /*causal=*/true)
-                       .transpose(1, 2)
-                       .reshape({b, t, local});
-    return resid_dropout(row_parallel(*tp, y, *c_proj));
-  }
-  const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
+  const auto b = x.size(0), t = x.size(1), width = c_proj->in_features(), hd = width / heads;
   const auto qkv = c_attn(x).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
-  const auto y = train::compat::attention(qkv[0], qkv[1], qkv[2], dropout, is_training(), /*causal=*/true)
+  const auto y = compat::attention(qkv[0], qkv[1], qkv[2], dropout, is_training(), /*causal=*/true)
                      .transpose(1, 2)
-                     .reshape({b, t, d});
+                     .reshape({b, t, width});
   return resid_dropout(c_proj(y));
 }
 
 torch::Tensor GptAttentionImpl::forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step) {
-  TORCH_CHECK(!tp, "GPT: generation with a KV cache runs the whole model, not a tensor-parallel part");
+  TORCH_CHECK(!c_proj->is_split(), "GPT: generation with a KV cache runs the whole model, not a tensor-parallel part");
   const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
   const auto qkv = c_attn(x).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
   return c_proj(decoder_attention(qkv[0], qkv[1], qkv[2], layer, step).transpose(1, 2).reshape({b, t, d}));
 }
 
 GptMlpImpl::GptMlpImpl(const GptConfig& c) {
-  c_fc = register_module("c_fc", Conv1D(c.hidden, 4 * c.hidden, kInitStd));
-  c_proj = register_module("c_proj",
-                           Conv1D(4 * c.hidden, c.hidden, kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers))));
+  c_fc = register_module("c_fc", parallel::Conv1D(c.hidden, 4 * c.hidden, kInitStd, parallel::Conv1DSplit::Columns));
+  c_proj = register_module(
+      "c_proj", parallel::Conv1D(4 * c.hidden, c.hidden, kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers)),
+                                 parallel::Conv1DSplit::Rows));
   dropout = register_module("dropout", nn::Dropout(c.dropout));
 }
 
 torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
-  if (tp) return dropout(row_parallel(*tp, torch::gelu(c_fc(tp->copy_in(x)), "tanh"), *c_proj));
   return dropout(c_proj(torch::gelu(c_fc(x), "tanh")));  // GPT-2's "gelu_new"
 }
 
-void GptMlpImpl::split(std::shared_ptr<train::TensorParallel> group) {
-  const std::int64_t parts = group->size(), r = group->rank(), units = c_fc->weight.size(1);
+void GptMlpImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
+  const std::int64_t parts = group->size(), units = c_fc->weight.size(1);
   if (units % parts != 0)
     throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide the MLP's " +
                                 std::to_string(units) + " units");
-  const std::int64_t part = units / parts;
-  torch::NoGradGuard no_grad;
-  c_fc->weight.set_data(c_fc->weight.narrow(1, r * part, part).contiguous());
-  c_fc->bias.set_data(c_fc->bias.narrow(0, r * part, part).contiguous());
-  c_proj->weight.set_data(c_proj->weight.narrow(0, r * part, part).contiguous());
-  tp = std::move(group);
+  c_fc->split(group);
+  c_proj->split(group);
 }
 
 GptBlockImpl::GptBlockImpl(const GptConfig& c) {
@@ -187,23 +142,12 @@ torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids) {
   return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 
-void GptLMHeadModelImpl::split_for_tensor_parallel(std::shared_ptr<train::TensorParallel> tp) {
+void GptLMHeadModelImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {
   for (const auto& block : *transformer->h) {
     auto* b = block->as<GptBlock>();
     b->attn->split(tp);
     b->mlp->split(tp);
   }
-}
-
-std::vector<torch::Tensor> GptLMHeadModelImpl::split_parameters() {
-  std::vector<torch::Tensor> split;
-  for (const auto& block : *transformer->h) {
-    auto* b = block->as<GptBlock>();
-    for (const auto& p : {b->attn->c_attn->weight, b->attn->c_attn->bias, b->attn->c_proj->weight, b->mlp->c_fc->weight,
-                          b->mlp->c_fc->bias, b->mlp->c_proj->weight})
-      split.push_back(p);
-  }
-  return split;
 }
 
 namespace {
@@ -217,7 +161,7 @@ void drop_parameter(torch::Tensor& p) {
 
 }  // namespace
 
-void GptLMHeadModelImpl::split_for_pipeline(std::shared_ptr<train::PipelineStage> stage) {
+void GptLMHeadModelImpl::split_for_pipeline(std::shared_ptr<parallel::PipelineStage> stage) {
   const auto [begin, end] = stage->block_range(static_cast<std::int64_t>(transformer->h->size()));
   auto kept = nn::ModuleList();
   for (std::int64_t i = begin; i < end; ++i) kept->push_back(transformer->h[static_cast<std::size_t>(i)]);

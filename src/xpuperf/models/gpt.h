@@ -14,9 +14,9 @@
 #include <string>
 
 #include "xpuperf/models/kv_cache.h"
-#include "xpuperf/train/activation_checkpoint.h"
-#include "xpuperf/train/pipeline.h"
-#include "xpuperf/train/tensor_parallel.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
+#include "xpuperf/parallel/parallel_linear.h"
+#include "xpuperf/parallel/pipeline.h"
 
 namespace xpuperf::models {
 
@@ -32,25 +32,16 @@ struct GptConfig {
   double forward_flops(std::int64_t tokens, std::int64_t logit_positions) const;
 };
 
-// x W + b with W stored (in, out), as GPT-2's checkpoints have it.
-struct Conv1DImpl : torch::nn::Module {
-  Conv1DImpl(std::int64_t in, std::int64_t out, double init_std);
-  torch::Tensor forward(const torch::Tensor& x);
-  torch::Tensor weight, bias;
-};
-TORCH_MODULE(Conv1D);
-
 struct GptAttentionImpl : torch::nn::Module {
   explicit GptAttentionImpl(const GptConfig& c);
   torch::Tensor forward(const torch::Tensor& x);  // (batch, tokens, hidden), causal
   // Inference with the KV cache (layer: this block's index); not split.
   torch::Tensor forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step);
   // Tensor parallelism: keeps this rank's heads (c_attn's columns of them, c_proj's rows).
-  void split(std::shared_ptr<train::TensorParallel> group);
-  std::shared_ptr<train::TensorParallel> tp;
-  std::int64_t heads;
+  void split(std::shared_ptr<parallel::TensorParallel> group);
+  std::int64_t heads;  // this rank's
   double dropout;
-  Conv1D c_attn{nullptr}, c_proj{nullptr};
+  parallel::Conv1D c_attn{nullptr}, c_proj{nullptr};
   torch::nn::Dropout resid_dropout{nullptr};
 };
 TORCH_MODULE(GptAttention);
@@ -59,9 +50,8 @@ struct GptMlpImpl : torch::nn::Module {
   explicit GptMlpImpl(const GptConfig& c);
   torch::Tensor forward(const torch::Tensor& x);
   // Tensor parallelism: keeps this rank's hidden units (c_fc's columns, c_proj's rows).
-  void split(std::shared_ptr<train::TensorParallel> group);
-  std::shared_ptr<train::TensorParallel> tp;
-  Conv1D c_fc{nullptr}, c_proj{nullptr};
+  void split(std::shared_ptr<parallel::TensorParallel> group);
+  parallel::Conv1D c_fc{nullptr}, c_proj{nullptr};
   torch::nn::Dropout dropout{nullptr};
 };
 TORCH_MODULE(GptMlp);
@@ -78,13 +68,13 @@ struct GptBlockImpl : torch::nn::Module {
 TORCH_MODULE(GptBlock);
 
 // transformer.{wte, wpe, h.<i>, ln_f}
-struct GptModelImpl : torch::nn::Module, train::BlockStack {
+struct GptModelImpl : torch::nn::Module, parallel::BlockStack {
   explicit GptModelImpl(const GptConfig& c);
   std::vector<torch::nn::Module*> blocks() override;
   // (batch, tokens) -> hidden states. A pipeline stage after the first takes the previous stage's
   // output instead of embedding `ids`; one before the last returns its blocks' output, not normed.
   torch::Tensor forward(const torch::Tensor& ids);
-  std::shared_ptr<train::PipelineStage> stage;  // null: the whole model
+  std::shared_ptr<parallel::PipelineStage> stage;  // null: the whole model
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::nn::Dropout drop{nullptr};
   torch::nn::ModuleList h{nullptr};
@@ -92,7 +82,7 @@ struct GptModelImpl : torch::nn::Module, train::BlockStack {
 };
 TORCH_MODULE(GptModel);
 
-struct GptLMHeadModelImpl : torch::nn::Module, train::TensorParallelModel, train::PipelineModel, CausalDecoder {
+struct GptLMHeadModelImpl : torch::nn::Module, parallel::TensorParallelModel, parallel::PipelineModel, CausalDecoder {
   explicit GptLMHeadModelImpl(const GptConfig& c = GptConfig::gpt2_small());
   torch::Tensor forward(const torch::Tensor& ids);  // (batch, tokens) -> logits (batch, tokens, vocab)
   // The mean cross entropy of predicting ids[:, 1:] from ids[:, :-1] (what the case trains on).
@@ -108,11 +98,10 @@ struct GptLMHeadModelImpl : torch::nn::Module, train::TensorParallelModel, train
   static std::map<std::string, std::string> tied_weights() { return {{"lm_head.weight", "transformer.wte.weight"}}; }
   // Megatron's split of every block: attention heads and MLP units over the group; embeddings,
   // norms and the (tied) output layer stay whole.
-  void split_for_tensor_parallel(std::shared_ptr<train::TensorParallel> tp) override;
-  std::vector<torch::Tensor> split_parameters() override;
+  void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
   // Pipeline stages: an equal share of the blocks each; the first stage keeps the embeddings, the
   // last the final norm and the output layer (the tied token embedding, so both hold it).
-  void split_for_pipeline(std::shared_ptr<train::PipelineStage> stage) override;
+  void split_for_pipeline(std::shared_ptr<parallel::PipelineStage> stage) override;
   std::vector<torch::Tensor> tied_across_stages() override;
 
   // Generation (the whole model, not split): logits of the last `keep_last` positions.

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "xpuperf/train/compat.h"
+#include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
 
@@ -64,7 +64,7 @@ torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, 
   if (!step || step->fresh) {
     const auto keys = group > 1 ? k.repeat_interleave(group, 1) : k;
     const auto values = group > 1 ? v.repeat_interleave(group, 1) : v;
-    return train::compat::attention(q, keys, values, 0.0, false, /*causal=*/true);
+    return compat::attention(q, keys, values, 0.0, false, /*causal=*/true);
   }
   // A group's query heads share their key/value head: stacked as that head's queries.
   const auto read = [&](const torch::Tensor& cache) {
@@ -75,10 +75,10 @@ torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, 
                                 : step->bias.unsqueeze(2)
                                       .expand({batch, 1, group, tokens, step->visible})
                                       .reshape({batch, 1, group * tokens, step->visible});
-  const auto out = train::compat::attention(q.reshape({batch, kv_heads, group * tokens, dim}),
-                                            read(step->cache->k[static_cast<std::size_t>(layer)]),
-                                            read(step->cache->v[static_cast<std::size_t>(layer)]), 0.0, false,
-                                            /*causal=*/false, bias);
+  const auto out = compat::attention(q.reshape({batch, kv_heads, group * tokens, dim}),
+                                     read(step->cache->k[static_cast<std::size_t>(layer)]),
+                                     read(step->cache->v[static_cast<std::size_t>(layer)]), 0.0, false,
+                                     /*causal=*/false, bias);
   // reshape, not view: CUDA's attention kernels may return (batch, tokens, heads, dim) transposed.
   return out.reshape({batch, heads, tokens, dim});
 }

@@ -3,7 +3,7 @@
 #include <tuple>
 
 #include "xpuperf/models/fused_ops.h"
-#include "xpuperf/train/compat.h"
+#include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
 
@@ -12,8 +12,9 @@ namespace nn = torch::nn;
 namespace {
 constexpr double kInitStd = 0.02;  // Hugging Face's initializer_range
 
-nn::Linear linear(std::int64_t in, std::int64_t out) {
-  nn::Linear l(nn::LinearOptions(in, out).bias(false));
+template <typename Layer = nn::Linear>
+Layer linear(std::int64_t in, std::int64_t out) {
+  Layer l(nn::LinearOptions(in, out).bias(false));
   nn::init::normal_(l->weight, 0.0, kInitStd);
   return l;
 }
@@ -60,7 +61,7 @@ LlamaRMSNormImpl::LlamaRMSNormImpl(std::int64_t width, double epsilon) : eps(eps
 }
 
 torch::Tensor LlamaRMSNormImpl::forward(const torch::Tensor& x) {
-  return train::compat::rms_norm(x, weight, eps);
+  return compat::rms_norm(x, weight, eps);
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaRMSNormImpl::add_forward(const torch::Tensor& x,
@@ -74,10 +75,22 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
               " heads");
   TORCH_CHECK(c.heads % c.kv_heads == 0, "Llama: ", c.heads, " attention heads are not a multiple of the ", c.kv_heads,
               " key/value heads");
-  q_proj = register_module("q_proj", linear(c.hidden, c.heads * head_dim));
-  k_proj = register_module("k_proj", linear(c.hidden, c.kv_heads * head_dim));
-  v_proj = register_module("v_proj", linear(c.hidden, c.kv_heads * head_dim));
-  o_proj = register_module("o_proj", linear(c.heads * head_dim, c.hidden));
+  using parallel::ColumnParallelLinear;
+  q_proj = register_module("q_proj", linear<ColumnParallelLinear>(c.hidden, c.heads * head_dim));
+  k_proj = register_module("k_proj", linear<ColumnParallelLinear>(c.hidden, c.kv_heads * head_dim));
+  v_proj = register_module("v_proj", linear<ColumnParallelLinear>(c.hidden, c.kv_heads * head_dim));
+  o_proj = register_module("o_proj", linear<parallel::RowParallelLinear>(c.heads * head_dim, c.hidden));
+}
+
+void LlamaAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
+  const std::int64_t parts = group->size();
+  if (kv_heads % parts != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide Llama's " +
+                                std::to_string(kv_heads) + " key/value heads (num_key_value_heads)");
+  for (auto* layer : {&q_proj, &k_proj, &v_proj}) (*layer)->split(group);
+  o_proj->split(group);
+  heads /= parts;
+  kv_heads /= parts;
 }
 
 torch::Tensor LlamaForward::rotate(const torch::Tensor& x) const {
@@ -90,6 +103,9 @@ void LlamaAttentionImpl::fuse_projections() {
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaForward& f, std::int64_t layer) {
+  TORCH_CHECK(!f.step || !o_proj->is_split(),
+              "Llama: generation with a KV cache runs the whole model, not a "
+              "tensor-parallel part");
   const auto b = x.size(0), t = x.size(1);
   fused::RotatedQkv r;
   if (still_stacked(qkv_weight, q_proj->weight)) {
@@ -108,9 +124,19 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
 }
 
 LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {
-  gate_proj = register_module("gate_proj", linear(c.hidden, c.intermediate));
-  up_proj = register_module("up_proj", linear(c.hidden, c.intermediate));
-  down_proj = register_module("down_proj", linear(c.intermediate, c.hidden));
+  gate_proj = register_module("gate_proj", linear<parallel::ColumnParallelLinear>(c.hidden, c.intermediate));
+  up_proj = register_module("up_proj", linear<parallel::ColumnParallelLinear>(c.hidden, c.intermediate));
+  down_proj = register_module("down_proj", linear<parallel::RowParallelLinear>(c.intermediate, c.hidden));
+}
+
+void LlamaMLPImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
+  const std::int64_t parts = group->size(), units = gate_proj->weight.size(0);
+  if (units % parts != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide Llama's " +
+                                std::to_string(units) + " MLP units (intermediate_size)");
+  gate_proj->split(group);
+  up_proj->split(group);
+  down_proj->split(group);
 }
 
 void LlamaMLPImpl::fuse_projections() {
@@ -140,7 +166,7 @@ std::pair<torch::Tensor, torch::Tensor> LlamaDecoderLayerImpl::forward(const tor
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
-  embed_tokens = register_module("embed_tokens", nn::Embedding(c.vocab, c.hidden));
+  embed_tokens = register_module("embed_tokens", parallel::VocabParallelEmbedding(c.vocab, c.hidden));
   nn::init::normal_(embed_tokens->weight, 0.0, kInitStd);
   layers = register_module("layers", nn::ModuleList());
   for (std::int64_t i = 0; i < c.layers; ++i) layers->push_back(LlamaDecoderLayer(c));
@@ -167,6 +193,18 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* st
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig& c) : config(c) {
   model = register_module("model", LlamaModel(c));
   lm_head = register_module("lm_head", linear(c.hidden, c.vocab));
+}
+
+void LlamaForCausalLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {
+  if (config.vocab % tp->size() != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(tp->size()) + " does not divide Llama's " +
+                                std::to_string(config.vocab) + " vocabulary rows (vocab_size)");
+  model->embed_tokens->split(tp);
+  for (const auto& layer : *model->layers) {
+    auto* l = layer->as<LlamaDecoderLayer>();
+    l->self_attn->split(tp);
+    l->mlp->split(tp);
+  }
 }
 
 void LlamaForCausalLMImpl::fuse_for_inference() {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "xpuperf/models/kv_cache.h"
+#include "xpuperf/parallel/parallel_linear.h"
 
 namespace xpuperf::models {
 
@@ -57,8 +58,12 @@ struct LlamaAttentionImpl : torch::nn::Module {
   // keeps Hugging Face's names), one GEMM instead of three. Undone by anything that moves the
   // weights (the forward then runs them apart); a no-op while in place.
   void fuse_projections();
-  std::int64_t heads, kv_heads, head_dim;
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  // Tensor parallelism: keeps this rank's query heads and key/value heads (q, k and v's rows of
+  // them, o's columns). Training only: generation's KV cache holds the whole model's heads.
+  void split(std::shared_ptr<parallel::TensorParallel> group);
+  std::int64_t heads, kv_heads, head_dim;  // this rank's heads
+  parallel::ColumnParallelLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr};
+  parallel::RowParallelLinear o_proj{nullptr};
   torch::Tensor qkv_weight;
 };
 TORCH_MODULE(LlamaAttention);
@@ -68,7 +73,10 @@ struct LlamaMLPImpl : torch::nn::Module {
   explicit LlamaMLPImpl(const LlamaConfig& c);
   torch::Tensor forward(const torch::Tensor& x, bool kernels = false);
   void fuse_projections();  // gate and up in one matrix, as the attention's q, k, v
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  // Tensor parallelism: this rank's intermediate units (gate and up's rows, down's columns).
+  void split(std::shared_ptr<parallel::TensorParallel> group);
+  parallel::ColumnParallelLinear gate_proj{nullptr}, up_proj{nullptr};
+  parallel::RowParallelLinear down_proj{nullptr};
   torch::Tensor gate_up_weight;
 };
 TORCH_MODULE(LlamaMLP);
@@ -92,14 +100,16 @@ struct LlamaModelImpl : torch::nn::Module {
   // (batch, tokens) -> hidden states; kernels: the fused CUDA kernels where they apply.
   torch::Tensor forward(const torch::Tensor& ids, const KvStep* step, bool kernels = false);
   LlamaConfig config;
-  torch::nn::Embedding embed_tokens{nullptr};
+  parallel::VocabParallelEmbedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
   LlamaRMSNorm norm{nullptr};
 };
 TORCH_MODULE(LlamaModel);
 
-struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder {
+struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder, parallel::TensorParallelModel {
   explicit LlamaForCausalLMImpl(const LlamaConfig& c = LlamaConfig::tinyllama_1_1b());
+  // Each layer's heads and MLP units, and the embedding's vocabulary rows; lm_head stays whole.
+  void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
   torch::Tensor forward(const torch::Tensor& ids);  // logits (batch, tokens, vocab)
 
   torch::Tensor decoder_logits(const torch::Tensor& ids, const KvStep* step, std::int64_t keep_last) override;

@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "xpuperf/infer/folding.h"
+#include "xpuperf/models/folding.h"
 
 namespace xpuperf::models {
 
@@ -13,12 +13,12 @@ inline torch::nn::Conv2d resnet_conv(std::int64_t in, std::int64_t out, std::int
   return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
 }
 
-struct BottleneckImpl : torch::nn::Module, infer::FoldsBatchNorm {
+struct BottleneckImpl : torch::nn::Module, models::FoldsBatchNorm {
   static constexpr std::int64_t kExpansion = 4;
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
   torch::nn::Sequential downsample{nullptr};
-  infer::FoldedConv f1, f2, f3, fdown;
+  models::FoldedConv f1, f2, f3, fdown;
   bool folded = false;
 
   BottleneckImpl(std::int64_t in, std::int64_t width, std::int64_t stride) {
@@ -45,27 +45,27 @@ struct BottleneckImpl : torch::nn::Module, infer::FoldsBatchNorm {
     return torch::relu(y + (downsample ? downsample->forward(x) : x));
   }
 
-  void fold_batchnorm(const infer::FoldOptions& o) override {
+  void fold_batchnorm(const models::FoldOptions& o) override {
     if (folded) return;
-    f1 = infer::FoldedConv(*conv1, *bn1, *this, "folded_bias1", o.cudnn_fusion);
-    f2 = infer::FoldedConv(*conv2, *bn2, *this, "folded_bias2", o.cudnn_fusion);
-    f3 = infer::FoldedConv(*conv3, *bn3, *this, "folded_bias3", o.cudnn_fusion);
+    f1 = models::FoldedConv(*conv1, *bn1, *this, "folded_bias1", o.cudnn_fusion);
+    f2 = models::FoldedConv(*conv2, *bn2, *this, "folded_bias2", o.cudnn_fusion);
+    f3 = models::FoldedConv(*conv3, *bn3, *this, "folded_bias3", o.cudnn_fusion);
     if (downsample)
-      fdown = infer::FoldedConv(*downsample[0]->as<torch::nn::Conv2d>(), *downsample[1]->as<torch::nn::BatchNorm2d>(),
-                                *this, "folded_bias_down", o.cudnn_fusion);
+      fdown = models::FoldedConv(*downsample[0]->as<torch::nn::Conv2d>(), *downsample[1]->as<torch::nn::BatchNorm2d>(),
+                                 *this, "folded_bias_down", o.cudnn_fusion);
     folded = true;
   }
 };
 TORCH_MODULE(Bottleneck);
 
-struct ResNet50Impl : torch::nn::Module, infer::FoldsBatchNorm {
+struct ResNet50Impl : torch::nn::Module, models::FoldsBatchNorm {
   static constexpr std::int64_t kClasses = 1000;  // ImageNet's, torchvision's default
   std::int64_t classes;
   torch::nn::Conv2d conv1{nullptr};
   torch::nn::BatchNorm2d bn1{nullptr};
   torch::nn::Sequential layer1{nullptr}, layer2{nullptr}, layer3{nullptr}, layer4{nullptr};
   torch::nn::Linear fc{nullptr};
-  infer::FoldedConv fstem;
+  models::FoldedConv fstem;
   bool folded = false;
 
   explicit ResNet50Impl(std::int64_t classes_ = kClasses) : classes(classes_) {
@@ -99,9 +99,9 @@ struct ResNet50Impl : torch::nn::Module, infer::FoldsBatchNorm {
     return fc(x);
   }
 
-  void fold_batchnorm(const infer::FoldOptions& o) override {
+  void fold_batchnorm(const models::FoldOptions& o) override {
     if (folded) return;
-    fstem = infer::FoldedConv(*conv1, *bn1, *this, "folded_bias_stem", o.cudnn_fusion);
+    fstem = models::FoldedConv(*conv1, *bn1, *this, "folded_bias_stem", o.cudnn_fusion);
     folded = true;
   }
 

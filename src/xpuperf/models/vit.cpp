@@ -4,7 +4,7 @@
 #include <string>
 
 #include "xpuperf/models/linear.h"
-#include "xpuperf/train/compat.h"
+#include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
 
@@ -15,19 +15,39 @@ SelfAttentionImpl::SelfAttentionImpl(std::int64_t hidden, std::int64_t heads_, d
   TORCH_CHECK(hidden % heads == 0, "ViT: hidden size ", hidden, " is not a multiple of the ", heads, " heads");
   in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * hidden, hidden}));
   in_proj_bias = register_parameter("in_proj_bias", torch::zeros({3 * hidden}));
-  out_proj = register_module("out_proj", nn::Linear(hidden, hidden));
+  out_proj = register_module("out_proj", parallel::RowParallelLinear(hidden, hidden));
   // As torch.nn.MultiheadAttention initialises itself.
   nn::init::xavier_uniform_(in_proj_weight);
   nn::init::zeros_(out_proj->bias);
 }
 
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
-  const auto b = x.size(0), t = x.size(1), d = x.size(2), hd = d / heads;
-  // (b, t, 3d) -> three (b, heads, t, hd)
-  const auto qkv = torch::linear(x, in_proj_weight, in_proj_bias).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
+  const auto b = x.size(0), t = x.size(1), width = out_proj->weight.size(1), hd = width / heads;
+  // (b, t, 3 width) -> three (b, heads, t, hd)
+  const auto qkv = parallel::column_parallel_linear(tp.get(), x, in_proj_weight, in_proj_bias)
+                       .view({b, t, 3, heads, hd})
+                       .permute({2, 0, 3, 1, 4});
   const auto q = qkv[0], k = qkv[1], v = qkv[2];
-  const auto y = train::compat::attention(q, k, v, dropout, is_training()).transpose(1, 2).reshape({b, t, d});
-  return linear(*out_proj, y);
+  const auto y = compat::attention(q, k, v, dropout, is_training()).transpose(1, 2).reshape({b, t, width});
+  return out_proj(y);
+}
+
+void SelfAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
+  const std::int64_t parts = group->size();
+  if (heads % parts != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide ViT's " +
+                                std::to_string(heads) + " attention heads (num_heads)");
+  torch::NoGradGuard no_grad;
+  in_proj_weight.set_data(parallel::tensor_part(in_proj_weight, 0, *group, 3));
+  in_proj_bias.set_data(parallel::tensor_part(in_proj_bias, 0, *group, 3));
+  out_proj->split(group);
+  heads /= parts;
+  tp = std::move(group);
+}
+
+std::vector<torch::Tensor> SelfAttentionImpl::split_parameters() const {
+  if (!tp) return {};
+  return {in_proj_weight, in_proj_bias};
 }
 
 EncoderBlockImpl::EncoderBlockImpl(const ViTConfig& c) {
@@ -36,8 +56,9 @@ EncoderBlockImpl::EncoderBlockImpl(const ViTConfig& c) {
   drop = register_module("dropout", nn::Dropout(c.dropout));
   ln_2 = register_module("ln_2", nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(1e-6)));
   // torchvision's MLPBlock: 0 Linear, 1 GELU, 2 Dropout, 3 Linear, 4 Dropout.
-  mlp = register_module("mlp", nn::Sequential(nn::Linear(c.hidden, c.mlp), nn::GELU(), nn::Dropout(c.dropout),
-                                              nn::Linear(c.mlp, c.hidden), nn::Dropout(c.dropout)));
+  mlp = register_module(
+      "mlp", nn::Sequential(parallel::ColumnParallelLinear(c.hidden, c.mlp), nn::GELU(), nn::Dropout(c.dropout),
+                            parallel::RowParallelLinear(c.mlp, c.hidden), nn::Dropout(c.dropout)));
   for (std::size_t i : {0u, 3u}) {
     auto& linear = *mlp[i]->as<nn::Linear>();
     nn::init::xavier_uniform_(linear.weight);
@@ -48,9 +69,24 @@ EncoderBlockImpl::EncoderBlockImpl(const ViTConfig& c) {
 torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
   const auto x = drop(self_attention(ln_1(input))) + input;
   // torchvision's MLPBlock, each linear through ATen's (linear.h).
-  auto h = mlp[1]->as<nn::GELU>()->forward(linear(*mlp[0]->as<nn::Linear>(), ln_2(x)));
-  h = linear(*mlp[3]->as<nn::Linear>(), mlp[2]->as<nn::Dropout>()->forward(h));
+  auto h = mlp[1]->as<nn::GELU>()->forward(mlp[0]->as<parallel::ColumnParallelLinear>()->forward(ln_2(x)));
+  h = mlp[3]->as<parallel::RowParallelLinear>()->forward(mlp[2]->as<nn::Dropout>()->forward(h));
   return x + mlp[4]->as<nn::Dropout>()->forward(h);
+}
+
+void EncoderBlockImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
+  auto* first = mlp[0]->as<parallel::ColumnParallelLinear>();
+  const std::int64_t parts = group->size(), units = first->weight.size(0);
+  if (units % parts != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide ViT's " +
+                                std::to_string(units) + " MLP units (mlp_dim)");
+  self_attention->split(group);
+  first->split(group);
+  mlp[3]->as<parallel::RowParallelLinear>()->split(group);
+}
+
+void VisionTransformerImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {
+  for (const auto& layer : encoder->layers->children()) layer->as<EncoderBlock>()->split(tp);
 }
 
 EncoderImpl::EncoderImpl(const ViTConfig& c) {

@@ -9,7 +9,8 @@
 
 #include <cstdint>
 
-#include "xpuperf/train/activation_checkpoint.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
+#include "xpuperf/parallel/parallel_linear.h"
 
 namespace xpuperf::models {
 
@@ -27,14 +28,19 @@ struct ViTConfig {
 };
 
 // torch.nn.MultiheadAttention's parameters (in_proj_weight, in_proj_bias, out_proj), batch first.
-struct SelfAttentionImpl : torch::nn::Module {
+// The packed in_proj is column-parallel once split (this rank's heads of q, k and v), out_proj
+// row-parallel.
+struct SelfAttentionImpl : torch::nn::Module, parallel::TensorParallelLayer {
   SelfAttentionImpl(std::int64_t hidden, std::int64_t heads, double dropout);
   torch::Tensor forward(const torch::Tensor& x);  // (batch, tokens, hidden)
+  void split(std::shared_ptr<parallel::TensorParallel> group);
+  std::vector<torch::Tensor> split_parameters() const override;  // in_proj's (out_proj says its own)
 
-  std::int64_t heads;
+  std::int64_t heads;  // this rank's
   double dropout;
   torch::Tensor in_proj_weight, in_proj_bias;
-  torch::nn::Linear out_proj{nullptr};
+  parallel::RowParallelLinear out_proj{nullptr};
+  std::shared_ptr<parallel::TensorParallel> tp;  // null: whole
 };
 TORCH_MODULE(SelfAttention);
 
@@ -42,6 +48,8 @@ TORCH_MODULE(SelfAttention);
 struct EncoderBlockImpl : torch::nn::Module {
   explicit EncoderBlockImpl(const ViTConfig& c);
   torch::Tensor forward(const torch::Tensor& x);
+  // Tensor parallelism: the attention's heads and the MLP's units (mlp.0 column-, mlp.3 row-parallel).
+  void split(std::shared_ptr<parallel::TensorParallel> group);
 
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   SelfAttention self_attention{nullptr};
@@ -51,7 +59,7 @@ struct EncoderBlockImpl : torch::nn::Module {
 TORCH_MODULE(EncoderBlock);
 
 // encoder.pos_embedding, encoder.layers.encoder_layer_<i>, encoder.ln
-struct EncoderImpl : torch::nn::Module, train::BlockStack {
+struct EncoderImpl : torch::nn::Module, parallel::BlockStack {
   explicit EncoderImpl(const ViTConfig& c);
   std::vector<torch::nn::Module*> blocks() override;
   torch::Tensor forward(const torch::Tensor& tokens);
@@ -63,8 +71,10 @@ struct EncoderImpl : torch::nn::Module, train::BlockStack {
 };
 TORCH_MODULE(Encoder);
 
-struct VisionTransformerImpl : torch::nn::Module {
+struct VisionTransformerImpl : torch::nn::Module, parallel::TensorParallelModel {
   explicit VisionTransformerImpl(const ViTConfig& c = ViTConfig::b16());
+  // Each encoder block's heads and MLP units; the patch embedding, norms and head stay whole.
+  void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
   torch::Tensor forward(const torch::Tensor& images);  // (batch, 3, size, size) -> logits
 
   double forward_flops() const;  // config.forward_flops()

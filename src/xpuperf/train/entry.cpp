@@ -5,7 +5,7 @@
 
 #include "xpuperf/core/version.h"
 #include "xpuperf/data/idx.h"
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/train/runtime.h"
 
 namespace xpuperf::train {
@@ -59,7 +59,7 @@ int run_rank(const RankRequest& request) {
     std::cerr << "xpuperf: error: " << who << e.what() << "\n";
   } catch (const data::DataError& e) {
     std::cerr << "xpuperf: error: " << who << "data: " << e.what() << "\n";
-  } catch (const DistributedError& e) {
+  } catch (const torchrt::DistributedError& e) {
     std::cerr << "xpuperf: error: " << who << e.what() << "\n";
   } catch (const c10::Error& e) {
     std::cerr << "xpuperf: error: " << who << "LibTorch: " << e.what_without_backtrace() << "\n";

@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
-#include "xpuperf/train/distributed.h"
-#include "xpuperf/train/pipeline.h"
+#include "xpuperf/parallel/pipeline.h"
+#include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/train/precision.h"
 #include "xpuperf/train/training_case.h"
 
@@ -18,10 +18,10 @@ namespace xpuperf::train {
 // (with pipeline stages, the world: ranks that hold no metrics — stages before the last, tensor-
 // parallel copies — send zeros).
 struct EvalRanks {
-  Distributed& data;
-  Distributed& sum_over;
+  torchrt::Distributed& data;
+  torchrt::Distributed& sum_over;
   bool holds_metrics = true;
-  PipelineStage* pipeline = nullptr;
+  parallel::PipelineStage* pipeline = nullptr;
 };
 
 // A batch on the device, in the memory layout the run asks for.

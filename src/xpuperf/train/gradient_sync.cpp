@@ -2,9 +2,9 @@
 
 #include <exception>
 
-#include "xpuperf/train/activation_checkpoint.h"
-#include "xpuperf/train/tensor_parallel.h"
-#include "xpuperf/train/zero.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
+#include "xpuperf/parallel/tensor_parallel.h"
+#include "xpuperf/parallel/zero.h"
 
 namespace xpuperf::train {
 namespace {
@@ -26,9 +26,9 @@ class DataParallelSync : public GradientSync {
     if (!groups_.tp && !pipeline) return train::gradient_norm(split_.params);
     // The last stage's copy of a tied embedding is counted by the first.
     const bool counts_tied = pipeline && pipeline->last() && !pipeline->first();
-    return model_parallel_gradient_norm(split_.params, split_.split, groups_.tp.get(),
-                                        pipeline ? &pipeline->group() : nullptr,
-                                        counts_tied ? split_.tied_across_stages : std::vector<torch::Tensor>{});
+    return parallel::model_parallel_gradient_norm(
+        split_.params, split_.split, groups_.tp.get(), pipeline ? &pipeline->group() : nullptr,
+        counts_tied ? split_.tied_across_stages : std::vector<torch::Tensor>{});
   }
   std::function<void(torch::Tensor&)> overflow_agreement() override {
     // Each rank of a tensor-parallel group or a pipeline checked its own part.
@@ -41,10 +41,10 @@ class DataParallelSync : public GradientSync {
   StepOptimizer& optimizer() override { return *optimizer_; }
 
  private:
-  Distributed& data_;
-  Distributed& world_;
-  const SplitModel& split_;
-  const ParallelGroups& groups_;
+  torchrt::Distributed& data_;
+  torchrt::Distributed& world_;
+  const parallel::SplitModel& split_;
+  const parallel::ParallelGroups& groups_;
   std::unique_ptr<StepOptimizer> optimizer_;
 };
 
@@ -60,17 +60,19 @@ class ZeroSync : public GradientSync {
       decays.push_back(takes_weight_decay(ctx.cfg, p));
     }
     std::vector<torch::nn::Module*> blocks;
-    const auto stacks = block_stacks(ctx.model);
+    const auto stacks = parallel::block_stacks(ctx.model);
     for (auto* stack : stacks)
       for (auto* block : stack->blocks()) blocks.push_back(block);
     if (stage == 3 && blocks.empty())
       throw ConfigError(ctx.cfg.at("zero_stage").source.str() +
                         ": zero_stage: 3 shards the parameters of a model's blocks, and the model of " + ctx.case_name +
                         " has none; use zero_stage: 2");
-    zero_ = std::make_unique<ZeroSharding>(ctx.data, trained, decays, stage, ctx.settings.bucket_bytes, blocks);
+    zero_ =
+        std::make_unique<parallel::ZeroSharding>(ctx.data, trained, decays, stage, ctx.settings.bucket_bytes, blocks);
     if (stage == 3) {
       // The model outlives this run; the hooks come off (and the parameters back) when it ends.
-      for (auto* stack : stacks) stack->set_block_hooks(std::shared_ptr<BlockHooks>(zero_.get(), [](BlockHooks*) {}));
+      for (auto* stack : stacks)
+        stack->set_block_hooks(std::shared_ptr<parallel::BlockHooks>(zero_.get(), [](parallel::BlockHooks*) {}));
       hooked_ = stacks;
     }
     shares_ = zero_->all_shares();
@@ -104,8 +106,8 @@ class ZeroSync : public GradientSync {
   StepOptimizer& optimizer() override { return *optimizer_; }
 
  private:
-  std::unique_ptr<ZeroSharding> zero_;
-  std::vector<BlockStack*> hooked_;  // stage 3: the stacks whose blocks ZeRO gathers
+  std::unique_ptr<parallel::ZeroSharding> zero_;
+  std::vector<parallel::BlockStack*> hooked_;  // stage 3: the stacks whose blocks ZeRO gathers
   std::vector<torch::Tensor> shares_;
   std::unique_ptr<StepOptimizer> optimizer_;
 };

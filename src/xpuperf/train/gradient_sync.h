@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "xpuperf/core/config.h"
-#include "xpuperf/train/distributed.h"
-#include "xpuperf/train/model_parallel.h"
+#include "xpuperf/parallel/model_parallel.h"
+#include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/training_settings.h"
 
@@ -59,10 +59,10 @@ struct SyncContext {
   const TrainingSettings& settings;
   OptimizerImpl optimizer_impl;
   torch::nn::Module& model;
-  const SplitModel& split;
-  const ParallelGroups& groups;
-  Distributed& data;
-  Distributed& world;
+  const parallel::SplitModel& split;
+  const parallel::ParallelGroups& groups;
+  torchrt::Distributed& data;
+  torchrt::Distributed& world;
   const std::string& case_name;
 };
 

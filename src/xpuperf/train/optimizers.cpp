@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "xpuperf/train/compat.h"
+#include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::train {
 namespace {

@@ -10,18 +10,19 @@
 
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/log.h"
-#include "xpuperf/train/activation_checkpoint.h"
-#include "xpuperf/train/compat.h"
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
+#include "xpuperf/parallel/model_parallel.h"
+#include "xpuperf/torchrt/compat.h"
+#include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/distributed.h"
+#include "xpuperf/torchrt/weights.h"
 #include "xpuperf/train/evaluation.h"
 #include "xpuperf/train/gradient_sync.h"
-#include "xpuperf/train/model_parallel.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/step_graph.h"
 #include "xpuperf/train/step_precision.h"
 #include "xpuperf/train/step_schedule.h"
 #include "xpuperf/train/training_settings.h"
-#include "xpuperf/train/weights.h"
 
 namespace xpuperf::train {
 namespace fs = std::filesystem;
@@ -42,24 +43,6 @@ const char* stop_reason_name(StopReason reason) {
       return "time_budget";
   }
   return "unknown";
-}
-
-void synchronize(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
-torch::Device choose_device(const std::string& name, int local_rank) {
-  if (name == "cpu") return torch::kCPU;
-  const bool have_cuda = torch::cuda::is_available();
-  if (name == "cuda" && !have_cuda)
-    throw ConfigError("device: cuda was asked for, but this LibTorch build or machine has no CUDA device");
-  if (name != "cuda" && name != "auto") throw ConfigError("'device' must be auto, cpu or cuda, got '" + name + "'");
-  if (!have_cuda) return torch::kCPU;
-  const auto count = static_cast<int>(torch::cuda::device_count());
-  if (local_rank >= count)
-    throw ConfigError("LOCAL_RANK " + std::to_string(local_rank) + " has no CUDA device (" + std::to_string(count) +
-                      " visible); lower nproc or check the visible-devices variable");
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
 }
 
 double scheduled_lr(const std::string& schedule, double base_lr, std::int64_t step, std::int64_t warmup_steps,
@@ -107,7 +90,7 @@ std::string resolve_in(const std::string& dir, const std::string& path) {
 
 // The process's side of the settings: the device, its numerics switches, the seeds, the threads.
 torch::Device prepare_process(const Config& cfg, const TrainingSettings& s, const RunInfo& info) {
-  const torch::Device device = choose_device(s.device, info.env.local_rank);
+  const torch::Device device = torchrt::choose_device(s.device, info.env.local_rank);
   if (s.precision == Precision::FP16 && !device.is_cuda() && !compat::cpu_autocast_supports_fp16())
     throw ConfigError(cfg.at("precision").source.str() + ": precision: fp16 needs a CUDA device with this LibTorch (" +
                       "this run is on " + device.str() + "); use bf16 or fp32 on the CPU");
@@ -138,7 +121,7 @@ std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseCont
     if (!fs::exists(path))
       throw ConfigError(cfg.at("init_checkpoint").source.str() + ": init_checkpoint '" + path + "' does not exist");
     try {
-      load_weights(*model, path, c.tied_weights());  // a LibTorch archive or a state_dict saved in Python
+      torchrt::load_weights(*model, path, c.tied_weights());  // a LibTorch archive or a state_dict saved in Python
     } catch (const std::runtime_error& e) {
       throw ConfigError(std::string("init_checkpoint: ") + e.what());
     }
@@ -149,7 +132,7 @@ std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseCont
     for (auto& p : model->parameters())
       if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
   }
-  if (s.activation_checkpointing && set_activation_checkpointing(*model, true) == 0)
+  if (s.activation_checkpointing && parallel::set_activation_checkpointing(*model, true) == 0)
     throw ConfigError(cfg.at("activation_checkpointing").source.str() + ": activation_checkpointing: the model of " +
                       case_name + " has no blocks to checkpoint; set activation_checkpointing: false");
   return model;
@@ -193,12 +176,12 @@ class TrainingRun {
   torch::Device device_{torch::kCPU};
   OptimizerImpl optimizer_impl_ = OptimizerImpl::Reference;
   std::int64_t accumulation_ = 1, micro_batches_per_step_ = 0;
-  std::unique_ptr<Distributed> dist_;
-  ParallelGroups groups_;
-  Distributed* data_dist_ = nullptr;
+  std::unique_ptr<torchrt::Distributed> dist_;
+  parallel::ParallelGroups groups_;
+  torchrt::Distributed* data_dist_ = nullptr;
   Datasets data_;
   std::shared_ptr<torch::nn::Module> model_;
-  SplitModel split_;
+  parallel::SplitModel split_;
   std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<StepPrecision> precision_;
   std::unique_ptr<StepGraph> graph_;
@@ -230,14 +213,15 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   device_ = prepare_process(cfg, s_, info);
   optimizer_impl_ = parse_optimizer_impl(cfg, device_);
 
-  DistributedOptions dist_options;
+  torchrt::DistributedOptions dist_options;
   dist_options.backend = s_.dist_backend;
   dist_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(s_.dist_timeout_s * 1000));
   dist_options.bucket_bytes = s_.bucket_bytes;
-  dist_ = Distributed::create(info.env, device_, dist_options);
+  dist_ = torchrt::Distributed::create(info.env, device_, dist_options);
   // Model parallelism: groups of `tensor_parallel` ranks share each sample's layers, pipelines of
   // `pipeline_parallel` such groups its blocks; data parallelism runs over the pipelines.
-  groups_ = form_parallel_groups(*dist_, static_cast<int>(s_.tensor_parallel), static_cast<int>(s_.pipeline_parallel));
+  groups_ = parallel::form_parallel_groups(*dist_, static_cast<int>(s_.tensor_parallel),
+                                           static_cast<int>(s_.pipeline_parallel));
   data_dist_ = groups_.data ? groups_.data.get() : dist_.get();
   accumulation_ = s_.accumulation(info.env.world_size);
   micro_batches_per_step_ = s_.train_batch * s_.data_ranks(info.env.world_size);
@@ -246,7 +230,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   data_ = c.datasets(ctx);
   model_ = prepare_model(c, ctx, s_, info.case_name);
   dist_->broadcast_parameters(model_->parameters());  // the whole model, the same on every rank of the world
-  split_ = split_model(*model_, groups_, cfg, info.case_name);
+  split_ = parallel::split_model(*model_, groups_, cfg, info.case_name);
 
   // The strategies of the step, each chosen once.
   sync_ = make_gradient_sync({cfg, s_, optimizer_impl_, *model_, split_, groups_, *data_dist_, *dist_, info.case_name});
@@ -295,7 +279,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
 
 void TrainingRun::settle() {
   const auto t = Clock::now();
-  synchronize(device_);
+  torchrt::synchronize(device_);
   const double pending = seconds_since(t);
   train_seconds_ += pending;
   if (global_step_ > s_.timing_skip_steps) timed_seconds_ += pending;

@@ -35,12 +35,6 @@ struct TrainingOutcome {
 // data, DistributedError when ranks cannot meet.
 TrainingOutcome run_training(TrainingCase& training_case, const Config& config, const RunInfo& info, std::ostream& out);
 
-// The device a config asks for: "auto" (CUDA device LOCAL_RANK when there is one, else CPU),
-// "cpu" or "cuda".
-torch::Device choose_device(const std::string& name, int local_rank);
-// Waits for the device's queued work (nothing to wait for on the CPU): what timings need.
-void synchronize(const torch::Device& device);
-
 // Learning rate at `step` of `total_steps`: linear warm-up, then constant, cosine or linear decay,
 // or exponential: multiplied by `gamma` once an epoch (torchvision's StepLR with step size 1).
 double scheduled_lr(const std::string& schedule, double base_lr, std::int64_t step, std::int64_t warmup_steps,

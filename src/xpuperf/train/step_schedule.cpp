@@ -1,13 +1,13 @@
 #include "xpuperf/train/step_schedule.h"
 
-#include "xpuperf/train/pipeline.h"
+#include "xpuperf/parallel/pipeline.h"
 
 namespace xpuperf::train {
 namespace {
 
 class AccumulationSchedule : public StepSchedule {
  public:
-  AccumulationSchedule(Distributed& data, std::int64_t accumulation, MicroBatchRunner runner)
+  AccumulationSchedule(torchrt::Distributed& data, std::int64_t accumulation, MicroBatchRunner runner)
       : data_(data), accumulation_(accumulation), runner_(std::move(runner)) {}
 
   std::optional<torch::Tensor> run(const NextBatch& next, const MicroStep& step, GradientSync& sync) override {
@@ -37,14 +37,15 @@ class AccumulationSchedule : public StepSchedule {
   }
 
  private:
-  Distributed& data_;
+  torchrt::Distributed& data_;
   std::int64_t accumulation_;
   MicroBatchRunner runner_;
 };
 
 class PipelineSchedule : public StepSchedule {
  public:
-  PipelineSchedule(PipelineStage& pipeline, const SplitModel& split, Distributed& data, std::int64_t accumulation)
+  PipelineSchedule(parallel::PipelineStage& pipeline, const parallel::SplitModel& split, torchrt::Distributed& data,
+                   std::int64_t accumulation)
       : pipeline_(pipeline), split_(split), data_(data), accumulation_(accumulation) {}
 
   std::optional<torch::Tensor> run(const NextBatch& next, const MicroStep& step, GradientSync& sync) override {
@@ -73,17 +74,17 @@ class PipelineSchedule : public StepSchedule {
   }
 
  private:
-  PipelineStage& pipeline_;
-  const SplitModel& split_;
-  Distributed& data_;
+  parallel::PipelineStage& pipeline_;
+  const parallel::SplitModel& split_;
+  torchrt::Distributed& data_;
   std::int64_t accumulation_;
 };
 
 }  // namespace
 
-std::unique_ptr<StepSchedule> make_step_schedule(const ParallelGroups& groups, const SplitModel& split,
-                                                 Distributed& data, std::int64_t accumulation,
-                                                 MicroBatchRunner runner) {
+std::unique_ptr<StepSchedule> make_step_schedule(const parallel::ParallelGroups& groups,
+                                                 const parallel::SplitModel& split, torchrt::Distributed& data,
+                                                 std::int64_t accumulation, MicroBatchRunner runner) {
   if (groups.pipeline) return std::make_unique<PipelineSchedule>(*groups.pipeline, split, data, accumulation);
   return std::make_unique<AccumulationSchedule>(data, accumulation, std::move(runner));
 }

@@ -13,9 +13,9 @@
 #include <memory>
 #include <optional>
 
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/parallel/model_parallel.h"
+#include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/train/gradient_sync.h"
-#include "xpuperf/train/model_parallel.h"
 #include "xpuperf/train/training_case.h"
 
 namespace xpuperf::train {
@@ -47,7 +47,8 @@ class StepSchedule {
 
 // PipelineSchedule where `groups` has pipeline stages, else AccumulationSchedule; `accumulation`
 // micro-batches a step.
-std::unique_ptr<StepSchedule> make_step_schedule(const ParallelGroups& groups, const SplitModel& split,
-                                                 Distributed& data, std::int64_t accumulation, MicroBatchRunner runner);
+std::unique_ptr<StepSchedule> make_step_schedule(const parallel::ParallelGroups& groups,
+                                                 const parallel::SplitModel& split, torchrt::Distributed& data,
+                                                 std::int64_t accumulation, MicroBatchRunner runner);
 
 }  // namespace xpuperf::train

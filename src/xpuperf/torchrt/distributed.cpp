@@ -1,4 +1,4 @@
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/torchrt/distributed.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -18,7 +18,7 @@
 
 #include "xpuperf/core/log.h"
 
-namespace xpuperf::train {
+namespace xpuperf::torchrt {
 
 // The process-group calls we make, over whichever concrete group backs them (1.13 and 2.x
 // differ in the base class, not in these methods).
@@ -507,4 +507,4 @@ void Distributed::all_to_all(torch::Tensor& out, torch::Tensor& in) {
   collectives_->all_to_all(out, in)->wait();
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::torchrt

@@ -1,11 +1,11 @@
-#include "xpuperf/train/pipeline.h"
+#include "xpuperf/parallel/pipeline.h"
 
 #include <algorithm>
 #include <deque>
 #include <stdexcept>
 #include <string>
 
-namespace xpuperf::train {
+namespace xpuperf::parallel {
 namespace {
 
 // A shape message: dtype, rank, then the sizes.
@@ -24,7 +24,7 @@ std::string sizes_text(const std::vector<std::int64_t>& sizes) {
 
 }  // namespace
 
-PipelineStage::PipelineStage(std::shared_ptr<Distributed> stages, std::shared_ptr<Distributed> ends)
+PipelineStage::PipelineStage(std::shared_ptr<torchrt::Distributed> stages, std::shared_ptr<torchrt::Distributed> ends)
     : stages_(std::move(stages)), ends_(std::move(ends)) {}
 
 std::pair<std::int64_t, std::int64_t> PipelineStage::block_range(std::int64_t blocks) const {
@@ -219,4 +219,4 @@ void PipelineStage::sum_tied_gradients(const std::vector<torch::Tensor>& tied) {
   }
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel

@@ -23,18 +23,18 @@
 #include <mutex>
 #include <vector>
 
-#include "xpuperf/train/activation_checkpoint.h"
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
+#include "xpuperf/torchrt/distributed.h"
 
-namespace xpuperf::train {
+namespace xpuperf::parallel {
 
 class ZeroSharding : public BlockHooks {
  public:
   // Takes over `params` (all on one device, one dtype): they become views of the units, with the
   // values they had. `decays[k]`: whether params[k] takes weight decay. Stage 3: `blocks` are the
   // model's blocks (each becomes a unit of its parameters); install this as their stack's hooks.
-  ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& params, const std::vector<bool>& decays, int stage,
-               std::int64_t bucket_bytes, const std::vector<torch::nn::Module*>& blocks = {});
+  ZeroSharding(torchrt::Distributed& dist, const std::vector<torch::Tensor>& params, const std::vector<bool>& decays,
+               int stage, std::int64_t bucket_bytes, const std::vector<torch::nn::Module*>& blocks = {});
   ~ZeroSharding() override;
   ZeroSharding(const ZeroSharding&) = delete;
   ZeroSharding& operator=(const ZeroSharding&) = delete;
@@ -85,7 +85,7 @@ class ZeroSharding : public BlockHooks {
   void launch_ready();
   void finish_unit(std::size_t u);
 
-  Distributed& dist_;
+  torchrt::Distributed& dist_;
   int stage_;
   std::vector<torch::Tensor> params_;
   std::vector<std::unique_ptr<Unit>> units_;
@@ -101,4 +101,4 @@ class ZeroSharding : public BlockHooks {
   std::mutex mutex_;  // hooks may run on autograd's device threads
 };
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-namespace xpuperf::train {
+namespace xpuperf::parallel {
 
 using BlockFunction = std::function<torch::Tensor(const torch::Tensor&)>;
 
@@ -57,4 +57,4 @@ std::vector<BlockStack*> block_stacks(torch::nn::Module& model);
 // (0: the model has no blocks to checkpoint).
 int set_activation_checkpointing(torch::nn::Module& model, bool on);
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel

@@ -1,8 +1,8 @@
-#include "xpuperf/train/tensor_parallel.h"
+#include "xpuperf/parallel/tensor_parallel.h"
 
 #include <set>
 
-namespace xpuperf::train {
+namespace xpuperf::parallel {
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -48,7 +48,8 @@ torch::Tensor TensorParallel::reduce_out(const torch::Tensor& x) {
 
 torch::Tensor model_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
                                            const std::vector<torch::Tensor>& split, TensorParallel* tp,
-                                           Distributed* stages, const std::vector<torch::Tensor>& counted_elsewhere) {
+                                           torchrt::Distributed* stages,
+                                           const std::vector<torch::Tensor>& counted_elsewhere) {
   std::set<const c10::TensorImpl*> is_split, skipped;
   for (const auto& p : split) is_split.insert(p.unsafeGetTensorImpl());
   for (const auto& p : counted_elsewhere) skipped.insert(p.unsafeGetTensorImpl());
@@ -65,4 +66,4 @@ torch::Tensor model_parallel_gradient_norm(const std::vector<torch::Tensor>& par
   return total.sqrt().reshape({});
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel

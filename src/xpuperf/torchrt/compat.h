@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-namespace xpuperf::train::compat {
+namespace xpuperf::compat {
 
 inline constexpr bool kTorch2 = TORCH_VERSION_MAJOR >= 2;
 
@@ -95,4 +95,4 @@ inline torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weigh
 #endif
 }
 
-}  // namespace xpuperf::train::compat
+}  // namespace xpuperf::compat

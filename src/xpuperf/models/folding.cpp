@@ -1,11 +1,11 @@
-#include "xpuperf/infer/folding.h"
+#include "xpuperf/models/folding.h"
 
 #include <torch/version.h>
 
 #include <stdexcept>
 #include <variant>
 
-namespace xpuperf::infer {
+namespace xpuperf::models {
 
 FoldedConv::FoldedConv(torch::nn::Conv2dImpl& conv, const torch::nn::BatchNorm2dImpl& bn, torch::nn::Module& owner,
                        const std::string& bias_name, bool cudnn_fusion)
@@ -59,4 +59,4 @@ int fold_all_batchnorm(torch::nn::Module& model, const FoldOptions& options) {
   return folded;
 }
 
-}  // namespace xpuperf::infer
+}  // namespace xpuperf::models

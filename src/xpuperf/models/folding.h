@@ -8,7 +8,7 @@
 
 #include <vector>
 
-namespace xpuperf::infer {
+namespace xpuperf::models {
 
 // One folded convolution: the module's weight, scaled in place, and a bias registered as a
 // buffer of the block (so that .to(device/dtype) moves it).
@@ -44,4 +44,4 @@ class FoldsBatchNorm {
 // Folds every block of `model` that implements FoldsBatchNorm; returns how many did.
 int fold_all_batchnorm(torch::nn::Module& model, const FoldOptions& options);
 
-}  // namespace xpuperf::infer
+}  // namespace xpuperf::models

@@ -1,12 +1,12 @@
-#include "xpuperf/train/activation_checkpoint.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 
-#include "xpuperf/train/compat.h"
+#include "xpuperf/torchrt/compat.h"
 
-namespace xpuperf::train {
+namespace xpuperf::parallel {
 namespace {
 
 using torch::autograd::variable_list;
@@ -110,4 +110,4 @@ int set_activation_checkpointing(torch::nn::Module& model, bool on) {
   return static_cast<int>(stacks.size());
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel

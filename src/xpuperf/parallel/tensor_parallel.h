@@ -13,22 +13,22 @@
 #include <memory>
 #include <vector>
 
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/torchrt/distributed.h"
 
-namespace xpuperf::train {
+namespace xpuperf::parallel {
 
 class TensorParallel {
  public:
-  explicit TensorParallel(std::shared_ptr<Distributed> group) : group_(std::move(group)) {}
+  explicit TensorParallel(std::shared_ptr<torchrt::Distributed> group) : group_(std::move(group)) {}
   int rank() const { return group_->rank(); }
   int size() const { return group_->world_size(); }
-  Distributed& group() { return *group_; }
+  torchrt::Distributed& group() { return *group_; }
 
   torch::Tensor copy_in(const torch::Tensor& x);
   torch::Tensor reduce_out(const torch::Tensor& x);
 
  private:
-  std::shared_ptr<Distributed> group_;
+  std::shared_ptr<torchrt::Distributed> group_;
 };
 
 // A model whose layers can be split over a tensor-parallel group. The runtime calls this (the
@@ -36,11 +36,10 @@ class TensorParallel {
 class TensorParallelModel {
  public:
   virtual ~TensorParallelModel() = default;
-  // Keeps this rank's part of every split layer. Throws std::invalid_argument when the model's
-  // sizes (heads, hidden units) do not divide by the group's size.
+  // Keeps this rank's part of every split layer (the layer types of parallel_linear.h, which also
+  // say which parameters are split). Throws std::invalid_argument when the model's sizes (heads,
+  // hidden units) do not divide by the group's size.
   virtual void split_for_tensor_parallel(std::shared_ptr<TensorParallel> tp) = 0;
-  // The parameters split over the group (each rank holds a different part).
-  virtual std::vector<torch::Tensor> split_parameters() = 0;
 };
 
 // The global L2 norm of the gradients of a model split over a tensor-parallel group (`tp`, null
@@ -49,6 +48,7 @@ class TensorParallelModel {
 // `counted_elsewhere` are copies another stage counts, as the last stage's tied embedding).
 torch::Tensor model_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
                                            const std::vector<torch::Tensor>& split, TensorParallel* tp,
-                                           Distributed* stages, const std::vector<torch::Tensor>& counted_elsewhere);
+                                           torchrt::Distributed* stages,
+                                           const std::vector<torch::Tensor>& counted_elsewhere);
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel

@@ -13,7 +13,7 @@
 
 #include "xpuperf/core/rank_env.h"
 
-namespace xpuperf::train {
+namespace xpuperf::torchrt {
 
 class DistributedError : public std::runtime_error {
  public:
@@ -115,4 +115,4 @@ class Distributed {
 std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<torch::Tensor>& tensors,
                                                    std::int64_t bucket_bytes);
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::torchrt

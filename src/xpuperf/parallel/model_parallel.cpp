@@ -1,8 +1,10 @@
-#include "xpuperf/train/model_parallel.h"
+#include "xpuperf/parallel/model_parallel.h"
 
 #include <stdexcept>
 
-namespace xpuperf::train {
+#include "xpuperf/parallel/parallel_linear.h"
+
+namespace xpuperf::parallel {
 
 RankPlace rank_place(int rank, int tensor_parallel, int data_ranks) {
   return {rank / (tensor_parallel * data_ranks), rank / tensor_parallel % data_ranks, rank % tensor_parallel};
@@ -12,7 +14,7 @@ int rank_at(const RankPlace& at, int tensor_parallel, int data_ranks) {
   return (at.stage * data_ranks + at.data_index) * tensor_parallel + at.place;
 }
 
-ParallelGroups form_parallel_groups(const Distributed& world, int t, int p) {
+ParallelGroups form_parallel_groups(const torchrt::Distributed& world, int t, int p) {
   ParallelGroups groups;
   if (t <= 1 && p <= 1) return groups;
   const int data_ranks = world.world_size() / (t * p);
@@ -26,7 +28,7 @@ ParallelGroups form_parallel_groups(const Distributed& world, int t, int p) {
   groups.data = world.subgroup("dp" + std::to_string(me.stage) + "." + std::to_string(me.place), dp_ranks);
   if (p > 1) {
     const std::string at = std::to_string(me.data_index) + "." + std::to_string(me.place);
-    std::shared_ptr<Distributed> stages = world.subgroup("pp" + at, pp_ranks), ends;
+    std::shared_ptr<torchrt::Distributed> stages = world.subgroup("pp" + at, pp_ranks), ends;
     if (me.stage == 0 || me.stage == p - 1) ends = world.subgroup("ends" + at, {pp_ranks.front(), pp_ranks.back()});
     groups.pipeline = std::make_shared<PipelineStage>(std::move(stages), std::move(ends));
   }
@@ -69,11 +71,11 @@ SplitModel split_model(torch::nn::Module& model, const ParallelGroups& groups, c
     } catch (const std::invalid_argument& e) {
       throw ConfigError(cfg.at("tensor_parallel").source.str() + ": " + e.what());
     }
-    out.split = splittable->split_parameters();
+    out.split = split_parameters_of(model);
   }
   // A stage trains what it kept; without stages every parameter takes part (frozen ones as zeros).
   out.params = groups.pipeline ? trained(model) : model.parameters();
   return out;
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "xpuperf/core/config.h"
-#include "xpuperf/train/distributed.h"
-#include "xpuperf/train/pipeline.h"
-#include "xpuperf/train/tensor_parallel.h"
+#include "xpuperf/parallel/pipeline.h"
+#include "xpuperf/parallel/tensor_parallel.h"
+#include "xpuperf/torchrt/distributed.h"
 
-namespace xpuperf::train {
+namespace xpuperf::parallel {
 
 struct RankPlace {
   int stage = 0, data_index = 0, place = 0;
@@ -24,13 +24,13 @@ RankPlace rank_place(int rank, int tensor_parallel, int data_ranks);
 int rank_at(const RankPlace& at, int tensor_parallel, int data_ranks);
 
 struct ParallelGroups {
-  std::unique_ptr<Distributed> data;        // the data-parallel ranks; null: the world is
-  std::shared_ptr<TensorParallel> tp;       // null without tensor parallelism
-  std::shared_ptr<PipelineStage> pipeline;  // null without pipeline stages
+  std::unique_ptr<torchrt::Distributed> data;  // the data-parallel ranks; null: the world is
+  std::shared_ptr<TensorParallel> tp;          // null without tensor parallelism
+  std::shared_ptr<PipelineStage> pipeline;     // null without pipeline stages
 };
 // This rank's groups, formed over `world`'s rendezvous; every rank forms its groups in the same
 // order (a group's members wait for each other).
-ParallelGroups form_parallel_groups(const Distributed& world, int tensor_parallel, int pipeline_parallel);
+ParallelGroups form_parallel_groups(const torchrt::Distributed& world, int tensor_parallel, int pipeline_parallel);
 
 struct SplitModel {
   std::vector<torch::Tensor> params;              // what this rank trains
@@ -42,4 +42,4 @@ struct SplitModel {
 SplitModel split_model(torch::nn::Module& model, const ParallelGroups& groups, const Config& cfg,
                        const std::string& case_name);
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel

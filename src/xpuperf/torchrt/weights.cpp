@@ -1,4 +1,4 @@
-#include "xpuperf/train/weights.h"
+#include "xpuperf/torchrt/weights.h"
 
 #include <filesystem>
 #include <fstream>
@@ -6,7 +6,7 @@
 #include <map>
 #include <stdexcept>
 
-namespace xpuperf::train {
+namespace xpuperf::torchrt {
 
 namespace {
 
@@ -99,4 +99,4 @@ std::string load_weights(torch::nn::Module& model, const std::string& path,
   return "PyTorch state_dict";
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::torchrt

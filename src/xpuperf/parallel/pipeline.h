@@ -17,20 +17,20 @@
 #include <utility>
 #include <vector>
 
-#include "xpuperf/train/distributed.h"
+#include "xpuperf/torchrt/distributed.h"
 
-namespace xpuperf::train {
+namespace xpuperf::parallel {
 
 class PipelineStage {
  public:
   // `stages`: the P ranks of this pipeline, in stage order (this rank's index is its stage).
   // `ends`: the first and the last stage (tied embeddings' gradients); null on the others.
-  PipelineStage(std::shared_ptr<Distributed> stages, std::shared_ptr<Distributed> ends);
+  PipelineStage(std::shared_ptr<torchrt::Distributed> stages, std::shared_ptr<torchrt::Distributed> ends);
   int index() const { return stages_->rank(); }
   int count() const { return stages_->world_size(); }
   bool first() const { return index() == 0; }
   bool last() const { return index() + 1 == count(); }
-  Distributed& group() { return *stages_; }
+  torchrt::Distributed& group() { return *stages_; }
   // The blocks [begin, end) this stage runs of `blocks`; std::invalid_argument if P does not divide them.
   std::pair<std::int64_t, std::int64_t> block_range(std::int64_t blocks) const;
 
@@ -76,7 +76,7 @@ class PipelineStage {
   torch::Tensor post_recv_backward(const InFlight& f, Waits& waits);
   void post_send_backward(const InFlight& f, Waits& waits);
 
-  std::shared_ptr<Distributed> stages_, ends_;
+  std::shared_ptr<torchrt::Distributed> stages_, ends_;
   torch::Tensor received_, handed_on_;
   // The shape of the activation for each batch shape, sent once ahead of the first such message.
   std::map<Key, Shape> sent_shapes_, received_shapes_;
@@ -95,4 +95,4 @@ class PipelineModel {
   virtual std::vector<torch::Tensor> tied_across_stages() = 0;
 };
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel

@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-namespace xpuperf::train {
+namespace xpuperf::torchrt {
 
 // Returns which format it read ("LibTorch archive" or "PyTorch state_dict"); throws
 // std::runtime_error saying what does not match. `tied`: names a state_dict may hold as copies of
@@ -17,4 +17,4 @@ namespace xpuperf::train {
 std::string load_weights(torch::nn::Module& model, const std::string& path,
                          const std::map<std::string, std::string>& tied = {});
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::torchrt

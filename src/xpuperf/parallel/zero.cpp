@@ -1,11 +1,11 @@
-#include "xpuperf/train/zero.h"
+#include "xpuperf/parallel/zero.h"
 
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <stdexcept>
 
-namespace xpuperf::train {
+namespace xpuperf::parallel {
 
 struct ZeroSharding::Unit {
   std::vector<std::size_t> params;  // indices into params_, in the unit's order
@@ -62,8 +62,9 @@ struct BlockEdge : torch::autograd::Function<BlockEdge> {
 
 }  // namespace
 
-ZeroSharding::ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& params, const std::vector<bool>& decays,
-                           int stage, std::int64_t bucket_bytes, const std::vector<torch::nn::Module*>& blocks)
+ZeroSharding::ZeroSharding(torchrt::Distributed& dist, const std::vector<torch::Tensor>& params,
+                           const std::vector<bool>& decays, int stage, std::int64_t bucket_bytes,
+                           const std::vector<torch::nn::Module*>& blocks)
     : dist_(dist), stage_(stage), params_(params) {
   if (stage < 1 || stage > 3) throw std::invalid_argument("ZeRO stage must be 1, 2 or 3");
   torch::NoGradGuard no_grad;
@@ -100,7 +101,7 @@ ZeroSharding::ZeroSharding(Distributed& dist, const std::vector<torch::Tensor>& 
       rest.push_back(params[k]);
       rest_index.push_back(k);
     }
-  for (const auto& bucket : plan_buckets(rest, bucket_bytes)) {
+  for (const auto& bucket : torchrt::plan_buckets(rest, bucket_bytes)) {
     std::vector<std::size_t> members;
     for (std::size_t i : bucket) members.push_back(rest_index[i]);
     add_unit(members, /*sharded=*/false, decays);
@@ -333,4 +334,4 @@ std::size_t ZeroSharding::unit_count() const {
   return units_.size();
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::parallel
