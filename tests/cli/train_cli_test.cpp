@@ -107,6 +107,19 @@ TEST_F(TrainCli, UnknownSetKey) {
       << r.output;
 }
 
+TEST_F(TrainCli, ASplitTheModelCannotMakeIsRefusedBeforeAnyRankStarts) {
+  // ViT's three heads over two tensor-parallel ranks: the case's model declares its sizes, so the
+  // config check names the key and the size, and no rank is started.
+  const Result r =
+      xpuperf({"train", "--case", "vit", "--vendor", "cpu", "--hardware", "CPU", "--nproc", "2", "--set",
+               "synthetic_data=true", "--set", "hidden_dim=48", "--set", "num_heads=3", "--set", "tensor_parallel=2"},
+              XPUPERF_SOURCE_DIR);
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "'tensor_parallel' 2 does not divide the model's 3 attention heads (num_heads)"))
+      << r.output;
+  EXPECT_FALSE(has(r.output, "INIT_START")) << "no rank started: " << r.output;
+}
+
 TEST_F(TrainCli, ARankWithoutItsPeersTimesOutClearly) {
   // The message says the 2 s limit ended the wait; how long the whole command took under load is
   // not what is tested.

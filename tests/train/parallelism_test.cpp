@@ -362,10 +362,14 @@ TEST(ActivationCheckpointing, AModelWithoutBlocksIsRefused) {
   }
 }
 
-std::vector<std::string> switch_errors(const std::string& yaml, int world_size) {
+// What the gpt2 case declares.
+const ModelSplits kGptSplits{true, {{"n_head", "attention heads"}}, true, {{"n_layer", "blocks"}}};
+
+std::vector<std::string> switch_errors(const std::string& yaml, int world_size,
+                                       const ModelSplits* splits = &kGptSplits) {
   Diagnostics diags;
   auto cfg = load_config_text(yaml, "config_H200x1x2.yaml", diags);
-  check_training_switches(*cfg, world_size, diags);
+  check_training_switches(*cfg, world_size, diags, splits);
   std::vector<std::string> errors;
   for (const auto& d : diags.items()) errors.push_back(d.where.str() + ": " + d.message);
   return errors;
@@ -417,6 +421,28 @@ TEST(SwitchCheck, RefusesCombinationsThatCannotWorkNamingTheLine) {
   // The global batch divides over the pipelines, not the ranks.
   EXPECT_TRUE(switch_errors("pipeline_parallel: 2\ntrain_batch_size: 4\nglobal_batch_size: 8\n", 4).empty());
   EXPECT_EQ(switch_errors("pipeline_parallel: 2\ntrain_batch_size: 4\nglobal_batch_size: 12\n", 4).size(), 1u);
+}
+
+TEST(SwitchCheck, TheCasesModelSaysWhatItCanSplit) {
+  // A model without tensor-parallel layers or blocks (LeNet-5's declaration).
+  const ModelSplits none;
+  auto e = switch_errors("tensor_parallel: 2\n", 2, &none);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find(":1: 'tensor_parallel' 2: the model of this case has no layers to split"), std::string::npos)
+      << e[0];
+  e = switch_errors("pipeline_parallel: 2\n", 2, &none);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("has no blocks to split into stages"), std::string::npos) << e[0];
+  // Every size the model declares is held to the split, each named by its own key.
+  const ModelSplits bert{true,
+                         {{"num_attention_heads", "attention heads"}, {"intermediate_size", "intermediate units"}}};
+  e = switch_errors("num_attention_heads: 4\nintermediate_size: 6\ntensor_parallel: 4\n", 4, &bert);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find(":3: 'tensor_parallel' 4 does not divide the model's 6 intermediate units (intermediate_size)"),
+            std::string::npos)
+      << e[0];
+  // A case that declared nothing is left to its ranks.
+  EXPECT_TRUE(switch_errors("tensor_parallel: 2\nn_head: 3\n", 2, nullptr).empty());
 }
 
 }  // namespace

@@ -23,6 +23,23 @@ auto value_or(Get get, decltype(get()) fallback) -> decltype(get()) {
   }
 }
 
+// Why the case's model cannot be split `parts` ways by `key` (tensor_parallel or pipeline_parallel);
+// "" when it can, or when the case declared nothing (its ranks check then).
+std::string model_refuses(const Config& cfg, const ModelSplits* splits, const std::string& key, std::int64_t parts) {
+  if (!splits || parts <= 1) return "";
+  const bool tensor = key == "tensor_parallel";
+  if (!(tensor ? splits->tensor_parallel : splits->pipeline_parallel))
+    return "'" + key + "' " + std::to_string(parts) + ": the model of this case has no " +
+           (tensor ? "layers to split" : "blocks to split into stages");
+  for (const auto& size : tensor ? splits->tensor_divides : splits->pipeline_divides) {
+    const std::int64_t value = value_or([&] { return cfg.get_int(size.key, 0); }, std::int64_t{0});
+    if (value > 0 && value % parts != 0)
+      return "'" + key + "' " + std::to_string(parts) + " does not divide the model's " + std::to_string(value) + " " +
+             size.what + " (" + size.key + ")";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string cuda_graphs_conflict(const Config& cfg, int world_size) {
@@ -48,7 +65,7 @@ std::string cuda_graphs_conflict(const Config& cfg, int world_size) {
   return "";
 }
 
-void check_training_switches(const Config& cfg, int world_size, Diagnostics& diags) {
+void check_training_switches(const Config& cfg, int world_size, Diagnostics& diags, const ModelSplits* splits) {
   check_training_limits(cfg, diags);
   if (cfg.has("precision")) {
     static const std::set<std::string> kPrecisions = {"fp32", "tf32", "bf16", "fp16"};
@@ -71,12 +88,8 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
         source_of(cfg, "tensor_parallel"),
         "'tensor_parallel' " + std::to_string(tensor) + " does not divide the " + std::to_string(world_size) + " ranks",
         "groups of tensor_parallel ranks split each layer; data parallelism runs over the groups");
-  else if (const std::int64_t heads = value_or([&] { return cfg.get_int("n_head", 0); }, std::int64_t{0});
-           tensor > 1 && heads > 0 && heads % tensor != 0)
-    diags.error(source_of(cfg, "tensor_parallel"),
-                "'tensor_parallel' " + std::to_string(tensor) + " does not divide the model's " +
-                    std::to_string(heads) + " attention heads (n_head)",
-                "each rank of a group keeps n_head / tensor_parallel heads");
+  else if (const std::string why = model_refuses(cfg, splits, "tensor_parallel", tensor); !why.empty())
+    diags.error(source_of(cfg, "tensor_parallel"), why, "set tensor_parallel to a size the model divides into, or 1");
   else if (tensor > 1 && stage > 0)
     diags.error(source_of(cfg, "zero_stage"), "zero_stage with tensor_parallel is not implemented yet",
                 "use one of them");
@@ -96,12 +109,9 @@ void check_training_switches(const Config& cfg, int world_size, Diagnostics& dia
                     " does not divide the " + std::to_string(world_size) + " ranks",
                 "each pipeline has pipeline_parallel stages of tensor_parallel ranks; data parallelism runs over "
                 "the pipelines");
-  else if (const std::int64_t layers = value_or([&] { return cfg.get_int("n_layer", 0); }, std::int64_t{0});
-           pipeline > 1 && layers > 0 && layers % pipeline != 0)
-    diags.error(source_of(cfg, "pipeline_parallel"),
-                "'pipeline_parallel' " + std::to_string(pipeline) + " does not divide the model's " +
-                    std::to_string(layers) + " blocks (n_layer)",
-                "each stage runs n_layer / pipeline_parallel blocks");
+  else if (const std::string why = model_refuses(cfg, splits, "pipeline_parallel", pipeline); !why.empty())
+    diags.error(source_of(cfg, "pipeline_parallel"), why,
+                "set pipeline_parallel to a number of stages the model's blocks divide into, or 1");
   else if (pipeline > 1 && stage > 0)
     diags.error(source_of(cfg, "zero_stage"), "zero_stage with pipeline_parallel is not implemented yet",
                 "use one of them");

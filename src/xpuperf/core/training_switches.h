@@ -9,6 +9,7 @@
 
 #include "xpuperf/core/config.h"
 #include "xpuperf/core/diagnostics.h"
+#include "xpuperf/core/model_splits.h"
 
 namespace xpuperf {
 
@@ -16,7 +17,9 @@ namespace xpuperf {
 std::string cuda_graphs_conflict(const Config& cfg, int world_size);
 
 // Checks each switch's value and their combinations for a run of `world_size` ranks; each problem
-// goes to `diags` at the line that set the switch.
-void check_training_switches(const Config& cfg, int world_size, Diagnostics& diags);
+// goes to `diags` at the line that set the switch. `splits`: what the case's model can be split
+// into (model_splits.h); null: the model is not checked here.
+void check_training_switches(const Config& cfg, int world_size, Diagnostics& diags,
+                             const ModelSplits* splits = nullptr);
 
 }  // namespace xpuperf
