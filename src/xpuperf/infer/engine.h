@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -72,6 +73,41 @@ inline std::shared_ptr<torch::nn::Module> case_model(const CompileInputs& in, co
                            " runs the case's model: keep no_validation: false, or give exist_compiler_path: a "
                            "checkpoint of the model (as xpuperf train --set save_checkpoint=FILE writes)");
 }
+
+// An engine that runs a file another toolchain compiled, given as exist_compiler_path (torchscript,
+// aoti): the path is required and must exist, with a message saying how to make one; the subclass
+// loads it.
+class CompiledFileEngine : public Engine {
+ public:
+  void compile(const CompileInputs& in) final {
+    const std::string& path = in.compiled_path;
+    if (path.empty())
+      throw std::runtime_error("engine " + engine_ + " runs " + what_ + ": set exist_compiler_path to one (" + how_to_ +
+                               ")");
+    if (!std::filesystem::exists(path)) throw std::runtime_error("exist_compiler_path '" + path + "' does not exist");
+    device_ = in.ctx.device;
+    dtype_ = in.dtype;
+    describe_ = engine_ + ", " + load(path, in.ctx.config) + ", " + path;
+  }
+  std::string describe() const override { return describe_; }
+
+ protected:
+  // `engine`: its name; `what`: "a TorchScript file"; `how_to`: how a user makes one in Python.
+  CompiledFileEngine(std::string engine, std::string what, std::string how_to)
+      : engine_(std::move(engine)), what_(std::move(what)), how_to_(std::move(how_to)) {}
+  // Loads the file for device_ and dtype_; returns what the description says between the engine's
+  // name and the path ("bfloat16, cuda, frozen"). Throws std::runtime_error naming the file.
+  virtual std::string load(const std::string& path, const Config& config) = 0;
+  // The input on the device, floating point in the precision.
+  torch::Tensor input_for(const torch::Tensor& input) const { return engine_input(input, device_, dtype_); }
+  std::string placement() const { return precision_name(dtype_) + ", " + (device_.is_cuda() ? "cuda" : "cpu"); }
+
+  torch::Device device_{torch::kCPU};
+  torch::Dtype dtype_ = torch::kFloat;
+
+ private:
+  std::string engine_, what_, how_to_, describe_;
+};
 
 using EngineFactory = std::function<std::unique_ptr<Engine>()>;
 bool register_engine(const std::string& name, EngineFactory factory);

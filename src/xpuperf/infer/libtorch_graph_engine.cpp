@@ -6,7 +6,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "xpuperf/infer/engine.h"
+#include "xpuperf/infer/libtorch_engine.h"
 #include "xpuperf/models/folding.h"
 #ifdef XPUPERF_HAVE_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -19,23 +19,18 @@ namespace xpuperf::infer {
 
 namespace {
 
-class LibTorchGraphEngine : public Engine {
+// LibTorch's engine with compile passes: the model is folded before it takes its precision, and on
+// CUDA replayed from graphs.
+class LibTorchGraphEngine : public LibTorchEngine {
  public:
   void compile(const CompileInputs& in) override {
-    device_ = in.ctx.device;
-    case_ = &in.inference_case;
-    dtype_ = in.dtype;
-    model_ = case_model(in, "libtorch-graph");  // folding may change it in place
+    adopt_model(in, "libtorch-graph");  // folding may change it in place
     const Config& config = in.ctx.config;
     const bool cudnn_fusion = device_.is_cuda() && config.get_bool("cudnn_fusion", true);
-    channels_last_ = config.get_bool("channels_last", true);
     const torch::NoGradGuard no_grad;
-    model_->eval();
     const int folded = models::fold_all_batchnorm(*model_, {cudnn_fusion});
-    model_->to(dtype_);
-    if (channels_last_) make_channels_last(*model_);
-    describe_ = "libtorch-graph, " + precision_name(dtype_) + ", " + (device_.is_cuda() ? "cuda" : "cpu") + ", " +
-                std::to_string(folded) + " blocks with batch norm folded" +
+    finish_model();
+    describe_ = "libtorch-graph, " + placement() + ", " + std::to_string(folded) + " blocks with batch norm folded" +
                 (cudnn_fusion && folded ? " (cuDNN conv+bias+add+ReLU fusion)" : "") +
                 (channels_last_ ? ", channels-last" : "");
     if (device_.is_cuda()) {
@@ -69,16 +64,7 @@ class LibTorchGraphEngine : public Engine {
     return {case_->model_forward(*model_, x), 0.0};
   }
 
-  std::string describe() const override {
-    return describe_;
-  }
-
  private:
-  torch::Tensor prepare(const torch::Tensor& input) const {
-    const torch::Tensor x = engine_input(input, device_, dtype_);
-    return channels_last_ ? channels_last_input(x) : x;
-  }
-
 #ifdef XPUPERF_HAVE_TORCH_CUDA
   struct Captured {
     std::unique_ptr<at::cuda::CUDAGraph> graph;
@@ -110,13 +96,6 @@ class LibTorchGraphEngine : public Engine {
   }
   std::map<std::int64_t, Captured> graphs_;
 #endif
-
-  torch::Device device_{torch::kCPU};
-  torch::Dtype dtype_ = torch::kFloat;
-  bool channels_last_ = true;
-  InferenceCase* case_ = nullptr;
-  std::shared_ptr<torch::nn::Module> model_;
-  std::string describe_;
 };
 
 const bool libtorch_graph_registered =
