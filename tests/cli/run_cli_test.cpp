@@ -67,9 +67,12 @@ TEST_F(RunCli, RunsEveryRoundAndWritesTheResultTree) {
   EXPECT_TRUE(has(r.output, "[1/2] lenet5:libtorch:CPU:1:1:2 round 1/2 ... ok")) << r.output;
   EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1:2 | 2 | ok | ")) << r.output;
   const std::string folder = run_dir();
-  for (const char* file : {"plan.yaml", "xpuperf_run.log", "summary.json", "summary.md"})
+  for (const char* file : {"plan.yaml", "xpuperf_run.log", "summary.json", "summary.md", "summary.csv"})
     EXPECT_TRUE(fs::exists(folder + "/" + file)) << file;
   EXPECT_EQ(read_json(folder + "/summary.json")["cases"][0]["aggregate"]["rounds_used"], 2);
+  const std::string csv = test::read_file(folder + "/summary.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3) << "a header and a row a round: " << csv;
+  EXPECT_TRUE(has(csv, "\nlenet5:libtorch:CPU:1:1:2,training,CPU,1,1,2,ok,")) << csv;
   EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1:2 | 2 / 2 |")) << "summary.md is printed: " << r.output;
   // `xpuperf report` rebuilds the same summary from the folder alone.
   const std::string before = test::read_file(folder + "/summary.md");

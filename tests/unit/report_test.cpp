@@ -7,6 +7,7 @@
 #include "test_util.h"
 #include "xpuperf/report/stats.h"
 #include "xpuperf/report/summary.h"
+#include "xpuperf/report/summary_csv.h"
 
 namespace xpuperf::report {
 namespace {
@@ -44,6 +45,7 @@ TEST(Summary, RebuiltFromAResultTreeIsGolden) {
   EXPECT_EQ(summary["schema"], "xpuperf.summary/1");
   EXPECT_EQ(test::compare_golden("summary.json", summary.dump(2) + "\n"), "");
   EXPECT_EQ(test::compare_golden("summary.md", summary_markdown(summary)), "");
+  EXPECT_EQ(test::compare_golden("summary.csv", summary_csv(summary)), "");
   // The round without round_status.json counts, from its PerfLog alone; the failed one does not.
   const auto& first = summary["cases"][0]["aggregate"];
   EXPECT_EQ(first["rounds_used"], 5);
@@ -51,6 +53,28 @@ TEST(Summary, RebuiltFromAResultTreeIsGolden) {
   const auto& second = summary["cases"][1];
   EXPECT_EQ(second["aggregate"]["rounds_used"], 1);
   EXPECT_EQ(second["failed_rounds"][0]["reason"], "rank 1 killed by signal 9 (Killed)");
+}
+
+TEST(Summary, CsvQuotesWhatWouldSplitAField) {
+  const nlohmann::json summary = {
+      {"cases",
+       {{{"case", "lenet5:libtorch:CPU:1:1:2"},
+         {"family", "training"},
+         {"rounds",
+          {{{"round", 1}, {"status", "ok"}, {"converged", true}, {"e2e_time", 12.5}},
+           {{"round", 2}, {"status", "failed"}, {"reason", "rank 1 said \"no\", then\nstopped"}}}}}}}};
+  const std::string csv = summary_csv(summary);
+  std::istringstream lines(csv);
+  std::string header, first;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  EXPECT_EQ(header.rfind("case,family,hardware,nnodes,nproc,round,status,converged,", 0), 0u) << header;
+  EXPECT_EQ(first.rfind("lenet5:libtorch:CPU:1:1:2,training,,,,1,ok,true,", 0), 0u) << first;
+  EXPECT_NE(first.find(",12.5,"), std::string::npos) << first;
+  EXPECT_NE(csv.find(",\"rank 1 said \"\"no\"\", then\nstopped\"\n"), std::string::npos) << csv;
+  // Every row has the header's columns.
+  const auto columns = std::count(header.begin(), header.end(), ',');
+  EXPECT_EQ(std::count(first.begin(), first.end(), ','), columns);
 }
 
 TEST(Summary, ANonRunFolderIsAClearError) {

@@ -19,6 +19,7 @@
 #include "xpuperf/report/curves.h"
 #include "xpuperf/report/html.h"
 #include "xpuperf/report/stats.h"
+#include "xpuperf/report/summary_csv.h"
 
 namespace xpuperf::report {
 namespace fs = std::filesystem;
@@ -539,6 +540,7 @@ std::string write_summary(const std::string& run_dir, json* summary_out) {
   write_json_file(run_dir + "/summary.json", summary);
   const std::string md = summary_markdown(summary);
   write_text_file(run_dir + "/summary.md", md);
+  write_text_file(run_dir + "/summary.csv", summary_csv(summary));
   write_text_file(run_dir + "/report.html", report_html(summary, run_dir));
   return md;
 }

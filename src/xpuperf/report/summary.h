@@ -28,8 +28,8 @@ std::string mean_and_spread(const nlohmann::json& aggregate, int digits);
 // Whether the case's rounds ran on synthetic inputs (their `data` says so): no accuracy to claim.
 bool uses_synthetic_data(const nlohmann::json& case_entry);
 
-// Writes summary.json, summary.md and report.html into the run folder and returns the Markdown.
-// `summary_out`, when given, receives the summary written.
+// Writes summary.json, summary.md, summary.csv (summary_csv.h) and report.html into the run folder and returns the
+// Markdown. `summary_out`, when given, receives the summary written.
 std::string write_summary(const std::string& run_dir, nlohmann::json* summary_out = nullptr);
 
 }  // namespace xpuperf::report
