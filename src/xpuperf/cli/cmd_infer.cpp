@@ -79,12 +79,9 @@ void add_infer_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
       "case not built into this binary.");
   auto opts = std::make_shared<InferOptions>();
   cmd->add_option("--case", opts->name, "Inference case, e.g. lenet5 or lenet5:libtorch")->required();
-  cmd->add_option("--framework", opts->framework, "Framework of the case")->capture_default_str();
-  cmd->add_option("--vendor", opts->vendor, "Vendor whose config to use")->capture_default_str();
+  add_case_options(cmd, {&opts->framework, &opts->vendor, &opts->data_dir, &opts->sets});
   cmd->add_option("--hardware", opts->hardware, "Chip in the vendor's specs.yaml, for MFU (default CPU for cpu)");
-  cmd->add_option("--data-dir", opts->data_dir, "Data folder of the case");
   cmd->add_option("--out", opts->out, "Folder for exported models")->capture_default_str();
-  cmd->add_option("--set", opts->sets, "Override a parameter: --set key=value (repeatable)");
   cmd->callback([&global, &exit_code, opts] { exit_code = run_infer(global, *opts); });
 }
 

@@ -24,10 +24,11 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
       "interrupted.");
   auto options = std::make_shared<SweepOptions>();
   cmd->add_option("case", options->model, "Model of the training case, e.g. gpt2")->required();
-  cmd->add_option("--framework", options->framework, "Framework of the case")->capture_default_str();
-  cmd->add_option("--vendor", options->vendor, "Vendor whose config to use")->required();
+  add_case_options(cmd,
+                   {&options->framework, &options->vendor, &options->data_dir, &options->sets,
+                    "Override a parameter in every row: --set key=value (repeatable)"},
+                   /*required=*/true);
   cmd->add_option("--hardware", options->hardware, "HWxNODESxPROCS of the vendor config, e.g. H200x1x2")->required();
-  cmd->add_option("--data-dir", options->data_dir, "Data folder of the case")->required();
   cmd->add_option("--strategies", options->strategies, "Strategies separated by ;, e.g. \"fp32; bf16; bf16+zero2\"")
       ->required();
   cmd->add_option("--steps", options->steps, "Timed steps a repeat")->capture_default_str();
@@ -36,7 +37,6 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
   cmd->add_option("--loss-tolerance", options->loss_tolerance,
                   "Largest relative difference of a row's loss from the first row's at any step")
       ->capture_default_str();
-  cmd->add_option("--set", options->sets, "Override a parameter in every row: --set key=value (repeatable)");
   cmd->add_option("--log-dir", options->log_dir, "Where the sweep folder goes")->capture_default_str();
   cmd->add_option("--master-port", options->master_port,
                   "Rendezvous port of the ranks (default: a free port each round)");

@@ -88,13 +88,10 @@ void add_train_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
       "3 case not built in.");
   auto opts = std::make_shared<TrainOptions>();
   cmd->add_option("--case", opts->model, "Model of the case, e.g. lenet5")->required();
-  cmd->add_option("--framework", opts->framework, "Framework of the case")->capture_default_str();
-  cmd->add_option("--vendor", opts->vendor, "Vendor whose config to use")->capture_default_str();
+  add_case_options(cmd, {&opts->framework, &opts->vendor, &opts->data_dir, &opts->sets});
   cmd->add_option("--hardware", opts->hardware, "Hardware name of the vendor config")->capture_default_str();
   cmd->add_option("--nnodes", opts->nnodes, "Hosts")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--nproc", opts->nproc, "Processes per host")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--data-dir", opts->data_dir, "Data folder of the case");
-  cmd->add_option("--set", opts->sets, "Override a parameter: --set key=value (repeatable)");
   cmd->add_option("--master-port", opts->master_port, "Rendezvous port for local ranks (default: a free one)");
   cmd->callback([&global, &exit_code, opts] { exit_code = run_train(global, *opts, global.argv); });
 }

@@ -30,6 +30,18 @@ class CommandError : public std::runtime_error {
 // The content tree to use; throws CommandError saying how to point at one when none is found.
 Repo find_repo(const GlobalOptions& global, const std::string& near = "");
 
+// Where a case's config and data come from, as train, infer and sweep take them: --framework,
+// --vendor, --data-dir and --set (the case itself and --hardware differ between them: a name or a
+// positional; a chip or a vendor config). `required`: --vendor and --data-dir must be given (sweep).
+struct CaseOptionTargets {
+  std::string* framework;
+  std::string* vendor;
+  std::string* data_dir;
+  std::vector<std::string>* sets;
+  std::string sets_help = "Override a parameter: --set key=value (repeatable)";
+};
+void add_case_options(CLI::App* cmd, const CaseOptionTargets& to, bool required = false);
+
 // Each returns the exit code through `exit_code` once its callback ran.
 void add_check_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_config_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
