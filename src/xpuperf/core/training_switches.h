@@ -1,10 +1,14 @@
 #pragma once
-// The training runtime's acceleration switches (Rapidformer's): `precision`, `global_batch_size`
-// (gradient accumulation), `activation_checkpointing`, `zero_stage`, `fused_optimizer`,
-// `cuda_graphs`. Each composes with data parallelism and with the others; the combinations that
-// cannot work are refused here, when a config is loaded (`xpuperf check`, `train`, `sweep`),
-// before anything starts.
+// The training runtime's switches (Rapidformer's acceleration switches and Megatron's model
+// parallelism): each composes with data parallelism and with the others, and each checks its own
+// settings. A switch's check lives beside the strategy that implements it (train/step_precision.cpp,
+// train/gradient_sync.cpp, train/step_schedule.cpp, train/step_graph.cpp, parallel/model_parallel.cpp)
+// and registers itself here; check_training_switches runs the value ranges (training_limits.h)
+// and every registered check when a config is loaded (`xpuperf check`, `train`, `run`, `sweep`),
+// so a combination that cannot work is refused, at the line that set it, before anything starts.
 
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "xpuperf/core/config.h"
@@ -13,8 +17,29 @@
 
 namespace xpuperf {
 
-// Why cuda_graphs cannot run with the rest of this config on `world_size` ranks; "" when it can.
-std::string cuda_graphs_conflict(const Config& cfg, int world_size);
+// What a switch's check sees: the merged config, the run's ranks, and what the case's model can
+// split into (null: the case declared nothing; its ranks check).
+struct SwitchCheckInput {
+  const Config& cfg;
+  int world_size;
+  const ModelSplits* splits;
+
+  // A value, or `fallback` when it is absent or of the wrong type (the merge reports a wrong type).
+  std::int64_t get_int(const std::string& key, std::int64_t fallback) const;
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+  bool get_bool(const std::string& key, bool fallback) const;
+  // Where `key` was set (the config's origin when it was not).
+  Source source(const std::string& key) const;
+  // Ranks that hold a whole copy of the model's split: tensor_parallel × pipeline_parallel when
+  // they divide the world, else 1; and the data-parallel ranks over them.
+  std::int64_t model_ranks() const;
+  std::int64_t data_ranks() const { return world_size % model_ranks() == 0 ? world_size / model_ranks() : world_size; }
+};
+
+using SwitchCheck = std::function<void(const SwitchCheckInput&, Diagnostics&)>;
+
+// Called once by a switch's file (a static registrar); `name` orders the checks. Returns true.
+bool register_switch_check(const std::string& name, SwitchCheck check);
 
 // Checks each switch's value and their combinations for a run of `world_size` ranks; each problem
 // goes to `diags` at the line that set the switch. `splits`: what the case's model can be split

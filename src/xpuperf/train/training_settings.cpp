@@ -4,36 +4,27 @@
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::train {
-namespace {
-
-std::int64_t non_negative(const Config& cfg, const std::string& key, std::int64_t fallback) {
-  const std::int64_t v = cfg.get_int(key, fallback);
-  if (v < 0)
-    throw ConfigError(cfg.at(key).source.str() + ": '" + key + "' must be 0 or more, got " + std::to_string(v));
-  return v;
-}
-
-std::int64_t positive(const Config& cfg, const std::string& key) {
-  const std::int64_t v = cfg.get_int(key);
-  if (v <= 0)
-    throw ConfigError(cfg.at(key).source.str() + ": '" + key + "' must be positive, got " + std::to_string(v));
-  return v;
-}
-
-}  // namespace
 
 TrainingSettings read_training_settings(const Config& cfg, int world_size) {
+  // The ranges and the switches' combinations, as `xpuperf check` checks them, before any value is
+  // read: what follows reads values known to be in range.
+  {
+    Diagnostics problems;
+    check_training_switches(cfg, world_size, problems);
+    for (const auto& d : problems.items())
+      if (d.severity == Severity::Error) throw ConfigError(d.where.str() + ": " + d.message);
+  }
   TrainingSettings s;
-  s.train_batch = positive(cfg, "train_batch_size");
-  s.eval_batch = positive(cfg, "eval_batch_size");
-  s.max_epochs = non_negative(cfg, "max_epochs", 0);
-  s.max_steps = non_negative(cfg, "max_steps", 0);
-  s.max_samples = non_negative(cfg, "max_samples_termination", 0);
+  s.train_batch = cfg.get_int("train_batch_size");
+  s.eval_batch = cfg.get_int("eval_batch_size");
+  s.max_epochs = cfg.get_int("max_epochs", 0);
+  s.max_steps = cfg.get_int("max_steps", 0);
+  s.max_samples = cfg.get_int("max_samples_termination", 0);
   s.time_budget = cfg.get_number("time_budget", 0.0);
-  s.eval_every_epochs = non_negative(cfg, "eval_interval_epochs", 1);
-  s.eval_every_steps = non_negative(cfg, "eval_interval_steps", 0);
-  s.log_freq = non_negative(cfg, "log_freq", 100);
-  s.warmup_steps = non_negative(cfg, "warmup_steps", 0);
+  s.eval_every_epochs = cfg.get_int("eval_interval_epochs", 1);
+  s.eval_every_steps = cfg.get_int("eval_interval_steps", 0);
+  s.log_freq = cfg.get_int("log_freq", 100);
+  s.warmup_steps = cfg.get_int("warmup_steps", 0);
   s.lr_scheduler = cfg.get_string("lr_scheduler", "constant");
   s.lr = cfg.get_number("lr");
   s.target_metric = cfg.get_string("target_metric");
@@ -43,12 +34,6 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
     throw ConfigError(cfg.at("target_mode").source.str() + ": 'target_mode' must be max or min");
   if (s.max_epochs == 0 && s.max_steps == 0 && s.max_samples == 0 && s.time_budget <= 0)
     throw ConfigError("no stop condition: set max_epochs, max_steps, max_samples_termination or time_budget");
-  {
-    Diagnostics switches;
-    check_training_switches(cfg, world_size, switches);
-    for (const auto& d : switches.items())
-      if (d.severity == Severity::Error) throw ConfigError(d.where.str() + ": " + d.message);
-  }
   s.precision = parse_precision(cfg.get_string("precision", "fp32"));
   s.clip_grad_norm = cfg.get_number("clip_grad_norm", 0.0);
   s.channels_last = cfg.get_bool("channels_last", false);
@@ -60,9 +45,9 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
   s.pipeline_parallel = cfg.get_int("pipeline_parallel", 1);
   s.global_batch = cfg.get_int("global_batch_size", 0);
   s.record_loss_curve = cfg.get_bool("record_loss_curve", false);
-  s.timing_skip_steps = non_negative(cfg, "timing_skip_steps", 0);
+  s.timing_skip_steps = cfg.get_int("timing_skip_steps", 0);
   s.seed = cfg.get_int("seed", 1234);
-  s.warmup_epochs = non_negative(cfg, "warmup_epochs", 0);
+  s.warmup_epochs = cfg.get_int("warmup_epochs", 0);
   s.lr_gamma = cfg.get_number("lr_gamma", 1.0);
   s.device = cfg.get_string("device", "auto");
   s.num_threads = cfg.get_int("num_threads", 0);
