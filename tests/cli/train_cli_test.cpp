@@ -37,18 +37,9 @@ class TrainCli : public ::testing::Test {
   }
 };
 
-TEST_F(TrainCli, Lenet5ConvergesOnOneProcess) {
-  // Two threads a rank: as fast as more for this small model, and fair to tests running beside it.
-  const Result r = xpuperf(train_args({"--data-dir", kData, "--set", "num_threads=2"}), XPUPERF_SOURCE_DIR, {}, 600);
-  ASSERT_EQ(r.code, 0) << r.output;
-  const auto f = finished_of(r.output);
-  ASSERT_TRUE(f) << r.output;
-  EXPECT_TRUE(*f->converged);
-  EXPECT_GE(f->final_metric->value, 0.88);
-  EXPECT_EQ(f->final_metric->name, "accuracy");
-  EXPECT_TRUE(has(r.output, "lenet5:libtorch on cpu, 1 rank: CONVERGED (accuracy 0.")) << r.output;
-}
-
+// The standard LeNet-5 recipe reaches its target on real Fashion-MNIST, over two data-parallel
+// ranks (one rank's numbers are held step by step by the golden curves' lenet5_fp32 row, and
+// `make run` trains it on one).
 TEST_F(TrainCli, Lenet5ConvergesOnTwoProcesses) {
   const Result r =
       xpuperf(train_args({"--nproc", "2", "--data-dir", kData, "--set", "num_threads=1"}), XPUPERF_SOURCE_DIR, {}, 600);
@@ -56,6 +47,8 @@ TEST_F(TrainCli, Lenet5ConvergesOnTwoProcesses) {
   const auto f = finished_of(r.output);  // rank 0's line, behind its "[rank 0] " prefix
   ASSERT_TRUE(f) << r.output;
   EXPECT_TRUE(*f->converged);
+  EXPECT_GE(f->final_metric->value, 0.88);
+  EXPECT_EQ(f->final_metric->name, "accuracy");
   EXPECT_EQ(f->extra["world_size"], 2);
   EXPECT_TRUE(has(r.output, "[rank 1] [PerfLog] {\"event\":\"INIT_END\"")) << r.output;
   EXPECT_TRUE(has(r.output, "2 ranks: CONVERGED")) << r.output;
