@@ -5,7 +5,9 @@
 # Usage: bench/base_vs_pytorch.sh [HARDWARE]   (on an NVIDIA GPU machine, after building)
 set -euo pipefail
 hardware=${1:-H200}
-xpuperf=${XPUPERF:-build/src/xpuperf}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_require_xpuperf  # sets $xpuperf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 here=$(cd "$(dirname "$0")" && pwd)

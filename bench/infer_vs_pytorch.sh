@@ -8,7 +8,9 @@
 # AOTI=1 also builds and runs an AOTInductor package)
 set -euo pipefail
 hardware=${1:-H200}
-xpuperf=${XPUPERF:-build/src/xpuperf}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_require_xpuperf  # sets $xpuperf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 here=$(cd "$(dirname "$0")" && pwd)

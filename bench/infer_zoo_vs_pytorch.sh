@@ -12,7 +12,9 @@
 set -euo pipefail
 hardware=${1:-H200}
 cases=${2:-vit,bert}
-xpuperf=${XPUPERF:-build/src/xpuperf}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_require_xpuperf  # sets $xpuperf
 data=${DATA:-data/text}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -13,13 +13,15 @@
 set -euo pipefail
 hardware=${1:-H200}
 data=${2:-}
-xpuperf=${XPUPERF:-build/src/xpuperf}
 cases=${CASES:-gpt2,bert}
 steps=${STEPS:-100}
 peak=${PEAK:-989.4}
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/common.sh
+source "$here/common.sh"
+bench_require_xpuperf
 
 # TORCH_JSONL=FILE reuses Hugging Face's figures of an earlier call on the same machine kind.
 if [[ -n ${TORCH_JSONL:-} ]]; then
@@ -34,6 +36,7 @@ ours() {  # case label --set ... → one JSON line: the steady rates (STEP_ENDs 
   local args=()
   for s in "$@"; do args+=(--set "$s"); done
   "$xpuperf" train --case "$case" --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/$case.$label.out" 2>&1 || true
+  bench_expect_steps "$work/$case.$label.out" "$case $label"
   python3 - "$work/$case.$label.out" "$case" "$label" <<'PY'
 import json, sys
 steps, fin, evals = [], {}, []
@@ -128,3 +131,4 @@ if [[ -x $tests ]]; then
   "$tests" --gtest_filter='LanguageModels.*FirstStep*:LanguageModels.*HuggingFaces*' 2>&1 |
     grep -E "first step|relative logit|OK \]|FAILED" || true
 fi
+bench_finish

@@ -7,7 +7,9 @@ set -euo pipefail
 vendor=$1 hardware=$2
 shift 2
 data=${DATA_DIR:-/usr/share/datasets/fashion-mnist}
-xpuperf=${XPUPERF:-build/src/xpuperf}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_require_xpuperf  # sets $xpuperf
 printf '| config | precision | e2e time (s) | train time (s) | samples/s | epochs | final accuracy | converged |\n'
 printf '| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n'
 for spec in "$@"; do

@@ -5,7 +5,9 @@
 set -euo pipefail
 steps=${1:-2000}
 data=/usr/share/datasets/fashion-mnist
-xpuperf=${XPUPERF:-build/src/xpuperf}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_require_xpuperf  # sets $xpuperf
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   echo "bench: the reference needs Debian's python3-torch: apt-get install --no-install-recommends python3-torch" >&2
   exit 1

@@ -14,7 +14,9 @@
 set -euo pipefail
 hardware=${1:-H200}
 size=${2:-7b}
-xpuperf=${XPUPERF:-build/src/xpuperf}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_require_xpuperf  # sets $xpuperf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 here=$(cd "$(dirname "$0")" && pwd)

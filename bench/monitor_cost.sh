@@ -4,7 +4,9 @@
 # included) is measured alone and subtracted. Usage: bench/monitor_cost.sh [seconds] (after `make`).
 set -euo pipefail
 seconds=${1:-20}
-xpuperf=${XPUPERF:-build/src/xpuperf}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_require_xpuperf  # sets $xpuperf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

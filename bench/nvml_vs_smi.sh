@@ -6,7 +6,9 @@
 set -euo pipefail
 seconds=${1:-20}
 shift || true
-xpuperf=${XPUPERF:-build/src/xpuperf}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_require_xpuperf  # sets $xpuperf
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 if [[ $# -eq 0 ]]; then

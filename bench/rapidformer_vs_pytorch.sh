@@ -13,7 +13,9 @@
 set -euo pipefail
 data=${1:?give the token datasets folder}
 parts=${2:-bert,gpt13,graphs}
-xpuperf=${XPUPERF:-build/src/xpuperf}
+# shellcheck source=bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_require_xpuperf  # sets $xpuperf
 hw=${HW:-H200}
 steps=${STEPS:-10}
 warmup=${WARMUP:-3}

@@ -14,12 +14,14 @@
 set -euo pipefail
 hardware=${1:-H200}
 shift || true
-xpuperf=${XPUPERF:-build/src/xpuperf}
 cases=${CASES:-resnet50,vit,mobilenetv2}
 steps=${STEPS:-100}
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/common.sh
+source "$here/common.sh"
+bench_require_xpuperf
 
 # REUSE_TORCH=1 keeps the torchvision figures (and saved weights) of an earlier call with the same WORK.
 if [[ -z ${REUSE_TORCH:-} || ! -s $work/torch.jsonl ]]; then
@@ -42,6 +44,7 @@ ours() {  # case label --set ... → one JSON line: the steady images/s (STEP_EN
   local args=()
   for s in "$@"; do args+=(--set "$s"); done
   "$xpuperf" train --case "$case" --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/$case.$label.out" 2>&1 || true
+  bench_expect_steps "$work/$case.$label.out" "$case $label"
   python3 - "$work/$case.$label.out" "$case" "$label" <<'PY'
 import json, sys
 steps, fin = [], {}
@@ -140,3 +143,4 @@ for case in dict.fromkeys(o["case"] for o in ours):
         print(f"| {case} | {p} | {lo:.6f} | {lr_:.6f} | {abs(lo - lr_) / abs(lr_):.2e} | {go:.5f} | {gr:.5f} | "
               f"{abs(go - gr) / abs(gr):.2e} |")
 PY
+bench_finish

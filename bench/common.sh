@@ -1,0 +1,34 @@
+# Sourced by the bench scripts. A bench that cannot find its binary, or whose run measured nothing,
+# says so and exits non-zero, instead of printing a table of zeros and NaNs and exiting 0.
+
+bench_name=$(basename "$0")
+bench_failures=()
+
+# Sets $xpuperf (XPUPERF, else build/src/xpuperf); exits 2 naming the path when it is not a program.
+bench_require_xpuperf() {
+  xpuperf=${XPUPERF:-build/src/xpuperf}
+  if [[ ! -x $xpuperf ]]; then
+    echo "$bench_name: no xpuperf binary at '$xpuperf': build it first (make build, or cmake --build BUILD_DIR)" \
+      "or set XPUPERF to one" >&2
+    exit 2
+  fi
+}
+
+# bench_expect_steps LOG LABEL: a training run whose LOG has no STEP_END measured nothing; says so
+# with the log's last lines and remembers LABEL for bench_finish.
+bench_expect_steps() {
+  if ! grep -q '"event":"STEP_END"' "$1"; then
+    echo "$bench_name: $2 measured nothing (no STEP_END in $1); its last lines:" >&2
+    tail -n 8 "$1" | sed 's/^/    /' >&2
+    bench_failures+=("$2")
+  fi
+}
+
+# After the table: exits 1 naming every run that measured nothing (their rows read 0 or nan).
+bench_finish() {
+  if ((${#bench_failures[@]} > 0)); then
+    echo "$bench_name: ${#bench_failures[@]} run(s) measured nothing, their figures above are not figures:" \
+      "${bench_failures[*]}" >&2
+    exit 1
+  fi
+}
