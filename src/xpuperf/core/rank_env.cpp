@@ -24,13 +24,21 @@ bool read_int(const char* name, int& out, int lo, int hi, Diagnostics& diags) {
 }  // namespace
 
 std::map<std::string, std::string> RankEnv::to_env() const {
-  return {{"RANK", std::to_string(rank)},
-          {"LOCAL_RANK", std::to_string(local_rank)},
-          {"WORLD_SIZE", std::to_string(world_size)},
-          {"LOCAL_WORLD_SIZE", std::to_string(local_world_size)},
-          {"NODE_RANK", std::to_string(node_rank)},
-          {"MASTER_ADDR", master_addr},
-          {"MASTER_PORT", std::to_string(master_port)}};
+  std::map<std::string, std::string> vars = {{"RANK", std::to_string(rank)},
+                                             {"LOCAL_RANK", std::to_string(local_rank)},
+                                             {"WORLD_SIZE", std::to_string(world_size)},
+                                             {"LOCAL_WORLD_SIZE", std::to_string(local_world_size)},
+                                             {"NODE_RANK", std::to_string(node_rank)},
+                                             {"MASTER_ADDR", master_addr},
+                                             {"MASTER_PORT", std::to_string(master_port)}};
+  // OpenBLAS (Debian's LibTorch multiplies on the CPU with it) keeps its worker threads spinning
+  // with sched_yield for a long while after each product, on the cores the rank's own threads and
+  // the other ranks need: LeNet-5 on 2 ranks of 2 cores spent 23 s of its 58 s of CPU in the
+  // kernel and trained 1.3x slower. The shortest spin (2^4 cycles) keeps BLAS's threads and
+  // lets them sleep. Read once when the library loads, so it is set for the rank's process; a
+  // user's own value is kept.
+  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT")) vars["OPENBLAS_THREAD_TIMEOUT"] = "4";
+  return vars;
 }
 
 bool launched_as_rank() {

@@ -170,7 +170,7 @@ class InferenceRun {
     }
     device_ = torchrt::choose_device(config_.get_string("device", "auto"), 0);
     if (!device_.is_cuda()) {
-      torch::set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+      torchrt::set_cpu_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
       keep_freed_host_memory();
     }
     ctx_ = std::make_unique<InferContext>(InferContext{config_, device_});

@@ -1,8 +1,18 @@
 #include "xpuperf/torchrt/device.h"
 
+#include <dlfcn.h>
+
 #include "xpuperf/core/config.h"
 
 namespace xpuperf::torchrt {
+
+void set_cpu_threads(int threads) {
+  torch::set_num_threads(threads);
+  // Looked up, not linked: LibTorch may use another BLAS (MKL, Accelerate), or none.
+  using SetThreads = void (*)(int);
+  if (auto* set_blas_threads = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    set_blas_threads(threads);
+}
 
 void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());

@@ -12,6 +12,11 @@ namespace xpuperf::torchrt {
 // "cpu" or "cuda". ConfigError when "cuda" has no device or LOCAL_RANK none of its own.
 torch::Device choose_device(const std::string& name, int local_rank);
 
+// The CPU threads this process computes with: LibTorch's intra-op threads and, where LibTorch
+// multiplies through OpenBLAS (Debian's), OpenBLAS's own, which otherwise start one a core
+// whatever LibTorch was told: two ranks of one thread each then ran four BLAS threads on two cores.
+void set_cpu_threads(int threads);
+
 // Waits for the device's queued work (nothing to wait for on the CPU): what timings need.
 void synchronize(const torch::Device& device);
 

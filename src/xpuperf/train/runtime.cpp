@@ -101,11 +101,11 @@ torch::Device prepare_process(const Config& cfg, const TrainingSettings& s, cons
   if (device.is_cuda()) torch::cuda::manual_seed_all(static_cast<std::uint64_t>(s.seed));
   torch::manual_seed(static_cast<std::uint64_t>(s.seed));
   if (s.num_threads > 0) {
-    torch::set_num_threads(static_cast<int>(s.num_threads));
+    torchrt::set_cpu_threads(static_cast<int>(s.num_threads));
   } else {
     // LibTorch may default to one thread; share the cores between the ranks of this host.
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    torch::set_num_threads(static_cast<int>(std::max(1u, cores / static_cast<unsigned>(info.env.local_world_size))));
+    torchrt::set_cpu_threads(static_cast<int>(std::max(1u, cores / static_cast<unsigned>(info.env.local_world_size))));
   }
   return device;
 }
