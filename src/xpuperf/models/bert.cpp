@@ -67,9 +67,7 @@ torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Te
 
 void BertAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
   const std::int64_t parts = group->size();
-  if (heads % parts != 0)
-    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide BERT's " +
-                                std::to_string(heads) + " attention heads (num_attention_heads)");
+  parallel::require_divides(*group, heads, "BERT's", "attention heads (num_attention_heads)");
   for (auto* layer : {&self->query, &self->key, &self->value}) (*layer)->split(group);
   output->dense->split(group);
   heads /= parts;
@@ -91,10 +89,8 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
 }
 
 void BertLayerImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
-  const std::int64_t parts = group->size(), units = intermediate->dense->weight.size(0);
-  if (units % parts != 0)
-    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide BERT's " +
-                                std::to_string(units) + " intermediate units (intermediate_size)");
+  const std::int64_t units = intermediate->dense->weight.size(0);
+  parallel::require_divides(*group, units, "BERT's", "intermediate units (intermediate_size)");
   attention->split(group);
   intermediate->dense->split(group);
   output->dense->split(group);

@@ -26,9 +26,7 @@ GptAttentionImpl::GptAttentionImpl(const GptConfig& c) : heads(c.heads), dropout
 
 void GptAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
   const std::int64_t parts = group->size();
-  if (heads % parts != 0)
-    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide the " +
-                                std::to_string(heads) + " attention heads");
+  parallel::require_divides(*group, heads, "the", "attention heads");
   c_attn->split(group, 3);  // this rank's heads of q, k and v
   c_proj->split(group);
   heads /= parts;
@@ -63,10 +61,8 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
 }
 
 void GptMlpImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
-  const std::int64_t parts = group->size(), units = c_fc->weight.size(1);
-  if (units % parts != 0)
-    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide the MLP's " +
-                                std::to_string(units) + " units");
+  const std::int64_t units = c_fc->weight.size(1);
+  parallel::require_divides(*group, units, "the MLP's", "units");
   c_fc->split(group);
   c_proj->split(group);
 }

@@ -84,9 +84,7 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
 
 void LlamaAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
   const std::int64_t parts = group->size();
-  if (kv_heads % parts != 0)
-    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide Llama's " +
-                                std::to_string(kv_heads) + " key/value heads (num_key_value_heads)");
+  parallel::require_divides(*group, kv_heads, "Llama's", "key/value heads (num_key_value_heads)");
   for (auto* layer : {&q_proj, &k_proj, &v_proj}) (*layer)->split(group);
   o_proj->split(group);
   heads /= parts;
@@ -130,10 +128,8 @@ LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {
 }
 
 void LlamaMLPImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
-  const std::int64_t parts = group->size(), units = gate_proj->weight.size(0);
-  if (units % parts != 0)
-    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide Llama's " +
-                                std::to_string(units) + " MLP units (intermediate_size)");
+  const std::int64_t units = gate_proj->weight.size(0);
+  parallel::require_divides(*group, units, "Llama's", "MLP units (intermediate_size)");
   gate_proj->split(group);
   up_proj->split(group);
   down_proj->split(group);
@@ -196,9 +192,7 @@ LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig& c) : config(c) {
 }
 
 void LlamaForCausalLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {
-  if (config.vocab % tp->size() != 0)
-    throw std::invalid_argument("tensor_parallel " + std::to_string(tp->size()) + " does not divide Llama's " +
-                                std::to_string(config.vocab) + " vocabulary rows (vocab_size)");
+  parallel::require_divides(*tp, config.vocab, "Llama's", "vocabulary rows (vocab_size)");
   model->embed_tokens->split(tp);
   for (const auto& layer : *model->layers) {
     auto* l = layer->as<LlamaDecoderLayer>();

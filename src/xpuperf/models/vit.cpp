@@ -34,9 +34,7 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
 
 void SelfAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
   const std::int64_t parts = group->size();
-  if (heads % parts != 0)
-    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide ViT's " +
-                                std::to_string(heads) + " attention heads (num_heads)");
+  parallel::require_divides(*group, heads, "ViT's", "attention heads (num_heads)");
   torch::NoGradGuard no_grad;
   in_proj_weight.set_data(parallel::tensor_part(in_proj_weight, 0, *group, 3));
   in_proj_bias.set_data(parallel::tensor_part(in_proj_bias, 0, *group, 3));
@@ -76,10 +74,8 @@ torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
 
 void EncoderBlockImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
   auto* first = mlp[0]->as<parallel::ColumnParallelLinear>();
-  const std::int64_t parts = group->size(), units = first->weight.size(0);
-  if (units % parts != 0)
-    throw std::invalid_argument("tensor_parallel " + std::to_string(parts) + " does not divide ViT's " +
-                                std::to_string(units) + " MLP units (mlp_dim)");
+  const std::int64_t units = first->weight.size(0);
+  parallel::require_divides(*group, units, "ViT's", "MLP units (mlp_dim)");
   self_attention->split(group);
   first->split(group);
   mlp[3]->as<parallel::RowParallelLinear>()->split(group);

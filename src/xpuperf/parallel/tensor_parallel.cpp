@@ -1,6 +1,7 @@
 #include "xpuperf/parallel/tensor_parallel.h"
 
 #include <set>
+#include <stdexcept>
 
 namespace xpuperf::parallel {
 namespace {
@@ -44,6 +45,12 @@ torch::Tensor TensorParallel::copy_in(const torch::Tensor& x) {
 
 torch::Tensor TensorParallel::reduce_out(const torch::Tensor& x) {
   return ReduceOut::apply(x, reinterpret_cast<std::int64_t>(this));
+}
+
+void require_divides(const TensorParallel& tp, std::int64_t count, const std::string& whose, const std::string& what) {
+  if (count % tp.size() != 0)
+    throw std::invalid_argument("tensor_parallel " + std::to_string(tp.size()) + " does not divide " + whose + " " +
+                                std::to_string(count) + " " + what);
 }
 
 torch::Tensor model_parallel_gradient_norm(const std::vector<torch::Tensor>& params,

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "xpuperf/torchrt/distributed.h"
@@ -30,6 +31,11 @@ class TensorParallel {
  private:
   std::shared_ptr<torchrt::Distributed> group_;
 };
+
+// What a model's split says of a size it cannot share over `tp`: throws std::invalid_argument
+// "tensor_parallel T does not divide <whose> <count> <what>" unless T divides `count`
+// (whose: "BERT's"; what: "attention heads (num_attention_heads)", naming the config key).
+void require_divides(const TensorParallel& tp, std::int64_t count, const std::string& whose, const std::string& what);
 
 // A model whose layers can be split over a tensor-parallel group. The runtime calls this (the
 // cases never do) once the whole model is the same on every rank.
