@@ -216,31 +216,38 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
   return r;
 }
 
-const char* kAggregated[] = {"training_samples_per_second",
-                             "e2e_time",
-                             "time_to_target",
-                             "init_time",
-                             "raw_train_time",
-                             "final_metric",
-                             "energy_j",
-                             "energy_per_sample_j",
-                             "peak_host_mem_bytes",
-                             "peak_device_mem_bytes",
-                             "mfu",
-                             "value",
-                             "mean_power_w",
-                             "perf_per_watt",
-                             "validation_whole",
-                             "validation_core",
-                             "inference_whole",
-                             "inference_core",
-                             "validation_accuracy",
-                             "inference_accuracy",
-                             "latency_p99_ms",
-                             "prefill_tokens_per_second",
-                             "decode_tpot_ms",
-                             "offline_output_tokens_per_second",
-                             "server_max_rate_within_bounds"};
+}  // namespace
+
+const std::vector<const char*>& aggregated_figures() {
+  static const std::vector<const char*> figures = {"training_samples_per_second",
+                                                   "e2e_time",
+                                                   "time_to_target",
+                                                   "init_time",
+                                                   "raw_train_time",
+                                                   "final_metric",
+                                                   "energy_j",
+                                                   "energy_per_sample_j",
+                                                   "peak_host_mem_bytes",
+                                                   "peak_device_mem_bytes",
+                                                   "mfu",
+                                                   "value",
+                                                   "mean_power_w",
+                                                   "perf_per_watt",
+                                                   "validation_whole",
+                                                   "validation_core",
+                                                   "inference_whole",
+                                                   "inference_core",
+                                                   "validation_accuracy",
+                                                   "inference_accuracy",
+                                                   "latency_p99_ms",
+                                                   "prefill_tokens_per_second",
+                                                   "decode_tpot_ms",
+                                                   "offline_output_tokens_per_second",
+                                                   "server_max_rate_within_bounds"};
+  return figures;
+}
+
+namespace {
 
 json plan_summary(const fs::path& run, const Plan& plan) {
   json summary = {{"schema", kSummarySchema},
@@ -299,7 +306,7 @@ json plan_summary(const fs::path& run, const Plan& plan) {
 json aggregate_case(const json& entry) {
   json agg = json::object();
   std::size_t used = 0, converged = 0;
-  for (const char* key : kAggregated) {
+  for (const char* key : aggregated_figures()) {
     std::vector<double> values;
     for (const auto& r : entry["rounds"])
       if (r["status"] == "ok" && r.contains(key) && r[key].is_number()) values.push_back(r[key].get<double>());

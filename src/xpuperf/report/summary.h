@@ -19,6 +19,8 @@ nlohmann::json build_summary(const std::string& run_dir);
 // gpu<nproc-1> (monitor::accelerators_of_round).
 std::set<std::string> accelerators_charged(const std::vector<std::string>& monitor_files, int nproc);
 std::string summary_markdown(const nlohmann::json& summary);
+// The round figures the statistics are taken over (a case's "aggregate"), which summary.csv lists too.
+const std::vector<const char*>& aggregated_figures();
 
 // What summary.md and report.html both write of a case entry:
 // "3 / 5": rounds used in the statistics over rounds run.

@@ -3,47 +3,24 @@
 #include <sstream>
 #include <vector>
 
+#include "xpuperf/report/summary.h"
+
 namespace xpuperf::report {
 namespace {
 using nlohmann::json;
 
-// The case's columns, then the round's, in this order.
+// The case's columns, then the round's: its place and status, every figure the statistics are
+// taken over (aggregated_figures, so a new figure is a new column), the figures beside them, why it failed.
 const std::vector<const char*> kCaseColumns = {"case", "family", "hardware", "nnodes", "nproc"};
-const std::vector<const char*> kRoundColumns = {"round",
-                                                "status",
-                                                "converged",
-                                                "global_steps",
-                                                "num_trained_samples",
-                                                "training_samples_per_second",
-                                                "time_to_target",
-                                                "steps_to_target",
-                                                "e2e_time",
-                                                "init_time",
-                                                "raw_train_time",
-                                                "final_metric_name",
-                                                "final_metric",
-                                                "final_metric_target",
-                                                "mfu",
-                                                "energy_j",
-                                                "energy_per_sample_j",
-                                                "peak_host_mem_bytes",
-                                                "peak_device_mem_bytes",
-                                                "value",
-                                                "unit",
-                                                "mean_power_w",
-                                                "perf_per_watt",
-                                                "validation_whole",
-                                                "validation_core",
-                                                "inference_whole",
-                                                "inference_core",
-                                                "validation_accuracy",
-                                                "inference_accuracy",
-                                                "latency_p99_ms",
-                                                "prefill_tokens_per_second",
-                                                "decode_tpot_ms",
-                                                "offline_output_tokens_per_second",
-                                                "server_max_rate_within_bounds",
-                                                "reason"};
+
+std::vector<const char*> round_columns() {
+  std::vector<const char*> columns = {"round", "status", "converged", "global_steps", "num_trained_samples"};
+  const auto& figures = aggregated_figures();
+  columns.insert(columns.end(), figures.begin(), figures.end());
+  for (const char* c : {"steps_to_target", "final_metric_name", "final_metric_target", "unit", "reason"})
+    columns.push_back(c);
+  return columns;
+}
 
 // A field as RFC 4180 writes it: quoted when it holds a comma, a quote or a line break.
 std::string field(const std::string& text) {
@@ -65,19 +42,20 @@ std::string cell(const json& object, const char* key) {
 }  // namespace
 
 std::string summary_csv(const json& summary) {
+  const std::vector<const char*> round = round_columns();
   std::ostringstream out;
   std::string header;
   for (const auto* c : kCaseColumns) header += (header.empty() ? "" : ",") + std::string(c);
-  for (const auto* c : kRoundColumns) header += "," + std::string(c);
+  for (const auto* c : round) header += "," + std::string(c);
   out << header << "\n";
   if (!summary.contains("cases")) return out.str();
   for (const auto& entry : summary["cases"]) {
     std::string case_cells;
     for (const auto* c : kCaseColumns) case_cells += (case_cells.empty() ? "" : ",") + cell(entry, c);
     if (!entry.contains("rounds")) continue;
-    for (const auto& round : entry["rounds"]) {
+    for (const auto& r : entry["rounds"]) {
       out << case_cells;
-      for (const auto* c : kRoundColumns) out << "," << cell(round, c);
+      for (const auto* c : round) out << "," << cell(r, c);
       out << "\n";
     }
   }
