@@ -50,7 +50,8 @@ torch::Tensor rule_tokens() {
   return ids;
 }
 
-class TinyGptCase : public TrainingCase {
+// A tiny decoder on the rule tokens.
+class TinyDecoderCase : public TrainingCase {
  public:
   Datasets datasets(const CaseContext&) override {
     auto ids = rule_tokens();
@@ -62,26 +63,35 @@ class TinyGptCase : public TrainingCase {
     static std::mutex building;
     std::lock_guard<std::mutex> lock(building);
     torch::manual_seed(42);
-    gpt = models::GptLMHeadModel(tiny_gpt(ctx.config.get_number("dropout", 0.0)));
-    gpt->to(ctx.device);
-    return gpt.ptr();
+    auto built = build(ctx);
+    built->to(ctx.device);
+    return built;
   }
-  torch::Tensor forward_step(const Batch& batch) override { return gpt->loss(batch[0]); }
+  torch::Tensor forward_step(const Batch& batch) override { return loss(batch[0]); }
   void evaluate(const Batch& batch, MetricSums& sums) override {
     const auto n = static_cast<double>(batch[0].size(0));
-    sums.add("loss", gpt->loss(batch[0]).item<double>() * n, n);
+    sums.add("loss", loss(batch[0]).item<double>() * n, n);
   }
+
+ protected:
+  virtual std::shared_ptr<torch::nn::Module> build(const CaseContext& ctx) = 0;
+  // The mean next-token loss of ids[:, 1:] from ids[:, :-1].
+  virtual torch::Tensor loss(const torch::Tensor& ids) = 0;
+};
+
+class TinyGptCase : public TinyDecoderCase {
+  std::shared_ptr<torch::nn::Module> build(const CaseContext& ctx) override {
+    gpt = models::GptLMHeadModel(tiny_gpt(ctx.config.get_number("dropout", 0.0)));
+    return gpt.ptr();
+  }
+  torch::Tensor loss(const torch::Tensor& ids) override { return gpt->loss(ids); }
   models::GptLMHeadModel gpt{nullptr};
 };
 
 // The same rule tokens through a tiny Llama (RMSNorm, rotary positions, SwiGLU, grouped-query
 // attention: 4 query heads over 2 key/value heads, an untied output layer).
-class TinyLlamaCase : public TinyGptCase {
- public:
-  std::shared_ptr<torch::nn::Module> model(const CaseContext& ctx) override {
-    static std::mutex building;
-    std::lock_guard<std::mutex> lock(building);
-    torch::manual_seed(42);
+class TinyLlamaCase : public TinyDecoderCase {
+  std::shared_ptr<torch::nn::Module> build(const CaseContext&) override {
     models::LlamaConfig c;
     c.vocab = 64;
     c.hidden = 32;
@@ -91,15 +101,9 @@ class TinyLlamaCase : public TinyGptCase {
     c.kv_heads = 2;
     c.max_positions = 16;
     llama = models::LlamaForCausalLM(c);
-    llama->to(ctx.device);
     return llama.ptr();
   }
-  torch::Tensor forward_step(const Batch& batch) override { return loss(batch[0]); }
-  void evaluate(const Batch& batch, MetricSums& sums) override {
-    const auto n = static_cast<double>(batch[0].size(0));
-    sums.add("loss", loss(batch[0]).item<double>() * n, n);
-  }
-  torch::Tensor loss(const torch::Tensor& ids) {
+  torch::Tensor loss(const torch::Tensor& ids) override {
     const auto logits = llama->forward(ids.narrow(1, 0, ids.size(1) - 1));
     return torch::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
                                      ids.narrow(1, 1, ids.size(1) - 1).reshape({-1}));
