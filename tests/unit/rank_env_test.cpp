@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "xpuperf/core/process.h"
+
 namespace xpuperf {
 namespace {
 
@@ -12,7 +14,7 @@ TEST(RankEnv, ARanksEnvironmentNamesItsPlaceAndStopsOpenBlasSpinning) {
   env.rank = 3;
   env.world_size = 4;
   env.master_addr = "10.0.0.1";
-  env.master_port = 29500;
+  env.master_port = free_local_port();  // nothing listens: the value is only written out
   const char* before = std::getenv("OPENBLAS_THREAD_TIMEOUT");
   const std::string saved = before ? before : "";
   ::unsetenv("OPENBLAS_THREAD_TIMEOUT");
@@ -20,7 +22,7 @@ TEST(RankEnv, ARanksEnvironmentNamesItsPlaceAndStopsOpenBlasSpinning) {
   EXPECT_EQ(vars.at("RANK"), "3");
   EXPECT_EQ(vars.at("WORLD_SIZE"), "4");
   EXPECT_EQ(vars.at("MASTER_ADDR"), "10.0.0.1");
-  EXPECT_EQ(vars.at("MASTER_PORT"), "29500");
+  EXPECT_EQ(vars.at("MASTER_PORT"), std::to_string(env.master_port));
   EXPECT_EQ(vars.at("OPENBLAS_THREAD_TIMEOUT"), "4");
   // A user's own value is inherited by the rank, not replaced.
   ::setenv("OPENBLAS_THREAD_TIMEOUT", "20", 1);
