@@ -21,6 +21,42 @@ TEST(Cli, HelpAndVersion) {
   EXPECT_NE(xpuperf({"frobnicate"}).code, 0);
 }
 
+// `xpuperf` links no LibTorch, so that what needs none starts at once; a process that trains
+// becomes xpuperf-torch beside it, and a binary without one says what it cannot do.
+TEST(Cli, TheBinaryLinksNoLibTorchAndAloneSaysWhatItCannotDo) {
+  const std::filesystem::path binary = XPUPERF_BINARY;
+  if (!std::filesystem::exists(binary.parent_path() / "xpuperf-torch")) GTEST_SKIP() << "a build without LibTorch";
+  test::TempDir dir;
+  ProcessSpec ldd;
+  ldd.argv = {"ldd", binary.string()};
+  ldd.log_path = dir.path() + "/ldd.log";
+  ASSERT_TRUE(run_process(ldd).ok()) << test::read_file(ldd.log_path);
+  const std::string libraries = test::read_file(ldd.log_path);
+  EXPECT_FALSE(has(libraries, "libtorch") || has(libraries, "libc10")) << libraries;
+
+  std::filesystem::copy_file(binary, dir.path() + "/xpuperf");
+  ProcessSpec alone;
+  alone.argv = {dir.path() + "/xpuperf",
+                "--root",
+                XPUPERF_SOURCE_DIR,
+                "train",
+                "--case",
+                "lenet5",
+                "--vendor",
+                "cpu",
+                "--hardware",
+                "CPU"};
+  alone.unset_env = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
+  alone.log_path = dir.path() + "/alone.log";
+  const ExitStatus status = run_process(alone, std::chrono::seconds(60));
+  const std::string output = test::read_file(alone.log_path);
+  EXPECT_EQ(status.kind == ExitStatus::Kind::Exited ? status.code : -1, 1) << output;
+  EXPECT_TRUE(
+      has(output,
+          "this xpuperf has no xpuperf-torch beside it (built without LibTorch, or copied alone), so it cannot train"))
+      << output;
+}
+
 TEST(Cli, AnUnknownCommandIsNamedWithTheClosestOne) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"tune"}, {"tune", "--help"}, {"--root", ".", "tune", "x"}}) {

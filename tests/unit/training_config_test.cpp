@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "xpuperf/core/model_splits.h"
 
 namespace xpuperf {
 namespace {
@@ -201,6 +202,34 @@ TEST_F(TrainingRepo, BrokenVendorFileIsReportedWithItsLine) {
   dir.write("vendors/acme/training/toy-libtorch/config/config_X1x1x1.yaml", "vendor: acme\nlr: [0.5\n");
   EXPECT_FALSE(load("toy:libtorch:X1:1:1:1"));
   EXPECT_NE(diags.format().find("config_X1x1x1.yaml:3: error: invalid YAML"), std::string::npos) << diags.format();
+}
+
+// What a case's model splits into is read from its model_splits.yaml, without the model's code.
+TEST(ModelSplits, AreReadFromTheCasesFileAndABadFileIsNamed) {
+  Diagnostics diags;
+  const auto gpt2 = load_model_splits(Repo(XPUPERF_SOURCE_DIR), "gpt2", "libtorch", diags);
+  ASSERT_TRUE(gpt2) << diags.format();
+  EXPECT_TRUE(gpt2->tensor_parallel);
+  ASSERT_EQ(gpt2->tensor_divides.size(), 1u);
+  EXPECT_EQ(gpt2->tensor_divides[0].key, "n_head");
+  EXPECT_EQ(gpt2->tensor_divides[0].what, "attention heads");
+  EXPECT_TRUE(gpt2->pipeline_parallel);
+  const auto lenet5 = load_model_splits(Repo(XPUPERF_SOURCE_DIR), "lenet5", "libtorch", diags);
+  ASSERT_TRUE(lenet5);
+  EXPECT_FALSE(lenet5->tensor_parallel || lenet5->pipeline_parallel);
+  EXPECT_FALSE(diags.has_errors()) << diags.format();
+
+  test::TempDir dir;
+  EXPECT_FALSE(load_model_splits(Repo(dir.path()), "toy", "libtorch", diags)) << "no file: not declared";
+  dir.write("cases/training/toy/libtorch/model_splits.yaml",
+            "tensor_paralel:\n  n_head: heads\npipeline_parallel: 4\n");
+  load_model_splits(Repo(dir.path()), "toy", "libtorch", diags);
+  EXPECT_NE(diags.format().find("model_splits.yaml:1: error: 'tensor_paralel' is not a parallelism a model declares"),
+            std::string::npos)
+      << diags.format();
+  EXPECT_NE(diags.format().find("did you mean 'tensor_parallel'?"), std::string::npos) << diags.format();
+  EXPECT_NE(diags.format().find("model_splits.yaml:3: error: 'pipeline_parallel' must be a map"), std::string::npos)
+      << diags.format();
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // `xpuperf base`: one base case (hardware micro-benchmark) in this process, or its ranks on this
 // host for the collectives (--nproc N without a launcher).
 
+#include <algorithm>
 #include <iostream>
 
 #include "xpuperf/base/base_benchmark.h"
 #include "xpuperf/base/base_runner.h"
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/cli/local_ranks.h"
+#include "xpuperf/cli/torch_entry.h"
 
 namespace xpuperf::cli {
 
@@ -35,9 +37,16 @@ int list_base(const Repo& repo) {
 
 int run_base_command(const GlobalOptions& global, const BaseOptions& opts) {
   const Repo repo = find_repo(global);
-  if (opts.list) return list_base(repo);
+  if (opts.list) {
+    hand_over_to_torch(global.argv);  // the list names the LibTorch implementations too
+    return list_base(repo);
+  }
   if (opts.metric.empty()) throw CommandError("name a base case (e.g. xpuperf base computation-FP32), or --list them");
   if (!launched_as_rank() && opts.nproc > 1) return spawn_local_ranks(opts.nproc, opts.master_port, global.argv);
+  // The collectives and the CPU's BF16 GEMM are LibTorch's: they run in xpuperf-torch.
+  const auto here = base::base_backends(opts.metric);
+  if (std::find(here.begin(), here.end(), base::resolve_backend(opts.backend, opts.vendor)) == here.end())
+    hand_over_to_torch(global.argv);
   Diagnostics diags;
   auto env = read_rank_env(diags);
   if (!env) {

@@ -4,13 +4,11 @@
 #include <iostream>
 
 #include "xpuperf/cli/commands.h"
+#include "xpuperf/cli/torch_entry.h"
 #include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/plan.h"
 #include "xpuperf/core/specs.h"
 #include "xpuperf/core/training_config.h"
-#ifdef XPUPERF_HAVE_INFER
-#include "xpuperf/infer/entry.h"
-#endif
 
 namespace xpuperf::cli {
 
@@ -27,6 +25,7 @@ struct InferOptions {
 };
 
 int run_infer(const GlobalOptions& global, InferOptions opts) {
+  hand_over_to_torch(global.argv);  // inference runs in xpuperf-torch
   const Repo repo = find_repo(global);
   if (const auto colon = opts.name.find(':'); colon != std::string::npos) {
     opts.framework = opts.name.substr(colon + 1);
@@ -45,16 +44,12 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
   }
   std::cerr << diags.format(Severity::Warning);
   if (!config || diags.has_errors()) return 1;
-#ifndef XPUPERF_HAVE_TORCH
-  throw CommandError(
-      "this xpuperf was built without LibTorch, so it cannot run inference cases: install "
-      "libtorch-dev (scripts/install-deps.sh does) and rebuild");
-#elif !defined(XPUPERF_HAVE_INFER)
-  throw CommandError(
-      "this xpuperf was built with the quickstart's cases only (XPUPERF_CASES=quickstart, what `make run` builds "
-      "first): `make build` adds the inference pipeline and every case",
-      3);
-#else
+  if (!torch_entry()) throw CommandError(without_torch("run inference cases"));
+  if (!torch_entry()->infer)
+    throw CommandError(
+        "this xpuperf was built with the quickstart's cases only (XPUPERF_CASES=quickstart, what `make run` builds "
+        "first): `make build` adds the inference pipeline and every case",
+        3);
   std::error_code ec;
   std::filesystem::create_directories(opts.out, ec);
   if (ec) throw CommandError("--out " + opts.out + ": cannot create it: " + ec.message());
@@ -63,8 +58,7 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
   const double peak = chip_figure(chip_specs(repo, opts.vendor, hardware),
                                   config->get_bool("fp16") ? "peak_tflops.fp16" : "peak_tflops.fp32");
   infer::InferRequest request{opts.name, opts.framework, opts.vendor, *config, peak, opts.out};
-  return infer::run_inference(request, std::cout, std::cerr);
-#endif
+  return torch_entry()->infer(request, std::cout, std::cerr);
 }
 
 }  // namespace

@@ -6,12 +6,10 @@
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/cli/local_ranks.h"
+#include "xpuperf/cli/torch_entry.h"
 #include "xpuperf/core/process.h"
 #include "xpuperf/core/rank_env.h"
 #include "xpuperf/core/training_config.h"
-#ifdef XPUPERF_HAVE_TORCH
-#include "xpuperf/train/entry.h"
-#endif
 
 namespace xpuperf::cli {
 
@@ -30,6 +28,8 @@ struct TrainOptions {
 };
 
 int run_train(const GlobalOptions& global, const TrainOptions& opts, const std::vector<std::string>& argv) {
+  // A rank trains in xpuperf-torch; the process that starts this host's ranks needs no LibTorch.
+  if (launched_as_rank() || opts.nnodes * opts.nproc == 1) hand_over_to_torch(argv);
   const Repo repo = find_repo(global);
   Diagnostics diags;
   TrainingConfigRequest request;
@@ -50,12 +50,7 @@ int run_train(const GlobalOptions& global, const TrainOptions& opts, const std::
   if (!launched_as_rank() || std::getenv("RANK") == std::string("0")) std::cerr << diags.format(Severity::Warning);
   if (!config) return 1;
 
-#ifndef XPUPERF_HAVE_TORCH
-  (void)argv;
-  throw CommandError(
-      "this xpuperf was built without LibTorch, so it cannot train: install libtorch-dev and "
-      "libgloo-dev (scripts/install-deps.sh does) and rebuild");
-#else
+  if (!torch_entry() && torch_binary().empty()) throw CommandError(without_torch("train"));
   if (!launched_as_rank() && key->world_size() > 1) {
     if (key->nnodes > 1)
       throw CommandError("--nnodes " + std::to_string(key->nnodes) +
@@ -73,8 +68,7 @@ int run_train(const GlobalOptions& global, const TrainOptions& opts, const std::
     throw CommandError("WORLD_SIZE is " + std::to_string(env->world_size) + " but --nnodes x --nproc is " +
                        std::to_string(key->world_size()));
   train::RankRequest rank_request{opts.model, opts.framework, opts.vendor, *config, *env};
-  return train::run_rank(rank_request);
-#endif
+  return torch_entry()->train_rank(rank_request);
 }
 
 }  // namespace

@@ -1,26 +1,53 @@
 #include "xpuperf/core/model_splits.h"
 
-#include <map>
+#include <filesystem>
+
+#include "xpuperf/core/config.h"
 
 namespace xpuperf {
 namespace {
 
-// A function-local static: registrars run at static initialisation, in any order.
-std::map<std::string, ModelSplits>& declared() {
-  static std::map<std::string, ModelSplits> splits;
-  return splits;
+// One parallelism's entry: a map of config key → what its size counts.
+bool read_sizes(const Config& file, const std::string& parallelism, std::vector<ModelSize>& sizes, Diagnostics& diags) {
+  const ConfigEntry* entry = file.find(parallelism);
+  if (!entry) return false;
+  if (entry->value.IsNull()) return true;
+  if (!entry->value.IsMap()) {
+    diags.error(entry->source, "'" + parallelism + "' must be a map of config keys to what they count",
+                "e.g. " + parallelism + ": {n_head: attention heads}, or {} for no sizes");
+    return true;
+  }
+  for (const auto& item : entry->value) {
+    const std::string key = item.first.as<std::string>();
+    if (!item.second.IsScalar() || item.second.as<std::string>().empty()) {
+      diags.error(entry->source, "'" + parallelism + "." + key + "' must say what the size counts",
+                  "e.g. " + key + ": attention heads");
+      continue;
+    }
+    sizes.push_back({key, item.second.as<std::string>()});
+  }
+  return true;
 }
 
 }  // namespace
 
-bool register_model_splits(const std::string& model, const std::string& framework, ModelSplits splits) {
-  declared()[model + ":" + framework] = std::move(splits);
-  return true;
-}
-
-const ModelSplits* model_splits(const std::string& model, const std::string& framework) {
-  const auto it = declared().find(model + ":" + framework);
-  return it == declared().end() ? nullptr : &it->second;
+std::optional<ModelSplits> load_model_splits(const Repo& repo, const std::string& model, const std::string& framework,
+                                             Diagnostics& diags) {
+  const std::string path = repo.training_model_splits(model, framework);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  const auto file = load_config_file(path, diags);
+  if (!file) return std::nullopt;
+  for (const auto& key : file->keys())
+    if (key != "tensor_parallel" && key != "pipeline_parallel") {
+      const std::string near = closest_match(key, {"tensor_parallel", "pipeline_parallel"});
+      diags.error(file->at(key).source, "'" + key + "' is not a parallelism a model declares",
+                  near.empty() ? "the keys are tensor_parallel and pipeline_parallel" : "did you mean '" + near + "'?");
+    }
+  ModelSplits splits;
+  splits.tensor_parallel = read_sizes(*file, "tensor_parallel", splits.tensor_divides, diags);
+  splits.pipeline_parallel = read_sizes(*file, "pipeline_parallel", splits.pipeline_divides, diags);
+  return splits;
 }
 
 }  // namespace xpuperf

@@ -1,12 +1,25 @@
 #pragma once
-// What a training case's model can be split into, declared by the case in its own config keys: the
-// sizes `tensor_parallel` must divide (attention heads, MLP units) and those `pipeline_parallel`
-// must divide (blocks). With it, `xpuperf check` refuses a split the model cannot make, naming the
-// key and the model's size, before any rank starts, while core/ itself knows no model's keys.
-// A case that declares nothing is checked when its ranks split the model.
+// What a training case's model can be split into, declared beside the case's config
+// (cases/training/<model>/<framework>/model_splits.yaml): the config keys whose sizes
+// `tensor_parallel` must divide (attention heads, MLP units) and those `pipeline_parallel` must
+// divide (blocks). With it, `xpuperf check` refuses a split the model cannot make, naming the key
+// and the model's size, before any rank starts; core/ itself knows no model's keys, and no
+// LibTorch code is needed to check a plan. A case without the file is checked when its ranks split
+// the model.
+//
+//   tensor_parallel:        # the model has tensor-parallel layers
+//     n_head: attention heads
+//   pipeline_parallel:      # its blocks split into stages
+//     n_layer: blocks
+//
+// A parallelism the file leaves out is one the model cannot do; `{}` declares neither.
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "xpuperf/core/diagnostics.h"
+#include "xpuperf/core/repo.h"
 
 namespace xpuperf {
 
@@ -22,9 +35,9 @@ struct ModelSplits {
   std::vector<ModelSize> pipeline_divides;  // sizes the number of stages must divide
 };
 
-// Called once by a case's file (a static registrar); returns true.
-bool register_model_splits(const std::string& model, const std::string& framework, ModelSplits splits);
-// What the case declared, or nullptr.
-const ModelSplits* model_splits(const std::string& model, const std::string& framework);
+// The case's model_splits.yaml; nothing when the case has none. A file that does not say what
+// the format above says is reported to `diags`, naming the file, line and key.
+std::optional<ModelSplits> load_model_splits(const Repo& repo, const std::string& model, const std::string& framework,
+                                             Diagnostics& diags);
 
 }  // namespace xpuperf

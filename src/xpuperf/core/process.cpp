@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -391,6 +392,15 @@ int free_local_port() {
   ::close(fd);
   if (!ok) throw ProcessError(std::string("cannot find a free port on loopback: ") + std::strerror(saved));
   return ntohs(addr.sin_port);
+}
+
+std::string torch_binary() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const std::filesystem::path torch = self.parent_path() / "xpuperf-torch";
+  if (!std::filesystem::is_regular_file(torch, ec) || ::access(torch.c_str(), X_OK) != 0) return "";
+  return torch.string();
 }
 
 }  // namespace xpuperf

@@ -101,4 +101,8 @@ ExitStatus run_process(const ProcessSpec& spec, std::optional<Process::Duration>
 // rendezvous port of a round on this machine, so that two runs or tests side by side never meet.
 int free_local_port();
 
+// xpuperf-torch beside this binary (cli/torch_entry.h): what runs the LibTorch work, and what a
+// container mounts beside xpuperf; "" when there is none (a build without LibTorch).
+std::string torch_binary();
+
 }  // namespace xpuperf

@@ -48,6 +48,9 @@ std::string Repo::training_base_config(const std::string& model, const std::stri
 std::string Repo::training_mutable_params(const std::string& model, const std::string& framework) const {
   return training_case_dir(model, framework) + "/config/mutable_params.yaml";
 }
+std::string Repo::training_model_splits(const std::string& model, const std::string& framework) const {
+  return training_case_dir(model, framework) + "/model_splits.yaml";
+}
 std::string Repo::vendor_dir(const std::string& vendor) const {
   return path("vendors/" + vendor);
 }

@@ -24,6 +24,7 @@ class Repo {
   std::string training_case_dir(const std::string& model, const std::string& framework) const;
   std::string training_base_config(const std::string& model, const std::string& framework) const;
   std::string training_mutable_params(const std::string& model, const std::string& framework) const;
+  std::string training_model_splits(const std::string& model, const std::string& framework) const;
   std::string vendor_dir(const std::string& vendor) const;
   std::string vendor_training_config_dir(const std::string& vendor, const std::string& model,
                                          const std::string& framework) const;

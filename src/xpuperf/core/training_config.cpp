@@ -215,7 +215,8 @@ std::optional<Config> load_training_config(const Repo& repo, const TrainingConfi
   merged.set_origin("config of " + key.str());
   // Even after an error above: the merged config keeps the default where a value was refused, and
   // `xpuperf check` promises every problem at once, not the first file's.
-  check_training_switches(merged, key.world_size(), diags, model_splits(key.model, key.framework));
+  const auto splits = load_model_splits(repo, key.model, key.framework, diags);
+  check_training_switches(merged, key.world_size(), diags, splits ? &*splits : nullptr);
   if (diags.error_count() != errors_before) return std::nullopt;
   return merged;
 }

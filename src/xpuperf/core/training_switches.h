@@ -1,9 +1,10 @@
 #pragma once
 // The training runtime's switches (Rapidformer's acceleration switches and Megatron's model
 // parallelism): each composes with data parallelism and with the others, and each checks its own
-// settings. A switch's check lives beside the strategy that implements it (train/step_precision.cpp,
-// train/gradient_sync.cpp, train/step_schedule.cpp, train/step_graph.cpp, parallel/model_parallel.cpp)
-// and registers itself here; check_training_switches runs the value ranges (training_limits.h)
+// settings. A switch's check lives beside the strategy that implements it, in a torch-free file of its
+// own (train/step_precision_check.cpp beside train/step_precision.cpp, and gradient_sync_check,
+// step_schedule_check, step_graph_check, parallel/model_parallel_check), so that `xpuperf` checks a
+// plan without LibTorch; it registers itself here; check_training_switches runs the value ranges (training_limits.h)
 // and every registered check when a config is loaded (`xpuperf check`, `train`, `run`, `sweep`),
 // so a combination that cannot work is refused, at the line that set it, before anything starts.
 

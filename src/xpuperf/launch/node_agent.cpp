@@ -168,8 +168,9 @@ class RoundContainer {
     // The deployment (read-only), this node's folder (written), the data (read-only), at the
     // same paths as on the host, so that every path in the rank's command line holds.
     run.volumes.push_back(request_.root + ":" + request_.root + ":ro");
-    const std::string binary = own_binary();
-    if (!is_inside(binary, request_.root)) run.volumes.push_back(binary + ":" + binary + ":ro");
+    // xpuperf, and xpuperf-torch beside it, which the rank becomes when it trains (cli/torch_entry.h).
+    for (const std::string& binary : {own_binary(), torch_binary()})
+      if (!binary.empty() && !is_inside(binary, request_.root)) run.volumes.push_back(binary + ":" + binary + ":ro");
     run.volumes.push_back(request_.out_dir + ":" + request_.out_dir);
     std::error_code ec;
     if (!request_.data_dir.empty() && fs::is_directory(request_.data_dir, ec))

@@ -2,8 +2,6 @@
 
 #include <stdexcept>
 
-#include "xpuperf/core/training_switches.h"
-
 #ifdef XPUPERF_HAVE_TORCH_CUDA
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAGraph.h>
@@ -12,38 +10,6 @@
 #endif
 
 namespace xpuperf::train {
-
-namespace {
-
-// Why cuda_graphs cannot run with the rest of the config; "" when it can.
-std::string cuda_graphs_conflict(const SwitchCheckInput& in) {
-  const std::int64_t micro = in.get_int("train_batch_size", 1), global = in.get_int("global_batch_size", 0);
-  if (in.world_size > 1)
-    return "not yet with data parallelism (the gradient all-reduce is outside the graph); run one rank or set "
-           "cuda_graphs: false";
-  if (in.get_string("precision", "fp32") == "fp16")
-    return "fp16's loss scaler decides on the host every step; use bf16 or cuda_graphs: false";
-  if (global > 0 && global != micro * in.world_size)
-    return "not with gradient accumulation (global_batch_size " + std::to_string(global) +
-           " takes several micro-batches a step, and each replay would overwrite the gradients of the last); set "
-           "global_batch_size: 0 or cuda_graphs: false";
-  if (in.get_bool("activation_checkpointing", false))
-    return "not with activation_checkpointing (its recomputation runs inside backward, which the graph cannot "
-           "replay with the random state of each step); set one of them false";
-  if (in.get_int("zero_stage", 0) > 0)
-    return "not with zero_stage (its collectives run from gradient hooks); set zero_stage: 0";
-  return "";
-}
-
-void check_cuda_graphs(const SwitchCheckInput& in, Diagnostics& diags) {
-  if (!in.get_bool("cuda_graphs", false)) return;
-  if (const std::string why = cuda_graphs_conflict(in); !why.empty())
-    diags.error(in.source("cuda_graphs"), "cuda_graphs: " + why);
-}
-
-const bool cuda_graphs_check_registered = register_switch_check("cuda_graphs", check_cuda_graphs);
-
-}  // namespace
 
 struct StepGraph::Captured {
 #ifdef XPUPERF_HAVE_TORCH_CUDA

@@ -1,26 +1,6 @@
 #include "xpuperf/train/step_precision.h"
 
-#include <set>
-
-#include "xpuperf/core/training_switches.h"
-
 namespace xpuperf::train {
-
-namespace {
-
-// `precision`: one of the four this class runs.
-void check_precision(const SwitchCheckInput& in, Diagnostics& diags) {
-  if (!in.cfg.has("precision")) return;
-  static const std::set<std::string> kPrecisions = {"fp32", "tf32", "bf16", "fp16"};
-  const std::string p = in.get_string("precision", "");
-  if (!kPrecisions.count(p))
-    diags.error(in.source("precision"), "'precision' must be fp32, tf32, bf16 or fp16, got '" + p + "'",
-                "fp32 keeps TF32 off; bf16 and fp16 are autocast (fp16 with a dynamic loss scaler)");
-}
-
-const bool precision_check_registered = register_switch_check("precision", check_precision);
-
-}  // namespace
 
 StepPrecision::StepPrecision(torch::Device device, Precision precision) : device_(device), precision_(precision) {
   if (precision == Precision::FP16) scaler_ = std::make_unique<LossScaler>();

@@ -1,25 +1,9 @@
 #include "xpuperf/train/step_schedule.h"
 
-#include "xpuperf/core/training_switches.h"
 #include "xpuperf/parallel/pipeline.h"
 
 namespace xpuperf::train {
 namespace {
-
-// `global_batch_size`: whole micro-batches on every data-parallel rank (the pipelines, not the ranks).
-void check_accumulation(const SwitchCheckInput& in, Diagnostics& diags) {
-  const std::int64_t micro = in.get_int("train_batch_size", 1), global = in.get_int("global_batch_size", 0);
-  const std::int64_t data_ranks = in.data_ranks();
-  if (global > 0 && micro > 0 && global % (micro * data_ranks) != 0)  // a negative one: check_training_limits
-    diags.error(in.source("global_batch_size"),
-                "'global_batch_size' " + std::to_string(global) +
-                    " is not a multiple of train_batch_size × data-parallel ranks = " + std::to_string(micro) + " × " +
-                    std::to_string(data_ranks),
-                "the micro-batches a step accumulates are global_batch_size / (train_batch_size × ranks); 0 "
-                "accumulates none");
-}
-
-const bool accumulation_check_registered = register_switch_check("global_batch_size", check_accumulation);
 
 class AccumulationSchedule : public StepSchedule {
  public:

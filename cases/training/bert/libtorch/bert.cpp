@@ -7,7 +7,6 @@
 
 #include <cmath>
 
-#include "xpuperf/core/model_splits.h"
 #include "xpuperf/train/token_datasets.h"
 
 namespace xpuperf::cases {
@@ -76,11 +75,6 @@ class BertCase : public train::TrainingCase {
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("bert", "libtorch", BertCase);
-// What `xpuperf check` holds tensor_parallel and pipeline_parallel to (core/model_splits.h).
-static const bool BertCase_splits_registered = ::xpuperf::register_model_splits(
-    "bert", "libtorch",
-    ::xpuperf::ModelSplits{
-        true, {{"num_attention_heads", "attention heads"}, {"intermediate_size", "intermediate units"}}, false, {}});
 
 }  // namespace
 }  // namespace xpuperf::cases

@@ -4,7 +4,6 @@
 
 #include <cmath>
 
-#include "xpuperf/core/model_splits.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/train/token_datasets.h"
 
@@ -70,9 +69,6 @@ class Gpt2Case : public train::TrainingCase {
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("gpt2", "libtorch", Gpt2Case);
-// What `xpuperf check` holds tensor_parallel and pipeline_parallel to (core/model_splits.h).
-static const bool Gpt2Case_splits_registered = ::xpuperf::register_model_splits(
-    "gpt2", "libtorch", ::xpuperf::ModelSplits{true, {{"n_head", "attention heads"}}, true, {{"n_layer", "blocks"}}});
 
 }  // namespace
 }  // namespace xpuperf::cases

@@ -4,7 +4,6 @@
 #include <torch/torch.h>
 
 #include "cases/training/lenet5/libtorch/lenet5_model.h"
-#include "xpuperf/core/model_splits.h"
 #include "xpuperf/train/training_case.h"
 
 namespace xpuperf::cases {
@@ -67,9 +66,6 @@ class LeNet5Case : public train::TrainingCase {
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("lenet5", "libtorch", LeNet5Case);
-// Neither tensor nor pipeline parallelism: `xpuperf check` refuses them (core/model_splits.h).
-static const bool LeNet5Case_splits_registered =
-    ::xpuperf::register_model_splits("lenet5", "libtorch", ::xpuperf::ModelSplits{});
 
 }  // namespace
 }  // namespace xpuperf::cases

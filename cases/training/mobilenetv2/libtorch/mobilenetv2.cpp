@@ -1,7 +1,6 @@
 // MobileNetV2 on ImageNet (torchvision's mobilenet_v2 layout: models/mobilenet_v2.h); data, loss
 // and metrics are the image classification cases' (train/image_classification.h).
 
-#include "xpuperf/core/model_splits.h"
 #include "xpuperf/models/mobilenet_v2.h"
 #include "xpuperf/train/image_classification.h"
 
@@ -19,9 +18,6 @@ class MobileNetV2Case : public train::ImageClassificationCase {
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("mobilenetv2", "libtorch", MobileNetV2Case);
-// Neither tensor nor pipeline parallelism: `xpuperf check` refuses them (core/model_splits.h).
-static const bool MobileNetV2Case_splits_registered =
-    ::xpuperf::register_model_splits("mobilenetv2", "libtorch", ::xpuperf::ModelSplits{});
 
 }  // namespace
 }  // namespace xpuperf::cases

@@ -3,7 +3,6 @@
 
 #include "xpuperf/models/resnet50.h"
 
-#include "xpuperf/core/model_splits.h"
 #include "xpuperf/train/image_classification.h"
 
 namespace xpuperf::cases {
@@ -21,9 +20,6 @@ class ResNet50Case : public train::ImageClassificationCase {
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("resnet50", "libtorch", ResNet50Case);
-// Neither tensor nor pipeline parallelism: `xpuperf check` refuses them (core/model_splits.h).
-static const bool ResNet50Case_splits_registered =
-    ::xpuperf::register_model_splits("resnet50", "libtorch", ::xpuperf::ModelSplits{});
 
 }  // namespace
 }  // namespace xpuperf::cases

@@ -3,7 +3,6 @@
 
 #include "xpuperf/models/vit.h"
 
-#include "xpuperf/core/model_splits.h"
 #include "xpuperf/train/image_classification.h"
 
 namespace xpuperf::cases {
@@ -34,10 +33,6 @@ class ViTCase : public train::ImageClassificationCase {
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("vit", "libtorch", ViTCase);
-// What `xpuperf check` holds tensor_parallel and pipeline_parallel to (core/model_splits.h).
-static const bool ViTCase_splits_registered = ::xpuperf::register_model_splits(
-    "vit", "libtorch",
-    ::xpuperf::ModelSplits{true, {{"num_heads", "attention heads"}, {"mlp_dim", "MLP units"}}, false, {}});
 
 }  // namespace
 }  // namespace xpuperf::cases
