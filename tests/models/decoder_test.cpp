@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "parameter_count.h"
 #include "xpuperf/infer/decoder_engine.h"
 #include "xpuperf/models/fused_ops.h"
@@ -196,6 +198,20 @@ TEST(FusedKernels, EachGivesWhatAtensOperatorsGiveInEveryType) {
       }
       const auto gate_up = torch::randn({3, 5, 2 * width}, o) * 3;
       expect_close(fused::silu_mul(gate_up, true), fused::silu_mul(gate_up, false), "silu_mul");
+    }
+    // The GEMV for a decoding step's 1 to 4 rows (5: ATen's product): 37 weight rows (not whole
+    // blocks of 4), widths of whole unrolled passes, a tail, or no whole pack for the half types.
+    for (const std::int64_t k : {4096, 1000, 264, 36}) {
+      const auto weight = torch::randn({37, k}, o) / std::sqrt(static_cast<double>(k));
+      for (const std::int64_t rows : {1, 2, 3, 4, 5}) {
+        const auto x = torch::randn({rows, 1, k}, o);
+        const auto got = fused::linear(x, weight, true);
+        EXPECT_EQ(got.sizes(), (std::vector<std::int64_t>{rows, 1, 37}));
+        expect_close(got, fused::linear(x, weight, false), "gemv " + std::to_string(rows) + "x" + std::to_string(k));
+      }
+      const auto transposed = torch::randn({k, 37}, o).t();  // not contiguous: ATen's product
+      const auto x = torch::randn({1, k}, o);
+      EXPECT_TRUE(torch::equal(fused::linear(x, transposed, true), fused::linear(x, transposed, false)));
     }
     // Rotary over q and k of a stacked projection: 4 query heads, 2 key/value heads of 16; tables
     // shared by the batch (prefill) or a row each (decode), then written into a cache.

@@ -148,6 +148,23 @@ std::optional<RotatedQkv> kernel_rotary_qkv(const torch::Tensor& qkv, std::int64
   return out;
 }
 
+std::optional<torch::Tensor> kernel_linear(const torch::Tensor& x, const torch::Tensor& weight) {
+  const auto width = x.size(-1);
+  const auto rows = width == 0 ? 0 : x.numel() / width;
+  kernels::Element e{};
+  if (rows < 1 || rows > kernels::kMaxGemvRows || !packable(x, width, e) || weight.dim() != 2 ||
+      weight.size(1) != width || weight.scalar_type() != x.scalar_type() || !weight.is_contiguous() ||
+      !aligned(weight) || weight.device() != x.device())
+    return std::nullopt;
+  const c10::cuda::CUDAGuard guard(x.device());
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  auto y = torch::empty(sizes, x.options());
+  check(kernels::gemv(e, x.data_ptr(), weight.data_ptr(), y.data_ptr(), rows, weight.size(0), width, stream_of(x)),
+        "gemv");
+  return y;
+}
+
 }  // namespace
 #endif
 
@@ -188,6 +205,14 @@ RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t
 #endif
   const auto qk = rotary(qkv.narrow(2, 0, heads + kv_heads), cos, sin_signed);  // q and k rotated together
   return {qk.narrow(2, 0, heads), qk.narrow(2, heads, kv_heads), qkv.narrow(2, heads + kv_heads, kv_heads), false};
+}
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, [[maybe_unused]] bool use_kernels) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels)
+    if (auto done = kernel_linear(x, weight)) return *done;
+#endif
+  return torch::nn::functional::linear(x, weight);
 }
 
 }  // namespace xpuperf::models::fused

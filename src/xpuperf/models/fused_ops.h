@@ -37,6 +37,11 @@ RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t
 // x × cos + roll(x, half) × sin_signed over the head width: rotary positions with ATen's operators.
 torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin_signed);
 
+// x × weightᵀ (a bias-free Linear, weight (out, in)). For the 1 to 4 rows of a decoding step the
+// GEMV kernel (models/cuda/fused_kernels.h), which streams the weight at the memory's speed where a
+// general matrix product of one row does not; otherwise, and for more rows, ATen's product.
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, bool use_kernels);
+
 // Whether this build has the kernels (LibTorch with CUDA).
 bool kernels_built();
 

@@ -107,7 +107,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
   const auto b = x.size(0), t = x.size(1);
   fused::RotatedQkv r;
   if (still_stacked(qkv_weight, q_proj->weight)) {
-    const auto qkv = torch::nn::functional::linear(x, qkv_weight).view({b, t, heads + 2 * kv_heads, head_dim});
+    const auto qkv = fused::linear(x, qkv_weight, f.kernels).view({b, t, heads + 2 * kv_heads, head_dim});
     r = fused::rotary_qkv(qkv, heads, kv_heads, f.cos, f.sin_signed, f.step, layer, f.kernels);
   } else {
     r.q = f.rotate(q_proj(x).view({b, t, heads, head_dim}));
@@ -118,7 +118,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
   const auto y = decoder_attention(r.q.transpose(1, 2), transposed(r.k), transposed(r.v), layer, f.step, r.cached)
                      .transpose(1, 2)
                      .reshape({b, t, heads * head_dim});
-  return o_proj(y);
+  return o_proj->is_split() ? o_proj(y) : fused::linear(y, o_proj->weight, f.kernels);
 }
 
 LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {
@@ -141,8 +141,10 @@ void LlamaMLPImpl::fuse_projections() {
 }
 
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, bool kernels) {
-  if (still_stacked(gate_up_weight, gate_proj->weight))
-    return down_proj(fused::silu_mul(torch::nn::functional::linear(x, gate_up_weight), kernels));
+  if (still_stacked(gate_up_weight, gate_proj->weight)) {
+    const auto units = fused::silu_mul(fused::linear(x, gate_up_weight, kernels), kernels);
+    return down_proj->is_split() ? down_proj(units) : fused::linear(units, down_proj->weight, kernels);
+  }
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 
@@ -217,7 +219,7 @@ torch::Tensor LlamaForCausalLMImpl::decoder_logits(const torch::Tensor& ids, con
                                                    std::int64_t keep_last) {
   auto hidden = model->forward(ids, step, fused_kernels);
   if (keep_last > 0 && keep_last < hidden.size(1)) hidden = hidden.narrow(1, hidden.size(1) - keep_last, keep_last);
-  return lm_head(hidden);
+  return fused::linear(hidden, lm_head->weight, fused_kernels);
 }
 
 }  // namespace xpuperf::models

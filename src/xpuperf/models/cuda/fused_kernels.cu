@@ -163,6 +163,47 @@ __global__ void rotary_qkv_kernel(RotaryQkv a) {
   dst[i + half] = y2;
 }
 
+// One warp a weight row: lanes take 16-byte packs kUnroll at a time (the loads issued before the
+// arithmetic, so enough bytes are in flight to keep the memory busy), each input row's pack read
+// through L1 (every warp of the block reads the same x), then the lanes' sums are added by shuffles.
+template <typename T, int Rows>
+__global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, std::int64_t n,
+                            std::int64_t k) {
+  constexpr int kUnroll = 4;
+  const int lane = threadIdx.x % 32;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= n) return;
+  const std::int64_t packs = k / Pack<T>::kSize;
+  const auto* w = reinterpret_cast<const uint4*>(weight + row * k);
+  const auto* xs = reinterpret_cast<const Pack<T>*>(x);
+  float sum[Rows] = {};
+  const auto accumulate = [&](const uint4& bits, std::int64_t j) {
+    Pack<T> a;
+    *reinterpret_cast<uint4*>(&a) = bits;
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      const Pack<T> b = xs[r * packs + j];
+#pragma unroll
+      for (int e = 0; e < Pack<T>::kSize; ++e) sum[r] += to_float(a.v[e]) * to_float(b.v[e]);
+    }
+  };
+  std::int64_t j = lane;
+  for (; j + 32 * (kUnroll - 1) < packs; j += 32 * kUnroll) {
+    uint4 bits[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) bits[u] = __ldcs(w + j + 32 * u);  // streamed: read once a step
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) accumulate(bits[u], j + 32 * u);
+  }
+  for (; j < packs; j += 32) accumulate(__ldcs(w + j), j);
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    float v = sum[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) y[r * n + row] = from_float<T>(v);
+  }
+}
+
 const char* launch_error() {
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
@@ -198,6 +239,30 @@ void launch_rotary_qkv(const RotaryQkv& a, cudaStream_t stream) {
   constexpr int kThreads = 256;
   const std::int64_t pairs = a.batch * a.tokens * (a.heads + 2 * a.kv_heads) * (a.head_dim / 2);
   rotary_qkv_kernel<T><<<blocks_for(pairs, kThreads), kThreads, 0, stream>>>(a);
+}
+
+template <typename T>
+void launch_gemv(const void* x, const void* weight, void* y, std::int64_t rows, std::int64_t n, std::int64_t k,
+                 cudaStream_t stream) {
+  constexpr int kThreads = 128;  // 4 weight rows a block
+  const unsigned blocks = blocks_for(n * 32, kThreads);
+  const auto* xs = static_cast<const T*>(x);
+  const auto* w = static_cast<const T*>(weight);
+  auto* ys = static_cast<T*>(y);
+  switch (rows) {
+    case 1:
+      gemv_kernel<T, 1><<<blocks, kThreads, 0, stream>>>(xs, w, ys, n, k);
+      break;
+    case 2:
+      gemv_kernel<T, 2><<<blocks, kThreads, 0, stream>>>(xs, w, ys, n, k);
+      break;
+    case 3:
+      gemv_kernel<T, 3><<<blocks, kThreads, 0, stream>>>(xs, w, ys, n, k);
+      break;
+    default:
+      gemv_kernel<T, 4><<<blocks, kThreads, 0, stream>>>(xs, w, ys, n, k);
+      break;
+  }
 }
 
 }  // namespace
@@ -250,6 +315,25 @@ const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream) {
       break;
     case Element::BFloat16:
       launch_rotary_qkv<__nv_bfloat16>(args, s);
+      break;
+  }
+  return launch_error();
+}
+
+const char* gemv(Element type, const void* x, const void* weight, void* y, std::int64_t rows, std::int64_t n,
+                 std::int64_t k, void* stream) {
+  if (rows < 1 || rows > kMaxGemvRows) return "gemv takes 1 to kMaxGemvRows input rows";
+  if (n == 0) return nullptr;
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (type) {
+    case Element::Float:
+      launch_gemv<float>(x, weight, y, rows, n, k, s);
+      break;
+    case Element::Half:
+      launch_gemv<__half>(x, weight, y, rows, n, k, s);
+      break;
+    case Element::BFloat16:
+      launch_gemv<__nv_bfloat16>(x, weight, y, rows, n, k, s);
       break;
   }
   return launch_error();

@@ -43,6 +43,15 @@ struct RotaryQkv {
 };
 const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream);
 
+// y (rows, n) = x (rows, k) × weightᵀ, weight (n, k) row-major (a Linear's), for the few rows of a
+// decoding step (1 to kMaxGemvRows): reading the weight is all the time such a product takes, so
+// each warp streams whole weight rows past every input row once, in 16-byte loads, the sums in
+// float (as cuBLAS's), rounded to the element type at the end. Pointers 16-byte aligned, k a
+// multiple of pack_elements.
+inline constexpr std::int64_t kMaxGemvRows = 4;
+const char* gemv(Element type, const void* x, const void* weight, void* y, std::int64_t rows, std::int64_t n,
+                 std::int64_t k, void* stream);
+
 // Elements in a 16-byte access.
 inline int pack_elements(Element type) {
   return type == Element::Float ? 4 : 8;

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Two builds of xpuperf, A and B, decoding side by side on the same GPU: the llm case's TPOT (greedy
+# and sampled) at each decode batch size beside the bandwidth bound, in ROUNDS alternating runs
+# (A B A B ...), so that a change to the decoder's kernels is shown by its effect on a decoding step.
+# Prints a Markdown table: each run's TPOT, the means, B ÷ A, and the bound.
+#
+#   bench/llm_decode_ab.sh A_BINARY B_BINARY [HARDWARE [SIZE]]
+#
+# HARDWARE: the nvidia vendor's hardware (default H200); SIZE: 7b (Llama-2-7B's shape, default) or
+# 1b (the case's default, TinyLlama-1.1B's). ROUNDS (default 2); LOGS=DIR keeps each run's output.
+# A short prefill set, no serving.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if (($# < 2)); then
+  echo "usage: bench/llm_decode_ab.sh A_BINARY B_BINARY [HARDWARE [SIZE]]" >&2
+  exit 2
+fi
+a=$1
+b=$2
+hardware=${3:-H200}
+size=${4:-7b}
+rounds=${ROUNDS:-2}
+for bin in "$a" "$b"; do
+  [[ -x $bin ]] || { echo "llm_decode_ab: '$bin' is not an executable" >&2; exit 1; }
+done
+work=$(mktemp -d /tmp/xpuperf-decode-ab.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+sets=(prefill_samples=8 batch_size=8 latency_batch_sizes=[1] latency_queries=5 offline_queries=0 decode_batch_sizes=[1,64]
+      decode_prompt_tokens=512 decode_output_tokens=128 max_batch=64 max_seq_len=1024 fused_kernels=true)
+if [[ $size == 7b ]]; then
+  sets+=(hidden_size=4096 intermediate_size=11008 num_hidden_layers=32 num_attention_heads=32
+         num_key_value_heads=32 max_position_embeddings=4096)
+fi
+args=()
+for s in "${sets[@]}"; do args+=(--set "$s"); done
+
+for ((r = 1; r <= rounds; ++r)); do
+  for side in A B; do
+    bin=$a
+    [[ $side == B ]] && bin=$b
+    log=$work/$side$r.log
+    if ! "$bin" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work/out$side$r" "${args[@]}" \
+      >"$log" 2>&1; then
+      echo "llm_decode_ab: $bin failed; its output:" >&2
+      tail -n 30 "$log" >&2
+      exit 1
+    fi
+    grep 'decode: batch' "$log" | sed "s/^/$side run $r: /" || true
+    [[ -n ${LOGS:-} ]] && mkdir -p "$LOGS" && cp "$log" "$LOGS/"
+  done
+done
+
+python3 - "$work" "$rounds" "$a" "$b" <<'PY'
+import json, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+def decode_rows(path):
+    for line in open(path):
+        if '"event":"FINISHED"' in line:
+            rows = json.loads(line[line.index("{"):])["value"].get("generation", {}).get("decode", [])
+            if not rows:
+                sys.exit(f"llm_decode_ab: {path}: FINISHED has no decode rows")
+            return {(d["batch_size"], d["sampling"]): d for d in rows}
+    sys.exit(f"llm_decode_ab: no FINISHED in {path}")
+runs = {side: [decode_rows(f"{work}/{side}{r}.log") for r in range(1, rounds + 1)] for side in "AB"}
+print(f"A: {sys.argv[3]}\nB: {sys.argv[4]}\n")
+print("| batch | sampling | A TPOT ms (runs) | B TPOT ms (runs) | A mean | B mean | B ÷ A | bound ms | B ÷ bound |")
+print("| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+for key in sorted(runs["A"][0]):
+    a = [r[key]["tpot_ms"] for r in runs["A"]]
+    b = [r[key]["tpot_ms"] for r in runs["B"]]
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    bound = runs["B"][0][key]["bandwidth_bound_ms"]
+    print(f"| {key[0]} | {key[1]} | {', '.join(f'{x:.3f}' for x in a)} | {', '.join(f'{x:.3f}' for x in b)} "
+          f"| {ma:.3f} | {mb:.3f} | {mb / ma:.3f} | {bound:.3f} | {mb / bound:.2f} |")
+PY
