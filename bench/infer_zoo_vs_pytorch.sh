@@ -57,6 +57,7 @@ PY
     bert=(data_dir="$data" checkpoint="$work/bert_large.pth" max_samples=1024 repeat=3)
     ours bertLarge libtorch compiler=libtorch "${bert[@]}"
     ours bertLarge libtorch-graph compiler=libtorch-graph "${bert[@]}"
+    ours bertLarge "libtorch-graph, fused_kernels false" compiler=libtorch-graph fused_kernels=false "${bert[@]}"
     if [[ ${PROFILE:-0} != 0 ]]; then
       ours bertLarge profile compiler=libtorch profile_batches="$PROFILE" "${bert[@]}" > /dev/null
       grep -A18 "ATen operators" "$work/profile.out" >&2 || true

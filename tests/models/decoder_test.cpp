@@ -10,6 +10,7 @@
 
 #include "parameter_count.h"
 #include "xpuperf/infer/decoder_engine.h"
+#include "xpuperf/models/bert.h"
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
@@ -196,6 +197,13 @@ TEST(FusedKernels, EachGivesWhatAtensOperatorsGiveInEveryType) {
         EXPECT_TRUE(torch::equal(sum, sum_aten)) << "the residual add in " << dtype;
         expect_close(normed, normed_aten, "add_rms_norm " + std::to_string(width));
       }
+      const auto bias = torch::randn({width}, o);
+      for (const auto& d : {delta, torch::Tensor()}) {
+        const auto [sum, normed] = fused::add_layer_norm(x * 2 + 1, d, weight, bias, 1e-12, true);
+        const auto [sum_aten, normed_aten] = fused::add_layer_norm(x * 2 + 1, d, weight, bias, 1e-12, false);
+        EXPECT_TRUE(torch::equal(sum, sum_aten)) << "the residual add in " << dtype;
+        expect_close(normed, normed_aten, "add_layer_norm " + std::to_string(width));
+      }
       const auto gate_up = torch::randn({3, 5, 2 * width}, o) * 3;
       expect_close(fused::silu_mul(gate_up, true), fused::silu_mul(gate_up, false), "silu_mul");
     }
@@ -264,6 +272,27 @@ TEST(FusedKernels, LlamaOnCudaDecodesWithTheKernelsAsWithout) {
   // Rotary writing the cache, the residual adds in the norms: prefill and decode as the full forward.
   expect_cached_decoding_matches(*m, *m, ids, {5, 2, 9});
   expect_engine_generates_greedy_tokens(torch::kCUDA, /*kernels=*/true);
+}
+
+TEST(FusedKernels, BertOnCudaGivesTheSameWithTheKernelsAsWithout) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(9);
+  const BertConfig c{97, 32, 2, 2, 64, 4, 128, 0.0, 0.0, 1e-12};
+  BertForMaskedLM m(c);
+  m->to(torch::kCUDA);
+  m->eval();
+  torch::NoGradGuard no_grad;
+  const auto ids = torch::randint(0, 97, {3, 16}).to(torch::kCUDA);
+  const auto keep = torch::ones({3, 16}, torch::TensorOptions().dtype(torch::kBool).device(torch::kCUDA));
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    m->to(dtype);
+    m->use_fused_kernels(false);
+    const auto without = m->predict_tokens(ids, keep);
+    m->use_fused_kernels(true);
+    const auto with = m->predict_tokens(ids, keep);
+    EXPECT_GE(with.eq(without).to(torch::kFloat).mean().item<double>(), dtype == torch::kFloat ? 1.0 : 0.95)
+        << "the predicted tokens in " << dtype;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "xpuperf/models/bert.h"
 
+#include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/linear.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
@@ -46,6 +47,9 @@ BertAddNormImpl::BertAddNormImpl(std::int64_t in, const BertConfig& c) {
 }
 
 torch::Tensor BertAddNormImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
+  if (fused_kernels && !is_training())
+    return fused::add_layer_norm(dense(x), residual, LayerNorm->weight, LayerNorm->bias, LayerNorm->options.eps(), true)
+        .second;
   return LayerNorm(dropout(dense(x)) + residual);
 }
 
@@ -164,6 +168,14 @@ BertForMaskedLMImpl::BertForMaskedLMImpl(const BertConfig& c) : config(c) {
 
 void BertForMaskedLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {
   for (const auto& layer : *bert->encoder->layer) layer->as<BertLayer>()->split(tp);
+}
+
+void BertForMaskedLMImpl::use_fused_kernels(bool on) {
+  for (const auto& layer : *bert->encoder->layer) {
+    auto* l = layer->as<BertLayer>();
+    l->attention->output->fused_kernels = on;
+    l->output->fused_kernels = on;
+  }
 }
 
 torch::Tensor BertForMaskedLMImpl::predict(const torch::Tensor& hidden, const torch::Tensor& labels) {

@@ -52,6 +52,8 @@ struct BertAddNormImpl : torch::nn::Module {
   parallel::RowParallelLinear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};
   torch::nn::Dropout dropout{nullptr};
+  // In evaluation without autograd on CUDA: the add and the LayerNorm as one kernel (fused_ops.h).
+  bool fused_kernels = false;
 };
 TORCH_MODULE(BertAddNorm);
 
@@ -137,6 +139,8 @@ struct BertForMaskedLMImpl : torch::nn::Module, parallel::TensorParallelModel {
   explicit BertForMaskedLMImpl(const BertConfig& c = BertConfig::base());
   // Each layer's heads and intermediate units; the embeddings and the prediction head stay whole.
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
+  // Each layer's residual add and LayerNorm as one CUDA kernel in inference (BertAddNorm).
+  void use_fused_kernels(bool on);
   // Logits at the positions where labels >= 0 (the masked ones), in row-major order.
   torch::Tensor predict(const torch::Tensor& hidden, const torch::Tensor& labels);
   // The masked-LM loss (labels: the original id at masked positions, -100 elsewhere) and the share

@@ -83,6 +83,31 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_rms_norm(const
   return std::nullopt;
 }
 
+std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_layer_norm(const torch::Tensor& x,
+                                                                             const torch::Tensor& delta,
+                                                                             const torch::Tensor& weight,
+                                                                             const torch::Tensor& bias, double eps) {
+  const auto width = x.size(-1);
+  kernels::Element e{};
+  const auto like_row = [&](const torch::Tensor& t) {
+    return t.defined() && t.scalar_type() == x.scalar_type() && t.is_contiguous() && aligned(t) && t.numel() == width &&
+           t.device() == x.device();
+  };
+  if (torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad())) return std::nullopt;
+  if (!packable(x, width, e) || width * x.element_size() > kMaxNormRowBytes || !like_row(weight) || !like_row(bias) ||
+      (delta.defined() && (delta.sizes() != x.sizes() || delta.scalar_type() != x.scalar_type() ||
+                           !delta.is_contiguous() || !aligned(delta) || delta.device() != x.device())))
+    return std::nullopt;
+  const c10::cuda::CUDAGuard guard(x.device());
+  const auto sum = delta.defined() ? torch::empty_like(x) : x;
+  auto out = torch::empty_like(x);
+  check(kernels::add_layer_norm(e, x.data_ptr(), delta.defined() ? delta.data_ptr() : nullptr, weight.data_ptr(),
+                                bias.data_ptr(), delta.defined() ? sum.data_ptr() : nullptr, out.data_ptr(),
+                                x.numel() / width, width, static_cast<float>(eps), stream_of(x)),
+        "add_layer_norm");
+  return std::make_pair(sum, out);
+}
+
 std::optional<torch::Tensor> kernel_silu_mul(const torch::Tensor& gate_up) {
   const auto width = gate_up.size(-1) / 2;
   kernels::Element e{};
@@ -185,6 +210,17 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
 #endif
   const auto sum = delta.defined() ? x + delta : x;
   return {sum, compat::rms_norm(sum, weight, eps)};
+}
+
+std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& delta,
+                                                       const torch::Tensor& weight, const torch::Tensor& bias,
+                                                       double eps, [[maybe_unused]] bool use_kernels) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels)
+    if (auto done = kernel_add_layer_norm(x, delta, weight, bias, eps)) return *done;
+#endif
+  const auto sum = delta.defined() ? x + delta : x;
+  return {sum, torch::layer_norm(sum, {sum.size(-1)}, weight, bias, eps)};
 }
 
 torch::Tensor silu_mul(const torch::Tensor& gate_up, [[maybe_unused]] bool use_kernels) {

@@ -1,5 +1,5 @@
 #pragma once
-// The Llama decoder's element-wise steps, each one CUDA kernel where it can run
+// The decoders' element-wise steps, each one CUDA kernel where it can run
 // (models/cuda/fused_kernels.h: a CUDA tensor of float, half or bfloat16 in a shape the kernels
 // take, LibTorch built with CUDA, `use_kernels` true), else ATen's operators with the same result. The
 // kernels follow ATen's arithmetic and rounding, so the two paths agree to the last bit or two.
@@ -19,6 +19,12 @@ namespace fused {
 // weight). The residual stream's add and the next norm in one pass.
 std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
                                                      const torch::Tensor& weight, double eps, bool use_kernels);
+
+// (x + delta, LayerNorm(x + delta) × weight + bias) over the last dimension; delta undefined: (x,
+// LayerNorm(x)). For inference (no autograd): BERT's post-norm residual in one kernel.
+std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& delta,
+                                                       const torch::Tensor& weight, const torch::Tensor& bias,
+                                                       double eps, bool use_kernels);
 
 // SiLU(gate) × up, where the last dimension of gate_up holds gate then up.
 torch::Tensor silu_mul(const torch::Tensor& gate_up, bool use_kernels);

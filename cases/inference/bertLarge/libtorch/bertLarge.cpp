@@ -74,6 +74,7 @@ class BertLargeInference : public infer::InferenceCase {
                                                      "(torch.save(dict(model.state_dict()), F)) or a LibTorch archive",
                                                      BertForMaskedLMImpl::tied_weights()),
                             synthetic_ ? "synthetic tokens: accuracy is meaningless" : "");
+    model->use_fused_kernels(ctx.config.get_bool("fused_kernels", false));
     return model.ptr();
   }
 

@@ -96,6 +96,52 @@ __global__ void add_rms_norm_kernel(const T* __restrict__ x, const T* __restrict
   }
 }
 
+// One row a block, kept in shared memory for the mean, the variance and the output passes.
+template <typename T>
+__global__ void add_layer_norm_kernel(const T* __restrict__ x, const T* __restrict__ delta,
+                                      const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ sum,
+                                      T* __restrict__ out, std::int64_t width, float eps) {
+  extern __shared__ __align__(16) unsigned char row_bytes[];
+  auto* row = reinterpret_cast<Pack<T>*>(row_bytes);
+  const std::int64_t packs = width / Pack<T>::kSize, at = static_cast<std::int64_t>(blockIdx.x) * packs;
+  const auto* xs = reinterpret_cast<const Pack<T>*>(x) + at;
+  float total = 0;
+  for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    Pack<T> a = xs[j];
+    if (delta) {
+      const Pack<T> d = reinterpret_cast<const Pack<T>*>(delta)[at + j];
+#pragma unroll
+      for (int n = 0; n < Pack<T>::kSize; ++n) a.v[n] = from_float<T>(to_float(a.v[n]) + to_float(d.v[n]));
+      reinterpret_cast<Pack<T>*>(sum)[at + j] = a;
+    }
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n) total += to_float(a.v[n]);
+    row[j] = a;
+  }
+  const float mean = block_sum(total) / static_cast<float>(width);
+  float squares = 0;
+  for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    const Pack<T> a = row[j];
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n) {
+      const float c = to_float(a.v[n]) - mean;
+      squares += c * c;
+    }
+  }
+  const float scale = rsqrtf(block_sum(squares) / static_cast<float>(width) + eps);
+  const auto* ws = reinterpret_cast<const Pack<T>*>(weight);
+  const auto* bs = reinterpret_cast<const Pack<T>*>(bias);
+  auto* outs = reinterpret_cast<Pack<T>*>(out) + at;
+  for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    const Pack<T> a = row[j], w = ws[j], b = bs[j];
+    Pack<T> o;
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n)
+      o.v[n] = from_float<T>((to_float(a.v[n]) - mean) * scale * to_float(w.v[n]) + to_float(b.v[n]));
+    outs[j] = o;
+  }
+}
+
 template <typename T>
 __global__ void silu_mul_kernel(const T* __restrict__ gate_up, T* __restrict__ out, std::int64_t rows,
                                 std::int64_t width) {
@@ -226,6 +272,17 @@ void launch_add_rms_norm(const void* x, const void* delta, const void* weight, v
 }
 
 template <typename T>
+void launch_add_layer_norm(const void* x, const void* delta, const void* weight, const void* bias, void* sum, void* out,
+                           std::int64_t rows, std::int64_t width, float eps, cudaStream_t stream) {
+  const std::int64_t packs = width / Pack<T>::kSize;
+  const int threads = static_cast<int>(std::min<std::int64_t>(512, (packs + 31) / 32 * 32));
+  const std::size_t shared = static_cast<std::size_t>(width) * sizeof(T);
+  add_layer_norm_kernel<T><<<static_cast<unsigned>(rows), threads, shared, stream>>>(
+      static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
+      static_cast<const T*>(bias), static_cast<T*>(sum), static_cast<T*>(out), width, eps);
+}
+
+template <typename T>
 void launch_silu_mul(const void* gate_up, void* out, std::int64_t rows, std::int64_t width, cudaStream_t stream) {
   constexpr int kThreads = 256;
   const std::int64_t packs = rows * (width / Pack<T>::kSize);
@@ -280,6 +337,24 @@ const char* add_rms_norm(Element type, const void* x, const void* delta, const v
       break;
     case Element::BFloat16:
       launch_add_rms_norm<__nv_bfloat16>(x, delta, weight, sum, out, rows, width, eps, s);
+      break;
+  }
+  return launch_error();
+}
+
+const char* add_layer_norm(Element type, const void* x, const void* delta, const void* weight, const void* bias,
+                           void* sum, void* out, std::int64_t rows, std::int64_t width, float eps, void* stream) {
+  if (rows == 0) return nullptr;
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (type) {
+    case Element::Float:
+      launch_add_layer_norm<float>(x, delta, weight, bias, sum, out, rows, width, eps, s);
+      break;
+    case Element::Half:
+      launch_add_layer_norm<__half>(x, delta, weight, bias, sum, out, rows, width, eps, s);
+      break;
+    case Element::BFloat16:
+      launch_add_layer_norm<__nv_bfloat16>(x, delta, weight, bias, sum, out, rows, width, eps, s);
       break;
   }
   return launch_error();

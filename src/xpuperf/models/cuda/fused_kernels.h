@@ -20,6 +20,13 @@ enum class Element { Float, Half, BFloat16 };
 const char* add_rms_norm(Element type, const void* x, const void* delta, const void* weight, void* sum, void* out,
                          std::int64_t rows, std::int64_t width, float eps, void* stream);
 
+// sum = x + delta (delta null: no add, sum untouched), out = LayerNorm(sum) × weight + bias, row by
+// row: the sum rounded to the element type (as ATen's add leaves it), mean and variance in float
+// (two passes over the row), the output rounded once (as ATen's layer norm). BERT's post-norm
+// residual (LayerNorm(dense(h) + input)) in one pass instead of two. Same rules as add_rms_norm.
+const char* add_layer_norm(Element type, const void* x, const void* delta, const void* weight, const void* bias,
+                           void* sum, void* out, std::int64_t rows, std::int64_t width, float eps, void* stream);
+
 // out (rows, width) = SiLU(gate) × up, where each row of gate_up (rows, 2 × width) holds gate then
 // up. Same alignment rule as add_rms_norm.
 const char* silu_mul(Element type, const void* gate_up, void* out, std::int64_t rows, std::int64_t width, void* stream);
