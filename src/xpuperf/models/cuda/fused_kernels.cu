@@ -62,15 +62,15 @@ __device__ float block_sum(float v) {
   return total;
 }
 
-// One row a block; the row's sum is kept in shared memory between the two passes.
-template <typename T>
-__global__ void add_rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ delta, const T* __restrict__ weight,
-                                    T* __restrict__ sum, T* __restrict__ out, std::int64_t width, float eps) {
-  extern __shared__ __align__(16) unsigned char row_bytes[];
-  auto* row = reinterpret_cast<Pack<T>*>(row_bytes);
-  const std::int64_t packs = width / Pack<T>::kSize, at = static_cast<std::int64_t>(blockIdx.x) * packs;
+// The first pass of the add-and-norm kernels: block blockIdx.x's row of x (+ delta, the sum
+// rounded as ATen's add leaves it and written to `sum`) into shared memory, and the thread's part of
+// the sum of stat(element) over the row.
+template <typename T, typename Stat>
+__device__ float stage_added_row(const T* __restrict__ x, const T* __restrict__ delta, T* __restrict__ sum,
+                                 Pack<T>* row, std::int64_t packs, Stat stat) {
+  const std::int64_t at = static_cast<std::int64_t>(blockIdx.x) * packs;
   const auto* xs = reinterpret_cast<const Pack<T>*>(x) + at;
-  float squares = 0;
+  float partial = 0;
   for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
     Pack<T> a = xs[j];
     if (delta) {
@@ -80,12 +80,23 @@ __global__ void add_rms_norm_kernel(const T* __restrict__ x, const T* __restrict
       reinterpret_cast<Pack<T>*>(sum)[at + j] = a;
     }
 #pragma unroll
-    for (int n = 0; n < Pack<T>::kSize; ++n) squares += to_float(a.v[n]) * to_float(a.v[n]);
+    for (int n = 0; n < Pack<T>::kSize; ++n) partial += stat(to_float(a.v[n]));
     row[j] = a;
   }
+  return partial;
+}
+
+// One row a block; the row's sum is kept in shared memory between the two passes.
+template <typename T>
+__global__ void add_rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ delta, const T* __restrict__ weight,
+                                    T* __restrict__ sum, T* __restrict__ out, std::int64_t width, float eps) {
+  extern __shared__ __align__(16) unsigned char row_bytes[];
+  auto* row = reinterpret_cast<Pack<T>*>(row_bytes);
+  const std::int64_t packs = width / Pack<T>::kSize;
+  const float squares = stage_added_row(x, delta, sum, row, packs, [](float v) { return v * v; });
   const float scale = rsqrtf(block_sum(squares) / static_cast<float>(width) + eps);
   const auto* ws = reinterpret_cast<const Pack<T>*>(weight);
-  auto* outs = reinterpret_cast<Pack<T>*>(out) + at;
+  auto* outs = reinterpret_cast<Pack<T>*>(out) + static_cast<std::int64_t>(blockIdx.x) * packs;
   for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
     const Pack<T> a = row[j], w = ws[j];
     Pack<T> o;
@@ -103,21 +114,8 @@ __global__ void add_layer_norm_kernel(const T* __restrict__ x, const T* __restri
                                       T* __restrict__ out, std::int64_t width, float eps) {
   extern __shared__ __align__(16) unsigned char row_bytes[];
   auto* row = reinterpret_cast<Pack<T>*>(row_bytes);
-  const std::int64_t packs = width / Pack<T>::kSize, at = static_cast<std::int64_t>(blockIdx.x) * packs;
-  const auto* xs = reinterpret_cast<const Pack<T>*>(x) + at;
-  float total = 0;
-  for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
-    Pack<T> a = xs[j];
-    if (delta) {
-      const Pack<T> d = reinterpret_cast<const Pack<T>*>(delta)[at + j];
-#pragma unroll
-      for (int n = 0; n < Pack<T>::kSize; ++n) a.v[n] = from_float<T>(to_float(a.v[n]) + to_float(d.v[n]));
-      reinterpret_cast<Pack<T>*>(sum)[at + j] = a;
-    }
-#pragma unroll
-    for (int n = 0; n < Pack<T>::kSize; ++n) total += to_float(a.v[n]);
-    row[j] = a;
-  }
+  const std::int64_t packs = width / Pack<T>::kSize;
+  const float total = stage_added_row(x, delta, sum, row, packs, [](float v) { return v; });
   const float mean = block_sum(total) / static_cast<float>(width);
   float squares = 0;
   for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
@@ -131,7 +129,7 @@ __global__ void add_layer_norm_kernel(const T* __restrict__ x, const T* __restri
   const float scale = rsqrtf(block_sum(squares) / static_cast<float>(width) + eps);
   const auto* ws = reinterpret_cast<const Pack<T>*>(weight);
   const auto* bs = reinterpret_cast<const Pack<T>*>(bias);
-  auto* outs = reinterpret_cast<Pack<T>*>(out) + at;
+  auto* outs = reinterpret_cast<Pack<T>*>(out) + static_cast<std::int64_t>(blockIdx.x) * packs;
   for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
     const Pack<T> a = row[j], w = ws[j], b = bs[j];
     Pack<T> o;
@@ -259,12 +257,17 @@ unsigned blocks_for(std::int64_t threads_needed, int block) {
   return static_cast<unsigned>(std::max<std::int64_t>(1, (threads_needed + block - 1) / block));
 }
 
+// A row-a-block kernel's threads: enough for a pack each up to 512, in whole warps.
+template <typename T>
+int row_threads(std::int64_t width) {
+  const std::int64_t packs = width / Pack<T>::kSize;
+  return static_cast<int>(std::min<std::int64_t>(512, (packs + 31) / 32 * 32));
+}
+
 template <typename T>
 void launch_add_rms_norm(const void* x, const void* delta, const void* weight, void* sum, void* out, std::int64_t rows,
                          std::int64_t width, float eps, cudaStream_t stream) {
-  const std::int64_t packs = width / Pack<T>::kSize;
-  // Enough threads for a pack each up to 512, in whole warps.
-  const int threads = static_cast<int>(std::min<std::int64_t>(512, (packs + 31) / 32 * 32));
+  const int threads = row_threads<T>(width);
   const std::size_t shared = static_cast<std::size_t>(width) * sizeof(T);
   add_rms_norm_kernel<T><<<static_cast<unsigned>(rows), threads, shared, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight), static_cast<T*>(sum),
@@ -274,8 +277,7 @@ void launch_add_rms_norm(const void* x, const void* delta, const void* weight, v
 template <typename T>
 void launch_add_layer_norm(const void* x, const void* delta, const void* weight, const void* bias, void* sum, void* out,
                            std::int64_t rows, std::int64_t width, float eps, cudaStream_t stream) {
-  const std::int64_t packs = width / Pack<T>::kSize;
-  const int threads = static_cast<int>(std::min<std::int64_t>(512, (packs + 31) / 32 * 32));
+  const int threads = row_threads<T>(width);
   const std::size_t shared = static_cast<std::size_t>(width) * sizeof(T);
   add_layer_norm_kernel<T><<<static_cast<unsigned>(rows), threads, shared, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
