@@ -250,6 +250,31 @@ TEST(FusedKernels, EachGivesWhatAtensOperatorsGiveInEveryType) {
   }
 }
 
+// The loss's kernels against ATen's log-softmax and negative log-likelihood: the value and the
+// gradient, with −inf columns (the padded vocabulary), an ignored row and a scaled loss; 36 wide is
+// no whole pack for the half types (ATen's path).
+TEST(FusedKernels, TheCrossEntropyAndItsGradientAreAtens) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(10);
+  for (const auto dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
+    for (const std::int64_t vocab : {4096, 64, 36}) {
+      auto logits = torch::randn({6, vocab}, o) * 3;
+      logits.narrow(1, vocab - 4, 4).fill_(-INFINITY);
+      const auto targets =
+          torch::tensor(std::vector<std::int64_t>{3, vocab - 5, -100, 0, 17, 31}, o.dtype(torch::kLong));
+      auto a = logits.clone().requires_grad_(true), b = logits.clone().requires_grad_(true);
+      const auto la = fused::cross_entropy(a, targets, true), lb = fused::cross_entropy(b, targets, false);
+      (la * 2.5).backward();
+      (lb * 2.5).backward();
+      const std::string what = "cross_entropy " + std::to_string(vocab);
+      expect_close(la, lb, what);
+      expect_close(a.grad(), b.grad(), what + " gradient");
+      EXPECT_EQ(a.grad()[2].abs().sum().item<double>(), 0.0) << "the ignored row";
+    }
+  }
+}
+
 TEST(FusedKernels, LlamaOnCudaDecodesWithTheKernelsAsWithout) {
   if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
   torch::manual_seed(8);

@@ -389,11 +389,14 @@ namespace {
 // (TF32 off on both sides) and bf16 autocast give its loss, gradient norm and (bf16) logits.
 // `step(precision)` runs forward and backward and returns {loss, logits}.
 void expect_same_first_step(torch::nn::Module& model, const std::string& dir, const std::string& name,
-                            const std::function<std::pair<torch::Tensor, torch::Tensor>()>& step) {
+                            const std::function<std::pair<torch::Tensor, torch::Tensor>()>& step,
+                            const std::string& variant = "") {
   const std::string file = dir + "/" + name + ".step.pt";
   ASSERT_TRUE(std::filesystem::exists(file)) << "the reference wrote no GPU step";
   model.to(torch::Device(torch::kCUDA, 0));
   model.eval();  // dropout off; gradients still flow
+  // TF32 off on both sides, then back as it was (later tests in this process compare with ATen).
+  const bool tf32 = at::globalContext().allowTF32CuBLAS();
   at::globalContext().setAllowTF32CuBLAS(false);
   for (const std::string precision : {"fp32", "bf16"}) {
     model.zero_grad();
@@ -411,11 +414,11 @@ void expect_same_first_step(torch::nn::Module& model, const std::string& dir, co
     const double norm_diff = std::abs(norm - ref_norm) / ref_norm;
     // bf16 keeps 8 bits of mantissa: a relative 2^-8 on a value, less on a mean over many.
     const double tolerance = precision == "bf16" ? 1e-2 : 1e-4;
-    EXPECT_LT(loss_diff, tolerance) << name << " " << precision << ": loss " << loss.item<double>() << ", Hugging Face "
-                                    << ref_loss;
-    EXPECT_LT(norm_diff, 2 * tolerance) << name << " " << precision << ": gradient norm " << norm << ", Hugging Face "
-                                        << ref_norm;
-    std::cout << name << " first step " << precision << ": loss " << loss.item<double>() << " (Hugging Face "
+    EXPECT_LT(loss_diff, tolerance) << name << variant << " " << precision << ": loss " << loss.item<double>()
+                                    << ", Hugging Face " << ref_loss;
+    EXPECT_LT(norm_diff, 2 * tolerance) << name << variant << " " << precision << ": gradient norm " << norm
+                                        << ", Hugging Face " << ref_norm;
+    std::cout << name << variant << " first step " << precision << ": loss " << loss.item<double>() << " (Hugging Face "
               << ref_loss << ", relative difference " << loss_diff << "), gradient norm " << norm << " (" << ref_norm
               << ", " << norm_diff << ")";
     if (precision == "bf16") {
@@ -428,7 +431,7 @@ void expect_same_first_step(torch::nn::Module& model, const std::string& dir, co
     }
     std::cout << "\n";
   }
-  at::globalContext().setAllowTF32CuBLAS(true);
+  at::globalContext().setAllowTF32CuBLAS(tf32);
 }
 
 bool have_cuda_and_reference(const std::string& model, const std::string& dir) {
@@ -446,6 +449,10 @@ TEST(LanguageModels, Gpt2FirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
     const auto logits = m->forward(ids);
     return std::make_pair(next_token_loss(logits, ids), logits);
   });
+  // The training case's own loss (the padded output layer) through the cross-entropy kernels.
+  m->fused_kernels = true;
+  expect_same_first_step(
+      *m, dir.path(), "gpt2", [&] { return std::make_pair(m->loss(ids), m->forward(ids)); }, ", fused kernels,");
 }
 
 TEST(LanguageModels, BertFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
@@ -456,12 +463,15 @@ TEST(LanguageModels, BertFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
   const auto ids = io_tensor(dir.path() + "/bert.io.pt", "input").cuda();
   const auto labels = io_tensor(dir.path() + "/bert.io.pt", "labels").cuda();
   const auto types = torch::zeros_like(ids);
-  expect_same_first_step(*m, dir.path(), "bert", [&] {
+  const auto step = [&] {
     const auto hidden = m->bert(ids, types, torch::Tensor());
     const auto logits = m->predict(hidden, torch::zeros_like(labels));  // every position, as Hugging Face's
     const auto loss = m->loss_and_accuracy(ids, types, torch::Tensor(), labels).first;
     return std::make_pair(loss, logits);
-  });
+  };
+  expect_same_first_step(*m, dir.path(), "bert", step);
+  m->use_fused_kernels(true);  // the loss through the cross-entropy kernels
+  expect_same_first_step(*m, dir.path(), "bert", step, ", fused kernels,");
 }
 
 }  // namespace

@@ -171,6 +171,7 @@ void BertForMaskedLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::Te
 }
 
 void BertForMaskedLMImpl::use_fused_kernels(bool on) {
+  fused_kernels = on;
   for (const auto& layer : *bert->encoder->layer) {
     auto* l = layer->as<BertLayer>();
     l->attention->output->fused_kernels = on;
@@ -235,7 +236,7 @@ std::pair<torch::Tensor, torch::Tensor> BertForMaskedLMImpl::loss_and_accuracy(c
   }
   const auto targets = flat.index_select(0, rows);
   const auto logits = head(hidden.reshape({-1, hidden.size(-1)}).index_select(0, rows), ids.is_cuda());
-  const auto loss = token_cross_entropy(logits, targets);  // the −100 rows ignored
+  const auto loss = token_cross_entropy(logits, targets, fused_kernels);  // the −100 rows ignored
   const auto real = targets.ge(0);
   const auto accuracy = (logits.argmax(-1).eq(targets) & real).sum().to(torch::kFloat) / real.sum().to(torch::kFloat);
   return {loss, accuracy};

@@ -139,8 +139,10 @@ struct BertForMaskedLMImpl : torch::nn::Module, parallel::TensorParallelModel {
   explicit BertForMaskedLMImpl(const BertConfig& c = BertConfig::base());
   // Each layer's heads and intermediate units; the embeddings and the prediction head stay whole.
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
-  // Each layer's residual add and LayerNorm as one CUDA kernel in inference (BertAddNorm).
+  // CUDA kernels where they apply: each layer's residual add and LayerNorm in inference
+  // (BertAddNorm), the loss's cross entropy in training (fused_ops.h).
   void use_fused_kernels(bool on);
+  bool fused_kernels = false;
   // Logits at the positions where labels >= 0 (the masked ones), in row-major order.
   torch::Tensor predict(const torch::Tensor& hidden, const torch::Tensor& labels);
   // The masked-LM loss (labels: the original id at masked positions, -100 elsewhere) and the share

@@ -108,6 +108,50 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_layer_norm(con
   return std::make_pair(sum, out);
 }
 
+// The cross entropy's kernels as one autograd function: the row's log-sum-exp is all the backward
+// needs besides the logits and targets.
+struct KernelCrossEntropy : torch::autograd::Function<KernelCrossEntropy> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
+                               const torch::Tensor& targets) {
+    kernels::Element e{};
+    element_of(logits, e);
+    const c10::cuda::CUDAGuard guard(logits.device());
+    const auto rows = logits.size(0), vocab = logits.size(1);
+    const auto floats = logits.options().dtype(torch::kFloat);
+    auto lse = torch::empty({rows}, floats), losses = torch::empty({rows}, floats);
+    check(kernels::cross_entropy_forward(e, logits.data_ptr(), targets.data_ptr<std::int64_t>(), lse.data_ptr<float>(),
+                                         losses.data_ptr<float>(), rows, vocab, stream_of(logits)),
+          "cross_entropy_forward");
+    const auto counted = targets.ne(-100).sum().to(torch::kFloat);
+    ctx->save_for_backward({logits, targets, lse, counted});
+    return losses.sum() / counted;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &logits = saved[0], &targets = saved[1], &lse = saved[2], &counted = saved[3];
+    kernels::Element e{};
+    element_of(logits, e);
+    const c10::cuda::CUDAGuard guard(logits.device());
+    const auto scale = (grads[0].to(torch::kFloat) / counted).contiguous();
+    auto grad = torch::empty_like(logits);
+    check(kernels::cross_entropy_backward(e, logits.data_ptr(), targets.data_ptr<std::int64_t>(), lse.data_ptr<float>(),
+                                          scale.data_ptr<float>(), grad.data_ptr(), logits.size(0), logits.size(1),
+                                          stream_of(logits)),
+          "cross_entropy_backward");
+    return {grad, torch::Tensor()};
+  }
+};
+
+std::optional<torch::Tensor> kernel_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
+  kernels::Element e{};
+  if (logits.dim() != 2 || !packable(logits, logits.size(1), e) || targets.dim() != 1 ||
+      targets.size(0) != logits.size(0) || targets.scalar_type() != torch::kLong || targets.device() != logits.device())
+    return std::nullopt;
+  return KernelCrossEntropy::apply(logits, targets.contiguous());
+}
+
 std::optional<torch::Tensor> kernel_silu_mul(const torch::Tensor& gate_up) {
   const auto width = gate_up.size(-1) / 2;
   kernels::Element e{};
@@ -249,6 +293,15 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, [[mayb
     if (auto done = kernel_linear(x, weight)) return *done;
 #endif
   return torch::nn::functional::linear(x, weight);
+}
+
+torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,
+                            [[maybe_unused]] bool use_kernels) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels)
+    if (auto done = kernel_cross_entropy(logits, targets)) return *done;
+#endif
+  return torch::nn::functional::nll_loss(torch::log_softmax(logits, -1, torch::kFloat), targets);
 }
 
 }  // namespace xpuperf::models::fused

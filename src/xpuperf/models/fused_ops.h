@@ -48,6 +48,13 @@ torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const tor
 // general matrix product of one row does not; otherwise, and for more rows, ATen's product.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, bool use_kernels);
 
+// The mean cross entropy of rows of logits (rows, vocab) against targets (rows; −100 ignored),
+// with its gradient. The kernels (CUDA logits whose rows are whole 16-byte packs: the output
+// layer's vocabulary padded to a multiple of 64) read the logits once forward and once backward in
+// their own type and write the gradient in it; ATen's path (log-softmax in float, then the
+// negative log-likelihood) writes and reads an fp32 copy of the logits several times.
+torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool use_kernels);
+
 // Whether this build has the kernels (LibTorch with CUDA).
 bool kernels_built();
 

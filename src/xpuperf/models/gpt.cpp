@@ -135,7 +135,7 @@ torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids) {
   const auto hidden = transformer(inputs);
   if (transformer->stage && !transformer->stage->last()) return transformer->stage->hand_on(hidden);
   const auto logits = vocabulary_logits(hidden, transformer->wte->weight, {}, hidden.is_cuda());
-  return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+  return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), fused_kernels);
 }
 
 void GptLMHeadModelImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {

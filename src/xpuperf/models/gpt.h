@@ -89,6 +89,8 @@ struct GptLMHeadModelImpl : torch::nn::Module, parallel::TensorParallelModel, pa
   // Split into pipeline stages, only the last computes them; the others hand their output on and
   // return the stage's placeholder.
   torch::Tensor loss(const torch::Tensor& ids);
+  // The loss through the cross-entropy kernels where they apply (fused_ops.h).
+  bool fused_kernels = false;
 
   // Training FLOPs per token at `tokens` positions: 6 × the parameters a token's compute uses
   // (all but the position table; the tied embedding counts as the output layer) + the attention

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "xpuperf/models/fused_ops.h"
+
 namespace xpuperf::models {
 
 torch::Tensor vocabulary_logits(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& bias,
@@ -13,8 +15,8 @@ torch::Tensor vocabulary_logits(const torch::Tensor& hidden, const torch::Tensor
                        torch::constant_pad_nd(real_bias, {0, pad}, -INFINITY));
 }
 
-torch::Tensor token_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
-  return torch::nn::functional::nll_loss(torch::log_softmax(logits, -1, torch::kFloat), targets);
+torch::Tensor token_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool use_kernels) {
+  return fused::cross_entropy(logits, targets, use_kernels);
 }
 
 }  // namespace xpuperf::models

@@ -37,6 +37,7 @@ class BertCase : public train::TrainingCase {
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
     model_ = models::BertForMaskedLM(bert_config(ctx.config));
+    model_->use_fused_kernels(ctx.config.get_bool("fused_kernels", false));
     model_->to(ctx.device);
     return model_.ptr();
   }

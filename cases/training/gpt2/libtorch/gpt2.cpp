@@ -40,6 +40,7 @@ class Gpt2Case : public train::TrainingCase {
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
     model_ = models::GptLMHeadModel(gpt_config(ctx.config));
+    model_->fused_kernels = ctx.config.get_bool("fused_kernels", false);
     model_->to(ctx.device);
     return model_.ptr();
   }

@@ -248,6 +248,79 @@ __global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ weigh
   }
 }
 
+constexpr std::int64_t kIgnoredTarget = -100;
+
+// (maximum, sum of exp(x − maximum)) of two parts of a row, as one.
+__device__ inline void merge_softmax_sums(float& m, float& s, float m2, float s2) {
+  const float top = fmaxf(m, m2);
+  if (top == -INFINITY) return;  // both empty (or all −inf so far)
+  s = s * expf(m - top) + s2 * expf(m2 - top);
+  m = top;
+}
+
+template <typename T>
+__global__ void cross_entropy_forward_kernel(const T* __restrict__ logits, const std::int64_t* __restrict__ targets,
+                                             float* __restrict__ lse, float* __restrict__ losses, std::int64_t vocab) {
+  const std::int64_t row = blockIdx.x, packs = vocab / Pack<T>::kSize;
+  const auto* xs = reinterpret_cast<const Pack<T>*>(logits) + row * packs;
+  float m = -INFINITY, s = 0;
+  for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    const Pack<T> a = xs[j];
+    float top = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n) top = fmaxf(top, to_float(a.v[n]));
+    float part = 0;
+    if (top != -INFINITY) {
+#pragma unroll
+      for (int n = 0; n < Pack<T>::kSize; ++n) part += expf(to_float(a.v[n]) - top);
+    }
+    merge_softmax_sums(m, s, top, part);
+  }
+  for (int o = 16; o > 0; o >>= 1)
+    merge_softmax_sums(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));
+  __shared__ float warp_m[32], warp_s[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) {
+    warp_m[warp] = m;
+    warp_s[warp] = s;
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) merge_softmax_sums(m, s, warp_m[w], warp_s[w]);
+  const float row_lse = m + logf(s);
+  lse[row] = row_lse;
+  const std::int64_t t = targets[row];
+  if (t == kIgnoredTarget)
+    losses[row] = 0;
+  else if (t < 0 || t >= vocab)
+    losses[row] = NAN;
+  else
+    losses[row] = row_lse - to_float(logits[row * vocab + t]);
+}
+
+template <typename T>
+__global__ void cross_entropy_backward_kernel(const T* __restrict__ logits, const std::int64_t* __restrict__ targets,
+                                              const float* __restrict__ lse, const float* __restrict__ scale,
+                                              T* __restrict__ grad, std::int64_t vocab) {
+  const std::int64_t row = blockIdx.x, packs = vocab / Pack<T>::kSize;
+  const auto* xs = reinterpret_cast<const Pack<T>*>(logits) + row * packs;
+  auto* gs = reinterpret_cast<Pack<T>*>(grad) + row * packs;
+  const std::int64_t t = targets[row];
+  const bool ignored = t == kIgnoredTarget;
+  const float row_lse = lse[row], g = scale[0];
+  for (std::int64_t j = threadIdx.x; j < packs; j += blockDim.x) {
+    const Pack<T> a = xs[j];
+    Pack<T> o;
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n) {
+      const std::int64_t column = j * Pack<T>::kSize + n;
+      const float p = expf(to_float(a.v[n]) - row_lse) - (column == t ? 1.0f : 0.0f);
+      o.v[n] = from_float<T>(ignored ? 0.0f : p * g);
+    }
+    gs[j] = o;
+  }
+}
+
 const char* launch_error() {
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
@@ -411,6 +484,53 @@ const char* gemv(Element type, const void* x, const void* weight, void* y, std::
       break;
     case Element::BFloat16:
       launch_gemv<__nv_bfloat16>(x, weight, y, rows, n, k, s);
+      break;
+  }
+  return launch_error();
+}
+
+const char* cross_entropy_forward(Element type, const void* logits, const std::int64_t* targets, float* lse,
+                                  float* losses, std::int64_t rows, std::int64_t vocab, void* stream) {
+  if (rows == 0) return nullptr;
+  constexpr int kThreads = 512;
+  const auto s = static_cast<cudaStream_t>(stream);
+  const auto blocks = static_cast<unsigned>(rows);
+  switch (type) {
+    case Element::Float:
+      cross_entropy_forward_kernel<float>
+          <<<blocks, kThreads, 0, s>>>(static_cast<const float*>(logits), targets, lse, losses, vocab);
+      break;
+    case Element::Half:
+      cross_entropy_forward_kernel<__half>
+          <<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(logits), targets, lse, losses, vocab);
+      break;
+    case Element::BFloat16:
+      cross_entropy_forward_kernel<__nv_bfloat16>
+          <<<blocks, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(logits), targets, lse, losses, vocab);
+      break;
+  }
+  return launch_error();
+}
+
+const char* cross_entropy_backward(Element type, const void* logits, const std::int64_t* targets, const float* lse,
+                                   const float* scale, void* grad, std::int64_t rows, std::int64_t vocab,
+                                   void* stream) {
+  if (rows == 0) return nullptr;
+  constexpr int kThreads = 512;
+  const auto s = static_cast<cudaStream_t>(stream);
+  const auto blocks = static_cast<unsigned>(rows);
+  switch (type) {
+    case Element::Float:
+      cross_entropy_backward_kernel<float><<<blocks, kThreads, 0, s>>>(static_cast<const float*>(logits), targets, lse,
+                                                                       scale, static_cast<float*>(grad), vocab);
+      break;
+    case Element::Half:
+      cross_entropy_backward_kernel<__half><<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(logits), targets,
+                                                                        lse, scale, static_cast<__half*>(grad), vocab);
+      break;
+    case Element::BFloat16:
+      cross_entropy_backward_kernel<__nv_bfloat16><<<blocks, kThreads, 0, s>>>(
+          static_cast<const __nv_bfloat16*>(logits), targets, lse, scale, static_cast<__nv_bfloat16*>(grad), vocab);
       break;
   }
   return launch_error();
