@@ -8,8 +8,8 @@
 # Usage: bench/language_train_vs_pytorch.sh [HARDWARE [DATA_DIR]]   (on an NVIDIA GPU machine,
 # after building; DATA_DIR: where scripts/linux-doc-datasets.sh wrote the token datasets)
 # CASES=gpt2,bert STEPS=100 pick the cases and the measured steps; PROFILE=gpt2 lists Hugging
-# Face's kernels by time; VARIANTS=gpt2 also times xpuperf with cuda_graphs and the fused
-# optimizer off in turn; OURS_PROFILE=1 lists xpuperf's kernels (nsys); PEAK=989.4 the dense bf16 TFLOP/s of the GPU (H100/H200 SXM).
+# Face's kernels by time; VARIANTS=gpt2 also times xpuperf with cuda_graphs, the fused
+# optimizer and the fused kernels (the loss's) off in turn; OURS_PROFILE=1 lists xpuperf's kernels (nsys); PEAK=989.4 the dense bf16 TFLOP/s of the GPU (H100/H200 SXM).
 set -euo pipefail
 hardware=${1:-H200}
 data=${2:-}
@@ -68,6 +68,7 @@ IFS=, read -ra list <<< "$cases"
     if [[ ,${VARIANTS:-}, == *,$c,* ]]; then
       ours "$c" without_cuda_graphs synthetic_data=true synthetic_tokens=4194304 "${common[@]}" cuda_graphs=false
       ours "$c" without_fused_optimizer synthetic_data=true synthetic_tokens=4194304 "${common[@]}" fused_optimizer=off
+      ours "$c" without_fused_kernels synthetic_data=true synthetic_tokens=4194304 "${common[@]}" fused_kernels=false
     fi
   done
 } > "$work/ours.jsonl"
