@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "xpuperf/models/cuda/fused_kernels.h"
 
@@ -397,76 +398,63 @@ void launch_gemv(const void* x, const void* weight, void* y, std::int64_t rows, 
   }
 }
 
+// Calls f with a null pointer of the element type's CUDA type, so that one generic lambda launches
+// a kernel for each of the three types.
+template <typename F>
+void for_element(Element type, F&& f) {
+  switch (type) {
+    case Element::Float:
+      f(static_cast<float*>(nullptr));
+      break;
+    case Element::Half:
+      f(static_cast<__half*>(nullptr));
+      break;
+    case Element::BFloat16:
+      f(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+  }
+}
+
+constexpr int kCrossEntropyThreads = 512;  // one row a block
+
 }  // namespace
 
 const char* add_rms_norm(Element type, const void* x, const void* delta, const void* weight, void* sum, void* out,
                          std::int64_t rows, std::int64_t width, float eps, void* stream) {
   if (rows == 0) return nullptr;
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (type) {
-    case Element::Float:
-      launch_add_rms_norm<float>(x, delta, weight, sum, out, rows, width, eps, s);
-      break;
-    case Element::Half:
-      launch_add_rms_norm<__half>(x, delta, weight, sum, out, rows, width, eps, s);
-      break;
-    case Element::BFloat16:
-      launch_add_rms_norm<__nv_bfloat16>(x, delta, weight, sum, out, rows, width, eps, s);
-      break;
-  }
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    launch_add_rms_norm<T>(x, delta, weight, sum, out, rows, width, eps, static_cast<cudaStream_t>(stream));
+  });
   return launch_error();
 }
 
 const char* add_layer_norm(Element type, const void* x, const void* delta, const void* weight, const void* bias,
                            void* sum, void* out, std::int64_t rows, std::int64_t width, float eps, void* stream) {
   if (rows == 0) return nullptr;
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (type) {
-    case Element::Float:
-      launch_add_layer_norm<float>(x, delta, weight, bias, sum, out, rows, width, eps, s);
-      break;
-    case Element::Half:
-      launch_add_layer_norm<__half>(x, delta, weight, bias, sum, out, rows, width, eps, s);
-      break;
-    case Element::BFloat16:
-      launch_add_layer_norm<__nv_bfloat16>(x, delta, weight, bias, sum, out, rows, width, eps, s);
-      break;
-  }
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    launch_add_layer_norm<T>(x, delta, weight, bias, sum, out, rows, width, eps, static_cast<cudaStream_t>(stream));
+  });
   return launch_error();
 }
 
 const char* silu_mul(Element type, const void* gate_up, void* out, std::int64_t rows, std::int64_t width,
                      void* stream) {
   if (rows == 0 || width == 0) return nullptr;
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (type) {
-    case Element::Float:
-      launch_silu_mul<float>(gate_up, out, rows, width, s);
-      break;
-    case Element::Half:
-      launch_silu_mul<__half>(gate_up, out, rows, width, s);
-      break;
-    case Element::BFloat16:
-      launch_silu_mul<__nv_bfloat16>(gate_up, out, rows, width, s);
-      break;
-  }
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    launch_silu_mul<T>(gate_up, out, rows, width, static_cast<cudaStream_t>(stream));
+  });
   return launch_error();
 }
 
 const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream) {
   if (args.batch * args.tokens == 0) return nullptr;
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (type) {
-    case Element::Float:
-      launch_rotary_qkv<float>(args, s);
-      break;
-    case Element::Half:
-      launch_rotary_qkv<__half>(args, s);
-      break;
-    case Element::BFloat16:
-      launch_rotary_qkv<__nv_bfloat16>(args, s);
-      break;
-  }
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    launch_rotary_qkv<T>(args, static_cast<cudaStream_t>(stream));
+  });
   return launch_error();
 }
 
@@ -474,41 +462,22 @@ const char* gemv(Element type, const void* x, const void* weight, void* y, std::
                  std::int64_t k, void* stream) {
   if (rows < 1 || rows > kMaxGemvRows) return "gemv takes 1 to kMaxGemvRows input rows";
   if (n == 0) return nullptr;
-  const auto s = static_cast<cudaStream_t>(stream);
-  switch (type) {
-    case Element::Float:
-      launch_gemv<float>(x, weight, y, rows, n, k, s);
-      break;
-    case Element::Half:
-      launch_gemv<__half>(x, weight, y, rows, n, k, s);
-      break;
-    case Element::BFloat16:
-      launch_gemv<__nv_bfloat16>(x, weight, y, rows, n, k, s);
-      break;
-  }
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    launch_gemv<T>(x, weight, y, rows, n, k, static_cast<cudaStream_t>(stream));
+  });
   return launch_error();
 }
 
 const char* cross_entropy_forward(Element type, const void* logits, const std::int64_t* targets, float* lse,
                                   float* losses, std::int64_t rows, std::int64_t vocab, void* stream) {
   if (rows == 0) return nullptr;
-  constexpr int kThreads = 512;
-  const auto s = static_cast<cudaStream_t>(stream);
-  const auto blocks = static_cast<unsigned>(rows);
-  switch (type) {
-    case Element::Float:
-      cross_entropy_forward_kernel<float>
-          <<<blocks, kThreads, 0, s>>>(static_cast<const float*>(logits), targets, lse, losses, vocab);
-      break;
-    case Element::Half:
-      cross_entropy_forward_kernel<__half>
-          <<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(logits), targets, lse, losses, vocab);
-      break;
-    case Element::BFloat16:
-      cross_entropy_forward_kernel<__nv_bfloat16>
-          <<<blocks, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(logits), targets, lse, losses, vocab);
-      break;
-  }
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    cross_entropy_forward_kernel<T>
+        <<<static_cast<unsigned>(rows), kCrossEntropyThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+            static_cast<const T*>(logits), targets, lse, losses, vocab);
+  });
   return launch_error();
 }
 
@@ -516,23 +485,12 @@ const char* cross_entropy_backward(Element type, const void* logits, const std::
                                    const float* scale, void* grad, std::int64_t rows, std::int64_t vocab,
                                    void* stream) {
   if (rows == 0) return nullptr;
-  constexpr int kThreads = 512;
-  const auto s = static_cast<cudaStream_t>(stream);
-  const auto blocks = static_cast<unsigned>(rows);
-  switch (type) {
-    case Element::Float:
-      cross_entropy_backward_kernel<float><<<blocks, kThreads, 0, s>>>(static_cast<const float*>(logits), targets, lse,
-                                                                       scale, static_cast<float*>(grad), vocab);
-      break;
-    case Element::Half:
-      cross_entropy_backward_kernel<__half><<<blocks, kThreads, 0, s>>>(static_cast<const __half*>(logits), targets,
-                                                                        lse, scale, static_cast<__half*>(grad), vocab);
-      break;
-    case Element::BFloat16:
-      cross_entropy_backward_kernel<__nv_bfloat16><<<blocks, kThreads, 0, s>>>(
-          static_cast<const __nv_bfloat16*>(logits), targets, lse, scale, static_cast<__nv_bfloat16*>(grad), vocab);
-      break;
-  }
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    cross_entropy_backward_kernel<T>
+        <<<static_cast<unsigned>(rows), kCrossEntropyThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+            static_cast<const T*>(logits), targets, lse, scale, static_cast<T*>(grad), vocab);
+  });
   return launch_error();
 }
 
