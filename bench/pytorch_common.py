@@ -10,13 +10,20 @@ def emit(**kv):
 
 
 def kernel_table(case, mode, run, steps=5, top=12):
-    """The CUDA kernels of `steps` steps by total time, as a markdown table (where the time goes)."""
+    """The CUDA kernels of `steps` steps by total time, as a markdown table (where the time goes),
+    and their time by class (bench/kernel_classes.py), idle being the step's wall time they leave."""
+    import time
+
     from torch.profiler import ProfilerActivity, profile
+
+    from kernel_classes import class_times
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
         for _ in range(steps):
             run()
         torch.cuda.synchronize()
+        step_ms = (time.perf_counter() - start) / steps * 1000
     rows = [(e.key, e.device_time_total / steps / 1000, e.count // steps) for e in prof.key_averages()
             if e.device_time_total > 0]
     total = sum(r[1] for r in rows)
@@ -25,4 +32,5 @@ def kernel_table(case, mode, run, steps=5, top=12):
     for name, ms, calls in rows[:top]:
         lines.append(f"| {name[:90]} | {ms:.2f} | {calls} | {ms / total:.1%} |")
     lines.append(f"| all {len(rows)} kernels | {total:.2f} | | 100% |")
-    emit(figure="kernels", case=case, mode=mode, table="\n".join(lines), gpu_ms_per_step=total)
+    emit(figure="kernels", case=case, mode=mode, table="\n".join(lines), gpu_ms_per_step=total,
+         step_ms=step_ms, classes=class_times([(name, ms) for name, ms, _ in rows], step_ms))
