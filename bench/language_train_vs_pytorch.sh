@@ -113,33 +113,9 @@ if [[ -n ${OURS_PROFILE:-} ]] && command -v nsys > /dev/null; then
     nsys profile -t cuda -o "$work/$c.nsys" --force-overwrite true "$xpuperf" train --case "$c" --vendor nvidia \
       --hardware "$hardware" --set synthetic_data=true --set synthetic_tokens=4194304 --set max_steps=30 \
       --set timing_skip_steps=10 --set log_freq=10 --set eval_interval_steps=0 > "$work/$c.nsys.out" 2>&1 || true
-    echo; echo "xpuperf's kernels ($c, 30 steps; nsys cuda_gpu_kern_sum), then by class beside Hugging Face's (PROFILE):"
-    nsys stats -r cuda_gpu_kern_sum -f csv "$work/$c.nsys.nsys-rep" 2> /dev/null | PYTHONPATH="$here" python3 -c '
-import csv, json, sys
-from kernel_classes import class_table, class_times
-case, out, torch_jsonl = sys.argv[1:4]
-rows = [r for r in csv.reader(sys.stdin) if len(r) > 8]
-head, body = rows[0], rows[1:]
-t, n, name = head.index("Total Time (ns)"), head.index("Instances"), head.index("Name")
-total = sum(float(r[t]) for r in body)
-print("| kernel | ms a step | calls a step | share |\n| --- | ---: | ---: | ---: |")
-for r in body[:15]:
-    print(f"| {r[name][:90]} | {float(r[t]) / 30e6:.2f} | {int(r[n]) // 30} | {float(r[t]) / total:.1%} |")
-print(f"| all {len(body)} kernels | {total / 30e6:.2f} | | 100% |")
-# The step wall time from the run: its steady rate after 10 steps (idle = what the kernels leave).
-step_ms = None
-for line in open(out):
-    if "\"event\":\"FINISHED\"" in line:
-        v = json.loads(line[line.index("{"):])["value"]
-        if v.get("steady_samples_per_second"):
-            step_ms = 1000 * v["global_batch_size"] / v["steady_samples_per_second"]
-columns = [("xpuperf", class_times([(r[name], float(r[t]) / 30e6) for r in body], step_ms))]
-for line in open(torch_jsonl):
-    r = json.loads(line)
-    if r.get("figure") == "kernels" and r.get("case") == case and "classes" in r:
-        columns.append(("HF " + r["mode"], r["classes"]))
-print()
-print(class_table(columns))' "$c" "$work/$c.nsys.out" "$work/torch.jsonl" || true
+    echo; echo "xpuperf's kernels ($c, 30 steps; nsys cuda_gpu_kern_sum), then by class beside Hugging Face's (PyTorch, from PROFILE):"
+    nsys stats -r cuda_gpu_kern_sum -f csv "$work/$c.nsys.nsys-rep" 2> /dev/null \
+      | python3 "$here/nsys_kernels.py" "$c" 30 "$work/$c.nsys.out" "$work/torch.jsonl" || true
   done
 fi
 

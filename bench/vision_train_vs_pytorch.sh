@@ -10,7 +10,8 @@
 # CASES=resnet50,vit,mobilenetv2 STEPS=100 pick the cases and the measured steps; PROFILE=resnet50
 # lists torchvision's kernels by time (eager and compiled: where the time goes); VARIANTS=resnet50
 # times xpuperf with each acceleration switch off in turn, GRAPHS=mobilenetv2 with cuda_graphs on,
-# for the cases listed.
+# for the cases listed; OURS_PROFILE=1 (Nsight Systems) lists xpuperf's kernels and a step's GPU time
+# by class beside torchvision's from PROFILE (bench/kernel_classes.py).
 set -euo pipefail
 hardware=${1:-H200}
 shift || true
@@ -143,4 +144,16 @@ for case in dict.fromkeys(o["case"] for o in ours):
         print(f"| {case} | {p} | {lo:.6f} | {lr_:.6f} | {abs(lo - lr_) / abs(lr_):.2e} | {go:.5f} | {gr:.5f} | "
               f"{abs(go - gr) / abs(gr):.2e} |")
 PY
+
+# xpuperf's kernels by time and by class beside torchvision's, through Nsight Systems where it is installed.
+if [[ -n ${OURS_PROFILE:-} ]] && command -v nsys > /dev/null; then
+  for c in "${list[@]}"; do
+    nsys profile -t cuda -o "$work/$c.nsys" --force-overwrite true "$xpuperf" train --case "$c" --vendor nvidia \
+      --hardware "$hardware" --set synthetic_data=true --set synthetic_eval_samples=500 --set max_steps=30 \
+      --set timing_skip_steps=10 --set log_freq=10 > "$work/$c.nsys.out" 2>&1 || true
+    echo; echo "xpuperf's kernels ($c, 30 steps; nsys cuda_gpu_kern_sum), then by class beside torchvision's (PyTorch, from PROFILE):"
+    nsys stats -r cuda_gpu_kern_sum -f csv "$work/$c.nsys.nsys-rep" 2> /dev/null \
+      | python3 "$here/nsys_kernels.py" "$c" 30 "$work/$c.nsys.out" "$work/torch.jsonl" || true
+  done
+fi
 bench_finish

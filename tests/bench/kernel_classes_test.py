@@ -1,7 +1,10 @@
 """bench/kernel_classes.py: kernel names from real profiles (the case READMEs', Nsight's and
 torch.profiler's) fall in the class the speed issue's tables need, and the table adds up."""
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
@@ -52,6 +55,24 @@ class KernelClasses(unittest.TestCase):
         self.assertIn("| **step** | **50.00** | 100% | **40.00** | 100% |", table)
         self.assertLess(table.index("| GEMM |"), table.index("| idle |"))
 
+
+    def test_nsys_report_beside_the_pytorch_profile(self):
+        bench = os.path.join(os.path.dirname(__file__), "..", "..", "bench")
+        with tempfile.TemporaryDirectory() as d:
+            with open(f"{d}/run.log", "w") as f:
+                f.write('[PerfLog] {"event":"FINISHED","value":{"global_batch_size":16,'
+                        '"steady_samples_per_second":320.0}}\n')
+            with open(f"{d}/torch.jsonl", "w") as f:
+                f.write(json.dumps({"figure": "kernels", "case": "gpt2", "mode": "compile",
+                                    "classes": {"GEMM": 30.0, "idle": 2.0}}) + "\n")
+            report = ("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+                      "60,900000000,360,1,1,1,1,1,nvjet_tst_128x256\n"
+                      "30,300000000,30,1,1,1,1,1,flash_fwd_kernel\n")
+            r = subprocess.run([sys.executable, os.path.join(bench, "nsys_kernels.py"), "gpt2", "30", f"{d}/run.log",
+                                f"{d}/torch.jsonl"], input=report, text=True, capture_output=True, check=True)
+        self.assertIn("| nvjet_tst_128x256 | 30.00 | 12 | 75.0% |", r.stdout)
+        self.assertIn("| class | xpuperf ms a step | share | PyTorch compile ms a step | share |", r.stdout)
+        self.assertIn("| idle | 10.00 | 20% | 2.00 | 6% |", r.stdout)  # a 50 ms step: 16 / 320 s
 
 if __name__ == "__main__":
     unittest.main()
