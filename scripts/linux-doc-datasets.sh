@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The language cases' data from Debian's linux-doc-6.1 (the Linux kernel's documentation: its
-# reStructuredText and text files, gzip-compressed): two token datasets in OUT_DIR,
+# reStructuredText and text files, gzip-compressed): three token datasets in OUT_DIR,
 #   linux-doc-gpt2.{bin,idx,json}   GPT-2's byte-level BPE, one sequence a file (the gpt2 case)
+#   linux-doc-llama3.{bin,idx,json} Llama 3's byte-level BPE, one sequence a file (the llama case)
 #   linux-doc-bert.{bin,idx,json}   bert-base-uncased's WordPiece, one sequence a paragraph (the bert case)
 # Usage: scripts/linux-doc-datasets.sh OUT_DIR [DOC_DIR [XPUPERF]]
 #   DOC_DIR  default /usr/share/doc/linux-doc-6.1/Documentation (apt-get install linux-doc-6.1)
@@ -23,5 +24,7 @@ fi
 vocab=$root/.cache/vocab
 "$xpuperf" data tokenize --tokenizer gpt2 --vocab "$vocab/gpt2/encoder.json" --merges "$vocab/gpt2/vocab.bpe" \
   --extensions rst,txt "$docs" -o "$out/linux-doc-gpt2"
+"$xpuperf" data tokenize --tokenizer llama3 --vocab "$vocab/llama3/tokenizer.model" \
+  --extensions rst,txt "$docs" -o "$out/linux-doc-llama3"
 "$xpuperf" data tokenize --tokenizer wordpiece --vocab "$vocab/bert-base-uncased/vocab.txt" \
   --extensions rst,txt "$docs" -o "$out/linux-doc-bert"

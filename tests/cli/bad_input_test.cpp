@@ -300,6 +300,39 @@ std::vector<Probe> probes() {
                {"vocab.bpe: 1000 merges where", "need 50000"},
                {}});
 
+  p.push_back({"ALlamaTokenizerModelOfAnotherKindIsNamed",
+               [](Dir d, std::string&) {
+                 return std::vector<std::string>{"data",
+                                                 "tokenize",
+                                                 "--tokenizer",
+                                                 "llama3",
+                                                 "--vocab",
+                                                 d.write("tokenizer.model", "\n\x0e\n\x05<unk>"),
+                                                 d.write("a.txt", "Some words here.\n"),
+                                                 "-o",
+                                                 d.path() + "/ds"};
+               },
+               1,
+               {"tokenizer.model: line 1 is not a token in base64 and its rank", "Llama 2's SentencePiece"},
+               {"internal error"}});
+  p.push_back({"ALlamaWhoseHeadsDoNotDivideIsNamed",
+               [](Dir, std::string&) {
+                 return std::vector<std::string>{"train",
+                                                 "--case",
+                                                 "llama",
+                                                 "--vendor",
+                                                 "cpu",
+                                                 "--hardware",
+                                                 "CPU",
+                                                 "--set",
+                                                 "synthetic_data=true",
+                                                 "--set",
+                                                 "num_key_value_heads=3"};
+               },
+               1,
+               {"the Llama's settings do not fit", "num_key_value_heads 3"},
+               {"internal error"}});
+
   // Token datasets read by a language case.
   p.push_back({"ANegativeTokenIdIsRefused",
                [](Dir d, std::string&) {

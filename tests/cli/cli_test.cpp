@@ -132,7 +132,7 @@ TEST(Cli, DataTokenizeWritesATokenDatasetOrSaysWhatIsMissing) {
   dir.write("t.txt", "Some text.\n");
   r = xpuperf({"data", "tokenize", "--tokenizer", "sentencepiece", dir.path() + "/t.txt", "-o", dir.path() + "/x"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(has(r.output, "--tokenizer must be gpt2 or wordpiece (got 'sentencepiece')")) << r.output;
+  EXPECT_TRUE(has(r.output, "--tokenizer must be gpt2, llama3 or wordpiece (got 'sentencepiece')")) << r.output;
   r = xpuperf({"data", "tokenize", "--tokenizer", "gpt2", "--vocab", dir.path() + "/t.txt", dir.path() + "/t.txt", "-o",
                dir.path() + "/x"});
   EXPECT_EQ(r.code, 1) << r.output;

@@ -1,6 +1,6 @@
-// The language training cases (gpt2, bert) as a user runs them on the CPU: a slice of the Linux
-// kernel's documentation (Debian's linux-doc-6.1) tokenised with GPT-2's BPE and BERT's WordPiece
-// by `xpuperf data tokenize`, then both cases through `xpuperf run` in tiny sizes for a few dozen
+// The language training cases (gpt2, llama, bert) as a user runs them on the CPU: a slice of the
+// Linux kernel's documentation (Debian's linux-doc-6.1) tokenised with GPT-2's and Llama 3's BPEs
+// and BERT's WordPiece by `xpuperf data tokenize`, then each case through `xpuperf run` in tiny sizes for a few dozen
 // steps, the loss falling and perplexity / masked-LM accuracy reported; synthetic data labelled;
 // a dataset of the wrong tokeniser or a missing one refused with the file named.
 
@@ -24,6 +24,12 @@ const std::string kVocab = std::string(XPUPERF_SOURCE_DIR) + "/.cache/vocab";
 const char* kGptSmoke =
     "n_layer: 2, n_embd: 64, n_head: 4, seq_length: 32, train_batch_size: 8, eval_batch_size: 32, lr: 0.003, "
     "warmup_steps: 5, max_steps: 40, log_freq: 1, eval_interval_steps: 0, num_threads: 2, valid_share: 0.05";
+// Llama 3's 128,256-token vocabulary with two layers of 64, grouped-query attention (4 heads, 2
+// key/value heads) and the tied output layer of _base.yaml's Llama-3.2-1B shape.
+const char* kLlamaSmoke =
+    "num_hidden_layers: 2, hidden_size: 64, intermediate_size: 128, num_attention_heads: 4, num_key_value_heads: 2, "
+    "seq_length: 32, train_batch_size: 8, eval_batch_size: 32, lr: 0.003, warmup_steps: 5, max_steps: 40, "
+    "log_freq: 1, eval_interval_steps: 0, num_threads: 2, valid_share: 0.05";
 const char* kBertSmoke =
     "num_hidden_layers: 2, hidden_size: 64, num_attention_heads: 4, intermediate_size: 256, seq_length: 64, "
     "train_batch_size: 16, eval_batch_size: 64, lr: 0.002, warmup_steps: 5, max_steps: 40, log_freq: 1, "
@@ -32,13 +38,19 @@ const char* kBertSmoke =
 class LanguageCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!fs::is_directory(kDocs) || !fs::exists(kVocab + "/bert-base-uncased/vocab.txt")) return;
+    if (!fs::is_directory(kDocs) || !fs::exists(kVocab + "/bert-base-uncased/vocab.txt") ||
+        !fs::exists(kVocab + "/llama3/tokenizer.model"))
+      return;
     data_ = new test::TempDir();
     // A slice: the kernel's development-process guides (about 1 MB of text).
     const std::string slice = kDocs + "/process";
     Result r = xpuperf({"data", "tokenize", "--tokenizer", "gpt2", "--vocab", kVocab + "/gpt2/encoder.json", "--merges",
                         kVocab + "/gpt2/vocab.bpe", slice, "-o", data_->path() + "/linux-doc-gpt2"},
                        XPUPERF_SOURCE_DIR, {}, 600);
+    ASSERT_EQ(r.code, 0) << r.output;
+    r = xpuperf({"data", "tokenize", "--tokenizer", "llama3", "--vocab", kVocab + "/llama3/tokenizer.model", slice,
+                 "-o", data_->path() + "/linux-doc-llama3"},
+                XPUPERF_SOURCE_DIR, {}, 600);
     ASSERT_EQ(r.code, 0) << r.output;
     r = xpuperf({"data", "tokenize", "--tokenizer", "wordpiece", "--vocab", kVocab + "/bert-base-uncased/vocab.txt",
                  slice, "-o", data_->path() + "/linux-doc-bert"},
@@ -73,7 +85,10 @@ void expect_trains_through_run(const std::string& model, const std::string& data
   const std::string plan_path = plan_dir + "/plan.yaml";
   std::ofstream(plan_path) << "vendor: cpu\nlog_dir: " << plan_dir << "/results\ncases:\n  \"" << model
                            << ":libtorch:CPU:1:1:1\": {data_dir: " << data << ", "
-                           << (model == "gpt2" ? kGptSmoke : kBertSmoke) << "}\n";
+                           << (model == "gpt2"    ? kGptSmoke
+                               : model == "llama" ? kLlamaSmoke
+                                                  : kBertSmoke)
+                           << "}\n";
   const Result r = xpuperf({"run", plan_path}, XPUPERF_SOURCE_DIR, {}, 600);
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string run = run_folder_in(plan_dir + "/results");
@@ -85,25 +100,26 @@ void expect_trains_through_run(const std::string& model, const std::string& data
   const auto* info = event_value(events, "SUBMIT_INFO");
   ASSERT_TRUE(info) << model;
   const auto train_data = (*info)["train_data"].get<std::string>();
-  EXPECT_TRUE(has(train_data, "linux-doc-" + std::string(model == "gpt2" ? "gpt2" : "bert"))) << train_data;
-  EXPECT_TRUE(has(train_data, model == "gpt2" ? "tokenised with gpt2" : "tokenised with wordpiece")) << train_data;
+  const std::string tokenizer = model == "gpt2" ? "gpt2" : model == "llama" ? "llama3" : "wordpiece";
+  EXPECT_TRUE(has(train_data, "linux-doc-" + std::string(model == "bert" ? "bert" : tokenizer))) << train_data;
+  EXPECT_TRUE(has(train_data, "tokenised with " + tokenizer)) << train_data;
   EXPECT_TRUE(has((*info)["eval_data"].get<std::string>(), "held-out documents")) << info->dump();
   const auto* eval = event_value(events, "EVALUATE");
   ASSERT_TRUE(eval) << model;
   const auto* finished = event_value(events, "FINISHED");
   ASSERT_TRUE(finished) << model;
   EXPECT_EQ((*finished)["global_steps"], 40);
-  const int length = model == "gpt2" ? 32 : 64;
+  const int length = model == "bert" ? 64 : 32;
   EXPECT_EQ((*finished)["tokens_per_sample"], length);
   EXPECT_NEAR((*finished)["training_tokens_per_second"].get<double>(),
               length * (*finished)["training_samples_per_second"].get<double>(), 1e-6);
   EXPECT_GT((*finished)["train_flops_per_sample"].get<double>(), 0.0);
-  if (model == "gpt2") {
+  if (model != "bert") {
     // Perplexity is exp(the mean token loss), and a few dozen steps take it far below the
-    // vocabulary's 50,257 (a uniform guess).
+    // vocabulary's 50,257 or 128,256 (a uniform guess).
     const double loss = (*eval)["loss"].get<double>();
     EXPECT_NEAR((*eval)["perplexity"].get<double>(), std::exp(loss), 1e-6 * std::exp(loss));
-    EXPECT_LT((*eval)["perplexity"].get<double>(), 5000.0);
+    EXPECT_LT((*eval)["perplexity"].get<double>(), (model == "gpt2" ? 50257 : 128256) / 10.0);
     EXPECT_EQ((*finished)["final_metric"]["name"], "perplexity") << finished->dump();
   } else {
     const double accuracy = (*eval)["accuracy"].get<double>();
@@ -114,6 +130,10 @@ void expect_trains_through_run(const std::string& model, const std::string& data
 
 TEST_F(LanguageCli, Gpt2TrainsThroughRunOnKernelDocumentationWithTheLossFalling) {
   expect_trains_through_run("gpt2", data(), dir.path());
+}
+
+TEST_F(LanguageCli, LlamaTrainsThroughRunOnKernelDocumentationWithTheLossFalling) {
+  expect_trains_through_run("llama", data(), dir.path());
 }
 
 TEST_F(LanguageCli, BertTrainsThroughRunOnKernelDocumentationWithTheLossFalling) {
@@ -194,12 +214,12 @@ TEST_F(LanguageCli, SweepRefusesACombinationBeforeAnythingStarts) {
 // FlagPerf's bertLarge inference case at a small size on the held-out documents the bert training
 // case validates on: masked-LM accuracy at the masked positions, the engines agreeing with validation.
 // The llm case's prefill prompts from the gpt2 token dataset's held-out documents (a tiny GPT).
-TEST_F(LanguageCli, LlmPrefillsPromptsFromTheGpt2TokenDataset) {
-  const auto run = [&](const std::string& architecture) {
+TEST_F(LanguageCli, LlmPrefillsPromptsFromTheGpt2AndLlama3TokenDatasets) {
+  const auto run = [&](const std::string& architecture, const std::string& dataset, const std::string& vocab) {
     std::vector<std::string> args = {"infer",      "--case", "llm",   "--vendor", "cpu",
                                      "--data-dir", data(),   "--out", dir.path()};
-    for (const std::string& set : {"architecture=" + architecture,        std::string("train_data=linux-doc-gpt2"),
-                                   std::string("valid_share=0.1"),        std::string("vocab_size=50257"),
+    for (const std::string& set : {"architecture=" + architecture,        "train_data=" + dataset,
+                                   std::string("valid_share=0.1"),        "vocab_size=" + vocab,
                                    std::string("hidden_size=32"),         std::string("intermediate_size=48"),
                                    std::string("num_hidden_layers=1"),    std::string("num_attention_heads=2"),
                                    std::string("num_key_value_heads=2"),  std::string("max_position_embeddings=128"),
@@ -212,7 +232,7 @@ TEST_F(LanguageCli, LlmPrefillsPromptsFromTheGpt2TokenDataset) {
       args.insert(args.end(), {"--set", set});
     return xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
   };
-  const Result r = run("gpt2");
+  const Result r = run("gpt2", "linux-doc-gpt2", "50257");
   ASSERT_EQ(r.code, 0) << r.output;
   const auto events = events_of(r.output);
   const auto* finished = event_value(events, "FINISHED");
@@ -225,9 +245,17 @@ TEST_F(LanguageCli, LlmPrefillsPromptsFromTheGpt2TokenDataset) {
   EXPECT_FALSE(has((*finished)["caveat"].get<std::string>(), "synthetic prompts")) << finished->dump();
   EXPECT_EQ((*finished)["generation"]["decode"].size(), 2u);
   EXPECT_FALSE((*finished)["generation"].contains("offline"));  // offline_queries: 0
-  const Result llama = run("llama");
-  EXPECT_EQ(llama.code, 1);
-  EXPECT_TRUE(has(llama.output, "prompts from a token dataset need architecture: gpt2")) << llama.output;
+  const Result wrong = run("llama", "linux-doc-gpt2", "50257");
+  EXPECT_EQ(wrong.code, 1);
+  EXPECT_TRUE(has(wrong.output, "prompts for llama come from a token dataset made with Llama 3's tokeniser"))
+      << wrong.output;
+  const Result llama = run("llama", "linux-doc-llama3", "128256");
+  ASSERT_EQ(llama.code, 0) << llama.output;
+  const auto llama_events = events_of(llama.output);
+  const auto* llama_finished = event_value(llama_events, "FINISHED");
+  ASSERT_NE(llama_finished, nullptr) << llama.output;
+  EXPECT_TRUE(has((*llama_finished)["data"].get<std::string>(), "linux-doc-llama3")) << llama_finished->dump();
+  EXPECT_FALSE(has((*llama_finished)["caveat"].get<std::string>(), "synthetic prompts")) << llama_finished->dump();
 }
 
 TEST_F(LanguageCli, BertLargeInferenceReadsTheTokenDatasetAndMatchesValidation) {

@@ -14,6 +14,7 @@
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
 
 namespace xpuperf::models {
 namespace {
@@ -45,6 +46,80 @@ TEST(Decoders, LlamaSizesAreHuggingFaces) {
   const LlamaConfig c = small_llama();
   const double linears = 32.0 * 32 * 2 + 2 * 32.0 * 16 + 3 * 32.0 * 48;
   EXPECT_DOUBLE_EQ(c.forward_flops(10, 1), 2 * (2 * (10 * linears + 100 * 32.0) + 32.0 * 97));
+}
+
+TEST(Decoders, Llama3SizesAreMetasAndATiedOutputLayerIsTheEmbedding) {
+  // Hugging Face's LlamaForCausalLM counts of Meta's Llama 3 shapes (1B and 3B tie the output layer).
+  EXPECT_EQ(LlamaConfig::llama3_2_1b().parameter_count(), 1'235'814'400);
+  EXPECT_EQ(LlamaConfig::llama3_2_3b().parameter_count(), 3'212'749'824);
+  EXPECT_EQ(LlamaConfig::llama3_8b().parameter_count(), 8'030'261'248);
+  LlamaConfig c = small_llama();
+  c.tie_word_embeddings = true;
+  auto m = LlamaForCausalLM(c);
+  EXPECT_EQ(parameters(*m), c.parameter_count());
+  for (const auto& p : m->named_parameters()) EXPECT_NE(p.key(), "lm_head.weight");
+  EXPECT_EQ(m->tied_weights().at("lm_head.weight"), "model.embed_tokens.weight");
+  EXPECT_TRUE(m->output_weight().is_same(m->model->embed_tokens->weight));
+  const auto ids = torch::randint(0, c.vocab, {2, 7});
+  const auto hidden = m->model->forward(ids, nullptr);
+  EXPECT_TRUE(torch::allclose(m->forward(ids), torch::matmul(hidden, m->model->embed_tokens->weight.t()), 1e-5, 1e-5));
+  EXPECT_THROW(m->split_for_tensor_parallel(nullptr), c10::Error) << "a tied head cannot be split by vocabulary";
+}
+
+TEST(Decoders, Llama3RopeScalingIsHuggingFaces) {
+  // Hugging Face's _compute_llama3_parameters, one frequency at a time in double precision.
+  const LlamaConfig c = LlamaConfig::llama3_2_1b();
+  const auto inv = c.inverse_frequencies(torch::TensorOptions());
+  const auto dim = c.head_dim();
+  ASSERT_EQ(inv.size(0), dim / 2);
+  const double low_wavelength = 8192 / 1.0, high_wavelength = 8192 / 4.0;
+  int stretched = 0, kept = 0, blended = 0;
+  for (std::int64_t i = 0; i < dim / 2; ++i) {
+    const double base = 1.0 / std::pow(500000.0, static_cast<double>(2 * i) / static_cast<double>(dim));
+    const double wavelength = 2 * M_PI / base;
+    double want = base;
+    if (wavelength > low_wavelength) {
+      want = base / 32, ++stretched;
+    } else if (wavelength < high_wavelength) {
+      ++kept;
+    } else {
+      const double smooth = (8192 / wavelength - 1.0) / (4.0 - 1.0);
+      want = (1 - smooth) * base / 32 + smooth * base, ++blended;
+    }
+    EXPECT_NEAR(inv[i].item<double>(), want, 1e-6 * want) << "frequency " << i;
+  }
+  EXPECT_GT(stretched, 0);
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(blended, 0);
+  LlamaConfig plain = c;
+  plain.rope_factor = 0;
+  EXPECT_NEAR(plain.inverse_frequencies(torch::TensorOptions())[dim / 2 - 1].item<double>(),
+              1.0 / std::pow(500000.0, static_cast<double>(dim - 2) / static_cast<double>(dim)), 1e-12);
+}
+
+TEST(Decoders, LlamaLayersRunWholeUnderCheckpointingWithTheSameLossAndGradients) {
+  // With checkpointing (or ZeRO-3's hooks) each layer runs as x → x + attention + MLP through
+  // run_block; without, a layer hands its MLP output to the next norm. The same numbers either way.
+  torch::manual_seed(5);
+  LlamaConfig c = small_llama();
+  c.rope_factor = 8, c.rope_original_max_positions = 16;
+  auto m = LlamaForCausalLM(c);
+  const auto ids = torch::randint(0, c.vocab, {3, 12});
+  const auto gradients = [&] {
+    m->zero_grad();
+    const auto loss = m->loss(ids);
+    loss.backward();
+    std::vector<torch::Tensor> g{loss.detach()};
+    for (const auto& p : m->parameters()) g.push_back(p.grad().clone());
+    return g;
+  };
+  const auto plain = gradients();
+  EXPECT_EQ(parallel::set_activation_checkpointing(*m, true), 1);
+  const auto checkpointed = gradients();
+  ASSERT_EQ(plain.size(), checkpointed.size());
+  for (std::size_t i = 0; i < plain.size(); ++i)
+    EXPECT_TRUE(torch::allclose(plain[i], checkpointed[i], 1e-6, 1e-7)) << (i == 0 ? "loss" : "gradient ") << i;
+  EXPECT_NEAR(plain[0].item<double>(), std::log(static_cast<double>(c.vocab)), 0.5) << "a fresh model guesses evenly";
 }
 
 // The logits of every position of `ids` (batch, tokens) from a full forward pass, against

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
-#include "xpuperf/text/gpt2_bpe.h"
+#include "xpuperf/text/byte_bpe.h"
 #include "xpuperf/text/samples.h"
 #include "xpuperf/text/token_file.h"
 #include "xpuperf/text/tokenize_corpus.h"
@@ -26,6 +26,17 @@ bool have_gpt2() {
   return std::filesystem::exists(gpt2_dir() + "/vocab.bpe");
 }
 
+// Llama 3's tokenizer.model and tokenizer.json (scripts/text-vocabularies.sh writes them).
+std::string llama3_dir() {
+  if (const char* d = std::getenv("XPUPERF_LLAMA3_VOCAB_DIR")) return d;
+  return std::string(XPUPERF_SOURCE_DIR) + "/.cache/vocab/llama3";
+}
+
+bool have_llama3() {
+  return std::filesystem::exists(llama3_dir() + "/tokenizer.model") &&
+         std::filesystem::exists(llama3_dir() + "/tokenizer.json");
+}
+
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
@@ -42,9 +53,10 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(Gpt2Bpe, TheGoldenTextsGiveTheReferenceEncodersIds) {
   if (!have_gpt2()) GTEST_SKIP() << "no GPT-2 vocabulary at " << gpt2_dir() << " (scripts/install-deps.sh test)";
-  auto bpe = Gpt2Bpe::load(gpt2_dir() + "/encoder.json", gpt2_dir() + "/vocab.bpe");
+  auto bpe = ByteBpe::load_gpt2(gpt2_dir() + "/encoder.json", gpt2_dir() + "/vocab.bpe");
   EXPECT_EQ(bpe.vocab_size(), 50257);
   EXPECT_EQ(bpe.end_of_text(), 50256);
+  EXPECT_EQ(bpe.begin_of_text(), -1);
   const auto texts = read_json(XPUPERF_TEST_DIR "/golden/tokenizers/gpt2_texts.json");
   const auto golden = read_json(XPUPERF_TEST_DIR "/golden/tokenizers/gpt2_tokens.json");
   ASSERT_EQ(texts.size(), golden.size());
@@ -59,7 +71,7 @@ TEST(Gpt2Bpe, TheGoldenTextsGiveTheReferenceEncodersIds) {
 TEST(Gpt2Bpe, TheExpressionCutsWhitespaceAsTheReferenceDoes) {
   const auto pieces = [](std::string_view s) {
     std::vector<std::string> out;
-    for (auto p : Gpt2Bpe::pre_tokenize(s)) out.emplace_back(p);
+    for (auto p : pre_tokenize(PreTokenizer::gpt2, s)) out.emplace_back(p);
     return out;
   };
   EXPECT_EQ(pieces("a   b"), (std::vector<std::string>{"a", "  ", " b"}));
@@ -74,15 +86,85 @@ TEST(Gpt2Bpe, FilesOfTheWrongKindAreNamed) {
   dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\nhello\n");
   dir.write("encoder.json", R"({"a": 0, "<|endoftext|>": 1})");
   EXPECT_NE(error_of([&] {
-              Gpt2Bpe::load(dir.path() + "/vocab.txt", dir.path() + "/vocab.txt");
+              ByteBpe::load_gpt2(dir.path() + "/vocab.txt", dir.path() + "/vocab.txt");
             }).find(dir.path() + "/vocab.txt: not GPT-2's encoder.json (not JSON"),
             std::string::npos);
-  const auto wrong_merges = error_of([&] { Gpt2Bpe::load(dir.path() + "/encoder.json", dir.path() + "/vocab.txt"); });
+  const auto wrong_merges =
+      error_of([&] { ByteBpe::load_gpt2(dir.path() + "/encoder.json", dir.path() + "/vocab.txt"); });
   EXPECT_NE(wrong_merges.find("vocab.txt: line 1 is not a merge of two symbols"), std::string::npos) << wrong_merges;
   EXPECT_NE(wrong_merges.find("a WordPiece vocab.txt"), std::string::npos) << wrong_merges;
   EXPECT_NE(error_of([&] {
-              Gpt2Bpe::load(dir.path() + "/missing.json", dir.path() + "/vocab.txt");
+              ByteBpe::load_gpt2(dir.path() + "/missing.json", dir.path() + "/vocab.txt");
             }).find("missing.json: cannot be read"),
+            std::string::npos);
+}
+
+TEST(Llama3Bpe, BothFilesGiveTheReferenceEncodersIdsOnTheGoldenTexts) {
+  if (!have_llama3()) GTEST_SKIP() << "no Llama 3 vocabulary at " << llama3_dir() << " (scripts/install-deps.sh test)";
+  auto texts = read_json(XPUPERF_TEST_DIR "/golden/tokenizers/gpt2_texts.json");
+  for (const auto& t : read_json(XPUPERF_TEST_DIR "/golden/tokenizers/llama3_texts.json")) texts.push_back(t);
+  const auto golden = read_json(XPUPERF_TEST_DIR "/golden/tokenizers/llama3_tokens.json");
+  ASSERT_EQ(texts.size(), golden.size());
+  for (const auto* file : {"/tokenizer.model", "/tokenizer.json"}) {
+    auto bpe = ByteBpe::load_single_file(llama3_dir() + file);
+    EXPECT_EQ(bpe.vocab_size(), 128256) << file;
+    EXPECT_EQ(bpe.pre_tokenizer(), PreTokenizer::llama3) << file;
+    EXPECT_EQ(bpe.begin_of_text(), 128000) << file;
+    EXPECT_EQ(bpe.end_of_text(), 128001) << file;
+    EXPECT_EQ(bpe.id_of("<|eot_id|>"), 128009) << file;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      const auto text = texts[i].get<std::string>();
+      const auto ids = bpe.encode(text);
+      EXPECT_EQ(ids, golden[i].get<std::vector<std::int32_t>>()) << file << ", text " << i << ": " << text;
+      EXPECT_EQ(bpe.decode(ids), text) << file << ", text " << i;
+    }
+    EXPECT_EQ(bpe.decode({128000, 9906, 128001}), "<|begin_of_text|>Hello<|end_of_text|>");
+  }
+}
+
+TEST(Llama3Bpe, TheExpressionCutsAsTheReferenceDoes) {
+  const auto pieces = [](std::string_view s) {
+    std::vector<std::string> out;
+    for (auto p : pre_tokenize(PreTokenizer::llama3, s)) out.emplace_back(p);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(pieces("12345 and 1234567"), (V{"123", "45", " and", " ", "123", "456", "7"}));
+  EXPECT_EQ(pieces("I'M HERE'S 'Re"), (V{"I", "'M", " HERE", "'S", " '", "Re"}));
+  EXPECT_EQ(pieces("end.\nNext"), (V{"end", ".\n", "Next"}));
+  EXPECT_EQ(pieces("a  \n\n  b"), (V{"a", "  \n\n", " ", " b"}));
+  EXPECT_EQ(pieces("(word) \tx"), (V{"(word", ")", " ", "\tx"}));
+  EXPECT_EQ(pieces("x   "), (V{"x", "   "}));
+  EXPECT_EQ(pieces(" ++y"), (V{" ++", "y"}));
+}
+
+TEST(Llama3Bpe, FilesOfTheWrongKindAreNamed) {
+  test::TempDir dir;
+  dir.write("sentencepiece.model", std::string("\x0a\x0e\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02", 16));
+  EXPECT_NE(error_of([&] {
+              ByteBpe::load_single_file(dir.path() + "/sentencepiece.model");
+            }).find("sentencepiece.model: line 1 is not a token in base64 and its rank: not Meta's Llama 3"),
+            std::string::npos);
+  dir.write("gaps.model", "IQ== 0\nIg== 2\n");
+  EXPECT_NE(error_of([&] {
+              ByteBpe::load_tiktoken(dir.path() + "/gaps.model");
+            }).find("gaps.model: line 2 has rank 2 where 1 is next"),
+            std::string::npos);
+  dir.write("few.model", "IQ== 0\nIg== 1\n");
+  EXPECT_NE(error_of([&] {
+              ByteBpe::load_tiktoken(dir.path() + "/few.model");
+            }).find("few.model: byte 0x00 has no token: not a byte-level BPE vocabulary"),
+            std::string::npos);
+  dir.write("wordpiece.json", R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})");
+  EXPECT_NE(error_of([&] {
+              ByteBpe::load_single_file(dir.path() + "/wordpiece.json");
+            }).find("wordpiece.json: model.type is 'WordPiece', not BPE"),
+            std::string::npos);
+  dir.write("other.json", R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\w+"}},
+                               "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})");
+  EXPECT_NE(error_of([&] {
+              ByteBpe::load_hugging_face(dir.path() + "/other.json");
+            }).find("other.json: its pre-tokenizer ('\\w+') is neither GPT-2's nor Llama 3's"),
             std::string::npos);
 }
 
@@ -197,7 +279,7 @@ TEST(TokenizeCorpus, FilesAndJsonLinesBecomeDocumentsInInputOrder) {
   EXPECT_EQ(r.documents, 3);
   TokenFile f(o.prefix);
   ASSERT_EQ(f.documents(), 3);
-  auto bpe = Gpt2Bpe::load(o.vocab, o.merges);
+  auto bpe = ByteBpe::load_gpt2(o.vocab, o.merges);
   auto whole = bpe.encode(big);
   whole.push_back(bpe.end_of_text());
   EXPECT_EQ(f.sequence(0), whole) << "chunked, the same ids as the whole file at once";
@@ -240,6 +322,40 @@ TEST(TokenizeCorpus, WordPieceParagraphsAreSequencesAndSyntheticIsLabelled) {
   EXPECT_LT(g.id_range().second, 100000);
   EXPECT_GE(g.id_range().first, 0);
   EXPECT_EQ(read_json(s.prefix + ".json")["synthetic"], true);
+}
+
+TEST(TokenizeCorpus, Llama3DocumentsAreMarkedAndStoredAsInt32) {
+  if (!have_llama3()) GTEST_SKIP() << "no Llama 3 vocabulary at " << llama3_dir();
+  test::TempDir dir;
+  dir.write("in/a.txt", "The kernel's documentation.\n");
+  dir.write("in/b.jsonl", "{\"text\": \"Hello world\"}\n");
+  TokenizeOptions o;
+  o.tokenizer = "llama3";
+  o.vocab = llama3_dir() + "/tokenizer.model";
+  o.inputs = {dir.path() + "/in"};
+  o.prefix = dir.path() + "/llama";
+  tokenize_corpus(o, nullptr);
+  TokenFile f(o.prefix);
+  EXPECT_EQ(f.item_bytes(), 4) << "Llama 3's 128,256 ids need Megatron's int32 dtype";
+  ASSERT_EQ(f.documents(), 2);
+  EXPECT_EQ(f.sequence(1), (std::vector<std::int32_t>{128000, 9906, 1917, 128001}));
+  EXPECT_EQ(f.sequence(0).front(), 128000);
+  EXPECT_EQ(f.sequence(0).back(), 128001);
+  const auto meta = read_json(o.prefix + ".json");
+  EXPECT_EQ(meta["tokenizer"], "llama3");
+  EXPECT_EQ(meta["vocab_size"], 128256);
+  EXPECT_EQ(meta["begin_of_text"], 128000);
+  EXPECT_EQ(meta["end_of_text"], 128001);
+
+  o.tokenizer = "gpt2";  // Llama 3's files with the wrong --tokenizer
+  EXPECT_NE(error_of([&] { tokenize_corpus(o, nullptr); }).find("--merges is needed with --tokenizer gpt2"),
+            std::string::npos);
+  o.vocab = llama3_dir() + "/tokenizer.json";
+  EXPECT_NE(error_of([&] { tokenize_corpus(o, nullptr); }).find("its tokeniser is llama3's, not gpt2's"),
+            std::string::npos);
+  o.tokenizer = "llama3";
+  o.merges = "vocab.bpe";
+  EXPECT_NE(error_of([&] { tokenize_corpus(o, nullptr); }).find("--merges is GPT-2's vocab.bpe"), std::string::npos);
 }
 
 TEST(Samples, GptReadsTheStreamInFixedLengthsAndHoldsOutTheLastDocuments) {

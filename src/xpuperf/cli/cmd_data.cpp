@@ -343,11 +343,15 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   t->add_option("inputs", tok->inputs, "Text files, JSON-lines files (.jsonl/.json) or folders of them")
       ->expected(0, -1);
   t->add_option("-o,--out", tok->prefix, "The dataset's path without .bin/.idx, e.g. data/kernel-docs")->required();
-  t->add_option("--tokenizer", tok->tokenizer, "gpt2 (byte-level BPE) or wordpiece (BERT)");
-  t->add_option("--vocab", tok->vocab, "GPT-2's encoder.json, or BERT's vocab.txt");
-  t->add_option("--merges", tok->merges, "GPT-2's vocab.bpe");
+  t->add_option("--tokenizer", tok->tokenizer,
+                "gpt2 or llama3 (byte-level BPEs: GPT-2's, Llama 3's 128,256 ids) or wordpiece (BERT)");
+  t->add_option("--vocab", tok->vocab,
+                "gpt2: encoder.json (with --merges) or a Hugging Face tokenizer.json; llama3: tokenizer.json or "
+                "Meta's tokenizer.model; wordpiece: vocab.txt");
+  t->add_option("--merges", tok->merges, "gpt2 with encoder.json: GPT-2's vocab.bpe");
   t->add_flag("--cased", *cased, "wordpiece: keep case and accents (a cased BERT vocabulary)");
-  t->add_flag("--no-end-of-document", *no_eod, "gpt2: no <|endoftext|> after each document");
+  t->add_flag("--no-end-of-document", *no_eod,
+              "gpt2: no <|endoftext|> after each document; llama3: no <|begin_of_text|> and <|end_of_text|> around it");
   t->add_option("--json-key", tok->json_key, "The text's key in JSON lines")->capture_default_str();
   t->add_option("--extensions", tok->extensions, "File types read from folders")
       ->delimiter(',')
@@ -359,8 +363,10 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   t->add_option("--vocab-size", tok->vocab_size, "Synthetic: ids below this")->capture_default_str();
   t->add_option("--seed", tok->seed, "Synthetic: which ids")->capture_default_str();
   t->footer(
-      "A document is a file or a JSON line; gpt2 writes one sequence a document (with <|endoftext|>), wordpiece one a "
-      "paragraph. Files stream in chunks: larger than memory is fine. PREFIX.json records what made the dataset.");
+      "A document is a file or a JSON line; gpt2 and llama3 write one sequence a document (gpt2 ending in "
+      "<|endoftext|>, llama3 between <|begin_of_text|> and <|end_of_text|>), wordpiece one a paragraph. Text is text: "
+      "a special token's name in a document is encoded as characters. Ids above 65,535 (llama3) are stored as int32. "
+      "Files stream in chunks: larger than memory is fine. PREFIX.json records what made the dataset.");
   t->callback([&exit_code, tok, cased, no_eod] {
     tok->lower_case = !*cased;
     tok->end_of_document = !*no_eod;

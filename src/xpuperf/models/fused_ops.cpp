@@ -1,6 +1,7 @@
 #include "xpuperf/models/fused_ops.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 
 #include "xpuperf/models/kv_cache.h"
@@ -93,7 +94,6 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_layer_norm(con
     return t.defined() && t.scalar_type() == x.scalar_type() && t.is_contiguous() && aligned(t) && t.numel() == width &&
            t.device() == x.device();
   };
-  if (torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad())) return std::nullopt;
   if (!packable(x, width, e) || width * x.element_size() > kMaxNormRowBytes || !like_row(weight) || !like_row(bias) ||
       (delta.defined() && (delta.sizes() != x.sizes() || delta.scalar_type() != x.scalar_type() ||
                            !delta.is_contiguous() || !aligned(delta) || delta.device() != x.device())))
@@ -237,6 +237,18 @@ std::optional<torch::Tensor> kernel_linear(const torch::Tensor& x, const torch::
 }  // namespace
 #endif
 
+namespace {
+// Whether autograd records an operation on these tensors: the kernels without a backward (all but
+// the cross entropy's) then leave the work to ATen, whose operators have one, so that training
+// with fused_kernels gets the right gradients.
+[[maybe_unused]] bool recording(std::initializer_list<torch::Tensor> tensors) {
+  if (!torch::GradMode::is_enabled()) return false;
+  for (const auto& t : tensors)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+}  // namespace
+
 bool kernels_built() {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
   return true;
@@ -249,7 +261,7 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
                                                      const torch::Tensor& weight, double eps,
                                                      [[maybe_unused]] bool use_kernels) {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (use_kernels)
+  if (use_kernels && !recording({x, delta, weight}))
     if (auto done = kernel_add_rms_norm(x, delta, weight, eps)) return *done;
 #endif
   const auto sum = delta.defined() ? x + delta : x;
@@ -260,7 +272,7 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
                                                        double eps, [[maybe_unused]] bool use_kernels) {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (use_kernels)
+  if (use_kernels && !recording({x, delta, weight, bias}))
     if (auto done = kernel_add_layer_norm(x, delta, weight, bias, eps)) return *done;
 #endif
   const auto sum = delta.defined() ? x + delta : x;
@@ -269,7 +281,7 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
 
 torch::Tensor silu_mul(const torch::Tensor& gate_up, [[maybe_unused]] bool use_kernels) {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (use_kernels)
+  if (use_kernels && !recording({gate_up}))
     if (auto done = kernel_silu_mul(gate_up)) return *done;
 #endif
   const auto width = gate_up.size(-1) / 2;
@@ -280,7 +292,7 @@ RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t
                       const torch::Tensor& sin_signed, [[maybe_unused]] const KvStep* step,
                       [[maybe_unused]] std::int64_t layer, [[maybe_unused]] bool use_kernels) {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (use_kernels)
+  if (use_kernels && !recording({qkv, cos, sin_signed}))
     if (auto done = kernel_rotary_qkv(qkv, heads, kv_heads, cos, sin_signed, step, layer)) return *done;
 #endif
   const auto qk = rotary(qkv.narrow(2, 0, heads + kv_heads), cos, sin_signed);  // q and k rotated together
@@ -289,7 +301,7 @@ RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, [[maybe_unused]] bool use_kernels) {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (use_kernels)
+  if (use_kernels && !recording({x, weight}))
     if (auto done = kernel_linear(x, weight)) return *done;
 #endif
   return torch::nn::functional::linear(x, weight);

@@ -1,8 +1,10 @@
 #include "xpuperf/models/llama.h"
 
+#include <cmath>
 #include <tuple>
 
 #include "xpuperf/models/fused_ops.h"
+#include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
@@ -40,10 +42,72 @@ bool still_stacked(const torch::Tensor& stacked, const torch::Tensor& first) {
 }
 }  // namespace
 
+LlamaConfig LlamaConfig::llama3_2_1b() {
+  LlamaConfig c{128256, 2048, 8192, 16, 32, 8, 131072, 1e-5, 500000.0};
+  c.tie_word_embeddings = true;
+  c.rope_factor = 32;
+  return c;
+}
+
+LlamaConfig LlamaConfig::llama3_2_3b() {
+  LlamaConfig c{128256, 3072, 8192, 28, 24, 8, 131072, 1e-5, 500000.0};
+  c.tie_word_embeddings = true;
+  c.rope_factor = 32;
+  return c;
+}
+
+LlamaConfig LlamaConfig::llama3_8b() {
+  return {128256, 4096, 14336, 32, 32, 8, 8192, 1e-5, 500000.0};
+}
+
+std::string LlamaConfig::problem() const {
+  if (vocab < 2 || hidden < 1 || intermediate < 1 || layers < 1 || heads < 1 || kv_heads < 1 || max_positions < 1 ||
+      hidden % heads != 0 || heads % kv_heads != 0 || head_dim() % 2 != 0)
+    return "vocab_size " + std::to_string(vocab) + ", hidden_size " + std::to_string(hidden) + ", intermediate_size " +
+           std::to_string(intermediate) + ", num_hidden_layers " + std::to_string(layers) + ", num_attention_heads " +
+           std::to_string(heads) + ", num_key_value_heads " + std::to_string(kv_heads) + ", max_position_embeddings " +
+           std::to_string(max_positions) +
+           ": each must be positive (vocab_size at least 2), hidden_size a multiple of num_attention_heads with an "
+           "even "
+           "head width, num_attention_heads a multiple of num_key_value_heads";
+  if (!(rms_norm_eps > 0) || !(rope_theta > 0))
+    return "rms_norm_eps and rope_theta must be positive (got " + std::to_string(rms_norm_eps) + ", " +
+           std::to_string(rope_theta) + ")";
+  if (rope_factor < 0 ||
+      (rope_factor > 0 &&
+       (rope_low_freq_factor <= 0 || rope_high_freq_factor <= rope_low_freq_factor || rope_original_max_positions < 1)))
+    return "rope_scaling_factor " + std::to_string(rope_factor) +
+           ": 0 (no scaling) or, for Llama 3.1's scaling, positive with rope_high_freq_factor > rope_low_freq_factor > "
+           "0 "
+           "and rope_original_max_position_embeddings >= 1";
+  return "";
+}
+
 std::int64_t LlamaConfig::parameter_count() const {
   const std::int64_t kv = kv_heads * head_dim();
   const std::int64_t layer = hidden * hidden * 2 + 2 * hidden * kv + 3 * hidden * intermediate + 2 * hidden;
-  return layers * layer + hidden + 2 * vocab * hidden;
+  return layers * layer + hidden + (tie_word_embeddings ? 1 : 2) * vocab * hidden;
+}
+
+double LlamaConfig::training_flops_per_token(std::int64_t tokens) const {
+  return 3 * forward_flops(tokens, tokens) / static_cast<double>(tokens);
+}
+
+torch::Tensor LlamaConfig::inverse_frequencies(const torch::TensorOptions& options) const {
+  const auto dim = head_dim();
+  const auto f = options.dtype(torch::kFloat);
+  auto inv = 1.0 / torch::pow(rope_theta,
+                              torch::arange(0, dim, 2, options.dtype(torch::kLong)).to(f) / static_cast<double>(dim));
+  if (rope_factor <= 0) return inv;
+  // Hugging Face's _compute_llama3_parameters, operation for operation.
+  const double old = static_cast<double>(rope_original_max_positions);
+  const double low_wavelength = old / rope_low_freq_factor, high_wavelength = old / rope_high_freq_factor;
+  const auto wavelength = 2 * M_PI / inv;
+  const auto scaled = torch::where(wavelength > low_wavelength, inv / rope_factor, inv);
+  const auto smooth = (old / wavelength - rope_low_freq_factor) / (rope_high_freq_factor - rope_low_freq_factor);
+  const auto smoothed = (1 - smooth) * scaled / rope_factor + smooth * scaled;
+  const auto medium = (wavelength >= high_wavelength).logical_and(wavelength <= low_wavelength);
+  return torch::where(medium, smoothed, scaled);
 }
 
 double LlamaConfig::forward_flops(std::int64_t tokens, std::int64_t logit_positions) const {
@@ -176,24 +240,55 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* st
   // Rotary positions as Hugging Face computes them: angles in float32, cos and sin in x's type.
   const auto positions = step ? step->positions : torch::arange(ids.size(1), ids.options()).unsqueeze(0);
   const auto dim = config.head_dim();
-  const auto inv_freq = 1.0 / torch::pow(config.rope_theta,
-                                         torch::arange(0, dim, 2, ids.options().dtype(torch::kLong)).to(torch::kFloat) /
-                                             static_cast<double>(dim));
+  const auto inv_freq = config.inverse_frequencies(ids.options());
   const auto angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq;
   const auto emb = torch::cat({angles, angles}, -1).unsqueeze(2);  // (batch or 1, tokens, 1, head_dim)
   const auto sign = torch::cat({-torch::ones({dim / 2}, emb.options()), torch::ones({dim / 2}, emb.options())});
   const LlamaForward f{emb.cos().to(x.scalar_type()), (emb.sin() * sign).to(x.scalar_type()), step, kernels};
   std::int64_t i = 0;
+  if (!step && wraps_blocks()) {
+    for (const auto& layer : *layers) {
+      auto* l = layer->as<LlamaDecoderLayer>();
+      const std::int64_t index = i++;
+      // The rotary tables are captured by value: a checkpointed layer runs again in backward.
+      x = run_block(
+          *l,
+          [l, f, index](const torch::Tensor& in) {
+            const auto [residual, mlp_out] = l->forward(in, torch::Tensor(), f, index);
+            return residual + mlp_out;
+          },
+          x);
+    }
+    return norm->forward(x);
+  }
   for (const auto& layer : *layers) std::tie(x, delta) = layer->as<LlamaDecoderLayer>()->forward(x, delta, f, i++);
   return norm->add_forward(x, delta, kernels).second;
 }
 
+std::vector<torch::nn::Module*> LlamaModelImpl::blocks() {
+  std::vector<torch::nn::Module*> out;
+  for (const auto& layer : *layers) out.push_back(layer.get());
+  return out;
+}
+
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig& c) : config(c) {
   model = register_module("model", LlamaModel(c));
-  lm_head = register_module("lm_head", linear(c.hidden, c.vocab));
+  if (!c.tie_word_embeddings) lm_head = register_module("lm_head", linear(c.hidden, c.vocab));
+}
+
+const torch::Tensor& LlamaForCausalLMImpl::output_weight() const {
+  return config.tie_word_embeddings ? model->embed_tokens->weight : lm_head->weight;
+}
+
+std::map<std::string, std::string> LlamaForCausalLMImpl::tied_weights() const {
+  if (!config.tie_word_embeddings) return {};
+  return {{"lm_head.weight", "model.embed_tokens.weight"}};
 }
 
 void LlamaForCausalLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {
+  TORCH_CHECK(!config.tie_word_embeddings,
+              "Llama: tensor parallelism splits the embedding's vocabulary rows, and a tied output layer "
+              "(tie_word_embeddings) would then see part of the vocabulary: untie it or use tensor_parallel 1");
   parallel::require_divides(*tp, config.vocab, "Llama's", "vocabulary rows (vocab_size)");
   model->embed_tokens->split(tp);
   for (const auto& layer : *model->layers) {
@@ -219,7 +314,13 @@ torch::Tensor LlamaForCausalLMImpl::decoder_logits(const torch::Tensor& ids, con
                                                    std::int64_t keep_last) {
   auto hidden = model->forward(ids, step, fused_kernels);
   if (keep_last > 0 && keep_last < hidden.size(1)) hidden = hidden.narrow(1, hidden.size(1) - keep_last, keep_last);
-  return fused::linear(hidden, lm_head->weight, fused_kernels);
+  return fused::linear(hidden, output_weight(), fused_kernels);
+}
+
+torch::Tensor LlamaForCausalLMImpl::loss(const torch::Tensor& ids) {
+  const auto inputs = ids.narrow(1, 0, ids.size(1) - 1), targets = ids.narrow(1, 1, ids.size(1) - 1);
+  const auto logits = torch::nn::functional::linear(model->forward(inputs, nullptr, fused_kernels), output_weight());
+  return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), fused_kernels);
 }
 
 }  // namespace xpuperf::models

@@ -1,16 +1,20 @@
 #pragma once
 // A Llama-style decoder (RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention, no
-// biases, an untied output layer), laid out and named as Hugging Face's LlamaForCausalLM so its
-// state_dict loads unchanged. Sizes come from the config: TinyLlama-1.1B's shape (22 layers, 2,048
-// wide, 32 query / 4 key-value heads) has 1,100,048,384 parameters, Llama-2-7B's 6,738,415,616.
+// biases, an output layer of its own or tied to the embedding), laid out and named as Hugging
+// Face's LlamaForCausalLM so its state_dict loads unchanged. Sizes come from the config: TinyLlama-1.1B's shape (22
+// layers, 2,048 wide, 32 query / 4 key-value heads) has 1,100,048,384 parameters, Llama-2-7B's 6,738,415,616.
 // Generation uses the KV cache of kv_cache.h.
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "xpuperf/models/kv_cache.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/parallel/parallel_linear.h"
 
 namespace xpuperf::models {
@@ -19,14 +23,32 @@ struct LlamaConfig {
   std::int64_t vocab = 32000, hidden = 2048, intermediate = 5632, layers = 22, heads = 32, kv_heads = 4;
   std::int64_t max_positions = 2048;
   double rms_norm_eps = 1e-5, rope_theta = 10000.0;
+  // The output layer is the embedding's matrix (Llama 3.2's 1B and 3B): no lm_head of its own.
+  bool tie_word_embeddings = false;
+  // Llama 3.1's "llama3" rope scaling (rope_scaling in Hugging Face's config; factor 0: none):
+  // wavelengths above original_max_positions / low_freq_factor are stretched by `factor`, those
+  // below original_max_positions / high_freq_factor kept, the ones between blended.
+  double rope_factor = 0, rope_low_freq_factor = 1, rope_high_freq_factor = 4;
+  std::int64_t rope_original_max_positions = 8192;
 
   static LlamaConfig tinyllama_1_1b() { return {}; }
   static LlamaConfig llama2_7b() { return {32000, 4096, 11008, 32, 32, 32, 4096, 1e-5, 10000.0}; }
+  // Meta's Llama 3 shapes: 1,235,814,400, 3,212,749,824 and 8,030,261,248 parameters.
+  static LlamaConfig llama3_2_1b();
+  static LlamaConfig llama3_2_3b();
+  static LlamaConfig llama3_8b();
   std::int64_t head_dim() const { return hidden / heads; }
+  // What does not fit, in Hugging Face's key names; "" when the sizes and settings make a model.
+  std::string problem() const;
   std::int64_t parameter_count() const;
   // Forward FLOPs of a sequence of `tokens` (2 × the multiply-adds of the linears, the attention
   // products causal, so half of them) with logits at the last `logit_positions` positions.
   double forward_flops(std::int64_t tokens, std::int64_t logit_positions) const;
+  // Training FLOPs a token of a sequence of `tokens`: 3 × the forward's (backward twice the
+  // forward), logits at every position.
+  double training_flops_per_token(std::int64_t tokens) const;
+  // The rotary inverse frequencies (head_dim / 2, float32), scaled as rope_factor says.
+  torch::Tensor inverse_frequencies(const torch::TensorOptions& options) const;
 };
 
 // x / rms(x) × weight, computed in float32 as Hugging Face's LlamaRMSNorm.
@@ -94,11 +116,15 @@ struct LlamaDecoderLayerImpl : torch::nn::Module {
 };
 TORCH_MODULE(LlamaDecoderLayer);
 
-// model.{embed_tokens, layers.<i>, norm}
-struct LlamaModelImpl : torch::nn::Module {
+// model.{embed_tokens, layers.<i>, norm}. Its layers are the blocks the runtime's switches act
+// on (activation checkpointing, ZeRO-3): where one is set, each layer runs whole, x → x + its
+// attention and MLP, through run_block; otherwise a layer hands its MLP's output to the next
+// layer's norm, which adds it (one kernel with fused kernels).
+struct LlamaModelImpl : torch::nn::Module, parallel::BlockStack {
   explicit LlamaModelImpl(const LlamaConfig& c);
   // (batch, tokens) -> hidden states; kernels: the fused CUDA kernels where they apply.
   torch::Tensor forward(const torch::Tensor& ids, const KvStep* step, bool kernels = false);
+  std::vector<torch::nn::Module*> blocks() override;
   LlamaConfig config;
   parallel::VocabParallelEmbedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
@@ -111,6 +137,14 @@ struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder, parallel::Tensor
   // Each layer's heads and MLP units, and the embedding's vocabulary rows; lm_head stays whole.
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
   torch::Tensor forward(const torch::Tensor& ids);  // logits (batch, tokens, vocab)
+  // Causal language modelling: the mean cross entropy of each token after the first given the
+  // ones before, ids (batch, tokens + 1); through the cross-entropy kernels where they apply.
+  torch::Tensor loss(const torch::Tensor& ids);
+  // The output layer's matrix: lm_head's, or the embedding's where tie_word_embeddings.
+  const torch::Tensor& output_weight() const;
+  // For a checkpoint saved in Python: where tied, Hugging Face's state_dict also holds
+  // lm_head.weight, the embedding's matrix again.
+  std::map<std::string, std::string> tied_weights() const;
 
   torch::Tensor decoder_logits(const torch::Tensor& ids, const KvStep* step, std::int64_t keep_last) override;
   void fuse_for_inference() override;
@@ -123,7 +157,7 @@ struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder, parallel::Tensor
 
   LlamaConfig config;
   LlamaModel model{nullptr};
-  torch::nn::Linear lm_head{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // none where tie_word_embeddings
   // The fused CUDA kernels (fused_ops.h) where they apply; ATen's operators elsewhere either way.
   // Off unless asked for (the llm case asks: its fused_kernels setting, true by default).
   bool fused_kernels = false;

@@ -38,6 +38,8 @@ class BlockStack {
   void set_activation_checkpointing(bool on) { checkpoint_blocks_ = on; }
   bool activation_checkpointing() const { return checkpoint_blocks_; }
   void set_block_hooks(std::shared_ptr<BlockHooks> hooks) { hooks_ = std::move(hooks); }
+  // Whether run_block does more than call the block (checkpointing or hooks are set).
+  bool wraps_blocks() const { return checkpoint_blocks_ || hooks_ != nullptr; }
 
  protected:
   // What the model's forward calls for each block: forward(x), checkpointed and hooked as set.

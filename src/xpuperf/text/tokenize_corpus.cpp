@@ -16,7 +16,7 @@
 
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/log.h"
-#include "xpuperf/text/gpt2_bpe.h"
+#include "xpuperf/text/byte_bpe.h"
 #include "xpuperf/text/token_file.h"
 #include "xpuperf/text/tokenizer_error.h"
 #include "xpuperf/text/wordpiece.h"
@@ -125,7 +125,8 @@ class TextSource {
 // Where a chunk of `text` may end without changing its tokens. GPT-2: after a line break between
 // two printable ASCII characters ("x\nY" is always "x", "\n", "Y"; with more whitespace around
 // the break the expression joins runs, "\n\nY" being "\n", "\n", "Y" where a cut after the
-// second would give "\n\n"). WordPiece: after a blank line (a paragraph's end).
+// second would give "\n\n"). Llama 3's expression too: "x\nY" is "x", "\n", "Y" and "x.\nY" is "x",
+// ".\n", "Y" (punctuation keeps its line breaks). WordPiece: after a blank line (a paragraph's end).
 std::size_t cut_point(const std::string& text, std::size_t from, bool paragraphs) {
   auto printable = [](char c) { return c >= '!' && c <= '~'; };
   for (std::size_t i = std::max<std::size_t>(from, 1); i + 1 < text.size(); ++i) {
@@ -184,26 +185,50 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
         {{"synthetic", true}, {"tokenizer", "none (random ids)"}, {"vocab_size", o.vocab_size}, {"seed", o.seed}});
     publish(writer);
   } else {
-    const bool gpt2 = o.tokenizer == "gpt2";
-    if (!gpt2 && o.tokenizer != "wordpiece")
-      throw TokenizerError("--tokenizer must be gpt2 or wordpiece (got '" + o.tokenizer + "')");
+    // gpt2 and llama3 are byte-level BPEs (one sequence a document); wordpiece is BERT's.
+    const bool byte_level = o.tokenizer == "gpt2" || o.tokenizer == "llama3";
+    if (!byte_level && o.tokenizer != "wordpiece")
+      throw TokenizerError("--tokenizer must be gpt2, llama3 or wordpiece (got '" + o.tokenizer + "')");
     if (o.vocab.empty())
-      throw TokenizerError(std::string("--vocab is needed: ") + (gpt2 ? "GPT-2's encoder.json" : "BERT's vocab.txt"));
-    if (gpt2 && o.merges.empty()) throw TokenizerError("--merges is needed with --tokenizer gpt2: GPT-2's vocab.bpe");
-    std::unique_ptr<Gpt2Bpe> bpe;
+      throw TokenizerError(std::string("--vocab is needed: ") +
+                           (o.tokenizer == "gpt2" ? "GPT-2's encoder.json (with --merges vocab.bpe) or tokenizer.json"
+                            : o.tokenizer == "llama3"
+                                ? "Llama 3's tokenizer.json (Hugging Face) or tokenizer.model (Meta)"
+                                : "BERT's vocab.txt"));
+    if (o.tokenizer == "llama3" && !o.merges.empty())
+      throw TokenizerError(
+          "--merges is GPT-2's vocab.bpe: Llama 3's tokenizer.json or tokenizer.model holds its merges");
+    std::unique_ptr<ByteBpe> bpe;
     std::unique_ptr<WordPiece> wordpiece;
-    if (gpt2)
-      bpe = std::make_unique<Gpt2Bpe>(Gpt2Bpe::load(o.vocab, o.merges));
+    if (o.tokenizer == "gpt2" && !o.merges.empty())
+      bpe = std::make_unique<ByteBpe>(ByteBpe::load_gpt2(o.vocab, o.merges));
+    else if (o.tokenizer == "gpt2")
+      try {
+        bpe = std::make_unique<ByteBpe>(ByteBpe::load_hugging_face(o.vocab));
+      } catch (const TokenizerError& e) {
+        throw TokenizerError(
+            "--merges is needed with --tokenizer gpt2 (GPT-2's vocab.bpe beside encoder.json), unless --vocab is a "
+            "Hugging Face tokenizer.json: " +
+            std::string(e.what()));
+      }
+    else if (byte_level)
+      bpe = std::make_unique<ByteBpe>(ByteBpe::load_single_file(o.vocab));
     else
       wordpiece = std::make_unique<WordPiece>(WordPiece::load(o.vocab, o.lower_case));
-    r.vocab_size = gpt2 ? bpe->vocab_size() : wordpiece->vocab_size();
+    if (bpe && o.tokenizer != pre_tokenizer_name(bpe->pre_tokenizer()))
+      throw TokenizerError(o.vocab + ": " + (o.tokenizer == "gpt2" && o.merges.empty() ? "with no --merges, " : "") +
+                           "its tokeniser is " + pre_tokenizer_name(bpe->pre_tokenizer()) + "'s, not " + o.tokenizer +
+                           "'s (--tokenizer " + pre_tokenizer_name(bpe->pre_tokenizer()) + ")");
+    if (bpe && bpe->end_of_text() < 0)
+      throw TokenizerError(o.vocab + ": no <|endoftext|> or <|end_of_text|> token to end a document with");
+    r.vocab_size = byte_level ? bpe->vocab_size() : wordpiece->vocab_size();
     const auto files = list_inputs(o);
     std::int64_t total = 0;
     for (const auto& f : files) total += static_cast<std::int64_t>(fs::file_size(f));
     const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::unique_ptr<Gpt2Bpe>> bpes;
-    if (gpt2)
-      for (int t = 0; t < threads; ++t) bpes.push_back(std::make_unique<Gpt2Bpe>(*bpe));
+    std::vector<std::unique_ptr<ByteBpe>> bpes;
+    if (byte_level)
+      for (int t = 0; t < threads; ++t) bpes.push_back(std::make_unique<ByteBpe>(*bpe));
 
     TokenFileWriter writer(o.prefix, r.vocab_size);
     std::vector<Chunk> round;
@@ -213,8 +238,9 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
     std::int64_t current_document = -1;
     auto flush_document = [&] {
       if (current_document < 0) return;
-      if (gpt2 && o.end_of_document) {
+      if (byte_level && o.end_of_document) {  // [<|begin_of_text|>] text <|end_of_text|>
         if (document.empty()) document.emplace_back();
+        if (bpe->begin_of_text() >= 0) document.front().insert(document.front().begin(), bpe->begin_of_text());
         document.back().push_back(bpe->end_of_text());
       }
       writer.add_document(document);
@@ -230,7 +256,7 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
             for (std::size_t i = static_cast<std::size_t>(t); i < round.size();
                  i += static_cast<std::size_t>(threads)) {
               Chunk& c = round[i];
-              if (gpt2) {
+              if (byte_level) {
                 c.sequences.push_back(bpes[static_cast<std::size_t>(t)]->encode(c.text));
               } else {
                 for (const auto& p : paragraphs_of(c.text)) {
@@ -247,14 +273,14 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       for (auto& th : pool) th.join();
       if (failure) std::rethrow_exception(failure);
       for (auto& c : round) {
-        if (!gpt2)
+        if (!byte_level)
           for (const auto& seq : c.sequences) unknown += std::count(seq.begin(), seq.end(), wordpiece->unk());
         if (c.document != current_document) {
           flush_document();
           current_document = c.document;
         }
         for (auto& s : c.sequences) {
-          if (gpt2 && !document.empty())
+          if (byte_level && !document.empty())
             document.back().insert(document.back().end(), s.begin(), s.end());  // one sequence a document
           else
             document.push_back(std::move(s));
@@ -302,7 +328,7 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
           buffer.append(block.data(), got);
           done = before + in.position();
           const bool end = got < block.size();
-          std::size_t cut = end ? std::string::npos : cut_point(buffer, kChunkBytes / 2, !gpt2);
+          std::size_t cut = end ? std::string::npos : cut_point(buffer, kChunkBytes / 2, !byte_level);
           if (end || cut != std::string::npos) {
             if (end) cut = buffer.size();
             if (cut > 0) add(doc, buffer.substr(0, cut));
@@ -328,8 +354,12 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
                  {"inputs", o.inputs},
                  {"files", r.files},
                  {"bytes", r.bytes}});
-    if (gpt2) meta.update({{"merges", fs::absolute(o.merges).string()}, {"end_of_document", o.end_of_document}});
-    if (!gpt2) {
+    if (byte_level) {
+      if (!o.merges.empty()) meta["merges"] = fs::absolute(o.merges).string();
+      meta.update({{"end_of_document", o.end_of_document}, {"end_of_text", bpe->end_of_text()}});
+      if (bpe->begin_of_text() >= 0) meta["begin_of_text"] = bpe->begin_of_text();
+    }
+    if (!byte_level) {
       meta["lower_case"] = o.lower_case;
       meta["unknown_tokens"] = unknown;
       // What BERT's samples are built with, so a reader needs no vocabulary file.

@@ -3,7 +3,8 @@
 // compressed, as Debian's documentation is); a token dataset
 // (token_file.h) out. Inputs stream in chunks cut where tokenisation cannot change, so a file
 // larger than memory is fine; chunks are tokenised on every core and written in input order.
-// GPT-2: a document (a file, or a JSON line) is one sequence ending in <|endoftext|>. WordPiece:
+// GPT-2 and Llama 3: a document (a file, or a JSON line) is one sequence ending in <|endoftext|>
+// (Llama 3: between <|begin_of_text|> and <|end_of_text|>). WordPiece:
 // a document's paragraphs (blank-line separated) are its sequences, for BERT's spans.
 
 #include <cstdint>
@@ -14,16 +15,18 @@
 namespace xpuperf::text {
 
 struct TokenizeOptions {
-  std::string tokenizer;   // gpt2 | wordpiece
-  std::string vocab;       // encoder.json (gpt2) or vocab.txt (wordpiece)
-  std::string merges;      // vocab.bpe (gpt2)
+  std::string tokenizer;   // gpt2 | llama3 | wordpiece
+  std::string vocab;       // encoder.json or tokenizer.json (gpt2), tokenizer.json or tokenizer.model
+                           // (llama3), vocab.txt (wordpiece)
+  std::string merges;      // vocab.bpe (gpt2 with encoder.json)
   bool lower_case = true;  // wordpiece
   std::vector<std::string> inputs;
   std::vector<std::string> extensions{"txt", "rst", "md", "text", "jsonl", "json"};  // in folders
   std::string json_key = "text";
   std::string prefix;
-  int threads = 0;              // 0: every core
-  bool end_of_document = true;  // gpt2: <|endoftext|> after each document
+  int threads = 0;  // 0: every core
+  // gpt2: <|endoftext|> after each document; llama3: <|begin_of_text|> before, <|end_of_text|> after
+  bool end_of_document = true;
   // Synthetic: this many random tokens (no inputs, no vocabulary files) over vocab_size ids.
   std::int64_t synthetic_tokens = 0;
   std::int64_t vocab_size = 50257;

@@ -80,6 +80,39 @@ std::string to_utf8(const std::vector<char32_t>& code_points) {
   return out;
 }
 
+char32_t code_point_at(std::string_view s, std::size_t i, std::size_t& length) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  if (b < 0x80) {
+    length = 1;
+    return b;
+  }
+  length = (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : 4;
+  char32_t c = b & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07);
+  for (std::size_t k = 1; k < length; ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return c;
+}
+
+bool is_valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    const std::size_t n = (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (std::size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    std::size_t len = 0;
+    const char32_t c = code_point_at(s, i, len);
+    if ((n == 2 && c < 0x80) || (n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
+        (c >= 0xD800 && c <= 0xDFFF))
+      return false;
+    i += n;
+  }
+  return true;
+}
+
 namespace {
 std::int8_t category(char32_t c) {
   return static_cast<std::int8_t>(u_charType(static_cast<UChar32>(c)));

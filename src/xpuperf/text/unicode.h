@@ -13,6 +13,10 @@ namespace xpuperf::text {
 std::vector<char32_t> utf8_to_code_points(std::string_view utf8);
 void append_utf8(std::string& out, char32_t c);
 std::string to_utf8(const std::vector<char32_t>& code_points);
+// The code point of valid UTF-8 at s[i] and its length in bytes (check the text first).
+char32_t code_point_at(std::string_view s, std::size_t i, std::size_t& length);
+// Well-formed UTF-8: no stray or missing continuation byte, no overlong form, no surrogate.
+bool is_valid_utf8(std::string_view s);
 
 bool is_letter(char32_t c);           // \p{L}
 bool is_number(char32_t c);           // \p{N}

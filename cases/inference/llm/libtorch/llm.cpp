@@ -3,8 +3,8 @@
 // KV cache and serves MLPerf LoadGen's Offline and Server scenarios (infer/generation.h). The
 // model: a Llama-style decoder (Hugging Face's LlamaForCausalLM) or GPT-2's (GPT2LMHeadModel), at
 // the sizes of the parameters; weights from a Hugging Face state_dict, else random ones labelled
-// "synthetic weights". Prompts are random token ids: no tokenizer of Llama's vocabulary ships
-// here, and nothing is claimed about accuracy.
+// "synthetic weights". Prompts are random token ids, nothing claimed about accuracy, or real text
+// from a token dataset (GPT-2's BPE for gpt2, Llama 3's for a Llama 3 shape).
 
 #include <torch/torch.h>
 
@@ -80,7 +80,9 @@ class LlmInference : public infer::InferenceCase {
     std::shared_ptr<torch::nn::Module> model;
     std::map<std::string, std::string> tied;
     if (architecture_ == "llama") {
-      model = models::LlamaForCausalLM(llama_).ptr();
+      auto llama = models::LlamaForCausalLM(llama_);
+      tied = llama->tied_weights();
+      model = llama.ptr();
     } else {
       model = models::GptLMHeadModel(gpt_).ptr();
       tied = models::GptLMHeadModelImpl::tied_weights();
@@ -195,12 +197,16 @@ class LlmInference : public infer::InferenceCase {
   // Prompts from the held-out documents of a token dataset made with GPT-2's BPE (the gpt2
   // training case's reader): seq_length tokens each, labelled with the token that follows.
   infer::Batches dataset_prompts(const Config& cfg, std::int64_t batch, std::int64_t most) {
-    if (architecture_ != "gpt2")
+    // GPT-2's BPE for gpt2; for llama, Llama 3's (vocab_size 128256: a Llama 3 shape); Llama 2's
+    // SentencePiece vocabulary is not built in.
+    if (architecture_ == "llama" && vocab_ != 128256)
       throw ConfigError(
-          "train_data: prompts from a token dataset need architecture: gpt2 (GPT-2's BPE); no "
-          "tokenizer of Llama's vocabulary ships here, so llama runs on random prompts (train_data: \"\")");
+          "train_data: prompts for llama come from a token dataset made with Llama 3's tokeniser "
+          "(xpuperf data tokenize --tokenizer llama3), which needs vocab_size 128256 (a Llama 3 shape), "
+          "not " +
+          std::to_string(vocab_) + "; or random prompts (train_data: \"\")");
     const train::CaseContext data_ctx{cfg, torch::kCPU, 0, 1, 1};
-    const auto corpus = train::open_token_corpus(data_ctx, "gpt2", vocab_);
+    const auto corpus = train::open_token_corpus(data_ctx, architecture_ == "gpt2" ? "gpt2" : "llama3", vocab_);
     auto dataset = std::make_shared<train::GptTokenDataset>(corpus.eval, length_);
     const std::int64_t samples = std::min(dataset->size(), most), length = length_;
     if (samples == 0)
@@ -239,10 +245,12 @@ class LlmInference : public infer::InferenceCase {
       llama_.max_positions = positive(cfg, "max_position_embeddings");
       llama_.rms_norm_eps = cfg.get_number("rms_norm_eps");
       llama_.rope_theta = cfg.get_number("rope_theta");
-      if (llama_.hidden % llama_.heads != 0 || llama_.heads % llama_.kv_heads != 0 || llama_.head_dim() % 2 != 0)
-        throw ConfigError("hidden_size " + std::to_string(llama_.hidden) + ", num_attention_heads " +
-                          std::to_string(llama_.heads) + ", num_key_value_heads " + std::to_string(llama_.kv_heads) +
-                          ": the heads must divide hidden_size into an even width, the key/value heads the heads");
+      llama_.tie_word_embeddings = cfg.get_bool("tie_word_embeddings", false);
+      llama_.rope_factor = cfg.get_number("rope_scaling_factor", 0.0);
+      llama_.rope_low_freq_factor = cfg.get_number("rope_low_freq_factor", 1.0);
+      llama_.rope_high_freq_factor = cfg.get_number("rope_high_freq_factor", 4.0);
+      llama_.rope_original_max_positions = cfg.get_int("rope_original_max_position_embeddings", 8192);
+      if (const auto problem = llama_.problem(); !problem.empty()) throw ConfigError(problem);
       max_positions_ = 0;  // rotary: no table to run past
     } else {
       gpt_.vocab = vocab_;

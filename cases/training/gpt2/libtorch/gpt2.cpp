@@ -1,11 +1,9 @@
 // GPT-2 pre-training (causal language modelling) on a token dataset: the model is
-// models/gpt.h (Hugging Face's GPT2LMHeadModel layout), the data train/token_datasets.h; the
-// metrics are the validation loss (mean cross entropy a token, in nats) and its perplexity.
-
-#include <cmath>
+// models/gpt.h (Hugging Face's GPT2LMHeadModel layout); the data, the step and the metrics
+// (validation loss and perplexity) are train/causal_lm_case.h's.
 
 #include "xpuperf/models/gpt.h"
-#include "xpuperf/train/token_datasets.h"
+#include "xpuperf/train/causal_lm_case.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -25,17 +23,11 @@ models::GptConfig gpt_config(const Config& cfg) {
   return c;
 }
 
-class Gpt2Case : public train::TrainingCase {
+class Gpt2Case : public train::CausalLmCase {
  public:
   train::Datasets datasets(const train::CaseContext& ctx) override {
     const auto c = gpt_config(ctx.config);
-    length_ = ctx.config.get_int("seq_length", 1024);
-    if (length_ < 1 || length_ > c.positions)
-      throw ConfigError(ctx.config.at("seq_length").source.str() + ": seq_length must be in [1, n_positions = " +
-                        std::to_string(c.positions) + "], got " + std::to_string(length_));
-    auto corpus = train::open_token_corpus(ctx, "gpt2", c.vocab);
-    return {std::make_shared<train::GptTokenDataset>(corpus.train, length_),
-            std::make_shared<train::GptTokenDataset>(corpus.eval, length_)};
+    return token_datasets(ctx, "gpt2", c.vocab, 1024, c.positions, "n_positions");
   }
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
@@ -45,28 +37,18 @@ class Gpt2Case : public train::TrainingCase {
     return model_.ptr();
   }
 
-  torch::Tensor forward_step(const train::Batch& batch) override { return model_->loss(batch[0]); }
-
-  void evaluate(const train::Batch& batch, train::MetricSums& sums) override {
-    const auto tokens = static_cast<double>(batch[0].size(0) * (batch[0].size(1) - 1));
-    sums.add("loss", model_->loss(batch[0]).item<double>() * tokens, tokens);
-  }
-
-  void derive_metrics(std::map<std::string, double>& metrics) const override {
-    if (metrics.count("loss")) metrics["perplexity"] = std::exp(metrics["loss"]);
-  }
-
-  double train_flops_per_sample() const override {
-    return model_ ? model_->training_flops_per_token(length_) * static_cast<double>(length_) : 0.0;
-  }
-  std::int64_t tokens_per_sample() const override { return length_; }
   std::map<std::string, std::string> tied_weights() const override {
     return models::GptLMHeadModelImpl::tied_weights();
   }
 
+ protected:
+  torch::Tensor lm_loss(const torch::Tensor& ids) override { return model_->loss(ids); }
+  double training_flops_per_token(std::int64_t tokens) const override {
+    return model_ ? model_->training_flops_per_token(tokens) : 0.0;
+  }
+
  private:
   models::GptLMHeadModel model_{nullptr};
-  std::int64_t length_ = 1024;
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("gpt2", "libtorch", Gpt2Case);

@@ -1,0 +1,73 @@
+// Llama pre-training (causal language modelling) on a token dataset made with Llama 3's
+// tokeniser: the model is models/llama.h (Hugging Face's LlamaForCausalLM layout, shared with the
+// llm inference case); the data, the step and the metrics (validation loss and perplexity) are
+// train/causal_lm_case.h's.
+
+#include "xpuperf/models/llama.h"
+
+#include "xpuperf/train/causal_lm_case.h"
+
+namespace xpuperf::cases {
+namespace {
+
+// Hugging Face's LlamaConfig names; rope_scaling_factor 0 means no rope scaling.
+models::LlamaConfig llama_config(const Config& cfg) {
+  models::LlamaConfig c;
+  c.vocab = cfg.get_int("vocab_size", c.vocab);
+  c.hidden = cfg.get_int("hidden_size", c.hidden);
+  c.intermediate = cfg.get_int("intermediate_size", c.intermediate);
+  c.layers = cfg.get_int("num_hidden_layers", c.layers);
+  c.heads = cfg.get_int("num_attention_heads", c.heads);
+  c.kv_heads = cfg.get_int("num_key_value_heads", c.kv_heads);
+  c.max_positions = cfg.get_int("max_position_embeddings", c.max_positions);
+  c.rms_norm_eps = cfg.get_number("rms_norm_eps", c.rms_norm_eps);
+  c.rope_theta = cfg.get_number("rope_theta", c.rope_theta);
+  c.tie_word_embeddings = cfg.get_bool("tie_word_embeddings", c.tie_word_embeddings);
+  c.rope_factor = cfg.get_number("rope_scaling_factor", c.rope_factor);
+  c.rope_low_freq_factor = cfg.get_number("rope_low_freq_factor", c.rope_low_freq_factor);
+  c.rope_high_freq_factor = cfg.get_number("rope_high_freq_factor", c.rope_high_freq_factor);
+  c.rope_original_max_positions = cfg.get_int("rope_original_max_position_embeddings", c.rope_original_max_positions);
+  if (const auto problem = c.problem(); !problem.empty())
+    throw ConfigError("the Llama's settings do not fit: " + problem);
+  return c;
+}
+
+class LlamaCase : public train::CausalLmCase {
+ public:
+  train::Datasets datasets(const train::CaseContext& ctx) override {
+    const auto c = llama_config(ctx.config);
+    return token_datasets(ctx, "llama3", c.vocab, 2048, c.max_positions, "max_position_embeddings");
+  }
+
+  std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
+    const auto c = llama_config(ctx.config);
+    if (c.tie_word_embeddings && ctx.config.get_int("tensor_parallel", 1) > 1)
+      throw ConfigError(
+          "tensor_parallel " + std::to_string(ctx.config.get_int("tensor_parallel", 1)) +
+          " with tie_word_embeddings: true: tensor parallelism splits the embedding's vocabulary rows, which a tied "
+          "output layer would share; use tensor_parallel: 1 or a shape with its own output layer "
+          "(tie_word_embeddings: false, as Llama-3-8B's)");
+    model_ = models::LlamaForCausalLM(c);
+    model_->fused_kernels = ctx.config.get_bool("fused_kernels", false);
+    model_->to(ctx.device);
+    return model_.ptr();
+  }
+
+  std::map<std::string, std::string> tied_weights() const override {
+    return model_ ? model_->tied_weights() : std::map<std::string, std::string>{};
+  }
+
+ protected:
+  torch::Tensor lm_loss(const torch::Tensor& ids) override { return model_->loss(ids); }
+  double training_flops_per_token(std::int64_t tokens) const override {
+    return model_ ? model_->config.training_flops_per_token(tokens) : 0.0;
+  }
+
+ private:
+  models::LlamaForCausalLM model_{nullptr};
+};
+
+XPUPERF_REGISTER_TRAINING_CASE("llama", "libtorch", LlamaCase);
+
+}  // namespace
+}  // namespace xpuperf::cases
