@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The language cases' data from Debian's linux-doc-6.1 (the Linux kernel's documentation: its
-# reStructuredText and text files, gzip-compressed): three token datasets in OUT_DIR,
+# reStructuredText and text files, gzip-compressed): three token datasets and a labelled one in OUT_DIR,
 #   linux-doc-gpt2.{bin,idx,json}   GPT-2's byte-level BPE, one sequence a file (the gpt2 case)
 #   linux-doc-llama3.{bin,idx,json} Llama 3's byte-level BPE, one sequence a file (the llama case)
 #   linux-doc-bert.{bin,idx,json}   bert-base-uncased's WordPiece, one sequence a paragraph (the bert case)
+#   linux-doc-topics/               paragraphs labelled by their top-level folder, train.jsonl and
+#                                   valid.jsonl, with bert-base-uncased's vocab.txt (the bert_finetune case)
 # Usage: scripts/linux-doc-datasets.sh OUT_DIR [DOC_DIR [XPUPERF]]
 #   DOC_DIR  default /usr/share/doc/linux-doc-6.1/Documentation (apt-get install linux-doc-6.1)
 #   XPUPERF  the binary, default build/src/xpuperf
@@ -28,3 +30,5 @@ vocab=$root/.cache/vocab
   --extensions rst,txt "$docs" -o "$out/linux-doc-llama3"
 "$xpuperf" data tokenize --tokenizer wordpiece --vocab "$vocab/bert-base-uncased/vocab.txt" \
   --extensions rst,txt "$docs" -o "$out/linux-doc-bert"
+python3 "$root/scripts/linux-doc-topics.py" "$docs" "$out/linux-doc-topics"
+cp "$vocab/bert-base-uncased/vocab.txt" "$out/linux-doc-topics/vocab.txt"

@@ -333,6 +333,26 @@ std::vector<Probe> probes() {
                {"the Llama's settings do not fit", "num_key_value_heads 3"},
                {"internal error"}});
 
+  p.push_back({"LoraWithTensorParallelismIsRefusedAtCheck",
+               [](Dir d, std::string&) {
+                 return check_plan(d,
+                                   "  \"llama:libtorch:CPU:1:1:2\": {data_dir: /data, lora_rank: 4, "
+                                   "tie_word_embeddings: false, tensor_parallel: 2, lora_dropout: 1.5}\n");
+               },
+               1,
+               {"tensor_parallel: not yet with LoRA", "lora_dropout must be in [0, 1)"},
+               {"internal error"}});
+
+  p.push_back({"OffloadWithSgdOrZeroIsRefusedAtCheck",
+               [](Dir d, std::string&) {
+                 return check_plan(d,
+                                   "  \"gpt2:libtorch:CPU:1:1:2\": {data_dir: /data, offload_optimizer: true, "
+                                   "optimizer: sgd, zero_stage: 1}\n");
+               },
+               1,
+               {"optimizer sgd has none to offload", "offload_optimizer: not yet with zero_stage"},
+               {"internal error"}});
+
   // Token datasets read by a language case.
   p.push_back({"ANegativeTokenIdIsRefused",
                [](Dir d, std::string&) {

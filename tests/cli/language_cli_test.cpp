@@ -28,7 +28,7 @@ const char* kGptSmoke =
 // key/value heads) and the tied output layer of _base.yaml's Llama-3.2-1B shape.
 const char* kLlamaSmoke =
     "num_hidden_layers: 2, hidden_size: 64, intermediate_size: 128, num_attention_heads: 4, num_key_value_heads: 2, "
-    "seq_length: 32, train_batch_size: 8, eval_batch_size: 32, lr: 0.003, warmup_steps: 5, max_steps: 40, "
+    "seq_length: 32, train_batch_size: 8, eval_batch_size: 8, lr: 0.003, warmup_steps: 5, max_steps: 40, "
     "log_freq: 1, eval_interval_steps: 0, num_threads: 2, valid_share: 0.05";
 const char* kBertSmoke =
     "num_hidden_layers: 2, hidden_size: 64, num_attention_heads: 4, intermediate_size: 256, seq_length: 64, "
@@ -52,6 +52,11 @@ class LanguageCli : public ::testing::Test {
                  "-o", data_->path() + "/linux-doc-llama3"},
                 XPUPERF_SOURCE_DIR, {}, 600);
     ASSERT_EQ(r.code, 0) << r.output;
+    // Two labels' paragraphs for bert_finetune: the kernel's process guides and its hwmon drivers.
+    ASSERT_TRUE(run_ok({"python3", std::string(XPUPERF_SOURCE_DIR) + "/scripts/linux-doc-topics.py", kDocs,
+                        data_->path() + "/linux-doc-topics", "--folders", "process,hwmon", "--per-label", "150"},
+                       {}, 120));
+    fs::copy_file(kVocab + "/bert-base-uncased/vocab.txt", data_->path() + "/linux-doc-topics/vocab.txt");
     r = xpuperf({"data", "tokenize", "--tokenizer", "wordpiece", "--vocab", kVocab + "/bert-base-uncased/vocab.txt",
                  slice, "-o", data_->path() + "/linux-doc-bert"},
                 XPUPERF_SOURCE_DIR, {}, 600);
@@ -134,6 +139,86 @@ TEST_F(LanguageCli, Gpt2TrainsThroughRunOnKernelDocumentationWithTheLossFalling)
 
 TEST_F(LanguageCli, LlamaTrainsThroughRunOnKernelDocumentationWithTheLossFalling) {
   expect_trains_through_run("llama", data(), dir.path());
+}
+
+// LoRA fine-tuning as FlagPerf's llama2_7b_finetune runs it, in a tiny size: a Llama trained from
+// scratch and saved, then fine-tuned from that checkpoint with adapters on q_proj and v_proj only,
+// the adapters saved as PEFT saves them.
+TEST_F(LanguageCli, LlamaFineTunesWithLoraFromItsOwnCheckpoint) {
+  const std::vector<std::string> tiny = {"num_hidden_layers=2",   "hidden_size=64",        "intermediate_size=128",
+                                         "num_attention_heads=4", "num_key_value_heads=2", "seq_length=32",
+                                         "train_batch_size=8",    "eval_batch_size=8",     "lr=0.003",
+                                         "warmup_steps=2",        "max_steps=12",          "log_freq=1",
+                                         "eval_interval_steps=0", "num_threads=2",         "valid_share=0.01"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), tiny.begin(), tiny.end());
+    return more;
+  };
+  const std::string base = dir.path() + "/base.pt", adapter = dir.path() + "/adapter";
+  Result r = train_on_cpu("llama", with({"save_checkpoint=" + base}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto scratch = step_losses(events_of(r.output));
+  ASSERT_EQ(scratch.size(), 12u);
+
+  r = train_on_cpu("llama", with({"init_checkpoint=" + base, "lora_rank=4", "lora_alpha=8", "lora_dropout=0",
+                                  "save_checkpoint=" + adapter}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto events = events_of(r.output);
+  const auto tuned = step_losses(events);
+  ASSERT_EQ(tuned.size(), 12u);
+  // It starts where the saved model ended, far below a fresh model's ln(128,256) = 11.76.
+  EXPECT_LT(tuned.front(), scratch.front() - 1.0) << "first losses: " << scratch.front() << ", " << tuned.front();
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_TRUE(finished);
+  const auto& lora = (*finished)["lora"];
+  EXPECT_EQ(lora["adapted_layers"], 4) << finished->dump();
+  // q_proj: A 4 × 64, B 64 × 4; v_proj: A 4 × 64, B 32 × 4; two layers.
+  EXPECT_EQ(lora["trained_parameters"], 2 * (4 * 64 + 64 * 4 + 4 * 64 + 32 * 4)) << finished->dump();
+  EXPECT_GT(lora["frozen_parameters"].get<std::int64_t>(), 128256 * 64) << finished->dump();
+  EXPECT_TRUE(fs::exists(adapter + "/adapter_model.bin"));
+  const auto config = nlohmann::json::parse(test::read_file(adapter + "/adapter_config.json"));
+  EXPECT_EQ(config["r"], 4);
+  EXPECT_EQ(config["task_type"], "CAUSAL_LM");
+}
+
+// Rapidformer's Finetuner in a tiny size: a BERT pretrained on the kernel's documentation and
+// saved, then fine-tuned from that file to tell the process guides' paragraphs from hwmon's; the
+// pooler and the classifier start new, and the log says so.
+TEST_F(LanguageCli, BertFineTunesToClassifyParagraphsFromItsOwnCheckpoint) {
+  const std::vector<std::string> tiny = {"num_hidden_layers=2", "hidden_size=64", "num_attention_heads=4",
+                                         "intermediate_size=128", "num_threads=2"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), tiny.begin(), tiny.end());
+    return more;
+  };
+  const std::string base = dir.path() + "/bert.pt";
+  Result r = train_on_cpu("bert", with({"seq_length=64", "train_batch_size=16", "eval_batch_size=64", "lr=0.002",
+                                        "warmup_steps=2", "max_steps=10", "log_freq=10", "eval_interval_steps=0",
+                                        "valid_share=0.05", "save_checkpoint=" + base}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = train_on_cpu("bert_finetune",
+                   with({"init_checkpoint=" + base, "seq_length=64", "train_batch_size=16", "eval_batch_size=64",
+                         "lr=0.003", "warmup_steps=2", "max_steps=50", "log_freq=1", "max_epochs=0"}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output,
+                  "tensors loaded; new, as initialised: bert.pooler.dense.bias, bert.pooler.dense.weight, "
+                  "classifier.bias, classifier.weight"))
+      << r.output;
+  const auto events = events_of(r.output);
+  const auto losses = step_losses(events);
+  // It may stop before 50 steps: at an epoch's end (19 steps) it is validated and stops once
+  // the case's target is reached.
+  ASSERT_GE(losses.size(), 19u);
+  const std::size_t n = losses.size();
+  EXPECT_LT(mean(losses, n - 5, n), mean(losses, 0, 5)) << "the classifier learns";
+  const auto* info = event_value(events, "SUBMIT_INFO");
+  ASSERT_TRUE(info);
+  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "labelled texts, 2 labels")) << info->dump();
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_TRUE(finished);
+  EXPECT_EQ((*finished)["final_metric"]["name"], "accuracy") << finished->dump();
+  // Two labels of about as many held-out paragraphs each: chance is one half.
+  EXPECT_GT((*finished)["final_metric"]["value"].get<double>(), 0.6) << finished->dump();
 }
 
 TEST_F(LanguageCli, BertTrainsThroughRunOnKernelDocumentationWithTheLossFalling) {

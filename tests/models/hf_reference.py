@@ -1,6 +1,7 @@
 """Test helper (Python with torch and Hugging Face transformers; the GPU machine has them): MODEL
 (gpt2: GPT2LMHeadModel, bert: BertForMaskedLM, their default configs; llama: LlamaForCausalLM at
-the small size of LLAMA_SMALL, grouped-query attention included) with random weights, in
+the small size of LLAMA_SMALL, grouped-query attention included; llama3: the same with Llama 3.2's
+vocabulary, tied output layer and rope scaling) with random weights, in
 eval mode, on a fixed batch. Writes OUT_DIR/MODEL.weights.pt (the whole state_dict as a plain dict,
 tied copies lm_head.weight / cls.predictions.decoder.* included, as a user's file has them) and
 OUT_DIR/MODEL.io.pt ({"input", "labels", "output" (logits), "loss"}). Where CUDA is, also the
@@ -19,13 +20,26 @@ torch.manual_seed(13)
 LLAMA_SMALL = dict(vocab_size=32000, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
                    num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=2048,
                    rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False)
-if name == "llama":
-    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**LLAMA_SMALL))
+# models_test.cpp's llama3_small(): Llama 3.2's features at that size — its vocabulary, the output
+# layer tied to the embedding, rope_theta 500000 with Llama 3.1's rope scaling.
+LLAMA3_ROPE = dict(rope_type="llama3", factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                   original_max_position_embeddings=8192)
+LLAMA3_SMALL = dict(LLAMA_SMALL, vocab_size=128256, max_position_embeddings=131072, tie_word_embeddings=True)
+del LLAMA3_SMALL["rope_theta"]
+if int(transformers.__version__.split(".")[0]) >= 5:  # transformers 5 holds rope_theta in rope_parameters
+    LLAMA3_SMALL["rope_parameters"] = dict(LLAMA3_ROPE, rope_theta=500000.0)
+else:
+    LLAMA3_SMALL.update(rope_theta=500000.0, rope_scaling=LLAMA3_ROPE)
+if name in ("llama", "llama3"):
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**(LLAMA_SMALL if name == "llama" else LLAMA3_SMALL)))
+    if name == "llama3":
+        rope = model.model.rotary_emb
+        assert getattr(rope, "rope_type", "llama3") == "llama3", f"rope scaling not applied: {rope.rope_type}"
     with torch.no_grad():  # Hugging Face initialises the norms to ones: vary them, so they are tested
         for n, p in model.named_parameters():
             if "norm" in n:
                 p.uniform_(0.5, 1.5)
-    ids = torch.randint(0, 32000, (2, 64))
+    ids = torch.randint(0, model.config.vocab_size, (2, 64))
     labels = ids
 elif name == "gpt2":
     model = transformers.GPT2LMHeadModel(transformers.GPT2Config())

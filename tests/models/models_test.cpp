@@ -455,6 +455,26 @@ TEST(LanguageModels, Gpt2FirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
       *m, dir.path(), "gpt2", [&] { return std::make_pair(m->loss(ids), m->forward(ids)); }, ", fused kernels,");
 }
 
+// The llama training case's model at a small size with Llama 3.2's features (tied output layer,
+// rope scaling, 128,256 ids): its first step against LlamaForCausalLM's from the same weights.
+TEST(LanguageModels, Llama3FirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
+  test::TempDir dir;
+  if (!have_cuda_and_reference("llama3", dir.path())) GTEST_SKIP() << "needs CUDA and Hugging Face transformers";
+  LlamaConfig c = llama_small();
+  c.vocab = 128256, c.max_positions = 131072, c.rope_theta = 500000.0, c.rope_factor = 32;
+  c.tie_word_embeddings = true;
+  auto m = LlamaForCausalLM(c);
+  torchrt::load_weights(*m, dir.path() + "/llama3.weights.pt", m->tied_weights());
+  const auto ids = io_tensor(dir.path() + "/llama3.io.pt", "input").cuda();
+  expect_same_first_step(*m, dir.path(), "llama3", [&] {
+    const auto logits = m->forward(ids);
+    return std::make_pair(next_token_loss(logits, ids), logits);
+  });
+  m->fused_kernels = true;  // the training case's loss, through the cross-entropy kernels
+  expect_same_first_step(
+      *m, dir.path(), "llama3", [&] { return std::make_pair(m->loss(ids), m->forward(ids)); }, ", fused kernels,");
+}
+
 TEST(LanguageModels, BertFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
   test::TempDir dir;
   if (!have_cuda_and_reference("bert", dir.path())) GTEST_SKIP() << "needs CUDA and Hugging Face transformers";

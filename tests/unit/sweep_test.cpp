@@ -92,5 +92,26 @@ TEST(SweepReport, TableHasRatiosAgainstTheReferenceAndFlagsBrokenParity) {
   EXPECT_NE(html.find("CUDA out of memory"), std::string::npos);
 }
 
+TEST(SweepReport, ALoraRowIsNotHeldToTheFullModelsLoss) {
+  Diagnostics diags;
+  const auto rows = parse_strategies("bf16; bf16+lora8; bf16+offload", diags);
+  ASSERT_FALSE(diags.has_errors()) << diags.format();
+  EXPECT_EQ(rows[1].sets, (std::vector<std::string>{"precision=bf16", "lora_rank=8"}));
+  EXPECT_EQ(rows[2].sets, (std::vector<std::string>{"precision=bf16", "offload_optimizer=true"}));
+  json input = {{"case", "llama:libtorch"}, {"steps", 2}, {"loss_tolerance", 0.02}, {"rows", json::array()}};
+  input["rows"].push_back({{"name", "bf16"},
+                           {"sets", {"precision=bf16"}},
+                           {"status", "ok"},
+                           {"rounds", json::array({round_of(10, 100, {10.0, 9.0})})}});
+  input["rows"].push_back({{"name", "bf16+lora8"},
+                           {"sets", {"precision=bf16", "lora_rank=8"}},
+                           {"status", "ok"},
+                           {"rounds", json::array({round_of(30, 50, {10.0, 9.9})})}});
+  const json summary = report::sweep_summary(input);
+  EXPECT_FALSE(summary["rows"][1].contains("parity"));
+  EXPECT_NE(report::sweep_markdown(summary).find("not compared: LoRA trains adapters"), std::string::npos);
+  EXPECT_EQ(report::sweep_markdown(summary).find("broke loss parity"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace xpuperf

@@ -30,6 +30,10 @@ std::int64_t SwitchCheckInput::get_int(const std::string& key, std::int64_t fall
   return value_or([&] { return cfg.get_int(key, fallback); }, fallback);
 }
 
+double SwitchCheckInput::get_number(const std::string& key, double fallback) const {
+  return value_or([&] { return cfg.get_number(key, fallback); }, fallback);
+}
+
 std::string SwitchCheckInput::get_string(const std::string& key, const std::string& fallback) const {
   return value_or([&] { return cfg.get_string(key, fallback); }, fallback);
 }

@@ -27,6 +27,7 @@ struct SwitchCheckInput {
 
   // A value, or `fallback` when it is absent or of the wrong type (the merge reports a wrong type).
   std::int64_t get_int(const std::string& key, std::int64_t fallback) const;
+  double get_number(const std::string& key, double fallback) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
   bool get_bool(const std::string& key, bool fallback) const;
   // Where `key` was set (the config's origin when it was not).

@@ -34,16 +34,18 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 const char* kTokens =
-    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, fused, foreach, tpN, ppN or key=value";
+    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, offload, fused, foreach, tpN, ppN, loraN or "
+    "key=value";
 
 // What one token of a strategy sets; nullopt (with the reason in diags) when it cannot.
 std::optional<std::vector<std::string>> token_sets(const std::string& token, const Source& where, Diagnostics& diags) {
-  static const std::regex kParallel("(zero|tp|pp)([0-9]+)");
+  static const std::regex kParallel("(zero|tp|pp|lora)([0-9]+)");
   std::smatch m;
   if (token == "fp32" || token == "tf32" || token == "bf16" || token == "fp16")
     return std::vector<std::string>{"precision=" + token};
   if (token == "ckpt") return std::vector<std::string>{"activation_checkpointing=true"};
   if (token == "graphs") return std::vector<std::string>{"cuda_graphs=true"};
+  if (token == "offload") return std::vector<std::string>{"offload_optimizer=true"};
   if (token == "fused" || token == "foreach") return std::vector<std::string>{"fused_optimizer=" + token};
   if (std::regex_match(token, m, kParallel)) {
     const std::string kind = m[1];
@@ -51,6 +53,7 @@ std::optional<std::vector<std::string>> token_sets(const std::string& token, con
     if (kind == "zero" && n <= 3) return std::vector<std::string>{"zero_stage=" + std::to_string(n)};
     if (kind == "tp" && n >= 1) return std::vector<std::string>{"tensor_parallel=" + std::to_string(n)};
     if (kind == "pp" && n >= 1) return std::vector<std::string>{"pipeline_parallel=" + std::to_string(n)};
+    if (kind == "lora" && n >= 1) return std::vector<std::string>{"lora_rank=" + std::to_string(n)};
     diags.error(where,
                 "'" + token + "': " +
                     (kind == "zero" ? std::string("ZeRO has stages 1 to 3") : std::string("a size must be 1 or more")),

@@ -120,9 +120,18 @@ BertEncoderImpl::BertEncoderImpl(const BertConfig& c) {
   for (std::int64_t i = 0; i < c.layers; ++i) layer->push_back(BertLayer(c));
 }
 
-BertModelImpl::BertModelImpl(const BertConfig& c) {
+BertModelImpl::BertModelImpl(const BertConfig& c, bool with_pooler) {
   embeddings = register_module("embeddings", BertEmbeddings(c));
   encoder = register_module("encoder", BertEncoder(c));
+  if (with_pooler) {
+    pooler = register_module("pooler", std::make_shared<nn::Module>());
+    pooler_dense = pooler->register_module("dense", bert_linear(c.hidden, c.hidden));
+  }
+}
+
+torch::Tensor BertModelImpl::pool(const torch::Tensor& hidden) {
+  TORCH_CHECK(pooler_dense, "BERT: this model was built without its pooler");
+  return torch::tanh(pooler_dense(hidden.select(1, 0)));
 }
 
 torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& keep) {

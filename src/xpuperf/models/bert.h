@@ -106,12 +106,18 @@ struct BertEncoderImpl : torch::nn::Module, parallel::BlockStack {
 TORCH_MODULE(BertEncoder);
 
 struct BertModelImpl : torch::nn::Module {
-  explicit BertModelImpl(const BertConfig& c);
+  // `pooler`: with BERT's pooler (bert.pooler.dense, tanh over the [CLS] state), as Hugging Face's
+  // BertModel has it for sequence classification; BertForMaskedLM has none.
+  explicit BertModelImpl(const BertConfig& c, bool pooler = false);
   // ids and token types (batch, tokens); keep: true at real tokens, false at padding (or
   // undefined: no padding). The last hidden states.
   torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& keep);
+  // tanh(dense(the first position's hidden state)): the sequence's vector (needs the pooler).
+  torch::Tensor pool(const torch::Tensor& hidden);
   BertEmbeddings embeddings{nullptr};
   BertEncoder encoder{nullptr};
+  std::shared_ptr<torch::nn::Module> pooler;  // pooler.dense (a Linear), or none
+  torch::nn::Linear pooler_dense{nullptr};
 };
 TORCH_MODULE(BertModel);
 

@@ -182,7 +182,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
   const auto y = decoder_attention(r.q.transpose(1, 2), transposed(r.k), transposed(r.v), layer, f.step, r.cached)
                      .transpose(1, 2)
                      .reshape({b, t, heads * head_dim});
-  return o_proj->is_split() ? o_proj(y) : fused::linear(y, o_proj->weight, f.kernels);
+  return o_proj->is_split() || o_proj->has_adapter() ? o_proj(y) : fused::linear(y, o_proj->weight, f.kernels);
 }
 
 LlamaMLPImpl::LlamaMLPImpl(const LlamaConfig& c) {
@@ -207,7 +207,8 @@ void LlamaMLPImpl::fuse_projections() {
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, bool kernels) {
   if (still_stacked(gate_up_weight, gate_proj->weight)) {
     const auto units = fused::silu_mul(fused::linear(x, gate_up_weight, kernels), kernels);
-    return down_proj->is_split() ? down_proj(units) : fused::linear(units, down_proj->weight, kernels);
+    return down_proj->is_split() || down_proj->has_adapter() ? down_proj(units)
+                                                             : fused::linear(units, down_proj->weight, kernels);
   }
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }

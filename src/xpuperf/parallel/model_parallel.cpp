@@ -73,8 +73,9 @@ SplitModel split_model(torch::nn::Module& model, const ParallelGroups& groups, c
     }
     out.split = split_parameters_of(model);
   }
-  // A stage trains what it kept; without stages every parameter takes part (frozen ones as zeros).
-  out.params = groups.pipeline ? trained(model) : model.parameters();
+  // What this rank trains: a stage's parameters, and never a frozen one (LoRA's base model). A
+  // trained parameter a step does not use takes part in the all-reduce as zeros.
+  out.params = trained(model);
   return out;
 }
 

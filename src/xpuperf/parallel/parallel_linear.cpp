@@ -50,7 +50,7 @@ torch::Tensor column_parallel_linear(TensorParallel* tp, const torch::Tensor& x,
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
-  return column_parallel_linear(tp_.get(), x, weight, bias);
+  return adapted(x, column_parallel_linear(tp_.get(), x, weight, bias), is_training());
 }
 
 void ColumnParallelLinearImpl::split(std::shared_ptr<TensorParallel> tp, std::int64_t blocks) {
@@ -64,7 +64,7 @@ std::vector<torch::Tensor> ColumnParallelLinearImpl::split_parameters() const {
 }
 
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
-  if (!tp_) return torch::linear(x, weight, bias);
+  if (!tp_) return adapted(x, torch::linear(x, weight, bias), is_training());
   const auto sum = tp_->reduce_out(torch::linear(x, weight));
   return bias.defined() ? sum + bias : sum;
 }
@@ -90,7 +90,7 @@ torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
   if (tp_ && splits_ == Conv1DSplit::Rows)
     return tp_->reduce_out(x.reshape({-1, x.size(-1)}).mm(weight).view(sizes)) + bias;
   const auto in = tp_ ? tp_->copy_in(x) : x;
-  return torch::addmm(bias, in.reshape({-1, in.size(-1)}), weight).view(sizes);
+  return adapted(in, torch::addmm(bias, in.reshape({-1, in.size(-1)}), weight).view(sizes), is_training());
 }
 
 void Conv1DImpl::split(std::shared_ptr<TensorParallel> tp, std::int64_t blocks) {

@@ -8,7 +8,8 @@
 //   vocabulary-parallel embedding  each rank keeps 1/T of the rows; a token outside a rank's rows
 //                    looks up zeros there, and the sum over the group is the whole lookup.
 // Before split() a layer is exactly the layer it extends (the same operators, initialisation and
-// parameter names), so an unsplit model's numbers and checkpoints do not change.
+// parameter names), so an unsplit model's numbers and checkpoints do not change. Each can also carry
+// a LoRA adapter (lora.h), added to its output.
 
 #include <torch/torch.h>
 
@@ -16,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "xpuperf/parallel/lora.h"
 #include "xpuperf/parallel/tensor_parallel.h"
 
 namespace xpuperf::parallel {
@@ -43,10 +45,12 @@ torch::Tensor column_parallel_linear(TensorParallel* tp, const torch::Tensor& x,
                                      const torch::Tensor& bias);
 
 // torch::nn::Linear (weight stored out × in) whose output features split.
-class ColumnParallelLinearImpl : public torch::nn::LinearImpl, public TensorParallelLayer {
+class ColumnParallelLinearImpl : public torch::nn::LinearImpl, public TensorParallelLayer, public LowRankAdaptable {
  public:
   using torch::nn::LinearImpl::LinearImpl;
   torch::Tensor forward(const torch::Tensor& x);
+  std::int64_t adapter_in() const override { return weight.size(1); }
+  std::int64_t adapter_out() const override { return weight.size(0); }
   // Keeps this rank's output features of each of `blocks`.
   void split(std::shared_ptr<TensorParallel> tp, std::int64_t blocks = 1);
   std::vector<torch::Tensor> split_parameters() const override;
@@ -58,10 +62,12 @@ class ColumnParallelLinearImpl : public torch::nn::LinearImpl, public TensorPara
 TORCH_MODULE(ColumnParallelLinear);
 
 // torch::nn::Linear (weight stored out × in) whose input features split.
-class RowParallelLinearImpl : public torch::nn::LinearImpl, public TensorParallelLayer {
+class RowParallelLinearImpl : public torch::nn::LinearImpl, public TensorParallelLayer, public LowRankAdaptable {
  public:
   using torch::nn::LinearImpl::LinearImpl;
   torch::Tensor forward(const torch::Tensor& x);
+  std::int64_t adapter_in() const override { return weight.size(1); }
+  std::int64_t adapter_out() const override { return weight.size(0); }
   void split(std::shared_ptr<TensorParallel> tp);
   std::vector<torch::Tensor> split_parameters() const override;
   bool is_split() const { return tp_ != nullptr; }
@@ -76,10 +82,13 @@ enum class Conv1DSplit { Columns, Rows };
 
 // x W + b with W stored (in, out), as GPT-2's checkpoints have it (Hugging Face's "Conv1D"),
 // initialised normal(0, init_std) with a zero bias; column- or row-parallel once split.
-class Conv1DImpl : public torch::nn::Module, public TensorParallelLayer {
+class Conv1DImpl : public torch::nn::Module, public TensorParallelLayer, public LowRankAdaptable {
  public:
   Conv1DImpl(std::int64_t in, std::int64_t out, double init_std, Conv1DSplit splits);
   torch::Tensor forward(const torch::Tensor& x);
+  std::int64_t adapter_in() const override { return weight.size(0); }
+  std::int64_t adapter_out() const override { return weight.size(1); }
+  bool fan_in_fan_out() const override { return true; }
   void split(std::shared_ptr<TensorParallel> tp, std::int64_t blocks = 1);
   std::vector<torch::Tensor> split_parameters() const override;
   std::int64_t in_features() const { return weight.size(0); }

@@ -43,6 +43,16 @@ json aggregate_row(const json& row) {
   return a;
 }
 
+// What the row sets lora_rank to ("0": no LoRA).
+std::string lora_rank_of(const json& row) {
+  std::string rank = "0";
+  if (row.contains("sets"))
+    for (const auto& set : row["sets"])
+      if (set.is_string() && set.get<std::string>().rfind("lora_rank=", 0) == 0)
+        rank = set.get<std::string>().substr(10);
+  return rank;
+}
+
 // The largest relative difference of `curve` from `reference` over the steps both have.
 json parity(const json& curve, const json& reference, double tolerance) {
   const std::size_t n = std::min(curve.size(), reference.size());
@@ -106,6 +116,8 @@ std::vector<std::string> cells(const json& row) {
   c.push_back(row.contains("memory_saving") ? percent(-row["memory_saving"].get<double>(), true) : "");
   if (row.value("reference", false)) {
     c.push_back("reference");
+  } else if (row.contains("parity_undefined")) {
+    c.push_back("not compared: " + row["parity_undefined"].get<std::string>());
   } else if (row.contains("parity")) {
     const json& p = row["parity"];
     const std::string worst =
@@ -151,7 +163,9 @@ json sweep_summary(const json& input) {
     row["speedup"] = row["aggregate"]["samples_per_second"]["mean"].get<double>() / ref_sps;
     if (ref_mem > 0 && row["aggregate"].contains("peak_device_memory_mib"))
       row["memory_saving"] = 1.0 - row["aggregate"]["peak_device_memory_mib"].get<double>() / ref_mem;
-    if (const json* curve = curve_of(row); curve && ref_curve && static_cast<int>(i) != reference)
+    if (lora_rank_of(row) != lora_rank_of(ref))
+      row["parity_undefined"] = "LoRA trains adapters on a frozen model, another training than the reference's";
+    else if (const json* curve = curve_of(row); curve && ref_curve && static_cast<int>(i) != reference)
       row["parity"] = parity(*curve, *ref_curve, tolerance);
   }
   return s;

@@ -99,4 +99,92 @@ std::string load_weights(torch::nn::Module& model, const std::string& path,
   return "PyTorch state_dict";
 }
 
+namespace {
+
+// The tensor `name` (dotted, as named_parameters spells it) of a LibTorch archive module->save
+// wrote: a sub-archive a module, the tensor in the last one. Undefined when absent.
+torch::Tensor archive_tensor(torch::serialize::InputArchive& root, const std::string& name, bool buffer) {
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const auto dot = name.find('.', start);
+    parts.push_back(name.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  std::vector<torch::serialize::InputArchive> chain(1);
+  torch::serialize::InputArchive* at = &root;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    chain.emplace_back();
+    if (!at->try_read(parts[i], chain.back())) return {};
+    at = &chain.back();
+  }
+  torch::Tensor t;
+  if (!at->try_read(parts.back(), t, buffer)) return {};
+  return t;
+}
+
+}  // namespace
+
+PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path,
+                               const std::map<std::string, std::string>& tied) {
+  if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
+  struct Target {
+    torch::Tensor tensor;
+    bool buffer;
+  };
+  std::map<std::string, Target> targets;
+  for (const auto& p : model.named_parameters()) targets[p.key()] = {p.value(), false};
+  for (const auto& b : model.named_buffers()) targets[b.key()] = {b.value(), true};
+
+  PretrainedLoad r;
+  std::map<std::string, torch::Tensor> found;
+  std::string archive_error;
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path, torch::kCPU);
+    for (const auto& [name, target] : targets)
+      if (auto t = archive_tensor(archive, name, target.buffer); t.defined()) found[name] = t;
+    r.format = "LibTorch archive";
+  } catch (const c10::Error& e) {
+    archive_error = e.what_without_backtrace();
+  }
+  if (r.format.empty()) {
+    std::map<std::string, torch::Tensor> tensors;
+    try {
+      tensors = read_state_dict(path);
+    } catch (const c10::Error& e) {
+      throw std::runtime_error(path + " is neither a LibTorch archive (" + archive_error.substr(0, 200) +
+                               ") nor a PyTorch state_dict (" + std::string(e.what_without_backtrace()).substr(0, 200) +
+                               ")");
+    }
+    drop_tied_copies(tensors, tied, path);
+    for (auto& [name, t] : tensors) {
+      if (targets.count(name))
+        found[name] = t;
+      else
+        r.unused.push_back(name);
+    }
+    r.format = "PyTorch state_dict";
+  }
+  std::string problems;
+  for (const auto& [name, t] : found)
+    if (t.sizes() != targets.at(name).tensor.sizes())
+      problems += "\n  " + name + ": shape " + c10::str(t.sizes()) + " in the file, " +
+                  c10::str(targets.at(name).tensor.sizes()) + " in the model";
+  if (!problems.empty()) throw std::runtime_error(path + " does not fit the model:" + problems);
+  if (found.empty())
+    throw std::runtime_error(path + " (a " + r.format + ") has no tensor this model names: not its pretrained weights");
+  const torch::NoGradGuard no_grad;
+  for (auto& [name, target] : targets) {
+    const auto it = found.find(name);
+    if (it == found.end()) {
+      r.fresh.push_back(name);
+      continue;
+    }
+    target.tensor.copy_(it->second);
+    r.loaded.push_back(name);
+  }
+  return r;
+}
+
 }  // namespace xpuperf::torchrt

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace xpuperf::torchrt {
 
@@ -16,5 +17,19 @@ namespace xpuperf::torchrt {
 // a tied parameter (alias → the model's name); each must equal the tensor it copies.
 std::string load_weights(torch::nn::Module& model, const std::string& path,
                          const std::map<std::string, std::string>& tied = {});
+
+// What load_pretrained did: the model's tensors it filled, those it left as initialised (not in the
+// file: a new head), and the file's tensors the model has no place for (a pre-training head; listed
+// for a state_dict, not for a LibTorch archive).
+struct PretrainedLoad {
+  std::string format;
+  std::vector<std::string> loaded, fresh, unused;
+};
+
+// A pretrained model's weights into a model with other parts (a fine-tuning head in place of the
+// pre-training one): every tensor whose name the model has is loaded; a name that matches with
+// another shape, or a file with no name in common, is an error that says so.
+PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path,
+                               const std::map<std::string, std::string>& tied = {});
 
 }  // namespace xpuperf::torchrt

@@ -18,6 +18,7 @@ class CausalLmCase : public TrainingCase {
   void derive_metrics(std::map<std::string, double>& metrics) const override;
   double train_flops_per_sample() const override;
   std::int64_t tokens_per_sample() const override { return length_; }
+  std::string peft_task_type() const override { return "CAUSAL_LM"; }
 
  protected:
   // The datasets of seq_length-token samples (default `default_length`, at most `positions`, the

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "xpuperf/torchrt/compat.h"
+#include "xpuperf/train/offload_optimizer.h"
 
 namespace xpuperf::train {
 namespace {
@@ -245,6 +246,15 @@ std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, torch::nn::Modu
 std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> with_decay,
                                               std::vector<torch::Tensor> without_decay, OptimizerImpl impl) {
   const Hyper h = read_hyper(cfg);
+  if (cfg.get_bool("offload_optimizer", false)) {
+    if (h.name == "sgd")
+      throw ConfigError(cfg.at("offload_optimizer").source.str() +
+                        ": offload_optimizer keeps Adam's state on the host; optimizer sgd has none to offload");
+    const AdamHyper adam{h.name == "adamw", h.lr, h.beta1, h.beta2, h.eps};
+    // The device keeps bf16 weights where the step computes in bf16; the host the fp32 masters.
+    const bool device_bf16 = cfg.get_string("precision", "fp32") == "bf16";
+    return make_offload_adam(adam, h.weight_decay, std::move(with_decay), std::move(without_decay), device_bf16);
+  }
   const Groups groups{std::move(with_decay), std::move(without_decay)};
   if (impl == OptimizerImpl::Reference) return std::make_unique<ReferenceOptimizer>(h, groups);
   return std::make_unique<MultiTensorOptimizer>(h, groups, impl == OptimizerImpl::Fused);

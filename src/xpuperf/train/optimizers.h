@@ -3,7 +3,8 @@
 //   off      LibTorch's torch::optim (one small kernel per parameter and operation),
 //   foreach  multi-tensor: each operation over all parameters at once (ATen's _foreach_ ops),
 //   fused    one kernel for the whole update (ATen's _fused_sgd_ / _fused_adamw_, LibTorch 2.x).
-// All three compute the same update; tests hold them to the same loss.
+// All three compute the same update; tests hold them to the same loss. `offload_optimizer: true`
+// replaces them with Adam / AdamW on the host (offload_optimizer.h).
 
 #include <torch/torch.h>
 

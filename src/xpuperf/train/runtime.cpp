@@ -11,6 +11,7 @@
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
+#include "xpuperf/parallel/lora.h"
 #include "xpuperf/parallel/model_parallel.h"
 #include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/device.h"
@@ -110,8 +111,12 @@ torch::Device prepare_process(const Config& cfg, const TrainingSettings& s, cons
   return device;
 }
 
-// The model as this rank trains it: the case's, with its starting weights, layout and block
-// hooks, the same on every rank, then split over the model-parallel groups.
+parallel::LoraSettings lora_settings(const TrainingSettings& s) {
+  return {s.lora_rank, s.lora_alpha, s.lora_dropout, s.lora_targets};
+}
+
+// The model as this rank trains it: the case's, with its starting weights, LoRA adapters, layout
+// and block hooks, the same on every rank, then split over the model-parallel groups.
 std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseContext& ctx, const TrainingSettings& s,
                                                  const std::string& case_name) {
   const Config& cfg = ctx.config;
@@ -121,9 +126,29 @@ std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseCont
     if (!fs::exists(path))
       throw ConfigError(cfg.at("init_checkpoint").source.str() + ": init_checkpoint '" + path + "' does not exist");
     try {
-      torchrt::load_weights(*model, path, c.tied_weights());  // a LibTorch archive or a state_dict saved in Python
+      if (c.starts_from_pretrained()) {
+        const auto r = torchrt::load_pretrained(*model, path, c.tied_weights());
+        std::string fresh;
+        for (const auto& name : r.fresh) fresh += (fresh.empty() ? "" : ", ") + name;
+        log::info("init_checkpoint " + path + " (" + r.format + "): " + std::to_string(r.loaded.size()) +
+                  " tensors loaded; new, as initialised: " + (fresh.empty() ? "none" : fresh) +
+                  (r.unused.empty() ? "" : "; " + std::to_string(r.unused.size()) + " of the file's left out"));
+      } else {
+        torchrt::load_weights(*model, path, c.tied_weights());  // a LibTorch archive or a state_dict saved in Python
+      }
     } catch (const std::runtime_error& e) {
       throw ConfigError(std::string("init_checkpoint: ") + e.what());
+    }
+  }
+  if (s.lora_rank > 0) {
+    // The base model frozen in the step's compute type; only the adapters train.
+    const auto frozen = s.precision == Precision::BF16   ? torch::kBFloat16
+                        : s.precision == Precision::FP16 ? torch::kHalf
+                                                         : torch::kFloat;
+    try {
+      parallel::apply_lora(*model, lora_settings(s), frozen);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(cfg.at("lora_targets").source.str() + ": " + e.what());
     }
   }
   if (s.channels_last) {
@@ -268,6 +293,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
                                              {"global_batch_size", micro_batches_per_step_ * accumulation_},
                                              {"accumulation_steps", accumulation_},
                                              {"zero_stage", s_.zero_stage},
+                                             {"offload_optimizer", s_.offload_optimizer},
                                              {"activation_checkpointing", s_.activation_checkpointing},
                                              {"channels_last", s_.channels_last},
                                              {"cudnn_benchmark", s_.cudnn_benchmark && device_.is_cuda()},
@@ -427,9 +453,14 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
 TrainingOutcome TrainingRun::finish() {
   if (!s_.save_checkpoint.empty()) sync_->gather_all();  // every rank: ZeRO-3 keeps only shares of its blocks
   if (!s_.save_checkpoint.empty() && leader_) {
-    torch::serialize::OutputArchive archive;
-    model_->save(archive);
-    archive.save_to(s_.save_checkpoint);
+    if (s_.lora_rank > 0) {
+      // The adapters alone, as PEFT saves them (a folder), for Hugging Face to load on the base model.
+      parallel::save_lora_adapters(*model_, lora_settings(s_), s_.save_checkpoint, c_.peft_task_type());
+    } else {
+      torch::serialize::OutputArchive archive;
+      model_->save(archive);
+      archive.save_to(s_.save_checkpoint);
+    }
   }
 
   TrainingOutcome outcome;
@@ -451,6 +482,7 @@ TrainingOutcome TrainingRun::finish() {
              {"global_batch_size", micro_batches_per_step_ * accumulation_},
              {"accumulation_steps", accumulation_},
              {"zero_stage", s_.zero_stage},
+             {"offload_optimizer", s_.offload_optimizer},
              {"tensor_parallel", s_.tensor_parallel},
              {"pipeline_parallel", s_.pipeline_parallel},
              {"activation_checkpointing", s_.activation_checkpointing},
@@ -476,6 +508,15 @@ TrainingOutcome TrainingRun::finish() {
     f.extra["steady_samples_per_second"] = static_cast<double>(timed_samples_) / timed_seconds_;
   }
   sync_->describe(f.extra);
+  if (s_.lora_rank > 0) {
+    std::int64_t adapter = 0, frozen = 0, layers = 0;
+    for (const auto& [name, t] : parallel::lora_tensors(*model_)) adapter += t.numel();
+    for (const auto& p : model_->parameters())
+      if (!p.requires_grad()) frozen += p.numel();
+    layers = static_cast<std::int64_t>(parallel::lora_tensors(*model_).size()) / 2;
+    f.extra["lora"] = {{"rank", s_.lora_rank},     {"alpha", s_.lora_alpha},        {"targets", s_.lora_targets},
+                       {"adapted_layers", layers}, {"trained_parameters", adapter}, {"frozen_parameters", frozen}};
+  }
   if (s_.record_loss_curve && !loss_curve_.empty()) {
     const auto curve = torch::cat(loss_curve_).cpu();
     f.extra["loss_curve"] = std::vector<float>(curve.data_ptr<float>(), curve.data_ptr<float>() + curve.numel());

@@ -129,6 +129,12 @@ class TrainingCase {
   // layer as lm_head.weight beside transformer.wte.weight): alias → the model's name. An alias
   // must equal what it copies.
   virtual std::map<std::string, std::string> tied_weights() const { return {}; }
+  // Whether init_checkpoint is a pretrained model with other parts (a fine-tuning case): the
+  // tensors the model names are loaded and the rest of the model keeps its initialisation
+  // (torchrt::load_pretrained), instead of every name having to match.
+  virtual bool starts_from_pretrained() const { return false; }
+  // PEFT's task_type for saved LoRA adapters (CAUSAL_LM, ...); "" where PEFT has none.
+  virtual std::string peft_task_type() const { return ""; }
 };
 
 // Registration, so adding a case is adding a folder.

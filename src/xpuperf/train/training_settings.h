@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "xpuperf/core/config.h"
 #include "xpuperf/train/precision.h"
@@ -34,6 +35,7 @@ struct TrainingSettings {
   bool channels_last = false, cudnn_benchmark = false, cuda_graphs = false;
   bool activation_checkpointing = false, overlap_grad_reduce = true;
   std::int64_t zero_stage = 0;
+  bool offload_optimizer = false;  // the optimizer's state and update on the host (offload_optimizer.h)
   std::int64_t bucket_bytes = 25 << 20;
   std::string dist_backend = "auto";
   double dist_timeout_s = 300;
@@ -43,6 +45,10 @@ struct TrainingSettings {
   bool record_loss_curve = false;
   std::int64_t timing_skip_steps = 0;
   std::string data_dir, init_checkpoint, save_checkpoint;
+  // LoRA fine-tuning (parallel/lora.h): rank 0 trains the whole model.
+  std::int64_t lora_rank = 0;
+  double lora_alpha = 32, lora_dropout = 0.05;
+  std::vector<std::string> lora_targets;
 
   // Ranks that share data (the world without model parallelism).
   int data_ranks(int world_size) const { return world_size / static_cast<int>(tensor_parallel * pipeline_parallel); }

@@ -1,0 +1,93 @@
+// BERT fine-tuning for sequence classification (Rapidformer's Finetuner): Hugging Face's
+// BertForSequenceClassification layout (models/bert_classifier.h) started from a pretrained BERT
+// (init_checkpoint: what the bert case saved, or a Hugging Face state_dict; the pooler and the
+// classifier start new), trained on JSON lines of labelled texts (train/text_classification.h).
+// The metrics are the validation accuracy and loss.
+
+#include <filesystem>
+
+#include "xpuperf/data/idx.h"
+#include "xpuperf/models/bert_classifier.h"
+#include "xpuperf/text/tokenizer_error.h"
+#include "xpuperf/train/text_classification.h"
+
+namespace xpuperf::cases {
+namespace {
+
+// A path of the config, relative to data_dir unless absolute.
+std::string data_path(const Config& cfg, const std::string& key) {
+  const std::string value = cfg.get_string(key, "");
+  if (value.empty()) throw ConfigError(cfg.at(key).source.str() + ": '" + key + "' is empty: name the file");
+  const std::filesystem::path p(value);
+  if (p.is_absolute()) return value;
+  const std::string dir = cfg.get_string("data_dir", "");
+  if (dir.empty())
+    throw ConfigError("data_dir is empty: set it to the folder holding " + key + " '" + value +
+                      "' (scripts/linux-doc-datasets.sh makes linux-doc-topics, README)");
+  return (std::filesystem::path(dir) / p).string();
+}
+
+class BertFinetuneCase : public train::TrainingCase {
+ public:
+  train::Datasets datasets(const train::CaseContext& ctx) override {
+    const Config& cfg = ctx.config;
+    config_ = models::bert_config_from(cfg, models::BertConfig::base());
+    config_.dropout = config_.attention_dropout = cfg.get_number("dropout", config_.dropout);
+    length_ = cfg.get_int("seq_length", 128);
+    if (length_ < 3 || length_ > config_.positions)
+      throw ConfigError(cfg.at("seq_length").source.str() + ": seq_length must be in [3, max_position_embeddings = " +
+                        std::to_string(config_.positions) + "], got " + std::to_string(length_));
+    std::unique_ptr<text::WordPiece> wordpiece;
+    try {
+      wordpiece = std::make_unique<text::WordPiece>(
+          text::WordPiece::load(data_path(cfg, "vocab_file"), cfg.get_bool("lower_case", true)));
+    } catch (const text::TokenizerError& e) {
+      throw data::DataError(std::string("vocab_file: ") + e.what());
+    }
+    if (wordpiece->vocab_size() != config_.vocab)
+      throw ConfigError("vocab_file " + data_path(cfg, "vocab_file") + " has " +
+                        std::to_string(wordpiece->vocab_size()) + " tokens, the model's vocab_size is " +
+                        std::to_string(config_.vocab) + ": they must be the same vocabulary");
+    auto data = train::wordpiece_classification_data(data_path(cfg, "train_data"), data_path(cfg, "eval_data"),
+                                                     *wordpiece, length_);
+    labels_ = static_cast<std::int64_t>(data.label_names.size());
+    return {data.train, data.eval};
+  }
+
+  std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
+    model_ = models::BertForSequenceClassification(config_, labels_);
+    model_->to(ctx.device);
+    return model_.ptr();
+  }
+
+  torch::Tensor forward_step(const train::Batch& b) override {
+    return model_->loss_and_correct(b[0], b[1], b[2], b[3]).first;
+  }
+
+  void evaluate(const train::Batch& b, train::MetricSums& sums) override {
+    const auto [loss, correct] = model_->loss_and_correct(b[0], b[1], b[2], b[3]);
+    const auto n = static_cast<double>(b[3].size(0));
+    sums.add("accuracy", correct.item<double>(), n);
+    sums.add("loss", loss.item<double>() * n, n);
+  }
+
+  double train_flops_per_sample() const override { return model_ ? model_->training_flops_per_sequence(length_) : 0.0; }
+  std::int64_t tokens_per_sample() const override { return length_; }
+  // A BertForMaskedLM checkpoint's word-embedding copy in its decoder is left out with the rest of
+  // its head.
+  std::map<std::string, std::string> tied_weights() const override {
+    return {{"cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"}};
+  }
+  bool starts_from_pretrained() const override { return true; }
+  std::string peft_task_type() const override { return "SEQ_CLS"; }
+
+ private:
+  models::BertConfig config_;
+  std::int64_t length_ = 128, labels_ = 2;
+  models::BertForSequenceClassification model_{nullptr};
+};
+
+XPUPERF_REGISTER_TRAINING_CASE("bert_finetune", "libtorch", BertFinetuneCase);
+
+}  // namespace
+}  // namespace xpuperf::cases

@@ -1,0 +1,132 @@
+#include "xpuperf/parallel/lora.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+namespace xpuperf::parallel {
+
+void LowRankAdaptable::add_adapter(torch::nn::Module& self, std::int64_t in, std::int64_t out, std::int64_t rank,
+                                   double alpha, double dropout) {
+  if (has_adapter()) throw std::logic_error("LoRA: a layer got a second adapter");
+  // Where the layer's weights are (their own type may be the frozen one: the adapter trains in fp32).
+  torch::Device device(torch::kCPU);
+  for (const auto& p : self.parameters(false)) device = p.device();
+  lora_A_ = self.register_module("lora_A", torch::nn::Linear(torch::nn::LinearOptions(in, rank).bias(false)));
+  lora_B_ = self.register_module("lora_B", torch::nn::Linear(torch::nn::LinearOptions(rank, out).bias(false)));
+  {
+    const torch::NoGradGuard no_grad;
+    lora_B_->weight.zero_();
+  }
+  lora_A_->to(device);
+  lora_B_->to(device);
+  scale_ = alpha / static_cast<double>(rank);
+  dropout_ = dropout;
+}
+
+torch::Tensor LowRankAdaptable::adapted(const torch::Tensor& x, const torch::Tensor& y, bool training) const {
+  if (!lora_A_) return y;
+  auto in = dropout_ > 0 ? torch::dropout(x, dropout_, training) : x;
+  // On the GPU autocast runs the product in the compute type; elsewhere a frozen bf16 model's
+  // activations meet the fp32 adapters here. The sum takes y's type.
+  if (!in.is_cuda() && in.scalar_type() != lora_A_->weight.scalar_type()) in = in.to(lora_A_->weight.scalar_type());
+  return y + (torch::linear(torch::linear(in, lora_A_->weight), lora_B_->weight) * scale_).to(y.scalar_type());
+}
+
+namespace {
+
+std::string last_part(const std::string& name) {
+  const auto dot = name.rfind('.');
+  return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+
+bool is_adapter_parameter(const std::string& name) {
+  return name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos;
+}
+
+}  // namespace
+
+std::vector<std::string> apply_lora(torch::nn::Module& model, const LoraSettings& settings,
+                                    torch::ScalarType frozen_type) {
+  if (settings.rank < 1) throw std::invalid_argument("lora_rank must be 1 or more to adapt layers");
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> adaptable;
+  for (const auto& item : model.named_modules("", false))
+    if (dynamic_cast<LowRankAdaptable*>(item.value().get())) adaptable.emplace_back(item.key(), item.value());
+  std::set<std::string> kinds;  // the adaptable layers' last name parts, for the error
+  for (const auto& [name, module] : adaptable) kinds.insert(last_part(name));
+  for (const auto& target : settings.targets)
+    if (!kinds.count(target)) {
+      std::string known;
+      for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k;
+      throw std::invalid_argument("lora_targets: no layer of the model is named '" + target +
+                                  "'; its linear layers are " + (known.empty() ? "none" : known));
+    }
+
+  {
+    const torch::NoGradGuard no_grad;
+    for (auto& p : model.parameters()) {
+      p.set_requires_grad(false);
+      if (p.is_floating_point() && p.scalar_type() != frozen_type) p.set_data(p.to(frozen_type));
+    }
+  }
+  std::vector<std::string> adapted;
+  const std::set<std::string> targets(settings.targets.begin(), settings.targets.end());
+  for (const auto& [name, module] : adaptable) {
+    if (!targets.count(last_part(name))) continue;
+    auto* layer = dynamic_cast<LowRankAdaptable*>(module.get());
+    layer->add_adapter(*module, layer->adapter_in(), layer->adapter_out(), settings.rank, settings.alpha,
+                       settings.dropout);
+    adapted.push_back(name);
+  }
+  return adapted;
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> lora_tensors(torch::nn::Module& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : model.named_parameters())
+    if (is_adapter_parameter(p.key())) out.emplace_back("base_model.model." + p.key(), p.value());
+  return out;
+}
+
+void save_lora_adapters(torch::nn::Module& model, const LoraSettings& settings, const std::string& dir,
+                        const std::string& task_type) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  c10::Dict<std::string, torch::Tensor> dict;
+  for (const auto& [name, t] : lora_tensors(model)) dict.insert(name, t.detach().to(torch::kCPU).contiguous());
+  const auto bytes = torch::pickle_save(c10::IValue(dict));
+  // Each file through a temporary, so that a reader never sees half of one.
+  const auto write = [&](const std::string& name, const char* data, std::size_t size) {
+    const fs::path path = fs::path(dir) / name, partial = fs::path(dir) / (name + ".partial");
+    std::ofstream out(partial, std::ios::binary);
+    out.write(data, static_cast<std::streamsize>(size));
+    out.close();
+    if (!out) throw std::runtime_error(partial.string() + ": cannot be written");
+    fs::rename(partial, path);
+  };
+  write("adapter_model.bin", bytes.data(), bytes.size());
+  bool conv1d = false;  // GPT-2's layers store W as (in, out): PEFT's fan_in_fan_out
+  for (const auto& item : model.named_modules("", false))
+    if (auto* layer = dynamic_cast<LowRankAdaptable*>(item.value().get()); layer && layer->has_adapter())
+      conv1d = conv1d || layer->fan_in_fan_out();
+  const nlohmann::json config = {{"peft_type", "LORA"},
+                                 {"task_type", task_type.empty() ? nlohmann::json() : nlohmann::json(task_type)},
+                                 {"r", settings.rank},
+                                 {"lora_alpha", settings.alpha},
+                                 {"lora_dropout", settings.dropout},
+                                 {"target_modules", settings.targets},
+                                 {"bias", "none"},
+                                 {"fan_in_fan_out", conv1d},
+                                 {"init_lora_weights", true},
+                                 {"inference_mode", true},
+                                 {"modules_to_save", nullptr},
+                                 {"base_model_name_or_path", nullptr},
+                                 {"use_rslora", false}};
+  const std::string text = config.dump(2) + "\n";
+  write("adapter_config.json", text.data(), text.size());
+}
+
+}  // namespace xpuperf::parallel

@@ -1,0 +1,29 @@
+#pragma once
+// `offload_optimizer: true`, ZeRO-Offload's idea (Ren et al., 2021) as a StepOptimizer: the
+// optimizer's state — fp32 master weights and Adam's two moments, 12 bytes a parameter — lives in
+// host memory (pinned, where a GPU copies from it) instead of the accelerator's. A step copies the
+// gradients to the host, runs the Adam / AdamW update there on every core (cpu_adam.h's loop,
+// vectorised, split by ATen's parallel_for), and copies the weights back in the parameters' own
+// type. With `precision: bf16` on a GPU the parameters (and so their gradients) are kept in bf16
+// on the device: 4 bytes a parameter there instead of 16 for weights, gradients and state in fp32.
+// The update is torch::optim's Adam / AdamW, operation for operation (tests hold the loss to it).
+
+#include <memory>
+#include <vector>
+
+#include "xpuperf/train/optimizers.h"
+
+namespace xpuperf::train {
+
+struct AdamHyper {
+  bool decoupled = true;  // AdamW (decay applied to the weight) or Adam (added to the gradient)
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+// `with_decay` / `without_decay`: the parameters (on any device) and their weight decay groups;
+// `device_bf16`: store the device parameters in bf16 from now on (the master copy stays fp32).
+std::unique_ptr<StepOptimizer> make_offload_adam(const AdamHyper& h, double weight_decay,
+                                                 std::vector<torch::Tensor> with_decay,
+                                                 std::vector<torch::Tensor> without_decay, bool device_bf16);
+
+}  // namespace xpuperf::train

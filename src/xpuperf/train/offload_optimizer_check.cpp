@@ -1,0 +1,32 @@
+// The check of the offload_optimizer switch (offload_optimizer.h): torch-free, so that `xpuperf
+// check` and `xpuperf run` refuse a config that cannot run without loading LibTorch
+// (core/training_switches.h).
+
+#include <string>
+
+#include "xpuperf/core/training_switches.h"
+
+namespace xpuperf::train {
+namespace {
+
+void check_offload(const SwitchCheckInput& in, Diagnostics& diags) {
+  if (!in.get_bool("offload_optimizer", false)) return;
+  const auto where = in.source("offload_optimizer");
+  const std::string optimizer = in.get_string("optimizer", "sgd");
+  if (optimizer != "adam" && optimizer != "adamw")
+    diags.error(where, "offload_optimizer: keeps Adam's moments on the host; optimizer " + optimizer +
+                           " has none to offload (use adam or adamw, or offload_optimizer: false)");
+  if (in.get_int("zero_stage", 0) > 0)
+    diags.error(where,
+                "offload_optimizer: not yet with zero_stage (each rank would offload its shares); set "
+                "zero_stage: 0");
+  const std::string fused = in.get_string("fused_optimizer", "off");
+  if (fused != "off" && fused != "false")
+    diags.error(where, "offload_optimizer: the host runs the step, so fused_optimizer: " + fused +
+                           " cannot; set fused_optimizer: off");
+}
+
+const bool offload_check_registered = register_switch_check("offload_optimizer", check_offload);
+
+}  // namespace
+}  // namespace xpuperf::train

@@ -1,0 +1,99 @@
+#include "xpuperf/train/text_classification.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "xpuperf/data/idx.h"
+
+namespace xpuperf::train {
+
+LabelledTexts read_labelled_jsonl(const std::string& path, const std::string& text_key, const std::string& label_key) {
+  std::ifstream in(path);
+  if (!in)
+    throw data::DataError(path + ": cannot be read (JSON lines of {\"" + text_key + "\", \"" + label_key + "\"})");
+  LabelledTexts out;
+  std::string line;
+  std::int64_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ": line " + std::to_string(number);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      throw data::DataError(where + " is not JSON (JSON lines: one {\"" + text_key + "\": ..., \"" + label_key +
+                            "\": ...} a line)");
+    }
+    if (!j.is_object() || !j.contains(text_key) || !j[text_key].is_string())
+      throw data::DataError(where + " has no string \"" + text_key + "\"");
+    if (!j.contains(label_key) || !(j[label_key].is_string() || j[label_key].is_number_integer()))
+      throw data::DataError(where + " has no \"" + label_key + "\" (a string or an integer)");
+    out.texts.push_back(j[text_key].get<std::string>());
+    out.labels.push_back(j[label_key].is_string() ? j[label_key].get<std::string>() : j[label_key].dump());
+  }
+  if (out.texts.empty()) throw data::DataError(path + ": no labelled texts");
+  return out;
+}
+
+namespace {
+
+std::vector<torch::Tensor> tensors_of(const LabelledTexts& t, const std::map<std::string, std::int64_t>& ids_of,
+                                      const text::WordPiece& wp, std::int64_t length, const std::string& path,
+                                      std::int64_t& truncated) {
+  const auto n = static_cast<std::int64_t>(t.texts.size());
+  auto ids = torch::full({n, length}, static_cast<std::int64_t>(wp.pad()), torch::kLong);
+  auto keep = torch::zeros({n, length}, torch::kBool);
+  auto labels = torch::empty({n}, torch::kLong);
+  auto* id = ids.data_ptr<std::int64_t>();
+  auto* kept = keep.data_ptr<bool>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto& name = t.labels[static_cast<std::size_t>(i)];
+    const auto label = ids_of.find(name);
+    if (label == ids_of.end())
+      throw data::DataError(path + ": label '" + name + "' (text " + std::to_string(i + 1) +
+                            ") is not among the training file's labels");
+    labels[i] = label->second;
+    const auto pieces = wp.encode(t.texts[static_cast<std::size_t>(i)]);
+    const auto room = static_cast<std::size_t>(length - 2);
+    if (pieces.size() > room) ++truncated;
+    const std::size_t used = std::min(pieces.size(), room);
+    std::int64_t* row = id + i * length;
+    row[0] = wp.cls();
+    for (std::size_t k = 0; k < used; ++k) row[k + 1] = pieces[k];
+    row[used + 1] = wp.sep();
+    std::fill(kept + i * length, kept + i * length + static_cast<std::int64_t>(used) + 2, true);
+  }
+  return {ids, torch::zeros({n, length}, torch::kLong), keep, labels};
+}
+
+}  // namespace
+
+ClassificationData wordpiece_classification_data(const std::string& train_path, const std::string& eval_path,
+                                                 const text::WordPiece& wordpiece, std::int64_t length) {
+  if (length < 3) throw data::DataError("seq_length " + std::to_string(length) + ": [CLS], a token and [SEP] need 3");
+  const auto train = read_labelled_jsonl(train_path), eval = read_labelled_jsonl(eval_path);
+  ClassificationData d;
+  d.label_names = train.labels;
+  std::sort(d.label_names.begin(), d.label_names.end());
+  d.label_names.erase(std::unique(d.label_names.begin(), d.label_names.end()), d.label_names.end());
+  if (d.label_names.size() < 2)
+    throw data::DataError(train_path + ": one label only ('" + d.label_names.front() + "'); a classification needs 2");
+  std::map<std::string, std::int64_t> ids_of;
+  for (std::size_t i = 0; i < d.label_names.size(); ++i) ids_of[d.label_names[i]] = static_cast<std::int64_t>(i);
+  std::int64_t cut_train = 0, cut_eval = 0;
+  auto train_set = tensors_of(train, ids_of, wordpiece, length, train_path, cut_train);
+  auto eval_set = tensors_of(eval, ids_of, wordpiece, length, eval_path, cut_eval);
+  const auto describe = [&](const std::string& path, const LabelledTexts& t, std::int64_t cut) {
+    return path + ": " + std::to_string(t.texts.size()) + " labelled texts, " + std::to_string(d.label_names.size()) +
+           " labels, WordPiece, " + std::to_string(length) + " tokens a sequence (" + std::to_string(cut) +
+           " texts cut to fit)";
+  };
+  d.train = std::make_shared<TensorDataset>(std::move(train_set), describe(train_path, train, cut_train));
+  d.eval = std::make_shared<TensorDataset>(std::move(eval_set), describe(eval_path, eval, cut_eval));
+  return d;
+}
+
+}  // namespace xpuperf::train
