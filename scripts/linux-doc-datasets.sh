@@ -5,7 +5,8 @@
 #   linux-doc-llama3.{bin,idx,json} Llama 3's byte-level BPE, one sequence a file (the llama case)
 #   linux-doc-bert.{bin,idx,json}   bert-base-uncased's WordPiece, one sequence a paragraph (the bert case)
 #   linux-doc-topics/               paragraphs labelled by their top-level folder, train.jsonl and
-#                                   valid.jsonl, with bert-base-uncased's vocab.txt (the bert_finetune case)
+#                                   valid.jsonl, with bert-base-uncased's vocab.txt and Llama 3's
+#                                   tokenizer.model (the bert_finetune and llama_finetune cases)
 # Usage: scripts/linux-doc-datasets.sh OUT_DIR [DOC_DIR [XPUPERF]]
 #   DOC_DIR  default /usr/share/doc/linux-doc-6.1/Documentation (apt-get install linux-doc-6.1)
 #   XPUPERF  the binary, default build/src/xpuperf
@@ -32,3 +33,4 @@ vocab=$root/.cache/vocab
   --extensions rst,txt "$docs" -o "$out/linux-doc-bert"
 python3 "$root/scripts/linux-doc-topics.py" "$docs" "$out/linux-doc-topics"
 cp "$vocab/bert-base-uncased/vocab.txt" "$out/linux-doc-topics/vocab.txt"
+cp "$vocab/llama3/tokenizer.model" "$out/linux-doc-topics/tokenizer.model"

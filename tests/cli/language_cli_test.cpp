@@ -57,6 +57,7 @@ class LanguageCli : public ::testing::Test {
                         data_->path() + "/linux-doc-topics", "--folders", "process,hwmon", "--per-label", "150"},
                        {}, 120));
     fs::copy_file(kVocab + "/bert-base-uncased/vocab.txt", data_->path() + "/linux-doc-topics/vocab.txt");
+    fs::copy_file(kVocab + "/llama3/tokenizer.model", data_->path() + "/linux-doc-topics/tokenizer.model");
     r = xpuperf({"data", "tokenize", "--tokenizer", "wordpiece", "--vocab", kVocab + "/bert-base-uncased/vocab.txt",
                  slice, "-o", data_->path() + "/linux-doc-bert"},
                 XPUPERF_SOURCE_DIR, {}, 600);
@@ -218,6 +219,36 @@ TEST_F(LanguageCli, BertFineTunesToClassifyParagraphsFromItsOwnCheckpoint) {
   ASSERT_TRUE(finished);
   EXPECT_EQ((*finished)["final_metric"]["name"], "accuracy") << finished->dump();
   // Two labels of about as many held-out paragraphs each: chance is one half.
+  EXPECT_GT((*finished)["final_metric"]["value"].get<double>(), 0.6) << finished->dump();
+}
+
+// The same on a decoder: a tiny Llama pretrained on the kernel's documentation and saved, then
+// fine-tuned from that file with its last token scored; `score` starts new.
+TEST_F(LanguageCli, LlamaFineTunesToClassifyParagraphsFromItsOwnCheckpoint) {
+  const std::vector<std::string> tiny = {"num_hidden_layers=2",   "hidden_size=64",        "intermediate_size=128",
+                                         "num_attention_heads=4", "num_key_value_heads=2", "num_threads=2"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), tiny.begin(), tiny.end());
+    return more;
+  };
+  const std::string base = dir.path() + "/llama.pt";
+  Result r =
+      train_on_cpu("llama", with({"tie_word_embeddings=false", "seq_length=32", "train_batch_size=8",
+                                  "eval_batch_size=8", "lr=0.003", "warmup_steps=2", "max_steps=10", "log_freq=10",
+                                  "eval_interval_steps=0", "valid_share=0.01", "save_checkpoint=" + base}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = train_on_cpu("llama_finetune",
+                   with({"init_checkpoint=" + base, "seq_length=64", "train_batch_size=16", "eval_batch_size=64",
+                         "lr=0.003", "warmup_steps=2", "max_steps=50", "log_freq=1", "max_epochs=0"}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "tensors loaded; new, as initialised: score.weight")) << r.output;
+  const auto events = events_of(r.output);
+  const auto* info = event_value(events, "SUBMIT_INFO");
+  ASSERT_TRUE(info);
+  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "2 labels, Llama 3 BPE")) << info->dump();
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_TRUE(finished);
+  EXPECT_EQ((*finished)["final_metric"]["name"], "accuracy") << finished->dump();
   EXPECT_GT((*finished)["final_metric"]["value"].get<double>(), 0.6) << finished->dump();
 }
 

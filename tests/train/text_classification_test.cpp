@@ -12,6 +12,7 @@
 #include "test_util.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/models/bert_classifier.h"
+#include "xpuperf/models/llama_classifier.h"
 #include "xpuperf/torchrt/weights.h"
 
 namespace xpuperf::train {
@@ -135,6 +136,34 @@ TEST(TextClassification, APretrainedBertStartsTheClassifierWithItsNewPartsNamed)
                                    torch::ones({4, 8}, torch::kBool), torch::tensor({0, 1, 2, 1}));
   EXPECT_NEAR(loss.item<double>(), std::log(3.0), 0.5);
   EXPECT_LE(correct.item<std::int64_t>(), 4);
+}
+
+// Llama scores each row's last real token: a row padded on the right gets the logits it gets alone
+// (the decoder is causal), and a LlamaForCausalLM checkpoint starts every tensor but `score`.
+TEST(TextClassification, LlamaScoresTheLastRealTokenAndStartsFromACausalLm) {
+  torch::manual_seed(4);
+  models::LlamaConfig c;
+  c.vocab = 50, c.hidden = 32, c.intermediate = 48, c.layers = 2, c.heads = 4, c.kv_heads = 2;
+  auto m = models::LlamaForSequenceClassification(c, 3);
+  m->eval();
+  const auto ids = torch::randint(0, 50, {2, 7});
+  const auto keep = torch::tensor({1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1}, torch::kBool).view({2, 7});
+  const auto logits = m->forward(ids, keep);
+  ASSERT_EQ(logits.sizes(), (std::vector<std::int64_t>{2, 3}));
+  EXPECT_TRUE(torch::allclose(
+      logits[0], m->forward(ids.slice(0, 0, 1).narrow(1, 0, 4), keep.slice(0, 0, 1).narrow(1, 0, 4))[0], 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(logits[1], m->forward(ids.slice(0, 1, 2), keep.slice(0, 1, 2))[0], 1e-5, 1e-6));
+
+  auto causal = models::LlamaForCausalLM(c);
+  test::TempDir dir;
+  {
+    torch::serialize::OutputArchive archive;
+    causal->save(archive);
+    archive.save_to(dir.path() + "/llama.pt");
+  }
+  const auto r = torchrt::load_pretrained(*m, dir.path() + "/llama.pt");
+  EXPECT_EQ(r.fresh, std::vector<std::string>{"score.weight"});
+  EXPECT_TRUE(torch::equal(m->model->norm->weight, causal->model->norm->weight));
 }
 
 }  // namespace

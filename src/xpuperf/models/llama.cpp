@@ -83,6 +83,26 @@ std::string LlamaConfig::problem() const {
   return "";
 }
 
+LlamaConfig llama_config_from(const Config& cfg, LlamaConfig c) {
+  c.vocab = cfg.get_int("vocab_size", c.vocab);
+  c.hidden = cfg.get_int("hidden_size", c.hidden);
+  c.intermediate = cfg.get_int("intermediate_size", c.intermediate);
+  c.layers = cfg.get_int("num_hidden_layers", c.layers);
+  c.heads = cfg.get_int("num_attention_heads", c.heads);
+  c.kv_heads = cfg.get_int("num_key_value_heads", c.kv_heads);
+  c.max_positions = cfg.get_int("max_position_embeddings", c.max_positions);
+  c.rms_norm_eps = cfg.get_number("rms_norm_eps", c.rms_norm_eps);
+  c.rope_theta = cfg.get_number("rope_theta", c.rope_theta);
+  c.tie_word_embeddings = cfg.get_bool("tie_word_embeddings", c.tie_word_embeddings);
+  c.rope_factor = cfg.get_number("rope_scaling_factor", c.rope_factor);
+  c.rope_low_freq_factor = cfg.get_number("rope_low_freq_factor", c.rope_low_freq_factor);
+  c.rope_high_freq_factor = cfg.get_number("rope_high_freq_factor", c.rope_high_freq_factor);
+  c.rope_original_max_positions = cfg.get_int("rope_original_max_position_embeddings", c.rope_original_max_positions);
+  if (const auto problem = c.problem(); !problem.empty())
+    throw ConfigError("the Llama's settings do not fit: " + problem);
+  return c;
+}
+
 std::int64_t LlamaConfig::parameter_count() const {
   const std::int64_t kv = kv_heads * head_dim();
   const std::int64_t layer = hidden * hidden * 2 + 2 * hidden * kv + 3 * hidden * intermediate + 2 * hidden;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpuperf/core/config.h"
 #include "xpuperf/models/kv_cache.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/parallel/parallel_linear.h"
@@ -50,6 +51,13 @@ struct LlamaConfig {
   // The rotary inverse frequencies (head_dim / 2, float32), scaled as rope_factor says.
   torch::Tensor inverse_frequencies(const torch::TensorOptions& options) const;
 };
+
+// `base` with the sizes and settings a config sets, in Hugging Face's names (vocab_size,
+// hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads,
+// max_position_embeddings, rms_norm_eps, rope_theta, tie_word_embeddings; Llama 3.1's rope scaling as
+// rope_scaling_factor (0: none), rope_low_freq_factor, rope_high_freq_factor,
+// rope_original_max_position_embeddings); ConfigError saying what does not fit.
+LlamaConfig llama_config_from(const Config& cfg, LlamaConfig base);
 
 // x / rms(x) × weight, computed in float32 as Hugging Face's LlamaRMSNorm.
 struct LlamaRMSNormImpl : torch::nn::Module {

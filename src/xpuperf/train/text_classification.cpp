@@ -1,6 +1,7 @@
 #include "xpuperf/train/text_classification.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,17 @@
 #include "xpuperf/data/idx.h"
 
 namespace xpuperf::train {
+
+std::string data_file(const Config& cfg, const std::string& key) {
+  const std::string value = cfg.get_string(key, "");
+  if (value.empty()) throw ConfigError(cfg.at(key).source.str() + ": '" + key + "' is empty: name the file");
+  if (std::filesystem::path(value).is_absolute()) return value;
+  const std::string dir = cfg.get_string("data_dir", "");
+  if (dir.empty())
+    throw ConfigError("data_dir is empty: set it to the folder holding " + key + " '" + value +
+                      "' (scripts/linux-doc-datasets.sh makes linux-doc-topics, README)");
+  return (std::filesystem::path(dir) / value).string();
+}
 
 LabelledTexts read_labelled_jsonl(const std::string& path, const std::string& text_key, const std::string& label_key) {
   std::ifstream in(path);
@@ -41,10 +53,10 @@ LabelledTexts read_labelled_jsonl(const std::string& path, const std::string& te
 namespace {
 
 std::vector<torch::Tensor> tensors_of(const LabelledTexts& t, const std::map<std::string, std::int64_t>& ids_of,
-                                      const text::WordPiece& wp, std::int64_t length, const std::string& path,
-                                      std::int64_t& truncated) {
+                                      const TextEncoder& encode, const TextFraming& f, std::int64_t length,
+                                      const std::string& path, std::int64_t& truncated) {
   const auto n = static_cast<std::int64_t>(t.texts.size());
-  auto ids = torch::full({n, length}, static_cast<std::int64_t>(wp.pad()), torch::kLong);
+  auto ids = torch::full({n, length}, static_cast<std::int64_t>(f.pad), torch::kLong);
   auto keep = torch::zeros({n, length}, torch::kBool);
   auto labels = torch::empty({n}, torch::kLong);
   auto* id = ids.data_ptr<std::int64_t>();
@@ -56,24 +68,29 @@ std::vector<torch::Tensor> tensors_of(const LabelledTexts& t, const std::map<std
       throw data::DataError(path + ": label '" + name + "' (text " + std::to_string(i + 1) +
                             ") is not among the training file's labels");
     labels[i] = label->second;
-    const auto pieces = wp.encode(t.texts[static_cast<std::size_t>(i)]);
-    const auto room = static_cast<std::size_t>(length - 2);
+    const auto pieces = encode(t.texts[static_cast<std::size_t>(i)]);
+    const std::int64_t framing = (f.begin >= 0 ? 1 : 0) + (f.end >= 0 ? 1 : 0);
+    const auto room = static_cast<std::size_t>(length - framing);
     if (pieces.size() > room) ++truncated;
     const std::size_t used = std::min(pieces.size(), room);
     std::int64_t* row = id + i * length;
-    row[0] = wp.cls();
-    for (std::size_t k = 0; k < used; ++k) row[k + 1] = pieces[k];
-    row[used + 1] = wp.sep();
-    std::fill(kept + i * length, kept + i * length + static_cast<std::int64_t>(used) + 2, true);
+    std::int64_t at = 0;
+    if (f.begin >= 0) row[at++] = f.begin;
+    for (std::size_t k = 0; k < used; ++k) row[at++] = pieces[k];
+    if (f.end >= 0) row[at++] = f.end;
+    std::fill(kept + i * length, kept + i * length + at, true);
   }
   return {ids, torch::zeros({n, length}, torch::kLong), keep, labels};
 }
 
 }  // namespace
 
-ClassificationData wordpiece_classification_data(const std::string& train_path, const std::string& eval_path,
-                                                 const text::WordPiece& wordpiece, std::int64_t length) {
-  if (length < 3) throw data::DataError("seq_length " + std::to_string(length) + ": [CLS], a token and [SEP] need 3");
+ClassificationData classification_data(const std::string& train_path, const std::string& eval_path,
+                                       const TextEncoder& encode, const TextFraming& framing, std::int64_t length) {
+  const std::int64_t needed = 1 + (framing.begin >= 0 ? 1 : 0) + (framing.end >= 0 ? 1 : 0);
+  if (length < needed)
+    throw data::DataError("seq_length " + std::to_string(length) + ": a text needs " + std::to_string(needed) +
+                          " tokens with its framing");
   const auto train = read_labelled_jsonl(train_path), eval = read_labelled_jsonl(eval_path);
   ClassificationData d;
   d.label_names = train.labels;
@@ -84,16 +101,30 @@ ClassificationData wordpiece_classification_data(const std::string& train_path, 
   std::map<std::string, std::int64_t> ids_of;
   for (std::size_t i = 0; i < d.label_names.size(); ++i) ids_of[d.label_names[i]] = static_cast<std::int64_t>(i);
   std::int64_t cut_train = 0, cut_eval = 0;
-  auto train_set = tensors_of(train, ids_of, wordpiece, length, train_path, cut_train);
-  auto eval_set = tensors_of(eval, ids_of, wordpiece, length, eval_path, cut_eval);
+  auto train_set = tensors_of(train, ids_of, encode, framing, length, train_path, cut_train);
+  auto eval_set = tensors_of(eval, ids_of, encode, framing, length, eval_path, cut_eval);
   const auto describe = [&](const std::string& path, const LabelledTexts& t, std::int64_t cut) {
     return path + ": " + std::to_string(t.texts.size()) + " labelled texts, " + std::to_string(d.label_names.size()) +
-           " labels, WordPiece, " + std::to_string(length) + " tokens a sequence (" + std::to_string(cut) +
-           " texts cut to fit)";
+           " labels, " + framing.tokenizer + ", " + std::to_string(length) + " tokens a sequence (" +
+           std::to_string(cut) + " texts cut to fit)";
   };
   d.train = std::make_shared<TensorDataset>(std::move(train_set), describe(train_path, train, cut_train));
   d.eval = std::make_shared<TensorDataset>(std::move(eval_set), describe(eval_path, eval, cut_eval));
   return d;
+}
+
+ClassificationData wordpiece_classification_data(const std::string& train_path, const std::string& eval_path,
+                                                 const text::WordPiece& wordpiece, std::int64_t length) {
+  return classification_data(
+      train_path, eval_path, [&wordpiece](std::string_view text) { return wordpiece.encode(text); },
+      {wordpiece.cls(), wordpiece.sep(), wordpiece.pad(), "WordPiece"}, length);
+}
+
+void TextClassificationCase::evaluate(const Batch& batch, MetricSums& sums) {
+  const auto [loss, correct] = loss_and_correct(batch);
+  const auto n = static_cast<double>(batch[3].size(0));
+  sums.add("accuracy", correct.item<double>(), n);
+  sums.add("loss", loss.item<double>() * n, n);
 }
 
 }  // namespace xpuperf::train

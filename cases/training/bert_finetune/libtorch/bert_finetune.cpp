@@ -4,8 +4,6 @@
 // classifier start new), trained on JSON lines of labelled texts (train/text_classification.h).
 // The metrics are the validation accuracy and loss.
 
-#include <filesystem>
-
 #include "xpuperf/data/idx.h"
 #include "xpuperf/models/bert_classifier.h"
 #include "xpuperf/text/tokenizer_error.h"
@@ -14,20 +12,7 @@
 namespace xpuperf::cases {
 namespace {
 
-// A path of the config, relative to data_dir unless absolute.
-std::string data_path(const Config& cfg, const std::string& key) {
-  const std::string value = cfg.get_string(key, "");
-  if (value.empty()) throw ConfigError(cfg.at(key).source.str() + ": '" + key + "' is empty: name the file");
-  const std::filesystem::path p(value);
-  if (p.is_absolute()) return value;
-  const std::string dir = cfg.get_string("data_dir", "");
-  if (dir.empty())
-    throw ConfigError("data_dir is empty: set it to the folder holding " + key + " '" + value +
-                      "' (scripts/linux-doc-datasets.sh makes linux-doc-topics, README)");
-  return (std::filesystem::path(dir) / p).string();
-}
-
-class BertFinetuneCase : public train::TrainingCase {
+class BertFinetuneCase : public train::TextClassificationCase {
  public:
   train::Datasets datasets(const train::CaseContext& ctx) override {
     const Config& cfg = ctx.config;
@@ -40,16 +25,16 @@ class BertFinetuneCase : public train::TrainingCase {
     std::unique_ptr<text::WordPiece> wordpiece;
     try {
       wordpiece = std::make_unique<text::WordPiece>(
-          text::WordPiece::load(data_path(cfg, "vocab_file"), cfg.get_bool("lower_case", true)));
+          text::WordPiece::load(train::data_file(cfg, "vocab_file"), cfg.get_bool("lower_case", true)));
     } catch (const text::TokenizerError& e) {
       throw data::DataError(std::string("vocab_file: ") + e.what());
     }
     if (wordpiece->vocab_size() != config_.vocab)
-      throw ConfigError("vocab_file " + data_path(cfg, "vocab_file") + " has " +
+      throw ConfigError("vocab_file " + train::data_file(cfg, "vocab_file") + " has " +
                         std::to_string(wordpiece->vocab_size()) + " tokens, the model's vocab_size is " +
                         std::to_string(config_.vocab) + ": they must be the same vocabulary");
-    auto data = train::wordpiece_classification_data(data_path(cfg, "train_data"), data_path(cfg, "eval_data"),
-                                                     *wordpiece, length_);
+    auto data = train::wordpiece_classification_data(train::data_file(cfg, "train_data"),
+                                                     train::data_file(cfg, "eval_data"), *wordpiece, length_);
     labels_ = static_cast<std::int64_t>(data.label_names.size());
     return {data.train, data.eval};
   }
@@ -60,30 +45,22 @@ class BertFinetuneCase : public train::TrainingCase {
     return model_.ptr();
   }
 
-  torch::Tensor forward_step(const train::Batch& b) override {
-    return model_->loss_and_correct(b[0], b[1], b[2], b[3]).first;
-  }
-
-  void evaluate(const train::Batch& b, train::MetricSums& sums) override {
-    const auto [loss, correct] = model_->loss_and_correct(b[0], b[1], b[2], b[3]);
-    const auto n = static_cast<double>(b[3].size(0));
-    sums.add("accuracy", correct.item<double>(), n);
-    sums.add("loss", loss.item<double>() * n, n);
-  }
-
-  double train_flops_per_sample() const override { return model_ ? model_->training_flops_per_sequence(length_) : 0.0; }
-  std::int64_t tokens_per_sample() const override { return length_; }
   // A BertForMaskedLM checkpoint's word-embedding copy in its decoder is left out with the rest of
   // its head.
   std::map<std::string, std::string> tied_weights() const override {
     return {{"cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"}};
   }
-  bool starts_from_pretrained() const override { return true; }
-  std::string peft_task_type() const override { return "SEQ_CLS"; }
+
+ protected:
+  std::pair<torch::Tensor, torch::Tensor> loss_and_correct(const train::Batch& b) override {
+    return model_->loss_and_correct(b[0], b[1], b[2], b[3]);
+  }
+  double training_flops_per_sequence(std::int64_t tokens) const override {
+    return model_ ? model_->training_flops_per_sequence(tokens) : 0.0;
+  }
 
  private:
   models::BertConfig config_;
-  std::int64_t length_ = 128, labels_ = 2;
   models::BertForSequenceClassification model_{nullptr};
 };
 

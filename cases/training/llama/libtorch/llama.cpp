@@ -10,37 +10,20 @@
 namespace xpuperf::cases {
 namespace {
 
-// Hugging Face's LlamaConfig names; rope_scaling_factor 0 means no rope scaling.
-models::LlamaConfig llama_config(const Config& cfg) {
-  models::LlamaConfig c;
-  c.vocab = cfg.get_int("vocab_size", c.vocab);
-  c.hidden = cfg.get_int("hidden_size", c.hidden);
-  c.intermediate = cfg.get_int("intermediate_size", c.intermediate);
-  c.layers = cfg.get_int("num_hidden_layers", c.layers);
-  c.heads = cfg.get_int("num_attention_heads", c.heads);
-  c.kv_heads = cfg.get_int("num_key_value_heads", c.kv_heads);
-  c.max_positions = cfg.get_int("max_position_embeddings", c.max_positions);
-  c.rms_norm_eps = cfg.get_number("rms_norm_eps", c.rms_norm_eps);
-  c.rope_theta = cfg.get_number("rope_theta", c.rope_theta);
-  c.tie_word_embeddings = cfg.get_bool("tie_word_embeddings", c.tie_word_embeddings);
-  c.rope_factor = cfg.get_number("rope_scaling_factor", c.rope_factor);
-  c.rope_low_freq_factor = cfg.get_number("rope_low_freq_factor", c.rope_low_freq_factor);
-  c.rope_high_freq_factor = cfg.get_number("rope_high_freq_factor", c.rope_high_freq_factor);
-  c.rope_original_max_positions = cfg.get_int("rope_original_max_position_embeddings", c.rope_original_max_positions);
-  if (const auto problem = c.problem(); !problem.empty())
-    throw ConfigError("the Llama's settings do not fit: " + problem);
-  return c;
+// The default shape is _base.yaml's (Llama-3.2-1B); the config's keys set every size.
+models::LlamaConfig case_llama_config(const Config& cfg) {
+  return models::llama_config_from(cfg, models::LlamaConfig::llama3_2_1b());
 }
 
 class LlamaCase : public train::CausalLmCase {
  public:
   train::Datasets datasets(const train::CaseContext& ctx) override {
-    const auto c = llama_config(ctx.config);
+    const auto c = case_llama_config(ctx.config);
     return token_datasets(ctx, "llama3", c.vocab, 2048, c.max_positions, "max_position_embeddings");
   }
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
-    const auto c = llama_config(ctx.config);
+    const auto c = case_llama_config(ctx.config);
     if (c.tie_word_embeddings && ctx.config.get_int("tensor_parallel", 1) > 1)
       throw ConfigError(
           "tensor_parallel " + std::to_string(ctx.config.get_int("tensor_parallel", 1)) +
