@@ -62,9 +62,11 @@ run: run-build
 	$(XPUPERF) run $(PLAN)
 
 # The language cases' token datasets (the kernel's documentation, tokenised: a few seconds), where
-# plans/nvidia-language.yaml and the tests read them.
+# plans/nvidia-language.yaml and the tests read them; and Chinese text with a SentencePiece model
+# trained on it (about 25 s) for the sentencepiece tokeniser.
 language-data: build
 	@scripts/linux-doc-datasets.sh data/text /usr/share/doc/linux-doc-6.1/Documentation $(XPUPERF)
+	@scripts/chinese-text.sh data/text/zh-debian
 
 test: build language-data
 	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j$(JOBS)

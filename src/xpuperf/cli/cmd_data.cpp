@@ -344,14 +344,17 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
       ->expected(0, -1);
   t->add_option("-o,--out", tok->prefix, "The dataset's path without .bin/.idx, e.g. data/kernel-docs")->required();
   t->add_option("--tokenizer", tok->tokenizer,
-                "gpt2 or llama3 (byte-level BPEs: GPT-2's, Llama 3's 128,256 ids) or wordpiece (BERT)");
+                "gpt2 or llama3 (byte-level BPEs: GPT-2's, Llama 3's 128,256 ids), sentencepiece (a SentencePiece "
+                ".model, e.g. CPM's) or wordpiece (BERT)");
   t->add_option("--vocab", tok->vocab,
                 "gpt2: encoder.json (with --merges) or a Hugging Face tokenizer.json; llama3: tokenizer.json or "
                 "Meta's tokenizer.model; wordpiece: vocab.txt");
   t->add_option("--merges", tok->merges, "gpt2 with encoder.json: GPT-2's vocab.bpe");
+  t->add_option("--model", tok->vocab, "sentencepiece: the .model file (the same as --vocab)");
   t->add_flag("--cased", *cased, "wordpiece: keep case and accents (a cased BERT vocabulary)");
   t->add_flag("--no-end-of-document", *no_eod,
-              "gpt2: no <|endoftext|> after each document; llama3: no <|begin_of_text|> and <|end_of_text|> around it");
+              "gpt2: no <|endoftext|> after each document; llama3: no <|begin_of_text|> and <|end_of_text|> around "
+              "it; sentencepiece: no </s> after it");
   t->add_option("--json-key", tok->json_key, "The text's key in JSON lines")->capture_default_str();
   t->add_option("--extensions", tok->extensions, "File types read from folders")
       ->delimiter(',')

@@ -17,6 +17,7 @@
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/text/byte_bpe.h"
+#include "xpuperf/text/sentencepiece.h"
 #include "xpuperf/text/token_file.h"
 #include "xpuperf/text/tokenizer_error.h"
 #include "xpuperf/text/wordpiece.h"
@@ -127,11 +128,16 @@ class TextSource {
 // the break the expression joins runs, "\n\nY" being "\n", "\n", "Y" where a cut after the
 // second would give "\n\n"). Llama 3's expression too: "x\nY" is "x", "\n", "Y" and "x.\nY" is "x",
 // ".\n", "Y" (punctuation keeps its line breaks). WordPiece: after a blank line (a paragraph's end).
-std::size_t cut_point(const std::string& text, std::size_t from, bool paragraphs) {
+// SentencePiece: after any line break (each line is encoded on its own, as spm_encode does).
+enum class CutAt { printable_line_break, blank_line, any_line_break };
+
+std::size_t cut_point(const std::string& text, std::size_t from, CutAt rule) {
   auto printable = [](char c) { return c >= '!' && c <= '~'; };
   for (std::size_t i = std::max<std::size_t>(from, 1); i + 1 < text.size(); ++i) {
     if (text[i] != '\n') continue;
-    if (paragraphs ? text[i + 1] == '\n' : printable(text[i - 1]) && printable(text[i + 1])) return i + 1;
+    if (rule == CutAt::any_line_break || (rule == CutAt::blank_line && text[i + 1] == '\n') ||
+        (rule == CutAt::printable_line_break && printable(text[i - 1]) && printable(text[i + 1])))
+      return i + 1;
   }
   return std::string::npos;
 }
@@ -185,21 +191,26 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
         {{"synthetic", true}, {"tokenizer", "none (random ids)"}, {"vocab_size", o.vocab_size}, {"seed", o.seed}});
     publish(writer);
   } else {
-    // gpt2 and llama3 are byte-level BPEs (one sequence a document); wordpiece is BERT's.
+    // gpt2 and llama3 are byte-level BPEs and sentencepiece a user's SentencePiece model (one
+    // sequence a document); wordpiece is BERT's (one a paragraph).
     const bool byte_level = o.tokenizer == "gpt2" || o.tokenizer == "llama3";
-    if (!byte_level && o.tokenizer != "wordpiece")
-      throw TokenizerError("--tokenizer must be gpt2, llama3 or wordpiece (got '" + o.tokenizer + "')");
+    const bool spm = o.tokenizer == "sentencepiece";
+    const bool one_sequence = byte_level || spm;
+    if (!one_sequence && o.tokenizer != "wordpiece")
+      throw TokenizerError("--tokenizer must be gpt2, llama3, sentencepiece or wordpiece (got '" + o.tokenizer + "')");
     if (o.vocab.empty())
       throw TokenizerError(std::string("--vocab is needed: ") +
                            (o.tokenizer == "gpt2" ? "GPT-2's encoder.json (with --merges vocab.bpe) or tokenizer.json"
                             : o.tokenizer == "llama3"
                                 ? "Llama 3's tokenizer.json (Hugging Face) or tokenizer.model (Meta)"
-                                : "BERT's vocab.txt"));
+                            : spm ? "the SentencePiece .model (--model)"
+                                  : "BERT's vocab.txt"));
     if (o.tokenizer == "llama3" && !o.merges.empty())
       throw TokenizerError(
           "--merges is GPT-2's vocab.bpe: Llama 3's tokenizer.json or tokenizer.model holds its merges");
     std::unique_ptr<ByteBpe> bpe;
     std::unique_ptr<WordPiece> wordpiece;
+    std::unique_ptr<SentencePiece> sentencepiece;
     if (o.tokenizer == "gpt2" && !o.merges.empty())
       bpe = std::make_unique<ByteBpe>(ByteBpe::load_gpt2(o.vocab, o.merges));
     else if (o.tokenizer == "gpt2")
@@ -213,6 +224,8 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       }
     else if (byte_level)
       bpe = std::make_unique<ByteBpe>(ByteBpe::load_single_file(o.vocab));
+    else if (spm)
+      sentencepiece = std::make_unique<SentencePiece>(SentencePiece::load(o.vocab));
     else
       wordpiece = std::make_unique<WordPiece>(WordPiece::load(o.vocab, o.lower_case));
     if (bpe && o.tokenizer != pre_tokenizer_name(bpe->pre_tokenizer()))
@@ -221,7 +234,7 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
                            "'s (--tokenizer " + pre_tokenizer_name(bpe->pre_tokenizer()) + ")");
     if (bpe && bpe->end_of_text() < 0)
       throw TokenizerError(o.vocab + ": no <|endoftext|> or <|end_of_text|> token to end a document with");
-    r.vocab_size = byte_level ? bpe->vocab_size() : wordpiece->vocab_size();
+    r.vocab_size = byte_level ? bpe->vocab_size() : spm ? sentencepiece->vocab_size() : wordpiece->vocab_size();
     const auto files = list_inputs(o);
     std::int64_t total = 0;
     for (const auto& f : files) total += static_cast<std::int64_t>(fs::file_size(f));
@@ -243,6 +256,10 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
         if (bpe->begin_of_text() >= 0) document.front().insert(document.front().begin(), bpe->begin_of_text());
         document.back().push_back(bpe->end_of_text());
       }
+      if (spm && o.end_of_document && sentencepiece->end_of_text() >= 0) {  // text </s>
+        if (document.empty()) document.emplace_back();
+        document.back().push_back(sentencepiece->end_of_text());
+      }
       writer.add_document(document);
       document.clear();
     };
@@ -258,6 +275,8 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
               Chunk& c = round[i];
               if (byte_level) {
                 c.sequences.push_back(bpes[static_cast<std::size_t>(t)]->encode(c.text));
+              } else if (spm) {
+                c.sequences.push_back(sentencepiece->encode(c.text));
               } else {
                 for (const auto& p : paragraphs_of(c.text)) {
                   auto ids = wordpiece->encode(p);
@@ -273,14 +292,14 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       for (auto& th : pool) th.join();
       if (failure) std::rethrow_exception(failure);
       for (auto& c : round) {
-        if (!byte_level)
+        if (wordpiece)
           for (const auto& seq : c.sequences) unknown += std::count(seq.begin(), seq.end(), wordpiece->unk());
         if (c.document != current_document) {
           flush_document();
           current_document = c.document;
         }
         for (auto& s : c.sequences) {
-          if (byte_level && !document.empty())
+          if (one_sequence && !document.empty())
             document.back().insert(document.back().end(), s.begin(), s.end());  // one sequence a document
           else
             document.push_back(std::move(s));
@@ -328,7 +347,8 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
           buffer.append(block.data(), got);
           done = before + in.position();
           const bool end = got < block.size();
-          std::size_t cut = end ? std::string::npos : cut_point(buffer, kChunkBytes / 2, !byte_level);
+          const CutAt rule = spm ? CutAt::any_line_break : byte_level ? CutAt::printable_line_break : CutAt::blank_line;
+          std::size_t cut = end ? std::string::npos : cut_point(buffer, kChunkBytes / 2, rule);
           if (end || cut != std::string::npos) {
             if (end) cut = buffer.size();
             if (cut > 0) add(doc, buffer.substr(0, cut));
@@ -359,7 +379,8 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       meta.update({{"end_of_document", o.end_of_document}, {"end_of_text", bpe->end_of_text()}});
       if (bpe->begin_of_text() >= 0) meta["begin_of_text"] = bpe->begin_of_text();
     }
-    if (!byte_level) {
+    if (spm) meta.update({{"end_of_document", o.end_of_document}, {"end_of_text", sentencepiece->end_of_text()}});
+    if (wordpiece) {
       meta["lower_case"] = o.lower_case;
       meta["unknown_tokens"] = unknown;
       // What BERT's samples are built with, so a reader needs no vocabulary file.

@@ -4,7 +4,8 @@
 // (token_file.h) out. Inputs stream in chunks cut where tokenisation cannot change, so a file
 // larger than memory is fine; chunks are tokenised on every core and written in input order.
 // GPT-2 and Llama 3: a document (a file, or a JSON line) is one sequence ending in <|endoftext|>
-// (Llama 3: between <|begin_of_text|> and <|end_of_text|>). WordPiece:
+// (Llama 3: between <|begin_of_text|> and <|end_of_text|>; SentencePiece: its lines encoded one by
+// one, as spm_encode does, then </s>). WordPiece:
 // a document's paragraphs (blank-line separated) are its sequences, for BERT's spans.
 
 #include <cstdint>
@@ -15,9 +16,9 @@
 namespace xpuperf::text {
 
 struct TokenizeOptions {
-  std::string tokenizer;   // gpt2 | llama3 | wordpiece
+  std::string tokenizer;   // gpt2 | llama3 | sentencepiece | wordpiece
   std::string vocab;       // encoder.json or tokenizer.json (gpt2), tokenizer.json or tokenizer.model
-                           // (llama3), vocab.txt (wordpiece)
+                           // (llama3), the .model (sentencepiece), vocab.txt (wordpiece)
   std::string merges;      // vocab.bpe (gpt2 with encoder.json)
   bool lower_case = true;  // wordpiece
   std::vector<std::string> inputs;
