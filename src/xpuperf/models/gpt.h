@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "xpuperf/core/config.h"
 #include "xpuperf/models/kv_cache.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/parallel/parallel_linear.h"
@@ -31,6 +32,10 @@ struct GptConfig {
   // multiply-adds of the linears; the causal attention products).
   double forward_flops(std::int64_t tokens, std::int64_t logit_positions) const;
 };
+
+// `base` with the sizes a config sets, in Hugging Face's GPT2Config names (vocab_size, n_positions,
+// n_layer, n_embd, n_head) and `dropout`; ConfigError naming them when they do not fit.
+GptConfig gpt_config_from(const Config& cfg, GptConfig base);
 
 struct GptAttentionImpl : torch::nn::Module {
   explicit GptAttentionImpl(const GptConfig& c);

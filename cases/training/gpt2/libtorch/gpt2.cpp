@@ -8,30 +8,15 @@
 namespace xpuperf::cases {
 namespace {
 
-models::GptConfig gpt_config(const Config& cfg) {
-  models::GptConfig c;
-  c.vocab = cfg.get_int("vocab_size", c.vocab);
-  c.positions = cfg.get_int("n_positions", c.positions);
-  c.layers = cfg.get_int("n_layer", c.layers);
-  c.hidden = cfg.get_int("n_embd", c.hidden);
-  c.heads = cfg.get_int("n_head", c.heads);
-  c.dropout = cfg.get_number("dropout", c.dropout);
-  if (c.vocab < 2 || c.positions < 1 || c.layers < 1 || c.heads < 1 || c.hidden < c.heads || c.hidden % c.heads != 0)
-    throw ConfigError("the GPT's sizes do not fit: vocab_size " + std::to_string(c.vocab) + ", n_positions " +
-                      std::to_string(c.positions) + ", n_layer " + std::to_string(c.layers) + ", n_embd " +
-                      std::to_string(c.hidden) + " (a multiple of n_head " + std::to_string(c.heads) + ")");
-  return c;
-}
-
 class Gpt2Case : public train::CausalLmCase {
  public:
   train::Datasets datasets(const train::CaseContext& ctx) override {
-    const auto c = gpt_config(ctx.config);
+    const auto c = models::gpt_config_from(ctx.config, models::GptConfig::gpt2_small());
     return token_datasets(ctx, "gpt2", c.vocab, 1024, c.positions, "n_positions");
   }
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
-    model_ = models::GptLMHeadModel(gpt_config(ctx.config));
+    model_ = models::GptLMHeadModel(models::gpt_config_from(ctx.config, models::GptConfig::gpt2_small()));
     model_->fused_kernels = ctx.config.get_bool("fused_kernels", false);
     model_->to(ctx.device);
     return model_.ptr();
