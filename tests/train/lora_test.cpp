@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
@@ -112,6 +115,24 @@ TEST(Lora, SavedAsPeftSavesThem) {
   EXPECT_EQ(config["target_modules"], nlohmann::json({"q_proj", "v_proj"}));
   EXPECT_EQ(config["fan_in_fan_out"], false);
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/adapter/adapter_model.bin.partial"));
+
+  // What PEFT does with the file first: Python's torch.load, giving a dict of name → tensor.
+  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
+    std::cout << "(Debian's python3-torch is not installed: adapter_model.bin not read by Python)\n";
+    return;
+  }
+  const std::string listing = dir.path() + "/listing.txt";
+  const std::string command =
+      "/usr/bin/python3 -c \"import sys, torch; d = torch.load(sys.argv[1]); "
+      "print('\\n'.join(k + ' ' + 'x'.join(map(str, v.shape)) for k, v in sorted(d.items())))\" " +
+      dir.path() + "/adapter/adapter_model.bin > " + listing + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << test::read_file(listing);
+  std::string expected;
+  auto sorted = tensors;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [name, t] : sorted)
+    expected += name + " " + std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)) + "\n";
+  EXPECT_EQ(test::read_file(listing), expected);
 }
 
 }  // namespace
