@@ -333,6 +333,23 @@ std::vector<Probe> probes() {
                {"the Llama's settings do not fit", "num_key_value_heads 3"},
                {"internal error"}});
 
+  p.push_back({"ALlamaWithOneExpertIsNamed",
+               [](Dir, std::string&) {
+                 return std::vector<std::string>{"train",
+                                                 "--case",
+                                                 "llama",
+                                                 "--vendor",
+                                                 "cpu",
+                                                 "--hardware",
+                                                 "CPU",
+                                                 "--set",
+                                                 "synthetic_data=true",
+                                                 "--set",
+                                                 "num_local_experts=1"};
+               },
+               1,
+               {"num_local_experts 1", "0 experts (dense) or 2 or more"},
+               {"internal error"}});
   p.push_back({"LoraWithTensorParallelismIsRefusedAtCheck",
                [](Dir d, std::string&) {
                  return check_plan(d,

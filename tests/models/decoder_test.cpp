@@ -14,6 +14,7 @@
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
+#include "xpuperf/models/moe.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
 
 namespace xpuperf::models {
@@ -120,6 +121,75 @@ TEST(Decoders, LlamaLayersRunWholeUnderCheckpointingWithTheSameLossAndGradients)
   for (std::size_t i = 0; i < plain.size(); ++i)
     EXPECT_TRUE(torch::allclose(plain[i], checkpointed[i], 1e-6, 1e-7)) << (i == 0 ? "loss" : "gradient ") << i;
   EXPECT_NEAR(plain[0].item<double>(), std::log(static_cast<double>(c.vocab)), 0.5) << "a fresh model guesses evenly";
+}
+
+TEST(MixtureOfExperts, TheBatchedExpertsGiveWhatEachTokenThroughItsExpertsGives) {
+  torch::manual_seed(11);
+  MoeConfig c;
+  c.experts = 4, c.top_k = 2;
+  auto block = SparseMoeBlock(16, 24, c);
+  const auto x = torch::randn({3, 5, 16});
+  const auto y = block->forward(x);
+  EXPECT_TRUE(torch::allclose(y, block->forward_per_token(x), 1e-5, 1e-6));
+  EXPECT_EQ(block->dropped, 0);
+  EXPECT_EQ(block->routed, 30);
+
+  // Hugging Face's load_balancing_loss_func and ST-MoE's z-loss, written out.
+  const auto logits = block->gate(x.reshape({-1, 16}));
+  const auto p = torch::softmax(logits, -1);
+  const auto selected = std::get<1>(p.topk(2, -1));
+  double lb = 0;
+  for (std::int64_t slot = 0; slot < 2; ++slot)
+    for (std::int64_t e = 0; e < 4; ++e)
+      lb +=
+          selected.select(1, slot).eq(e).to(torch::kFloat).mean().item<double>() * p.select(1, e).mean().item<double>();
+  EXPECT_NEAR(block->load_balancing_loss.item<double>(), 4 * lb, 1e-6);
+  EXPECT_NEAR(block->z_loss.item<double>(), torch::logsumexp(logits, -1).pow(2).mean().item<double>(), 1e-6);
+
+  // A capacity: each expert takes its first ceil(0.5 × 15 × 2 / 4) = 4 (token, expert) pairs.
+  block->config.capacity_factor = 0.5;
+  const auto capped = block->forward(x);
+  std::int64_t expected_dropped = 0;
+  std::vector<std::int64_t> taken(4, 0);
+  for (std::int64_t t = 0; t < 15; ++t)
+    for (std::int64_t slot = 0; slot < 2; ++slot)
+      if (++taken[static_cast<std::size_t>(selected[t][slot].item<std::int64_t>())] > 4) ++expected_dropped;
+  EXPECT_GT(expected_dropped, 0);
+  EXPECT_EQ(block->dropped, expected_dropped);
+  EXPECT_FALSE(torch::allclose(capped, y, 1e-5, 1e-6)) << "dropped pairs add nothing";
+}
+
+TEST(MixtureOfExperts, ALlamaWithExpertsCountsItsParametersAndFlopsAndTrains) {
+  torch::manual_seed(12);
+  LlamaConfig c = small_llama();
+  c.moe.experts = 4, c.moe.top_k = 2, c.moe.every = 2;  // layer 0 sparse, layer 1 dense
+  auto m = LlamaForCausalLM(c);
+  EXPECT_EQ(parameters(*m), c.parameter_count());
+  std::vector<std::string> names;
+  for (const auto& p : m->named_parameters()) names.push_back(p.key());
+  for (const char* expected : {"model.layers.0.block_sparse_moe.gate.weight", "model.layers.0.block_sparse_moe.w_gate",
+                               "model.layers.1.mlp.gate_proj.weight"})
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  // FLOPs count the experts a token uses: the sparse layer is two dense MLPs and the router.
+  LlamaConfig dense = small_llama();
+  const double mlp = 3.0 * 32 * 48;
+  EXPECT_DOUBLE_EQ(c.forward_flops(10, 1), dense.forward_flops(10, 1) + 2 * 10 * (mlp + 32.0 * 4));
+
+  const auto ids = torch::randint(0, c.vocab, {4, 12});
+  m->eval();
+  const double eval_loss = m->loss(ids).item<double>();
+  m->train();
+  const double train_loss = m->loss(ids).item<double>();
+  EXPECT_GT(train_loss, eval_loss) << "training adds the routers' auxiliary losses";
+  EXPECT_LT(train_loss - eval_loss, 0.1);
+  torch::optim::AdamW opt(m->parameters(), torch::optim::AdamWOptions(3e-3));
+  for (int step = 0; step < 20; ++step) {
+    opt.zero_grad();
+    m->loss(ids).backward();
+    opt.step();
+  }
+  EXPECT_LT(m->loss(ids).item<double>(), train_loss - 0.5);
+  EXPECT_EQ(m->dropped_tokens(), (std::pair<std::int64_t, std::int64_t>{0, 4 * 11 * 2}));
 }
 
 // The logits of every position of `ids` (batch, tokens) from a full forward pass, against

@@ -61,6 +61,12 @@ LlamaConfig LlamaConfig::llama3_8b() {
 }
 
 std::string LlamaConfig::problem() const {
+  if (moe.experts != 0 &&
+      (moe.experts < 2 || moe.top_k < 1 || moe.top_k > moe.experts || moe.every < 1 || moe.capacity_factor < 0))
+    return "num_local_experts " + std::to_string(moe.experts) + ", num_experts_per_tok " + std::to_string(moe.top_k) +
+           ", decoder_sparse_step " + std::to_string(moe.every) +
+           ": 0 experts (dense) or 2 or more with 1 to that many a token, a sparse step of 1 or more and a "
+           "capacity factor of 0 (none) or more";
   if (vocab < 2 || hidden < 1 || intermediate < 1 || layers < 1 || heads < 1 || kv_heads < 1 || max_positions < 1 ||
       hidden % heads != 0 || heads % kv_heads != 0 || head_dim() % 2 != 0)
     return "vocab_size " + std::to_string(vocab) + ", hidden_size " + std::to_string(hidden) + ", intermediate_size " +
@@ -98,6 +104,12 @@ LlamaConfig llama_config_from(const Config& cfg, LlamaConfig c) {
   c.rope_low_freq_factor = cfg.get_number("rope_low_freq_factor", c.rope_low_freq_factor);
   c.rope_high_freq_factor = cfg.get_number("rope_high_freq_factor", c.rope_high_freq_factor);
   c.rope_original_max_positions = cfg.get_int("rope_original_max_position_embeddings", c.rope_original_max_positions);
+  c.moe.experts = cfg.get_int("num_local_experts", c.moe.experts);
+  c.moe.top_k = cfg.get_int("num_experts_per_tok", c.moe.top_k);
+  c.moe.every = cfg.get_int("decoder_sparse_step", c.moe.every);
+  c.moe.capacity_factor = cfg.get_number("moe_capacity_factor", c.moe.capacity_factor);
+  c.moe.aux_loss_coef = cfg.get_number("router_aux_loss_coef", c.moe.aux_loss_coef);
+  c.moe.z_loss_coef = cfg.get_number("router_z_loss_coef", c.moe.z_loss_coef);
   if (const auto problem = c.problem(); !problem.empty())
     throw ConfigError("the Llama's settings do not fit: " + problem);
   return c;
@@ -105,8 +117,11 @@ LlamaConfig llama_config_from(const Config& cfg, LlamaConfig c) {
 
 std::int64_t LlamaConfig::parameter_count() const {
   const std::int64_t kv = kv_heads * head_dim();
-  const std::int64_t layer = hidden * hidden * 2 + 2 * hidden * kv + 3 * hidden * intermediate + 2 * hidden;
-  return layers * layer + hidden + (tie_word_embeddings ? 1 : 2) * vocab * hidden;
+  const std::int64_t dense = hidden * hidden * 2 + 2 * hidden * kv + 3 * hidden * intermediate + 2 * hidden;
+  std::int64_t total = hidden + (tie_word_embeddings ? 1 : 2) * vocab * hidden;
+  for (std::int64_t i = 0; i < layers; ++i)
+    total += sparse_layer(i) ? dense + (moe.experts - 1) * 3 * hidden * intermediate + hidden * moe.experts : dense;
+  return total;
 }
 
 double LlamaConfig::training_flops_per_token(std::int64_t tokens) const {
@@ -132,12 +147,18 @@ torch::Tensor LlamaConfig::inverse_frequencies(const torch::TensorOptions& optio
 
 double LlamaConfig::forward_flops(std::int64_t tokens, std::int64_t logit_positions) const {
   const auto h = static_cast<double>(hidden), kv = static_cast<double>(kv_heads * head_dim());
-  const double linears = 2 * h * h + 2 * h * kv + 3 * h * static_cast<double>(intermediate);
+  const double attention_linears = 2 * h * h + 2 * h * kv, mlp = 3 * h * static_cast<double>(intermediate);
   const double t = static_cast<double>(tokens);
   // q kᵀ and the weighted sum of v: 2 × tokens² × hidden multiply-adds a layer, half of them causal.
   const double attention = 2 * t * t * h / 2;
-  return 2 * (static_cast<double>(layers) * (t * linears + attention) +
-              static_cast<double>(logit_positions) * h * static_cast<double>(vocab));
+  double total = static_cast<double>(logit_positions) * h * static_cast<double>(vocab);
+  for (std::int64_t i = 0; i < layers; ++i) {
+    // A sparse layer counts the experts a token uses (top_k of them) and the router, not all of them.
+    const double mlp_used =
+        sparse_layer(i) ? static_cast<double>(moe.top_k) * mlp + h * static_cast<double>(moe.experts) : mlp;
+    total += t * (attention_linears + mlp_used) + attention;
+  }
+  return 2 * total;
 }
 
 LlamaRMSNormImpl::LlamaRMSNormImpl(std::int64_t width, double epsilon) : eps(epsilon) {
@@ -233,9 +254,12 @@ torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, bool kernels) {
   return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 
-LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c) {
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c, std::int64_t index) {
   self_attn = register_module("self_attn", LlamaAttention(c));
-  mlp = register_module("mlp", LlamaMLP(c));
+  if (c.sparse_layer(index))
+    moe = register_module("block_sparse_moe", SparseMoeBlock(c.hidden, c.intermediate, c.moe));
+  else
+    mlp = register_module("mlp", LlamaMLP(c));
   input_layernorm = register_module("input_layernorm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
   post_attention_layernorm = register_module("post_attention_layernorm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
 }
@@ -245,14 +269,14 @@ std::pair<torch::Tensor, torch::Tensor> LlamaDecoderLayerImpl::forward(const tor
                                                                        const LlamaForward& f, std::int64_t layer) {
   const auto [input, normed] = input_layernorm->add_forward(residual, delta, f.kernels);
   const auto [x, normed_x] = post_attention_layernorm->add_forward(input, self_attn(normed, f, layer), f.kernels);
-  return {x, mlp->forward(normed_x, f.kernels)};
+  return {x, moe ? moe->forward(normed_x) : mlp->forward(normed_x, f.kernels)};
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
   embed_tokens = register_module("embed_tokens", parallel::VocabParallelEmbedding(c.vocab, c.hidden));
   nn::init::normal_(embed_tokens->weight, 0.0, kInitStd);
   layers = register_module("layers", nn::ModuleList());
-  for (std::int64_t i = 0; i < c.layers; ++i) layers->push_back(LlamaDecoderLayer(c));
+  for (std::int64_t i = 0; i < c.layers; ++i) layers->push_back(LlamaDecoderLayer(c, i));
   norm = register_module("norm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
 }
 
@@ -315,6 +339,8 @@ void LlamaForCausalLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::T
   for (const auto& layer : *model->layers) {
     auto* l = layer->as<LlamaDecoderLayer>();
     l->self_attn->split(tp);
+    TORCH_CHECK(l->mlp,
+                "Llama: tensor parallelism of the experts' layers is not built (expert parallelism is the way)");
     l->mlp->split(tp);
   }
 }
@@ -323,7 +349,7 @@ void LlamaForCausalLMImpl::fuse_for_inference() {
   for (const auto& layer : *model->layers) {
     auto* l = layer->as<LlamaDecoderLayer>();
     l->self_attn->fuse_projections();
-    l->mlp->fuse_projections();
+    if (l->mlp) l->mlp->fuse_projections();
   }
 }
 
@@ -341,7 +367,22 @@ torch::Tensor LlamaForCausalLMImpl::decoder_logits(const torch::Tensor& ids, con
 torch::Tensor LlamaForCausalLMImpl::loss(const torch::Tensor& ids) {
   const auto inputs = ids.narrow(1, 0, ids.size(1) - 1), targets = ids.narrow(1, 1, ids.size(1) - 1);
   const auto logits = torch::nn::functional::linear(model->forward(inputs, nullptr, fused_kernels), output_weight());
-  return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), fused_kernels);
+  auto loss = token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), fused_kernels);
+  if (config.moe.experts == 0 || !is_training()) return loss;
+  for (const auto& layer : *model->layers)
+    if (const auto& moe = layer->as<LlamaDecoderLayer>()->moe)
+      loss = loss + config.moe.aux_loss_coef * moe->load_balancing_loss + config.moe.z_loss_coef * moe->z_loss;
+  return loss;
+}
+
+std::pair<std::int64_t, std::int64_t> LlamaForCausalLMImpl::dropped_tokens() const {
+  std::int64_t dropped = 0, routed = 0;
+  for (const auto& layer : *model->layers)
+    if (const auto& moe = layer->as<LlamaDecoderLayer>()->moe) {
+      dropped += moe->dropped;
+      routed += moe->routed;
+    }
+  return {dropped, routed};
 }
 
 }  // namespace xpuperf::models

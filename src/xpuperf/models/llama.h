@@ -15,6 +15,7 @@
 
 #include "xpuperf/core/config.h"
 #include "xpuperf/models/kv_cache.h"
+#include "xpuperf/models/moe.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/parallel/parallel_linear.h"
 
@@ -31,6 +32,9 @@ struct LlamaConfig {
   // below original_max_positions / high_freq_factor kept, the ones between blended.
   double rope_factor = 0, rope_low_freq_factor = 1, rope_high_freq_factor = 4;
   std::int64_t rope_original_max_positions = 8192;
+  // Mixture of experts (moe.h; Mixtral's shape: 8 experts, 2 a token): moe.experts 0 is dense.
+  MoeConfig moe = MoeConfig();
+  bool sparse_layer(std::int64_t layer) const { return moe.experts > 0 && layer % moe.every == 0; }
 
   static LlamaConfig tinyllama_1_1b() { return {}; }
   static LlamaConfig llama2_7b() { return {32000, 4096, 11008, 32, 32, 32, 4096, 1e-5, 10000.0}; }
@@ -112,7 +116,9 @@ struct LlamaMLPImpl : torch::nn::Module {
 TORCH_MODULE(LlamaMLP);
 
 struct LlamaDecoderLayerImpl : torch::nn::Module {
-  explicit LlamaDecoderLayerImpl(const LlamaConfig& c);
+  // Layer `index`: its MLP is a SparseMoeBlock (block_sparse_moe, Mixtral's name) where the
+  // config makes it sparse.
+  LlamaDecoderLayerImpl(const LlamaConfig& c, std::int64_t index);
   // The layer's input is residual + delta (the previous layer's output, added here with the norm
   // that follows it; undefined for the first layer). Returns the residual stream after attention and
   // the MLP's output, which the next layer (or the final norm) adds.
@@ -121,6 +127,7 @@ struct LlamaDecoderLayerImpl : torch::nn::Module {
   LlamaRMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   LlamaAttention self_attn{nullptr};
   LlamaMLP mlp{nullptr};
+  SparseMoeBlock moe{nullptr};
 };
 TORCH_MODULE(LlamaDecoderLayer);
 
@@ -146,8 +153,11 @@ struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder, parallel::Tensor
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
   torch::Tensor forward(const torch::Tensor& ids);  // logits (batch, tokens, vocab)
   // Causal language modelling: the mean cross entropy of each token after the first given the
-  // ones before, ids (batch, tokens + 1); through the cross-entropy kernels where they apply.
+  // ones before, ids (batch, tokens + 1); through the cross-entropy kernels where they apply. In
+  // training mode with experts, plus their routers' load-balancing and z-losses (moe.h).
   torch::Tensor loss(const torch::Tensor& ids);
+  // The sparse layers' (token, expert) pairs dropped for capacity in the last forward, of those routed.
+  std::pair<std::int64_t, std::int64_t> dropped_tokens() const;
   // The output layer's matrix: lm_head's, or the embedding's where tie_word_embeddings.
   const torch::Tensor& output_weight() const;
   // For a checkpoint saved in Python: where tied, Hugging Face's state_dict also holds

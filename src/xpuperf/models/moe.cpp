@@ -1,0 +1,82 @@
+#include "xpuperf/models/moe.h"
+
+#include <cmath>
+
+namespace xpuperf::models {
+
+SparseMoeBlockImpl::SparseMoeBlockImpl(std::int64_t hidden, std::int64_t intermediate, const MoeConfig& c) : config(c) {
+  TORCH_CHECK(c.experts >= 2 && c.top_k >= 1 && c.top_k <= c.experts, "MoE: ", c.top_k, " of ", c.experts,
+              " experts a token; 2 or more experts and 1 to that many a token");
+  gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(hidden, c.experts).bias(false)));
+  const torch::NoGradGuard no_grad;
+  torch::nn::init::normal_(gate->weight, 0.0, 0.02);  // Hugging Face's initializer_range
+  w_gate = register_parameter("w_gate", torch::randn({c.experts, intermediate, hidden}) * 0.02);
+  w_up = register_parameter("w_up", torch::randn({c.experts, intermediate, hidden}) * 0.02);
+  w_down = register_parameter("w_down", torch::randn({c.experts, hidden, intermediate}) * 0.02);
+}
+
+torch::Tensor load_balancing_loss(const torch::Tensor& probabilities, const torch::Tensor& selected,
+                                  std::int64_t experts) {
+  const auto mask = torch::one_hot(selected, experts).to(torch::kFloat);  // (tokens, top_k, experts)
+  const auto share = mask.mean(0);                                        // (top_k, experts)
+  return (share * probabilities.to(torch::kFloat).mean(0).unsqueeze(0)).sum() * static_cast<double>(experts);
+}
+
+torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x) {
+  const auto sizes = x.sizes().vec();
+  const auto hidden = x.size(-1), experts = config.experts, k = config.top_k;
+  const auto flat = x.reshape({-1, hidden});
+  const auto tokens = flat.size(0);
+  const auto logits = gate(flat).to(torch::kFloat);  // (tokens, experts)
+  const auto probabilities = torch::softmax(logits, -1);
+  auto [weights, selected] = probabilities.topk(k, -1);  // (tokens, k)
+  weights = weights / weights.sum(-1, true);
+  load_balancing_loss = models::load_balancing_loss(probabilities, selected, experts);
+  z_loss = torch::logsumexp(logits, -1).pow(2).mean();
+
+  // Each (token, expert) pair's place in its expert's buffer, in token order.
+  const auto expert_of = selected.reshape({-1});  // (tokens × k)
+  const auto one_hot = torch::one_hot(expert_of, experts);
+  const auto place = (one_hot.cumsum(0) - 1).gather(1, expert_of.unsqueeze(1)).squeeze(1);
+  const std::int64_t capacity =
+      config.capacity_factor > 0
+          ? static_cast<std::int64_t>(
+                std::ceil(config.capacity_factor * static_cast<double>(tokens * k) / static_cast<double>(experts)))
+          : std::max<std::int64_t>(1, one_hot.sum(0).max().item<std::int64_t>());
+  const auto kept = (place < capacity).nonzero().squeeze(1);
+  routed = tokens * k;
+  dropped = routed - kept.size(0);
+  const auto token_of = torch::arange(tokens, expert_of.options()).repeat_interleave(k).index_select(0, kept);
+  const auto slot = (expert_of * capacity + place).index_select(0, kept);
+
+  // The experts as three batched products over (experts, capacity, ·) buffers.
+  const auto buffer =
+      torch::zeros({experts * capacity, hidden}, flat.options()).index_copy(0, slot, flat.index_select(0, token_of));
+  const auto in = buffer.view({experts, capacity, hidden});
+  const auto units = torch::silu(torch::bmm(in, w_gate.transpose(1, 2))) * torch::bmm(in, w_up.transpose(1, 2));
+  const auto out = torch::bmm(units, w_down.transpose(1, 2)).reshape({experts * capacity, hidden});
+  const auto weighted =
+      out.index_select(0, slot) * weights.reshape({-1}).index_select(0, kept).unsqueeze(1).to(out.scalar_type());
+  return torch::zeros({tokens, hidden}, weighted.options()).index_add(0, token_of, weighted).view(sizes);
+}
+
+torch::Tensor SparseMoeBlockImpl::forward_per_token(const torch::Tensor& x) {
+  const auto hidden = x.size(-1);
+  const auto flat = x.reshape({-1, hidden});
+  const auto probabilities = torch::softmax(gate(flat).to(torch::kFloat), -1);
+  auto [weights, selected] = probabilities.topk(config.top_k, -1);
+  weights = weights / weights.sum(-1, true);
+  std::vector<torch::Tensor> rows;
+  for (std::int64_t t = 0; t < flat.size(0); ++t) {
+    auto y = torch::zeros({hidden}, flat.options());
+    for (std::int64_t j = 0; j < config.top_k; ++j) {
+      const auto e = selected[t][j].item<std::int64_t>();
+      const auto units = torch::silu(torch::mv(w_gate[e], flat[t])) * torch::mv(w_up[e], flat[t]);
+      y = y + weights[t][j].to(flat.scalar_type()) * torch::mv(w_down[e], units);
+    }
+    rows.push_back(y);
+  }
+  return torch::stack(rows).view(x.sizes());
+}
+
+}  // namespace xpuperf::models

@@ -1,0 +1,47 @@
+#pragma once
+// A sparse mixture-of-experts MLP (Mixtral's block: a router picks `top_k` of `experts` SwiGLU
+// experts a token, their outputs weighted by the router's renormalised probabilities). The
+// experts' weights are stacked, (experts, out, in), and run as batched GEMMs over per-expert
+// buffers of `capacity` tokens — one launch for all experts of the layer, not a loop of small
+// products. With `capacity_factor` > 0 an expert takes at most ceil(factor × tokens × top_k /
+// experts) tokens and the rest are dropped (counted); 0 sizes the buffers to the busiest expert.
+// The router's load-balancing loss (Switch / Mixtral) and z-loss (ST-MoE) of the last forward
+// are kept for the model's loss.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace xpuperf::models {
+
+struct MoeConfig {
+  std::int64_t experts = 0;  // 0: a dense MLP
+  std::int64_t top_k = 2;
+  double capacity_factor = 0;   // 0: no token dropped
+  double aux_loss_coef = 0.02;  // load balancing, Mixtral's router_aux_loss_coef
+  double z_loss_coef = 0.001;   // ST-MoE's router z-loss
+  std::int64_t every = 1;       // every how many layers (from the first) is sparse
+};
+
+struct SparseMoeBlockImpl : torch::nn::Module {
+  SparseMoeBlockImpl(std::int64_t hidden, std::int64_t intermediate, const MoeConfig& c);
+  torch::Tensor forward(const torch::Tensor& x);  // (..., hidden)
+  // The dense reference: every token through its experts one by one (tests; no capacity).
+  torch::Tensor forward_per_token(const torch::Tensor& x);
+
+  MoeConfig config;
+  torch::nn::Linear gate{nullptr};  // the router: hidden → experts, no bias
+  torch::Tensor w_gate, w_up;       // (experts, intermediate, hidden)
+  torch::Tensor w_down;             // (experts, hidden, intermediate)
+  // Of the last forward: the auxiliary losses (0-d) and the token-expert pairs dropped for capacity.
+  torch::Tensor load_balancing_loss, z_loss;
+  std::int64_t dropped = 0, routed = 0;
+};
+TORCH_MODULE(SparseMoeBlock);
+
+// The same loss Hugging Face's load_balancing_loss_func gives for one layer: experts × Σ over the
+// top-k slots and experts of (the share of tokens routed there) × (the mean router probability).
+torch::Tensor load_balancing_loss(const torch::Tensor& probabilities, const torch::Tensor& selected,
+                                  std::int64_t experts);
+
+}  // namespace xpuperf::models
