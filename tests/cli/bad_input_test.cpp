@@ -354,10 +354,11 @@ std::vector<Probe> probes() {
                [](Dir d, std::string&) {
                  return check_plan(d,
                                    "  \"llama:libtorch:CPU:1:1:2\": {data_dir: /data, lora_rank: 4, "
-                                   "tie_word_embeddings: false, tensor_parallel: 2, lora_dropout: 1.5}\n");
+                                   "tensor_parallel: 2, lora_dropout: 1.5, num_local_experts: 4}\n");
                },
                1,
-               {"tensor_parallel: not yet with LoRA", "lora_dropout must be in [0, 1)"},
+               {"tensor_parallel: not yet with LoRA", "lora_dropout must be in [0, 1)",
+                "tensor_parallel with tie_word_embeddings: true", "tensor_parallel with num_local_experts"},
                {"internal error"}});
 
   p.push_back({"OffloadWithSgdOrZeroIsRefusedAtCheck",

@@ -42,6 +42,16 @@ void check_model_parallel(const SwitchCheckInput& in, Diagnostics& diags) {
   else if (tensor > 1 && saves)
     diags.error(in.source("save_checkpoint"),
                 "save_checkpoint with tensor_parallel is not implemented yet (each rank holds a part)");
+  // Llama's parts tensor parallelism cannot split yet (the llama case's keys).
+  if (tensor > 1 && in.get_bool("tie_word_embeddings", false))
+    diags.error(in.source("tensor_parallel"),
+                "tensor_parallel with tie_word_embeddings: true: the split embedding's vocabulary rows would be "
+                "the output layer's too",
+                "tensor_parallel: 1, or a shape with its own output layer (tie_word_embeddings: false)");
+  if (tensor > 1 && in.get_int("num_local_experts", 0) > 0)
+    diags.error(in.source("tensor_parallel"),
+                "tensor_parallel with num_local_experts: splitting the experts' layers is not built",
+                "tensor_parallel: 1 (expert parallelism is the experts' way)");
   const std::int64_t pipeline = in.get_int("pipeline_parallel", 1);
   const bool tensor_fits = tensor >= 1 && world % tensor == 0;
   if (pipeline < 1)

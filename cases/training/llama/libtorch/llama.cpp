@@ -30,6 +30,11 @@ class LlamaCase : public train::CausalLmCase {
           " with tie_word_embeddings: true: tensor parallelism splits the embedding's vocabulary rows, which a tied "
           "output layer would share; use tensor_parallel: 1 or a shape with its own output layer "
           "(tie_word_embeddings: false, as Llama-3-8B's)");
+    if (c.moe.experts > 0 && ctx.config.get_int("tensor_parallel", 1) > 1)
+      throw ConfigError("tensor_parallel " + std::to_string(ctx.config.get_int("tensor_parallel", 1)) +
+                        " with num_local_experts " + std::to_string(c.moe.experts) +
+                        ": splitting the experts' layers is not built (expert parallelism is their way); use "
+                        "tensor_parallel: 1");
     model_ = models::LlamaForCausalLM(c);
     model_->fused_kernels = ctx.config.get_bool("fused_kernels", false);
     model_->to(ctx.device);
