@@ -143,6 +143,12 @@ std::vector<std::string> gpt2_train(const std::string& data_dir, const std::stri
           "eval_data=" + train_data};
 }
 
+// `xpuperf train --case llama` on synthetic tokens with one setting (the model is built at its default size).
+std::vector<std::string> synthetic_llama_train(const std::string& set) {
+  return {"train", "--case", "llama", "--vendor", "cpu", "--hardware", "CPU", "--set", "synthetic_data=true",
+          "--set", set};
+}
+
 std::vector<std::string> check_plan(const test::TempDir& dir, const std::string& cases) {
   return {"--root", kSource, "check",
           dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() + "/results\ncases:\n" + cases)};
@@ -316,37 +322,13 @@ std::vector<Probe> probes() {
                {"tokenizer.model: line 1 is not a token in base64 and its rank", "Llama 2's SentencePiece"},
                {"internal error"}});
   p.push_back({"ALlamaWhoseHeadsDoNotDivideIsNamed",
-               [](Dir, std::string&) {
-                 return std::vector<std::string>{"train",
-                                                 "--case",
-                                                 "llama",
-                                                 "--vendor",
-                                                 "cpu",
-                                                 "--hardware",
-                                                 "CPU",
-                                                 "--set",
-                                                 "synthetic_data=true",
-                                                 "--set",
-                                                 "num_key_value_heads=3"};
-               },
+               [](Dir, std::string&) { return synthetic_llama_train("num_key_value_heads=3"); },
                1,
                {"the Llama's settings do not fit", "num_key_value_heads 3"},
                {"internal error"}});
 
   p.push_back({"ALlamaWithOneExpertIsNamed",
-               [](Dir, std::string&) {
-                 return std::vector<std::string>{"train",
-                                                 "--case",
-                                                 "llama",
-                                                 "--vendor",
-                                                 "cpu",
-                                                 "--hardware",
-                                                 "CPU",
-                                                 "--set",
-                                                 "synthetic_data=true",
-                                                 "--set",
-                                                 "num_local_experts=1"};
-               },
+               [](Dir, std::string&) { return synthetic_llama_train("num_local_experts=1"); },
                1,
                {"num_local_experts 1", "0 experts (dense) or 2 or more"},
                {"internal error"}});

@@ -142,6 +142,12 @@ TEST_F(LanguageCli, LlamaTrainsThroughRunOnKernelDocumentationWithTheLossFalling
   expect_trains_through_run("llama", data(), dir.path());
 }
 
+// `first`, then `more`: a test's shared --set values and one run's own.
+std::vector<std::string> with(const std::vector<std::string>& first, std::vector<std::string> more) {
+  more.insert(more.begin(), first.begin(), first.end());
+  return more;
+}
+
 // LoRA fine-tuning as FlagPerf's llama2_7b_finetune runs it, in a tiny size: a Llama trained from
 // scratch and saved, then fine-tuned from that checkpoint with adapters on q_proj and v_proj only,
 // the adapters saved as PEFT saves them.
@@ -151,18 +157,14 @@ TEST_F(LanguageCli, LlamaFineTunesWithLoraFromItsOwnCheckpoint) {
                                          "train_batch_size=8",    "eval_batch_size=8",     "lr=0.003",
                                          "warmup_steps=2",        "max_steps=12",          "log_freq=1",
                                          "eval_interval_steps=0", "num_threads=2",         "valid_share=0.01"};
-  auto with = [&](std::vector<std::string> more) {
-    more.insert(more.begin(), tiny.begin(), tiny.end());
-    return more;
-  };
   const std::string base = dir.path() + "/base.pt", adapter = dir.path() + "/adapter";
-  Result r = train_on_cpu("llama", with({"save_checkpoint=" + base}));
+  Result r = train_on_cpu("llama", with(tiny, {"save_checkpoint=" + base}));
   ASSERT_EQ(r.code, 0) << r.output;
   const auto scratch = step_losses(events_of(r.output));
   ASSERT_EQ(scratch.size(), 12u);
 
-  r = train_on_cpu("llama", with({"init_checkpoint=" + base, "lora_rank=4", "lora_alpha=8", "lora_dropout=0",
-                                  "save_checkpoint=" + adapter}));
+  r = train_on_cpu("llama", with(tiny, {"init_checkpoint=" + base, "lora_rank=4", "lora_alpha=8", "lora_dropout=0",
+                                        "save_checkpoint=" + adapter}));
   ASSERT_EQ(r.code, 0) << r.output;
   const auto events = events_of(r.output);
   const auto tuned = step_losses(events);
@@ -188,18 +190,14 @@ TEST_F(LanguageCli, LlamaFineTunesWithLoraFromItsOwnCheckpoint) {
 TEST_F(LanguageCli, BertFineTunesToClassifyParagraphsFromItsOwnCheckpoint) {
   const std::vector<std::string> tiny = {"num_hidden_layers=2", "hidden_size=64", "num_attention_heads=4",
                                          "intermediate_size=128", "num_threads=2"};
-  auto with = [&](std::vector<std::string> more) {
-    more.insert(more.begin(), tiny.begin(), tiny.end());
-    return more;
-  };
   const std::string base = dir.path() + "/bert.pt";
-  Result r = train_on_cpu("bert", with({"seq_length=64", "train_batch_size=16", "eval_batch_size=64", "lr=0.002",
-                                        "warmup_steps=2", "max_steps=10", "log_freq=10", "eval_interval_steps=0",
-                                        "valid_share=0.05", "save_checkpoint=" + base}));
+  Result r = train_on_cpu("bert", with(tiny, {"seq_length=64", "train_batch_size=16", "eval_batch_size=64", "lr=0.002",
+                                              "warmup_steps=2", "max_steps=10", "log_freq=10", "eval_interval_steps=0",
+                                              "valid_share=0.05", "save_checkpoint=" + base}));
   ASSERT_EQ(r.code, 0) << r.output;
   r = train_on_cpu("bert_finetune",
-                   with({"init_checkpoint=" + base, "seq_length=64", "train_batch_size=16", "eval_batch_size=64",
-                         "lr=0.003", "warmup_steps=2", "max_steps=50", "log_freq=1", "max_epochs=0"}));
+                   with(tiny, {"init_checkpoint=" + base, "seq_length=64", "train_batch_size=16", "eval_batch_size=64",
+                               "lr=0.003", "warmup_steps=2", "max_steps=50", "log_freq=1", "max_epochs=0"}));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output,
                   "tensors loaded; new, as initialised: bert.pooler.dense.bias, bert.pooler.dense.weight, "
@@ -227,19 +225,15 @@ TEST_F(LanguageCli, BertFineTunesToClassifyParagraphsFromItsOwnCheckpoint) {
 TEST_F(LanguageCli, LlamaFineTunesToClassifyParagraphsFromItsOwnCheckpoint) {
   const std::vector<std::string> tiny = {"num_hidden_layers=2",   "hidden_size=64",        "intermediate_size=128",
                                          "num_attention_heads=4", "num_key_value_heads=2", "num_threads=2"};
-  auto with = [&](std::vector<std::string> more) {
-    more.insert(more.begin(), tiny.begin(), tiny.end());
-    return more;
-  };
   const std::string base = dir.path() + "/llama.pt";
-  Result r =
-      train_on_cpu("llama", with({"tie_word_embeddings=false", "seq_length=32", "train_batch_size=8",
-                                  "eval_batch_size=8", "lr=0.003", "warmup_steps=2", "max_steps=10", "log_freq=10",
-                                  "eval_interval_steps=0", "valid_share=0.01", "save_checkpoint=" + base}));
+  Result r = train_on_cpu(
+      "llama", with(tiny, {"tie_word_embeddings=false", "seq_length=32", "train_batch_size=8", "eval_batch_size=8",
+                           "lr=0.003", "warmup_steps=2", "max_steps=10", "log_freq=10", "eval_interval_steps=0",
+                           "valid_share=0.01", "save_checkpoint=" + base}));
   ASSERT_EQ(r.code, 0) << r.output;
   r = train_on_cpu("llama_finetune",
-                   with({"init_checkpoint=" + base, "seq_length=64", "train_batch_size=16", "eval_batch_size=64",
-                         "lr=0.003", "warmup_steps=2", "max_steps=50", "log_freq=1", "max_epochs=0"}));
+                   with(tiny, {"init_checkpoint=" + base, "seq_length=64", "train_batch_size=16", "eval_batch_size=64",
+                               "lr=0.003", "warmup_steps=2", "max_steps=50", "log_freq=1", "max_epochs=0"}));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "tensors loaded; new, as initialised: score.weight")) << r.output;
   const auto events = events_of(r.output);

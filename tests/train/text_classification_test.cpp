@@ -27,6 +27,10 @@ std::string error_of(const std::function<void()>& f) {
   return "no error";
 }
 
+TextEncoder encoder(const text::WordPiece& wp) {
+  return [&wp](std::string_view text) { return wp.encode(text); };
+}
+
 std::string vocab(const test::TempDir& dir) {
   return dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nnetwork\ndriver\nfile\n##s\nsystem\n.\n");
 }
@@ -40,7 +44,7 @@ TEST(TextClassification, LabelledLinesBecomeBatchesWithLabelsInSortedOrder) {
                 "{\"text\": \"the file systems the file systems the file\", \"label\": \"filesystems\"}\n"
                 "{\"text\": \"drivers\", \"label\": 7}\n");
   const auto valid = dir.write("valid.jsonl", "{\"text\": \"file\", \"label\": \"filesystems\"}\n");
-  const auto d = wordpiece_classification_data(train, valid, wp, 6);
+  const auto d = classification_data(train, valid, encoder(wp), wordpiece_framing(wp), 6);
   EXPECT_EQ(d.label_names, (std::vector<std::string>{"7", "filesystems", "networking"}));
   ASSERT_EQ(d.train->size(), 3);
   const auto b = d.train->get(torch::arange(3));
@@ -71,11 +75,13 @@ TEST(TextClassification, BadLinesAndUnknownLabelsAreNamed) {
             std::string::npos);
   const auto other = dir.write("other.jsonl", "{\"text\": \"c\", \"label\": \"z\"}\n");
   EXPECT_NE(error_of([&] {
-              wordpiece_classification_data(good, other, wp, 8);
+              classification_data(good, other, encoder(wp), wordpiece_framing(wp), 8);
             }).find("other.jsonl: label 'z' (text 1) is not among the training file's labels"),
             std::string::npos);
   const auto one = dir.write("one.jsonl", "{\"text\": \"c\", \"label\": \"x\"}\n");
-  EXPECT_NE(error_of([&] { wordpiece_classification_data(one, one, wp, 8); }).find("one label only ('x')"),
+  EXPECT_NE(error_of([&] {
+              classification_data(one, one, encoder(wp), wordpiece_framing(wp), 8);
+            }).find("one label only ('x')"),
             std::string::npos);
 }
 

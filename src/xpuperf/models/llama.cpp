@@ -73,9 +73,8 @@ std::string LlamaConfig::problem() const {
            std::to_string(intermediate) + ", num_hidden_layers " + std::to_string(layers) + ", num_attention_heads " +
            std::to_string(heads) + ", num_key_value_heads " + std::to_string(kv_heads) + ", max_position_embeddings " +
            std::to_string(max_positions) +
-           ": each must be positive (vocab_size at least 2), hidden_size a multiple of num_attention_heads with an "
-           "even "
-           "head width, num_attention_heads a multiple of num_key_value_heads";
+           ": each must be positive (vocab_size at least 2), hidden_size a multiple of num_attention_heads with "
+           "an even head width, num_attention_heads a multiple of num_key_value_heads";
   if (!(rms_norm_eps > 0) || !(rope_theta > 0))
     return "rms_norm_eps and rope_theta must be positive (got " + std::to_string(rms_norm_eps) + ", " +
            std::to_string(rope_theta) + ")";
@@ -83,9 +82,8 @@ std::string LlamaConfig::problem() const {
       (rope_factor > 0 &&
        (rope_low_freq_factor <= 0 || rope_high_freq_factor <= rope_low_freq_factor || rope_original_max_positions < 1)))
     return "rope_scaling_factor " + std::to_string(rope_factor) +
-           ": 0 (no scaling) or, for Llama 3.1's scaling, positive with rope_high_freq_factor > rope_low_freq_factor > "
-           "0 "
-           "and rope_original_max_position_embeddings >= 1";
+           ": 0 (no scaling) or, for Llama 3.1's scaling, positive with rope_high_freq_factor > "
+           "rope_low_freq_factor > 0 and rope_original_max_position_embeddings >= 1";
   return "";
 }
 

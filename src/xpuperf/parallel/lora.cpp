@@ -9,8 +9,8 @@
 
 namespace xpuperf::parallel {
 
-void LowRankAdaptable::add_adapter(torch::nn::Module& self, std::int64_t in, std::int64_t out, std::int64_t rank,
-                                   double alpha, double dropout) {
+void LowRankAdaptable::add_adapter(torch::nn::Module& self, std::int64_t rank, double alpha, double dropout) {
+  const std::int64_t in = adapter_in(), out = adapter_out();
   if (has_adapter()) throw std::logic_error("LoRA: a layer got a second adapter");
   // Where the layer's weights are (their own type may be the frozen one: the adapter trains in fp32).
   torch::Device device(torch::kCPU);
@@ -76,9 +76,8 @@ std::vector<std::string> apply_lora(torch::nn::Module& model, const LoraSettings
   const std::set<std::string> targets(settings.targets.begin(), settings.targets.end());
   for (const auto& [name, module] : adaptable) {
     if (!targets.count(last_part(name))) continue;
-    auto* layer = dynamic_cast<LowRankAdaptable*>(module.get());
-    layer->add_adapter(*module, layer->adapter_in(), layer->adapter_out(), settings.rank, settings.alpha,
-                       settings.dropout);
+    dynamic_cast<LowRankAdaptable*>(module.get())
+        ->add_adapter(*module, settings.rank, settings.alpha, settings.dropout);
     adapted.push_back(name);
   }
   return adapted;

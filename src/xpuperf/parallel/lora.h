@@ -21,9 +21,8 @@ namespace xpuperf::parallel {
 class LowRankAdaptable {
  public:
   virtual ~LowRankAdaptable() = default;
-  // Registers lora_A (rank × in) and lora_B (out × rank) on `self`, the layer itself.
-  void add_adapter(torch::nn::Module& self, std::int64_t in, std::int64_t out, std::int64_t rank, double alpha,
-                   double dropout);
+  // Registers lora_A (rank × adapter_in()) and lora_B (adapter_out() × rank) on `self`, the layer itself.
+  void add_adapter(torch::nn::Module& self, std::int64_t rank, double alpha, double dropout);
   bool has_adapter() const { return static_cast<bool>(lora_A_); }
   virtual std::int64_t adapter_in() const = 0;
   virtual std::int64_t adapter_out() const = 0;

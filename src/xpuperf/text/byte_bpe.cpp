@@ -41,6 +41,9 @@ struct ByteBpe::Vocab {
     specials[text] = id;
     bytes_of[static_cast<std::size_t>(id)] = text;
   }
+  // A merge of two tokens as a vocabulary file spells them; false when the vocabulary lacks
+  // either token or what they make (the file's merges and tokens do not belong together).
+  bool add_merge(const std::string& left_spelt, const std::string& right_spelt, std::int32_t rank);
   std::int32_t find(const std::string& token) const {
     if (auto s = specials.find(token); s != specials.end()) return s->second;
     if (auto i = ids.find(token); i != ids.end()) return i->second;
@@ -102,6 +105,19 @@ const ByteSpelling& spelling() {
   static const ByteSpelling s;
   return s;
 }
+
+}  // namespace
+
+bool ByteBpe::Vocab::add_merge(const std::string& left_spelt, const std::string& right_spelt, std::int32_t rank) {
+  const auto left = spelling().bytes(left_spelt), right = spelling().bytes(right_spelt);
+  if (!left || !right) return false;
+  const std::int32_t l = find(*left), r = find(*right), result = find(*left + *right);
+  if (l < 0 || r < 0 || result < 0) return false;
+  merges.emplace(pair(l, r), Merge{rank, result});
+  return true;
+}
+
+namespace {
 
 // Base64 (RFC 4648, with padding) → bytes; nullopt when malformed.
 std::optional<std::string> base64_decode(std::string_view s) {
@@ -199,13 +215,7 @@ ByteBpe ByteBpe::load_gpt2(const std::string& encoder_json, const std::string& v
       throw TokenizerError(vocab_bpe + ": line " + std::to_string(line_number) + " is not a merge of two symbols (\"" +
                            line.substr(0, 40) +
                            "\"): not GPT-2's vocab.bpe (a WordPiece vocab.txt has one token a line)");
-    const auto left = spelling().bytes(line.substr(0, space)), right = spelling().bytes(line.substr(space + 1));
-    const std::int32_t l = left ? v->find(*left) : -1, r = right ? v->find(*right) : -1;
-    const std::int32_t result = left && right ? v->find(*left + *right) : -1;
-    if (l < 0 || r < 0 || result < 0)
-      ++unknown;
-    else
-      v->merges.emplace(Vocab::pair(l, r), Vocab::Merge{rank, result});
+    if (!v->add_merge(line.substr(0, space), line.substr(space + 1), rank)) ++unknown;
     ++rank;
   }
   if (rank == 0) throw TokenizerError(vocab_bpe + ": no merges");
@@ -309,13 +319,7 @@ ByteBpe ByteBpe::load_hugging_face(const std::string& tokenizer_json) {
     } else {
       throw TokenizerError(f + ": merge " + std::to_string(rank) + " is neither \"a b\" nor [\"a\", \"b\"]");
     }
-    const auto lb = spelling().bytes(left), rb = spelling().bytes(right);
-    const std::int32_t l = lb ? v->find(*lb) : -1, r = rb ? v->find(*rb) : -1;
-    const std::int32_t result = lb && rb ? v->find(*lb + *rb) : -1;
-    if (l < 0 || r < 0 || result < 0)
-      ++unknown;
-    else
-      v->merges.emplace(Vocab::pair(l, r), Vocab::Merge{rank, result});
+    if (!v->add_merge(left, right, rank)) ++unknown;
     ++rank;
   }
   if (rank == 0) throw TokenizerError(f + ": model.merges is empty");

@@ -249,16 +249,16 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
     std::size_t round_bytes = 0;
     std::vector<std::vector<std::int32_t>> document;  // sequences of the document being written
     std::int64_t current_document = -1;
+    // A document's markers, -1 where none: GPT-2's text <|endoftext|>, Llama 3's <|begin_of_text|>
+    // text <|end_of_text|>, SentencePiece's text </s> (where the model has one).
+    const std::int32_t begin_id = bpe ? bpe->begin_of_text() : -1;
+    const std::int32_t end_id = bpe ? bpe->end_of_text() : spm ? sentencepiece->end_of_text() : -1;
     auto flush_document = [&] {
       if (current_document < 0) return;
-      if (byte_level && o.end_of_document) {  // [<|begin_of_text|>] text <|end_of_text|>
+      if (o.end_of_document && (begin_id >= 0 || end_id >= 0)) {
         if (document.empty()) document.emplace_back();
-        if (bpe->begin_of_text() >= 0) document.front().insert(document.front().begin(), bpe->begin_of_text());
-        document.back().push_back(bpe->end_of_text());
-      }
-      if (spm && o.end_of_document && sentencepiece->end_of_text() >= 0) {  // text </s>
-        if (document.empty()) document.emplace_back();
-        document.back().push_back(sentencepiece->end_of_text());
+        if (begin_id >= 0) document.front().insert(document.front().begin(), begin_id);
+        if (end_id >= 0) document.back().push_back(end_id);
       }
       writer.add_document(document);
       document.clear();
@@ -374,12 +374,11 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
                  {"inputs", o.inputs},
                  {"files", r.files},
                  {"bytes", r.bytes}});
-    if (byte_level) {
-      if (!o.merges.empty()) meta["merges"] = fs::absolute(o.merges).string();
-      meta.update({{"end_of_document", o.end_of_document}, {"end_of_text", bpe->end_of_text()}});
-      if (bpe->begin_of_text() >= 0) meta["begin_of_text"] = bpe->begin_of_text();
+    if (byte_level && !o.merges.empty()) meta["merges"] = fs::absolute(o.merges).string();
+    if (one_sequence) {
+      meta.update({{"end_of_document", o.end_of_document}, {"end_of_text", end_id}});
+      if (begin_id >= 0) meta["begin_of_text"] = begin_id;
     }
-    if (spm) meta.update({{"end_of_document", o.end_of_document}, {"end_of_text", sentencepiece->end_of_text()}});
     if (wordpiece) {
       meta["lower_case"] = o.lower_case;
       meta["unknown_tokens"] = unknown;

@@ -48,6 +48,22 @@ void drop_tied_copies(std::map<std::string, torch::Tensor>& tensors, const std::
   }
 }
 
+// The state_dict of a file that is not a LibTorch archive (`archive_error` says why), or an error
+// saying what the file is not.
+std::map<std::string, torch::Tensor> read_state_dict_not_archive(const std::string& path,
+                                                                 const std::string& archive_error) {
+  try {
+    return read_state_dict(path);
+  } catch (const c10::Error& e) {
+    // LibTorch's unpickler reads Python's OrderedDict (what state_dict() returns) as None.
+    if (std::string(e.what_without_backtrace()).find("GenericDict but got None") != std::string::npos)
+      throw std::runtime_error(ordered_dict_advice(path));
+    throw std::runtime_error(path + " is neither a LibTorch archive (" + archive_error.substr(0, 200) +
+                             ") nor a PyTorch state_dict (" + std::string(e.what_without_backtrace()).substr(0, 200) +
+                             ")");
+  }
+}
+
 void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch::Tensor>& tensors,
                      const std::string& path) {
   std::map<std::string, torch::Tensor> targets;
@@ -83,17 +99,7 @@ std::string load_weights(torch::nn::Module& model, const std::string& path,
   } catch (const c10::Error& e) {
     archive_error = e.what_without_backtrace();
   }
-  std::map<std::string, torch::Tensor> tensors;
-  try {
-    tensors = read_state_dict(path);
-  } catch (const c10::Error& e) {
-    // LibTorch's unpickler reads Python's OrderedDict (what state_dict() returns) as None.
-    if (std::string(e.what_without_backtrace()).find("GenericDict but got None") != std::string::npos)
-      throw std::runtime_error(ordered_dict_advice(path));
-    throw std::runtime_error(path + " is neither a LibTorch archive (" + archive_error.substr(0, 200) +
-                             ") nor a PyTorch state_dict (" + std::string(e.what_without_backtrace()).substr(0, 200) +
-                             ")");
-  }
+  auto tensors = read_state_dict_not_archive(path, archive_error);
   drop_tied_copies(tensors, tied, path);
   copy_state_dict(model, tensors, path);
   return "PyTorch state_dict";
@@ -149,14 +155,7 @@ PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path
     archive_error = e.what_without_backtrace();
   }
   if (r.format.empty()) {
-    std::map<std::string, torch::Tensor> tensors;
-    try {
-      tensors = read_state_dict(path);
-    } catch (const c10::Error& e) {
-      throw std::runtime_error(path + " is neither a LibTorch archive (" + archive_error.substr(0, 200) +
-                               ") nor a PyTorch state_dict (" + std::string(e.what_without_backtrace()).substr(0, 200) +
-                               ")");
-    }
+    auto tensors = read_state_dict_not_archive(path, archive_error);
     drop_tied_copies(tensors, tied, path);
     for (auto& [name, t] : tensors) {
       if (targets.count(name))

@@ -509,11 +509,12 @@ TrainingOutcome TrainingRun::finish() {
   }
   sync_->describe(f.extra);
   if (s_.lora_rank > 0) {
-    std::int64_t adapter = 0, frozen = 0, layers = 0;
-    for (const auto& [name, t] : parallel::lora_tensors(*model_)) adapter += t.numel();
+    const auto adapters = parallel::lora_tensors(*model_);  // A and B of each adapted layer
+    std::int64_t adapter = 0, frozen = 0;
+    for (const auto& [name, t] : adapters) adapter += t.numel();
     for (const auto& p : model_->parameters())
       if (!p.requires_grad()) frozen += p.numel();
-    layers = static_cast<std::int64_t>(parallel::lora_tensors(*model_).size()) / 2;
+    const auto layers = static_cast<std::int64_t>(adapters.size()) / 2;
     f.extra["lora"] = {{"rank", s_.lora_rank},     {"alpha", s_.lora_alpha},        {"targets", s_.lora_targets},
                        {"adapted_layers", layers}, {"trained_parameters", adapter}, {"frozen_parameters", frozen}};
   }

@@ -113,11 +113,22 @@ ClassificationData classification_data(const std::string& train_path, const std:
   return d;
 }
 
-ClassificationData wordpiece_classification_data(const std::string& train_path, const std::string& eval_path,
-                                                 const text::WordPiece& wordpiece, std::int64_t length) {
-  return classification_data(
-      train_path, eval_path, [&wordpiece](std::string_view text) { return wordpiece.encode(text); },
-      {wordpiece.cls(), wordpiece.sep(), wordpiece.pad(), "WordPiece"}, length);
+TextFraming wordpiece_framing(const text::WordPiece& wordpiece) {
+  return {wordpiece.cls(), wordpiece.sep(), wordpiece.pad(), "WordPiece"};
+}
+
+Datasets TextClassificationCase::labelled_datasets(const CaseContext& ctx, const TextEncoder& encode,
+                                                   const TextFraming& framing, std::int64_t default_length,
+                                                   std::int64_t positions, const std::string& positions_key) {
+  const Config& cfg = ctx.config;
+  length_ = cfg.get_int("seq_length", default_length);
+  const std::int64_t shortest = 1 + (framing.begin >= 0 ? 1 : 0) + (framing.end >= 0 ? 1 : 0);
+  if (length_ < shortest || length_ > positions)
+    throw ConfigError(cfg.at("seq_length").source.str() + ": seq_length must be in [" + std::to_string(shortest) +
+                      ", " + positions_key + " = " + std::to_string(positions) + "], got " + std::to_string(length_));
+  auto data = classification_data(data_file(cfg, "train_data"), data_file(cfg, "eval_data"), encode, framing, length_);
+  labels_ = static_cast<std::int64_t>(data.label_names.size());
+  return {data.train, data.eval};
 }
 
 void TextClassificationCase::evaluate(const Batch& batch, MetricSums& sums) {

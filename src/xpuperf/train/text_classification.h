@@ -46,9 +46,8 @@ struct TextFraming {
 // Batches of (ids, token types, keep, label), each (n, length) but the labels (n).
 ClassificationData classification_data(const std::string& train_path, const std::string& eval_path,
                                        const TextEncoder& encode, const TextFraming& framing, std::int64_t length);
-// BERT's: [CLS] WordPiece pieces [SEP].
-ClassificationData wordpiece_classification_data(const std::string& train_path, const std::string& eval_path,
-                                                 const text::WordPiece& wordpiece, std::int64_t length);
+// BERT's framing: [CLS] WordPiece pieces [SEP], padded with [PAD].
+TextFraming wordpiece_framing(const text::WordPiece& wordpiece);
 
 // What the fine-tuning cases (bert_finetune, llama_finetune) share: a pretrained start, the loss
 // as the step, and accuracy and loss as the metrics. A case adds its data and model.
@@ -65,6 +64,11 @@ class TextClassificationCase : public TrainingCase {
   virtual std::pair<torch::Tensor, torch::Tensor> loss_and_correct(const Batch& batch) = 0;
   // 0 before the model exists.
   virtual double training_flops_per_sequence(std::int64_t tokens) const = 0;
+  // The config's train_data and eval_data as `classification_data` reads them, seq_length tokens a
+  // text (default `default_length`; at least the framing and a token, at most `positions`, the
+  // model's longest sequence, named by `positions_key`); sets length_ and labels_.
+  Datasets labelled_datasets(const CaseContext& ctx, const TextEncoder& encode, const TextFraming& framing,
+                             std::int64_t default_length, std::int64_t positions, const std::string& positions_key);
 
   std::int64_t length_ = 0, labels_ = 2;
 };

@@ -18,10 +18,6 @@ class BertFinetuneCase : public train::TextClassificationCase {
     const Config& cfg = ctx.config;
     config_ = models::bert_config_from(cfg, models::BertConfig::base());
     config_.dropout = config_.attention_dropout = cfg.get_number("dropout", config_.dropout);
-    length_ = cfg.get_int("seq_length", 128);
-    if (length_ < 3 || length_ > config_.positions)
-      throw ConfigError(cfg.at("seq_length").source.str() + ": seq_length must be in [3, max_position_embeddings = " +
-                        std::to_string(config_.positions) + "], got " + std::to_string(length_));
     std::unique_ptr<text::WordPiece> wordpiece;
     try {
       wordpiece = std::make_unique<text::WordPiece>(
@@ -33,10 +29,9 @@ class BertFinetuneCase : public train::TextClassificationCase {
       throw ConfigError("vocab_file " + train::data_file(cfg, "vocab_file") + " has " +
                         std::to_string(wordpiece->vocab_size()) + " tokens, the model's vocab_size is " +
                         std::to_string(config_.vocab) + ": they must be the same vocabulary");
-    auto data = train::wordpiece_classification_data(train::data_file(cfg, "train_data"),
-                                                     train::data_file(cfg, "eval_data"), *wordpiece, length_);
-    labels_ = static_cast<std::int64_t>(data.label_names.size());
-    return {data.train, data.eval};
+    return labelled_datasets(
+        ctx, [&wordpiece](std::string_view text) { return wordpiece->encode(text); },
+        train::wordpiece_framing(*wordpiece), 128, config_.positions, "max_position_embeddings");
   }
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {

@@ -22,10 +22,6 @@ class LlamaFinetuneCase : public train::TextClassificationCase {
     const Config& cfg = ctx.config;
     config_ = models::llama_config_from(cfg, models::LlamaConfig::llama3_2_1b());
     config_.tie_word_embeddings = false;  // no output layer: a classifier scores the last token
-    length_ = cfg.get_int("seq_length", 256);
-    if (length_ < 2 || length_ > config_.max_positions)
-      throw ConfigError(cfg.at("seq_length").source.str() + ": seq_length must be in [2, max_position_embeddings = " +
-                        std::to_string(config_.max_positions) + "], got " + std::to_string(length_));
     std::shared_ptr<text::ByteBpe> bpe;
     const std::string file = train::data_file(cfg, "tokenizer_file");
     try {
@@ -41,11 +37,9 @@ class LlamaFinetuneCase : public train::TextClassificationCase {
     // <|begin_of_text|> text, as Hugging Face's Llama 3 tokenizer frames a text; padded with
     // <|end_of_text|> on the right, which the classifier never reads.
     const train::TextFraming framing{bpe->begin_of_text(), -1, bpe->end_of_text(), "Llama 3 BPE"};
-    auto data = train::classification_data(
-        train::data_file(cfg, "train_data"), train::data_file(cfg, "eval_data"),
-        [bpe](std::string_view text) { return bpe->encode(text); }, framing, length_);
-    labels_ = static_cast<std::int64_t>(data.label_names.size());
-    return {data.train, data.eval};
+    return labelled_datasets(
+        ctx, [bpe](std::string_view text) { return bpe->encode(text); }, framing, 256, config_.max_positions,
+        "max_position_embeddings");
   }
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
