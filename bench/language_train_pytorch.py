@@ -1,6 +1,6 @@
 """Hugging Face's side of bench/language_train_vs_pytorch.sh: training throughput of
-GPT2LMHeadModel (16 x 1024 tokens) and BertForMaskedLM (32 x 512, 15 % of the tokens masked),
-default configs, random weights, bf16 autocast over fp32 weights, the cases' AdamW (fused) and
+GPT2LMHeadModel (16 x 1024 tokens), BertForMaskedLM (32 x 512, 15 % of the tokens masked), default
+configs, and LlamaForCausalLM at Llama-3.2-1B's shape (8 x 2048, the llama case's), random weights, bf16 autocast over fp32 weights, the cases' AdamW (fused) and
 gradient clipping, eager and torch.compile; peak device memory; optionally the CUDA kernels by
 time (where the time goes). Prints one JSON object per line."""
 import argparse
@@ -14,20 +14,37 @@ from pytorch_common import emit, kernel_table
 RECIPES = {  # the cases' _base.yaml
     "gpt2": dict(batch=16, length=1024, lr=6e-4, betas=(0.9, 0.95), wd=0.1, eps=1e-8),
     "bert": dict(batch=32, length=512, lr=2e-4, betas=(0.9, 0.999), wd=0.01, eps=1e-6),
+    "llama": dict(batch=8, length=2048, lr=3e-4, betas=(0.9, 0.95), wd=0.1, eps=1e-8),
 }
+
+
+def llama_config():
+    """Llama-3.2-1B's shape, as cases/training/llama/libtorch/config/_base.yaml."""
+    rope = dict(rope_type="llama3", factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0,
+                original_max_position_embeddings=8192)
+    sizes = dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                 num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072, rms_norm_eps=1e-5,
+                 tie_word_embeddings=True)
+    if int(transformers.__version__.split(".")[0]) >= 5:  # transformers 5 holds rope_theta in rope_parameters
+        sizes["rope_parameters"] = dict(rope, rope_theta=500000.0)
+    else:
+        sizes.update(rope_theta=500000.0, rope_scaling=rope)
+    return transformers.LlamaConfig(**sizes)
 
 
 def build(case):
     if case == "gpt2":
         return transformers.GPT2LMHeadModel(transformers.GPT2Config())
+    if case == "llama":
+        return transformers.LlamaForCausalLM(llama_config())
     return transformers.BertForMaskedLM(transformers.BertConfig())
 
 
 def batch(case, device):
     r = RECIPES[case]
     g = torch.Generator().manual_seed(7)
-    if case == "gpt2":
-        ids = torch.randint(50257, (r["batch"], r["length"]), generator=g)
+    if case in ("gpt2", "llama"):
+        ids = torch.randint(50257 if case == "gpt2" else 128256, (r["batch"], r["length"]), generator=g)
         return dict(input_ids=ids.to(device), labels=ids.to(device))
     ids = torch.randint(1000, 30522, (r["batch"], r["length"]), generator=g)
     labels = torch.full_like(ids, -100)

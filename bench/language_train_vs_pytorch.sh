@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The language training cases beside Hugging Face on the same GPU in the same call (the tables in
-# cases/training/{gpt2,bert}/README.md): GPT-2 small at 16 × 1,024 tokens and BERT-base at 32 × 512,
-# bf16, tokens/s and sequences/s of xpuperf (on the kernel's documentation, and on synthetic ids)
-# against GPT2LMHeadModel / BertForMaskedLM eager and torch.compile, MFU (the cases' FLOPs a
+# cases/training/{gpt2,bert,llama}/README.md): GPT-2 small at 16 × 1,024 tokens, BERT-base at 32 × 512
+# and Llama-3.2-1B at 8 × 2,048, bf16, tokens/s and sequences/s of xpuperf (on the kernel's documentation, and on synthetic ids)
+# against GPT2LMHeadModel / BertForMaskedLM / LlamaForCausalLM eager and torch.compile, MFU (the cases' FLOPs a
 # sample over the datasheet's dense bf16 peak), peak device memory; then the first-step parity
 # from Hugging Face's weights (fp32 and bf16: tests/models, LanguageModels.*FirstStep*).
 # Usage: bench/language_train_vs_pytorch.sh [HARDWARE [DATA_DIR]]   (on an NVIDIA GPU machine,
 # after building; DATA_DIR: where scripts/linux-doc-datasets.sh wrote the token datasets)
-# CASES=gpt2,bert STEPS=100 pick the cases and the measured steps; PROFILE=gpt2 lists Hugging
+# CASES=gpt2,bert,llama STEPS=100 pick the cases and the measured steps; PROFILE=gpt2 lists Hugging
 # Face's kernels by time; VARIANTS=gpt2 also times xpuperf with cuda_graphs, the fused
-# optimizer and the fused kernels (the loss's) off in turn; OURS_PROFILE=1 lists xpuperf's kernels (nsys) and their time by class (GEMM, attention,
+# optimizer and the fused kernels (the loss's) off in turn (VARIANTS=llama: with LoRA r 8,
+# ZeRO-Offload, activation checkpointing, and the fused kernels off); OURS_PROFILE=1 lists xpuperf's kernels (nsys) and their time by class (GEMM, attention,
 # normalisation, element-wise, loss, optimizer, copies, idle: bench/kernel_classes.py) beside
 # Hugging Face's classes from PROFILE's run; PEAK=989.4 the dense bf16 TFLOP/s of the GPU (H100/H200 SXM).
 set -euo pipefail
@@ -68,9 +69,16 @@ IFS=, read -ra list <<< "$cases"
     ours "$c" synthetic synthetic_data=true synthetic_tokens=4194304 "${common[@]}"
     [[ -n $data ]] && ours "$c" linux_doc "data_dir=$data" "${common[@]}"
     if [[ ,${VARIANTS:-}, == *,$c,* ]]; then
-      ours "$c" without_cuda_graphs synthetic_data=true synthetic_tokens=4194304 "${common[@]}" cuda_graphs=false
-      ours "$c" without_fused_optimizer synthetic_data=true synthetic_tokens=4194304 "${common[@]}" fused_optimizer=off
-      ours "$c" without_fused_kernels synthetic_data=true synthetic_tokens=4194304 "${common[@]}" fused_kernels=false
+      synth=(synthetic_data=true synthetic_tokens=4194304 "${common[@]}")
+      if [[ $c == llama ]]; then  # the LLM switches: LoRA, ZeRO-Offload, activation checkpointing
+        ours "$c" lora_r8_q_v "${synth[@]}" lora_rank=8
+        ours "$c" offload_optimizer "${synth[@]}" offload_optimizer=true fused_optimizer=off
+        ours "$c" activation_checkpointing "${synth[@]}" activation_checkpointing=true
+      else
+        ours "$c" without_cuda_graphs "${synth[@]}" cuda_graphs=false
+        ours "$c" without_fused_optimizer "${synth[@]}" fused_optimizer=off
+      fi
+      ours "$c" without_fused_kernels "${synth[@]}" fused_kernels=false
     fi
   done
 } > "$work/ours.jsonl"
