@@ -126,9 +126,12 @@ class PodmanRun : public ::testing::Test {
     if (!image.empty()) output_of({"podman", "rmi", "--force", image});
   }
 
+  // Each test's recipe is its own (the LABEL line), so that no two tests' images are one cached image
+  // under two names: podman 4.3's tagging is not safe in parallel (container.cpp, prepare_image), and a
+  // test's build could take another test's name back to the shared image.
   void recipe(const std::string& version) {
-    root.write("vendors/cpu/container/Dockerfile",
-               "FROM " + kBaseImage + "\nRUN echo " + version + " > /etc/xpuperf-recipe\n");
+    root.write("vendors/cpu/container/Dockerfile", "FROM " + kBaseImage + "\nLABEL xpuperf.test=" + image +
+                                                       "\nRUN echo " + version + " > /etc/xpuperf-recipe\n");
   }
   std::string plan(const std::string& body, const std::string& extra = "") {
     return dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() + "/results\n" + extra +

@@ -1,15 +1,19 @@
-// The container engines' command lines (argument vectors, no shell strings), the recipe hash
-// and container names.
+// The container engines' command lines (argument vectors, no shell strings), the recipe hash,
+// the image's preparation (against a fake engine) and container names.
 
 #include "xpuperf/launch/container.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "test_util.h"
+#include "xpuperf/core/plan.h"
 
 namespace xpuperf {
 namespace {
 
+namespace fs = std::filesystem;
 using Args = std::vector<std::string>;
 
 TEST(Container, RunIsLeastPrivilegeOnTheHostNetworkWithThePlanOptionsLast) {
@@ -76,6 +80,46 @@ TEST(Container, RecipeHashFollowsEveryFile) {
   EXPECT_NE(two, one);
   dir.write("files/setup.sh", "echo hi\n");
   EXPECT_NE(recipe_hash(dir.path()), two);
+}
+
+// A fake engine: `image inspect` prints the label kept in a file beside it (fails when there is
+// none), `build` writes its --label there unless the file `steal` exists (another build on the host
+// took the name back to an image of an older recipe).
+std::string fake_engine(const test::TempDir& dir) {
+  const std::string path = dir.write("engine", R"(#!/bin/sh
+here=$(dirname "$0")
+case "$1" in
+  image) [ -f "$here/label" ] && cat "$here/label" ;;
+  build) [ -f "$here/steal" ] && exit 0
+         shift; while [ "$1" != --label ]; do shift; done
+         echo "${2#*=}" > "$here/label" ;;
+esac
+)");
+  fs::permissions(path, fs::perms::owner_all);
+  return path;
+}
+
+TEST(Container, AnImageIsBuiltWhenItsRecipeChangedAndCheckedAfterwards) {
+  test::TempDir dir, recipe;
+  recipe.write("Dockerfile", "FROM x\n");
+  const ContainerCli cli(fake_engine(dir));
+  const ContainerSettings settings;
+  const std::string log = dir.path() + "/build.log";
+  ImagePrepared first = prepare_image(cli, settings, "img:1", recipe.path(), log);
+  EXPECT_TRUE(first.ok) << first.what;
+  EXPECT_NE(first.what.find("built from"), std::string::npos) << first.what;
+  ImagePrepared again = prepare_image(cli, settings, "img:1", recipe.path(), log);
+  EXPECT_TRUE(again.ok) << again.what;
+  EXPECT_NE(again.what.find("up to date"), std::string::npos) << again.what;
+
+  // The build succeeds, but the name then points at the old recipe's image: refused, not run.
+  const std::string old_hash = recipe_hash(recipe.path());
+  recipe.write("Dockerfile", "FROM y\n");
+  dir.write("steal", "");
+  ImagePrepared stolen = prepare_image(cli, settings, "img:1", recipe.path(), log);
+  EXPECT_FALSE(stolen.ok) << stolen.what;
+  EXPECT_NE(stolen.what.find("then pointed at an image of recipe " + old_hash), std::string::npos) << stolen.what;
+  EXPECT_NE(stolen.what.find("run again"), std::string::npos) << stolen.what;
 }
 
 TEST(Container, NamesAreUniqueAndSafe) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "xpuperf/core/files.h"
@@ -129,13 +130,21 @@ ImagePrepared prepare_image(const ContainerCli& cli, const ContainerSettings& se
   const int lock = ::open((fs::temp_directory_path() / lock_name).c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0666);
   if (lock >= 0) ::flock(lock, LOCK_EX);
   ImagePrepared result;
-  try {
+  // The recipe label of the image the name points to now, or nullopt when there is none.
+  const auto label_of_image = [&]() -> std::optional<std::string> {
     ProcessSpec inspect;
     inspect.argv = cli.recipe_label(image);
     inspect.log_path = build_log + ".inspect";
     const bool exists = run_process(inspect, std::chrono::seconds(60)).ok();
     const std::string label = exists ? first_line_of(inspect.log_path) : "";
     fs::remove(inspect.log_path);
+    if (!exists) return std::nullopt;
+    return label;
+  };
+  try {
+    const auto before = label_of_image();
+    const bool exists = before.has_value();
+    const std::string label = before.value_or("");
     if (!has_recipe) {
       result.ok = exists;
       result.what = exists ? "image " + image + " as is (no recipe)"
@@ -156,6 +165,20 @@ ImagePrepared prepare_image(const ContainerCli& cli, const ContainerSettings& se
                                    (exists ? ", was " + (label.empty() ? std::string("unlabelled") : label) : "") + ")"
                              : "building " + image + " from " + recipe + " " + s.describe() + ": " +
                                    last_line_of(build_log) + " (see " + build_log + ")";
+        // The name must point at what was built. Podman before 4.8 (Debian 12 has 4.3) tags by
+        // rewriting an image's whole list of names from a copy read earlier (containers/podman#17515),
+        // so a build elsewhere on the host ending on a cached image that once had this name can give
+        // the name back to it. A round on the old image would measure the wrong software.
+        if (result.ok) {
+          const auto after = label_of_image();
+          if (after.value_or("") != hash) {
+            result.ok = false;
+            result.what =
+                "image " + image + " was built from " + recipe + " (recipe " + hash + "), but the name " +
+                (after ? "then pointed at an image of recipe " + (after->empty() ? "none" : *after) : "was gone") +
+                " when checked: another build or removal on this host changed it meanwhile; run again";
+          }
+        }
       }
     }
   } catch (const ProcessError& e) {
