@@ -420,6 +420,77 @@ TEST(FusedKernels, TheCrossEntropyAndItsGradientAreAtens) {
   }
 }
 
+// The training kernels (forward and backward) against ATen's operators where autograd records: the
+// residual add with RMSNorm, in one type or with a float residual stream and bf16 / half
+// projections (autocast's types), with and without the add; SiLU × up of two tensors. The values,
+// and every input's gradient from a loss that uses both the norm's output and the sum.
+TEST(FusedKernels, TheTrainingKernelsGiveAtensValuesAndGradients) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(11);
+  const std::vector<std::pair<torch::ScalarType, torch::ScalarType>> types = {{torch::kFloat, torch::kFloat},
+                                                                              {torch::kFloat, torch::kBFloat16},
+                                                                              {torch::kFloat, torch::kHalf},
+                                                                              {torch::kBFloat16, torch::kBFloat16},
+                                                                              {torch::kHalf, torch::kHalf}};
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  // 2048: Llama-3.2-1B's rows; 264: a thread's packs not all used; 36: no whole pack for the half
+  // types (ATen's path); 12288: wider than the kernels take in float (ATen's path).
+  for (const std::int64_t width : {2048, 264, 36, 12288}) {
+    for (const auto& [x_type, delta_type] : types) {
+      for (const bool with_delta : {true, false}) {
+        const auto x0 = torch::randn({3, 7, width}, cuda).to(x_type);
+        const auto delta0 = torch::randn({3, 7, width}, cuda).to(delta_type);
+        const auto weight0 = (torch::rand({width}, cuda) + 0.5).to(x_type);
+        const auto r1 = torch::randn({3, 7, width}, cuda), r2 = torch::randn({3, 7, width}, cuda);
+        std::vector<torch::Tensor> got, want;
+        for (const bool kernels : {true, false}) {
+          auto x = x0.clone().requires_grad_(true), delta = delta0.clone().requires_grad_(true);
+          auto weight = weight0.clone().requires_grad_(true);
+          const auto [sum, out] = fused::add_rms_norm(x, with_delta ? delta : torch::Tensor(), weight, 1e-5, kernels);
+          ((out.to(torch::kFloat) * r1).sum() + (sum.to(torch::kFloat) * r2).sum()).backward();
+          auto& into = kernels ? got : want;
+          into = std::vector<torch::Tensor>{sum, out, x.grad(), weight.grad()};
+          if (with_delta) into.push_back(delta.grad());
+        }
+        const std::string what = "add_rms_norm " + std::to_string(width) + (with_delta ? " with delta " : " ") +
+                                 std::string(c10::toString(delta_type));
+        EXPECT_TRUE(torch::equal(got[0], want[0])) << what << ": the residual add";
+        const char* names[] = {"sum", "out", "x's gradient", "weight's gradient", "delta's gradient"};
+        for (std::size_t i = 1; i < got.size(); ++i) {
+          ASSERT_TRUE(got[i].defined()) << what << ": " << names[i];
+          EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << what << ": " << names[i];
+          if (i != 3 || x_type == torch::kFloat) expect_close(got[i], want[i], what + ": " + names[i]);
+        }
+        // The weight's gradient sums a product a row over the rows: ATen rounds each product to a half
+        // type first, the kernel sums them in float. Both against the sum in double, the kernel's
+        // nearer or as near.
+        const auto s = got[0].to(torch::kDouble);
+        const auto normed = (s * torch::rsqrt(s.pow(2).mean(-1, true) + 1e-5)).to(x_type).to(torch::kDouble);
+        const auto exact = (r1.to(x_type).to(torch::kDouble) * normed).sum(std::vector<std::int64_t>{0, 1});
+        const double ours = ((got[3].to(torch::kDouble) - exact).abs() / (exact.abs() + 1)).max().item<double>();
+        const double atens = ((want[3].to(torch::kDouble) - exact).abs() / (exact.abs() + 1)).max().item<double>();
+        EXPECT_LE(ours, std::max(atens, x_type == torch::kFloat ? 1e-5 : 8e-3)) << what << ": the weight's gradient";
+      }
+    }
+  }
+  for (const auto dtype : {torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    for (const std::int64_t width : {8192, 36}) {
+      const auto gate0 = torch::randn({3, 5, width}, cuda).to(dtype) * 3;
+      const auto up0 = torch::randn({3, 5, width}, cuda).to(dtype);
+      const auto r = torch::randn({3, 5, width}, cuda);
+      std::vector<torch::Tensor> got, want;
+      for (const bool kernels : {true, false}) {
+        auto gate = gate0.clone().requires_grad_(true), up = up0.clone().requires_grad_(true);
+        const auto out = fused::silu_mul(gate, up, kernels);
+        (out.to(torch::kFloat) * r).sum().backward();
+        (kernels ? got : want) = std::vector<torch::Tensor>{out, gate.grad(), up.grad()};
+      }
+      for (std::size_t i = 0; i < got.size(); ++i)
+        expect_close(got[i], want[i], "silu_mul " + std::to_string(width) + " output/gate/up " + std::to_string(i));
+    }
+  }
+}
+
 TEST(FusedKernels, LlamaOnCudaDecodesWithTheKernelsAsWithout) {
   if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
   torch::manual_seed(8);

@@ -12,6 +12,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "xpuperf/models/cuda/fused_kernels.h"
+#include "xpuperf/models/cuda/training_kernels.h"
 #endif
 
 namespace xpuperf::models::fused {
@@ -26,8 +27,8 @@ namespace {
 // The kernel keeps a row in shared memory: well under the 48 KiB a block may have without opting in.
 constexpr std::int64_t kMaxNormRowBytes = 32 * 1024;
 
-bool element_of(const torch::Tensor& t, kernels::Element& e) {
-  switch (t.scalar_type()) {
+bool element_of(torch::ScalarType type, kernels::Element& e) {
+  switch (type) {
     case torch::kFloat:
       e = kernels::Element::Float;
       return true;
@@ -40,6 +41,10 @@ bool element_of(const torch::Tensor& t, kernels::Element& e) {
     default:
       return false;
   }
+}
+
+bool element_of(const torch::Tensor& t, kernels::Element& e) {
+  return element_of(t.scalar_type(), e);
 }
 
 bool aligned(const torch::Tensor& t) {
@@ -152,6 +157,128 @@ std::optional<torch::Tensor> kernel_cross_entropy(const torch::Tensor& logits, c
   return KernelCrossEntropy::apply(logits, targets.contiguous());
 }
 
+// RMSNorm with the residual add before it, forward and backward as one kernel each (models/cuda/
+// training_kernels.h). Inputs x, delta, weight (no delta: no add; an optional, as LibTorch's custom
+// functions take no undefined tensor); outputs sum (x + delta; x itself without delta, which this
+// function then does not return) and out.
+struct KernelAddRmsNorm : torch::autograd::Function<KernelAddRmsNorm> {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                                const std::optional<torch::Tensor>& delta, const torch::Tensor& weight,
+                                                double eps) {
+    const bool has_delta = delta.has_value();
+    kernels::Element xe{}, de{};
+    element_of(x, xe);
+    if (has_delta) element_of(*delta, de);
+    const c10::cuda::CUDAGuard guard(x.device());
+    const auto width = x.size(-1), rows = x.numel() / width;
+    const auto sum = has_delta ? torch::empty_like(x) : x;
+    auto out = torch::empty_like(x);
+    auto rstd = torch::empty({rows}, x.options().dtype(torch::kFloat));
+    check(kernels::rms_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), has_delta ? delta->data_ptr() : nullptr,
+                                    weight.data_ptr(), has_delta ? sum.data_ptr() : nullptr, out.data_ptr(),
+                                    rstd.data_ptr<float>(), rows, width, static_cast<float>(eps), stream_of(x)),
+          "rms_norm_forward");
+    ctx->save_for_backward({sum, weight, rstd});
+    ctx->saved_data["delta"] = has_delta;
+    ctx->saved_data["delta_type"] = static_cast<std::int64_t>(has_delta ? delta->scalar_type() : x.scalar_type());
+    if (!has_delta) return {out};
+    return {sum, out};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &input = saved[0], &weight = saved[1], &rstd = saved[2];
+    const bool has_delta = ctx->saved_data["delta"].toBool();
+    const auto delta_type = static_cast<torch::ScalarType>(ctx->saved_data["delta_type"].toInt());
+    // The gradients reaching sum (from the next layers; only with delta) and out, in x's type.
+    const auto as_input = [&](const torch::Tensor& g) {
+      return g.defined() ? g.to(input.scalar_type()).contiguous() : torch::Tensor();
+    };
+    const auto grad_sum = has_delta ? as_input(grads[0]) : torch::Tensor();
+    auto grad_out = as_input(grads[has_delta ? 1 : 0]);
+    if (!grad_out.defined()) grad_out = torch::zeros_like(input);
+    kernels::Element xe{}, de{};
+    element_of(input, xe);
+    element_of(delta_type, de);
+    const c10::cuda::CUDAGuard guard(input.device());
+    const auto width = input.size(-1), rows = input.numel() / width;
+    auto grad_x = torch::empty_like(input);
+    const auto grad_delta = has_delta && delta_type != input.scalar_type()
+                                ? torch::empty(input.sizes(), input.options().dtype(delta_type))
+                                : torch::Tensor();
+    auto partials =
+        torch::empty({kernels::rms_norm_backward_blocks(rows), width}, input.options().dtype(torch::kFloat));
+    check(kernels::rms_norm_backward(xe, de, input.data_ptr(), weight.data_ptr(), rstd.data_ptr<float>(),
+                                     grad_out.data_ptr(), grad_sum.defined() ? grad_sum.data_ptr() : nullptr,
+                                     grad_x.data_ptr(), grad_delta.defined() ? grad_delta.data_ptr() : nullptr,
+                                     partials.data_ptr<float>(), rows, width, stream_of(input)),
+          "rms_norm_backward");
+    const auto grad_weight = partials.sum(0).to(weight.scalar_type());
+    return {grad_x, has_delta ? (grad_delta.defined() ? grad_delta : grad_x) : torch::Tensor(), grad_weight,
+            torch::Tensor()};
+  }
+};
+
+// The training kernels take x of float, half or bfloat16, delta of x's type (or any of the three with a
+// float x), the weight of x's type, rows of whole packs no wider than max_rms_norm_width.
+std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_rms_norm_with_backward(const torch::Tensor& x,
+                                                                                         const torch::Tensor& delta,
+                                                                                         const torch::Tensor& weight,
+                                                                                         double eps) {
+  const auto width = x.size(-1);
+  kernels::Element xe{}, de{};
+  if (!packable(x, width, xe) || width > kernels::max_rms_norm_width(xe) || weight.scalar_type() != x.scalar_type() ||
+      !weight.is_contiguous() || !aligned(weight) || weight.numel() != width || weight.device() != x.device())
+    return std::nullopt;
+  if (delta.defined() &&
+      (delta.sizes() != x.sizes() || !delta.is_contiguous() || !aligned(delta) || delta.device() != x.device() ||
+       !element_of(delta, de) || (de != xe && xe != kernels::Element::Float)))
+    return std::nullopt;
+  const auto outs = KernelAddRmsNorm::apply(
+      x, delta.defined() ? std::optional<torch::Tensor>(delta) : std::optional<torch::Tensor>(), weight, eps);
+  if (!delta.defined()) return std::make_pair(x, outs[0]);
+  return std::make_pair(outs[0], outs[1]);
+}
+
+// SiLU(gate) × up with its backward, one kernel each (training_kernels.h).
+struct KernelSiluMul : torch::autograd::Function<KernelSiluMul> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gate,
+                               const torch::Tensor& up) {
+    kernels::Element e{};
+    element_of(gate, e);
+    const c10::cuda::CUDAGuard guard(gate.device());
+    auto out = torch::empty_like(gate);
+    check(kernels::silu_mul_forward(e, gate.data_ptr(), up.data_ptr(), out.data_ptr(), gate.numel(), stream_of(gate)),
+          "silu_mul_forward");
+    ctx->save_for_backward({gate, up});
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &gate = saved[0], &up = saved[1];
+    const auto grad = grads[0].to(gate.scalar_type()).contiguous();
+    kernels::Element e{};
+    element_of(gate, e);
+    const c10::cuda::CUDAGuard guard(gate.device());
+    auto grad_gate = torch::empty_like(gate), grad_up = torch::empty_like(up);
+    check(kernels::silu_mul_backward(e, gate.data_ptr(), up.data_ptr(), grad.data_ptr(), grad_gate.data_ptr(),
+                                     grad_up.data_ptr(), gate.numel(), stream_of(gate)),
+          "silu_mul_backward");
+    return {grad_gate, grad_up};
+  }
+};
+
+std::optional<torch::Tensor> kernel_silu_mul_with_backward(const torch::Tensor& gate, const torch::Tensor& up) {
+  kernels::Element e{};
+  if (!packable(gate, gate.numel(), e) || !up.is_contiguous() || !aligned(up) || up.sizes() != gate.sizes() ||
+      up.scalar_type() != gate.scalar_type() || up.device() != gate.device())
+    return std::nullopt;
+  return KernelSiluMul::apply(gate, up);
+}
+
 std::optional<torch::Tensor> kernel_silu_mul(const torch::Tensor& gate_up) {
   const auto width = gate_up.size(-1) / 2;
   kernels::Element e{};
@@ -238,9 +365,9 @@ std::optional<torch::Tensor> kernel_linear(const torch::Tensor& x, const torch::
 #endif
 
 namespace {
-// Whether autograd records an operation on these tensors: the kernels without a backward (all but
-// the cross entropy's) then leave the work to ATen, whose operators have one, so that training
-// with fused_kernels gets the right gradients.
+// Whether autograd records an operation on these tensors: the kernels without a backward then leave
+// the work to ATen's operators or to the kernels with one (the cross entropy's, the norm's with its
+// residual add, SiLU × up of two tensors), so that training with fused_kernels gets the right gradients.
 [[maybe_unused]] bool recording(std::initializer_list<torch::Tensor> tensors) {
   if (!torch::GradMode::is_enabled()) return false;
   for (const auto& t : tensors)
@@ -261,8 +388,12 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
                                                      const torch::Tensor& weight, double eps,
                                                      [[maybe_unused]] bool use_kernels) {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (use_kernels && !recording({x, delta, weight}))
-    if (auto done = kernel_add_rms_norm(x, delta, weight, eps)) return *done;
+  if (use_kernels) {
+    if (!recording({x, delta, weight}))
+      if (auto done = kernel_add_rms_norm(x, delta, weight, eps)) return *done;
+    // Autograd records, or the types are mixed (an fp32 residual stream under autocast).
+    if (auto done = kernel_add_rms_norm_with_backward(x, delta, weight, eps)) return *done;
+  }
 #endif
   const auto sum = delta.defined() ? x + delta : x;
   return {sum, compat::rms_norm(sum, weight, eps)};
@@ -277,6 +408,14 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
 #endif
   const auto sum = delta.defined() ? x + delta : x;
   return {sum, torch::layer_norm(sum, {sum.size(-1)}, weight, bias, eps)};
+}
+
+torch::Tensor silu_mul(const torch::Tensor& gate, const torch::Tensor& up, [[maybe_unused]] bool use_kernels) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels)
+    if (auto done = kernel_silu_mul_with_backward(gate, up)) return *done;
+#endif
+  return torch::silu(gate) * up;
 }
 
 torch::Tensor silu_mul(const torch::Tensor& gate_up, [[maybe_unused]] bool use_kernels) {

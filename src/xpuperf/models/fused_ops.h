@@ -16,7 +16,9 @@ struct KvStep;
 namespace fused {
 
 // (x + delta, RMSNorm(x + delta) × weight) over the last dimension; delta undefined: (x, RMSNorm(x) ×
-// weight). The residual stream's add and the next norm in one pass.
+// weight). The residual stream's add and the next norm in one pass; where autograd records, a kernel
+// with a backward kernel (training_kernels.h), which also takes a float x with a bf16 or half delta
+// (the fp32 residual stream under autocast).
 std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
                                                      const torch::Tensor& weight, double eps, bool use_kernels);
 
@@ -28,6 +30,9 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
 
 // SiLU(gate) × up, where the last dimension of gate_up holds gate then up.
 torch::Tensor silu_mul(const torch::Tensor& gate_up, bool use_kernels);
+// SiLU(gate) × up of two tensors (the gate and up projections' outputs in training), with a backward
+// kernel too: one pass each way where ATen makes several and keeps SiLU(gate) for backward.
+torch::Tensor silu_mul(const torch::Tensor& gate, const torch::Tensor& up, bool use_kernels);
 
 // q, k and v of a stacked projection qkv (batch, tokens, heads + 2 kv_heads, head_dim), q and k
 // rotated by cos / sin_signed (batch or 1, tokens, 1, head_dim). With a step, the kernel also

@@ -249,7 +249,7 @@ torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, bool kernels) {
     return down_proj->is_split() || down_proj->has_adapter() ? down_proj(units)
                                                              : fused::linear(units, down_proj->weight, kernels);
   }
-  return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+  return down_proj(fused::silu_mul(gate_proj(x), up_proj(x), kernels));
 }
 
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c, std::int64_t index) {

@@ -1,0 +1,92 @@
+#pragma once
+// What the models' CUDA kernels share: the element types' conversions with ATen's rounding, 16-byte
+// packs of elements, a block-wide sum, the launch error and a launch for each element type. Included
+// by .cu files only.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "xpuperf/models/cuda/fused_kernels.h"
+
+namespace xpuperf::models::kernels {
+// Each .cu file that includes this has its own copy (no device linking across files).
+namespace {
+
+__device__ inline float to_float(float x) {
+  return x;
+}
+__device__ inline float to_float(__half x) {
+  return __half2float(x);
+}
+__device__ inline float to_float(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <typename T>
+__device__ inline T from_float(float x);
+template <>
+__device__ inline float from_float<float>(float x) {
+  return x;
+}
+template <>
+__device__ inline __half from_float<__half>(float x) {
+  return __float2half_rn(x);
+}
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+// x as an ATen kernel that writes the element type leaves it for the next kernel to read.
+template <typename T>
+__device__ inline float rounded(float x) {
+  return to_float(from_float<T>(x));
+}
+
+// 16 bytes of elements: one vector load or store.
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kSize = 16 / sizeof(T);
+  T v[kSize];
+};
+
+// The sum over the block (blockDim.x a multiple of 32), given to every thread.
+__device__ float block_sum(float v) {
+  __shared__ float warp_sums[32];
+  __shared__ float total;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < static_cast<int>(blockDim.x / 32) ? warp_sums[lane] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0) total = v;
+  }
+  __syncthreads();
+  return total;
+}
+
+const char* launch_error() {
+  const cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
+}
+
+// Calls f with a null pointer of the element type's CUDA type, so that one generic lambda launches
+// a kernel for each of the three types.
+template <typename F>
+void for_element(Element type, F&& f) {
+  switch (type) {
+    case Element::Float:
+      f(static_cast<float*>(nullptr));
+      break;
+    case Element::Half:
+      f(static_cast<__half*>(nullptr));
+      break;
+    case Element::BFloat16:
+      f(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+  }
+}
+
+}  // namespace
+}  // namespace xpuperf::models::kernels

@@ -1,0 +1,314 @@
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "xpuperf/models/cuda/element.cuh"
+#include "xpuperf/models/cuda/training_kernels.h"
+
+namespace xpuperf::models::kernels {
+namespace {
+
+// The norm kernels' block: up to 256 threads, each with P packs of the row (P a power of two up to
+// kMaxPacks), kept in registers between the reduction and the output.
+constexpr int kNormThreads = 256;
+constexpr int kMaxPacks = 8;
+
+// N elements of T in one access (a pack of x's width in delta's type: 8 bytes of bf16 beside 16 of float).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Chunk {
+  T v[N];
+};
+
+template <typename X, typename D, int P>
+__global__ void rms_norm_forward_kernel(const X* __restrict__ x, const D* __restrict__ delta,
+                                        const X* __restrict__ weight, X* __restrict__ sum, X* __restrict__ out,
+                                        float* __restrict__ rstd, std::int64_t width, float eps) {
+  constexpr int N = Pack<X>::kSize;
+  const std::int64_t packs = width / N, at = static_cast<std::int64_t>(blockIdx.x) * packs;
+  float v[P][N];
+  float squares = 0;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (j < packs) {
+      Pack<X> a = reinterpret_cast<const Pack<X>*>(x)[at + j];
+      if (delta) {
+        const Chunk<D, N> d = reinterpret_cast<const Chunk<D, N>*>(delta)[at + j];
+#pragma unroll
+        for (int n = 0; n < N; ++n) a.v[n] = from_float<X>(to_float(a.v[n]) + to_float(d.v[n]));
+        reinterpret_cast<Pack<X>*>(sum)[at + j] = a;
+      }
+#pragma unroll
+      for (int n = 0; n < N; ++n) {
+        v[k][n] = to_float(a.v[n]);
+        squares += v[k][n] * v[k][n];
+      }
+    }
+  }
+  const float r = rsqrtf(block_sum(squares) / static_cast<float>(width) + eps);
+  if (threadIdx.x == 0) rstd[blockIdx.x] = r;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (j < packs) {
+      const Pack<X> w = reinterpret_cast<const Pack<X>*>(weight)[j];
+      Pack<X> o;
+#pragma unroll
+      for (int n = 0; n < N; ++n) o.v[n] = from_float<X>(to_float(w.v[n]) * rounded<X>(v[k][n] * r));
+      reinterpret_cast<Pack<X>*>(out)[at + j] = o;
+    }
+  }
+}
+
+// Rows blockIdx.x, + gridDim.x, ...: for each, the dot product of the output's gradient (× weight)
+// with the normalised row, then grad_x; the weight's gradient summed in registers over the block's
+// rows and written once.
+template <typename X, typename D, int P>
+__global__ void rms_norm_backward_kernel(const X* __restrict__ input, const X* __restrict__ weight,
+                                         const float* __restrict__ rstd, const X* __restrict__ grad_out,
+                                         const X* __restrict__ grad_sum, X* __restrict__ grad_x,
+                                         D* __restrict__ grad_delta, float* __restrict__ weight_partials,
+                                         std::int64_t rows, std::int64_t width) {
+  constexpr int N = Pack<X>::kSize;
+  const std::int64_t packs = width / N;
+  float w[P][N], dw[P][N];
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    const Pack<X> a = j < packs ? reinterpret_cast<const Pack<X>*>(weight)[j] : Pack<X>{};
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      w[k][n] = to_float(a.v[n]);
+      dw[k][n] = 0;
+    }
+  }
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const std::int64_t at = row * packs;
+    const float r = rstd[row];
+    float xh[P][N], gw[P][N];
+    float dot = 0;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+      if (j < packs) {
+        const Pack<X> a = reinterpret_cast<const Pack<X>*>(input)[at + j];
+        const Pack<X> g = reinterpret_cast<const Pack<X>*>(grad_out)[at + j];
+#pragma unroll
+        for (int n = 0; n < N; ++n) {
+          xh[k][n] = to_float(a.v[n]) * r;
+          const float go = to_float(g.v[n]);
+          gw[k][n] = go * w[k][n];
+          dot += gw[k][n] * xh[k][n];
+          dw[k][n] += go * rounded<X>(xh[k][n]);
+        }
+      }
+    }
+    const float mean_dot = block_sum(dot) / static_cast<float>(width);
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+      if (j < packs) {
+        const Pack<X> s = grad_sum ? reinterpret_cast<const Pack<X>*>(grad_sum)[at + j] : Pack<X>{};
+        Pack<X> o;
+        Chunk<D, N> od;
+#pragma unroll
+        for (int n = 0; n < N; ++n) {
+          const float later = grad_sum ? to_float(s.v[n]) : 0.0f;
+          o.v[n] = from_float<X>(r * (gw[k][n] - xh[k][n] * mean_dot) + later);
+          od.v[n] = from_float<D>(to_float(o.v[n]));
+        }
+        reinterpret_cast<Pack<X>*>(grad_x)[at + j] = o;
+        if (grad_delta) reinterpret_cast<Chunk<D, N>*>(grad_delta)[at + j] = od;
+      }
+    }
+  }
+  float* partial = weight_partials + static_cast<std::int64_t>(blockIdx.x) * width;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (j < packs)
+#pragma unroll
+      for (int n = 0; n < N; ++n) partial[j * N + n] = dw[k][n];
+  }
+}
+
+template <typename T>
+__device__ inline float silu_of(float g) {
+  return rounded<T>(g / (1.0f + expf(-g)));
+}
+
+template <typename T>
+__global__ void silu_mul_forward_kernel(const T* __restrict__ gate, const T* __restrict__ up, T* __restrict__ out,
+                                        std::int64_t packs) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs; i += stride) {
+    const Pack<T> g = reinterpret_cast<const Pack<T>*>(gate)[i], u = reinterpret_cast<const Pack<T>*>(up)[i];
+    Pack<T> o;
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n) o.v[n] = from_float<T>(silu_of<T>(to_float(g.v[n])) * to_float(u.v[n]));
+    reinterpret_cast<Pack<T>*>(out)[i] = o;
+  }
+}
+
+template <typename T>
+__global__ void silu_mul_backward_kernel(const T* __restrict__ gate, const T* __restrict__ up,
+                                         const T* __restrict__ grad_out, T* __restrict__ grad_gate,
+                                         T* __restrict__ grad_up, std::int64_t packs) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs; i += stride) {
+    const Pack<T> g = reinterpret_cast<const Pack<T>*>(gate)[i], u = reinterpret_cast<const Pack<T>*>(up)[i];
+    const Pack<T> d = reinterpret_cast<const Pack<T>*>(grad_out)[i];
+    Pack<T> dg, du;
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n) {
+      const float a = to_float(g.v[n]), grad = to_float(d.v[n]);
+      const float grad_silu = rounded<T>(grad * to_float(u.v[n]));  // mul's gradient for its first factor
+      const float sigmoid = 1.0f / (1.0f + expf(-a));
+      dg.v[n] = from_float<T>(grad_silu * sigmoid * (1.0f + a * (1.0f - sigmoid)));
+      du.v[n] = from_float<T>(grad * silu_of<T>(a));
+    }
+    reinterpret_cast<Pack<T>*>(grad_gate)[i] = dg;
+    reinterpret_cast<Pack<T>*>(grad_up)[i] = du;
+  }
+}
+
+// Calls f with null pointers of x's and delta's CUDA types: float x with any delta, or both of one
+// half type. Returns false for another pair.
+template <typename F>
+bool for_norm_types(Element x_type, Element delta_type, F&& f) {
+  if (x_type == Element::Float) {
+    switch (delta_type) {
+      case Element::Float:
+        f(static_cast<float*>(nullptr), static_cast<float*>(nullptr));
+        return true;
+      case Element::Half:
+        f(static_cast<float*>(nullptr), static_cast<__half*>(nullptr));
+        return true;
+      case Element::BFloat16:
+        f(static_cast<float*>(nullptr), static_cast<__nv_bfloat16*>(nullptr));
+        return true;
+    }
+  }
+  if (x_type != delta_type) return false;
+  if (x_type == Element::Half)
+    f(static_cast<__half*>(nullptr), static_cast<__half*>(nullptr));
+  else
+    f(static_cast<__nv_bfloat16*>(nullptr), static_cast<__nv_bfloat16*>(nullptr));
+  return true;
+}
+
+// The norm kernels' threads for a row of `packs` packs, and the packs each thread keeps (1 to kMaxPacks).
+int norm_threads(std::int64_t packs) {
+  return static_cast<int>(std::min<std::int64_t>(kNormThreads, (packs + 31) / 32 * 32));
+}
+int packs_per_thread(std::int64_t packs) {
+  const std::int64_t need = (packs + kNormThreads - 1) / kNormThreads;
+  int p = 1;
+  while (p < need) p *= 2;
+  return p;
+}
+
+// Calls f with std::integral_constant<int, P> for P = packs_per_thread(packs).
+template <typename F>
+void for_packs(std::int64_t packs, F&& f) {
+  switch (packs_per_thread(packs)) {
+    case 1:
+      f(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      break;
+    case 4:
+      f(std::integral_constant<int, 4>{});
+      break;
+    default:
+      f(std::integral_constant<int, 8>{});
+      break;
+  }
+}
+
+unsigned elementwise_blocks(std::int64_t packs) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>((packs + 255) / 256, 1, 1 << 16));
+}
+
+}  // namespace
+
+std::int64_t max_rms_norm_width(Element x_type) {
+  return static_cast<std::int64_t>(kNormThreads) * kMaxPacks * pack_elements(x_type);
+}
+
+std::int64_t rms_norm_backward_blocks(std::int64_t rows) {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    sms = 132;
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 4 * static_cast<std::int64_t>(sms)));
+}
+
+const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
+                             void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
+                             void* stream) {
+  if (width > max_rms_norm_width(x_type)) return "rms_norm_forward: the row is wider than max_rms_norm_width";
+  if (rows == 0) return nullptr;
+  const bool known = for_norm_types(x_type, delta_type, [&](auto* x_tag, auto* d_tag) {
+    using X = std::remove_pointer_t<decltype(x_tag)>;
+    using D = std::remove_pointer_t<decltype(d_tag)>;
+    const std::int64_t packs = width / Pack<X>::kSize;
+    for_packs(packs, [&](auto p) {
+      rms_norm_forward_kernel<X, D, decltype(p)::value>
+          <<<static_cast<unsigned>(rows), norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
+              static_cast<const X*>(x), static_cast<const D*>(delta), static_cast<const X*>(weight),
+              static_cast<X*>(sum), static_cast<X*>(out), rstd, width, eps);
+    });
+  });
+  return known ? launch_error() : "rms_norm_forward: delta's type must be x's, or x float";
+}
+
+const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
+                              const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
+                              void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
+                              void* stream) {
+  if (width > max_rms_norm_width(x_type)) return "rms_norm_backward: the row is wider than max_rms_norm_width";
+  if (rows == 0) return nullptr;
+  const auto blocks = static_cast<unsigned>(rms_norm_backward_blocks(rows));
+  const bool known = for_norm_types(x_type, delta_type, [&](auto* x_tag, auto* d_tag) {
+    using X = std::remove_pointer_t<decltype(x_tag)>;
+    using D = std::remove_pointer_t<decltype(d_tag)>;
+    const std::int64_t packs = width / Pack<X>::kSize;
+    for_packs(packs, [&](auto p) {
+      rms_norm_backward_kernel<X, D, decltype(p)::value>
+          <<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
+              static_cast<const X*>(input), static_cast<const X*>(weight), rstd, static_cast<const X*>(grad_out),
+              static_cast<const X*>(grad_sum), static_cast<X*>(grad_x), static_cast<D*>(grad_delta), weight_partials,
+              rows, width);
+    });
+  });
+  return known ? launch_error() : "rms_norm_backward: delta's type must be x's, or x float";
+}
+
+const char* silu_mul_forward(Element type, const void* gate, const void* up, void* out, std::int64_t n, void* stream) {
+  if (n == 0) return nullptr;
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const std::int64_t packs = n / Pack<T>::kSize;
+    silu_mul_forward_kernel<T><<<elementwise_blocks(packs), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(gate), static_cast<const T*>(up), static_cast<T*>(out), packs);
+  });
+  return launch_error();
+}
+
+const char* silu_mul_backward(Element type, const void* gate, const void* up, const void* grad_out, void* grad_gate,
+                              void* grad_up, std::int64_t n, void* stream) {
+  if (n == 0) return nullptr;
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const std::int64_t packs = n / Pack<T>::kSize;
+    silu_mul_backward_kernel<T><<<elementwise_blocks(packs), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(gate), static_cast<const T*>(up), static_cast<const T*>(grad_out),
+        static_cast<T*>(grad_gate), static_cast<T*>(grad_up), packs);
+  });
+  return launch_error();
+}
+
+}  // namespace xpuperf::models::kernels

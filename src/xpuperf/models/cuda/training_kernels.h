@@ -1,0 +1,48 @@
+#pragma once
+// CUDA kernels with their backward passes, for training: RMSNorm with the residual add before it,
+// and SiLU(gate) × up. Where autograd records, ATen runs each of these as several kernels forward and
+// several more backward (each a pass over activations of tokens × width), and keeps intermediate
+// results for backward; here each is one pass forward and one backward, keeping only the inputs (and
+// a float a row for the norm). Torch-free like fused_kernels.h (raw pointers, the stream as void*);
+// models/fused_ops.cpp wraps them as autograd functions. Each returns null when launched, else
+// CUDA's error text.
+
+#include <cstdint>
+
+#include "xpuperf/models/cuda/fused_kernels.h"
+
+namespace xpuperf::models::kernels {
+
+// The widest row the norm kernels take: a thread keeps its part of the row in registers.
+std::int64_t max_rms_norm_width(Element x_type);
+
+// sum = x + delta (delta null: no add, sum untouched; delta may be of another type than x when x is
+// float: bf16 or half projections added to an fp32 residual stream, as under autocast), rounded to
+// x's type as ATen's add leaves it; out = weight × RMSNorm(sum) in x's type (the normalised row rounded
+// to x's type before the weight multiplies it, Hugging Face's LlamaRMSNorm); rstd[row] = 1 / the
+// row's root mean square plus eps, in float, for backward. weight in x's type. Pointers 16-byte
+// aligned, width a multiple of pack_elements(x_type) and at most max_rms_norm_width.
+const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
+                             void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
+                             void* stream);
+
+// The gradients of rms_norm_forward: from grad_out (x's type) and grad_sum (the gradient reaching sum
+// from later layers, x's type; null: none), grad_x = grad_sum + the norm's gradient, in x's type, the
+// same in delta's type into grad_delta (null: not wanted), and weight_partials (blocks × width, float)
+// the weight's gradient summed over each block's rows (the caller adds the blocks' rows). `input` is
+// sum (or x without delta). blocks: rms_norm_backward_blocks(rows).
+std::int64_t rms_norm_backward_blocks(std::int64_t rows);
+const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
+                              const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
+                              void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
+                              void* stream);
+
+// out = SiLU(gate) × up over n elements (gate and up separate tensors of one type: the outputs of two
+// projections), with SiLU rounded to the type first as ATen's silu leaves it. Backward: grad_gate =
+// SiLU'(gate) × (grad_out × up rounded), grad_up = grad_out × SiLU(gate), as ATen's mul and
+// silu_backward compute them. Pointers 16-byte aligned, n a multiple of pack_elements.
+const char* silu_mul_forward(Element type, const void* gate, const void* up, void* out, std::int64_t n, void* stream);
+const char* silu_mul_backward(Element type, const void* gate, const void* up, const void* grad_out, void* grad_gate,
+                              void* grad_up, std::int64_t n, void* stream);
+
+}  // namespace xpuperf::models::kernels
