@@ -402,6 +402,49 @@ TEST_F(LanguageCli, BertLargeInferenceReadsTheTokenDatasetAndMatchesValidation) 
   }
 }
 
+// A Llama with experts says in each STEP_END how many (token, expert) pairs its routers sent and how
+// many a capacity dropped, over the steps since the previous one — counted once per forward, also
+// where checkpointing runs the layers' forward again in backward.
+TEST_F(LanguageCli, LlamaWithExpertsReportsRoutedAndDroppedTokensEachStep) {
+  const std::vector<std::string> tiny = {"synthetic_data=true",
+                                         "synthetic_tokens=65536",
+                                         "num_hidden_layers=2",
+                                         "hidden_size=32",
+                                         "intermediate_size=64",
+                                         "num_attention_heads=4",
+                                         "num_key_value_heads=2",
+                                         "seq_length=16",
+                                         "train_batch_size=4",
+                                         "max_steps=4",
+                                         "log_freq=2",
+                                         "eval_interval_steps=0",
+                                         "num_local_experts=4",
+                                         "num_experts_per_tok=2"};
+  // 2 steps a STEP_END × 4 × 16 tokens × 2 experts a token × 2 sparse layers.
+  const double routed = 2 * 4 * 16 * 2 * 2;
+  for (const bool capacity : {true, false}) {
+    const Result r = train_on_cpu(
+        "llama", with(tiny, {capacity ? "moe_capacity_factor=0.5" : "moe_capacity_factor=0",
+                             capacity ? "activation_checkpointing=true" : "activation_checkpointing=false"}));
+    ASSERT_EQ(r.code, 0) << r.output;
+    int steps = 0;
+    for (const auto& e : events_of(r.output)) {
+      if (e.event != "STEP_END") continue;
+      ++steps;
+      ASSERT_TRUE(e.value.contains("moe_routed_pairs")) << e.value.dump();
+      EXPECT_EQ(e.value["moe_routed_pairs"].get<double>(), routed) << e.value.dump();
+      const double dropped = e.value["moe_dropped_pairs"].get<double>();
+      EXPECT_DOUBLE_EQ(e.value["moe_dropped_share"].get<double>(), dropped / routed);
+      // A capacity of half the pairs (ceil(0.5 × 128 / 4) = 16 an expert) drops at least half.
+      if (capacity)
+        EXPECT_GE(dropped, routed / 2) << e.value.dump();
+      else
+        EXPECT_EQ(dropped, 0.0) << e.value.dump();
+    }
+    EXPECT_EQ(steps, 2) << r.output;
+  }
+}
+
 TEST_F(LanguageCli, SyntheticTokensAreLabelledSo) {
   const Result r = train_on_cpu(
       "gpt2", {"synthetic_data=true", "synthetic_tokens=65536", "n_layer=1", "n_embd=32", "n_head=2", "seq_length=32",

@@ -159,6 +159,36 @@ TEST(MixtureOfExperts, TheBatchedExpertsGiveWhatEachTokenThroughItsExpertsGives)
   EXPECT_FALSE(torch::allclose(capped, y, 1e-5, 1e-6)) << "dropped pairs add nothing";
 }
 
+// Qwen1.5-MoE's block: experts narrower than the dense MLP, a shared expert under a sigmoid gate,
+// the top-k probabilities as they are. The batched path against each token written out: the shared
+// expert's SwiGLU and gate by hand, the routed experts weighted by the raw probabilities.
+TEST(MixtureOfExperts, TheSharedExpertAndRawTopKProbabilitiesAreQwensBlock) {
+  torch::manual_seed(13);
+  MoeConfig c;
+  c.experts = 6, c.top_k = 3, c.expert_intermediate = 8, c.shared_intermediate = 20, c.normalize_top_k = false;
+  auto block = SparseMoeBlock(16, 48, c);
+  EXPECT_EQ(block->w_gate.sizes(), (std::vector<std::int64_t>{6, 8, 16}));
+  const auto x = torch::randn({2, 5, 16});
+  const auto y = block->forward(x);
+  EXPECT_TRUE(torch::allclose(y, block->forward_per_token(x), 1e-5, 1e-6));
+  const auto flat = x.reshape({-1, 16});
+  const auto p = torch::softmax(block->gate(flat), -1);
+  const auto [w, e] = p.topk(3, -1);
+  for (std::int64_t t = 0; t < 10; t += 3) {
+    auto want =
+        torch::sigmoid(torch::dot(block->shared_expert_gate->weight[0], flat[t])) *
+        torch::mv(block->shared_down_proj->weight, torch::silu(torch::mv(block->shared_gate_proj->weight, flat[t])) *
+                                                       torch::mv(block->shared_up_proj->weight, flat[t]));
+    for (std::int64_t j = 0; j < 3; ++j) {
+      const auto k = e[t][j].item<std::int64_t>();
+      want = want + w[t][j] * torch::mv(block->w_down[k], torch::silu(torch::mv(block->w_gate[k], flat[t])) *
+                                                              torch::mv(block->w_up[k], flat[t]));
+    }
+    EXPECT_TRUE(torch::allclose(y.reshape({-1, 16})[t], want, 1e-5, 1e-6)) << "token " << t;
+  }
+  EXPECT_LT(w.sum(-1).max().item<double>(), 1.0) << "3 of 6 probabilities, not renormalised";
+}
+
 TEST(MixtureOfExperts, ALlamaWithExpertsCountsItsParametersAndFlopsAndTrains) {
   torch::manual_seed(12);
   LlamaConfig c = small_llama();
@@ -174,6 +204,12 @@ TEST(MixtureOfExperts, ALlamaWithExpertsCountsItsParametersAndFlopsAndTrains) {
   LlamaConfig dense = small_llama();
   const double mlp = 3.0 * 32 * 48;
   EXPECT_DOUBLE_EQ(c.forward_flops(10, 1), dense.forward_flops(10, 1) + 2 * 10 * (mlp + 32.0 * 4));
+  // Qwen's: narrow experts and a shared one, counted as parameters and, for every token, as FLOPs.
+  LlamaConfig qwen = c;
+  qwen.moe.expert_intermediate = 12, qwen.moe.shared_intermediate = 40, qwen.moe.normalize_top_k = false;
+  EXPECT_EQ(parameters(*LlamaForCausalLM(qwen)), qwen.parameter_count());
+  EXPECT_DOUBLE_EQ(qwen.forward_flops(10, 1),
+                   dense.forward_flops(10, 1) + 2 * 10 * (2 * 3.0 * 32 * 12 + 32.0 * 4 + 3.0 * 32 * 40 + 32 - mlp));
 
   const auto ids = torch::randint(0, c.vocab, {4, 12});
   m->eval();

@@ -61,6 +61,10 @@ LlamaConfig LlamaConfig::llama3_8b() {
 }
 
 std::string LlamaConfig::problem() const {
+  if (moe.expert_intermediate < 0 || moe.shared_intermediate < 0)
+    return "moe_intermediate_size " + std::to_string(moe.expert_intermediate) + ", shared_expert_intermediate_size " +
+           std::to_string(moe.shared_intermediate) +
+           ": 0 (the experts as wide as intermediate_size; no shared expert) or more";
   if (moe.experts != 0 &&
       (moe.experts < 2 || moe.top_k < 1 || moe.top_k > moe.experts || moe.every < 1 || moe.capacity_factor < 0))
     return "num_local_experts " + std::to_string(moe.experts) + ", num_experts_per_tok " + std::to_string(moe.top_k) +
@@ -108,6 +112,9 @@ LlamaConfig llama_config_from(const Config& cfg, LlamaConfig c) {
   c.moe.capacity_factor = cfg.get_number("moe_capacity_factor", c.moe.capacity_factor);
   c.moe.aux_loss_coef = cfg.get_number("router_aux_loss_coef", c.moe.aux_loss_coef);
   c.moe.z_loss_coef = cfg.get_number("router_z_loss_coef", c.moe.z_loss_coef);
+  c.moe.expert_intermediate = cfg.get_int("moe_intermediate_size", c.moe.expert_intermediate);
+  c.moe.shared_intermediate = cfg.get_int("shared_expert_intermediate_size", c.moe.shared_intermediate);
+  c.moe.normalize_top_k = cfg.get_bool("norm_topk_prob", c.moe.normalize_top_k);
   if (const auto problem = c.problem(); !problem.empty())
     throw ConfigError("the Llama's settings do not fit: " + problem);
   return c;
@@ -117,8 +124,10 @@ std::int64_t LlamaConfig::parameter_count() const {
   const std::int64_t kv = kv_heads * head_dim();
   const std::int64_t dense = hidden * hidden * 2 + 2 * hidden * kv + 3 * hidden * intermediate + 2 * hidden;
   std::int64_t total = hidden + (tie_word_embeddings ? 1 : 2) * vocab * hidden;
-  for (std::int64_t i = 0; i < layers; ++i)
-    total += sparse_layer(i) ? dense + (moe.experts - 1) * 3 * hidden * intermediate + hidden * moe.experts : dense;
+  const std::int64_t sparse = dense - 3 * hidden * intermediate + moe.experts * 3 * hidden * expert_units() +
+                              hidden * moe.experts +
+                              (moe.shared_intermediate > 0 ? 3 * hidden * moe.shared_intermediate + hidden : 0);
+  for (std::int64_t i = 0; i < layers; ++i) total += sparse_layer(i) ? sparse : dense;
   return total;
 }
 
@@ -152,8 +161,10 @@ double LlamaConfig::forward_flops(std::int64_t tokens, std::int64_t logit_positi
   double total = static_cast<double>(logit_positions) * h * static_cast<double>(vocab);
   for (std::int64_t i = 0; i < layers; ++i) {
     // A sparse layer counts the experts a token uses (top_k of them) and the router, not all of them.
+    const double expert = 3 * h * static_cast<double>(expert_units());
+    const double shared = moe.shared_intermediate > 0 ? 3 * h * static_cast<double>(moe.shared_intermediate) + h : 0.0;
     const double mlp_used =
-        sparse_layer(i) ? static_cast<double>(moe.top_k) * mlp + h * static_cast<double>(moe.experts) : mlp;
+        sparse_layer(i) ? static_cast<double>(moe.top_k) * expert + h * static_cast<double>(moe.experts) + shared : mlp;
     total += t * (attention_linears + mlp_used) + attention;
   }
   return 2 * total;

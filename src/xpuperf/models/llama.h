@@ -35,6 +35,7 @@ struct LlamaConfig {
   // Mixture of experts (moe.h; Mixtral's shape: 8 experts, 2 a token): moe.experts 0 is dense.
   MoeConfig moe = MoeConfig();
   bool sparse_layer(std::int64_t layer) const { return moe.experts > 0 && layer % moe.every == 0; }
+  std::int64_t expert_units() const { return moe.expert_intermediate > 0 ? moe.expert_intermediate : intermediate; }
 
   static LlamaConfig tinyllama_1_1b() { return {}; }
   static LlamaConfig llama2_7b() { return {32000, 4096, 11008, 32, 32, 32, 4096, 1e-5, 10000.0}; }

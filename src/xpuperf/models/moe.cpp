@@ -10,9 +10,26 @@ SparseMoeBlockImpl::SparseMoeBlockImpl(std::int64_t hidden, std::int64_t interme
   gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(hidden, c.experts).bias(false)));
   const torch::NoGradGuard no_grad;
   torch::nn::init::normal_(gate->weight, 0.0, 0.02);  // Hugging Face's initializer_range
-  w_gate = register_parameter("w_gate", torch::randn({c.experts, intermediate, hidden}) * 0.02);
-  w_up = register_parameter("w_up", torch::randn({c.experts, intermediate, hidden}) * 0.02);
-  w_down = register_parameter("w_down", torch::randn({c.experts, hidden, intermediate}) * 0.02);
+  const std::int64_t units = c.expert_intermediate > 0 ? c.expert_intermediate : intermediate;
+  w_gate = register_parameter("w_gate", torch::randn({c.experts, units, hidden}) * 0.02);
+  w_up = register_parameter("w_up", torch::randn({c.experts, units, hidden}) * 0.02);
+  w_down = register_parameter("w_down", torch::randn({c.experts, hidden, units}) * 0.02);
+  if (c.shared_intermediate > 0) {
+    const auto linear = [&](const char* name, std::int64_t in, std::int64_t out) {
+      auto l = register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+      torch::nn::init::normal_(l->weight, 0.0, 0.02);
+      return l;
+    };
+    shared_gate_proj = linear("shared_gate_proj", hidden, c.shared_intermediate);
+    shared_up_proj = linear("shared_up_proj", hidden, c.shared_intermediate);
+    shared_down_proj = linear("shared_down_proj", c.shared_intermediate, hidden);
+    shared_expert_gate = linear("shared_expert_gate", hidden, 1);
+  }
+}
+
+torch::Tensor SparseMoeBlockImpl::shared_expert(const torch::Tensor& flat) {
+  return torch::sigmoid(shared_expert_gate(flat)) *
+         shared_down_proj(torch::silu(shared_gate_proj(flat)) * shared_up_proj(flat));
 }
 
 torch::Tensor load_balancing_loss(const torch::Tensor& probabilities, const torch::Tensor& selected,
@@ -30,7 +47,7 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x) {
   const auto logits = gate(flat).to(torch::kFloat);  // (tokens, experts)
   const auto probabilities = torch::softmax(logits, -1);
   auto [weights, selected] = probabilities.topk(k, -1);  // (tokens, k)
-  weights = weights / weights.sum(-1, true);
+  if (config.normalize_top_k) weights = weights / weights.sum(-1, true);
   load_balancing_loss = models::load_balancing_loss(probabilities, selected, experts);
   z_loss = torch::logsumexp(logits, -1).pow(2).mean();
 
@@ -57,7 +74,9 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x) {
   const auto out = torch::bmm(units, w_down.transpose(1, 2)).reshape({experts * capacity, hidden});
   const auto weighted =
       out.index_select(0, slot) * weights.reshape({-1}).index_select(0, kept).unsqueeze(1).to(out.scalar_type());
-  return torch::zeros({tokens, hidden}, weighted.options()).index_add(0, token_of, weighted).view(sizes);
+  auto y = torch::zeros({tokens, hidden}, weighted.options()).index_add(0, token_of, weighted);
+  if (shared_expert_gate) y = y + shared_expert(flat).to(y.scalar_type());
+  return y.view(sizes);
 }
 
 torch::Tensor SparseMoeBlockImpl::forward_per_token(const torch::Tensor& x) {
@@ -65,7 +84,7 @@ torch::Tensor SparseMoeBlockImpl::forward_per_token(const torch::Tensor& x) {
   const auto flat = x.reshape({-1, hidden});
   const auto probabilities = torch::softmax(gate(flat).to(torch::kFloat), -1);
   auto [weights, selected] = probabilities.topk(config.top_k, -1);
-  weights = weights / weights.sum(-1, true);
+  if (config.normalize_top_k) weights = weights / weights.sum(-1, true);
   std::vector<torch::Tensor> rows;
   for (std::int64_t t = 0; t < flat.size(0); ++t) {
     auto y = torch::zeros({hidden}, flat.options());
@@ -74,6 +93,7 @@ torch::Tensor SparseMoeBlockImpl::forward_per_token(const torch::Tensor& x) {
       const auto units = torch::silu(torch::mv(w_gate[e], flat[t])) * torch::mv(w_up[e], flat[t]);
       y = y + weights[t][j].to(flat.scalar_type()) * torch::mv(w_down[e], units);
     }
+    if (shared_expert_gate) y = y + shared_expert(flat[t].unsqueeze(0))[0];
     rows.push_back(y);
   }
   return torch::stack(rows).view(x.sizes());

@@ -1,6 +1,7 @@
 #pragma once
 // A sparse mixture-of-experts MLP (Mixtral's block: a router picks `top_k` of `experts` SwiGLU
-// experts a token, their outputs weighted by the router's renormalised probabilities). The
+// experts a token, their outputs weighted by the router's renormalised probabilities; optionally
+// Qwen1.5-MoE's: a shared expert added, the probabilities not renormalised). The
 // experts' weights are stacked, (experts, out, in), and run as batched GEMMs over per-expert
 // buffers of `capacity` tokens — one launch for all experts of the layer, not a loop of small
 // products. With `capacity_factor` > 0 an expert takes at most ceil(factor × tokens × top_k /
@@ -21,6 +22,13 @@ struct MoeConfig {
   double aux_loss_coef = 0.02;  // load balancing, Mixtral's router_aux_loss_coef
   double z_loss_coef = 0.001;   // ST-MoE's router z-loss
   std::int64_t every = 1;       // every how many layers (from the first) is sparse
+  // Qwen1.5-MoE's block (Qwen2MoeSparseMoeBlock) beside Mixtral's: experts narrower than the dense
+  // MLP, a shared expert every token goes through, weighted by a sigmoid gate, and the top-k
+  // probabilities used as they are instead of renormalised to sum to 1.
+  std::int64_t expert_intermediate =
+      0;  // an expert's MLP units (moe_intermediate_size); 0: the model's intermediate_size
+  std::int64_t shared_intermediate = 0;  // the shared expert's units (shared_expert_intermediate_size); 0: none
+  bool normalize_top_k = true;           // norm_topk_prob (Mixtral: true, Qwen1.5-MoE: false)
 };
 
 struct SparseMoeBlockImpl : torch::nn::Module {
@@ -28,11 +36,17 @@ struct SparseMoeBlockImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);  // (..., hidden)
   // The dense reference: every token through its experts one by one (tests; no capacity).
   torch::Tensor forward_per_token(const torch::Tensor& x);
+  // sigmoid(shared_expert_gate(x)) × the shared expert's SwiGLU of x (rows, hidden).
+  torch::Tensor shared_expert(const torch::Tensor& flat);
 
   MoeConfig config;
   torch::nn::Linear gate{nullptr};  // the router: hidden → experts, no bias
   torch::Tensor w_gate, w_up;       // (experts, intermediate, hidden)
   torch::Tensor w_down;             // (experts, hidden, intermediate)
+  // The shared expert (SwiGLU, Hugging Face's shared_expert.{gate,up,down}_proj) and its gate
+  // (shared_expert_gate, hidden → 1); null without one.
+  torch::nn::Linear shared_gate_proj{nullptr}, shared_up_proj{nullptr}, shared_down_proj{nullptr};
+  torch::nn::Linear shared_expert_gate{nullptr};
   // Of the last forward: the auxiliary losses (0-d) and the token-expert pairs dropped for capacity.
   torch::Tensor load_balancing_loss, z_loss;
   std::int64_t dropped = 0, routed = 0;

@@ -428,6 +428,9 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
       value["tokens_per_second"] = static_cast<double>(log_samples * tokens_per_sample_) / elapsed;
     if (grad_norm.defined()) value["grad_norm"] = grad_norm.item<double>();
     precision_->describe_step(value);
+    std::map<std::string, double> counters;
+    c_.step_counters(counters);
+    for (const auto& [name, count] : counters) value[name] = count;
     XPUPERF_EVENT(perflog_event::kStepEnd, value);
     log_start = Clock::now();
     log_samples = 0;

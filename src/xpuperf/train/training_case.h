@@ -135,6 +135,9 @@ class TrainingCase {
   virtual bool starts_from_pretrained() const { return false; }
   // PEFT's task_type for saved LoRA adapters (CAUSAL_LM, ...); "" where PEFT has none.
   virtual std::string peft_task_type() const { return ""; }
+  // What STEP_END adds of the case's own: counts over this rank's training steps since the previous
+  // STEP_END (a mixture of experts' routed and dropped tokens), which the case then starts again.
+  virtual void step_counters(std::map<std::string, double>& counters) { (void)counters; }
 };
 
 // Registration, so adding a case is adding a folder.

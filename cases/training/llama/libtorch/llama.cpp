@@ -46,13 +46,32 @@ class LlamaCase : public train::CausalLmCase {
   }
 
  protected:
-  torch::Tensor lm_loss(const torch::Tensor& ids) override { return model_->loss(ids); }
+  torch::Tensor lm_loss(const torch::Tensor& ids) override {
+    auto loss = model_->loss(ids);
+    // Counted here, after the forward, and not in the layers: a checkpointed layer runs forward again
+    // in backward, and evaluation routes tokens too.
+    if (model_->config.moe.experts > 0 && model_->is_training()) {
+      const auto [dropped, routed] = model_->dropped_tokens();
+      dropped_ += dropped;
+      routed_ += routed;
+    }
+    return loss;
+  }
+
+  void step_counters(std::map<std::string, double>& counters) override {
+    if (model_->config.moe.experts == 0) return;
+    counters["moe_routed_pairs"] = static_cast<double>(routed_);
+    counters["moe_dropped_pairs"] = static_cast<double>(dropped_);
+    counters["moe_dropped_share"] = routed_ > 0 ? static_cast<double>(dropped_) / static_cast<double>(routed_) : 0.0;
+    dropped_ = routed_ = 0;
+  }
   double training_flops_per_token(std::int64_t tokens) const override {
     return model_ ? model_->config.training_flops_per_token(tokens) : 0.0;
   }
 
  private:
   models::LlamaForCausalLM model_{nullptr};
+  std::int64_t dropped_ = 0, routed_ = 0;  // MoE (token, expert) pairs since the last STEP_END, this rank's
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("llama", "libtorch", LlamaCase);
