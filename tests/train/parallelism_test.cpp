@@ -111,6 +111,28 @@ class TinyLlamaCase : public TinyDecoderCase {
   models::LlamaForCausalLM llama{nullptr};
 };
 
+// The tiny Llama with a mixture of experts in both layers (4 experts, 2 a token; the capacity from
+// the config's moe_capacity_factor), its loss with the routers' auxiliary losses.
+class TinyMoeLlamaCase : public TinyDecoderCase {
+  std::shared_ptr<torch::nn::Module> build(const CaseContext& ctx) override {
+    models::LlamaConfig c;
+    c.vocab = 64;
+    c.hidden = 32;
+    c.intermediate = 48;
+    c.layers = 2;
+    c.heads = 4;
+    c.kv_heads = 2;
+    c.max_positions = 16;
+    c.moe.experts = 4;
+    c.moe.top_k = 2;
+    c.moe.capacity_factor = ctx.config.get_number("moe_capacity_factor", 0.0);
+    llama = models::LlamaForCausalLM(c);
+    return llama.ptr();
+  }
+  torch::Tensor loss(const torch::Tensor& ids) override { return llama->loss(ids); }
+  models::LlamaForCausalLM llama{nullptr};
+};
+
 const std::string kGptConfig =
     "target_metric: loss\ntarget_mode: min\ntarget_value: 0\nmax_epochs: 0\nmax_steps: 6\nlog_freq: 0\n"
     "eval_interval_epochs: 0\noptimizer: adamw\nlr: 0.01\nweight_decay: 0.1\nweight_decay_skip_1d: true\n"
@@ -217,6 +239,29 @@ TEST(TensorParallel, LlamaSplitsHeadsUnitsAndVocabularyWithTheUnsplitLossCurve) 
   ASSERT_EQ(whole.curve.size(), 6u);
   EXPECT_LT(whole.curve.back(), whole.curve.front() - 0.1) << "the tiny Llama learns";
   expect_same_curve(run_gpt<TinyLlamaCase>(clip + "tensor_parallel: 2\n", 2).curve, whole.curve, 1e-5);
+}
+
+TEST(ExpertParallel, ExpertsSplitOverRanksGiveTheDataParallelLossCurve) {
+  SKIP_WITHOUT_GLOO();
+  // Two ranks, each with 2 of the 4 experts, against two data-parallel ranks with all 4; clipping
+  // needs the norm of gradients spread over the group, evaluation runs the exchanges too.
+  const std::string clip = "clip_grad_norm: 0.5\nlog_freq: 1\nnum_local_experts: 4\n";
+  const auto whole = run_gpt<TinyMoeLlamaCase>(clip, 2);
+  ASSERT_EQ(whole.curve.size(), 6u);
+  EXPECT_LT(whole.curve.back(), whole.curve.front() - 0.1) << "the tiny mixture of experts learns";
+  const auto split = run_gpt<TinyMoeLlamaCase>(clip + "expert_parallel: 2\n", 2);
+  EXPECT_EQ(split.finished.at("expert_parallel"), 2);
+  // Half of 2 layers × 4 experts × 3 matrices of 48 × 32 a rank.
+  EXPECT_EQ(split.finished.at("expert_parameters_on_this_rank"), 2 * 2 * 3 * 48 * 32);
+  EXPECT_FALSE(whole.finished.contains("expert_parameters_on_this_rank"));
+  expect_same_curve(split.curve, whole.curve, 1e-5);
+  // A capacity that drops tokens drops the same ones.
+  expect_same_curve(run_gpt<TinyMoeLlamaCase>(clip + "moe_capacity_factor: 0.5\nexpert_parallel: 2\n", 2).curve,
+                    run_gpt<TinyMoeLlamaCase>(clip + "moe_capacity_factor: 0.5\n", 2).curve, 1e-5);
+  // Two groups of two (the experts' gradients also averaged over the groups), with accumulation.
+  const std::string accumulate = "train_batch_size: 2\nglobal_batch_size: 16\nnum_local_experts: 4\n";
+  expect_same_curve(run_gpt<TinyMoeLlamaCase>(accumulate + "expert_parallel: 2\n", 4).curve,
+                    run_gpt<TinyMoeLlamaCase>(accumulate, 4).curve, 1e-5);
 }
 
 TEST(TensorParallel, ASplitTheModelCannotMakeNamesItsSize) {
@@ -447,6 +492,32 @@ TEST(SwitchCheck, TheCasesModelSaysWhatItCanSplit) {
       << e[0];
   // A case that declared nothing is left to its ranks.
   EXPECT_TRUE(switch_errors("tensor_parallel: 2\nn_head: 3\n", 2, nullptr).empty());
+}
+
+TEST(ExpertParallel, AModelWithoutExpertsOrWithExpertsThatDoNotDivideIsRefused) {
+  SKIP_WITHOUT_GLOO();
+  // Refused by the config's check, and by the model where the config says it has experts.
+  for (const auto& [config, says] :
+       {std::pair<std::string, std::string>{"expert_parallel: 2\n", "'expert_parallel' 2 with no experts"},
+        {"expert_parallel: 2\nnum_local_experts: 4\n", "this Llama has no experts"}}) {
+    try {
+      run_gpt<TinyLlamaCase>(config, 2);
+      ADD_FAILURE() << "expected a ConfigError for " << config;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+  auto e = switch_errors("expert_parallel: 3\nnum_local_experts: 8\n", 4);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_NE(e[0].find("'expert_parallel' 3 does not divide the 4 ranks"), std::string::npos) << e[0];
+  EXPECT_NE(e[1].find("does not divide the model's 8 experts"), std::string::npos) << e[1];
+  e = switch_errors("expert_parallel: 2\n", 2);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("with no experts"), std::string::npos) << e[0];
+  e = switch_errors("expert_parallel: 2\nnum_local_experts: 4\nzero_stage: 1\n", 4);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("zero_stage: not yet with expert_parallel"), std::string::npos) << e[0];
+  EXPECT_TRUE(switch_errors("expert_parallel: 2\nnum_local_experts: 4\n", 4).empty());
 }
 
 }  // namespace

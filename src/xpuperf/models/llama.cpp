@@ -354,6 +354,20 @@ void LlamaForCausalLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::T
   }
 }
 
+std::vector<torch::Tensor> LlamaForCausalLMImpl::split_for_expert_parallel(
+    std::shared_ptr<parallel::ExpertParallel> ep) {
+  std::vector<torch::Tensor> experts;
+  for (const auto& layer : *model->layers)
+    if (auto moe = layer->as<LlamaDecoderLayer>()->moe) {
+      const auto kept = moe->split_experts(ep);
+      experts.insert(experts.end(), kept.begin(), kept.end());
+    }
+  if (experts.empty())
+    throw std::invalid_argument("expert_parallel " + std::to_string(ep->size()) +
+                                ": this Llama has no experts (num_local_experts: 0)");
+  return experts;
+}
+
 void LlamaForCausalLMImpl::fuse_for_inference() {
   for (const auto& layer : *model->layers) {
     auto* l = layer->as<LlamaDecoderLayer>();

@@ -148,10 +148,15 @@ struct LlamaModelImpl : torch::nn::Module, parallel::BlockStack {
 };
 TORCH_MODULE(LlamaModel);
 
-struct LlamaForCausalLMImpl : torch::nn::Module, CausalDecoder, parallel::TensorParallelModel {
+struct LlamaForCausalLMImpl : torch::nn::Module,
+                              CausalDecoder,
+                              parallel::TensorParallelModel,
+                              parallel::ExpertParallelModel {
   explicit LlamaForCausalLMImpl(const LlamaConfig& c = LlamaConfig::tinyllama_1_1b());
   // Each layer's heads and MLP units, and the embedding's vocabulary rows; lm_head stays whole.
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
+  // Each sparse layer's experts over the group (moe.h).
+  std::vector<torch::Tensor> split_for_expert_parallel(std::shared_ptr<parallel::ExpertParallel> ep) override;
   torch::Tensor forward(const torch::Tensor& ids);  // logits (batch, tokens, vocab)
   // Causal language modelling: the mean cross entropy of each token after the first given the
   // ones before, ids (batch, tokens + 1); through the cross-entropy kernels where they apply. In

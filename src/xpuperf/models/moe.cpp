@@ -1,6 +1,8 @@
 #include "xpuperf/models/moe.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace xpuperf::models {
 
@@ -25,6 +27,18 @@ SparseMoeBlockImpl::SparseMoeBlockImpl(std::int64_t hidden, std::int64_t interme
     shared_down_proj = linear("shared_down_proj", c.shared_intermediate, hidden);
     shared_expert_gate = linear("shared_expert_gate", hidden, 1);
   }
+}
+
+std::vector<torch::Tensor> SparseMoeBlockImpl::split_experts(std::shared_ptr<parallel::ExpertParallel> ep) {
+  const std::int64_t parts = ep->size();
+  if (config.experts % parts != 0)
+    throw std::invalid_argument("expert_parallel " + std::to_string(parts) + " does not divide the " +
+                                std::to_string(config.experts) + " experts (num_local_experts)");
+  const std::int64_t local = config.experts / parts, first = ep->rank() * local;
+  const torch::NoGradGuard no_grad;
+  for (auto* w : {&w_gate, &w_up, &w_down}) w->set_data(w->narrow(0, first, local).clone());
+  ep_ = std::move(ep);
+  return {w_gate, w_up, w_down};
 }
 
 torch::Tensor SparseMoeBlockImpl::shared_expert(const torch::Tensor& flat) {
@@ -55,11 +69,13 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x) {
   const auto expert_of = selected.reshape({-1});  // (tokens × k)
   const auto one_hot = torch::one_hot(expert_of, experts);
   const auto place = (one_hot.cumsum(0) - 1).gather(1, expert_of.unsqueeze(1)).squeeze(1);
-  const std::int64_t capacity =
+  std::int64_t capacity =
       config.capacity_factor > 0
           ? static_cast<std::int64_t>(
                 std::ceil(config.capacity_factor * static_cast<double>(tokens * k) / static_cast<double>(experts)))
           : std::max<std::int64_t>(1, one_hot.sum(0).max().item<std::int64_t>());
+  // The exchanged buffers are one size on every rank of the group.
+  if (ep_) capacity = ep_->max_over_group(capacity, flat.options());
   const auto kept = (place < capacity).nonzero().squeeze(1);
   routed = tokens * k;
   dropped = routed - kept.size(0);
@@ -69,9 +85,12 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x) {
   // The experts as three batched products over (experts, capacity, ·) buffers.
   const auto buffer =
       torch::zeros({experts * capacity, hidden}, flat.options()).index_copy(0, slot, flat.index_select(0, token_of));
-  const auto in = buffer.view({experts, capacity, hidden});
+  // Under expert parallelism this rank's experts take their buffers from every rank of the group.
+  const auto buffers = buffer.view({experts, capacity, hidden});
+  const auto in = ep_ ? ep_->dispatch(buffers) : buffers;
   const auto units = torch::silu(torch::bmm(in, w_gate.transpose(1, 2))) * torch::bmm(in, w_up.transpose(1, 2));
-  const auto out = torch::bmm(units, w_down.transpose(1, 2)).reshape({experts * capacity, hidden});
+  const auto outputs = torch::bmm(units, w_down.transpose(1, 2));
+  const auto out = (ep_ ? ep_->combine(outputs) : outputs).reshape({experts * capacity, hidden});
   const auto weighted =
       out.index_select(0, slot) * weights.reshape({-1}).index_select(0, kept).unsqueeze(1).to(out.scalar_type());
   auto y = torch::zeros({tokens, hidden}, weighted.options()).index_add(0, token_of, weighted);

@@ -12,6 +12,10 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "xpuperf/parallel/expert_parallel.h"
 
 namespace xpuperf::models {
 
@@ -38,10 +42,13 @@ struct SparseMoeBlockImpl : torch::nn::Module {
   torch::Tensor forward_per_token(const torch::Tensor& x);
   // sigmoid(shared_expert_gate(x)) × the shared expert's SwiGLU of x (rows, hidden).
   torch::Tensor shared_expert(const torch::Tensor& flat);
+  // Keeps this rank's experts of `ep`'s group (experts / E of them, by rank) and returns their
+  // parameters; forward then exchanges the tokens over the group (expert_parallel.h).
+  std::vector<torch::Tensor> split_experts(std::shared_ptr<parallel::ExpertParallel> ep);
 
   MoeConfig config;
   torch::nn::Linear gate{nullptr};  // the router: hidden → experts, no bias
-  torch::Tensor w_gate, w_up;       // (experts, intermediate, hidden)
+  torch::Tensor w_gate, w_up;       // (experts, intermediate, hidden); this rank's experts under expert parallelism
   torch::Tensor w_down;             // (experts, hidden, intermediate)
   // The shared expert (SwiGLU, Hugging Face's shared_expert.{gate,up,down}_proj) and its gate
   // (shared_expert_gate, hidden → 1); null without one.
@@ -50,6 +57,9 @@ struct SparseMoeBlockImpl : torch::nn::Module {
   // Of the last forward: the auxiliary losses (0-d) and the token-expert pairs dropped for capacity.
   torch::Tensor load_balancing_loss, z_loss;
   std::int64_t dropped = 0, routed = 0;
+
+ private:
+  std::shared_ptr<parallel::ExpertParallel> ep_;  // null: every expert here
 };
 TORCH_MODULE(SparseMoeBlock);
 

@@ -14,8 +14,21 @@ int rank_at(const RankPlace& at, int tensor_parallel, int data_ranks) {
   return (at.stage * data_ranks + at.data_index) * tensor_parallel + at.place;
 }
 
-ParallelGroups form_parallel_groups(const torchrt::Distributed& world, int t, int p) {
+ParallelGroups form_parallel_groups(const torchrt::Distributed& world, int t, int p, int e) {
   ParallelGroups groups;
+  if (e > 1) {
+    if (t > 1 || p > 1)
+      throw std::invalid_argument("expert_parallel with tensor_parallel or pipeline_parallel is not built");
+    const int rank = world.rank(), size = world.world_size(), group = rank / e, place = rank % e;
+    std::vector<int> members, replicas;
+    for (int i = 0; i < e; ++i) members.push_back(group * e + i);
+    for (int g = 0; g < size / e; ++g) replicas.push_back(g * e + place);
+    std::shared_ptr<torchrt::Distributed> ep = world.subgroup("ep" + std::to_string(group), members);
+    std::shared_ptr<torchrt::Distributed> same;
+    if (replicas.size() > 1) same = world.subgroup("epr" + std::to_string(place), replicas);
+    groups.ep = std::make_shared<ExpertParallel>(std::move(ep), std::move(same));
+    return groups;
+  }
   if (t <= 1 && p <= 1) return groups;
   const int data_ranks = world.world_size() / (t * p);
   const RankPlace me = rank_place(world.rank(), t, data_ranks);
@@ -72,6 +85,17 @@ SplitModel split_model(torch::nn::Module& model, const ParallelGroups& groups, c
       throw ConfigError(cfg.at("tensor_parallel").source.str() + ": " + e.what());
     }
     out.split = split_parameters_of(model);
+  }
+  if (groups.ep) {
+    auto* splittable = dynamic_cast<ExpertParallelModel*>(&model);
+    if (!splittable)
+      throw ConfigError(cfg.at("expert_parallel").source.str() + ": expert_parallel: the model of " + case_name +
+                        " has no experts to split; set expert_parallel: 1");
+    try {
+      out.experts = splittable->split_for_expert_parallel(groups.ep);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(cfg.at("expert_parallel").source.str() + ": " + e.what());
+    }
   }
   // What this rank trains: a stage's parameters, and never a frozen one (LoRA's base model). A
   // trained parameter a step does not use takes part in the all-reduce as zeros.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "xpuperf/core/config.h"
+#include "xpuperf/parallel/expert_parallel.h"
 #include "xpuperf/parallel/pipeline.h"
 #include "xpuperf/parallel/tensor_parallel.h"
 #include "xpuperf/torchrt/distributed.h"
@@ -27,15 +28,19 @@ struct ParallelGroups {
   std::unique_ptr<torchrt::Distributed> data;  // the data-parallel ranks; null: the world is
   std::shared_ptr<TensorParallel> tp;          // null without tensor parallelism
   std::shared_ptr<PipelineStage> pipeline;     // null without pipeline stages
+  std::shared_ptr<ExpertParallel> ep;          // null without expert parallelism
 };
 // This rank's groups, formed over `world`'s rendezvous; every rank forms its groups in the same
-// order (a group's members wait for each other).
-ParallelGroups form_parallel_groups(const torchrt::Distributed& world, int tensor_parallel, int pipeline_parallel);
+// order (a group's members wait for each other). Expert parallelism (expert_parallel > 1) is built
+// for a world of data-parallel ranks only (tensor_parallel and pipeline_parallel 1).
+ParallelGroups form_parallel_groups(const torchrt::Distributed& world, int tensor_parallel, int pipeline_parallel,
+                                    int expert_parallel = 1);
 
 struct SplitModel {
   std::vector<torch::Tensor> params;              // what this rank trains
   std::vector<torch::Tensor> split;               // tensor-parallel parts (each rank of a group its own)
   std::vector<torch::Tensor> tied_across_stages;  // held by the first and the last stage both
+  std::vector<torch::Tensor> experts;             // expert-parallel parts (among params; reduced over their replicas)
 };
 // Splits `model`, the same on every rank, as `groups` say: into stages, then each stage's layers
 // over the tensor-parallel group. ConfigError naming cfg's key when the model cannot be split.

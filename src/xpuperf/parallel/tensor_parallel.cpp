@@ -54,7 +54,7 @@ void require_divides(const TensorParallel& tp, std::int64_t count, const std::st
 }
 
 torch::Tensor model_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
-                                           const std::vector<torch::Tensor>& split, TensorParallel* tp,
+                                           const std::vector<torch::Tensor>& split, torchrt::Distributed* split_group,
                                            torchrt::Distributed* stages,
                                            const std::vector<torch::Tensor>& counted_elsewhere) {
   std::set<const c10::TensorImpl*> is_split, skipped;
@@ -67,7 +67,7 @@ torch::Tensor model_parallel_gradient_norm(const std::vector<torch::Tensor>& par
     auto& sum = is_split.count(p.unsafeGetTensorImpl()) ? split_sq : whole_sq;
     sum += p.grad().detach().to(torch::kFloat).square().sum();
   }
-  if (tp) tp->group().all_reduce_sum(split_sq);
+  if (split_group) split_group->all_reduce_sum(split_sq);
   auto total = split_sq + whole_sq;
   if (stages) stages->all_reduce_sum(total);
   return total.sqrt().reshape({});

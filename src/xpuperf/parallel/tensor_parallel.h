@@ -48,12 +48,13 @@ class TensorParallelModel {
   virtual void split_for_tensor_parallel(std::shared_ptr<TensorParallel> tp) = 0;
 };
 
-// The global L2 norm of the gradients of a model split over a tensor-parallel group (`tp`, null
-// without one: `split` parameters differ over it, the others are the same on each of its ranks)
+// The global L2 norm of the gradients of a model split over a group (`split_group`: a tensor- or
+// expert-parallel group, null without one: `split` parameters differ over it, the others are the
+// same on each of its ranks)
 // and over pipeline stages (`stages`, null without: each stage holds its own parameters;
 // `counted_elsewhere` are copies another stage counts, as the last stage's tied embedding).
 torch::Tensor model_parallel_gradient_norm(const std::vector<torch::Tensor>& params,
-                                           const std::vector<torch::Tensor>& split, TensorParallel* tp,
+                                           const std::vector<torch::Tensor>& split, torchrt::Distributed* split_group,
                                            torchrt::Distributed* stages,
                                            const std::vector<torch::Tensor>& counted_elsewhere);
 

@@ -1,5 +1,10 @@
 #include "xpuperf/train/evaluation.h"
 
+#include <optional>
+#include <string>
+
+#include "xpuperf/core/config.h"
+
 namespace xpuperf::train {
 
 // A batch on the device, in the memory layout the run asks for.
@@ -21,8 +26,15 @@ std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model
   plan.train = false;
   plan.rank = ranks.data.rank();
   plan.world_size = ranks.data.world_size();
+  std::int64_t batches = 0, busiest = 0;
+  if (ranks.lockstep) {
+    auto most = torch::tensor({eval_set.batches_in_epoch(plan)}, torch::TensorOptions().dtype(torch::kLong)).to(device);
+    ranks.lockstep->all_reduce_max(most);
+    busiest = most.item<std::int64_t>();
+  }
   eval_set.start_epoch(plan);
   MetricSums sums;
+  std::optional<Batch> last;
   while (auto batch = eval_set.next_batch()) {
     to_device(*batch, device, channels_last);
     AutocastScope autocast(device, precision);
@@ -30,6 +42,17 @@ std::map<std::string, double> evaluate(TrainingCase& c, torch::nn::Module& model
       ranks.pipeline->forward_only((*batch)[0], [&] { c.evaluate(*batch, sums); });
     else
       c.evaluate(*batch, sums);
+    ++batches;
+    if (ranks.lockstep) last = std::move(batch);
+  }
+  if (ranks.lockstep && batches < busiest) {
+    if (!last)
+      throw ConfigError("expert_parallel: a rank has no evaluation batch while another has " + std::to_string(busiest) +
+                        " (their forwards exchange tokens); use a larger eval set or a smaller "
+                        "eval_batch_size");
+    MetricSums ignored;
+    AutocastScope autocast(device, precision);
+    for (; batches < busiest; ++batches) c.evaluate(*last, ignored);
   }
   // Every rank must send the same metric names, whatever its share held.
   std::vector<double> flat;

@@ -22,6 +22,9 @@ struct EvalRanks {
   torchrt::Distributed& sum_over;
   bool holds_metrics = true;
   parallel::PipelineStage* pipeline = nullptr;
+  // Ranks whose forwards exchange tokens (expert parallelism): each runs as many batches as the one
+  // with the most, repeating its last for the metrics-free extra ones. Null: none.
+  torchrt::Distributed* lockstep = nullptr;
 };
 
 // A batch on the device, in the memory layout the run asks for.

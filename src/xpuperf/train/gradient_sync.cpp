@@ -1,6 +1,7 @@
 #include "xpuperf/train/gradient_sync.h"
 
 #include <exception>
+#include <set>
 
 #include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/parallel/tensor_parallel.h"
@@ -13,29 +14,46 @@ class DataParallelSync : public GradientSync {
  public:
   explicit DataParallelSync(const SyncContext& ctx)
       : data_(ctx.data), world_(ctx.world), split_(ctx.split), groups_(ctx.groups) {
-    if (ctx.settings.overlap_grad_reduce) data_.attach_gradient_hooks(split_.params);
+    // Expert-parallel parts are reduced over their replicas instead (expert_parallel.h).
+    std::set<const c10::TensorImpl*> experts;
+    for (const auto& p : split_.experts) experts.insert(p.unsafeGetTensorImpl());
+    for (const auto& p : split_.params)
+      if (!experts.count(p.unsafeGetTensorImpl())) shared_.push_back(p);
+    if (ctx.settings.overlap_grad_reduce) data_.attach_gradient_hooks(shared_);
     optimizer_ = make_optimizer(ctx.cfg, ctx.model, ctx.optimizer_impl);
   }
   void zero_grad() override { optimizer_->zero_grad(); }
   void begin_backward(bool last) override { data_.begin_step(last); }
   void end_backward() override {}
-  void finish_step() override { data_.finish_step(split_.params); }
+  void finish_step() override {
+    data_.finish_step(shared_);
+    if (groups_.ep) groups_.ep->reduce_expert_gradients(split_.experts);
+  }
   const std::vector<torch::Tensor>& stepped() const override { return split_.params; }
   torch::Tensor gradient_norm() override {
     const auto& pipeline = groups_.pipeline;
+    if (groups_.ep)  // each rank of the group holds its own experts
+      return parallel::model_parallel_gradient_norm(split_.params, split_.experts, &groups_.ep->group(), nullptr, {});
     if (!groups_.tp && !pipeline) return train::gradient_norm(split_.params);
     // The last stage's copy of a tied embedding is counted by the first.
     const bool counts_tied = pipeline && pipeline->last() && !pipeline->first();
     return parallel::model_parallel_gradient_norm(
-        split_.params, split_.split, groups_.tp.get(), pipeline ? &pipeline->group() : nullptr,
+        split_.params, split_.split, groups_.tp ? &groups_.tp->group() : nullptr,
+        pipeline ? &pipeline->group() : nullptr,
         counts_tied ? split_.tied_across_stages : std::vector<torch::Tensor>{});
   }
   std::function<void(torch::Tensor&)> overflow_agreement() override {
-    // Each rank of a tensor-parallel group or a pipeline checked its own part.
-    if (!groups_.tp && !groups_.pipeline) return {};
+    // Each rank of a tensor-parallel or expert-parallel group or a pipeline checked its own part.
+    if (!groups_.tp && !groups_.pipeline && !groups_.ep) return {};
     return [this](torch::Tensor& found_inf) { world_.all_reduce_max(found_inf); };
   }
   void step() override { optimizer_->step(); }
+  void describe(nlohmann::json& finished) const override {
+    if (!groups_.ep) return;
+    std::int64_t held = 0;
+    for (const auto& p : split_.experts) held += p.numel();
+    finished["expert_parameters_on_this_rank"] = held;
+  }
 
  protected:
   StepOptimizer& optimizer() override { return *optimizer_; }
@@ -45,6 +63,7 @@ class DataParallelSync : public GradientSync {
   torchrt::Distributed& world_;
   const parallel::SplitModel& split_;
   const parallel::ParallelGroups& groups_;
+  std::vector<torch::Tensor> shared_;  // every rank's same parameters: averaged over the data-parallel ranks
   std::unique_ptr<StepOptimizer> optimizer_;
 };
 

@@ -245,8 +245,9 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   dist_ = torchrt::Distributed::create(info.env, device_, dist_options);
   // Model parallelism: groups of `tensor_parallel` ranks share each sample's layers, pipelines of
   // `pipeline_parallel` such groups its blocks; data parallelism runs over the pipelines.
-  groups_ = parallel::form_parallel_groups(*dist_, static_cast<int>(s_.tensor_parallel),
-                                           static_cast<int>(s_.pipeline_parallel));
+  groups_ =
+      parallel::form_parallel_groups(*dist_, static_cast<int>(s_.tensor_parallel),
+                                     static_cast<int>(s_.pipeline_parallel), static_cast<int>(s_.expert_parallel));
   data_dist_ = groups_.data ? groups_.data.get() : dist_.get();
   accumulation_ = s_.accumulation(info.env.world_size);
   micro_batches_per_step_ = s_.train_batch * s_.data_ranks(info.env.world_size);
@@ -288,6 +289,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
                                              {"dist_backend", dist_->backend()},
                                              {"tensor_parallel", s_.tensor_parallel},
                                              {"pipeline_parallel", s_.pipeline_parallel},
+                                             {"expert_parallel", s_.expert_parallel},
                                              {"precision", precision_name(s_.precision)},
                                              {"train_batch_size", s_.train_batch},
                                              {"global_batch_size", micro_batches_per_step_ * accumulation_},
@@ -316,7 +318,8 @@ void TrainingRun::run_eval() {
   // With pipeline stages only the last holds metrics (its tensor-parallel place 0: the others copy it).
   const auto& pipeline = groups_.pipeline;
   const EvalRanks ranks{*data_dist_, pipeline ? *dist_ : *data_dist_,
-                        !pipeline || (pipeline->last() && (!groups_.tp || groups_.tp->rank() == 0)), pipeline.get()};
+                        !pipeline || (pipeline->last() && (!groups_.tp || groups_.tp->rank() == 0)), pipeline.get(),
+                        groups_.ep ? &groups_.ep->group() : nullptr};
   metrics_ = evaluate(c_, *model_, *data_.eval, s_.eval_batch, device_, s_.precision, s_.channels_last, ranks);
   metrics_step_ = global_step_;
   json value = {{"global_steps", global_step_}, {"epoch", epoch_}};
@@ -488,6 +491,7 @@ TrainingOutcome TrainingRun::finish() {
              {"offload_optimizer", s_.offload_optimizer},
              {"tensor_parallel", s_.tensor_parallel},
              {"pipeline_parallel", s_.pipeline_parallel},
+             {"expert_parallel", s_.expert_parallel},
              {"activation_checkpointing", s_.activation_checkpointing},
              {"target_mode", s_.target_mode}};
   // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).

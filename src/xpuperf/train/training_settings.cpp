@@ -42,6 +42,7 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
   s.activation_checkpointing = cfg.get_bool("activation_checkpointing", false);
   s.zero_stage = cfg.get_int("zero_stage", 0);
   s.tensor_parallel = cfg.get_int("tensor_parallel", 1);
+  s.expert_parallel = cfg.get_int("expert_parallel", 1);
   s.pipeline_parallel = cfg.get_int("pipeline_parallel", 1);
   s.global_batch = cfg.get_int("global_batch_size", 0);
   s.record_loss_curve = cfg.get_bool("record_loss_curve", false);

@@ -17,6 +17,7 @@ struct TrainingSettings {
   std::int64_t train_batch = 0, eval_batch = 0;
   std::int64_t global_batch = 0;  // 0: train_batch × data-parallel ranks, no accumulation
   std::int64_t tensor_parallel = 1, pipeline_parallel = 1;
+  std::int64_t expert_parallel = 1;  // ranks sharing each MoE layer's experts (expert_parallel.h)
   // Stop conditions and intervals (0: none).
   std::int64_t max_epochs = 0, max_steps = 0, max_samples = 0;
   double time_budget = 0;
