@@ -90,17 +90,21 @@ class TinyGptCase : public TinyDecoderCase {
 
 // The same rule tokens through a tiny Llama (RMSNorm, rotary positions, SwiGLU, grouped-query
 // attention: 4 query heads over 2 key/value heads, an untied output layer).
+models::LlamaConfig tiny_llama(std::int64_t intermediate) {
+  models::LlamaConfig c;
+  c.vocab = 64;
+  c.hidden = 32;
+  c.intermediate = intermediate;
+  c.layers = 2;
+  c.heads = 4;
+  c.kv_heads = 2;
+  c.max_positions = 16;
+  return c;
+}
+
 class TinyLlamaCase : public TinyDecoderCase {
   std::shared_ptr<torch::nn::Module> build(const CaseContext&) override {
-    models::LlamaConfig c;
-    c.vocab = 64;
-    c.hidden = 32;
-    c.intermediate = 64;
-    c.layers = 2;
-    c.heads = 4;
-    c.kv_heads = 2;
-    c.max_positions = 16;
-    llama = models::LlamaForCausalLM(c);
+    llama = models::LlamaForCausalLM(tiny_llama(64));
     return llama.ptr();
   }
   torch::Tensor loss(const torch::Tensor& ids) override {
@@ -115,14 +119,7 @@ class TinyLlamaCase : public TinyDecoderCase {
 // the config's moe_capacity_factor), its loss with the routers' auxiliary losses.
 class TinyMoeLlamaCase : public TinyDecoderCase {
   std::shared_ptr<torch::nn::Module> build(const CaseContext& ctx) override {
-    models::LlamaConfig c;
-    c.vocab = 64;
-    c.hidden = 32;
-    c.intermediate = 48;
-    c.layers = 2;
-    c.heads = 4;
-    c.kv_heads = 2;
-    c.max_positions = 16;
+    models::LlamaConfig c = tiny_llama(48);
     c.moe.experts = 4;
     c.moe.top_k = 2;
     c.moe.capacity_factor = ctx.config.get_number("moe_capacity_factor", 0.0);
