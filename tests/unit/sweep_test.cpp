@@ -29,8 +29,9 @@ TEST(SweepStrategies, TokensBecomeTheSwitchesTheySet) {
 
 TEST(SweepStrategies, UnknownAndUnimplementedTokensAreRefusedWithTheReason) {
   Diagnostics diags;
-  const auto rows = parse_strategies("bf16+zero4; bf16+pp0; fast; bf16; bf16", diags);
+  const auto rows = parse_strategies("bf16+zero4; bf16+pp0; fast; bf16; bf16; moe1", diags);
   const std::string text = diags.format();
+  EXPECT_NE(text.find("'moe1': a mixture has 2 experts or more"), std::string::npos) << text;
   EXPECT_NE(text.find("'zero4': ZeRO has stages 1 to 3"), std::string::npos) << text;
   EXPECT_NE(text.find("'pp0': a size must be 1 or more"), std::string::npos) << text;
   EXPECT_NE(text.find("unknown strategy token 'fast'"), std::string::npos) << text;
@@ -111,6 +112,34 @@ TEST(SweepReport, ALoraRowIsNotHeldToTheFullModelsLoss) {
   EXPECT_FALSE(summary["rows"][1].contains("parity"));
   EXPECT_NE(report::sweep_markdown(summary).find("not compared: LoRA trains adapters"), std::string::npos);
   EXPECT_EQ(report::sweep_markdown(summary).find("broke loss parity"), std::string::npos);
+}
+
+// Rapidformer's MoE rows: `moe4` is another model (its loss not compared with the dense reference's),
+// `moe4+ep2` the same model split over ranks (held to `moe4`'s loss).
+TEST(SweepReport, ExpertRowsCompareWithRowsOfTheSameExperts) {
+  Diagnostics diags;
+  const auto rows = parse_strategies("bf16; bf16+moe4; bf16+moe4+ep2", diags);
+  ASSERT_FALSE(diags.has_errors()) << diags.format();
+  EXPECT_EQ(rows[2].sets, (std::vector<std::string>{"precision=bf16", "num_local_experts=4", "expert_parallel=2"}));
+  const auto row = [](const std::string& name, const std::vector<std::string>& sets, std::vector<double> losses) {
+    return json{{"name", name},
+                {"sets", sets},
+                {"status", "ok"},
+                {"rounds", json::array({round_of(10, 100, std::move(losses))})}};
+  };
+  json input = {{"case", "llama:libtorch"}, {"steps", 2}, {"loss_tolerance", 0.02}, {"rows", json::array()}};
+  input["rows"].push_back(row("bf16", rows[0].sets, {10.0, 9.0}));
+  input["rows"].push_back(row("bf16+moe4", rows[1].sets, {10.0, 8.0}));
+  const json dense_first = report::sweep_summary(input);
+  EXPECT_FALSE(dense_first["rows"][1].contains("parity"));
+  EXPECT_NE(report::sweep_markdown(dense_first).find("not compared: another model"), std::string::npos);
+
+  input["rows"] =
+      json::array({row("bf16+moe4", rows[1].sets, {10.0, 8.0}), row("bf16+moe4+ep2", rows[2].sets, {10.0, 8.5})});
+  const json moe_first = report::sweep_summary(input);
+  ASSERT_TRUE(moe_first["rows"][1].contains("parity"));
+  EXPECT_NE(report::sweep_markdown(moe_first).find("broke loss parity"), std::string::npos)
+      << "the split model is held to the unsplit one's loss";
 }
 
 }  // namespace

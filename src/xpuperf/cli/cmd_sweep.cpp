@@ -11,8 +11,8 @@ void add_sweep_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
   auto* cmd = app.add_subcommand(
       "sweep", "Run one training case under several strategies (precision, ZeRO, checkpointing, ...) and tabulate");
   cmd->footer(
-      "Each strategy is switches joined by +: fp32 tf32 bf16 fp16, zero1 zero2 zero3, tp2 (tensor "
-      "parallel), ckpt, graphs, fused foreach, or any\n"
+      "Each strategy is switches joined by +: fp32 tf32 bf16 fp16, zero1 zero2 zero3, tp2 (tensor parallel), pp2\n"
+      "(pipeline), ckpt, graphs, offload, fused foreach, lora8, moe8 (experts), ep2 (expert parallel), or any\n"
       "key=value of the case's config; strategies are separated by ;. Each runs --warmup-steps + --steps steps,\n"
       "--repeats times, as rounds of `xpuperf run` (monitors, result tree) under <log-dir>/sweep<stamp>/rows/.\n"
       "The table (summary.md, summary.json, report.html) gives samples/s mean ± std over the repeats (warm-up\n"

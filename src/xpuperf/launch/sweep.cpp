@@ -34,12 +34,12 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 const char* kTokens =
-    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, offload, fused, foreach, tpN, ppN, loraN or "
-    "key=value";
+    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, offload, fused, foreach, tpN, ppN, epN, loraN, "
+    "moeN or key=value";
 
 // What one token of a strategy sets; nullopt (with the reason in diags) when it cannot.
 std::optional<std::vector<std::string>> token_sets(const std::string& token, const Source& where, Diagnostics& diags) {
-  static const std::regex kParallel("(zero|tp|pp|lora)([0-9]+)");
+  static const std::regex kParallel("(zero|tp|pp|ep|lora|moe)([0-9]+)");
   std::smatch m;
   if (token == "fp32" || token == "tf32" || token == "bf16" || token == "fp16")
     return std::vector<std::string>{"precision=" + token};
@@ -54,9 +54,13 @@ std::optional<std::vector<std::string>> token_sets(const std::string& token, con
     if (kind == "tp" && n >= 1) return std::vector<std::string>{"tensor_parallel=" + std::to_string(n)};
     if (kind == "pp" && n >= 1) return std::vector<std::string>{"pipeline_parallel=" + std::to_string(n)};
     if (kind == "lora" && n >= 1) return std::vector<std::string>{"lora_rank=" + std::to_string(n)};
+    if (kind == "ep" && n >= 1) return std::vector<std::string>{"expert_parallel=" + std::to_string(n)};
+    if (kind == "moe" && n >= 2) return std::vector<std::string>{"num_local_experts=" + std::to_string(n)};
     diags.error(where,
                 "'" + token + "': " +
-                    (kind == "zero" ? std::string("ZeRO has stages 1 to 3") : std::string("a size must be 1 or more")),
+                    (kind == "zero"  ? std::string("ZeRO has stages 1 to 3")
+                     : kind == "moe" ? std::string("a mixture has 2 experts or more")
+                                     : std::string("a size must be 1 or more")),
                 "the strategies: " + std::string(kTokens));
     return std::nullopt;
   }

@@ -43,14 +43,14 @@ json aggregate_row(const json& row) {
   return a;
 }
 
-// What the row sets lora_rank to ("0": no LoRA).
-std::string lora_rank_of(const json& row) {
-  std::string rank = "0";
+// What the row sets `key` to (the last setting wins); `fallback` where it sets nothing.
+std::string set_value_of(const json& row, const std::string& key, const std::string& fallback) {
+  std::string value = fallback;
   if (row.contains("sets"))
     for (const auto& set : row["sets"])
-      if (set.is_string() && set.get<std::string>().rfind("lora_rank=", 0) == 0)
-        rank = set.get<std::string>().substr(10);
-  return rank;
+      if (set.is_string() && set.get<std::string>().rfind(key + "=", 0) == 0)
+        value = set.get<std::string>().substr(key.size() + 1);
+  return value;
 }
 
 // The largest relative difference of `curve` from `reference` over the steps both have.
@@ -163,8 +163,10 @@ json sweep_summary(const json& input) {
     row["speedup"] = row["aggregate"]["samples_per_second"]["mean"].get<double>() / ref_sps;
     if (ref_mem > 0 && row["aggregate"].contains("peak_device_memory_mib"))
       row["memory_saving"] = 1.0 - row["aggregate"]["peak_device_memory_mib"].get<double>() / ref_mem;
-    if (lora_rank_of(row) != lora_rank_of(ref))
+    if (set_value_of(row, "lora_rank", "0") != set_value_of(ref, "lora_rank", "0"))
       row["parity_undefined"] = "LoRA trains adapters on a frozen model, another training than the reference's";
+    else if (set_value_of(row, "num_local_experts", "") != set_value_of(ref, "num_local_experts", ""))
+      row["parity_undefined"] = "another model than the reference's (its number of experts)";
     else if (const json* curve = curve_of(row); curve && ref_curve && static_cast<int>(i) != reference)
       row["parity"] = parity(*curve, *ref_curve, tolerance);
   }
