@@ -305,6 +305,49 @@ TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
   EXPECT_TRUE(fs::exists(sweep + "/report.html"));
 }
 
+// Expert parallelism between processes (Gloo's all-to-all over a subgroup of two real ranks): a
+// tiny Llama with 4 experts, whole on each rank and split over both, the same loss at every step.
+TEST_F(LanguageCli, SweepOfExpertParallelismKeepsTheLossOnTwoRanks) {
+  std::vector<std::string> args = {"sweep",
+                                   "llama",
+                                   "--vendor",
+                                   "cpu",
+                                   "--hardware",
+                                   "CPUx1x2",
+                                   "--data-dir",
+                                   data(),
+                                   "--steps",
+                                   "3",
+                                   "--warmup-steps",
+                                   "1",
+                                   "--repeats",
+                                   "1",
+                                   "--log-dir",
+                                   dir.path(),
+                                   "--loss-tolerance",
+                                   "0.00001",
+                                   "--strategies",
+                                   "moe4; moe4+ep2"};
+  for (const char* set :
+       {"num_hidden_layers=2", "hidden_size=32", "intermediate_size=64", "num_attention_heads=4",
+        "num_key_value_heads=2", "seq_length=16", "train_batch_size=4", "eval_batch_size=8", "num_threads=1",
+        "valid_share=0.02", "lr=0.003", "synthetic_data=true", "synthetic_tokens=65536", "moe_capacity_factor=1.0"})
+    args.insert(args.end(), {"--set", set});
+  const Result r = xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::string sweep;
+  for (const auto& d : fs::directory_iterator(dir.path()))
+    if (d.path().filename().string().rfind("sweep", 0) == 0) sweep = d.path().string();
+  ASSERT_FALSE(sweep.empty()) << r.output;
+  const auto summary = nlohmann::json::parse(test::read_file(sweep + "/summary.json"));
+  ASSERT_EQ(summary["rows"].size(), 2u);
+  for (const auto& row : summary["rows"]) EXPECT_EQ(row["status"], "ok") << row.dump();
+  const auto& split = summary["rows"][1];
+  ASSERT_TRUE(split.contains("parity")) << split.dump();
+  EXPECT_TRUE(split["parity"]["within"].get<bool>()) << split["parity"].dump();
+  EXPECT_EQ(split["rounds"][0]["loss_curve"].size(), 4u);
+}
+
 TEST_F(LanguageCli, SweepRefusesACombinationBeforeAnythingStarts) {
   const Result r = xpuperf({"sweep", "gpt2", "--vendor", "cpu", "--hardware", "CPUx1x2", "--data-dir", data(),
                             "--log-dir", dir.path(), "--strategies", "fp32; fp32+graphs; bf16+pp3"},
