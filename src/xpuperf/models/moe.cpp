@@ -99,6 +99,8 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x) {
 }
 
 torch::Tensor SparseMoeBlockImpl::forward_per_token(const torch::Tensor& x) {
+  TORCH_CHECK(!ep_, "MoE: the per-token reference needs every expert; this rank holds ", w_gate.size(0), " of ",
+              config.experts);
   const auto hidden = x.size(-1);
   const auto flat = x.reshape({-1, hidden});
   const auto probabilities = torch::softmax(gate(flat).to(torch::kFloat), -1);
