@@ -57,46 +57,42 @@ std::vector<torch::Tensor> trained(torch::nn::Module& model) {
   return params;
 }
 
+// Splits `model` as a `Kind` of model with `split`; what it cannot do becomes a ConfigError at the
+// line that set `key` (the model lacks `what`, or `split` throws std::invalid_argument).
+template <typename Kind, typename Split>
+void split_as(torch::nn::Module& model, const Config& cfg, const std::string& key, const std::string& case_name,
+              const std::string& what, Split split) {
+  auto* kind = dynamic_cast<Kind*>(&model);
+  if (!kind)
+    throw ConfigError(cfg.at(key).source.str() + ": " + key + ": the model of " + case_name + " has no " + what +
+                      "; set " + key + ": 1");
+  try {
+    split(*kind);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(cfg.at(key).source.str() + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 SplitModel split_model(torch::nn::Module& model, const ParallelGroups& groups, const Config& cfg,
                        const std::string& case_name) {
   SplitModel out;
-  if (groups.pipeline) {
-    auto* stageable = dynamic_cast<PipelineModel*>(&model);
-    if (!stageable)
-      throw ConfigError(cfg.at("pipeline_parallel").source.str() + ": pipeline_parallel: the model of " + case_name +
-                        " has no blocks to split into stages; set pipeline_parallel: 1");
-    try {
-      stageable->split_for_pipeline(groups.pipeline);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(cfg.at("pipeline_parallel").source.str() + ": " + e.what());
-    }
-    out.tied_across_stages = stageable->tied_across_stages();
-  }
+  if (groups.pipeline)
+    split_as<PipelineModel>(model, cfg, "pipeline_parallel", case_name, "blocks to split into stages",
+                            [&](PipelineModel& m) {
+                              m.split_for_pipeline(groups.pipeline);
+                              out.tied_across_stages = m.tied_across_stages();
+                            });
   if (groups.tp) {
-    auto* splittable = dynamic_cast<TensorParallelModel*>(&model);
-    if (!splittable)
-      throw ConfigError(cfg.at("tensor_parallel").source.str() + ": tensor_parallel: the model of " + case_name +
-                        " has no layers to split; set tensor_parallel: 1");
-    try {
-      splittable->split_for_tensor_parallel(groups.tp);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(cfg.at("tensor_parallel").source.str() + ": " + e.what());
-    }
+    split_as<TensorParallelModel>(model, cfg, "tensor_parallel", case_name, "layers to split",
+                                  [&](TensorParallelModel& m) { m.split_for_tensor_parallel(groups.tp); });
     out.split = split_parameters_of(model);
   }
-  if (groups.ep) {
-    auto* splittable = dynamic_cast<ExpertParallelModel*>(&model);
-    if (!splittable)
-      throw ConfigError(cfg.at("expert_parallel").source.str() + ": expert_parallel: the model of " + case_name +
-                        " has no experts to split; set expert_parallel: 1");
-    try {
-      out.experts = splittable->split_for_expert_parallel(groups.ep);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(cfg.at("expert_parallel").source.str() + ": " + e.what());
-    }
-  }
+  if (groups.ep)
+    split_as<ExpertParallelModel>(
+        model, cfg, "expert_parallel", case_name, "experts to split",
+        [&](ExpertParallelModel& m) { out.experts = m.split_for_expert_parallel(groups.ep); });
   // What this rank trains: a stage's parameters, and never a frozen one (LoRA's base model). A
   // trained parameter a step does not use takes part in the all-reduce as zeros.
   out.params = trained(model);
