@@ -184,6 +184,18 @@ TEST_F(LanguageCli, LlamaFineTunesWithLoraFromItsOwnCheckpoint) {
   EXPECT_EQ(config["task_type"], "CAUSAL_LM");
 }
 
+// A fine-tuning run's training data described with `data_says`, and its held-out accuracy: two
+// labels of about as many held-out paragraphs each, so chance is one half.
+void expect_classifier_beats_chance(const std::vector<PerfLogEvent>& events, const std::string& data_says) {
+  const auto* info = event_value(events, "SUBMIT_INFO");
+  ASSERT_TRUE(info);
+  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), data_says)) << info->dump();
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_TRUE(finished);
+  EXPECT_EQ((*finished)["final_metric"]["name"], "accuracy") << finished->dump();
+  EXPECT_GT((*finished)["final_metric"]["value"].get<double>(), 0.6) << finished->dump();
+}
+
 // Rapidformer's Finetuner in a tiny size: a BERT pretrained on the kernel's documentation and
 // saved, then fine-tuned from that file to tell the process guides' paragraphs from hwmon's; the
 // pooler and the classifier start new, and the log says so.
@@ -210,14 +222,7 @@ TEST_F(LanguageCli, BertFineTunesToClassifyParagraphsFromItsOwnCheckpoint) {
   ASSERT_GE(losses.size(), 19u);
   const std::size_t n = losses.size();
   EXPECT_LT(mean(losses, n - 5, n), mean(losses, 0, 5)) << "the classifier learns";
-  const auto* info = event_value(events, "SUBMIT_INFO");
-  ASSERT_TRUE(info);
-  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "labelled texts, 2 labels")) << info->dump();
-  const auto* finished = event_value(events, "FINISHED");
-  ASSERT_TRUE(finished);
-  EXPECT_EQ((*finished)["final_metric"]["name"], "accuracy") << finished->dump();
-  // Two labels of about as many held-out paragraphs each: chance is one half.
-  EXPECT_GT((*finished)["final_metric"]["value"].get<double>(), 0.6) << finished->dump();
+  expect_classifier_beats_chance(events, "labelled texts, 2 labels");
 }
 
 // The same on a decoder: a tiny Llama pretrained on the kernel's documentation and saved, then
@@ -236,14 +241,7 @@ TEST_F(LanguageCli, LlamaFineTunesToClassifyParagraphsFromItsOwnCheckpoint) {
                                "lr=0.003", "warmup_steps=2", "max_steps=50", "log_freq=1", "max_epochs=0"}));
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "tensors loaded; new, as initialised: score.weight")) << r.output;
-  const auto events = events_of(r.output);
-  const auto* info = event_value(events, "SUBMIT_INFO");
-  ASSERT_TRUE(info);
-  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "2 labels, Llama 3 BPE")) << info->dump();
-  const auto* finished = event_value(events, "FINISHED");
-  ASSERT_TRUE(finished);
-  EXPECT_EQ((*finished)["final_metric"]["name"], "accuracy") << finished->dump();
-  EXPECT_GT((*finished)["final_metric"]["value"].get<double>(), 0.6) << finished->dump();
+  expect_classifier_beats_chance(events_of(r.output), "2 labels, Llama 3 BPE");
 }
 
 TEST_F(LanguageCli, BertTrainsThroughRunOnKernelDocumentationWithTheLossFalling) {
