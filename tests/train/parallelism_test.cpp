@@ -444,6 +444,7 @@ TEST(SwitchCheck, RefusesCombinationsThatCannotWorkNamingTheLine) {
   EXPECT_EQ(switch_errors("cuda_graphs: true\ntrain_batch_size: 2\nglobal_batch_size: 4\n", 1).size(), 1u);
   EXPECT_EQ(switch_errors("cuda_graphs: true\n", 2).size(), 1u);
   EXPECT_TRUE(switch_errors("cuda_graphs: true\nprecision: bf16\n", 1).empty());
+  EXPECT_TRUE(switch_errors("cuda_graphs: true\nprecision: fp16\n", 1).empty());  // the scale is a device tensor
   EXPECT_TRUE(switch_errors("tensor_parallel: 2\ntrain_batch_size: 4\nglobal_batch_size: 8\n", 4).empty());
   e = switch_errors("tensor_parallel: 3\n", 4);
   ASSERT_EQ(e.size(), 1u);

@@ -10,6 +10,7 @@
 #include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/train/precision.h"
 #include "xpuperf/train/runtime.h"
+#include "xpuperf/train/step_graph.h"
 
 namespace xpuperf::train {
 // The tests drive the layers below the runtime directly.
@@ -40,6 +41,37 @@ TEST(LossScaler, UnscalesAndGrowsAfterGoodSteps) {
   EXPECT_TRUE(scaler.update(false));  // the third good step in a row
   EXPECT_DOUBLE_EQ(scaler.current_scale(), 2048.0);
   EXPECT_TRUE(torch::allclose(scaler.scale(torch::tensor(1.5f)), torch::tensor(3072.0f)));
+}
+
+// fp16 under cuda_graphs: the captured step multiplies the loss by the scaler's tensor, so a scale
+// changed after the capture (halved by an overflow, doubled by good steps) reaches the gradients of
+// the next replay.
+TEST(LossScaler, ACapturedStepReadsTheScaleOfEachStep) {
+  if (!StepGraph::available() || !torch::cuda::is_available())
+    GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  const torch::Device cuda(torch::kCUDA, 0);
+  auto p = torch::ones({4}, torch::TensorOptions().device(cuda).requires_grad(true));
+  const auto x = torch::arange(1, 5, torch::TensorOptions().dtype(torch::kFloat).device(cuda));
+  LossScaler scaler(LossScaler::Options{1024.0, 2.0, 0.5, 2});
+  StepGraph graph(cuda, {p}, /*eager_steps=*/1);
+  const StepGraph::Step step = [&](const Batch& b) {
+    auto loss = (p * b[0]).sum();
+    scaler.scale(loss).backward();
+    return loss.detach();
+  };
+  std::vector<double> scales;
+  for (int i = 0; i < 5; ++i) {
+    const double scale = scaler.current_scale();
+    scales.push_back(scale);
+    p.mutable_grad() = torch::Tensor();
+    graph.run({x}, step);
+    EXPECT_TRUE(torch::allclose(p.grad(), x * scale)) << "step " << i << ", scale " << scale;
+    EXPECT_FALSE(scaler.unscale_and_check({p}));
+    EXPECT_TRUE(torch::allclose(p.grad(), x)) << "step " << i;
+    scaler.update(/*found_inf=*/i == 2);
+  }
+  EXPECT_EQ(scales, (std::vector<double>{1024, 1024, 2048, 1024, 1024}));
+  EXPECT_EQ(graph.replays(), 4);  // the first step eager, the second captured and replayed
 }
 
 TEST(Autocast, ScopesBf16OnTheCpuAndRestores) {

@@ -59,6 +59,12 @@ AutocastScope::~AutocastScope() {
 
 LossScaler::LossScaler(Options options) : options_(options), scale_(options.init_scale) {}
 
+torch::Tensor LossScaler::scale(const torch::Tensor& loss) {
+  if (!device_scale_.defined() || device_scale_.device() != loss.device())
+    device_scale_ = torch::full({}, scale_, torch::TensorOptions().dtype(torch::kFloat).device(loss.device()));
+  return loss * device_scale_;
+}
+
 bool LossScaler::unscale_and_check(const std::vector<torch::Tensor>& params,
                                    const std::function<void(torch::Tensor&)>& reduce_max) {
   std::vector<torch::Tensor> grads;
@@ -83,17 +89,17 @@ bool LossScaler::unscale_and_check(const std::vector<torch::Tensor>& params,
 }
 
 bool LossScaler::update(bool found_inf) {
+  const double before = scale_;
   if (found_inf) {
     scale_ *= options_.backoff_factor;
     good_steps_ = 0;
     ++skipped_;
-    return false;
-  }
-  if (++good_steps_ >= options_.growth_interval) {
+  } else if (++good_steps_ >= options_.growth_interval) {
     scale_ *= options_.growth_factor;
     good_steps_ = 0;
   }
-  return true;
+  if (scale_ != before && device_scale_.defined()) device_scale_.fill_(scale_);
+  return !found_inf;
 }
 
 }  // namespace xpuperf::train

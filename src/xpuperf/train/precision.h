@@ -43,7 +43,9 @@ class AutocastScope {
 
 // Dynamic loss scaling as torch.cuda.amp.GradScaler does it: multiply the loss by `scale`,
 // unscale the gradients before the step, skip steps whose gradients are not finite and halve
-// the scale; double it after `growth_interval` good steps in a row.
+// the scale; double it after `growth_interval` good steps in a row. The loss is multiplied by a
+// tensor on its device that a new scale overwrites in place, so that a CUDA graph which captured
+// the multiplication reads each step's scale (cuda_graphs with fp16).
 class LossScaler {
  public:
   struct Options {
@@ -55,7 +57,7 @@ class LossScaler {
   LossScaler() : LossScaler(Options{}) {}
   explicit LossScaler(Options options);
 
-  torch::Tensor scale(const torch::Tensor& loss) const { return loss * scale_; }
+  torch::Tensor scale(const torch::Tensor& loss);
   // Divides every gradient by the scale in place; true when any was inf or nan. When each rank
   // holds only a share of the gradients (ZeRO), `reduce_max` takes the flag's maximum over ranks.
   bool unscale_and_check(const std::vector<torch::Tensor>& params,
@@ -69,6 +71,7 @@ class LossScaler {
  private:
   Options options_;
   double scale_;
+  torch::Tensor device_scale_;  // scale_ on the loss's device, from the first scale()
   int good_steps_ = 0;
   std::int64_t skipped_ = 0;
 };

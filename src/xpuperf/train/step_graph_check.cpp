@@ -14,8 +14,6 @@ std::string cuda_graphs_conflict(const SwitchCheckInput& in) {
   if (in.world_size > 1)
     return "not yet with data parallelism (the gradient all-reduce is outside the graph); run one rank or set "
            "cuda_graphs: false";
-  if (in.get_string("precision", "fp32") == "fp16")
-    return "fp16's loss scaler decides on the host every step; use bf16 or cuda_graphs: false";
   if (global > 0 && global != micro * in.world_size)
     return "not with gradient accumulation (global_batch_size " + std::to_string(global) +
            " takes several micro-batches a step, and each replay would overwrite the gradients of the last); set "

@@ -21,7 +21,7 @@ class StepPrecision {
   // Autocast while the returned scope lives (nothing for fp32 and tf32).
   AutocastScope autocast() const { return AutocastScope(device_, precision_); }
   // The loss backward starts from.
-  torch::Tensor scale(const torch::Tensor& loss) const { return scaler_ ? scaler_->scale(loss) : loss; }
+  torch::Tensor scale(const torch::Tensor& loss) { return scaler_ ? scaler_->scale(loss) : loss; }
   // After the gradients are averaged: unscales `stepped`'s gradients and adjusts the scale. False
   // when the step must be skipped. `agree` makes the inf/nan flag the same on every rank where
   // each checked only its part (GradientSync::overflow_agreement).
