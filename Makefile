@@ -11,7 +11,7 @@ MAKEFLAGS += --no-print-directory
 
 XPUPERF := $(BUILD_DIR)/src/xpuperf
 
-.PHONY: all deps deps-run configure configure-run build run-build run test language-data format clean
+.PHONY: all deps deps-run configure configure-run build run-build run test language-data cpm-data format clean
 
 all: build
 
@@ -67,6 +67,13 @@ run: run-build
 language-data: build
 	@scripts/linux-doc-datasets.sh data/text /usr/share/doc/linux-doc-6.1/Documentation $(XPUPERF)
 	@scripts/chinese-text.sh data/text/zh-debian
+
+# CPM's token dataset (the cpm case's train_data): the same Chinese text under a SentencePiece
+# vocabulary of CPM-1's 30,000 pieces (about 90 s to train), its pages as documents.
+cpm-data: build
+	@scripts/chinese-text.sh data/text/zh-cpm 30000
+	$(XPUPERF) data tokenize --tokenizer sentencepiece --model data/text/zh-cpm/zh.model \
+	  data/text/zh-cpm/documents.jsonl -o data/text/zh-debian-cpm
 
 test: build language-data
 	cd $(BUILD_DIR) && ctest --output-on-failure --no-tests=error -j$(JOBS)

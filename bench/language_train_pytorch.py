@@ -1,7 +1,9 @@
 """Hugging Face's side of bench/language_train_vs_pytorch.sh: training throughput of
 GPT2LMHeadModel (16 x 1024 tokens), BertForMaskedLM (32 x 512, 15 % of the tokens masked), default
-configs, and LlamaForCausalLM at Llama-3.2-1B's shape (8 x 2048, the llama case's), random weights, bf16 autocast over fp32 weights, the cases' AdamW (fused) and
-gradient clipping, eager and torch.compile; peak device memory; optionally the CUDA kernels by
+configs, LlamaForCausalLM at Llama-3.2-1B's shape (8 x 2048, the llama case's) and GPT2LMHeadModel at
+CPM-1 medium's (16 x 512, the cpm case's), random weights, bf16 autocast over fp32 weights (cpm: fp16
+with PyTorch's dynamic loss scaler, as the case), the cases' AdamW (fused) and gradient clipping,
+eager and torch.compile; peak device memory; optionally the CUDA kernels by
 time (where the time goes). Prints one JSON object per line."""
 import argparse
 import time
@@ -15,7 +17,9 @@ RECIPES = {  # the cases' _base.yaml
     "gpt2": dict(batch=16, length=1024, lr=6e-4, betas=(0.9, 0.95), wd=0.1, eps=1e-8),
     "bert": dict(batch=32, length=512, lr=2e-4, betas=(0.9, 0.999), wd=0.01, eps=1e-6),
     "llama": dict(batch=8, length=2048, lr=3e-4, betas=(0.9, 0.95), wd=0.1, eps=1e-8),
+    "cpm": dict(batch=16, length=512, lr=3e-4, betas=(0.9, 0.95), wd=0.05, eps=1e-8, fp16=True),
 }
+VOCAB = {"gpt2": 50257, "llama": 128256, "cpm": 30000}
 
 
 def llama_config():
@@ -37,14 +41,17 @@ def build(case):
         return transformers.GPT2LMHeadModel(transformers.GPT2Config())
     if case == "llama":
         return transformers.LlamaForCausalLM(llama_config())
+    if case == "cpm":  # CPM-1 medium: GPT-2's layout, 24 layers of 1,024, 16 heads, 30,000 pieces
+        return transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=30000, n_embd=1024, n_layer=24,
+                                                                    n_head=16))
     return transformers.BertForMaskedLM(transformers.BertConfig())
 
 
 def batch(case, device):
     r = RECIPES[case]
     g = torch.Generator().manual_seed(7)
-    if case in ("gpt2", "llama"):
-        ids = torch.randint(50257 if case == "gpt2" else 128256, (r["batch"], r["length"]), generator=g)
+    if case in VOCAB:
+        ids = torch.randint(VOCAB[case], (r["batch"], r["length"]), generator=g)
         return dict(input_ids=ids.to(device), labels=ids.to(device))
     ids = torch.randint(1000, 30522, (r["batch"], r["length"]), generator=g)
     labels = torch.full_like(ids, -100)
@@ -64,13 +71,17 @@ def throughput(case, mode, steps, warmup, device, profile=False):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": r["wd"]}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=r["lr"], betas=r["betas"], eps=r["eps"], fused=True)
     inputs = batch(case, device)
+    fp16 = r.get("fp16", False)
+    scaler = torch.amp.GradScaler("cuda", enabled=fp16)
 
     def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.float16 if fp16 else torch.bfloat16):
             loss = model(**inputs).loss
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         opt.zero_grad(set_to_none=True)
         return loss
 

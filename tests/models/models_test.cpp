@@ -137,6 +137,88 @@ TEST(LanguageModels, ParameterCountsAreHuggingFaces) {
             static_cast<std::int64_t>(1 * (12 * h * h + 13 * h) + (50257 + 1024) * h + 2 * h));
   EXPECT_EQ(GptConfig::megatron_1_3b().layers, 24);
   EXPECT_EQ(GptConfig::megatron_1_3b().heads, 32);
+  // CPM-1 medium (FlagPerf's cpm: "0.33B"): 24 layers of 1,024 and a 30,000-piece vocabulary, as
+  // Hugging Face's GPT2LMHeadModel of those sizes counts it.
+  EXPECT_EQ(parameters(*GptLMHeadModel(GptConfig::cpm1_medium())), 334'080'000);
+}
+
+// `dict` as Python's torch.save(dict(...)) writes a state_dict, at `path`; returns the path.
+std::string save_state_dict(const c10::Dict<std::string, torch::Tensor>& dict, const std::string& path) {
+  const auto bytes = torch::pickle_save(dict);
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+// A state_dict of `model`'s names, as CPM-1's cpm_model_states_medium.pt names them (Megatron's GPT-2
+// of 2019: linears (out, in), "transformer.layers.<i>...", the embeddings at the top).
+c10::Dict<std::string, torch::Tensor> in_cpm_names(GptLMHeadModelImpl& model) {
+  const std::vector<std::pair<std::string, std::string>> parts = {
+      {"ln_1.", "input_layernorm."},        {"attn.c_attn.", "attention.query_key_value."},
+      {"attn.c_proj.", "attention.dense."}, {"ln_2.", "post_attention_layernorm."},
+      {"mlp.c_fc.", "mlp.dense_h_to_4h."},  {"mlp.c_proj.", "mlp.dense_4h_to_h."}};
+  c10::Dict<std::string, torch::Tensor> dict;
+  for (const auto& p : model.named_parameters()) {
+    std::string name = p.key();
+    auto t = p.value().detach().clone();
+    if (name == "transformer.wte.weight") name = "word_embeddings.weight";
+    if (name == "transformer.wpe.weight") name = "position_embeddings.weight";
+    if (name.rfind("transformer.ln_f.", 0) == 0) name = "transformer.final_layernorm." + name.substr(17);
+    if (name.rfind("transformer.h.", 0) == 0) {
+      const auto dot = name.find('.', 14);
+      const std::string rest = name.substr(dot + 1);
+      for (const auto& [ours, theirs] : parts)
+        if (rest.rfind(ours, 0) == 0) {
+          name = "transformer.layers." + name.substr(14, dot - 14) + "." + theirs + rest.substr(ours.size());
+          if (t.dim() == 2) t = t.t().contiguous();
+        }
+    }
+    dict.insert(name, t);
+  }
+  return dict;
+}
+
+TEST(LanguageModels, CpmsCheckpointInMegatronNamesLoadsIntoTheGptModel) {
+  torch::manual_seed(3);
+  const GptConfig g{64, 16, 2, 32, 4, 0.0, 1e-5};
+  auto source = GptLMHeadModel(g);
+  // Distinct q, k and v weights and biases, so that a wrong split of the fused rows shows.
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : source->parameters()) p.normal_(0, 0.2);
+  }
+  auto dict = in_cpm_names(*source);
+  ASSERT_TRUE(dict.contains("transformer.layers.1.attention.query_key_value.weight"));
+  EXPECT_EQ(dict.at("transformer.layers.1.attention.query_key_value.weight").sizes(), torch::IntArrayRef({96, 32}));
+  test::TempDir dir;
+  const auto save = [&](const std::string& name) { return save_state_dict(dict, dir.path() + "/" + name); };
+  const torchrt::StateDictConversion convert = [](std::map<std::string, torch::Tensor>& tensors) {
+    return convert_megatron_gpt_names(tensors) ? std::string("CPM-1's names") : std::string();
+  };
+  auto target = GptLMHeadModel(g);
+  EXPECT_EQ(torchrt::load_weights(*target, save("cpm.pt"), GptLMHeadModelImpl::tied_weights(), convert),
+            "PyTorch state_dict in CPM-1's names, converted");
+  const auto ids = torch::randint(0, 64, {2, 12});
+  source->eval(), target->eval();
+  EXPECT_TRUE(torch::equal(target->forward(ids), source->forward(ids)));
+  // DeepSpeed's "module." prefix is dropped too; Hugging Face's names are left as they are.
+  c10::Dict<std::string, torch::Tensor> wrapped;
+  for (const auto& item : dict) wrapped.insert("module." + item.key(), item.value());
+  dict = wrapped;
+  auto again = GptLMHeadModel(g);
+  torchrt::load_weights(*again, save("module.pt"), GptLMHeadModelImpl::tied_weights(), convert);
+  again->eval();
+  EXPECT_TRUE(torch::equal(again->forward(ids), source->forward(ids)));
+  std::map<std::string, torch::Tensor> hugging_face;
+  for (const auto& p : source->named_parameters()) hugging_face[p.key()] = p.value();
+  EXPECT_FALSE(convert_megatron_gpt_names(hugging_face));
+  EXPECT_TRUE(hugging_face.count("transformer.h.0.attn.c_attn.weight"));
+  // Without the conversion the names are refused, saying which.
+  try {
+    torchrt::load_weights(*again, dir.path() + "/cpm.pt", GptLMHeadModelImpl::tied_weights());
+    ADD_FAILURE() << "CPM-1's names were taken without converting them";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("unexpected: word_embeddings.weight"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LanguageModels, NamesAreHuggingFacesSoItsStateDictLoads) {
@@ -187,12 +269,7 @@ TEST(LanguageModels, HuggingFacesTiedCopiesLoadWhenTheyEqualWhatTheyCopy) {
   for (const auto& p : source->named_parameters()) dict.insert(p.key(), p.value().detach().clone());
   dict.insert("lm_head.weight", source->transformer->wte->weight.detach().clone());
   test::TempDir dir;
-  const auto save = [&](const std::string& name) {
-    const auto bytes = torch::pickle_save(dict);
-    std::ofstream(dir.path() + "/" + name, std::ios::binary)
-        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    return dir.path() + "/" + name;
-  };
+  const auto save = [&](const std::string& name) { return save_state_dict(dict, dir.path() + "/" + name); };
   auto target = GptLMHeadModel(g);
   EXPECT_EQ(torchrt::load_weights(*target, save("hf.pt"), GptLMHeadModelImpl::tied_weights()), "PyTorch state_dict");
   EXPECT_TRUE(torch::equal(target->transformer->wte->weight, source->transformer->wte->weight));

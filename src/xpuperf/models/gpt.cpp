@@ -1,6 +1,8 @@
 #include "xpuperf/models/gpt.h"
 
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
@@ -200,6 +202,44 @@ GptConfig gpt_config_from(const Config& cfg, GptConfig c) {
                       std::to_string(c.positions) + ", n_layer " + std::to_string(c.layers) + ", n_embd " +
                       std::to_string(c.hidden) + " (a multiple of n_head " + std::to_string(c.heads) + ")");
   return c;
+}
+
+bool convert_megatron_gpt_names(std::map<std::string, torch::Tensor>& tensors) {
+  const auto has = [&](const std::string& name) { return tensors.count(name) || tensors.count("module." + name); };
+  if (!has("word_embeddings.weight") || has("transformer.wte.weight")) return false;
+  // Megatron's part of a name → Hugging Face's, and whether the weight is a linear's (out, in).
+  static const std::vector<std::tuple<std::string, std::string, bool>> kLayerParts = {
+      {"input_layernorm.", "ln_1.", false},       {"attention.query_key_value.", "attn.c_attn.", true},
+      {"attention.dense.", "attn.c_proj.", true}, {"post_attention_layernorm.", "ln_2.", false},
+      {"mlp.dense_h_to_4h.", "mlp.c_fc.", true},  {"mlp.dense_4h_to_h.", "mlp.c_proj.", true},
+  };
+  std::map<std::string, torch::Tensor> renamed;
+  for (auto& [original, tensor] : tensors) {
+    std::string name = original.rfind("module.", 0) == 0 ? original.substr(7) : original;
+    torch::Tensor value = tensor;
+    const std::string layers = "transformer.layers.";
+    if (name == "word_embeddings.weight") {
+      name = "transformer.wte.weight";
+    } else if (name == "position_embeddings.weight") {
+      name = "transformer.wpe.weight";
+    } else if (name.rfind("transformer.final_layernorm.", 0) == 0) {
+      name = "transformer.ln_f." + name.substr(std::string("transformer.final_layernorm.").size());
+    } else if (name.rfind(layers, 0) == 0) {
+      const auto dot = name.find('.', layers.size());
+      const std::string index = name.substr(layers.size(), dot - layers.size());
+      const std::string rest = dot == std::string::npos ? "" : name.substr(dot + 1);
+      for (const auto& [megatron, hugging_face, linear] : kLayerParts) {
+        if (rest.rfind(megatron, 0) != 0) continue;
+        const std::string leaf = rest.substr(megatron.size());
+        name = "transformer.h." + index + "." + hugging_face + leaf;
+        if (linear && leaf == "weight" && value.dim() == 2) value = value.t().contiguous();
+        break;
+      }
+    }
+    renamed[name] = value;
+  }
+  tensors = std::move(renamed);
+  return true;
 }
 
 double GptConfig::forward_flops(std::int64_t tokens, std::int64_t logit_positions) const {

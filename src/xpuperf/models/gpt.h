@@ -28,6 +28,8 @@ struct GptConfig {
 
   static GptConfig gpt2_small() { return {}; }
   static GptConfig megatron_1_3b() { return {50257, 1024, 24, 2048, 32, 0.1, 1e-5}; }
+  // CPM-1 medium (FlagPerf's cpm case): GPT-2's layout with a 30,000-piece SentencePiece vocabulary.
+  static GptConfig cpm1_medium() { return {30000, 1024, 24, 1024, 16, 0.1, 1e-5}; }
   // Forward FLOPs of a sequence of `tokens` with logits at `logit_positions` of them (2 × the
   // multiply-adds of the linears; the causal attention products).
   double forward_flops(std::int64_t tokens, std::int64_t logit_positions) const;
@@ -36,6 +38,15 @@ struct GptConfig {
 // `base` with the sizes a config sets, in Hugging Face's GPT2Config names (vocab_size, n_positions,
 // n_layer, n_embd, n_head) and `dropout`; ConfigError naming them when they do not fit.
 GptConfig gpt_config_from(const Config& cfg, GptConfig base);
+
+// A state_dict in the names of CPM-1 and Megatron-LM's first GPT-2 (word_embeddings,
+// position_embeddings, transformer.layers.<i>.{input_layernorm, attention.query_key_value,
+// attention.dense, post_attention_layernorm, mlp.dense_h_to_4h, mlp.dense_4h_to_h},
+// transformer.final_layernorm; linears stored (out, in); q, k and v a third of the fused rows
+// each), as CPM's cpm_model_states_medium.pt holds, renamed to this model's and its linears
+// transposed, in place. A leading "module." (DeepSpeed's wrapper) is dropped. Anything else is left
+// as it is. Returns whether it was that layout.
+bool convert_megatron_gpt_names(std::map<std::string, torch::Tensor>& tensors);
 
 struct GptAttentionImpl : torch::nn::Module {
   explicit GptAttentionImpl(const GptConfig& c);

@@ -64,6 +64,12 @@ std::map<std::string, torch::Tensor> read_state_dict_not_archive(const std::stri
   }
 }
 
+// The format's name, after `convert` has renamed the tensors where they are in its layout.
+std::string converted(std::map<std::string, torch::Tensor>& tensors, const StateDictConversion& convert) {
+  const std::string from = convert ? convert(tensors) : "";
+  return from.empty() ? "PyTorch state_dict" : "PyTorch state_dict in " + from + ", converted";
+}
+
 void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch::Tensor>& tensors,
                      const std::string& path) {
   std::map<std::string, torch::Tensor> targets;
@@ -88,7 +94,7 @@ void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch
 }  // namespace
 
 std::string load_weights(torch::nn::Module& model, const std::string& path,
-                         const std::map<std::string, std::string>& tied) {
+                         const std::map<std::string, std::string>& tied, const StateDictConversion& convert) {
   if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
   std::string archive_error;
   try {
@@ -100,9 +106,10 @@ std::string load_weights(torch::nn::Module& model, const std::string& path,
     archive_error = e.what_without_backtrace();
   }
   auto tensors = read_state_dict_not_archive(path, archive_error);
+  const std::string format = converted(tensors, convert);
   drop_tied_copies(tensors, tied, path);
   copy_state_dict(model, tensors, path);
-  return "PyTorch state_dict";
+  return format;
 }
 
 namespace {
@@ -132,7 +139,7 @@ torch::Tensor archive_tensor(torch::serialize::InputArchive& root, const std::st
 }  // namespace
 
 PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path,
-                               const std::map<std::string, std::string>& tied) {
+                               const std::map<std::string, std::string>& tied, const StateDictConversion& convert) {
   if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
   struct Target {
     torch::Tensor tensor;
@@ -156,6 +163,7 @@ PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path
   }
   if (r.format.empty()) {
     auto tensors = read_state_dict_not_archive(path, archive_error);
+    r.format = converted(tensors, convert);
     drop_tied_copies(tensors, tied, path);
     for (auto& [name, t] : tensors) {
       if (targets.count(name))
@@ -163,7 +171,6 @@ PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path
       else
         r.unused.push_back(name);
     }
-    r.format = "PyTorch state_dict";
   }
   std::string problems;
   for (const auto& [name, t] : found)

@@ -6,17 +6,24 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace xpuperf::torchrt {
 
-// Returns which format it read ("LibTorch archive" or "PyTorch state_dict"); throws
-// std::runtime_error saying what does not match. `tied`: names a state_dict may hold as copies of
-// a tied parameter (alias → the model's name); each must equal the tensor it copies.
+// Renames a PyTorch state_dict saved in another project's names to the model's, in place, before
+// it is matched (CPM-1's Megatron names for the GPT model); returns what it converted from, or ""
+// when the file is not in that layout and stays as it is.
+using StateDictConversion = std::function<std::string(std::map<std::string, torch::Tensor>&)>;
+
+// Returns which format it read ("LibTorch archive" or "PyTorch state_dict", with the layout
+// `convert` converted from); throws std::runtime_error saying what does not match. `tied`: names a
+// state_dict may hold as copies of a tied parameter (alias → the model's name); each must equal
+// the tensor it copies.
 std::string load_weights(torch::nn::Module& model, const std::string& path,
-                         const std::map<std::string, std::string>& tied = {});
+                         const std::map<std::string, std::string>& tied = {}, const StateDictConversion& convert = {});
 
 // What load_pretrained did: the model's tensors it filled, those it left as initialised (not in the
 // file: a new head), and the file's tensors the model has no place for (a pre-training head; listed
@@ -30,6 +37,7 @@ struct PretrainedLoad {
 // pre-training one): every tensor whose name the model has is loaded; a name that matches with
 // another shape, or a file with no name in common, is an error that says so.
 PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path,
-                               const std::map<std::string, std::string>& tied = {});
+                               const std::map<std::string, std::string>& tied = {},
+                               const StateDictConversion& convert = {});
 
 }  // namespace xpuperf::torchrt

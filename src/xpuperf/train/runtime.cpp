@@ -125,16 +125,20 @@ std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseCont
     const std::string path = resolve_in(s.data_dir, s.init_checkpoint);
     if (!fs::exists(path))
       throw ConfigError(cfg.at("init_checkpoint").source.str() + ": init_checkpoint '" + path + "' does not exist");
+    const torchrt::StateDictConversion convert = [&c](std::map<std::string, torch::Tensor>& tensors) {
+      return c.convert_checkpoint(tensors);
+    };
     try {
       if (c.starts_from_pretrained()) {
-        const auto r = torchrt::load_pretrained(*model, path, c.tied_weights());
+        const auto r = torchrt::load_pretrained(*model, path, c.tied_weights(), convert);
         std::string fresh;
         for (const auto& name : r.fresh) fresh += (fresh.empty() ? "" : ", ") + name;
         log::info("init_checkpoint " + path + " (" + r.format + "): " + std::to_string(r.loaded.size()) +
                   " tensors loaded; new, as initialised: " + (fresh.empty() ? "none" : fresh) +
                   (r.unused.empty() ? "" : "; " + std::to_string(r.unused.size()) + " of the file's left out"));
       } else {
-        torchrt::load_weights(*model, path, c.tied_weights());  // a LibTorch archive or a state_dict saved in Python
+        // A LibTorch archive or a state_dict saved in Python.
+        log::info("init_checkpoint " + path + ": " + torchrt::load_weights(*model, path, c.tied_weights(), convert));
       }
     } catch (const std::runtime_error& e) {
       throw ConfigError(std::string("init_checkpoint: ") + e.what());

@@ -129,6 +129,13 @@ class TrainingCase {
   // layer as lm_head.weight beside transformer.wte.weight): alias → the model's name. An alias
   // must equal what it copies.
   virtual std::map<std::string, std::string> tied_weights() const { return {}; }
+  // A state_dict init_checkpoint names, in another project's names for this model (CPM-1's
+  // Megatron names for the GPT), renamed to the model's in place: returns the layout it converted
+  // from, or "" where the names are not that layout's (torchrt::StateDictConversion).
+  virtual std::string convert_checkpoint(std::map<std::string, torch::Tensor>& tensors) const {
+    (void)tensors;
+    return "";
+  }
   // Whether init_checkpoint is a pretrained model with other parts (a fine-tuning case): the
   // tensors the model names are loaded and the rest of the model keeps its initialisation
   // (torchrt::load_pretrained), instead of every name having to match.
