@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# LoRA fine-tuning at FlagPerf's llama2_7b_finetune settings (Llama-2-7B's shape, r 8, alpha 32,
+# dropout 0.05 on q_proj and v_proj, sequence 512, batch 1, bf16, one GPU): the llama case with
+# lora_rank 8 beside the same adapters on Hugging Face's LlamaForCausalLM in plain PyTorch (PEFT is
+# not on the GPU machine: bench/lora_train_pytorch.py), eager and torch.compile, on the same GPU in
+# the same call: tokens/s, peak device memory, trained and frozen parameters. Synthetic ids, random
+# weights (throughput and memory only).
+# Usage: bench/lora_train_vs_pytorch.sh [HARDWARE]   (on an NVIDIA GPU machine, after building)
+# STEPS=50 the measured steps.
+set -euo pipefail
+hardware=${1:-H200}
+steps=${STEPS:-50}
+work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/common.sh
+source "$here/common.sh"
+bench_require_xpuperf
+
+python3 "$here/lora_train_pytorch.py" --steps "$steps" > "$work/torch.jsonl"
+shape=(vocab_size=32000 hidden_size=4096 intermediate_size=11008 num_hidden_layers=32 num_attention_heads=32
+  num_key_value_heads=32 max_position_embeddings=4096 rope_theta=10000 rope_scaling_factor=0
+  tie_word_embeddings=false)
+args=()
+for s in "${shape[@]}" synthetic_data=true synthetic_tokens=4194304 seq_length=512 train_batch_size=1 \
+  eval_batch_size=1 lora_rank=8 lora_alpha=32 lora_dropout=0.05 max_steps=$((steps + 10)) timing_skip_steps=10 \
+  log_freq=10 eval_interval_steps=0; do
+  args+=(--set "$s")
+done
+"$xpuperf" train --case llama --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/ours.out" 2>&1 || true
+bench_expect_steps "$work/ours.out" "llama lora_rank 8"
+python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+ref = [json.loads(l) for l in open(f"{work}/torch.jsonl")]
+fin = {}
+for line in open(f"{work}/ours.out"):
+    if "[PerfLog]" in line and '"FINISHED"' in line:
+        fin = json.loads(line[line.index("{"):])["value"]
+print(next(r for r in ref if r["figure"] == "versions"))
+tp = {r["mode"]: r for r in ref if r["figure"] == "throughput"}
+ours = fin.get("steady_samples_per_second", 0) * fin.get("tokens_per_sample", 512)
+print("\n| run | tokens/s | × PyTorch eager | × PyTorch compile | peak MiB | trained | frozen |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+lora = fin.get("lora", {})
+def ratio(x, mode):
+    return f"{x / tp[mode]['tokens_per_s']:.2f}" if mode in tp else "?"
+print(f"| xpuperf llama, lora_rank 8 | {ours:,.0f} | {ratio(ours, 'eager')} | {ratio(ours, 'compile')} | "
+      f"{fin.get('peak_device_memory_mib', float('nan')):,.0f} | {lora.get('trained_parameters', '?'):,} | "
+      f"{lora.get('frozen_parameters', '?'):,} |")
+for mode in ("eager", "compile"):
+    if mode in tp:
+        r = tp[mode]
+        print(f"| PyTorch LoRA ({mode}) | {r['tokens_per_s']:,.0f} | | | {r['peak_mib']:,.0f} | {r['trained']:,} | {r['frozen']:,} |")
+print(f"\nxpuperf: init {fin.get('init_time', 0):.1f} s, {fin.get('global_steps')} steps")
+PY
+bench_finish
