@@ -460,19 +460,24 @@ TEST(FusedKernels, TheCrossEntropyAndItsGradientAreAtens) {
 // residual add with RMSNorm, in one type or with a float residual stream and bf16 / half
 // projections (autocast's types), with and without the add; SiLU × up of two tensors. The values,
 // and every input's gradient from a loss that uses both the norm's output and the sum.
+// The residual stream's and the added projection's types the norm kernels take: one type, or a float
+// stream with a half or bfloat16 projection (autocast).
+std::vector<std::pair<torch::ScalarType, torch::ScalarType>> norm_type_pairs() {
+  return {{torch::kFloat, torch::kFloat},
+          {torch::kFloat, torch::kBFloat16},
+          {torch::kFloat, torch::kHalf},
+          {torch::kBFloat16, torch::kBFloat16},
+          {torch::kHalf, torch::kHalf}};
+}
+
 TEST(FusedKernels, TheTrainingKernelsGiveAtensValuesAndGradients) {
   if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
   torch::manual_seed(11);
-  const std::vector<std::pair<torch::ScalarType, torch::ScalarType>> types = {{torch::kFloat, torch::kFloat},
-                                                                              {torch::kFloat, torch::kBFloat16},
-                                                                              {torch::kFloat, torch::kHalf},
-                                                                              {torch::kBFloat16, torch::kBFloat16},
-                                                                              {torch::kHalf, torch::kHalf}};
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   // 2048: Llama-3.2-1B's rows; 264: a thread's packs not all used; 36: no whole pack for the half
   // types (ATen's path); 12288: wider than the kernels take in float (ATen's path).
   for (const std::int64_t width : {2048, 264, 36, 12288}) {
-    for (const auto& [x_type, delta_type] : types) {
+    for (const auto& [x_type, delta_type] : norm_type_pairs()) {
       for (const bool with_delta : {true, false}) {
         const auto x0 = torch::randn({3, 7, width}, cuda).to(x_type);
         const auto delta0 = torch::randn({3, 7, width}, cuda).to(delta_type);
@@ -525,6 +530,78 @@ TEST(FusedKernels, TheTrainingKernelsGiveAtensValuesAndGradients) {
         expect_close(got[i], want[i], "silu_mul " + std::to_string(width) + " output/gate/up " + std::to_string(i));
     }
   }
+}
+
+TEST(FusedKernels, TheAddLayerNormKernelsGiveAtensValuesAndGradients) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(12);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  // 768 and 1024: GPT-2's and CPM-1 medium's rows; 264: a thread's packs not all used; 36: no whole
+  // pack for the half types (ATen's path); 12288: wider than the kernels take in float (ATen's path).
+  for (const std::int64_t width : {768, 1024, 264, 36, 12288}) {
+    for (const auto& [x_type, delta_type] : norm_type_pairs()) {
+      for (const bool with_delta : {true, false}) {
+        const auto x0 = (torch::randn({3, 7, width}, cuda) * 2 + 0.5).to(x_type);
+        const auto delta0 = torch::randn({3, 7, width}, cuda).to(delta_type);
+        const auto weight0 = (torch::rand({width}, cuda) + 0.5).to(x_type);
+        const auto bias0 = torch::randn({width}, cuda).to(x_type);
+        const auto r1 = torch::randn({3, 7, width}, cuda), r2 = torch::randn({3, 7, width}, cuda);
+        std::vector<torch::Tensor> got, want;
+        for (const bool kernels : {true, false}) {
+          auto x = x0.clone().requires_grad_(true), delta = delta0.clone().requires_grad_(true);
+          auto weight = weight0.clone().requires_grad_(true), bias = bias0.clone().requires_grad_(true);
+          const auto [sum, out] =
+              fused::add_layer_norm(x, with_delta ? delta : torch::Tensor(), weight, bias, 1e-5, kernels);
+          ((out.to(torch::kFloat) * r1).sum() + (sum.to(torch::kFloat) * r2).sum()).backward();
+          auto& into = kernels ? got : want;
+          into = std::vector<torch::Tensor>{sum, out, x.grad(), weight.grad(), bias.grad()};
+          if (with_delta) into.push_back(delta.grad());
+        }
+        const std::string what = "add_layer_norm " + std::to_string(width) + (with_delta ? " with delta " : " ") +
+                                 std::string(c10::toString(x_type)) + "/" + std::string(c10::toString(delta_type));
+        EXPECT_TRUE(torch::equal(got[0], want[0])) << what << ": the residual add";
+        const char* names[] = {
+            "sum", "out", "x's gradient", "weight's gradient", "bias's gradient", "delta's gradient"};
+        for (std::size_t i = 1; i < got.size(); ++i) {
+          ASSERT_TRUE(got[i].defined()) << what << ": " << names[i];
+          EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << what << ": " << names[i];
+          expect_close(got[i], want[i], what + ": " + names[i]);
+        }
+      }
+    }
+  }
+}
+
+// GPT's blocks with each residual add joined to the next layer norm give the blocks' loss and
+// gradients: on the CPU (ATen's operators in the joined order) and on CUDA (the kernels).
+void expect_gpt_trains_with_the_kernels_as_without(torch::Device device) {
+  torch::manual_seed(13);
+  auto m = GptLMHeadModel(small_gpt());
+  for (auto& p : m->named_parameters())
+    if (p.key().find("ln_") != std::string::npos) p.value().data().uniform_(0.5, 1.5);
+  m->to(device);
+  const auto ids = torch::randint(0, 97, {2, 17}).to(device);
+  std::vector<torch::Tensor> got, want;
+  for (const bool kernels : {true, false}) {
+    m->zero_grad();
+    m->fused_kernels = kernels;
+    const auto loss = m->loss(ids);
+    loss.backward();
+    auto& into = kernels ? got : want;
+    into = {loss.detach().clone()};
+    for (const auto& p : m->parameters()) into.push_back(p.grad().clone());
+  }
+  for (std::size_t i = 0; i < got.size(); ++i)
+    EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-5, 1e-6)) << device << ": tensor " << i << " of loss, gradients";
+}
+
+TEST(Decoders, GptsJoinedResidualAndNormGiveTheBlocksLossAndGradients) {
+  expect_gpt_trains_with_the_kernels_as_without(torch::kCPU);
+}
+
+TEST(FusedKernels, GptTrainsWithTheKernelsAsWithout) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  expect_gpt_trains_with_the_kernels_as_without(torch::kCUDA);
 }
 
 TEST(FusedKernels, LlamaOnCudaDecodesWithTheKernelsAsWithout) {

@@ -157,15 +157,15 @@ std::optional<torch::Tensor> kernel_cross_entropy(const torch::Tensor& logits, c
   return KernelCrossEntropy::apply(logits, targets.contiguous());
 }
 
-// RMSNorm with the residual add before it, forward and backward as one kernel each (models/cuda/
-// training_kernels.h). Inputs x, delta, weight (no delta: no add; an optional, as LibTorch's custom
-// functions take no undefined tensor); outputs sum (x + delta; x itself without delta, which this
-// function then does not return) and out.
-struct KernelAddRmsNorm : torch::autograd::Function<KernelAddRmsNorm> {
+// RMSNorm or LayerNorm with the residual add before it, forward and backward as one kernel each
+// (models/cuda/training_kernels.h). Inputs x, delta, weight, bias (no delta: no add; a bias only for
+// LayerNorm; optionals, as LibTorch's custom functions take no undefined tensor); outputs sum (x +
+// delta; x itself without delta, which this function then does not return) and out.
+struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                                 const std::optional<torch::Tensor>& delta, const torch::Tensor& weight,
-                                                double eps) {
-    const bool has_delta = delta.has_value();
+                                                const std::optional<torch::Tensor>& bias, double eps) {
+    const bool has_delta = delta.has_value(), layer = bias.has_value();
     kernels::Element xe{}, de{};
     element_of(x, xe);
     if (has_delta) element_of(*delta, de);
@@ -174,12 +174,23 @@ struct KernelAddRmsNorm : torch::autograd::Function<KernelAddRmsNorm> {
     const auto sum = has_delta ? torch::empty_like(x) : x;
     auto out = torch::empty_like(x);
     auto rstd = torch::empty({rows}, x.options().dtype(torch::kFloat));
-    check(kernels::rms_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), has_delta ? delta->data_ptr() : nullptr,
-                                    weight.data_ptr(), has_delta ? sum.data_ptr() : nullptr, out.data_ptr(),
-                                    rstd.data_ptr<float>(), rows, width, static_cast<float>(eps), stream_of(x)),
-          "rms_norm_forward");
-    ctx->save_for_backward({sum, weight, rstd});
+    auto mean = layer ? torch::empty({rows}, x.options().dtype(torch::kFloat)) : rstd;
+    const void* delta_data = has_delta ? delta->data_ptr() : nullptr;
+    void* sum_data = has_delta ? sum.data_ptr() : nullptr;
+    if (layer)
+      check(kernels::layer_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), delta_data, weight.data_ptr(),
+                                        bias->data_ptr(), sum_data, out.data_ptr(), mean.data_ptr<float>(),
+                                        rstd.data_ptr<float>(), rows, width, static_cast<float>(eps), stream_of(x)),
+            "layer_norm_forward");
+    else
+      check(kernels::rms_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), delta_data, weight.data_ptr(), sum_data,
+                                      out.data_ptr(), rstd.data_ptr<float>(), rows, width, static_cast<float>(eps),
+                                      stream_of(x)),
+            "rms_norm_forward");
+    ctx->save_for_backward({sum, weight, mean, rstd});
     ctx->saved_data["delta"] = has_delta;
+    ctx->saved_data["layer"] = layer;
+    ctx->saved_data["bias_type"] = static_cast<std::int64_t>(layer ? bias->scalar_type() : x.scalar_type());
     ctx->saved_data["delta_type"] = static_cast<std::int64_t>(has_delta ? delta->scalar_type() : x.scalar_type());
     if (!has_delta) return {out};
     return {sum, out};
@@ -188,8 +199,8 @@ struct KernelAddRmsNorm : torch::autograd::Function<KernelAddRmsNorm> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &input = saved[0], &weight = saved[1], &rstd = saved[2];
-    const bool has_delta = ctx->saved_data["delta"].toBool();
+    const auto &input = saved[0], &weight = saved[1], &mean = saved[2], &rstd = saved[3];
+    const bool has_delta = ctx->saved_data["delta"].toBool(), layer = ctx->saved_data["layer"].toBool();
     const auto delta_type = static_cast<torch::ScalarType>(ctx->saved_data["delta_type"].toInt());
     // The gradients reaching sum (from the next layers; only with delta) and out, in x's type.
     const auto as_input = [&](const torch::Tensor& g) {
@@ -207,36 +218,56 @@ struct KernelAddRmsNorm : torch::autograd::Function<KernelAddRmsNorm> {
     const auto grad_delta = has_delta && delta_type != input.scalar_type()
                                 ? torch::empty(input.sizes(), input.options().dtype(delta_type))
                                 : torch::Tensor();
-    auto partials =
-        torch::empty({kernels::rms_norm_backward_blocks(rows), width}, input.options().dtype(torch::kFloat));
-    check(kernels::rms_norm_backward(xe, de, input.data_ptr(), weight.data_ptr(), rstd.data_ptr<float>(),
-                                     grad_out.data_ptr(), grad_sum.defined() ? grad_sum.data_ptr() : nullptr,
-                                     grad_x.data_ptr(), grad_delta.defined() ? grad_delta.data_ptr() : nullptr,
-                                     partials.data_ptr<float>(), rows, width, stream_of(input)),
-          "rms_norm_backward");
-    const auto grad_weight = partials.sum(0).to(weight.scalar_type());
-    return {grad_x, has_delta ? (grad_delta.defined() ? grad_delta : grad_x) : torch::Tensor(), grad_weight,
+    const auto floats = input.options().dtype(torch::kFloat);
+    const auto blocks = kernels::rms_norm_backward_blocks(rows);
+    auto weight_partials = torch::empty({blocks, width}, floats);
+    auto bias_partials = layer ? torch::empty({blocks, width}, floats) : torch::Tensor();
+    const void* grad_sum_data = grad_sum.defined() ? grad_sum.data_ptr() : nullptr;
+    void* grad_delta_data = grad_delta.defined() ? grad_delta.data_ptr() : nullptr;
+    if (layer)
+      check(kernels::layer_norm_backward(xe, de, input.data_ptr(), weight.data_ptr(), mean.data_ptr<float>(),
+                                         rstd.data_ptr<float>(), grad_out.data_ptr(), grad_sum_data, grad_x.data_ptr(),
+                                         grad_delta_data, weight_partials.data_ptr<float>(),
+                                         bias_partials.data_ptr<float>(), rows, width, stream_of(input)),
+            "layer_norm_backward");
+    else
+      check(kernels::rms_norm_backward(xe, de, input.data_ptr(), weight.data_ptr(), rstd.data_ptr<float>(),
+                                       grad_out.data_ptr(), grad_sum_data, grad_x.data_ptr(), grad_delta_data,
+                                       weight_partials.data_ptr<float>(), rows, width, stream_of(input)),
+            "rms_norm_backward");
+    const auto grad_weight = weight_partials.sum(0).to(weight.scalar_type());
+    const auto bias_type = static_cast<torch::ScalarType>(ctx->saved_data["bias_type"].toInt());
+    const auto grad_bias = layer ? bias_partials.sum(0).to(bias_type) : torch::Tensor();
+    return {grad_x, has_delta ? (grad_delta.defined() ? grad_delta : grad_x) : torch::Tensor(), grad_weight, grad_bias,
             torch::Tensor()};
   }
 };
 
 // The training kernels take x of float, half or bfloat16, delta of x's type (or any of the three with a
-// float x), the weight of x's type, rows of whole packs no wider than max_rms_norm_width.
-std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_rms_norm_with_backward(const torch::Tensor& x,
-                                                                                         const torch::Tensor& delta,
-                                                                                         const torch::Tensor& weight,
-                                                                                         double eps) {
+// float x), the weight (and bias) of x's type, rows of whole packs no wider than max_rms_norm_width.
+// `bias` defined: LayerNorm, else RMSNorm.
+std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_backward(const torch::Tensor& x,
+                                                                                     const torch::Tensor& delta,
+                                                                                     const torch::Tensor& weight,
+                                                                                     const torch::Tensor& bias,
+                                                                                     double eps) {
   const auto width = x.size(-1);
   kernels::Element xe{}, de{};
-  if (!packable(x, width, xe) || width > kernels::max_rms_norm_width(xe) || weight.scalar_type() != x.scalar_type() ||
-      !weight.is_contiguous() || !aligned(weight) || weight.numel() != width || weight.device() != x.device())
+  const auto like_row = [&](const torch::Tensor& t) {
+    return t.scalar_type() == x.scalar_type() && t.is_contiguous() && aligned(t) && t.numel() == width &&
+           t.device() == x.device();
+  };
+  if (!packable(x, width, xe) || width > kernels::max_rms_norm_width(xe) || !like_row(weight) ||
+      (bias.defined() && !like_row(bias)))
     return std::nullopt;
   if (delta.defined() &&
       (delta.sizes() != x.sizes() || !delta.is_contiguous() || !aligned(delta) || delta.device() != x.device() ||
        !element_of(delta, de) || (de != xe && xe != kernels::Element::Float)))
     return std::nullopt;
-  const auto outs = KernelAddRmsNorm::apply(
-      x, delta.defined() ? std::optional<torch::Tensor>(delta) : std::optional<torch::Tensor>(), weight, eps);
+  const auto optional = [](const torch::Tensor& t) {
+    return t.defined() ? std::optional<torch::Tensor>(t) : std::optional<torch::Tensor>();
+  };
+  const auto outs = KernelAddNorm::apply(x, optional(delta), weight, optional(bias), eps);
   if (!delta.defined()) return std::make_pair(x, outs[0]);
   return std::make_pair(outs[0], outs[1]);
 }
@@ -392,7 +423,7 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
     if (!recording({x, delta, weight}))
       if (auto done = kernel_add_rms_norm(x, delta, weight, eps)) return *done;
     // Autograd records, or the types are mixed (an fp32 residual stream under autocast).
-    if (auto done = kernel_add_rms_norm_with_backward(x, delta, weight, eps)) return *done;
+    if (auto done = kernel_add_norm_with_backward(x, delta, weight, torch::Tensor(), eps)) return *done;
   }
 #endif
   const auto sum = delta.defined() ? x + delta : x;
@@ -403,8 +434,14 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
                                                        double eps, [[maybe_unused]] bool use_kernels) {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (use_kernels && !recording({x, delta, weight, bias}))
-    if (auto done = kernel_add_layer_norm(x, delta, weight, bias, eps)) return *done;
+  if (use_kernels && bias.defined()) {
+    if (!recording({x, delta, weight, bias}))
+      if (auto done = kernel_add_layer_norm(x, delta, weight, bias, eps)) return *done;
+    // Autograd records, or the types are mixed. Autocast would run ATen's layer norm in float and
+    // return float for a half x: the kernel (which returns x's type) takes a float x there only.
+    if (x.scalar_type() == torch::kFloat || !compat::autocast_enabled(x.device().type()))
+      if (auto done = kernel_add_norm_with_backward(x, delta, weight, bias, eps)) return *done;
+  }
 #endif
   const auto sum = delta.defined() ? x + delta : x;
   return {sum, torch::layer_norm(sum, {sum.size(-1)}, weight, bias, eps)};

@@ -23,7 +23,9 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
                                                      const torch::Tensor& weight, double eps, bool use_kernels);
 
 // (x + delta, LayerNorm(x + delta) × weight + bias) over the last dimension; delta undefined: (x,
-// LayerNorm(x)). For inference (no autograd): BERT's post-norm residual in one kernel.
+// LayerNorm(x)). One kernel for inference (BERT's post-norm residual); where autograd records, a
+// kernel with a backward kernel (training_kernels.h) that also takes a float x with a bf16 or half
+// delta, as add_rms_norm's (GPT-2's pre-norm residual stream under autocast).
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& delta,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
                                                        double eps, bool use_kernels);

@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
 
@@ -81,6 +82,15 @@ torch::Tensor GptBlockImpl::forward(const torch::Tensor& input) {
   return x + mlp(ln_2(x));
 }
 
+std::pair<torch::Tensor, torch::Tensor> GptBlockImpl::forward(const torch::Tensor& residual, const torch::Tensor& delta,
+                                                              bool kernels) {
+  const auto [input, normed] =
+      fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), kernels);
+  const auto [x, normed_x] =
+      fused::add_layer_norm(input, attn(normed), ln_2->weight, ln_2->bias, ln_2->options.eps(), kernels);
+  return {x, mlp(normed_x)};
+}
+
 torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& input, std::int64_t layer, const KvStep* step) {
   const auto x = input + attn->forward_cached(ln_1(input), layer, step);
   return x + mlp(ln_2(x));
@@ -97,7 +107,7 @@ GptModelImpl::GptModelImpl(const GptConfig& c) {
   ln_f = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(c.layer_norm_eps)));
 }
 
-torch::Tensor GptModelImpl::forward(const torch::Tensor& ids) {
+torch::Tensor GptModelImpl::forward(const torch::Tensor& ids, bool kernels) {
   torch::Tensor x;
   if (stage && !stage->first()) {
     x = stage->received();
@@ -106,6 +116,12 @@ torch::Tensor GptModelImpl::forward(const torch::Tensor& ids) {
                 wpe->weight.size(0), " positions");
     const auto positions = torch::arange(ids.size(1), ids.options());
     x = drop(wte(ids) + wpe(positions));
+  }
+  if (kernels && !stage && !wraps_blocks()) {
+    // Each residual add joins the norm after it (the next block's ln_1, or ln_f): one kernel each way.
+    torch::Tensor delta;
+    for (const auto& block : *h) std::tie(x, delta) = block->as<GptBlock>()->forward(x, delta, kernels);
+    return fused::add_layer_norm(x, delta, ln_f->weight, ln_f->bias, ln_f->options.eps(), kernels).second;
   }
   for (const auto& block : *h) {
     GptBlockImpl* b = block->as<GptBlock>();
@@ -127,14 +143,14 @@ GptLMHeadModelImpl::GptLMHeadModelImpl(const GptConfig& c) : config(c) {
 }
 
 torch::Tensor GptLMHeadModelImpl::forward(const torch::Tensor& ids) {
-  const auto hidden = transformer(ids);
+  const auto hidden = transformer->forward(ids, fused_kernels);
   if (transformer->stage && !transformer->stage->last()) return transformer->stage->hand_on(hidden);
   return torch::nn::functional::linear(hidden, transformer->wte->weight);  // tied
 }
 
 torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids) {
   const auto inputs = ids.narrow(1, 0, ids.size(1) - 1), targets = ids.narrow(1, 1, ids.size(1) - 1);
-  const auto hidden = transformer(inputs);
+  const auto hidden = transformer->forward(inputs, fused_kernels);
   if (transformer->stage && !transformer->stage->last()) return transformer->stage->hand_on(hidden);
   const auto logits = vocabulary_logits(hidden, transformer->wte->weight, {}, hidden.is_cuda());
   return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), fused_kernels);

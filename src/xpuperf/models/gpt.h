@@ -76,6 +76,11 @@ TORCH_MODULE(GptMlp);
 struct GptBlockImpl : torch::nn::Module {
   explicit GptBlockImpl(const GptConfig& c);
   torch::Tensor forward(const torch::Tensor& x);
+  // The block with the residual add before it joined to ln_1 (fused::add_layer_norm): from the
+  // residual stream and the previous block's MLP output (undefined for the first block), this
+  // block's residual stream after attention and its MLP output, which the next norm adds.
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& residual, const torch::Tensor& delta,
+                                                  bool kernels);
   torch::Tensor forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step);
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   GptAttention attn{nullptr};
@@ -89,7 +94,9 @@ struct GptModelImpl : torch::nn::Module, parallel::BlockStack {
   std::vector<torch::nn::Module*> blocks() override;
   // (batch, tokens) -> hidden states. A pipeline stage after the first takes the previous stage's
   // output instead of embedding `ids`; one before the last returns its blocks' output, not normed.
-  torch::Tensor forward(const torch::Tensor& ids);
+  // `kernels`: each residual add and the norm after it as one kernel, forward and backward, where the
+  // blocks run whole (not split into stages, checkpointed or hooked by ZeRO-3).
+  torch::Tensor forward(const torch::Tensor& ids, bool kernels = false);
   std::shared_ptr<parallel::PipelineStage> stage;  // null: the whole model
   torch::nn::Embedding wte{nullptr}, wpe{nullptr};
   torch::nn::Dropout drop{nullptr};
@@ -105,7 +112,8 @@ struct GptLMHeadModelImpl : torch::nn::Module, parallel::TensorParallelModel, pa
   // Split into pipeline stages, only the last computes them; the others hand their output on and
   // return the stage's placeholder.
   torch::Tensor loss(const torch::Tensor& ids);
-  // The loss through the cross-entropy kernels where they apply (fused_ops.h).
+  // The loss through the cross-entropy kernels, and the residual adds with the layer norms after
+  // them through the add + LayerNorm kernels, where they apply (fused_ops.h).
   bool fused_kernels = false;
 
   // Training FLOPs per token at `tokens` positions: 6 × the parameters a token's compute uses

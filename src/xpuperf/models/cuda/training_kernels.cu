@@ -20,14 +20,18 @@ struct alignas(sizeof(T) * N) Chunk {
   T v[N];
 };
 
-template <typename X, typename D, int P>
-__global__ void rms_norm_forward_kernel(const X* __restrict__ x, const D* __restrict__ delta,
-                                        const X* __restrict__ weight, X* __restrict__ sum, X* __restrict__ out,
-                                        float* __restrict__ rstd, std::int64_t width, float eps) {
+// RMSNorm (kLayer false: Hugging Face's LlamaRMSNorm, the normalised row rounded to X before the
+// weight) or LayerNorm (kLayer true: ATen's layer_norm, centred, the weight and bias applied in float
+// and rounded once) of x + delta, a row a block.
+template <typename X, typename D, int P, bool kLayer>
+__global__ void norm_forward_kernel(const X* __restrict__ x, const D* __restrict__ delta, const X* __restrict__ weight,
+                                    const X* __restrict__ bias, X* __restrict__ sum, X* __restrict__ out,
+                                    float* __restrict__ mean_out, float* __restrict__ rstd, std::int64_t width,
+                                    float eps) {
   constexpr int N = Pack<X>::kSize;
   const std::int64_t packs = width / N, at = static_cast<std::int64_t>(blockIdx.x) * packs;
   float v[P][N];
-  float squares = 0;
+  float total = 0;
 #pragma unroll
   for (int k = 0; k < P; ++k) {
     const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
@@ -42,37 +46,56 @@ __global__ void rms_norm_forward_kernel(const X* __restrict__ x, const D* __rest
 #pragma unroll
       for (int n = 0; n < N; ++n) {
         v[k][n] = to_float(a.v[n]);
-        squares += v[k][n] * v[k][n];
+        total += v[k][n];
       }
     }
   }
+  const float mean = kLayer ? block_sum(total) / static_cast<float>(width) : 0.0f;
+  float squares = 0;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (j < packs)
+#pragma unroll
+      for (int n = 0; n < N; ++n) squares += (v[k][n] - mean) * (v[k][n] - mean);
+  }
   const float r = rsqrtf(block_sum(squares) / static_cast<float>(width) + eps);
-  if (threadIdx.x == 0) rstd[blockIdx.x] = r;
+  if (threadIdx.x == 0) {
+    rstd[blockIdx.x] = r;
+    if (kLayer) mean_out[blockIdx.x] = mean;
+  }
 #pragma unroll
   for (int k = 0; k < P; ++k) {
     const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
     if (j < packs) {
       const Pack<X> w = reinterpret_cast<const Pack<X>*>(weight)[j];
       Pack<X> o;
+      if constexpr (kLayer) {
+        const Pack<X> b = reinterpret_cast<const Pack<X>*>(bias)[j];
 #pragma unroll
-      for (int n = 0; n < N; ++n) o.v[n] = from_float<X>(to_float(w.v[n]) * rounded<X>(v[k][n] * r));
+        for (int n = 0; n < N; ++n) o.v[n] = from_float<X>(to_float(w.v[n]) * (v[k][n] - mean) * r + to_float(b.v[n]));
+      } else {
+#pragma unroll
+        for (int n = 0; n < N; ++n) o.v[n] = from_float<X>(to_float(w.v[n]) * rounded<X>(v[k][n] * r));
+      }
       reinterpret_cast<Pack<X>*>(out)[at + j] = o;
     }
   }
 }
 
-// Rows blockIdx.x, + gridDim.x, ...: for each, the dot product of the output's gradient (× weight)
-// with the normalised row, then grad_x; the weight's gradient summed in registers over the block's
-// rows and written once.
-template <typename X, typename D, int P>
-__global__ void rms_norm_backward_kernel(const X* __restrict__ input, const X* __restrict__ weight,
-                                         const float* __restrict__ rstd, const X* __restrict__ grad_out,
-                                         const X* __restrict__ grad_sum, X* __restrict__ grad_x,
-                                         D* __restrict__ grad_delta, float* __restrict__ weight_partials,
-                                         std::int64_t rows, std::int64_t width) {
+// Rows blockIdx.x, + gridDim.x, ...: for each, the means over the row of the output's gradient
+// (× weight) and of its product with the normalised row, then grad_x; the weight's (and LayerNorm's
+// bias's) gradient summed in registers over the block's rows and written once.
+template <typename X, typename D, int P, bool kLayer>
+__global__ void norm_backward_kernel(const X* __restrict__ input, const X* __restrict__ weight,
+                                     const float* __restrict__ mean_in, const float* __restrict__ rstd,
+                                     const X* __restrict__ grad_out, const X* __restrict__ grad_sum,
+                                     X* __restrict__ grad_x, D* __restrict__ grad_delta,
+                                     float* __restrict__ weight_partials, float* __restrict__ bias_partials,
+                                     std::int64_t rows, std::int64_t width) {
   constexpr int N = Pack<X>::kSize;
   const std::int64_t packs = width / N;
-  float w[P][N], dw[P][N];
+  float w[P][N], dw[P][N], db[P][N];
 #pragma unroll
   for (int k = 0; k < P; ++k) {
     const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
@@ -81,13 +104,14 @@ __global__ void rms_norm_backward_kernel(const X* __restrict__ input, const X* _
     for (int n = 0; n < N; ++n) {
       w[k][n] = to_float(a.v[n]);
       dw[k][n] = 0;
+      db[k][n] = 0;
     }
   }
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const std::int64_t at = row * packs;
-    const float r = rstd[row];
+    const float r = rstd[row], mean = kLayer ? mean_in[row] : 0.0f;
     float xh[P][N], gw[P][N];
-    float dot = 0;
+    float dot = 0, plain = 0;
 #pragma unroll
     for (int k = 0; k < P; ++k) {
       const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
@@ -96,15 +120,18 @@ __global__ void rms_norm_backward_kernel(const X* __restrict__ input, const X* _
         const Pack<X> g = reinterpret_cast<const Pack<X>*>(grad_out)[at + j];
 #pragma unroll
         for (int n = 0; n < N; ++n) {
-          xh[k][n] = to_float(a.v[n]) * r;
+          xh[k][n] = (to_float(a.v[n]) - mean) * r;
           const float go = to_float(g.v[n]);
           gw[k][n] = go * w[k][n];
           dot += gw[k][n] * xh[k][n];
-          dw[k][n] += go * rounded<X>(xh[k][n]);
+          plain += gw[k][n];
+          dw[k][n] += go * (kLayer ? xh[k][n] : rounded<X>(xh[k][n]));
+          db[k][n] += go;
         }
       }
     }
     const float mean_dot = block_sum(dot) / static_cast<float>(width);
+    const float mean_plain = kLayer ? block_sum(plain) / static_cast<float>(width) : 0.0f;
 #pragma unroll
     for (int k = 0; k < P; ++k) {
       const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
@@ -115,7 +142,7 @@ __global__ void rms_norm_backward_kernel(const X* __restrict__ input, const X* _
 #pragma unroll
         for (int n = 0; n < N; ++n) {
           const float later = grad_sum ? to_float(s.v[n]) : 0.0f;
-          o.v[n] = from_float<X>(r * (gw[k][n] - xh[k][n] * mean_dot) + later);
+          o.v[n] = from_float<X>(r * (gw[k][n] - mean_plain - xh[k][n] * mean_dot) + later);
           od.v[n] = from_float<D>(to_float(o.v[n]));
         }
         reinterpret_cast<Pack<X>*>(grad_x)[at + j] = o;
@@ -123,13 +150,16 @@ __global__ void rms_norm_backward_kernel(const X* __restrict__ input, const X* _
       }
     }
   }
-  float* partial = weight_partials + static_cast<std::int64_t>(blockIdx.x) * width;
+  const std::int64_t partial = static_cast<std::int64_t>(blockIdx.x) * width;
 #pragma unroll
   for (int k = 0; k < P; ++k) {
     const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
     if (j < packs)
 #pragma unroll
-      for (int n = 0; n < N; ++n) partial[j * N + n] = dw[k][n];
+      for (int n = 0; n < N; ++n) {
+        weight_partials[partial + j * N + n] = dw[k][n];
+        if (kLayer) bias_partials[partial + j * N + n] = db[k][n];
+      }
   }
 }
 
@@ -246,30 +276,34 @@ std::int64_t rms_norm_backward_blocks(std::int64_t rows) {
   return std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 4 * static_cast<std::int64_t>(sms)));
 }
 
-const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
-                             void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
-                             void* stream) {
-  if (width > max_rms_norm_width(x_type)) return "rms_norm_forward: the row is wider than max_rms_norm_width";
+namespace {
+
+template <bool kLayer>
+const char* norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
+                         const void* bias, void* sum, void* out, float* mean, float* rstd, std::int64_t rows,
+                         std::int64_t width, float eps, void* stream) {
+  if (width > max_rms_norm_width(x_type)) return "the row is wider than max_rms_norm_width";
   if (rows == 0) return nullptr;
   const bool known = for_norm_types(x_type, delta_type, [&](auto* x_tag, auto* d_tag) {
     using X = std::remove_pointer_t<decltype(x_tag)>;
     using D = std::remove_pointer_t<decltype(d_tag)>;
     const std::int64_t packs = width / Pack<X>::kSize;
     for_packs(packs, [&](auto p) {
-      rms_norm_forward_kernel<X, D, decltype(p)::value>
+      norm_forward_kernel<X, D, decltype(p)::value, kLayer>
           <<<static_cast<unsigned>(rows), norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
               static_cast<const X*>(x), static_cast<const D*>(delta), static_cast<const X*>(weight),
-              static_cast<X*>(sum), static_cast<X*>(out), rstd, width, eps);
+              static_cast<const X*>(bias), static_cast<X*>(sum), static_cast<X*>(out), mean, rstd, width, eps);
     });
   });
-  return known ? launch_error() : "rms_norm_forward: delta's type must be x's, or x float";
+  return known ? launch_error() : "delta's type must be x's, or x float";
 }
 
-const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
-                              const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
-                              void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
-                              void* stream) {
-  if (width > max_rms_norm_width(x_type)) return "rms_norm_backward: the row is wider than max_rms_norm_width";
+template <bool kLayer>
+const char* norm_backward(Element x_type, Element delta_type, const void* input, const void* weight, const float* mean,
+                          const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x, void* grad_delta,
+                          float* weight_partials, float* bias_partials, std::int64_t rows, std::int64_t width,
+                          void* stream) {
+  if (width > max_rms_norm_width(x_type)) return "the row is wider than max_rms_norm_width";
   if (rows == 0) return nullptr;
   const auto blocks = static_cast<unsigned>(rms_norm_backward_blocks(rows));
   const bool known = for_norm_types(x_type, delta_type, [&](auto* x_tag, auto* d_tag) {
@@ -277,14 +311,45 @@ const char* rms_norm_backward(Element x_type, Element delta_type, const void* in
     using D = std::remove_pointer_t<decltype(d_tag)>;
     const std::int64_t packs = width / Pack<X>::kSize;
     for_packs(packs, [&](auto p) {
-      rms_norm_backward_kernel<X, D, decltype(p)::value>
+      norm_backward_kernel<X, D, decltype(p)::value, kLayer>
           <<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
-              static_cast<const X*>(input), static_cast<const X*>(weight), rstd, static_cast<const X*>(grad_out),
+              static_cast<const X*>(input), static_cast<const X*>(weight), mean, rstd, static_cast<const X*>(grad_out),
               static_cast<const X*>(grad_sum), static_cast<X*>(grad_x), static_cast<D*>(grad_delta), weight_partials,
-              rows, width);
+              bias_partials, rows, width);
     });
   });
-  return known ? launch_error() : "rms_norm_backward: delta's type must be x's, or x float";
+  return known ? launch_error() : "delta's type must be x's, or x float";
+}
+
+}  // namespace
+
+const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
+                             void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
+                             void* stream) {
+  return norm_forward<false>(x_type, delta_type, x, delta, weight, nullptr, sum, out, nullptr, rstd, rows, width, eps,
+                             stream);
+}
+
+const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
+                              const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
+                              void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
+                              void* stream) {
+  return norm_backward<false>(x_type, delta_type, input, weight, nullptr, rstd, grad_out, grad_sum, grad_x, grad_delta,
+                              weight_partials, nullptr, rows, width, stream);
+}
+
+const char* layer_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
+                               const void* bias, void* sum, void* out, float* mean, float* rstd, std::int64_t rows,
+                               std::int64_t width, float eps, void* stream) {
+  return norm_forward<true>(x_type, delta_type, x, delta, weight, bias, sum, out, mean, rstd, rows, width, eps, stream);
+}
+
+const char* layer_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
+                                const float* mean, const float* rstd, const void* grad_out, const void* grad_sum,
+                                void* grad_x, void* grad_delta, float* weight_partials, float* bias_partials,
+                                std::int64_t rows, std::int64_t width, void* stream) {
+  return norm_backward<true>(x_type, delta_type, input, weight, mean, rstd, grad_out, grad_sum, grad_x, grad_delta,
+                             weight_partials, bias_partials, rows, width, stream);
 }
 
 const char* silu_mul_forward(Element type, const void* gate, const void* up, void* out, std::int64_t n, void* stream) {

@@ -1,6 +1,6 @@
 #pragma once
-// CUDA kernels with their backward passes, for training: RMSNorm with the residual add before it,
-// and SiLU(gate) × up. Where autograd records, ATen runs each of these as several kernels forward and
+// CUDA kernels with their backward passes, for training: RMSNorm and LayerNorm with the residual add
+// before them, and SiLU(gate) × up. Where autograd records, ATen runs each of these as several kernels forward and
 // several more backward (each a pass over activations of tokens × width), and keeps intermediate
 // results for backward; here each is one pass forward and one backward, keeping only the inputs (and
 // a float a row for the norm). Torch-free like fused_kernels.h (raw pointers, the stream as void*);
@@ -36,6 +36,19 @@ const char* rms_norm_backward(Element x_type, Element delta_type, const void* in
                               const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
                               void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
                               void* stream);
+
+// The same for LayerNorm with a bias, as ATen's layer_norm computes it: out = weight × (sum − mean) ×
+// rstd + bias in float, rounded to x's type once; mean[row] and rstd[row] kept for backward. weight and
+// bias in x's type; the same limits as the RMSNorm kernels.
+const char* layer_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
+                               const void* bias, void* sum, void* out, float* mean, float* rstd, std::int64_t rows,
+                               std::int64_t width, float eps, void* stream);
+// Its gradients, as rms_norm_backward's, with the bias's gradient summed over each block's rows into
+// bias_partials (blocks × width, float) beside the weight's.
+const char* layer_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
+                                const float* mean, const float* rstd, const void* grad_out, const void* grad_sum,
+                                void* grad_x, void* grad_delta, float* weight_partials, float* bias_partials,
+                                std::int64_t rows, std::int64_t width, void* stream);
 
 // out = SiLU(gate) × up over n elements (gate and up separate tensors of one type: the outputs of two
 // projections), with SiLU rounded to the type first as ATen's silu leaves it. Backward: grad_gate =
