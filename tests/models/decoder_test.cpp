@@ -189,6 +189,20 @@ TEST(MixtureOfExperts, TheSharedExpertAndRawTopKProbabilitiesAreQwensBlock) {
   EXPECT_LT(w.sum(-1).max().item<double>(), 1.0) << "3 of 6 probabilities, not renormalised";
 }
 
+TEST(MixtureOfExperts, MixtralsSizesAreHuggingFaces) {
+  // MixtralForCausalLM's count for Mixtral-8x7B (every expert counted), by the formula; and the
+  // mixtral case's reduced shape (cases/training/mixtral: 16 layers of 1,024, experts of 3,584),
+  // built on one layer here and counted whole by the formula.
+  EXPECT_EQ(LlamaConfig::mixtral_8x7b().parameter_count(), 46'702'792'704);
+  LlamaConfig reduced = LlamaConfig::mixtral_8x7b();
+  reduced.vocab = 128256, reduced.hidden = 1024, reduced.intermediate = 3584, reduced.layers = 16;
+  reduced.heads = 16, reduced.kv_heads = 4;
+  EXPECT_EQ(reduced.parameter_count(), 1'714'062'336);
+  LlamaConfig one_layer = reduced;
+  one_layer.layers = 1;
+  EXPECT_EQ(parameters(*LlamaForCausalLM(one_layer)), one_layer.parameter_count());
+}
+
 TEST(MixtureOfExperts, ALlamaWithExpertsCountsItsParametersAndFlopsAndTrains) {
   torch::manual_seed(12);
   LlamaConfig c = small_llama();

@@ -60,6 +60,13 @@ LlamaConfig LlamaConfig::llama3_8b() {
   return {128256, 4096, 14336, 32, 32, 8, 8192, 1e-5, 500000.0};
 }
 
+LlamaConfig LlamaConfig::mixtral_8x7b() {
+  LlamaConfig c{32000, 4096, 14336, 32, 32, 8, 32768, 1e-5, 1e6};
+  c.moe.experts = 8;
+  c.moe.top_k = 2;
+  return c;
+}
+
 std::string LlamaConfig::problem() const {
   if (moe.expert_intermediate < 0 || moe.shared_intermediate < 0)
     return "moe_intermediate_size " + std::to_string(moe.expert_intermediate) + ", shared_expert_intermediate_size " +

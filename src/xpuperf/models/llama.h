@@ -43,6 +43,9 @@ struct LlamaConfig {
   static LlamaConfig llama3_2_1b();
   static LlamaConfig llama3_2_3b();
   static LlamaConfig llama3_8b();
+  // Mistral AI's Mixtral-8x7B: 32 layers of 4,096, 8 experts of 14,336 units, 2 a token, 32,000 ids;
+  // 46,702,792,704 parameters (Hugging Face's MixtralForCausalLM).
+  static LlamaConfig mixtral_8x7b();
   std::int64_t head_dim() const { return hidden / heads; }
   // What does not fit, in Hugging Face's key names; "" when the sizes and settings make a model.
   std::string problem() const;
