@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "cli_util.h"
 #include "perflog_util.h"
@@ -216,6 +217,36 @@ TEST_F(LanguageCli, LlamaFineTunesWithLoraFromItsOwnCheckpoint) {
   const auto config = nlohmann::json::parse(test::read_file(adapter + "/adapter_config.json"));
   EXPECT_EQ(config["r"], 4);
   EXPECT_EQ(config["task_type"], "CAUSAL_LM");
+}
+
+// Sequence packing (dynamic shapes): BERT's samples packed into rows, several a row, so that an
+// epoch has fewer rows with a larger share of real tokens, and the loss falls as it does padded.
+TEST_F(LanguageCli, BertPacksSequencesIntoFewerRowsOfMoreRealTokens) {
+  const std::vector<std::string> tiny = {"num_hidden_layers=2",   "hidden_size=64",  "num_attention_heads=4",
+                                         "intermediate_size=256", "seq_length=64",   "train_batch_size=16",
+                                         "eval_batch_size=64",    "lr=0.002",        "warmup_steps=5",
+                                         "max_steps=30",          "log_freq=1",      "eval_interval_steps=0",
+                                         "num_threads=2",         "valid_share=0.05"};
+  std::map<bool, double> share;
+  std::map<bool, std::string> described;
+  for (const bool packing : {false, true}) {
+    const Result r = train_on_cpu("bert", with(tiny, {packing ? "sequence_packing=true" : "sequence_packing=false"}));
+    ASSERT_EQ(r.code, 0) << r.output;
+    const auto events = events_of(r.output);
+    const auto losses = step_losses(events);
+    ASSERT_EQ(losses.size(), 30u);
+    EXPECT_LT(mean(losses, 20, 30), mean(losses, 0, 5) - 0.5) << "packing " << packing;
+    const auto* step = event_value(events, "STEP_END");
+    ASSERT_TRUE(step && step->contains("real_token_share")) << r.output;
+    share[packing] = (*step)["real_token_share"].get<double>();
+    described[packing] = (*event_value(events, "SUBMIT_INFO"))["train_data"].get<std::string>();
+    const auto* eval = event_value(events, "EVALUATE");
+    ASSERT_TRUE(eval);
+    EXPECT_GT((*eval)["accuracy"].get<double>(), 0.0);
+  }
+  EXPECT_GT(share[true], share[false] + 0.05) << described[false] << " | " << described[true];
+  EXPECT_GT(share[true], 0.85) << described[true];
+  EXPECT_TRUE(has(described[true], "packed into")) << described[true];
 }
 
 // A fine-tuning run's training data described with `data_says`, and its held-out accuracy: two

@@ -319,6 +319,42 @@ TEST(LanguageModels, GptIsCausalAndLearnsASmallSequence) {
   EXPECT_DOUBLE_EQ(GptLMHeadModel(GptConfig::gpt2_small())->training_flops_per_token(1024), 855'166'464.0);
 }
 
+// Sequence packing: two sequences in one row, each attending only within itself and counting its
+// positions from 0, give each one's hidden states as it has alone (padded) — and the masked-LM
+// loss over the row is the two sequences' loss together.
+TEST(LanguageModels, BertPackedSequencesEachGiveWhatTheyGiveAlone) {
+  torch::manual_seed(1);
+  BertConfig c{40, 16, 2, 2, 32, 4, 64, 0.0, 0.0, 1e-12};
+  auto bert = BertForMaskedLM(c);
+  bert->eval();
+  const auto a = torch::randint(5, 40, {1, 6}, torch::kLong), b = torch::randint(5, 40, {1, 7}, torch::kLong);
+  // Alone: each padded to 16 with the padding mask.
+  const auto alone = [&](const torch::Tensor& ids) {
+    auto padded = torch::full({1, 16}, 0, torch::kLong);
+    padded.narrow(1, 0, ids.size(1)).copy_(ids);
+    auto keep = torch::zeros({1, 16}, torch::kBool);
+    keep.narrow(1, 0, ids.size(1)).fill_(true);
+    return bert->bert(padded, torch::zeros_like(padded), keep).narrow(1, 0, ids.size(1));
+  };
+  // Packed: [a b pad pad pad], segments 1, 2 and 0, positions from 0 in each.
+  auto ids = torch::zeros({1, 16}, torch::kLong), segments = torch::zeros({1, 16}, torch::kLong);
+  auto positions = torch::zeros({1, 16}, torch::kLong);
+  ids.narrow(1, 0, 6).copy_(a), ids.narrow(1, 6, 7).copy_(b);
+  segments.narrow(1, 0, 6).fill_(1), segments.narrow(1, 6, 7).fill_(2);
+  positions.narrow(1, 0, 6).copy_(torch::arange(6)), positions.narrow(1, 6, 7).copy_(torch::arange(7));
+  const auto mask = segments.unsqueeze(2).eq(segments.unsqueeze(1));
+  const auto packed = bert->bert->forward(ids, torch::zeros_like(ids), mask, positions);
+  EXPECT_TRUE(torch::allclose(packed.narrow(1, 0, 6), alone(a), 1e-5, 1e-5)) << "the first sequence";
+  EXPECT_TRUE(torch::allclose(packed.narrow(1, 6, 7), alone(b), 1e-5, 1e-5)) << "the second sequence";
+  auto labels = torch::full({1, 16}, -100, torch::kLong);
+  labels.index_put_({0, 2}, 11);
+  labels.index_put_({0, 9}, 12);
+  const auto [loss, accuracy] = bert->loss_and_accuracy(ids, torch::zeros_like(ids), mask, labels, 4, positions);
+  const auto expected = torch::nn::functional::cross_entropy(
+      bert->predict(torch::cat({alone(a), alone(b)}, 1), labels.narrow(1, 0, 13)), torch::tensor({11, 12}));
+  EXPECT_NEAR(loss.item<double>(), expected.item<double>(), 1e-5);
+}
+
 TEST(LanguageModels, BertIgnoresPaddingAndPredictsOnlyMaskedPositions) {
   torch::manual_seed(0);
   BertConfig c{40, 16, 2, 2, 32, 4, 64, 0.0, 0.0, 1e-12};

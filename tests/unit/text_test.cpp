@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "test_util.h"
 #include "xpuperf/text/byte_bpe.h"
@@ -494,6 +496,43 @@ TEST(Samples, BertSpansFillTheLengthAndMaskFifteenPercent) {
   EXPECT_NEAR(static_cast<double>(masked) / static_cast<double>(real), 0.15, 0.02);
   EXPECT_NEAR(static_cast<double>(as_mask) / static_cast<double>(masked), 0.8, 0.12);
   EXPECT_NE(b.get(0, 43).ids, b.get(0, 42).ids);
+  for (std::int64_t i = 0; i < b.size(); ++i) {
+    const auto s = b.get(i, 42);
+    const auto n = static_cast<std::int64_t>(std::count(s.keep.begin(), s.keep.end(), 1));
+    EXPECT_EQ(b.real_length(i), n);
+    const auto labelled = std::count_if(s.labels.begin(), s.labels.end(), [](std::int32_t l) { return l >= 0; });
+    EXPECT_EQ(BertSamples::masked_count(n), labelled) << "sample " << i;
+  }
+}
+
+TEST(Samples, PackingPlacesEachSampleOnceBestFitInDecreasingLength) {
+  // Best fit, longest first: 6 opens row 0, 5 row 1, 4 row 2; 3 fills row 1 (3 left), 2 row 0 (2 left).
+  const auto rows = pack_best_fit({5, 3, 4, 2, 6}, 8);
+  EXPECT_EQ(rows, (std::vector<std::vector<std::int64_t>>{{4, 3}, {0, 1}, {2}}));
+  EXPECT_EQ(pack_best_fit({}, 8).size(), 0u);
+  EXPECT_EQ(pack_best_fit({8, 8}, 8), (std::vector<std::vector<std::int64_t>>{{0}, {1}}));
+  EXPECT_THROW(pack_best_fit({9}, 8), TokenizerError);
+  // Many lengths: every sample once, no row over capacity, as few rows as the total allows or close.
+  std::vector<std::int64_t> lengths;
+  std::mt19937 rng(3);
+  for (int i = 0; i < 500; ++i) lengths.push_back(3 + static_cast<std::int64_t>(rng() % 120));
+  const auto many = pack_best_fit(lengths, 128);
+  std::vector<int> seen(lengths.size());
+  std::int64_t total = 0;
+  for (const auto& row : many) {
+    std::int64_t used = 0;
+    for (const auto i : row) {
+      ++seen[static_cast<std::size_t>(i)];
+      used += lengths[static_cast<std::size_t>(i)];
+    }
+    EXPECT_LE(used, 128);
+    total += used;
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 500);
+  EXPECT_LE(static_cast<double>(many.size()), 1.05 * static_cast<double>(total) / 128 + 1);
+  EXPECT_EQ(BertSamples::masked_count(2), 0);
+  EXPECT_EQ(BertSamples::masked_count(3), 1);
+  EXPECT_EQ(BertSamples::masked_count(102), 15);
 }
 
 }  // namespace

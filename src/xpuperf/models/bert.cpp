@@ -108,11 +108,12 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const BertConfig& c) {
   dropout = register_module("dropout", nn::Dropout(c.dropout));
 }
 
-torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& ids, const torch::Tensor& types) {
+torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& ids, const torch::Tensor& types,
+                                          const torch::Tensor& positions) {
   TORCH_CHECK(ids.size(1) <= position_embeddings->weight.size(0), "BERT: ", ids.size(1), " tokens, more than its ",
               position_embeddings->weight.size(0), " positions");
-  const auto positions = torch::arange(ids.size(1), ids.options());
-  return dropout(LayerNorm(word_embeddings(ids) + position_embeddings(positions) + token_type_embeddings(types)));
+  const auto at = positions.defined() ? positions : torch::arange(ids.size(1), ids.options());
+  return dropout(LayerNorm(word_embeddings(ids) + position_embeddings(at) + token_type_embeddings(types)));
 }
 
 BertEncoderImpl::BertEncoderImpl(const BertConfig& c) {
@@ -134,10 +135,15 @@ torch::Tensor BertModelImpl::pool(const torch::Tensor& hidden) {
   return torch::tanh(pooler_dense(hidden.select(1, 0)));
 }
 
-torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& keep) {
-  auto x = embeddings(ids, types);
-  // (batch, 1, 1, tokens): a padded key takes part in no query's attention.
-  const auto mask = keep.defined() ? keep.to(torch::kBool).view({keep.size(0), 1, 1, keep.size(1)}) : keep;
+torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& keep,
+                                     const torch::Tensor& positions) {
+  auto x = embeddings(ids, types, positions);
+  // (batch, 1, 1, tokens): a padded key takes part in no query's attention; (batch, 1, tokens,
+  // tokens): each query's own keys (packed sequences).
+  torch::Tensor mask;
+  if (keep.defined())
+    mask = keep.dim() == 3 ? keep.to(torch::kBool).unsqueeze(1)
+                           : keep.to(torch::kBool).view({keep.size(0), 1, 1, keep.size(1)});
   return encoder->forward(x, mask);
 }
 
@@ -226,12 +232,10 @@ double BertConfig::forward_flops_per_token(std::int64_t tokens) const {
   return 2 * linears + 4 * l * h * static_cast<double>(tokens);                       // + q·kᵀ and weights·v
 }
 
-std::pair<torch::Tensor, torch::Tensor> BertForMaskedLMImpl::loss_and_accuracy(const torch::Tensor& ids,
-                                                                               const torch::Tensor& types,
-                                                                               const torch::Tensor& keep,
-                                                                               const torch::Tensor& labels,
-                                                                               std::int64_t max_predictions) {
-  const auto hidden = bert(ids, types, keep);
+std::pair<torch::Tensor, torch::Tensor> BertForMaskedLMImpl::loss_and_accuracy(
+    const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& keep, const torch::Tensor& labels,
+    std::int64_t max_predictions, const torch::Tensor& positions) {
+  const auto hidden = bert->forward(ids, types, keep, positions);
   const auto flat = labels.reshape({-1});
   torch::Tensor rows;
   if (max_predictions > 0) {

@@ -89,7 +89,9 @@ TORCH_MODULE(BertLayer);
 
 struct BertEmbeddingsImpl : torch::nn::Module {
   explicit BertEmbeddingsImpl(const BertConfig& c);
-  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& types);
+  // positions (batch, tokens): each token's position (packed sequences count from 0 in each);
+  // undefined: 0, 1, 2, ...
+  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& positions = {});
   torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr}, token_type_embeddings{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};
   torch::nn::Dropout dropout{nullptr};
@@ -110,8 +112,11 @@ struct BertModelImpl : torch::nn::Module {
   // BertModel has it for sequence classification; BertForMaskedLM has none.
   explicit BertModelImpl(const BertConfig& c, bool pooler = false);
   // ids and token types (batch, tokens); keep: true at real tokens, false at padding (or
-  // undefined: no padding). The last hidden states.
-  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& keep);
+  // undefined: no padding), or (batch, tokens, tokens) true where a query may attend to a key
+  // (packed sequences: within its own). positions as BertEmbeddings takes them. The last hidden
+  // states.
+  torch::Tensor forward(const torch::Tensor& ids, const torch::Tensor& types, const torch::Tensor& keep,
+                        const torch::Tensor& positions = {});
   // tanh(dense(the first position's hidden state)): the sequence's vector (needs the pooler).
   torch::Tensor pool(const torch::Tensor& hidden);
   BertEmbeddings embeddings{nullptr};
@@ -156,9 +161,11 @@ struct BertForMaskedLMImpl : torch::nn::Module, parallel::TensorParallelModel {
   // `max_predictions` > 0: at most that many masked positions in the batch, a bound known ahead
   // (the head then runs on that many rows, without a host synchronisation); 0: exactly the
   // masked ones.
+  // keep and positions as BertModel takes them.
   std::pair<torch::Tensor, torch::Tensor> loss_and_accuracy(const torch::Tensor& ids, const torch::Tensor& types,
                                                             const torch::Tensor& keep, const torch::Tensor& labels,
-                                                            std::int64_t max_predictions = 0);
+                                                            std::int64_t max_predictions = 0,
+                                                            const torch::Tensor& positions = {});
   // The most likely token at every position (batch, tokens), the head run over all of them (what
   // an inference case reads); keep: true at real tokens (undefined: no padding). Token types 0.
   torch::Tensor predict_tokens(const torch::Tensor& ids, const torch::Tensor& keep);

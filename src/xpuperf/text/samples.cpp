@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "xpuperf/text/tokenizer_error.h"
 
@@ -39,10 +41,48 @@ BertSamples::BertSamples(const TokenFile& file, DocumentRange documents, std::in
       std::int64_t tokens = file.sequence_length(s), count = 1;
       while (s + count < last && tokens + file.sequence_length(s + count) <= room)
         tokens += file.sequence_length(s + count++);
-      spans_.push_back({s, count});
+      spans_.push_back({s, count, tokens});
       s += count;
     }
   }
+}
+
+std::int64_t BertSamples::real_length(std::int64_t sample) const {
+  return std::min(spans_.at(static_cast<std::size_t>(sample)).tokens, length_ - 2) + 2;
+}
+
+std::int64_t BertSamples::masked_count(std::int64_t real_length, double mask_share) {
+  const std::int64_t candidates = std::max<std::int64_t>(0, real_length - 2);
+  return std::max<std::int64_t>(candidates == 0 ? 0 : 1, std::lround(mask_share * static_cast<double>(candidates)));
+}
+
+std::vector<std::vector<std::int64_t>> pack_best_fit(const std::vector<std::int64_t>& lengths, std::int64_t capacity) {
+  std::vector<std::int64_t> order(lengths.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    return lengths[static_cast<std::size_t>(a)] > lengths[static_cast<std::size_t>(b)];
+  });
+  std::vector<std::vector<std::int64_t>> rows;
+  std::multimap<std::int64_t, std::size_t> room;  // a row's free tokens → the row
+  for (const std::int64_t sample : order) {
+    const std::int64_t length = lengths[static_cast<std::size_t>(sample)];
+    if (length > capacity || length < 0)
+      throw TokenizerError("sequence packing: a sample of " + std::to_string(length) + " tokens does not fit rows of " +
+                           std::to_string(capacity));
+    const auto fit = room.lower_bound(length);
+    std::size_t row = rows.size();
+    if (fit == room.end()) {
+      rows.emplace_back();
+    } else {
+      row = fit->second;
+      room.erase(fit);
+    }
+    rows[row].push_back(sample);
+    std::int64_t used = 0;
+    for (const auto s : rows[row]) used += lengths[static_cast<std::size_t>(s)];
+    room.emplace(capacity - used, row);
+  }
+  return rows;
 }
 
 BertSample BertSamples::get(std::int64_t sample, std::uint64_t seed, double mask_share) const {
@@ -67,9 +107,7 @@ BertSample BertSamples::get(std::int64_t sample, std::uint64_t seed, double mask
   std::vector<std::size_t> candidates;
   for (std::size_t i = 1; i + 1 < real; ++i) candidates.push_back(i);
   std::shuffle(candidates.begin(), candidates.end(), rng);
-  const auto masked =
-      std::max<std::size_t>(candidates.empty() ? 0 : 1,
-                            static_cast<std::size_t>(std::lround(mask_share * static_cast<double>(candidates.size()))));
+  const auto masked = static_cast<std::size_t>(masked_count(static_cast<std::int64_t>(real), mask_share));
   std::uniform_real_distribution<double> u(0, 1);
   std::uniform_int_distribution<std::int32_t> any(0, special_.vocab_size - 1);
   for (std::size_t k = 0; k < masked && k < candidates.size(); ++k) {

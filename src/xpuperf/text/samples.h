@@ -51,15 +51,26 @@ class BertSamples {
   BertSamples(const TokenFile& file, DocumentRange documents, std::int64_t length, Special special);
   std::int64_t size() const { return static_cast<std::int64_t>(spans_.size()); }
   BertSample get(std::int64_t sample, std::uint64_t seed, double mask_share = 0.15) const;
+  // The sample's real tokens, [CLS] and [SEP] included (the rest of `length` is padding).
+  std::int64_t real_length(std::int64_t sample) const;
+  // How many of a sample's tokens get masked for a real length (at least one when it has any
+  // token between [CLS] and [SEP]).
+  static std::int64_t masked_count(std::int64_t real_length, double mask_share = 0.15);
 
  private:
   struct Span {
-    std::int64_t first_sequence, sequences;
+    std::int64_t first_sequence, sequences, tokens;
   };
   const TokenFile& file_;
   std::int64_t length_;
   Special special_;
   std::vector<Span> spans_;
 };
+
+// Sequence packing: samples of the given lengths placed into rows of `capacity` tokens, best fit
+// in decreasing length (each into the row it leaves least room in; a new row when none has room),
+// so that few rows hold them all. The same rows for the same lengths; each row's samples in the
+// order they were placed. A length above capacity is an error.
+std::vector<std::vector<std::int64_t>> pack_best_fit(const std::vector<std::int64_t>& lengths, std::int64_t capacity);
 
 }  // namespace xpuperf::text

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -204,14 +206,39 @@ Batch GptTokenDataset::get(const torch::Tensor& indices) const {
 }
 
 BertTokenDataset::BertTokenDataset(TokenSplit split, std::int64_t length, text::BertSamples::Special special,
-                                   std::uint64_t seed, bool dynamic_masking)
+                                   std::uint64_t seed, bool dynamic_masking, bool packing)
     : split_(std::move(split)),
       samples_(*split_.file, split_.documents, length, special),
       length_(length),
       seed_(seed),
-      dynamic_(dynamic_masking) {
+      dynamic_(dynamic_masking),
+      packing_(packing),
+      pad_(special.pad) {
+  std::vector<std::int64_t> lengths(static_cast<std::size_t>(samples_.size()));
+  std::int64_t real = 0;
+  for (std::int64_t i = 0; i < samples_.size(); ++i) {
+    lengths[static_cast<std::size_t>(i)] = samples_.real_length(i);
+    real += lengths[static_cast<std::size_t>(i)];
+  }
+  if (packing_) {
+    rows_ = text::pack_best_fit(lengths, length);
+    for (const auto& row : rows_) {
+      std::int64_t masked = 0;
+      for (const auto i : row) masked += text::BertSamples::masked_count(lengths[static_cast<std::size_t>(i)]);
+      max_masked_ = std::max(max_masked_, masked);
+    }
+  } else {
+    for (const auto l : lengths) max_masked_ = std::max(max_masked_, text::BertSamples::masked_count(l));
+  }
+  const std::int64_t rows = size();
+  real_share_ = rows > 0 ? static_cast<double>(real) / static_cast<double>(rows * length) : 0.0;
   description_ = split_.description + "; " + thousands(samples_.size()) + " spans of up to " + std::to_string(length) +
                  " tokens, 15 % masked";
+  if (packing_)
+    description_ += ", packed into " + thousands(rows) + " rows of " + std::to_string(length) + " (" +
+                    std::to_string(static_cast<int>(std::lround(100 * real_share_))) + " % real tokens)";
+  else
+    description_ += " (" + std::to_string(static_cast<int>(std::lround(100 * real_share_))) + " % real tokens)";
 }
 
 void BertTokenDataset::start_epoch(const EpochPlan& plan) {
@@ -219,7 +246,39 @@ void BertTokenDataset::start_epoch(const EpochPlan& plan) {
   epoch_ = plan.epoch;
 }
 
+Batch BertTokenDataset::get_packed(const torch::Tensor& indices, std::uint64_t seed) const {
+  const auto n = indices.size(0);
+  auto ids = torch::full({n, length_}, 0, torch::kLong);
+  auto labels = torch::full({n, length_}, -100, torch::kLong);
+  auto segments = torch::zeros({n, length_}, torch::kLong);
+  auto positions = torch::zeros({n, length_}, torch::kLong);
+  const auto* index = indices.data_ptr<std::int64_t>();
+  for (std::int64_t r = 0; r < n; ++r) {
+    auto* row_ids = ids.data_ptr<std::int64_t>() + r * length_;
+    auto* row_labels = labels.data_ptr<std::int64_t>() + r * length_;
+    auto* row_segments = segments.data_ptr<std::int64_t>() + r * length_;
+    auto* row_positions = positions.data_ptr<std::int64_t>() + r * length_;
+    std::int64_t at = 0, segment = 0;
+    const auto& row = rows_.at(static_cast<std::size_t>(index[r]));
+    for (const auto sample : row) {
+      const text::BertSample s = samples_.get(sample, seed);
+      const auto real = samples_.real_length(sample);
+      ++segment;
+      for (std::int64_t i = 0; i < real; ++i) {
+        row_ids[at + i] = s.ids[static_cast<std::size_t>(i)];
+        row_labels[at + i] = s.labels[static_cast<std::size_t>(i)];
+        row_segments[at + i] = segment;
+        row_positions[at + i] = i;
+      }
+      at += real;
+    }
+    for (std::int64_t i = at; i < length_; ++i) row_ids[i] = pad_;  // segment 0: never attended to from a sample
+  }
+  return {ids, torch::zeros({n, length_}, torch::kLong), segments, labels, positions};
+}
+
 Batch BertTokenDataset::get(const torch::Tensor& indices) const {
+  if (packing_) return get_packed(indices, dynamic_ ? seed_ + 1000003ull * static_cast<std::uint64_t>(epoch_) : seed_);
   const auto n = indices.size(0);
   auto ids = torch::empty({n, length_}, torch::kLong);
   auto labels = torch::empty({n, length_}, torch::kLong);

@@ -52,21 +52,38 @@ class GptTokenDataset : public IndexedDataset {
 // BERT masked-LM: ids, token types, the padding mask (true at real tokens) and labels (−100 but
 // at masked positions), each (batch, length). Training draws a sample's masking anew each epoch
 // (RoBERTa's dynamic masking); evaluation masks the same way every time, so its accuracy compares.
+//
+// With `packing` (sequence_packing: true) a sample is a row of `length` tokens holding several
+// [CLS] span [SEP] samples (text::pack_best_fit), each masked as on its own; the third tensor is
+// then the segment of each token (1, 2, ... for the row's samples, 0 at padding), and a fifth holds
+// the positions, counted from 0 in each segment. Attention stays within a segment (the model's
+// mask: tokens of one segment see each other only).
 class BertTokenDataset : public IndexedDataset {
  public:
   BertTokenDataset(TokenSplit split, std::int64_t length, text::BertSamples::Special special, std::uint64_t seed,
-                   bool dynamic_masking);
-  std::int64_t size() const override { return samples_.size(); }
+                   bool dynamic_masking, bool packing = false);
+  std::int64_t size() const override { return packing_ ? static_cast<std::int64_t>(rows_.size()) : samples_.size(); }
   std::string description() const override { return description_; }
   void start_epoch(const EpochPlan& plan) override;
   Batch get(const torch::Tensor& indices) const override;
+  // The most masked positions any sample (packed row) of this dataset has: a bound the model's
+  // prediction head can be sized by ahead of the batch.
+  std::int64_t max_masked_per_sample() const { return max_masked_; }
+  // The share of the samples' positions that are real tokens, not padding.
+  double real_token_share() const { return real_share_; }
 
  private:
+  Batch get_packed(const torch::Tensor& indices, std::uint64_t seed) const;
+
   TokenSplit split_;
   text::BertSamples samples_;
   std::int64_t length_;
   std::uint64_t seed_;
-  bool dynamic_;
+  bool dynamic_, packing_;
+  std::int32_t pad_;
+  std::vector<std::vector<std::int64_t>> rows_;  // packing: the samples of each row
+  std::int64_t max_masked_ = 0;
+  double real_share_ = 0;
   std::int64_t epoch_ = 0;
   std::string description_;
 };

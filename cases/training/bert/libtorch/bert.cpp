@@ -5,7 +5,10 @@
 
 #include "xpuperf/models/bert.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "xpuperf/train/token_datasets.h"
 
@@ -31,8 +34,10 @@ class BertCase : public train::TrainingCase {
     const text::BertSamples::Special special{corpus.cls, corpus.sep, corpus.mask, corpus.pad,
                                              static_cast<std::int32_t>(c.vocab)};
     const auto seed = static_cast<std::uint64_t>(ctx.config.get_int("seed", 1234));
-    return {std::make_shared<train::BertTokenDataset>(corpus.train, length_, special, seed, true),
-            std::make_shared<train::BertTokenDataset>(corpus.eval, length_, special, seed + 1, false)};
+    packing_ = ctx.config.get_bool("sequence_packing", false);
+    train_ = std::make_shared<train::BertTokenDataset>(corpus.train, length_, special, seed, true, packing_);
+    eval_ = std::make_shared<train::BertTokenDataset>(corpus.eval, length_, special, seed + 1, false, packing_);
+    return {train_, eval_};
   }
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
@@ -42,13 +47,10 @@ class BertCase : public train::TrainingCase {
     return model_.ptr();
   }
 
-  torch::Tensor forward_step(const train::Batch& batch) override {
-    return model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3], max_predictions(batch[0])).first;
-  }
+  torch::Tensor forward_step(const train::Batch& batch) override { return loss_and_accuracy(batch).first; }
 
   void evaluate(const train::Batch& batch, train::MetricSums& sums) override {
-    const auto [loss, accuracy] =
-        model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3], max_predictions(batch[0]));
+    const auto [loss, accuracy] = loss_and_accuracy(batch);
     const auto masked = batch[3].ge(0).sum().item<double>();
     sums.add("accuracy", accuracy.item<double>() * masked, masked);
     sums.add("loss", loss.item<double>() * masked, masked);
@@ -63,15 +65,33 @@ class BertCase : public train::TrainingCase {
   std::map<std::string, std::string> tied_weights() const override {
     return models::BertForMaskedLMImpl::tied_weights();
   }
+  // The share of the training rows' positions that are real tokens (an epoch's: each row is read
+  // once an epoch), so that tokens_per_second × it is the real tokens' rate.
+  void step_counters(std::map<std::string, double>& counters) override {
+    if (train_) counters["real_token_share"] = train_->real_token_share();
+  }
 
  private:
+  // The loss and accuracy of a batch: with sequence packing, each token attends within its own
+  // segment (batch[2]) and its position counts from its segment's start (batch[4]).
+  std::pair<torch::Tensor, torch::Tensor> loss_and_accuracy(const train::Batch& batch) {
+    if (!packing_) return model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3], max_predictions(batch[0]));
+    const auto& segments = batch[2];
+    const auto same_segment = segments.unsqueeze(2).eq(segments.unsqueeze(1));
+    return model_->loss_and_accuracy(batch[0], batch[1], same_segment, batch[3], max_predictions(batch[0]), batch[4]);
+  }
+
   // The most positions a batch can have masked: BertSamples masks round(15 % of a sample's
-  // length − 2) at most, at least one.
+  // length − 2) at most, at least one; a packed row, what its samples have together (the most any
+  // row of either dataset has).
   std::int64_t max_predictions(const torch::Tensor& ids) const {
+    if (packing_) return ids.size(0) * std::max(train_->max_masked_per_sample(), eval_->max_masked_per_sample());
     return ids.size(0) * (std::llround(0.15 * static_cast<double>(length_ - 2)) + 1);
   }
 
   models::BertForMaskedLM model_{nullptr};
+  std::shared_ptr<train::BertTokenDataset> train_, eval_;
+  bool packing_ = false;
   std::int64_t length_ = 512;
 };
 
