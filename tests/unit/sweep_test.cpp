@@ -134,6 +134,16 @@ TEST(SweepReport, ExpertRowsCompareWithRowsOfTheSameExperts) {
   EXPECT_FALSE(dense_first["rows"][1].contains("parity"));
   EXPECT_NE(report::sweep_markdown(dense_first).find("not compared: another model"), std::string::npos);
 
+  // Packed rows are other batches: not compared with padded ones.
+  const auto packed = parse_strategies("bf16+pack", diags);
+  ASSERT_FALSE(diags.has_errors()) << diags.format();
+  EXPECT_EQ(packed[0].sets, (std::vector<std::string>{"precision=bf16", "sequence_packing=true"}));
+  input["rows"].push_back(row("bf16+pack", packed[0].sets, {10.0, 9.5}));
+  const json with_packing = report::sweep_summary(input);
+  EXPECT_FALSE(with_packing["rows"][2].contains("parity"));
+  EXPECT_NE(report::sweep_markdown(with_packing).find("not compared: packed rows hold several samples"),
+            std::string::npos);
+
   input["rows"] =
       json::array({row("bf16+moe4", rows[1].sets, {10.0, 8.0}), row("bf16+moe4+ep2", rows[2].sets, {10.0, 8.5})});
   const json moe_first = report::sweep_summary(input);

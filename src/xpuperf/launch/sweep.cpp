@@ -34,8 +34,8 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 const char* kTokens =
-    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, offload, fused, foreach, tpN, ppN, epN, loraN, "
-    "moeN or key=value";
+    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, offload, fused, foreach, pack, tpN, ppN, epN, "
+    "loraN, moeN or key=value";
 
 // What one token of a strategy sets; nullopt (with the reason in diags) when it cannot.
 std::optional<std::vector<std::string>> token_sets(const std::string& token, const Source& where, Diagnostics& diags) {
@@ -46,6 +46,7 @@ std::optional<std::vector<std::string>> token_sets(const std::string& token, con
   if (token == "ckpt") return std::vector<std::string>{"activation_checkpointing=true"};
   if (token == "graphs") return std::vector<std::string>{"cuda_graphs=true"};
   if (token == "offload") return std::vector<std::string>{"offload_optimizer=true"};
+  if (token == "pack") return std::vector<std::string>{"sequence_packing=true"};
   if (token == "fused" || token == "foreach") return std::vector<std::string>{"fused_optimizer=" + token};
   if (std::regex_match(token, m, kParallel)) {
     const std::string kind = m[1];

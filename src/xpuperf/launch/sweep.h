@@ -20,7 +20,8 @@ struct SweepRow {
 
 // "fp32; bf16; bf16+zero1; bf16+ckpt; bf16+train_batch_size=2+global_batch_size=8" → rows.
 // Tokens: fp32 tf32 bf16 fp16 (precision), zero1 zero2 zero3 (zero_stage), ckpt
-// (activation_checkpointing), graphs (cuda_graphs), offload (offload_optimizer), fused foreach (fused_optimizer), tpN
+// (activation_checkpointing), graphs (cuda_graphs), offload (offload_optimizer), fused foreach (fused_optimizer), pack
+// (sequence_packing: several samples a row, whose loss is not compared with a padded row's), tpN
 // (tensor_parallel), ppN (pipeline_parallel), loraN (lora_rank: LoRA fine-tuning, whose loss is
 // not compared with a row without it), and any key=value. Unknown tokens go to `diags`
 // with the reason; combinations are checked when each row's config is merged.

@@ -167,6 +167,10 @@ json sweep_summary(const json& input) {
       row["parity_undefined"] = "LoRA trains adapters on a frozen model, another training than the reference's";
     else if (set_value_of(row, "num_local_experts", "") != set_value_of(ref, "num_local_experts", ""))
       row["parity_undefined"] = "another model than the reference's (its number of experts)";
+    else if (set_value_of(row, "sequence_packing", "false") != set_value_of(ref, "sequence_packing", "false"))
+      row["parity_undefined"] =
+          "packed rows hold several samples each, other batches than the reference's (its samples/s counts rows: "
+          "STEP_END's real_token_share × tokens/s is the real tokens' rate)";
     else if (const json* curve = curve_of(row); curve && ref_curve && static_cast<int>(i) != reference)
       row["parity"] = parity(*curve, *ref_curve, tolerance);
   }
