@@ -1,7 +1,8 @@
 """Test helper (Python with torch and Hugging Face transformers; the GPU machine has them): MODEL
 (gpt2: GPT2LMHeadModel, bert: BertForMaskedLM, their default configs; llama: LlamaForCausalLM at
 the small size of LLAMA_SMALL, grouped-query attention included; llama3: the same with Llama 3.2's
-vocabulary, tied output layer and rope scaling) with random weights, in
+vocabulary, tied output layer and rope scaling; mixtral: MixtralForCausalLM with LLAMA_SMALL's
+attention and 4 experts, 2 a token, in every layer) with random weights, in
 eval mode, on a fixed batch. Writes OUT_DIR/MODEL.weights.pt (the whole state_dict as a plain dict,
 tied copies lm_head.weight / cls.predictions.decoder.* included, as a user's file has them) and
 OUT_DIR/MODEL.io.pt ({"input", "labels", "output" (logits), "loss"}). Where CUDA is, also the
@@ -30,8 +31,15 @@ if int(transformers.__version__.split(".")[0]) >= 5:  # transformers 5 holds rop
     LLAMA3_SMALL["rope_parameters"] = dict(LLAMA3_ROPE, rope_theta=500000.0)
 else:
     LLAMA3_SMALL.update(rope_theta=500000.0, rope_scaling=LLAMA3_ROPE)
-if name in ("llama", "llama3"):
-    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**(LLAMA_SMALL if name == "llama" else LLAMA3_SMALL)))
+# models_test.cpp's mixtral_small(): LLAMA_SMALL with Mixtral's experts and its default rope_theta (1e6).
+MIXTRAL_SMALL = dict(LLAMA_SMALL, num_local_experts=4, num_experts_per_tok=2)
+del MIXTRAL_SMALL["rope_theta"]
+if name in ("llama", "llama3", "mixtral"):
+    if name == "mixtral":
+        model = transformers.MixtralForCausalLM(transformers.MixtralConfig(**MIXTRAL_SMALL))
+    else:
+        model = transformers.LlamaForCausalLM(
+            transformers.LlamaConfig(**(LLAMA_SMALL if name == "llama" else LLAMA3_SMALL)))
     if name == "llama3":
         rope = model.model.rotary_emb
         assert getattr(rope, "rope_type", "llama3") == "llama3", f"rope scaling not applied: {rope.rope_type}"

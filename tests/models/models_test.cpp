@@ -261,6 +261,73 @@ TEST(LanguageModels, TheAlignedOutputLayerKeepsTheLossAndThePredictions) {
   }
 }
 
+// Hugging Face's Mixtral checkpoints hold one module an expert (w1 gate, w3 up, w2 down): they load
+// into the stacked experts, the same logits; a missing expert is named.
+TEST(LanguageModels, HuggingFacesMixtralExpertsLoadIntoTheStackedExperts) {
+  torch::manual_seed(5);
+  LlamaConfig c;
+  c.vocab = 64, c.hidden = 32, c.intermediate = 48, c.layers = 2, c.heads = 4, c.kv_heads = 2;
+  c.moe.experts = 4;
+  auto source = LlamaForCausalLM(c);
+  c10::Dict<std::string, torch::Tensor> dict;
+  for (const auto& p : source->named_parameters()) {
+    const std::string& name = p.key();
+    const auto at = name.find("block_sparse_moe.w_");
+    if (at == std::string::npos) {
+      dict.insert(name, p.value().detach().clone());
+      continue;
+    }
+    const std::string prefix = name.substr(0, at) + "block_sparse_moe.experts.";
+    const std::string which = name.substr(at + std::string("block_sparse_moe.w_").size());
+    const std::string w = which == "gate" ? "w1" : which == "up" ? "w3" : "w2";
+    for (std::int64_t j = 0; j < c.moe.experts; ++j)
+      dict.insert(prefix + std::to_string(j) + "." + w + ".weight", p.value()[j].detach().clone());
+  }
+  ASSERT_TRUE(dict.contains("model.layers.1.block_sparse_moe.experts.3.w2.weight"));
+  test::TempDir dir;
+  const auto convert = [](std::map<std::string, torch::Tensor>& tensors) {
+    return stack_hugging_face_experts(tensors) ? std::string("Mixtral's experts") : std::string();
+  };
+  auto target = LlamaForCausalLM(c);
+  EXPECT_EQ(torchrt::load_weights(*target, save_state_dict(dict, dir.path() + "/mixtral.pt"), {}, convert),
+            "PyTorch state_dict in Mixtral's experts, converted");
+  source->eval(), target->eval();
+  const auto ids = torch::randint(0, 64, {2, 9});
+  EXPECT_TRUE(torch::equal(target->forward(ids), source->forward(ids)));
+  // transformers 5's layout: gate and up fused, the block named mlp.
+  c10::Dict<std::string, torch::Tensor> fused;
+  for (const auto& p : source->named_parameters()) {
+    std::string name = p.key();
+    const auto at = name.find("block_sparse_moe.");
+    if (at == std::string::npos) {
+      fused.insert(name, p.value().detach().clone());
+      continue;
+    }
+    const std::string layer = name.substr(0, at) + "mlp.",
+                      rest = name.substr(at + std::string("block_sparse_moe.").size());
+    if (rest == "gate.weight") fused.insert(layer + "gate.weight", p.value().detach().clone());
+    if (rest == "w_down") fused.insert(layer + "experts.down_proj", p.value().detach().clone());
+    if (rest == "w_gate") {
+      const auto up = source->named_parameters()[name.substr(0, at) + "block_sparse_moe.w_up"];
+      fused.insert(layer + "experts.gate_up_proj", torch::cat({p.value(), up}, 1).detach().clone());
+    }
+  }
+  auto from_fused = LlamaForCausalLM(c);
+  EXPECT_EQ(torchrt::load_weights(*from_fused, save_state_dict(fused, dir.path() + "/mixtral5.pt"), {}, convert),
+            "PyTorch state_dict in Mixtral's experts, converted");
+  from_fused->eval();
+  EXPECT_TRUE(torch::equal(from_fused->forward(ids), source->forward(ids)));
+  dict.erase("model.layers.0.block_sparse_moe.experts.2.w3.weight");
+  try {
+    torchrt::load_weights(*target, save_state_dict(dict, dir.path() + "/broken.pt"), {}, convert);
+    ADD_FAILURE() << "a checkpoint missing an expert's weight was taken";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.layers.0.block_sparse_moe.experts.2.w3.weight is missing"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(LanguageModels, HuggingFacesTiedCopiesLoadWhenTheyEqualWhatTheyCopy) {
   // A state_dict as Hugging Face saves GPT2LMHeadModel's: lm_head.weight beside transformer.wte.weight.
   const GptConfig g{64, 16, 1, 32, 4, 0.0, 1e-5};
@@ -427,6 +494,18 @@ LlamaConfig llama_small() {
   return c;
 }
 
+// hf_reference.py's MIXTRAL_SMALL: LLAMA_SMALL's attention, 4 experts of 688 units, 2 a token, rope θ 1e6.
+LlamaConfig mixtral_small() {
+  LlamaConfig c = llama_small();
+  c.rope_theta = 1e6;
+  c.moe.experts = 4, c.moe.top_k = 2;
+  return c;
+}
+
+std::string mixtral_experts(std::map<std::string, torch::Tensor>& tensors) {
+  return stack_hugging_face_experts(tensors) ? "Hugging Face's Mixtral experts" : "";
+}
+
 TEST(LanguageModels, Gpt2GivesHuggingFacesLogitsAndLoss) {
   test::TempDir dir;
   if (!hf_reference("gpt2", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
@@ -451,6 +530,21 @@ TEST(LanguageModels, LlamaGivesHuggingFacesLogitsAndLoss) {
   const auto ids = io_tensor(dir.path() + "/llama.io.pt", "input");
   const auto logits = m->forward(ids);
   expect_same_logits_and_loss(logits, next_token_loss(logits, ids), dir.path() + "/llama.io.pt", "llama");
+}
+
+// Mixtral's sparse MoE block in the Llama model: Hugging Face's MixtralForCausalLM state_dict loads
+// (its experts stacked) and gives the same logits and loss (the routers' losses are training's).
+TEST(LanguageModels, MixtralGivesHuggingFacesLogitsAndLoss) {
+  test::TempDir dir;
+  if (!hf_reference("mixtral", dir.path())) GTEST_SKIP() << "Hugging Face transformers is not installed";
+  auto m = LlamaForCausalLM(mixtral_small());
+  EXPECT_EQ(torchrt::load_weights(*m, dir.path() + "/mixtral.weights.pt", {}, mixtral_experts),
+            "PyTorch state_dict in Hugging Face's Mixtral experts, converted");
+  m->eval();
+  torch::NoGradGuard no_grad;
+  const auto ids = io_tensor(dir.path() + "/mixtral.io.pt", "input");
+  const auto logits = m->forward(ids);
+  expect_same_logits_and_loss(logits, next_token_loss(logits, ids), dir.path() + "/mixtral.io.pt", "mixtral");
 }
 
 // The inference path on CUDA: stacked projections and the fused kernels (models/fused_ops.h) in
@@ -586,6 +680,20 @@ TEST(LanguageModels, Llama3FirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
   m->fused_kernels = true;  // the training case's loss, through the cross-entropy kernels
   expect_same_first_step(
       *m, dir.path(), "llama3", [&] { return std::make_pair(m->loss(ids), m->forward(ids)); }, ", fused kernels,");
+}
+
+// The mixtral case's model at a small size: its first step against MixtralForCausalLM's from the same
+// weights (eval mode: no router losses on either side, as Hugging Face's without output_router_logits).
+TEST(LanguageModels, MixtralFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
+  test::TempDir dir;
+  if (!have_cuda_and_reference("mixtral", dir.path())) GTEST_SKIP() << "needs CUDA and Hugging Face transformers";
+  auto m = LlamaForCausalLM(mixtral_small());
+  torchrt::load_weights(*m, dir.path() + "/mixtral.weights.pt", {}, mixtral_experts);
+  const auto ids = io_tensor(dir.path() + "/mixtral.io.pt", "input").cuda();
+  expect_same_first_step(*m, dir.path(), "mixtral", [&] {
+    const auto logits = m->forward(ids);
+    return std::make_pair(next_token_loss(logits, ids), logits);
+  });
 }
 
 TEST(LanguageModels, BertFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {

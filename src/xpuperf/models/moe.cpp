@@ -1,10 +1,87 @@
 #include "xpuperf/models/moe.h"
 
 #include <cmath>
+#include <map>
+#include <regex>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace xpuperf::models {
+
+namespace {
+
+// transformers 5's layout: a layer's experts as two tensors, `<layer>.mlp.experts.gate_up_proj`
+// (experts, 2 × units, hidden: the gate's rows, then the up ones) and `.down_proj` (experts,
+// hidden, units), the router at `<layer>.mlp.gate.weight` (or under block_sparse_moe).
+bool split_fused_experts(std::map<std::string, torch::Tensor>& tensors) {
+  static const std::regex kFused(R"((.*)\.(block_sparse_moe|mlp)\.experts\.gate_up_proj)");
+  std::vector<std::pair<std::string, std::string>> layers;  // (the layer, the block's name there)
+  for (const auto& [name, tensor] : tensors) {
+    std::smatch m;
+    if (std::regex_match(name, m, kFused)) layers.emplace_back(m[1], m[2]);
+  }
+  for (const auto& [layer, block] : layers) {
+    const std::string from = layer + "." + block + ".", to = layer + ".block_sparse_moe.";
+    const auto gate_up = tensors.at(from + "experts.gate_up_proj");
+    const auto down = tensors.find(from + "experts.down_proj");
+    if (down == tensors.end()) throw std::runtime_error(from + "experts.down_proj is missing");
+    if (gate_up.dim() != 3 || gate_up.size(1) % 2 != 0)
+      throw std::runtime_error(from + "experts.gate_up_proj: shape " + c10::str(gate_up.sizes()) +
+                               ", not (experts, 2 × units, hidden)");
+    const auto units = gate_up.size(1) / 2;
+    tensors[to + "w_gate"] = gate_up.narrow(1, 0, units).contiguous();
+    tensors[to + "w_up"] = gate_up.narrow(1, units, units).contiguous();
+    tensors[to + "w_down"] = down->second;
+    tensors.erase(down);
+    tensors.erase(from + "experts.gate_up_proj");
+    if (const auto router = tensors.find(from + "gate.weight"); router != tensors.end() && from != to) {
+      tensors[to + "gate.weight"] = router->second;
+      tensors.erase(router);
+    }
+  }
+  return !layers.empty();
+}
+
+}  // namespace
+
+bool stack_hugging_face_experts(std::map<std::string, torch::Tensor>& tensors) {
+  const bool fused = split_fused_experts(tensors);
+  static const std::regex kExpert(R"((.*block_sparse_moe\.)experts\.([0-9]+)\.(w[123])\.weight)");
+  // layer prefix → expert → w1/w2/w3 → the file's name
+  std::map<std::string, std::map<std::int64_t, std::map<std::string, std::string>>> layers;
+  for (const auto& [name, tensor] : tensors) {
+    std::smatch m;
+    if (std::regex_match(name, m, kExpert)) layers[m[1]][std::stoll(m[2])][m[3]] = name;
+  }
+  for (const auto& [prefix, experts] : layers) {
+    const auto count = static_cast<std::int64_t>(experts.size());
+    std::map<std::string, std::vector<torch::Tensor>> parts;
+    for (std::int64_t j = 0; j < count; ++j) {
+      const auto expert = experts.find(j);
+      if (expert == experts.end())
+        throw std::runtime_error(prefix + "experts: expert " + std::to_string(j) + " is missing (the file has " +
+                                 std::to_string(count) + " experts, numbered otherwise)");
+      for (const char* w : {"w1", "w2", "w3"}) {
+        const auto found = expert->second.find(w);
+        if (found == expert->second.end())
+          throw std::runtime_error(prefix + "experts." + std::to_string(j) + "." + w + ".weight is missing");
+        parts[w].push_back(tensors.at(found->second));
+      }
+    }
+    for (auto& [w, list] : parts)
+      for (const auto& t : list)
+        if (t.sizes() != list.front().sizes())
+          throw std::runtime_error(prefix + "experts.*." + w + ".weight: the experts' shapes differ");
+    tensors[prefix + "w_gate"] = torch::stack(parts["w1"]);
+    tensors[prefix + "w_up"] = torch::stack(parts["w3"]);
+    tensors[prefix + "w_down"] = torch::stack(parts["w2"]);
+    for (const auto& [j, weights] : experts)
+      for (const auto& [w, name] : weights) tensors.erase(name);
+  }
+  return fused || !layers.empty();
+}
 
 SparseMoeBlockImpl::SparseMoeBlockImpl(std::int64_t hidden, std::int64_t intermediate, const MoeConfig& c) : config(c) {
   TORCH_CHECK(c.experts >= 2 && c.top_k >= 1 && c.top_k <= c.experts, "MoE: ", c.top_k, " of ", c.experts,

@@ -12,7 +12,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "xpuperf/parallel/expert_parallel.h"
@@ -62,6 +64,16 @@ struct SparseMoeBlockImpl : torch::nn::Module {
   std::shared_ptr<parallel::ExpertParallel> ep_;  // null: every expert here
 };
 TORCH_MODULE(SparseMoeBlock);
+
+// A state_dict with Mixtral's experts as Hugging Face's checkpoints hold them, one module an expert
+// (`<layer>.block_sparse_moe.experts.<j>.w1.weight` (units, hidden): the gate projection, `w3` the
+// up one, `w2` (hidden, units) the down one), stacked in place into this block's `w_gate`, `w_up`
+// and `w_down` (experts first); the router's `gate.weight` is the same name in both. Returns whether
+// any layer was converted; a layer whose experts are not 0 to E − 1, each with its three weights
+// of one shape, is a std::runtime_error naming the layer and what is missing. transformers 5's own
+// layout (`<layer>.mlp.experts.gate_up_proj`, gate rows then up rows, and `.down_proj`, the router
+// at `<layer>.mlp.gate.weight`) is split and renamed the same way.
+bool stack_hugging_face_experts(std::map<std::string, torch::Tensor>& tensors);
 
 // The same loss Hugging Face's load_balancing_loss_func gives for one layer: experts × Σ over the
 // top-k slots and experts of (the share of tokens routed there) × (the mean router probability).

@@ -23,6 +23,10 @@ class LlamaLmCase : public CausalLmCase {
   std::map<std::string, std::string> tied_weights() const override {
     return model_ ? model_->tied_weights() : std::map<std::string, std::string>{};
   }
+  // Hugging Face's Mixtral checkpoints hold an expert a module: stacked into the block's tensors.
+  std::string convert_checkpoint(std::map<std::string, torch::Tensor>& tensors) const override {
+    return models::stack_hugging_face_experts(tensors) ? "Hugging Face's Mixtral experts (one module an expert)" : "";
+  }
 
  protected:
   torch::Tensor lm_loss(const torch::Tensor& ids) override;
