@@ -6,12 +6,11 @@ with PyTorch's dynamic loss scaler, as the case), the cases' AdamW (fused) and g
 eager and torch.compile; peak device memory; optionally the CUDA kernels by
 time (where the time goes). Prints one JSON object per line."""
 import argparse
-import time
 
 import torch
 import transformers
 
-from pytorch_common import emit, kernel_table
+from pytorch_common import emit, kernel_table, timed_steps
 
 RECIPES = {  # the cases' _base.yaml
     "gpt2": dict(batch=16, length=1024, lr=6e-4, betas=(0.9, 0.95), wd=0.1, eps=1e-8),
@@ -85,18 +84,9 @@ def throughput(case, mode, steps, warmup, device, profile=False):
         opt.zero_grad(set_to_none=True)
         return loss
 
-    run = torch.compile(step) if mode == "compile" else step
-    for _ in range(warmup):
-        run()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    t = time.perf_counter()
-    for _ in range(steps):
-        run()
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - t
+    run, seconds, peak_mib = timed_steps(step, mode, warmup, steps)
     emit(figure="throughput", case=case, mode=mode, sequences_per_s=r["batch"] * steps / seconds,
-         tokens_per_s=r["batch"] * r["length"] * steps / seconds, peak_mib=torch.cuda.max_memory_allocated() / 2**20)
+         tokens_per_s=r["batch"] * r["length"] * steps / seconds, peak_mib=peak_mib)
     if profile:
         kernel_table(case, mode, run, top=15)
     del model, opt

@@ -7,12 +7,11 @@ the adapters in fp32 under bf16 autocast, fused AdamW over the adapters only, cl
 eager and torch.compile. Prints one JSON object a line: tokens/s and peak device memory."""
 import argparse
 import math
-import time
 
 import torch
 import transformers
 
-from pytorch_common import emit
+from pytorch_common import emit, timed_steps
 
 
 class LoraLinear(torch.nn.Module):
@@ -66,18 +65,9 @@ def throughput(mode, steps, warmup, rank, alpha, dropout, length, batch):
         opt.zero_grad(set_to_none=True)
         return loss
 
-    run = torch.compile(step) if mode == "compile" else step
-    for _ in range(warmup):
-        run()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    t = time.perf_counter()
-    for _ in range(steps):
-        run()
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - t
+    _, seconds, peak_mib = timed_steps(step, mode, warmup, steps)
     emit(figure="throughput", case="llama2_7b_lora", mode=mode, tokens_per_s=batch * length * steps / seconds,
-         peak_mib=torch.cuda.max_memory_allocated() / 2**20,
+         peak_mib=peak_mib,
          trained=sum(p.numel() for p in adapters), frozen=sum(p.numel() for p in model.parameters()) - sum(
              p.numel() for p in adapters))
     del model, opt

@@ -1,12 +1,29 @@
-"""What the PyTorch sides of the bench/ scripts share: one JSON object a line, and the CUDA
-kernels of a few steps by time (where the time goes)."""
+"""What the PyTorch sides of the bench/ scripts share: one JSON object a line, the timed steps of
+eager or torch.compile, and the CUDA kernels of a few steps by time (where the time goes)."""
 import json
+import time
 
 import torch
 
 
 def emit(**kv):
     print(json.dumps(kv), flush=True)
+
+
+def timed_steps(step, mode, warmup, steps):
+    """`step` eager or under torch.compile (mode "compile"): `warmup` steps, then `steps` timed ones.
+    Returns the step as it ran (for kernel_table), the timed steps' seconds and the device's peak
+    memory over them in MiB."""
+    run = torch.compile(step) if mode == "compile" else step
+    for _ in range(warmup):
+        run()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    t = time.perf_counter()
+    for _ in range(steps):
+        run()
+    torch.cuda.synchronize()
+    return run, time.perf_counter() - t, torch.cuda.max_memory_allocated() / 2**20
 
 
 def kernel_table(case, mode, run, steps=5, top=12):

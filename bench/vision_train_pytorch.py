@@ -9,13 +9,12 @@ pool image once (shuffled): loss, batch-norm statistics and gradients do not dep
 so the same images here in index order give the same first step.
 Prints one JSON object per line."""
 import argparse
-import time
 
 import torch
 import torch.nn.functional as F
 import torchvision
 
-from pytorch_common import emit, kernel_table
+from pytorch_common import emit, kernel_table, timed_steps
 
 RECIPES = {  # the cases' _base.yaml: optimizer, label smoothing, channels-last
     "resnet50": dict(tv="resnet50", opt="sgd", lr=0.1, wd=1e-4, smoothing=0.1, channels_last=True),
@@ -106,18 +105,8 @@ def throughput(case, mode, batch, steps, warmup, device, profile=False):
         opt.zero_grad(set_to_none=True)
         return loss
 
-    run = torch.compile(step) if mode == "compile" else step
-    for _ in range(warmup):
-        run()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    t = time.perf_counter()
-    for _ in range(steps):
-        run()
-    torch.cuda.synchronize()
-    rate = batch * steps / (time.perf_counter() - t)
-    emit(figure="throughput", case=case, mode=mode, images_per_s=rate,
-         peak_mib=torch.cuda.max_memory_allocated() / 2**20)
+    run, seconds, peak_mib = timed_steps(step, mode, warmup, steps)
+    emit(figure="throughput", case=case, mode=mode, images_per_s=batch * steps / seconds, peak_mib=peak_mib)
     if profile:
         kernel_table(case, mode, run)
     del model, opt
