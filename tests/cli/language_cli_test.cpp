@@ -100,17 +100,39 @@ class LanguageCli : public ::testing::Test {
 };
 test::TempDir* LanguageCli::data_ = nullptr;
 
+// The folder `xpuperf sweep` wrote under its --log-dir (sweep<stamp>); "" when there is none.
+std::string sweep_folder_in(const std::string& log_dir) {
+  std::string sweep;
+  for (const auto& d : fs::directory_iterator(log_dir))
+    if (d.path().filename().string().rfind("sweep", 0) == 0) sweep = d.path().string();
+  return sweep;
+}
+
+// What a language case's tiny run is and is checked against.
+struct LanguageRun {
+  const char* smoke;        // the tiny sizes and steps
+  std::string dataset;      // the token dataset it reads
+  std::string tokenizer;    // what made that dataset
+  int length;               // tokens a sample
+  double perplexity_below;  // the causal models' bound after 40 steps; 0: a masked LM (accuracy)
+};
+
+// Perplexity is exp(the mean token loss), and a few dozen steps take it far below the
+// vocabulary's 50,257 or 128,256 (a uniform guess); Chinese pieces are spread more evenly than
+// English ones, so CPM's 8,000 come down less in as many steps.
+LanguageRun language_run(const std::string& model) {
+  if (model == "gpt2") return {kGptSmoke, "linux-doc-gpt2", "gpt2", 32, 50257 / 10.0};
+  if (model == "llama" || model == "mixtral") return {kLlamaSmoke, "linux-doc-llama3", "llama3", 32, 128256 / 10.0};
+  if (model == "cpm") return {kCpmSmoke, "zh-debian-cpm", "sentencepiece", 32, 8000 / 2.0};
+  return {kBertSmoke, "linux-doc-bert", "wordpiece", 64, 0};
+}
+
 // One case through `xpuperf run` (a test each, so that ctest runs them side by side).
 void expect_trains_through_run(const std::string& model, const std::string& data, const std::string& plan_dir) {
+  const LanguageRun expected = language_run(model);
   const std::string plan_path = plan_dir + "/plan.yaml";
   std::ofstream(plan_path) << "vendor: cpu\nlog_dir: " << plan_dir << "/results\ncases:\n  \"" << model
-                           << ":libtorch:CPU:1:1:1\": {data_dir: " << data << ", "
-                           << (model == "gpt2"      ? kGptSmoke
-                               : model == "llama"   ? kLlamaSmoke
-                               : model == "cpm"     ? kCpmSmoke
-                               : model == "mixtral" ? kLlamaSmoke
-                                                    : kBertSmoke)
-                           << "}\n";
+                           << ":libtorch:CPU:1:1:1\": {data_dir: " << data << ", " << expected.smoke << "}\n";
   const Result r = xpuperf({"run", plan_path}, XPUPERF_SOURCE_DIR, {}, 600);
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string run = run_folder_in(plan_dir + "/results");
@@ -122,34 +144,22 @@ void expect_trains_through_run(const std::string& model, const std::string& data
   const auto* info = event_value(events, "SUBMIT_INFO");
   ASSERT_TRUE(info) << model;
   const auto train_data = (*info)["train_data"].get<std::string>();
-  const std::string tokenizer = model == "gpt2"                          ? "gpt2"
-                                : model == "llama" || model == "mixtral" ? "llama3"
-                                : model == "cpm"                         ? "sentencepiece"
-                                                                         : "wordpiece";
-  EXPECT_TRUE(has(train_data,
-                  model == "cpm" ? "zh-debian-cpm" : "linux-doc-" + std::string(model == "bert" ? "bert" : tokenizer)))
-      << train_data;
-  EXPECT_TRUE(has(train_data, "tokenised with " + tokenizer)) << train_data;
+  EXPECT_TRUE(has(train_data, expected.dataset)) << train_data;
+  EXPECT_TRUE(has(train_data, "tokenised with " + expected.tokenizer)) << train_data;
   EXPECT_TRUE(has((*info)["eval_data"].get<std::string>(), "held-out documents")) << info->dump();
   const auto* eval = event_value(events, "EVALUATE");
   ASSERT_TRUE(eval) << model;
   const auto* finished = event_value(events, "FINISHED");
   ASSERT_TRUE(finished) << model;
   EXPECT_EQ((*finished)["global_steps"], 40);
-  const int length = model == "bert" ? 64 : 32;
-  EXPECT_EQ((*finished)["tokens_per_sample"], length);
+  EXPECT_EQ((*finished)["tokens_per_sample"], expected.length);
   EXPECT_NEAR((*finished)["training_tokens_per_second"].get<double>(),
-              length * (*finished)["training_samples_per_second"].get<double>(), 1e-6);
+              expected.length * (*finished)["training_samples_per_second"].get<double>(), 1e-6);
   EXPECT_GT((*finished)["train_flops_per_sample"].get<double>(), 0.0);
-  if (model != "bert") {
-    // Perplexity is exp(the mean token loss), and a few dozen steps take it far below the
-    // vocabulary's 50,257 or 128,256 (a uniform guess); Chinese pieces are spread more evenly than
-    // English ones, so CPM's 8,000 come down less in as many steps.
+  if (expected.perplexity_below > 0) {
     const double loss = (*eval)["loss"].get<double>();
     EXPECT_NEAR((*eval)["perplexity"].get<double>(), std::exp(loss), 1e-6 * std::exp(loss));
-    EXPECT_LT((*eval)["perplexity"].get<double>(), model == "gpt2"  ? 50257 / 10.0
-                                                   : model == "cpm" ? 8000 / 2.0
-                                                                    : 128256 / 10.0);
+    EXPECT_LT((*eval)["perplexity"].get<double>(), expected.perplexity_below);
     EXPECT_EQ((*finished)["final_metric"]["name"], "perplexity") << finished->dump();
   } else {
     const double accuracy = (*eval)["accuracy"].get<double>();
@@ -343,9 +353,7 @@ TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
     args.insert(args.end(), {"--set", set});
   const Result r = xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
   ASSERT_EQ(r.code, 0) << r.output;
-  std::string sweep;
-  for (const auto& d : fs::directory_iterator(dir.path()))
-    if (d.path().filename().string().rfind("sweep", 0) == 0) sweep = d.path().string();
+  const std::string sweep = sweep_folder_in(dir.path());
   ASSERT_FALSE(sweep.empty()) << r.output;
   const auto summary = nlohmann::json::parse(test::read_file(sweep + "/summary.json"));
   ASSERT_EQ(summary["rows"].size(), 3u);
@@ -398,9 +406,7 @@ TEST_F(LanguageCli, SweepOfExpertParallelismKeepsTheLossOnTwoRanks) {
     args.insert(args.end(), {"--set", set});
   const Result r = xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
   ASSERT_EQ(r.code, 0) << r.output;
-  std::string sweep;
-  for (const auto& d : fs::directory_iterator(dir.path()))
-    if (d.path().filename().string().rfind("sweep", 0) == 0) sweep = d.path().string();
+  const std::string sweep = sweep_folder_in(dir.path());
   ASSERT_FALSE(sweep.empty()) << r.output;
   const auto summary = nlohmann::json::parse(test::read_file(sweep + "/summary.json"));
   ASSERT_EQ(summary["rows"].size(), 2u);
