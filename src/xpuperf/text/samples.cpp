@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "xpuperf/text/tokenizer_error.h"
 
@@ -71,16 +72,15 @@ std::vector<std::vector<std::int64_t>> pack_best_fit(const std::vector<std::int6
                            std::to_string(capacity));
     const auto fit = room.lower_bound(length);
     std::size_t row = rows.size();
+    std::int64_t left = capacity;
     if (fit == room.end()) {
       rows.emplace_back();
     } else {
-      row = fit->second;
+      std::tie(left, row) = *fit;
       room.erase(fit);
     }
     rows[row].push_back(sample);
-    std::int64_t used = 0;
-    for (const auto s : rows[row]) used += lengths[static_cast<std::size_t>(s)];
-    room.emplace(capacity - used, row);
+    room.emplace(left - length, row);
   }
   return rows;
 }
