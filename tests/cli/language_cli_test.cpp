@@ -1,4 +1,4 @@
-// The language training cases (gpt2, llama, bert, cpm) as a user runs them on the CPU: a slice of
+// The language training cases (gpt2, llama, bert, cpm, glm) as a user runs them on the CPU: a slice of
 // the Linux kernel's documentation (Debian's linux-doc-6.1) tokenised with GPT-2's and Llama 3's
 // BPEs and BERT's WordPiece, and Debian's Chinese text with a SentencePiece model trained on it,
 // by `xpuperf data tokenize`, then each case through `xpuperf run` in tiny sizes for a few dozen
@@ -41,6 +41,12 @@ const std::string kZh = std::string(XPUPERF_SOURCE_DIR) + "/data/text/zh-debian"
 const char* kBertSmoke =
     "num_hidden_layers: 2, hidden_size: 64, num_attention_heads: 4, intermediate_size: 256, seq_length: 64, "
     "train_batch_size: 16, eval_batch_size: 64, lr: 0.002, warmup_steps: 5, max_steps: 40, log_freq: 1, "
+    "eval_interval_steps: 0, num_threads: 2, valid_share: 0.05";
+
+// GLM's blank infilling in the same tiny sizes, on the WordPiece dataset.
+const char* kGlmSmoke =
+    "num_layers: 2, hidden_size: 64, num_attention_heads: 4, max_position_embeddings: 64, seq_length: 64, "
+    "train_batch_size: 16, eval_batch_size: 32, lr: 0.003, warmup_steps: 5, max_steps: 40, log_freq: 1, "
     "eval_interval_steps: 0, num_threads: 2, valid_share: 0.05";
 
 class LanguageCli : public ::testing::Test {
@@ -114,7 +120,7 @@ struct LanguageRun {
   std::string dataset;      // the token dataset it reads
   std::string tokenizer;    // what made that dataset
   int length;               // tokens a sample
-  double perplexity_below;  // the causal models' bound after 40 steps; 0: a masked LM (accuracy)
+  double perplexity_below;  // the causal models' bound after 40 steps; 0: a masked or blank-infilling LM (accuracy)
 };
 
 // Perplexity is exp(the mean token loss), and a few dozen steps take it far below the
@@ -124,6 +130,7 @@ LanguageRun language_run(const std::string& model) {
   if (model == "gpt2") return {kGptSmoke, "linux-doc-gpt2", "gpt2", 32, 50257 / 10.0};
   if (model == "llama" || model == "mixtral") return {kLlamaSmoke, "linux-doc-llama3", "llama3", 32, 128256 / 10.0};
   if (model == "cpm") return {kCpmSmoke, "zh-debian-cpm", "sentencepiece", 32, 8000 / 2.0};
+  if (model == "glm") return {kGlmSmoke, "linux-doc-bert", "wordpiece", 64, 0};
   return {kBertSmoke, "linux-doc-bert", "wordpiece", 64, 0};
 }
 
@@ -185,6 +192,49 @@ TEST_F(LanguageCli, CpmTrainsThroughRunOnChineseTextWithTheLossFalling) {
   if (!fs::exists(data() + "/zh-debian-cpm.bin"))
     GTEST_SKIP() << "needs " << kZh << "/documents.jsonl and zh.model (make language-data)";
   expect_trains_through_run("cpm", data(), dir.path());
+}
+
+TEST_F(LanguageCli, GlmTrainsThroughRunOnKernelDocumentationWithTheLossFalling) {
+  expect_trains_through_run("glm", data(), dir.path());
+}
+
+// FlagPerf's glm case: GLM fine-tuned on ReCoRD from a blank-infilling checkpoint, here the glm
+// case's own in tiny sizes, on a hand-made file in SuperGLUE's format. Evaluated on the queries it
+// trains on, it learns their fills and reaches the exact-match target.
+TEST_F(LanguageCli, GlmFineTunesOnReCoRDFromTheGlmCasesCheckpoint) {
+  const std::vector<std::string> tiny = {"num_layers=2",  "hidden_size=64", "num_attention_heads=4",
+                                         "seq_length=64", "num_threads=2",  "max_position_embeddings=64"};
+  std::vector<std::string> pretrain = tiny;
+  pretrain.insert(pretrain.end(), {"max_steps=20", "valid_share=0.05", "save_checkpoint=" + dir.path() + "/glm.pt"});
+  Result r = train_on_cpu("glm", pretrain);
+  ASSERT_EQ(r.code, 0) << r.output;
+  fs::create_directories(dir.path() + "/ReCoRD");
+  for (const char* file : {"train.jsonl", "val.jsonl"})
+    fs::copy_file(std::string(XPUPERF_SOURCE_DIR) + "/tests/fixtures/record/" + file, dir.path() + "/ReCoRD/" + file);
+  fs::copy_file(kVocab + "/bert-base-uncased/vocab.txt", dir.path() + "/ReCoRD/vocab.txt");
+  std::vector<std::string> all = {"train",      "--case", "glm_record", "--vendor", "cpu",
+                                  "--hardware", "CPU",    "--data-dir", dir.path()};
+  for (const auto& set : tiny) all.insert(all.end(), {"--set", set});
+  for (const char* set : {"init_checkpoint=glm.pt", "eval_data=ReCoRD/train.jsonl", "dropout=0", "lr=0.002",
+                          "lr_scheduler=constant", "max_epochs=30", "eval_interval_epochs=4", "log_freq=3"})
+    all.insert(all.end(), {"--set", set});
+  r = xpuperf(all, XPUPERF_SOURCE_DIR, {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "glm.pt (LibTorch archive)")) << r.output;
+  const auto events = events_of(r.output);
+  const auto* info = event_value(events, "SUBMIT_INFO");
+  ASSERT_TRUE(info);
+  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "6 queries, 6 candidate rows each")) << info->dump();
+  const auto* eval = event_value(events, "EVALUATE");
+  ASSERT_TRUE(eval);
+  EXPECT_GE((*eval)["f1"].get<double>(), (*eval)["exact_match"].get<double>());
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_TRUE(finished);
+  EXPECT_EQ((*finished)["final_metric"]["name"], "exact_match") << finished->dump();
+  EXPECT_TRUE((*finished)["converged"].get<bool>()) << finished->dump();
+  EXPECT_GE((*finished)["final_metric"]["value"].get<double>(), 0.8);
+  // Six rows of 64 positions a query: what tokens/s counts.
+  EXPECT_EQ((*finished)["tokens_per_sample"], 6 * 64);
 }
 
 // `first`, then `more`: a test's shared --set values and one run's own.

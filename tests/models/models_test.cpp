@@ -15,6 +15,7 @@
 #include "xpuperf/core/process.h"
 #include "xpuperf/models/bert.h"
 #include "xpuperf/models/fused_ops.h"
+#include "xpuperf/models/glm.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
 #include "xpuperf/models/mobilenet_v2.h"
@@ -221,6 +222,95 @@ TEST(LanguageModels, CpmsCheckpointInMegatronNamesLoadsIntoTheGptModel) {
   }
 }
 
+// GLM-large (FlagPerf's glm): GPT-2's blocks of 1,024 × 24, bert-large-uncased's vocabulary with
+// [sop], [eop] and padding (30,592 ids), and two position tables of 513 rows each, as GLM builds them.
+TEST(LanguageModels, GlmLargeHasItsSizesAndPartAAttendsBothWaysPartBCausally) {
+  const double h = 1024;
+  EXPECT_EQ(parameters(*GlmModel(GlmConfig::glm_large())),
+            static_cast<std::int64_t>(24 * (12 * h * h + 13 * h) + (30592 + 2 * 513) * h + 2 * h));
+  EXPECT_EQ(parameters(*GlmModel(GlmConfig::glm_large())), 334'688'256);
+  // Query i sees key j where j < sep or j <= i.
+  const auto mask = glm_attention_mask(torch::tensor({2, 4}), 5);
+  EXPECT_EQ(mask.sizes(), torch::IntArrayRef({2, 1, 5, 5}));
+  const auto expected_row0 = torch::tensor({1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1})
+                                 .to(torch::kBool)
+                                 .view({5, 5});
+  EXPECT_TRUE(torch::equal(mask[0][0], expected_row0)) << mask[0][0];
+  EXPECT_TRUE(mask[1][0][0].narrow(0, 0, 4).all().item<bool>());  // part A of 4: both ways
+  EXPECT_FALSE(mask[1][0][0][4].item<bool>());
+
+  torch::manual_seed(5);
+  GlmConfig tiny{64, 16, 2, 32, 4, 0.0};
+  auto glm = GlmModel(tiny);
+  glm->eval();
+  const auto ids = torch::randint(0, 60, {1, 10});
+  GlmInputs in{ids,
+               torch::full({1, 10}, -100, torch::kLong),
+               torch::arange(10).unsqueeze(0),
+               torch::zeros({1, 10}, torch::kLong),
+               torch::tensor({6}),
+               0};
+  const auto base = glm->forward(in);
+  const auto changed = [&](std::int64_t position) {
+    auto other = in;
+    other.ids = ids.clone();
+    other.ids[0][position] = (ids[0][position].item<std::int64_t>() + 1) % 60;
+    return glm->forward(other).sub(base).abs().amax({0, 2}).gt(1e-6);  // which positions' logits moved
+  };
+  // A part-A token moves every position, those before it too; a part-B token only itself and later.
+  EXPECT_TRUE(changed(4).all().item<bool>()) << changed(4);
+  EXPECT_TRUE(torch::equal(changed(7), torch::tensor({0, 0, 0, 0, 0, 0, 0, 1, 1, 1}).to(torch::kBool))) << changed(7);
+  // The block positions count.
+  auto blocks = in;
+  blocks.block_positions = torch::arange(10).unsqueeze(0).clamp_max(5);
+  EXPECT_FALSE(torch::allclose(glm->forward(blocks), base));
+}
+
+// GLM's blocklm checkpoints name the model Megatron's way, with both position tables in the
+// transformer and the token embedding at the top.
+TEST(LanguageModels, GlmsCheckpointInItsOwnNamesLoadsIntoTheGlmModel) {
+  torch::manual_seed(6);
+  GlmConfig tiny{64, 16, 2, 32, 4, 0.0};
+  auto source = GlmModel(tiny);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : source->parameters()) p.normal_(0, 0.2);
+  }
+  GptLMHeadModelImpl shell(tiny.decoder());  // the GPT names of the same tensors, then CPM-1's
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : source->transformer->named_parameters())
+      if (p.key() != "wbpe.weight") shell.transformer->named_parameters()[p.key()].copy_(p.value());
+  }
+  const auto megatron = in_cpm_names(shell);
+  c10::Dict<std::string, torch::Tensor> dict;
+  for (const auto& item : megatron) {
+    if (item.key() == "transformer.wbpe.weight") continue;  // GLM names it below
+    const std::string name =
+        item.key() == "position_embeddings.weight" ? "transformer.position_embeddings.weight" : item.key();
+    dict.insert("module." + name, item.value());
+  }
+  dict.insert("module.transformer.block_position_embeddings.weight",
+              source->transformer->wbpe->weight.detach().clone());
+  test::TempDir dir;
+  const torchrt::StateDictConversion convert = [](std::map<std::string, torch::Tensor>& tensors) {
+    return convert_glm_names(tensors) ? std::string("GLM's names") : std::string();
+  };
+  auto target = GlmModel(tiny);
+  EXPECT_EQ(torchrt::load_weights(*target, save_state_dict(dict, dir.path() + "/glm.pt"), {}, convert),
+            "PyTorch state_dict in GLM's names, converted");
+  const auto ids = torch::randint(0, 64, {2, 12});
+  const GlmInputs in{
+      ids, ids, torch::arange(12).repeat({2, 1}), torch::arange(12).repeat({2, 1}).clamp_max(3), torch::tensor({5, 8}),
+      0};
+  source->eval(), target->eval();
+  EXPECT_TRUE(torch::equal(target->forward(in), source->forward(in)));
+  // CPM-1's names (no block positions) are not GLM's.
+  std::map<std::string, torch::Tensor> cpm;
+  for (const auto& item : megatron) cpm[item.key()] = item.value();
+  EXPECT_FALSE(convert_glm_names(cpm));
+}
+
 TEST(LanguageModels, NamesAreHuggingFacesSoItsStateDictLoads) {
   GptConfig g{64, 16, 2, 32, 4, 0.0, 1e-5};
   const auto gpt = GptLMHeadModel(g);
@@ -317,7 +407,7 @@ TEST(LanguageModels, HuggingFacesMixtralExpertsLoadIntoTheStackedExperts) {
             "PyTorch state_dict in Mixtral's experts, converted");
   from_fused->eval();
   EXPECT_TRUE(torch::equal(from_fused->forward(ids), source->forward(ids)));
-  dict.erase("model.layers.0.block_sparse_moe.experts.2.w3.weight");
+  (void)dict.erase("model.layers.0.block_sparse_moe.experts.2.w3.weight");
   try {
     torchrt::load_weights(*target, save_state_dict(dict, dir.path() + "/broken.pt"), {}, convert);
     ADD_FAILURE() << "a checkpoint missing an expert's weight was taken";
@@ -597,7 +687,7 @@ namespace {
 // `step(precision)` runs forward and backward and returns {loss, logits}.
 void expect_same_first_step(torch::nn::Module& model, const std::string& dir, const std::string& name,
                             const std::function<std::pair<torch::Tensor, torch::Tensor>()>& step,
-                            const std::string& variant = "") {
+                            const std::string& variant = "", double routed_share = 0.0) {
   const std::string file = dir + "/" + name + ".step.pt";
   ASSERT_TRUE(std::filesystem::exists(file)) << "the reference wrote no GPU step";
   model.to(torch::Device(torch::kCUDA, 0));
@@ -633,8 +723,15 @@ void expect_same_first_step(torch::nn::Module& model, const std::string& dir, co
       const auto ours = logits.to(torch::kCPU, torch::kFloat).view(expected.sizes());
       const double scale = expected.abs().max().item<double>();
       const double diff = (ours - expected).abs().max().item<double>();
-      EXPECT_LT(diff / scale, 5e-2) << name << ": bf16 logits differ by " << diff << " of up to " << scale;
-      std::cout << ", bf16 logits: relative difference " << diff / scale;
+      // The positions whose logits differ by more than bf16's few roundings: none in a dense model; in
+      // a routed one, the tokens whose top-k experts flip between two router scores closer than bf16
+      // tells apart (the loss and gradient norm above still agree).
+      const auto off = (ours - expected).abs().amax(-1).gt(5e-2 * scale);
+      const double off_share = off.to(torch::kDouble).mean().item<double>();
+      EXPECT_LE(off_share, routed_share) << name << ": bf16 logits differ by up to " << diff << " of up to " << scale
+                                         << " at " << off_share << " of the positions";
+      std::cout << ", bf16 logits: relative difference " << diff / scale << " (" << off_share
+                << " of the positions beyond 5e-2)";
     }
     std::cout << "\n";
   }
@@ -690,10 +787,15 @@ TEST(LanguageModels, MixtralFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
   auto m = LlamaForCausalLM(mixtral_small());
   torchrt::load_weights(*m, dir.path() + "/mixtral.weights.pt", {}, mixtral_experts);
   const auto ids = io_tensor(dir.path() + "/mixtral.io.pt", "input").cuda();
-  expect_same_first_step(*m, dir.path(), "mixtral", [&] {
-    const auto logits = m->forward(ids);
-    return std::make_pair(next_token_loss(logits, ids), logits);
-  });
+  // A token in 50 may take other experts in bf16 (Hugging Face's first step flips 0.136 of a logit's
+  // scale at a few positions on the H100).
+  expect_same_first_step(
+      *m, dir.path(), "mixtral",
+      [&] {
+        const auto logits = m->forward(ids);
+        return std::make_pair(next_token_loss(logits, ids), logits);
+      },
+      "", 0.02);
 }
 
 TEST(LanguageModels, BertFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
@@ -713,6 +815,52 @@ TEST(LanguageModels, BertFirstStepMatchesHuggingFaceInFp32AndBf16OnTheGpu) {
   expect_same_first_step(*m, dir.path(), "bert", step);
   m->use_fused_kernels(true);  // the loss through the cross-entropy kernels
   expect_same_first_step(*m, dir.path(), "bert", step, ", fused kernels,");
+}
+
+// GLM against the plain-PyTorch GLM of bench/glm_reference.py (Hugging Face's transformers has no
+// GLM-large), from the same weights in GLM's own names; where Python's torch is (the GPU machine).
+bool glm_reference(const std::string& dir) {
+  if (std::system("python3 -c 'import torch' 2>/dev/null") != 0) return false;
+  const std::string command =
+      "python3 " + std::string(XPUPERF_SOURCE_DIR) + "/bench/glm_reference.py " + dir + " > " + dir + "/ref.log 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << test::read_file(dir + "/ref.log");
+  return true;
+}
+
+// glm_reference.py's GLM_SMALL, loaded from its weights, and its batch.
+std::pair<GlmModel, GlmInputs> glm_small_from(const std::string& dir) {
+  auto m = GlmModel(GlmConfig{1024, 128, 4, 256, 8, 0.0});
+  const torchrt::StateDictConversion convert = [](std::map<std::string, torch::Tensor>& tensors) {
+    return convert_glm_names(tensors) ? std::string("GLM's names") : std::string();
+  };
+  EXPECT_EQ(torchrt::load_weights(*m, dir + "/glm.weights.pt", {}, convert),
+            "PyTorch state_dict in GLM's names, converted");
+  const std::string io = dir + "/glm.io.pt";
+  GlmInputs in{io_tensor(io, "input"),           io_tensor(io, "targets"), io_tensor(io, "positions"),
+               io_tensor(io, "block_positions"), io_tensor(io, "sep"),     0};
+  return {m, in};
+}
+
+TEST(LanguageModels, GlmGivesThePlainPyTorchGlmsLogitsAndLoss) {
+  test::TempDir dir;
+  if (!glm_reference(dir.path())) GTEST_SKIP() << "needs Python's torch";
+  auto [m, in] = glm_small_from(dir.path());
+  m->eval();
+  torch::NoGradGuard no_grad;
+  expect_same_logits_and_loss(m->forward(in), m->loss(in), dir.path() + "/glm.io.pt", "glm");
+}
+
+TEST(LanguageModels, GlmFirstStepMatchesThePlainPyTorchGlmInFp32AndBf16OnTheGpu) {
+  test::TempDir dir;
+  if (!torch::cuda::is_available() || !glm_reference(dir.path())) GTEST_SKIP() << "needs CUDA and Python's torch";
+  auto loaded = glm_small_from(dir.path());
+  GlmModel m = loaded.first;
+  GlmInputs in = loaded.second;
+  for (auto* t : {&in.ids, &in.targets, &in.positions, &in.block_positions, &in.sep}) *t = t->cuda();
+  const auto step = [&] { return std::make_pair(m->loss(in), m->forward(in)); };
+  expect_same_first_step(*m, dir.path(), "glm", step);
+  m->fused_kernels = true;  // the residual adds with their layer norms, and the loss, through the kernels
+  expect_same_first_step(*m, dir.path(), "glm", step, ", fused kernels,");
 }
 
 }  // namespace

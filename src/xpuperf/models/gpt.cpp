@@ -13,16 +13,16 @@ namespace xpuperf::models {
 namespace nn = torch::nn;
 
 namespace {
-constexpr double kInitStd = 0.02;  // GPT-2's initialiser range
+constexpr double kGptInitStd = 0.02;  // GPT-2's initialiser range
 }
 
 GptAttentionImpl::GptAttentionImpl(const GptConfig& c) : heads(c.heads), dropout(c.dropout) {
   TORCH_CHECK(c.hidden % c.heads == 0, "GPT: hidden size ", c.hidden, " is not a multiple of the ", c.heads, " heads");
   c_attn =
-      register_module("c_attn", parallel::Conv1D(c.hidden, 3 * c.hidden, kInitStd, parallel::Conv1DSplit::Columns));
+      register_module("c_attn", parallel::Conv1D(c.hidden, 3 * c.hidden, kGptInitStd, parallel::Conv1DSplit::Columns));
   // GPT-2 scales the residual projections by the depth.
   c_proj = register_module(
-      "c_proj", parallel::Conv1D(c.hidden, c.hidden, kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers)),
+      "c_proj", parallel::Conv1D(c.hidden, c.hidden, kGptInitStd / std::sqrt(2.0 * static_cast<double>(c.layers)),
                                  parallel::Conv1DSplit::Rows));
   resid_dropout = register_module("resid_dropout", nn::Dropout(c.dropout));
 }
@@ -35,10 +35,10 @@ void GptAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
   heads /= parts;
 }
 
-torch::Tensor GptAttentionImpl::forward(const torch::Tensor& x) {
+torch::Tensor GptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
   const auto b = x.size(0), t = x.size(1), width = c_proj->in_features(), hd = width / heads;
   const auto qkv = c_attn(x).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
-  const auto y = compat::attention(qkv[0], qkv[1], qkv[2], dropout, is_training(), /*causal=*/true)
+  const auto y = compat::attention(qkv[0], qkv[1], qkv[2], dropout, is_training(), /*causal=*/!mask.defined(), mask)
                      .transpose(1, 2)
                      .reshape({b, t, width});
   return resid_dropout(c_proj(y));
@@ -52,9 +52,9 @@ torch::Tensor GptAttentionImpl::forward_cached(const torch::Tensor& x, std::int6
 }
 
 GptMlpImpl::GptMlpImpl(const GptConfig& c) {
-  c_fc = register_module("c_fc", parallel::Conv1D(c.hidden, 4 * c.hidden, kInitStd, parallel::Conv1DSplit::Columns));
+  c_fc = register_module("c_fc", parallel::Conv1D(c.hidden, 4 * c.hidden, kGptInitStd, parallel::Conv1DSplit::Columns));
   c_proj = register_module(
-      "c_proj", parallel::Conv1D(4 * c.hidden, c.hidden, kInitStd / std::sqrt(2.0 * static_cast<double>(c.layers)),
+      "c_proj", parallel::Conv1D(4 * c.hidden, c.hidden, kGptInitStd / std::sqrt(2.0 * static_cast<double>(c.layers)),
                                  parallel::Conv1DSplit::Rows));
   dropout = register_module("dropout", nn::Dropout(c.dropout));
 }
@@ -77,17 +77,17 @@ GptBlockImpl::GptBlockImpl(const GptConfig& c) {
   mlp = register_module("mlp", GptMlp(c));
 }
 
-torch::Tensor GptBlockImpl::forward(const torch::Tensor& input) {
-  const auto x = input + attn(ln_1(input));
+torch::Tensor GptBlockImpl::forward(const torch::Tensor& input, const torch::Tensor& mask) {
+  const auto x = input + attn(ln_1(input), mask);
   return x + mlp(ln_2(x));
 }
 
 std::pair<torch::Tensor, torch::Tensor> GptBlockImpl::forward(const torch::Tensor& residual, const torch::Tensor& delta,
-                                                              bool kernels) {
+                                                              bool kernels, const torch::Tensor& mask) {
   const auto [input, normed] =
       fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), kernels);
   const auto [x, normed_x] =
-      fused::add_layer_norm(input, attn(normed), ln_2->weight, ln_2->bias, ln_2->options.eps(), kernels);
+      fused::add_layer_norm(input, attn(normed, mask), ln_2->weight, ln_2->bias, ln_2->options.eps(), kernels);
   return {x, mlp(normed_x)};
 }
 
@@ -99,18 +99,30 @@ torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& input, std::int6
 GptModelImpl::GptModelImpl(const GptConfig& c) {
   wte = register_module("wte", nn::Embedding(c.vocab, c.hidden));
   wpe = register_module("wpe", nn::Embedding(c.positions, c.hidden));
-  nn::init::normal_(wte->weight, 0.0, kInitStd);
-  nn::init::normal_(wpe->weight, 0.0, kInitStd);
+  nn::init::normal_(wte->weight, 0.0, kGptInitStd);
+  nn::init::normal_(wpe->weight, 0.0, kGptInitStd);
+  if (c.block_positions) {
+    wbpe = register_module("wbpe", nn::Embedding(c.positions, c.hidden));
+    nn::init::normal_(wbpe->weight, 0.0, kGptInitStd);
+  }
   drop = register_module("drop", nn::Dropout(c.dropout));
   h = register_module("h", nn::ModuleList());
   for (std::int64_t i = 0; i < c.layers; ++i) h->push_back(GptBlock(c));
   ln_f = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.hidden}).eps(c.layer_norm_eps)));
 }
 
-torch::Tensor GptModelImpl::forward(const torch::Tensor& ids, bool kernels) {
+torch::Tensor GptModelImpl::forward(const torch::Tensor& ids, bool kernels, const GptExtraInputs* extra) {
+  const torch::Tensor mask = extra ? extra->attention_mask : torch::Tensor();
   torch::Tensor x;
   if (stage && !stage->first()) {
     x = stage->received();
+  } else if (extra && extra->positions.defined()) {
+    x = wte(ids) + wpe(extra->positions);
+    if (extra->block_positions.defined()) {
+      TORCH_CHECK(wbpe, "GPT: block positions given to a model without their table (GptConfig::block_positions)");
+      x = x + wbpe(extra->block_positions);
+    }
+    x = drop(x);
   } else {
     TORCH_CHECK(ids.size(1) <= wpe->weight.size(0), "GPT: ", ids.size(1), " tokens, more than its ",
                 wpe->weight.size(0), " positions");
@@ -120,13 +132,13 @@ torch::Tensor GptModelImpl::forward(const torch::Tensor& ids, bool kernels) {
   if (kernels && !stage && !wraps_blocks()) {
     // Each residual add joins the norm after it (the next block's ln_1, or ln_f): one kernel each way.
     torch::Tensor delta;
-    for (const auto& block : *h) std::tie(x, delta) = block->as<GptBlock>()->forward(x, delta, kernels);
+    for (const auto& block : *h) std::tie(x, delta) = block->as<GptBlock>()->forward(x, delta, kernels, mask);
     return fused::add_layer_norm(x, delta, ln_f->weight, ln_f->bias, ln_f->options.eps(), kernels).second;
   }
   for (const auto& block : *h) {
     GptBlockImpl* b = block->as<GptBlock>();
     x = run_block(
-        *b, [b](const torch::Tensor& t) { return b->forward(t); }, x);
+        *b, [b, mask](const torch::Tensor& t) { return b->forward(t, mask); }, x);
   }
   if (stage && !stage->last()) return x;
   return ln_f(x);

@@ -25,6 +25,8 @@ struct GptConfig {
   std::int64_t vocab = 50257, positions = 1024, layers = 12, hidden = 768, heads = 12;
   double dropout = 0.1;  // Hugging Face's default for embeddings, residuals and attention
   double layer_norm_eps = 1e-5;
+  // GLM's second position id (a token's place within its span): a table of `positions` more.
+  bool block_positions = false;
 
   static GptConfig gpt2_small() { return {}; }
   static GptConfig megatron_1_3b() { return {50257, 1024, 24, 2048, 32, 0.1, 1e-5}; }
@@ -48,9 +50,17 @@ GptConfig gpt_config_from(const Config& cfg, GptConfig base);
 // as it is. Returns whether it was that layout.
 bool convert_megatron_gpt_names(std::map<std::string, torch::Tensor>& tensors);
 
+// What GLM (models/glm.h) gives the decoder beyond the token ids; each undefined is GPT's.
+struct GptExtraInputs {
+  torch::Tensor positions;        // (batch, tokens); GPT's: 0, 1, ...
+  torch::Tensor block_positions;  // (batch, tokens), into wbpe (GptConfig::block_positions)
+  torch::Tensor attention_mask;   // (batch, 1, tokens, tokens) bool, true where a token may attend; GPT's: causal
+};
+
 struct GptAttentionImpl : torch::nn::Module {
   explicit GptAttentionImpl(const GptConfig& c);
-  torch::Tensor forward(const torch::Tensor& x);  // (batch, tokens, hidden), causal
+  // (batch, tokens, hidden); causal unless `mask` (GptExtraInputs::attention_mask) says otherwise.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});
   // Inference with the KV cache (layer: this block's index); not split.
   torch::Tensor forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step);
   // Tensor parallelism: keeps this rank's heads (c_attn's columns of them, c_proj's rows).
@@ -75,12 +85,12 @@ TORCH_MODULE(GptMlp);
 // x + attn(ln_1(x)), then + mlp(ln_2(.)).
 struct GptBlockImpl : torch::nn::Module {
   explicit GptBlockImpl(const GptConfig& c);
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});
   // The block with the residual add before it joined to ln_1 (fused::add_layer_norm): from the
   // residual stream and the previous block's MLP output (undefined for the first block), this
   // block's residual stream after attention and its MLP output, which the next norm adds.
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& residual, const torch::Tensor& delta,
-                                                  bool kernels);
+                                                  bool kernels, const torch::Tensor& mask = {});
   torch::Tensor forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step);
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   GptAttention attn{nullptr};
@@ -88,7 +98,7 @@ struct GptBlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(GptBlock);
 
-// transformer.{wte, wpe, h.<i>, ln_f}
+// transformer.{wte, wpe, h.<i>, ln_f}, and wbpe with block positions.
 struct GptModelImpl : torch::nn::Module, parallel::BlockStack {
   explicit GptModelImpl(const GptConfig& c);
   std::vector<torch::nn::Module*> blocks() override;
@@ -96,9 +106,9 @@ struct GptModelImpl : torch::nn::Module, parallel::BlockStack {
   // output instead of embedding `ids`; one before the last returns its blocks' output, not normed.
   // `kernels`: each residual add and the norm after it as one kernel, forward and backward, where the
   // blocks run whole (not split into stages, checkpointed or hooked by ZeRO-3).
-  torch::Tensor forward(const torch::Tensor& ids, bool kernels = false);
+  torch::Tensor forward(const torch::Tensor& ids, bool kernels = false, const GptExtraInputs* extra = nullptr);
   std::shared_ptr<parallel::PipelineStage> stage;  // null: the whole model
-  torch::nn::Embedding wte{nullptr}, wpe{nullptr};
+  torch::nn::Embedding wte{nullptr}, wpe{nullptr}, wbpe{nullptr};
   torch::nn::Dropout drop{nullptr};
   torch::nn::ModuleList h{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};

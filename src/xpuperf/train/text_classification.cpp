@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "xpuperf/data/idx.h"
+#include "xpuperf/text/json_lines.h"
+#include "xpuperf/text/tokenizer_error.h"
 
 namespace xpuperf::train {
 
@@ -21,30 +23,29 @@ std::string data_file(const Config& cfg, const std::string& key) {
   return (std::filesystem::path(dir) / value).string();
 }
 
+text::WordPiece wordpiece_from(const Config& cfg) {
+  try {
+    return text::WordPiece::load(data_file(cfg, "vocab_file"), cfg.get_bool("lower_case", true));
+  } catch (const text::TokenizerError& e) {
+    throw data::DataError(std::string("vocab_file: ") + e.what());
+  }
+}
+
 LabelledTexts read_labelled_jsonl(const std::string& path, const std::string& text_key, const std::string& label_key) {
-  std::ifstream in(path);
-  if (!in)
-    throw data::DataError(path + ": cannot be read (JSON lines of {\"" + text_key + "\", \"" + label_key + "\"})");
   LabelledTexts out;
-  std::string line;
-  std::int64_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ": line " + std::to_string(number);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception&) {
-      throw data::DataError(where + " is not JSON (JSON lines: one {\"" + text_key + "\": ..., \"" + label_key +
-                            "\": ...} a line)");
-    }
+  const auto each = [&](const nlohmann::json& j, const std::string& where) {
     if (!j.is_object() || !j.contains(text_key) || !j[text_key].is_string())
       throw data::DataError(where + " has no string \"" + text_key + "\"");
     if (!j.contains(label_key) || !(j[label_key].is_string() || j[label_key].is_number_integer()))
       throw data::DataError(where + " has no \"" + label_key + "\" (a string or an integer)");
     out.texts.push_back(j[text_key].get<std::string>());
     out.labels.push_back(j[label_key].is_string() ? j[label_key].get<std::string>() : j[label_key].dump());
+  };
+  try {
+    text::for_each_json_line(path, "JSON lines: one {\"" + text_key + "\": ..., \"" + label_key + "\": ...} a line",
+                             each);
+  } catch (const text::TokenizerError& e) {
+    throw data::DataError(e.what());
   }
   if (out.texts.empty()) throw data::DataError(path + ": no labelled texts");
   return out;

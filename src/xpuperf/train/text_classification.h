@@ -22,6 +22,10 @@ namespace xpuperf::train {
 // the key when it is empty or data_dir is.
 std::string data_file(const Config& cfg, const std::string& key);
 
+// The WordPiece of the config's vocab_file (relative to data_dir) and lower_case; data::DataError
+// naming vocab_file where it cannot be used.
+text::WordPiece wordpiece_from(const Config& cfg);
+
 struct LabelledTexts {
   std::vector<std::string> texts, labels;
 };

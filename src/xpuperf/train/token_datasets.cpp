@@ -17,8 +17,6 @@ namespace xpuperf::train {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
 std::string thousands(std::int64_t n) {
   std::string digits = std::to_string(n), out;
   for (std::size_t i = 0; i < digits.size(); ++i) {
@@ -27,6 +25,8 @@ std::string thousands(std::int64_t n) {
   }
   return out;
 }
+
+namespace {
 
 // PREFIX from what a user may write: PREFIX, PREFIX.bin or PREFIX.idx, relative to data_dir.
 std::string token_prefix(const std::string& data_dir, std::string name) {

@@ -13,6 +13,9 @@
 
 namespace xpuperf::train {
 
+// n with thousands separated by commas, for the datasets' descriptions.
+std::string thousands(std::int64_t n);
+
 // One split: the file (shared by both splits when validation is held out of it), its documents
 // and what to call it.
 struct TokenSplit {

@@ -18,13 +18,7 @@ class BertFinetuneCase : public train::TextClassificationCase {
     const Config& cfg = ctx.config;
     config_ = models::bert_config_from(cfg, models::BertConfig::base());
     config_.dropout = config_.attention_dropout = cfg.get_number("dropout", config_.dropout);
-    std::unique_ptr<text::WordPiece> wordpiece;
-    try {
-      wordpiece = std::make_unique<text::WordPiece>(
-          text::WordPiece::load(train::data_file(cfg, "vocab_file"), cfg.get_bool("lower_case", true)));
-    } catch (const text::TokenizerError& e) {
-      throw data::DataError(std::string("vocab_file: ") + e.what());
-    }
+    const auto wordpiece = std::make_unique<text::WordPiece>(train::wordpiece_from(cfg));
     if (wordpiece->vocab_size() != config_.vocab)
       throw ConfigError("vocab_file " + train::data_file(cfg, "vocab_file") + " has " +
                         std::to_string(wordpiece->vocab_size()) + " tokens, the model's vocab_size is " +
