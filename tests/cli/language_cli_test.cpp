@@ -194,6 +194,23 @@ TEST_F(LanguageCli, CpmTrainsThroughRunOnChineseTextWithTheLossFalling) {
   expect_trains_through_run("cpm", data(), dir.path());
 }
 
+// sequence_packing for a causal case: each document of a sample attends within itself, said in the
+// data's description; the loss still falls.
+TEST_F(LanguageCli, Gpt2WithPackedDocumentsTrainsWithTheLossFalling) {
+  const Result r =
+      train_on_cpu("gpt2", {"n_layer=2", "n_embd=64", "n_head=4", "seq_length=64", "train_batch_size=8", "lr=0.003",
+                            "warmup_steps=5", "max_steps=30", "log_freq=1", "eval_interval_steps=0", "num_threads=2",
+                            "valid_share=0.05", "sequence_packing=true"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto events = events_of(r.output);
+  const auto* info = event_value(events, "SUBMIT_INFO");
+  ASSERT_TRUE(info);
+  EXPECT_TRUE(has((*info)["train_data"].get<std::string>(), "each document attending within itself")) << info->dump();
+  const auto losses = step_losses(events);
+  ASSERT_EQ(losses.size(), 30u);
+  EXPECT_LT(mean(losses, 20, 30), mean(losses, 0, 10) - 0.5);
+}
+
 TEST_F(LanguageCli, GlmTrainsThroughRunOnKernelDocumentationWithTheLossFalling) {
   expect_trains_through_run("glm", data(), dir.path());
 }

@@ -314,6 +314,40 @@ TEST(Decoders, LlamasFusedProjectionsGiveTheSameLogitsAndUndoWhenMoved) {
   EXPECT_TRUE(torch::allclose(m->forward(ids).to(torch::kFloat), plain, 1e-5, 1e-5));
 }
 
+// Sequence packing for the causal decoders: with each token's document, a sample of two documents
+// gives each document's logits as it gives them alone, its positions from 0 (models/documents.h).
+TEST(Decoders, PackedDocumentsEachGiveTheirOwnLogits) {
+  const auto d = document_attention(torch::tensor({{0, 0, 0, 1, 1}, {0, 1, 1, 1, 2}}));
+  EXPECT_TRUE(torch::equal(d.positions, torch::tensor({{0, 1, 2, 0, 1}, {0, 0, 1, 2, 0}})));
+  EXPECT_TRUE(torch::equal(
+      d.mask[0][0], torch::tensor({{1, 0, 0, 0, 0}, {1, 1, 0, 0, 0}, {1, 1, 1, 0, 0}, {0, 0, 0, 1, 0}, {0, 0, 0, 1, 1}})
+                        .to(torch::kBool)));
+  torch::manual_seed(9);
+  const auto first = torch::randint(0, 97, {1, 6}), second = torch::randint(0, 97, {1, 5});
+  const auto packed = torch::cat({first, second}, 1);
+  const auto documents = torch::cat({torch::zeros({1, 6}, torch::kLong), torch::ones({1, 5}, torch::kLong)}, 1);
+  torch::NoGradGuard no_grad;
+  auto gpt = GptLMHeadModel(small_gpt());
+  gpt->eval();
+  const auto gpt_alone = torch::cat({gpt->transformer->forward(first), gpt->transformer->forward(second)}, 1);
+  const auto gd = document_attention(documents);
+  GptExtraInputs extra{gd.positions, {}, gd.mask};
+  EXPECT_TRUE(torch::allclose(gpt->transformer->forward(packed, false, &extra), gpt_alone, 1e-5, 1e-5));
+  EXPECT_FALSE(torch::allclose(gpt->transformer->forward(packed), gpt_alone, 1e-5, 1e-5))
+      << "the stream attends across";
+  auto llama = LlamaForCausalLM(small_llama());
+  llama->eval();
+  const auto llama_alone =
+      torch::cat({llama->model->forward(first, nullptr), llama->model->forward(second, nullptr)}, 1);
+  EXPECT_TRUE(torch::allclose(llama->model->forward(packed, nullptr, false, &gd), llama_alone, 1e-5, 1e-5));
+  // The loss of ids (tokens + 1) with their documents: the mean over the targets, as the case trains.
+  const auto ids = torch::cat({packed, torch::randint(0, 97, {1, 1})}, 1);
+  const auto id_documents = torch::cat({documents, torch::ones({1, 1}, torch::kLong)}, 1);
+  EXPECT_TRUE(std::isfinite(gpt->loss(ids, id_documents).item<double>()));
+  EXPECT_FALSE(torch::allclose(gpt->loss(ids, id_documents), gpt->loss(ids)));
+  EXPECT_FALSE(torch::allclose(llama->loss(ids, id_documents), llama->loss(ids)));
+}
+
 TEST(Decoders, GptKvCacheDecodingGivesTheFullForwardsLogits) {
   torch::manual_seed(4);
   auto m = GptLMHeadModel(small_gpt());

@@ -452,6 +452,17 @@ TEST(Samples, GptReadsTheStreamInFixedLengthsAndHoldsOutTheLastDocuments) {
   std::vector<std::int32_t> s(8);
   g.read(1, s.data());
   EXPECT_EQ(s, (std::vector<std::int32_t>{7, 8, 9, 100, 101, 102, 103, 104})) << "across a document boundary";
+  std::vector<std::int32_t> documents(8);
+  g.documents(1, documents.data());  // sequence packing: each token's document, from 0 in the sample
+  EXPECT_EQ(documents, (std::vector<std::int32_t>{0, 0, 0, 1, 1, 1, 1, 1}));
+  g.documents(10, documents.data());  // tokens 70..77: the eighth document's from 70
+  EXPECT_EQ(documents, (std::vector<std::int32_t>{0, 0, 0, 0, 0, 0, 0, 0}));
+  std::vector<std::int32_t> three(26);
+  GptSamples(f, train, 25).documents(0, three.data());  // tokens 0..25: three documents
+  EXPECT_EQ(three[9], 0);
+  EXPECT_EQ(three[10], 1);
+  EXPECT_EQ(three[20], 2);
+  EXPECT_EQ(three[25], 2);
   GptSamples v(f, valid, 7);
   EXPECT_EQ(v.size(), 2);
   v.read(0, s.data());

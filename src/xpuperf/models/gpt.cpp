@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "xpuperf/models/documents.h"
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
@@ -160,9 +161,14 @@ torch::Tensor GptLMHeadModelImpl::forward(const torch::Tensor& ids) {
   return torch::nn::functional::linear(hidden, transformer->wte->weight);  // tied
 }
 
-torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids) {
+torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids, const torch::Tensor& documents) {
   const auto inputs = ids.narrow(1, 0, ids.size(1) - 1), targets = ids.narrow(1, 1, ids.size(1) - 1);
-  const auto hidden = transformer->forward(inputs, fused_kernels);
+  GptExtraInputs extra;
+  if (documents.defined()) {
+    const auto d = document_attention(documents.narrow(1, 0, inputs.size(1)));
+    extra.positions = d.positions, extra.attention_mask = d.mask;
+  }
+  const auto hidden = transformer->forward(inputs, fused_kernels, documents.defined() ? &extra : nullptr);
   if (transformer->stage && !transformer->stage->last()) return transformer->stage->hand_on(hidden);
   const auto logits = vocabulary_logits(hidden, transformer->wte->weight, {}, hidden.is_cuda());
   return token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), fused_kernels);

@@ -121,7 +121,9 @@ struct GptLMHeadModelImpl : torch::nn::Module, parallel::TensorParallelModel, pa
   // The mean cross entropy of predicting ids[:, 1:] from ids[:, :-1] (what the case trains on).
   // Split into pipeline stages, only the last computes them; the others hand their output on and
   // return the stage's placeholder.
-  torch::Tensor loss(const torch::Tensor& ids);
+  // `documents` (batch, tokens + 1; undefined: none): each token's document, which it attends within,
+  // its position counted from the document's start (models/documents.h).
+  torch::Tensor loss(const torch::Tensor& ids, const torch::Tensor& documents = {});
   // The loss through the cross-entropy kernels, and the residual adds with the layer norms after
   // them through the add + LayerNorm kernels, where they apply (fused_ops.h).
   bool fused_kernels = false;

@@ -50,7 +50,7 @@ KvStep KvStep::decode(KvCache& cache, const torch::Tensor& positions, std::int64
 }
 
 torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                std::int64_t layer, const KvStep* step, bool cached) {
+                                std::int64_t layer, const KvStep* step, bool cached, const torch::Tensor& mask) {
   const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2), dim = q.size(3);
   const auto kv_heads = step ? step->cache->k[static_cast<std::size_t>(layer)].size(2) : k.size(1);
   TORCH_CHECK(heads % kv_heads == 0, "attention: ", heads, " query heads are not a multiple of ", kv_heads,
@@ -64,7 +64,8 @@ torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, 
   if (!step || step->fresh) {
     const auto keys = group > 1 ? k.repeat_interleave(group, 1) : k;
     const auto values = group > 1 ? v.repeat_interleave(group, 1) : v;
-    return compat::attention(q, keys, values, 0.0, false, /*causal=*/true);
+    TORCH_CHECK(!mask.defined() || !step, "attention: a mask is for a forward without a KV cache");
+    return compat::attention(q, keys, values, 0.0, false, /*causal=*/!mask.defined(), mask);
   }
   // A group's query heads share their key/value head: stacked as that head's queries.
   const auto read = [&](const torch::Tensor& cache) {

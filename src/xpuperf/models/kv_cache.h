@@ -45,9 +45,11 @@ struct KvStep {
 // head_dim) of the new tokens, after the positional encoding. Without a step: causal over the
 // tokens themselves. Grouped-query attention (heads a multiple of kv_heads) reads each key/value
 // head once for its group of query heads. `cached`: the step's keys and values are in the cache
-// already (written by a fused kernel); a decoding step then needs no k and v.
+// already (written by a fused kernel); a decoding step then needs no k and v. `mask` (without a
+// step; (batch, 1, tokens, tokens) bool, true where a token may attend): instead of causal.
 torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                std::int64_t layer, const KvStep* step, bool cached = false);
+                                std::int64_t layer, const KvStep* step, bool cached = false,
+                                const torch::Tensor& mask = {});
 
 // A decoder model that generates with a KvCache.
 class CausalDecoder {

@@ -1,6 +1,7 @@
 #include "xpuperf/models/llama.h"
 
 #include <cmath>
+#include <optional>
 #include <tuple>
 
 #include "xpuperf/models/fused_ops.h"
@@ -236,9 +237,10 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
     r.v = v_proj(x).view({b, t, kv_heads, head_dim});
   }
   const auto transposed = [](const torch::Tensor& a) { return a.defined() ? a.transpose(1, 2) : a; };
-  const auto y = decoder_attention(r.q.transpose(1, 2), transposed(r.k), transposed(r.v), layer, f.step, r.cached)
-                     .transpose(1, 2)
-                     .reshape({b, t, heads * head_dim});
+  const auto y =
+      decoder_attention(r.q.transpose(1, 2), transposed(r.k), transposed(r.v), layer, f.step, r.cached, f.mask)
+          .transpose(1, 2)
+          .reshape({b, t, heads * head_dim});
   return o_proj->is_split() || o_proj->has_adapter() ? o_proj(y) : fused::linear(y, o_proj->weight, f.kernels);
 }
 
@@ -296,16 +298,20 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
   norm = register_module("norm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
 }
 
-torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* step, bool kernels) {
+torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* step, bool kernels,
+                                      const DocumentAttention* documents) {
   torch::Tensor x = embed_tokens(ids), delta;
   // Rotary positions as Hugging Face computes them: angles in float32, cos and sin in x's type.
-  const auto positions = step ? step->positions : torch::arange(ids.size(1), ids.options()).unsqueeze(0);
+  const auto positions = step        ? step->positions
+                         : documents ? documents->positions
+                                     : torch::arange(ids.size(1), ids.options()).unsqueeze(0);
   const auto dim = config.head_dim();
   const auto inv_freq = config.inverse_frequencies(ids.options());
   const auto angles = positions.to(torch::kFloat).unsqueeze(-1) * inv_freq;
   const auto emb = torch::cat({angles, angles}, -1).unsqueeze(2);  // (batch or 1, tokens, 1, head_dim)
   const auto sign = torch::cat({-torch::ones({dim / 2}, emb.options()), torch::ones({dim / 2}, emb.options())});
-  const LlamaForward f{emb.cos().to(x.scalar_type()), (emb.sin() * sign).to(x.scalar_type()), step, kernels};
+  const LlamaForward f{emb.cos().to(x.scalar_type()), (emb.sin() * sign).to(x.scalar_type()), step, kernels,
+                       documents ? documents->mask : torch::Tensor()};
   std::int64_t i = 0;
   if (!step && wraps_blocks()) {
     for (const auto& layer : *layers) {
@@ -394,9 +400,12 @@ torch::Tensor LlamaForCausalLMImpl::decoder_logits(const torch::Tensor& ids, con
   return fused::linear(hidden, output_weight(), fused_kernels);
 }
 
-torch::Tensor LlamaForCausalLMImpl::loss(const torch::Tensor& ids) {
+torch::Tensor LlamaForCausalLMImpl::loss(const torch::Tensor& ids, const torch::Tensor& documents) {
   const auto inputs = ids.narrow(1, 0, ids.size(1) - 1), targets = ids.narrow(1, 1, ids.size(1) - 1);
-  const auto logits = torch::nn::functional::linear(model->forward(inputs, nullptr, fused_kernels), output_weight());
+  std::optional<DocumentAttention> d;
+  if (documents.defined()) d = document_attention(documents.narrow(1, 0, inputs.size(1)));
+  const auto hidden = model->forward(inputs, nullptr, fused_kernels, d ? &*d : nullptr);
+  const auto logits = torch::nn::functional::linear(hidden, output_weight());
   auto loss = token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), fused_kernels);
   if (config.moe.experts == 0 || !is_training()) return loss;
   for (const auto& layer : *model->layers)

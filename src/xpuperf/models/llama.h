@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "xpuperf/core/config.h"
+#include "xpuperf/models/documents.h"
 #include "xpuperf/models/kv_cache.h"
 #include "xpuperf/models/moe.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
@@ -86,6 +87,8 @@ struct LlamaForward {
   torch::Tensor cos, sin_signed;  // (batch or 1, tokens, 1, head_dim), in the activations' type
   const KvStep* step = nullptr;
   bool kernels = false;
+  torch::Tensor
+      mask;  // (batch, 1, tokens, tokens) bool, true where a token may attend (packed documents); undefined: causal
   torch::Tensor rotate(const torch::Tensor& x) const;  // x (batch, tokens, heads, head_dim)
 };
 
@@ -142,7 +145,9 @@ TORCH_MODULE(LlamaDecoderLayer);
 struct LlamaModelImpl : torch::nn::Module, parallel::BlockStack {
   explicit LlamaModelImpl(const LlamaConfig& c);
   // (batch, tokens) -> hidden states; kernels: the fused CUDA kernels where they apply.
-  torch::Tensor forward(const torch::Tensor& ids, const KvStep* step, bool kernels = false);
+  // `documents`: packed documents' positions and mask (models/documents.h); null: 0, 1, ... and causal.
+  torch::Tensor forward(const torch::Tensor& ids, const KvStep* step, bool kernels = false,
+                        const DocumentAttention* documents = nullptr);
   std::vector<torch::nn::Module*> blocks() override;
   LlamaConfig config;
   parallel::VocabParallelEmbedding embed_tokens{nullptr};
@@ -164,7 +169,9 @@ struct LlamaForCausalLMImpl : torch::nn::Module,
   // Causal language modelling: the mean cross entropy of each token after the first given the
   // ones before, ids (batch, tokens + 1); through the cross-entropy kernels where they apply. In
   // training mode with experts, plus their routers' load-balancing and z-losses (moe.h).
-  torch::Tensor loss(const torch::Tensor& ids);
+  // `documents` (batch, tokens + 1; undefined: none): each token's document, which it attends within,
+  // its position counted from the document's start (models/documents.h).
+  torch::Tensor loss(const torch::Tensor& ids, const torch::Tensor& documents = {});
   // The sparse layers' (token, expert) pairs dropped for capacity in the last forward, of those routed.
   std::pair<std::int64_t, std::int64_t> dropped_tokens() const;
   // The output layer's matrix: lm_head's, or the embedding's where tie_word_embeddings.

@@ -32,6 +32,25 @@ void GptSamples::read(std::int64_t sample, std::int32_t* out) const {
   file_.read(start_ + sample * length_, length_ + 1, out);
 }
 
+void GptSamples::documents(std::int64_t sample, std::int32_t* out) const {
+  const std::int64_t first = start_ + sample * length_;
+  // The document holding the first token: the last one that starts at or before it.
+  std::int64_t lo = 0, hi = file_.documents();
+  while (hi - lo > 1) {
+    const std::int64_t mid = (lo + hi) / 2;
+    (file_.document_start(mid) <= first ? lo : hi) = mid;
+  }
+  std::int32_t number = 0;
+  std::int64_t next = file_.document_start(lo + 1);
+  for (std::int64_t i = 0; i <= length_; ++i) {
+    while (first + i >= next) {
+      ++number;
+      next = file_.document_start(lo + 1 + number);
+    }
+    out[i] = number;
+  }
+}
+
 BertSamples::BertSamples(const TokenFile& file, DocumentRange documents, std::int64_t length, Special special)
     : file_(file), length_(length), special_(special) {
   if (length < 8) throw TokenizerError("BERT samples: a sequence length of 8 or more is needed");

@@ -27,6 +27,8 @@ class GptSamples {
   GptSamples(const TokenFile& file, DocumentRange documents, std::int64_t length);
   std::int64_t size() const { return count_; }
   void read(std::int64_t sample, std::int32_t* out) const;  // length + 1 tokens
+  // The document of each of those tokens, numbered from 0 at the sample's first.
+  void documents(std::int64_t sample, std::int32_t* out) const;
 
  private:
   const TokenFile& file_;

@@ -14,13 +14,14 @@ Datasets CausalLmCase::token_datasets(const CaseContext& ctx, const std::string&
     throw ConfigError(ctx.config.at("seq_length").source.str() + ": seq_length must be in [1, " + positions_key +
                       " = " + std::to_string(positions) + "], got " + std::to_string(length_));
   auto corpus = open_token_corpus(ctx, tokenizer, vocab);
-  return {std::make_shared<GptTokenDataset>(corpus.train, length_),
-          std::make_shared<GptTokenDataset>(corpus.eval, length_)};
+  const bool documents = ctx.config.get_bool("sequence_packing", false);
+  return {std::make_shared<GptTokenDataset>(corpus.train, length_, documents),
+          std::make_shared<GptTokenDataset>(corpus.eval, length_, documents)};
 }
 
 void CausalLmCase::evaluate(const Batch& batch, MetricSums& sums) {
   const auto tokens = static_cast<double>(batch[0].size(0) * (batch[0].size(1) - 1));
-  sums.add("loss", lm_loss(batch[0]).item<double>() * tokens, tokens);
+  sums.add("loss", lm_loss(batch[0], documents_of(batch)).item<double>() * tokens, tokens);
 }
 
 void CausalLmCase::derive_metrics(std::map<std::string, double>& metrics) const {

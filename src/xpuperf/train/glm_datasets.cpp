@@ -84,7 +84,7 @@ RecordDataset::RecordDataset(const std::vector<text::RecordQuery>& queries, cons
     most_ = std::max(most_, static_cast<std::int64_t>(out.fills.size()));
     queries_.push_back(std::move(out));
   }
-  rows_ = candidates > 0 ? candidates : most_;
+  rows_ = candidates > 0 ? std::min(candidates, most_) : most_;
   for (auto& q : queries_) {
     if (static_cast<std::int64_t>(q.fills.size()) <= rows_) continue;
     if (!training)

@@ -50,7 +50,7 @@ class RecordDataset : public IndexedDataset {
   struct Special {
     std::int32_t cls, mask, sop, eop, pad;
   };
-  // `candidates`: rows a query (0: the most any query has). In training, queries without a
+  // `candidates`: rows a query at most (0: the most any query has). In training, queries without a
   // candidate that matches an answer are left out (they teach nothing), and a query with more
   // candidates than rows keeps the matching ones first.
   RecordDataset(const std::vector<text::RecordQuery>& queries, const text::WordPiece& wordpiece, Special special,

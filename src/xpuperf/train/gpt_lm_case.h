@@ -41,7 +41,9 @@ class GptLmCase : public CausalLmCase {
   }
 
  protected:
-  torch::Tensor lm_loss(const torch::Tensor& ids) override { return model_->loss(ids); }
+  torch::Tensor lm_loss(const torch::Tensor& ids, const torch::Tensor& documents) override {
+    return model_->loss(ids, documents);
+  }
   double training_flops_per_token(std::int64_t tokens) const override {
     return model_ ? model_->training_flops_per_token(tokens) : 0.0;
   }

@@ -32,8 +32,8 @@ std::shared_ptr<torch::nn::Module> LlamaLmCase::model(const CaseContext& ctx) {
   return model_.ptr();
 }
 
-torch::Tensor LlamaLmCase::lm_loss(const torch::Tensor& ids) {
-  auto loss = model_->loss(ids);
+torch::Tensor LlamaLmCase::lm_loss(const torch::Tensor& ids, const torch::Tensor& documents) {
+  auto loss = model_->loss(ids, documents);
   // Counted here, after the forward, and not in the layers: a checkpointed layer runs forward again
   // in backward, and evaluation routes tokens too.
   if (model_->config.moe.experts > 0 && model_->is_training()) {

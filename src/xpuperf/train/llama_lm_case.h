@@ -29,7 +29,7 @@ class LlamaLmCase : public CausalLmCase {
   }
 
  protected:
-  torch::Tensor lm_loss(const torch::Tensor& ids) override;
+  torch::Tensor lm_loss(const torch::Tensor& ids, const torch::Tensor& documents) override;
   void step_counters(std::map<std::string, double>& counters) override;
   double training_flops_per_token(std::int64_t tokens) const override {
     return model_ ? model_->config.training_flops_per_token(tokens) : 0.0;

@@ -191,10 +191,14 @@ TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokeniz
   return corpus;
 }
 
-GptTokenDataset::GptTokenDataset(TokenSplit split, std::int64_t length)
-    : split_(std::move(split)), samples_(*split_.file, split_.documents, length), length_(length) {
+GptTokenDataset::GptTokenDataset(TokenSplit split, std::int64_t length, bool documents)
+    : split_(std::move(split)),
+      samples_(*split_.file, split_.documents, length),
+      length_(length),
+      documents_(documents) {
   description_ =
       split_.description + "; " + thousands(samples_.size()) + " sequences of " + std::to_string(length) + " tokens";
+  if (documents_) description_ += ", each document attending within itself (sequence packing)";
 }
 
 Batch GptTokenDataset::get(const torch::Tensor& indices) const {
@@ -202,7 +206,11 @@ Batch GptTokenDataset::get(const torch::Tensor& indices) const {
   auto ids = torch::empty({n, length_ + 1}, torch::kInt);
   const auto* index = indices.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < n; ++i) samples_.read(index[i], ids.data_ptr<std::int32_t>() + i * (length_ + 1));
-  return {ids.to(torch::kLong)};
+  if (!documents_) return {ids.to(torch::kLong)};
+  auto documents = torch::empty({n, length_ + 1}, torch::kInt);
+  for (std::int64_t i = 0; i < n; ++i)
+    samples_.documents(index[i], documents.data_ptr<std::int32_t>() + i * (length_ + 1));
+  return {ids.to(torch::kLong), documents.to(torch::kLong)};
 }
 
 BertTokenDataset::BertTokenDataset(TokenSplit split, std::int64_t length, text::BertSamples::Special special,

@@ -37,10 +37,11 @@ struct TokenCorpus {
 TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokenizer, std::int64_t vocab_size);
 
 // GPT: samples of `length` + 1 consecutive tokens (inputs and next-token targets), one int64
-// tensor (batch, length + 1).
+// tensor (batch, length + 1); with `documents` (sequence_packing: true) a second, each token's
+// document numbered from 0 in its sample (models/documents.h masks attention by it).
 class GptTokenDataset : public IndexedDataset {
  public:
-  GptTokenDataset(TokenSplit split, std::int64_t length);
+  GptTokenDataset(TokenSplit split, std::int64_t length, bool documents = false);
   std::int64_t size() const override { return samples_.size(); }
   std::string description() const override { return description_; }
   Batch get(const torch::Tensor& indices) const override;
@@ -49,6 +50,7 @@ class GptTokenDataset : public IndexedDataset {
   TokenSplit split_;
   text::GptSamples samples_;
   std::int64_t length_;
+  bool documents_;
   std::string description_;
 };
 
