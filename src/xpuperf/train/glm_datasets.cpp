@@ -84,6 +84,8 @@ RecordDataset::RecordDataset(const std::vector<text::RecordQuery>& queries, cons
     most_ = std::max(most_, static_cast<std::int64_t>(out.fills.size()));
     queries_.push_back(std::move(out));
   }
+  if (most_ == 0)
+    throw ConfigError(source + ": no query has a candidate entity (ReCoRD's passages list them under \"entities\")");
   rows_ = candidates > 0 ? std::min(candidates, most_) : most_;
   for (auto& q : queries_) {
     if (static_cast<std::int64_t>(q.fills.size()) <= rows_) continue;
