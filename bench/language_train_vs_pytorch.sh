@@ -12,7 +12,7 @@
 # CASES=gpt2,bert,llama,mixtral,cpm,glm STEPS=100 pick the cases and the measured steps; PROFILE=gpt2 lists Hugging
 # Face's kernels by time; VARIANTS=gpt2 also times xpuperf with cuda_graphs, the fused
 # optimizer and the fused kernels (the loss's) off in turn (VARIANTS=llama: with LoRA r 8,
-# ZeRO-Offload, activation checkpointing, and the fused kernels off); OURS_PROFILE=1 lists xpuperf's kernels (nsys) and their time by class (GEMM, attention,
+# ZeRO-Offload with and without offload_overlap, activation checkpointing, and the fused kernels off); OURS_PROFILE=1 lists xpuperf's kernels (nsys) and their time by class (GEMM, attention,
 # normalisation, element-wise, loss, optimizer, copies, idle: bench/kernel_classes.py) beside
 # Hugging Face's classes from PROFILE's run; PEAK=989.4 the dense bf16 TFLOP/s of the GPU (H100/H200 SXM).
 set -euo pipefail
@@ -77,6 +77,7 @@ IFS=, read -ra list <<< "$cases"
       if [[ $c == llama ]]; then  # the LLM switches: LoRA, ZeRO-Offload, activation checkpointing
         ours "$c" lora_r8_q_v "${synth[@]}" lora_rank=8
         ours "$c" offload_optimizer "${synth[@]}" offload_optimizer=true fused_optimizer=off
+        ours "$c" offload_overlap "${synth[@]}" offload_optimizer=true offload_overlap=true fused_optimizer=off
         ours "$c" activation_checkpointing "${synth[@]}" activation_checkpointing=true
       else
         ours "$c" without_cuda_graphs "${synth[@]}" cuda_graphs=false

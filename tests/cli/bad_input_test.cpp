@@ -353,6 +353,14 @@ std::vector<Probe> probes() {
                {"optimizer sgd has none to offload", "offload_optimizer: not yet with zero_stage"},
                {"internal error"}});
 
+  p.push_back({"OffloadOverlapWithoutOffloadIsRefusedAtCheck",
+               [](Dir d, std::string&) {
+                 return check_plan(d, "  \"gpt2:libtorch:CPU:1:1:1\": {data_dir: /data, offload_overlap: true}\n");
+               },
+               1,
+               {"offload_overlap: overlaps the host's optimizer step", "set offload_optimizer: true"},
+               {"internal error"}});
+
   // Token datasets read by a language case.
   p.push_back({"ANegativeTokenIdIsRefused",
                [](Dir d, std::string&) {

@@ -11,6 +11,7 @@
 #include "toy_case.h"
 #include "xpuperf/train/image_classification.h"
 #include "xpuperf/train/image_dataset.h"
+#include "xpuperf/train/offload_optimizer.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/runtime.h"
 
@@ -92,6 +93,43 @@ TEST(Switches, TheOffloadedOptimizerGivesTheReferenceLoss) {
     const auto reference = losses(o + "offload_optimizer: false\n", 20);
     expect_close(losses(o + "offload_optimizer: true\n", 20), reference, 1e-5);
     EXPECT_LT(reference.back(), reference.front());
+  }
+}
+
+// offload_overlap: the host's update of a step runs beside the next step and reaches the weights at
+// the step after (ZeRO-Offload's delayed parameter update), after 10 synchronous steps. Steps 1-11
+// see the same weights as without it; step 12 sees the weights of step 10, not 11.
+TEST(Switches, OverlappedOffloadIsExactForItsSynchronousStepsThenOneUpdateBehind) {
+  const std::string o = "optimizer: adamw\nlr: 0.01\noffload_optimizer: true\n";
+  const auto reference = losses(o + "offload_overlap: false\n", 20);
+  const auto overlapped = losses(o + "offload_overlap: true\n", 20);
+  ASSERT_EQ(overlapped.size(), 20u);
+  for (std::size_t i = 0; i < 11; ++i)
+    EXPECT_NEAR(overlapped[i], reference[i], 1e-5 * reference[i]) << "step " << i + 1;
+  EXPECT_GT(std::abs(overlapped[11] - reference[11]), 1e-4 * reference[11]) << "step 12 uses the weights of step 10";
+  EXPECT_LT(overlapped.back(), overlapped.front()) << "it still trains";
+}
+
+// The update runs beside the caller until flush() (or the next step) brings it to the weights; it
+// is then torch::optim's AdamW's, step for step.
+TEST(Switches, AnOverlappedOffloadUpdateReachesTheWeightsAtTheFlush) {
+  torch::manual_seed(2);
+  auto p = torch::randn({300}).requires_grad_();
+  auto q = p.detach().clone().requires_grad_();
+  torch::optim::AdamW reference({q}, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+  OffloadOverlap overlap;
+  overlap.enabled = true, overlap.synchronous_steps = 0;
+  auto offload = make_offload_adam(AdamHyper{true, 0.01, 0.9, 0.999, 1e-8}, 0.1, {p}, {}, false, overlap);
+  for (int step = 0; step < 3; ++step) {
+    const auto grad = torch::randn({300});
+    p.mutable_grad() = grad.clone();
+    q.mutable_grad() = grad.clone();
+    const auto before = p.detach().clone();
+    offload->step();
+    reference.step();
+    EXPECT_TRUE(torch::equal(p.detach(), before)) << "step " << step << ": not yet in the weights";
+    offload->flush();
+    EXPECT_TRUE(torch::allclose(p.detach(), q.detach(), 1e-6, 1e-6)) << "step " << step;
   }
 }
 

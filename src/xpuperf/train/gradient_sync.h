@@ -28,6 +28,7 @@ class GradientSync {
  public:
   virtual ~GradientSync() = default;
   void set_lr(double lr) { optimizer().set_lr(lr); }
+  void flush_optimizer() { optimizer().flush(); }
   virtual void zero_grad() = 0;
   // Around each micro-batch's backward; `last`: the step's last micro-batch (gradients are sent).
   virtual void begin_backward(bool last) = 0;

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <future>
 
 #include "xpuperf/train/cpu_adam.h"
 
@@ -18,8 +19,8 @@ struct Slot {
 class OffloadAdam : public StepOptimizer {
  public:
   OffloadAdam(const AdamHyper& h, double weight_decay, const std::vector<torch::Tensor>& with_decay,
-              const std::vector<torch::Tensor>& without_decay, bool device_bf16)
-      : h_(h), lr_(h.lr) {
+              const std::vector<torch::Tensor>& without_decay, bool device_bf16, OffloadOverlap overlap)
+      : h_(h), lr_(h.lr), overlap_(overlap) {
     const torch::NoGradGuard no_grad;
     auto add = [&](const torch::Tensor& p, double wd) {
       const bool pinned = p.is_cuda();
@@ -42,18 +43,48 @@ class OffloadAdam : public StepOptimizer {
       if (s.param.grad().defined()) s.param.mutable_grad().zero_();
   }
 
+  ~OffloadAdam() override {
+    if (pending_.valid()) pending_.wait();  // the thread reads this object's buffers
+  }
+
   void step() override {
     const torch::NoGradGuard no_grad;
+    flush();  // the previous update, if it still runs: its weights before this step's update starts
     ++step_;
-    const double correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step_));
-    const double correction2 = 1.0 - std::pow(h_.beta2, static_cast<double>(step_));
     for (auto& s : slots_) {
       TORCH_CHECK(s.param.grad().defined(), "a parameter has no gradient: every parameter must take part in the loss");
       s.grad_host.copy_(s.param.grad().reshape({-1}));  // to the host, in fp32
     }
+    const double lr = lr_;
+    const std::int64_t step = step_;
+    const int threads = at::get_num_threads();  // the rank's share of the cores, which a new thread does not inherit
+    if (!overlap_.enabled || step <= overlap_.synchronous_steps) {
+      update(lr, step);
+      to_device();
+      return;
+    }
+    pending_ = std::async(std::launch::async, [this, lr, step, threads] {
+      at::set_num_threads(threads);
+      update(lr, step);
+    });
+  }
+
+  void flush() override {
+    if (!pending_.valid()) return;
+    pending_.get();  // rethrows what the update threw
+    const torch::NoGradGuard no_grad;
+    to_device();
+  }
+
+ private:
+  // Adam / AdamW on the host masters from the host gradients: on every core, touching no tensor
+  // of the device (so that it may run beside the next step).
+  void update(double lr, std::int64_t step) {
+    const double correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step));
+    const double correction2 = 1.0 - std::pow(h_.beta2, static_cast<double>(step));
     for (auto& s : slots_) {
       const CpuAdamCoefficients c{h_.decoupled,
-                                  static_cast<float>(1.0 - lr_ * s.weight_decay),
+                                  static_cast<float>(1.0 - lr * s.weight_decay),
                                   s.weight_decay,
                                   static_cast<float>(h_.beta1),
                                   static_cast<float>(1.0 - h_.beta1),
@@ -61,7 +92,7 @@ class OffloadAdam : public StepOptimizer {
                                   static_cast<float>(1.0 - h_.beta2),
                                   static_cast<float>(std::sqrt(correction2)),
                                   static_cast<float>(h_.eps),
-                                  static_cast<float>(-lr_ / correction1)};
+                                  static_cast<float>(-lr / correction1)};
       float* p = s.master.data_ptr<float>();
       float* m = s.m.data_ptr<float>();
       float* v = s.v.data_ptr<float>();
@@ -69,22 +100,27 @@ class OffloadAdam : public StepOptimizer {
       at::parallel_for(0, s.master.numel(), 1 << 15,
                        [&](std::int64_t begin, std::int64_t end) { cpu_adam(p, m, v, g, begin, end, c); });
     }
+  }
+
+  void to_device() {
     for (auto& s : slots_) s.param.copy_(s.master.view(s.param.sizes()));  // back, in the parameter's type
   }
 
- private:
   AdamHyper h_;
   double lr_;
+  OffloadOverlap overlap_;
   std::int64_t step_ = 0;
   std::vector<Slot> slots_;
+  std::future<void> pending_;  // the update running beside the next step (offload_overlap)
 };
 
 }  // namespace
 
 std::unique_ptr<StepOptimizer> make_offload_adam(const AdamHyper& h, double weight_decay,
                                                  std::vector<torch::Tensor> with_decay,
-                                                 std::vector<torch::Tensor> without_decay, bool device_bf16) {
-  return std::make_unique<OffloadAdam>(h, weight_decay, with_decay, without_decay, device_bf16);
+                                                 std::vector<torch::Tensor> without_decay, bool device_bf16,
+                                                 OffloadOverlap overlap) {
+  return std::make_unique<OffloadAdam>(h, weight_decay, with_decay, without_decay, device_bf16, overlap);
 }
 
 }  // namespace xpuperf::train

@@ -7,7 +7,13 @@
 // type. With `precision: bf16` on a GPU the parameters (and so their gradients) are kept in bf16
 // on the device: 4 bytes a parameter there instead of 16 for weights, gradients and state in fp32.
 // The update is torch::optim's Adam / AdamW, operation for operation (tests hold the loss to it).
+//
+// `offload_overlap: true` runs each step's host update on a thread of its own while the next step's
+// forward and backward run, and brings its weights to the device at the start of the step after
+// (ZeRO-Offload's delayed parameter update): a step's gradients are those of the weights one update
+// behind. The first steps stay synchronous, while the loss falls fastest.
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -20,10 +26,16 @@ struct AdamHyper {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
+struct OffloadOverlap {
+  bool enabled = false;
+  std::int64_t synchronous_steps = 10;  // steps updated in place before the overlap starts
+};
+
 // `with_decay` / `without_decay`: the parameters (on any device) and their weight decay groups;
 // `device_bf16`: store the device parameters in bf16 from now on (the master copy stays fp32).
 std::unique_ptr<StepOptimizer> make_offload_adam(const AdamHyper& h, double weight_decay,
                                                  std::vector<torch::Tensor> with_decay,
-                                                 std::vector<torch::Tensor> without_decay, bool device_bf16);
+                                                 std::vector<torch::Tensor> without_decay, bool device_bf16,
+                                                 OffloadOverlap overlap = {});
 
 }  // namespace xpuperf::train

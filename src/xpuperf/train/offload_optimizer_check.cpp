@@ -10,6 +10,10 @@ namespace xpuperf::train {
 namespace {
 
 void check_offload(const SwitchCheckInput& in, Diagnostics& diags) {
+  if (in.get_bool("offload_overlap", false) && !in.get_bool("offload_optimizer", false))
+    diags.error(in.source("offload_overlap"),
+                "offload_overlap: overlaps the host's optimizer step, which only offload_optimizer: true runs there; "
+                "set offload_optimizer: true or offload_overlap: false");
   if (!in.get_bool("offload_optimizer", false)) return;
   const auto where = in.source("offload_optimizer");
   const std::string optimizer = in.get_string("optimizer", "sgd");

@@ -253,7 +253,10 @@ std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<tor
     const AdamHyper adam{h.name == "adamw", h.lr, h.beta1, h.beta2, h.eps};
     // The device keeps bf16 weights where the step computes in bf16; the host the fp32 masters.
     const bool device_bf16 = cfg.get_string("precision", "fp32") == "bf16";
-    return make_offload_adam(adam, h.weight_decay, std::move(with_decay), std::move(without_decay), device_bf16);
+    OffloadOverlap overlap;
+    overlap.enabled = cfg.get_bool("offload_overlap", false);
+    return make_offload_adam(adam, h.weight_decay, std::move(with_decay), std::move(without_decay), device_bf16,
+                             overlap);
   }
   const Groups groups{std::move(with_decay), std::move(without_decay)};
   if (impl == OptimizerImpl::Reference) return std::make_unique<ReferenceOptimizer>(h, groups);

@@ -29,6 +29,9 @@ class StepOptimizer {
   virtual void set_lr(double lr) = 0;
   virtual void zero_grad() = 0;
   virtual void step() = 0;
+  // Applies an update still running beside the next step (offload_overlap), so that the weights are
+  // the ones every step so far gives: before an evaluation, a checkpoint, the end of a run.
+  virtual void flush() {}
 };
 
 // The optimizer a config asks for (`optimizer`: sgd, adam, adamw; lr, momentum, weight_decay,

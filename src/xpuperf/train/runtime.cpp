@@ -305,6 +305,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
                                              {"accumulation_steps", accumulation_},
                                              {"zero_stage", s_.zero_stage},
                                              {"offload_optimizer", s_.offload_optimizer},
+                                             {"offload_overlap", s_.offload_overlap},
                                              {"activation_checkpointing", s_.activation_checkpointing},
                                              {"channels_last", s_.channels_last},
                                              {"cudnn_benchmark", s_.cudnn_benchmark && device_.is_cuda()},
@@ -324,6 +325,7 @@ void TrainingRun::settle() {
 
 void TrainingRun::run_eval() {
   settle();
+  sync_->flush_optimizer();  // an update running beside the training (offload_overlap) is applied first
   // With pipeline stages only the last holds metrics (its tensor-parallel place 0: the others copy it).
   const auto& pipeline = groups_.pipeline;
   const EvalRanks ranks{*data_dist_, pipeline ? *dist_ : *data_dist_,
@@ -466,6 +468,7 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
 }
 
 TrainingOutcome TrainingRun::finish() {
+  sync_->flush_optimizer();  // every step's update in the weights that are saved and reported
   if (!s_.save_checkpoint.empty()) sync_->gather_all();  // every rank: ZeRO-3 keeps only shares of its blocks
   if (!s_.save_checkpoint.empty() && leader_) {
     if (s_.lora_rank > 0) {

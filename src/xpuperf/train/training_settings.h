@@ -37,6 +37,7 @@ struct TrainingSettings {
   bool activation_checkpointing = false, overlap_grad_reduce = true;
   std::int64_t zero_stage = 0;
   bool offload_optimizer = false;  // the optimizer's state and update on the host (offload_optimizer.h)
+  bool offload_overlap = false;    // that update beside the next step (offload_optimizer.h)
   std::int64_t bucket_bytes = 25 << 20;
   std::string dist_backend = "auto";
   double dist_timeout_s = 300;
