@@ -143,6 +143,15 @@ TEST(SweepReport, ExpertRowsCompareWithRowsOfTheSameExperts) {
   EXPECT_FALSE(with_packing["rows"][2].contains("parity"));
   EXPECT_NE(report::sweep_markdown(with_packing).find("not compared: packed rows hold several samples"),
             std::string::npos);
+  // offload_overlap's weights are one update late: another training, not compared either.
+  const auto overlapped = parse_strategies("bf16+offload+offload_overlap=true", diags);
+  ASSERT_FALSE(diags.has_errors()) << diags.format();
+  input["rows"].push_back(row("bf16+offload+overlap", overlapped[0].sets, {10.0, 9.4}));
+  const json with_overlap = report::sweep_summary(input);
+  EXPECT_FALSE(with_overlap["rows"][3].contains("parity"));
+  EXPECT_NE(
+      report::sweep_markdown(with_overlap).find("not compared: offload_overlap updates the weights one step late"),
+      std::string::npos);
 
   input["rows"] =
       json::array({row("bf16+moe4", rows[1].sets, {10.0, 8.0}), row("bf16+moe4+ep2", rows[2].sets, {10.0, 8.5})});

@@ -169,8 +169,13 @@ json sweep_summary(const json& input) {
       row["parity_undefined"] = "another model than the reference's (its number of experts)";
     else if (set_value_of(row, "sequence_packing", "false") != set_value_of(ref, "sequence_packing", "false"))
       row["parity_undefined"] =
-          "packed rows hold several samples each, other batches than the reference's (its samples/s counts rows: "
-          "STEP_END's real_token_share × tokens/s is the real tokens' rate)";
+          "packed rows hold several samples each (bert; its samples/s counts rows: STEP_END's real_token_share × "
+          "tokens/s is the real tokens' rate), or each document attends within itself (the causal cases): other "
+          "inputs than the reference's";
+    else if (set_value_of(row, "offload_overlap", "false") != set_value_of(ref, "offload_overlap", "false"))
+      row["parity_undefined"] =
+          "offload_overlap updates the weights one step late after its first 10 steps, another training than the "
+          "reference's";
     else if (const json* curve = curve_of(row); curve && ref_curve && static_cast<int>(i) != reference)
       row["parity"] = parity(*curve, *ref_curve, tolerance);
   }
