@@ -101,6 +101,34 @@ class LanguageCli : public ::testing::Test {
     return xpuperf(all, XPUPERF_SOURCE_DIR, {}, 600);
   }
 
+  // `xpuperf sweep MODEL` on two CPU ranks over this suite's data, under `dir`: `steps` timed after
+  // `warmup`, one repeat, the loss tolerance, the strategies and the cases' --set values.
+  Result sweep_on_two_ranks(const std::string& model, int steps, int warmup, const std::string& tolerance,
+                            const std::string& strategies, const std::vector<std::string>& sets) {
+    std::vector<std::string> args = {"sweep",
+                                     model,
+                                     "--vendor",
+                                     "cpu",
+                                     "--hardware",
+                                     "CPUx1x2",
+                                     "--data-dir",
+                                     data(),
+                                     "--steps",
+                                     std::to_string(steps),
+                                     "--warmup-steps",
+                                     std::to_string(warmup),
+                                     "--repeats",
+                                     "1",
+                                     "--log-dir",
+                                     dir.path(),
+                                     "--loss-tolerance",
+                                     tolerance,
+                                     "--strategies",
+                                     strategies};
+    for (const auto& set : sets) args.insert(args.end(), {"--set", set});
+    return xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
+  }
+
   static test::TempDir* data_;
   test::TempDir dir;
 };
@@ -395,30 +423,10 @@ TEST_F(LanguageCli, BertTrainsThroughRunOnKernelDocumentationWithTheLossFalling)
 // their loss curves match it within a tolerance far below bf16's. (Every switch's curve, ZeRO-2 and
 // accumulation's among them, is held still by golden_curves_test.cpp; three rows show the sweep.)
 TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
-  std::vector<std::string> args = {"sweep",
-                                   "gpt2",
-                                   "--vendor",
-                                   "cpu",
-                                   "--hardware",
-                                   "CPUx1x2",
-                                   "--data-dir",
-                                   data(),
-                                   "--steps",
-                                   "4",
-                                   "--warmup-steps",
-                                   "2",
-                                   "--repeats",
-                                   "1",
-                                   "--log-dir",
-                                   dir.path(),
-                                   "--loss-tolerance",
-                                   "0.001",
-                                   "--strategies",
-                                   "fp32; fp32+zero1; fp32+pp2+train_batch_size=8+global_batch_size=16"};
-  for (const char* set : {"n_layer=2", "n_embd=32", "n_head=2", "seq_length=32", "num_threads=1", "valid_share=0.02",
-                          "eval_batch_size=64", "lr=0.003"})
-    args.insert(args.end(), {"--set", set});
-  const Result r = xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
+  const Result r =
+      sweep_on_two_ranks("gpt2", 4, 2, "0.001", "fp32; fp32+zero1; fp32+pp2+train_batch_size=8+global_batch_size=16",
+                         {"n_layer=2", "n_embd=32", "n_head=2", "seq_length=32", "num_threads=1", "valid_share=0.02",
+                          "eval_batch_size=64", "lr=0.003"});
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string sweep = sweep_folder_in(dir.path());
   ASSERT_FALSE(sweep.empty()) << r.output;
@@ -446,32 +454,11 @@ TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
 // Expert parallelism between processes (Gloo's all-to-all over a subgroup of two real ranks): a
 // tiny Llama with 4 experts, whole on each rank and split over both, the same loss at every step.
 TEST_F(LanguageCli, SweepOfExpertParallelismKeepsTheLossOnTwoRanks) {
-  std::vector<std::string> args = {"sweep",
-                                   "llama",
-                                   "--vendor",
-                                   "cpu",
-                                   "--hardware",
-                                   "CPUx1x2",
-                                   "--data-dir",
-                                   data(),
-                                   "--steps",
-                                   "3",
-                                   "--warmup-steps",
-                                   "1",
-                                   "--repeats",
-                                   "1",
-                                   "--log-dir",
-                                   dir.path(),
-                                   "--loss-tolerance",
-                                   "0.00001",
-                                   "--strategies",
-                                   "moe4; moe4+ep2"};
-  for (const char* set :
-       {"num_hidden_layers=2", "hidden_size=32", "intermediate_size=64", "num_attention_heads=4",
-        "num_key_value_heads=2", "seq_length=16", "train_batch_size=4", "eval_batch_size=8", "num_threads=1",
-        "valid_share=0.02", "lr=0.003", "synthetic_data=true", "synthetic_tokens=65536", "moe_capacity_factor=1.0"})
-    args.insert(args.end(), {"--set", set});
-  const Result r = xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
+  const Result r = sweep_on_two_ranks(
+      "llama", 3, 1, "0.00001", "moe4; moe4+ep2",
+      {"num_hidden_layers=2", "hidden_size=32", "intermediate_size=64", "num_attention_heads=4",
+       "num_key_value_heads=2", "seq_length=16", "train_batch_size=4", "eval_batch_size=8", "num_threads=1",
+       "valid_share=0.02", "lr=0.003", "synthetic_data=true", "synthetic_tokens=65536", "moe_capacity_factor=1.0"});
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string sweep = sweep_folder_in(dir.path());
   ASSERT_FALSE(sweep.empty()) << r.output;
