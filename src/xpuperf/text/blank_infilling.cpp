@@ -13,6 +13,10 @@ std::int64_t blank_text_length(std::int64_t length, double mask_share, double me
   return static_cast<std::int64_t>(std::floor(static_cast<double>(length - 1) / (1 + 3 * mask_share / mean_span)));
 }
 
+std::int64_t blank_masked_count(std::int64_t n, double mask_share) {
+  return std::max<std::int64_t>(1, std::llround(mask_share * static_cast<double>(n)));
+}
+
 BlankSample make_blank_sample(const std::int32_t* text, std::int64_t n, std::int64_t length,
                               const BlankSpecial& special, std::mt19937_64& rng, double mask_share, double mean_span) {
   if (n < 1 || n + 1 > length)
@@ -20,7 +24,7 @@ BlankSample make_blank_sample(const std::int32_t* text, std::int64_t n, std::int
                          std::to_string(length));
   // Span lengths: Poisson(mean_span) given at least 1, until mask_share of the text is covered.
   std::poisson_distribution<std::int64_t> poisson(mean_span);
-  const auto wanted = std::max<std::int64_t>(1, std::llround(mask_share * static_cast<double>(n)));
+  const auto wanted = blank_masked_count(n, mask_share);
   std::vector<std::int64_t> spans;
   std::int64_t masked = 0;
   while (masked < wanted) {
@@ -100,7 +104,7 @@ BlankSamples::BlankSamples(const TokenFile& file, DocumentRange documents, std::
 }
 
 std::int64_t BlankSamples::first_target() const {
-  return 1 + text_length_ - std::max<std::int64_t>(1, std::llround(0.15 * static_cast<double>(text_length_)));
+  return 1 + text_length_ - blank_masked_count(text_length_);
 }
 
 BlankSample BlankSamples::get(std::int64_t sample, std::uint64_t seed) const {

@@ -31,6 +31,9 @@ struct BlankSample {
 // [sop]s and part A's [CLS], enough for 1.5 × the spans that mask_share and mean_span expect.
 std::int64_t blank_text_length(std::int64_t length, double mask_share = 0.15, double mean_span = 3.0);
 
+// How many of a text's n tokens go into blanks: mask_share of them, at least one.
+std::int64_t blank_masked_count(std::int64_t n, double mask_share = 0.15);
+
 // The sample of `text` (n tokens, n + 1 ≤ length): spans drawn from `rng` until mask_share of the
 // text is masked, none touching another; the last ones dropped when part B would not fit.
 BlankSample make_blank_sample(const std::int32_t* text, std::int64_t n, std::int64_t length,

@@ -49,7 +49,6 @@ RecordDataset::RecordDataset(const std::vector<text::RecordQuery>& queries, cons
   std::int64_t without_answer = 0, cut_passages = 0, cut_candidates = 0;
   for (const auto& q : queries) {
     Query out;
-    std::vector<std::pair<float, std::size_t>> order;  // matching candidates first, in training
     for (std::size_t c = 0; c < q.candidates.size(); ++c) {
       out.fills.push_back(wordpiece.encode(q.candidates[c]));
       if (out.fills.back().empty()) out.fills.back().push_back(wordpiece.unk());

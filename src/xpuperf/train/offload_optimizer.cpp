@@ -57,12 +57,12 @@ class OffloadAdam : public StepOptimizer {
     }
     const double lr = lr_;
     const std::int64_t step = step_;
-    const int threads = at::get_num_threads();  // the rank's share of the cores, which a new thread does not inherit
     if (!overlap_.enabled || step <= overlap_.synchronous_steps) {
       update(lr, step);
       to_device();
       return;
     }
+    const int threads = at::get_num_threads();  // the rank's share of the cores, which a new thread does not inherit
     pending_ = std::async(std::launch::async, [this, lr, step, threads] {
       at::set_num_threads(threads);
       update(lr, step);

@@ -259,13 +259,11 @@ Batch BertTokenDataset::get_packed(const torch::Tensor& indices, std::uint64_t s
   auto ids = torch::full({n, length_}, 0, torch::kLong);
   auto labels = torch::full({n, length_}, -100, torch::kLong);
   auto segments = torch::zeros({n, length_}, torch::kLong);
-  auto positions = torch::zeros({n, length_}, torch::kLong);
   const auto* index = indices.data_ptr<std::int64_t>();
   for (std::int64_t r = 0; r < n; ++r) {
     auto* row_ids = ids.data_ptr<std::int64_t>() + r * length_;
     auto* row_labels = labels.data_ptr<std::int64_t>() + r * length_;
     auto* row_segments = segments.data_ptr<std::int64_t>() + r * length_;
-    auto* row_positions = positions.data_ptr<std::int64_t>() + r * length_;
     std::int64_t at = 0, segment = 0;
     const auto& row = rows_.at(static_cast<std::size_t>(index[r]));
     for (const auto sample : row) {
@@ -276,13 +274,12 @@ Batch BertTokenDataset::get_packed(const torch::Tensor& indices, std::uint64_t s
         row_ids[at + i] = s.ids[static_cast<std::size_t>(i)];
         row_labels[at + i] = s.labels[static_cast<std::size_t>(i)];
         row_segments[at + i] = segment;
-        row_positions[at + i] = i;
       }
       at += real;
     }
     for (std::int64_t i = at; i < length_; ++i) row_ids[i] = pad_;  // segment 0: never attended to from a sample
   }
-  return {ids, torch::zeros({n, length_}, torch::kLong), segments, labels, positions};
+  return {ids, torch::zeros({n, length_}, torch::kLong), segments, labels};
 }
 
 Batch BertTokenDataset::get(const torch::Tensor& indices) const {

@@ -60,9 +60,9 @@ class GptTokenDataset : public IndexedDataset {
 //
 // With `packing` (sequence_packing: true) a sample is a row of `length` tokens holding several
 // [CLS] span [SEP] samples (text::pack_best_fit), each masked as on its own; the third tensor is
-// then the segment of each token (1, 2, ... for the row's samples, 0 at padding), and a fifth holds
-// the positions, counted from 0 in each segment. Attention stays within a segment (the model's
-// mask: tokens of one segment see each other only).
+// then the segment of each token (1, 2, ... for the row's samples, 0 at padding), from which the
+// case makes the attention mask (tokens of one segment see each other only) and the positions,
+// counted from 0 in each segment (models/documents.h).
 class BertTokenDataset : public IndexedDataset {
  public:
   BertTokenDataset(TokenSplit split, std::int64_t length, text::BertSamples::Special special, std::uint64_t seed,

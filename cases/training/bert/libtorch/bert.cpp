@@ -10,6 +10,7 @@
 #include <map>
 #include <utility>
 
+#include "xpuperf/models/documents.h"
 #include "xpuperf/train/token_datasets.h"
 
 namespace xpuperf::cases {
@@ -73,12 +74,12 @@ class BertCase : public train::TrainingCase {
 
  private:
   // The loss and accuracy of a batch: with sequence packing, each token attends within its own
-  // segment (batch[2]) and its position counts from its segment's start (batch[4]).
+  // segment (batch[2]) and its position counts from its segment's start (models/documents.h).
   std::pair<torch::Tensor, torch::Tensor> loss_and_accuracy(const train::Batch& batch) {
     if (!packing_) return model_->loss_and_accuracy(batch[0], batch[1], batch[2], batch[3], max_predictions(batch[0]));
-    const auto& segments = batch[2];
-    const auto same_segment = segments.unsqueeze(2).eq(segments.unsqueeze(1));
-    return model_->loss_and_accuracy(batch[0], batch[1], same_segment, batch[3], max_predictions(batch[0]), batch[4]);
+    const auto d = models::document_attention(batch[2], /*causal=*/false);
+    return model_->loss_and_accuracy(batch[0], batch[1], d.mask.squeeze(1), batch[3], max_predictions(batch[0]),
+                                     d.positions);
   }
 
   // The most positions a batch can have masked: BertSamples masks round(15 % of a sample's

@@ -24,11 +24,11 @@ class GlmRecordCase : public train::GlmCaseBase {
   train::Datasets datasets(const train::CaseContext& ctx) override {
     const Config& cfg = ctx.config;
     read_sizes(cfg);
-    const auto wordpiece = std::make_unique<text::WordPiece>(train::wordpiece_from(cfg));
-    if (std::min(sop_, eop_) < wordpiece->vocab_size())
+    const text::WordPiece wordpiece = train::wordpiece_from(cfg);
+    if (std::min(sop_, eop_) < wordpiece.vocab_size())
       throw ConfigError("sop_id " + std::to_string(sop_) + " and eop_id " + std::to_string(eop_) +
-                        " must come after vocab_file's " + std::to_string(wordpiece->vocab_size()) + " tokens");
-    const train::RecordDataset::Special special{wordpiece->cls(), wordpiece->mask(), sop_, eop_, wordpiece->pad()};
+                        " must come after vocab_file's " + std::to_string(wordpiece.vocab_size()) + " tokens");
+    const train::RecordDataset::Special special{wordpiece.cls(), wordpiece.mask(), sop_, eop_, wordpiece.pad()};
     const auto read = [&](const std::string& key) {
       const auto path = train::data_file(cfg, key);
       try {
@@ -40,9 +40,8 @@ class GlmRecordCase : public train::GlmCaseBase {
     const auto [train_path, train_queries] = read("train_data");
     const auto [eval_path, eval_queries] = read("eval_data");
     const auto rows = cfg.get_int("max_candidates", 0);
-    train_ =
-        std::make_shared<train::RecordDataset>(train_queries, *wordpiece, special, length_, rows, true, train_path);
-    eval_ = std::make_shared<train::RecordDataset>(eval_queries, *wordpiece, special, length_, 0, false, eval_path);
+    train_ = std::make_shared<train::RecordDataset>(train_queries, wordpiece, special, length_, rows, true, train_path);
+    eval_ = std::make_shared<train::RecordDataset>(eval_queries, wordpiece, special, length_, 0, false, eval_path);
     return {train_, eval_};
   }
 
