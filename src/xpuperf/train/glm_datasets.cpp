@@ -47,11 +47,24 @@ RecordDataset::RecordDataset(const std::vector<text::RecordQuery>& queries, cons
                              const std::string& source)
     : special_(special), length_(length) {
   std::int64_t without_answer = 0, cut_passages = 0, cut_candidates = 0;
+  // A passage's queries come one after another (read_record_jsonl): its tokens and its candidates'
+  // are encoded once for all of them.
+  const text::RecordQuery* encoded = nullptr;
+  std::vector<std::int32_t> passage_tokens;
+  std::vector<std::vector<std::int32_t>> candidate_tokens;
   for (const auto& q : queries) {
+    if (!encoded || encoded->passage != q.passage || encoded->candidates != q.candidates) {
+      passage_tokens = wordpiece.encode(q.passage);
+      candidate_tokens.clear();
+      for (const auto& candidate : q.candidates) {
+        candidate_tokens.push_back(wordpiece.encode(candidate));
+        if (candidate_tokens.back().empty()) candidate_tokens.back().push_back(wordpiece.unk());
+      }
+      encoded = &q;
+    }
     Query out;
+    out.fills = candidate_tokens;
     for (std::size_t c = 0; c < q.candidates.size(); ++c) {
-      out.fills.push_back(wordpiece.encode(q.candidates[c]));
-      if (out.fills.back().empty()) out.fills.back().push_back(wordpiece.unk());
       out.exact.push_back(static_cast<float>(text::record_exact_match(q.candidates[c], q.answers)));
       out.f1.push_back(static_cast<float>(text::record_f1(q.candidates[c], q.answers)));
     }
@@ -64,7 +77,7 @@ RecordDataset::RecordDataset(const std::vector<text::RecordQuery>& queries, cons
     const auto at = q.query.find("@placeholder");
     const auto before = wordpiece.encode(q.query.substr(0, at));
     const auto after = wordpiece.encode(q.query.substr(at + std::string("@placeholder").size()));
-    auto passage = wordpiece.encode(q.passage);
+    auto passage = passage_tokens;
     // [CLS] passage before [MASK] after, then [sop] fill: the fill's targets end in [eop].
     const auto fixed = static_cast<std::int64_t>(1 + before.size() + 1 + after.size() + 1 + longest);
     if (fixed + static_cast<std::int64_t>(passage.size()) > length) {
