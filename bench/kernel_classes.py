@@ -12,12 +12,16 @@ import re
 # The first pattern that matches names the class: order matters (a Triton kernel fusing layer
 # norm is "normalisation", a cuBLAS kernel with an epilogue is "GEMM").
 CLASSES = [
-    ("attention", r"flash|fmha|attention|sdpa|cudnn.*(mha|sdp)|efficient_attention|mem_eff"),
+    # cuDNN's attention backward runs two helpers of its own beside the flash kernel.
+    ("attention", r"flash|fmha|attention|sdpa|cudnn.*(mha|sdp)|efficient_attention|mem_eff|compute_dot_do_o|"
+                  r"convert_dq_to|unpack_cudnn"),
     ("GEMM", r"gemm|cutlass|cublas|sm\d+_xmma|ampere_|hopper_|nvjet|wgmma|matmul|dot_kernel|splitk|gemv"),
     ("normalisation", r"layer_norm|layernorm|rms_norm|rmsnorm|batch_norm|batchnorm|bn_fw|bn_bw|_norm_|welford|"
-                      r"add_rms_norm|add_layer_norm"),
+                      r"add_rms_norm|add_layer_norm|norm_forward_kernel|norm_backward_kernel"),
     ("loss", r"softmax|cross_entropy|nll_loss|log_softmax"),
-    ("optimizer", r"multi_tensor|adam|sgd|lamb|fused_optimizer|_foreach"),
+    # Not "lamb": every ATen kernel's name holds a "lambda" (apex's LAMB is a multi_tensor kernel anyway).
+    # NormTwoOps: the gradient norm taken one tensor at a time.
+    ("optimizer", r"multi_tensor|adam|sgd|fused_optimizer|_foreach|NormTwoOps"),
     ("copies", r"memcpy|memset|copy|cat_|catarray|fill|transpose|permute|contiguous|to_copy|index_?select|gather|"
                r"scatter|embedding"),
     ("convolution", r"conv|implicit_gemm|winograd|fft|cudnn"),

@@ -12,7 +12,7 @@
 # CASES=gpt2,bert,llama,mixtral,cpm,glm STEPS=100 pick the cases and the measured steps; PROFILE=gpt2 lists Hugging
 # Face's kernels by time; VARIANTS=gpt2 also times xpuperf with cuda_graphs, the fused
 # optimizer and the fused kernels (the loss's) off in turn (VARIANTS=llama: with LoRA r 8,
-# ZeRO-Offload with and without offload_overlap, activation checkpointing, and the fused kernels off); OURS_PROFILE=1 lists xpuperf's kernels (nsys) and their time by class (GEMM, attention,
+# ZeRO-Offload with and without offload_overlap, activation checkpointing, and the fused kernels off); OURS_PROFILE=1 lists xpuperf's kernels (a run with profile_steps) and their time by class (GEMM, attention,
 # normalisation, element-wise, loss, optimizer, copies, idle: bench/kernel_classes.py) beside
 # Hugging Face's classes from PROFILE's run; PEAK=989.4 the dense bf16 TFLOP/s of the GPU (H100/H200 SXM).
 set -euo pipefail
@@ -120,15 +120,17 @@ for r in ref:
         print("\n" + r["table"])
 PY
 
-# xpuperf's kernels by time, through Nsight Systems where it is installed.
-if [[ -n ${OURS_PROFILE:-} ]] && command -v nsys > /dev/null; then
+# xpuperf's kernels by time (profile_steps: LibTorch's Kineto profiler), in a run of its own since the
+# profiler slows the steps it watches.
+if [[ -n ${OURS_PROFILE:-} ]]; then
   for c in "${list[@]}"; do
-    nsys profile -t cuda -o "$work/$c.nsys" --force-overwrite true "$xpuperf" train --case "$c" --vendor nvidia \
-      --hardware "$hardware" --set synthetic_data=true --set synthetic_tokens=4194304 --set max_steps=30 \
-      --set timing_skip_steps=10 --set log_freq=10 --set eval_interval_steps=0 > "$work/$c.nsys.out" 2>&1 || true
-    echo; echo "xpuperf's kernels ($c, 30 steps; nsys cuda_gpu_kern_sum), then by class beside Hugging Face's (PyTorch, from PROFILE):"
-    nsys stats -r cuda_gpu_kern_sum -f csv "$work/$c.nsys.nsys-rep" 2> /dev/null \
-      | python3 "$here/nsys_kernels.py" "$c" 30 "$work/$c.nsys.out" "$work/torch.jsonl" || true
+    extra=()
+    [[ $c == mixtral ]] && extra+=(--set train_batch_size=4)
+    "$xpuperf" train --case "$c" --vendor nvidia --hardware "$hardware" --set synthetic_data=true \
+      --set synthetic_tokens=4194304 --set max_steps=30 --set timing_skip_steps=10 --set profile_steps=10 \
+      --set log_freq=10 --set eval_interval_steps=0 "${extra[@]}" > "$work/$c.profile.out" 2>&1 || true
+    echo; echo "xpuperf's kernels ($c, steps 11-20 of 30), then a step's GPU time by class beside Hugging Face's (PROFILE=$c):"
+    python3 "$here/run_kernels.py" "$c" "$work/$c.profile.out" "$work/torch.jsonl" || bench_failures+=("$c profile")
   done
 fi
 

@@ -10,7 +10,7 @@
 # CASES=resnet50,vit,mobilenetv2 STEPS=100 pick the cases and the measured steps; PROFILE=resnet50
 # lists torchvision's kernels by time (eager and compiled: where the time goes); VARIANTS=resnet50
 # times xpuperf with each acceleration switch off in turn, GRAPHS=mobilenetv2 with cuda_graphs on,
-# for the cases listed; OURS_PROFILE=1 (Nsight Systems) lists xpuperf's kernels and a step's GPU time
+# for the cases listed; OURS_PROFILE=1 (a run with profile_steps) lists xpuperf's kernels and a step's GPU time
 # by class beside torchvision's from PROFILE (bench/kernel_classes.py).
 set -euo pipefail
 hardware=${1:-H200}
@@ -145,15 +145,15 @@ for case in dict.fromkeys(o["case"] for o in ours):
               f"{abs(go - gr) / abs(gr):.2e} |")
 PY
 
-# xpuperf's kernels by time and by class beside torchvision's, through Nsight Systems where it is installed.
-if [[ -n ${OURS_PROFILE:-} ]] && command -v nsys > /dev/null; then
+# xpuperf's kernels by time and by class beside torchvision's (profile_steps: LibTorch's Kineto profiler),
+# in a run of its own since the profiler slows the steps it watches.
+if [[ -n ${OURS_PROFILE:-} ]]; then
   for c in "${list[@]}"; do
-    nsys profile -t cuda -o "$work/$c.nsys" --force-overwrite true "$xpuperf" train --case "$c" --vendor nvidia \
-      --hardware "$hardware" --set synthetic_data=true --set synthetic_eval_samples=500 --set max_steps=30 \
-      --set timing_skip_steps=10 --set log_freq=10 > "$work/$c.nsys.out" 2>&1 || true
-    echo; echo "xpuperf's kernels ($c, 30 steps; nsys cuda_gpu_kern_sum), then by class beside torchvision's (PyTorch, from PROFILE):"
-    nsys stats -r cuda_gpu_kern_sum -f csv "$work/$c.nsys.nsys-rep" 2> /dev/null \
-      | python3 "$here/nsys_kernels.py" "$c" 30 "$work/$c.nsys.out" "$work/torch.jsonl" || true
+    "$xpuperf" train --case "$c" --vendor nvidia --hardware "$hardware" --set synthetic_data=true \
+      --set synthetic_eval_samples=500 --set max_steps=30 --set timing_skip_steps=10 --set profile_steps=10 \
+      --set log_freq=10 > "$work/$c.profile.out" 2>&1 || true
+    echo; echo "xpuperf's kernels ($c, steps 11-20 of 30), then a step's GPU time by class beside torchvision's (PROFILE=$c):"
+    python3 "$here/run_kernels.py" "$c" "$work/$c.profile.out" "$work/torch.jsonl" || bench_failures+=("$c profile")
   done
 fi
 bench_finish

@@ -36,6 +36,13 @@ class KernelClasses(unittest.TestCase):
             "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>": "copies",
             "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64": "GEMM",
             "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, __nv_bfloat16>": "convolution",
+            # Kineto's full names (profile_steps): ATen's lambdas are not the LAMB optimizer.
+            "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda(c10::BFloat16)#1}>": "copies",
+            "void at::native::vectorized_elementwise_kernel<8, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#1}::operator()() const>": "element-wise",
+            "void at::native::reduce_kernel<128, 4, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>>": "element-wise",
+            "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::NormTwoOps<float, float, float, true>, unsigned int, float, 4, 4> >": "optimizer",
+            "void xpuperf::models::kernels::(anonymous namespace)::norm_backward_kernel<float, __nv_bfloat16, 1, true>(float const*)": "normalisation",
+            "void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*, void*)": "attention",
             "some_unknown_kernel": "other",
         }
         for name, want in cases.items():
@@ -56,23 +63,36 @@ class KernelClasses(unittest.TestCase):
         self.assertLess(table.index("| GEMM |"), table.index("| idle |"))
 
 
-    def test_nsys_report_beside_the_pytorch_profile(self):
+    def test_the_runs_kernel_profile_beside_the_pytorch_profile(self):
         bench = os.path.join(os.path.dirname(__file__), "..", "..", "bench")
         with tempfile.TemporaryDirectory() as d:
+            profile = {"steps": 20, "step_ms": 50.0, "device_ms_per_step": 41.0, "distinct_kernels": 3,
+                       "kernels": [{"name": "nvjet_tst_128x256", "ms_per_step": 30.0, "calls_per_step": 12},
+                                   {"name": "flash_fwd_kernel", "ms_per_step": 10.0, "calls_per_step": 1}]}
             with open(f"{d}/run.log", "w") as f:
-                f.write('[PerfLog] {"event":"FINISHED","value":{"global_batch_size":16,'
-                        '"steady_samples_per_second":320.0}}\n')
+                f.write("[PerfLog] " + json.dumps({"event": "FINISHED", "value": {"kernel_profile": profile}},
+                                                  separators=(",", ":")) + "\n")
             with open(f"{d}/torch.jsonl", "w") as f:
                 f.write(json.dumps({"figure": "kernels", "case": "gpt2", "mode": "compile",
                                     "classes": {"GEMM": 30.0, "idle": 2.0}}) + "\n")
-            report = ("Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
-                      "60,900000000,360,1,1,1,1,1,nvjet_tst_128x256\n"
-                      "30,300000000,30,1,1,1,1,1,flash_fwd_kernel\n")
-            r = subprocess.run([sys.executable, os.path.join(bench, "nsys_kernels.py"), "gpt2", "30", f"{d}/run.log",
-                                f"{d}/torch.jsonl"], input=report, text=True, capture_output=True, check=True)
-        self.assertIn("| nvjet_tst_128x256 | 30.00 | 12 | 75.0% |", r.stdout)
+            r = subprocess.run([sys.executable, os.path.join(bench, "run_kernels.py"), "gpt2", f"{d}/run.log",
+                                f"{d}/torch.jsonl"], text=True, capture_output=True, check=True)
+        self.assertIn("| nvjet_tst_128x256 | 30.00 | 12 | 73.2% |", r.stdout)
+        self.assertIn("| all 3 kernels | 41.00 | | 100% |", r.stdout)
         self.assertIn("| class | xpuperf ms a step | share | PyTorch compile ms a step | share |", r.stdout)
-        self.assertIn("| idle | 10.00 | 20% | 2.00 | 6% |", r.stdout)  # a 50 ms step: 16 / 320 s
+        self.assertIn("| other | 1.00 | 2% |", r.stdout)  # the kernel past the listed ones
+        self.assertIn("| idle | 9.00 | 18% | 2.00 | 6% |", r.stdout)  # a 50 ms step, 41 ms of kernels
+
+    def test_a_run_without_a_profile_fails_saying_why(self):
+        bench = os.path.join(os.path.dirname(__file__), "..", "..", "bench")
+        with tempfile.TemporaryDirectory() as d:
+            with open(f"{d}/run.log", "w") as f:
+                f.write('[PerfLog] {"event":"FINISHED","value":{"kernel_profile":{"error":"no CUPTI"}}}\n')
+            open(f"{d}/torch.jsonl", "w").close()
+            r = subprocess.run([sys.executable, os.path.join(bench, "run_kernels.py"), "gpt2", f"{d}/run.log",
+                                f"{d}/torch.jsonl"], text=True, capture_output=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no CUPTI", r.stderr)
 
 if __name__ == "__main__":
     unittest.main()

@@ -398,11 +398,12 @@ bool no_kernels() {
   return !torch::cuda::is_available() || !fused::kernels_built();
 }
 
-void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what,
+                  double float_tolerance = 1e-5) {
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
   // A bit or two of the type: the kernels round where ATen's kernels do, but may contract a
   // multiply-add or sum in another order.
-  const double tolerance = got.scalar_type() == torch::kFloat  ? 1e-5
+  const double tolerance = got.scalar_type() == torch::kFloat  ? float_tolerance
                            : got.scalar_type() == torch::kHalf ? 2e-3
                                                                : 1.6e-2;
   const auto g = got.to(torch::kFloat), w = want.to(torch::kFloat);
@@ -618,6 +619,70 @@ TEST(FusedKernels, TheAddLayerNormKernelsGiveAtensValuesAndGradients) {
       }
     }
   }
+}
+
+// The residual dropout inside the add + LayerNorm kernel (GPT's, before each add): every delta element
+// is dropped or kept and scaled by 1 / (1 − p), about 1 − p of them kept; through the mask the kernel
+// drew, the sum, the norm and every gradient are ATen's dropout, add and layer norm; each call draws
+// another mask.
+TEST(FusedKernels, TheAddLayerNormKernelDropsDeltaOutAsAtensDropout) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(21);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  const double p = 0.1;
+  for (const auto& types : norm_type_pairs()) {
+    const auto x_type = types.first, delta_type = types.second;  // named, for the lambda to capture
+    const std::string what = std::string(c10::toString(x_type)) + "/" + std::string(c10::toString(delta_type));
+    const std::int64_t width = 768;
+    const auto x0 = (torch::randn({64, 33, width}, cuda) * 2).to(x_type);
+    // |delta| in [1, 2): a kept element moves the sum by more than 1, so the mask reads back from sum − x.
+    const auto sign = torch::randint(0, 2, {64, 33, width}, cuda) * 2 - 1;
+    const auto delta0 = ((torch::rand({64, 33, width}, cuda) + 1) * sign).to(delta_type);
+    const auto weight0 = (torch::rand({width}, cuda) + 0.5).to(x_type);
+    const auto bias0 = torch::randn({width}, cuda).to(x_type);
+    const auto r1 = torch::randn({64, 33, width}, cuda), r2 = torch::randn({64, 33, width}, cuda);
+    const auto run = [&](bool kernels, const torch::Tensor& mask) {
+      auto x = x0.clone().requires_grad_(true), delta = delta0.clone().requires_grad_(true);
+      auto weight = weight0.clone().requires_grad_(true), bias = bias0.clone().requires_grad_(true);
+      torch::Tensor sum, out;
+      if (kernels) {
+        std::tie(sum, out) = fused::add_layer_norm(x, delta, weight, bias, 1e-5, true, p);
+      } else {  // ATen's dropout through the given mask: input × mask × scale, rounded to delta's type once
+        const auto dropped = delta * mask.to(delta_type) * (1.0 / (1.0 - p));
+        std::tie(sum, out) = fused::add_layer_norm(x, dropped, weight, bias, 1e-5, false);
+      }
+      ((out.to(torch::kFloat) * r1).sum() + (sum.to(torch::kFloat) * r2).sum()).backward();
+      return std::vector<torch::Tensor>{sum, out, x.grad(), weight.grad(), bias.grad(), delta.grad()};
+    };
+    const auto got = run(true, {});
+    const auto keep = (got[0].to(torch::kFloat) - x0.to(torch::kFloat)).abs() > 0.5;
+    const double kept = keep.to(torch::kFloat).mean().item<double>();
+    EXPECT_NEAR(kept, 1 - p, 0.002) << what << ": the share of delta kept";  // 1.6 M draws: σ 2.4e-4
+    const auto want = run(false, keep);
+    const char* names[] = {"sum", "out", "x's gradient", "weight's gradient", "bias's gradient", "delta's gradient"};
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << what << ": " << names[i];
+      // The weight's and bias's gradients sum 2,112 rows, in another order than ATen's: float's
+      // rounding grows with the count (measured up to 1.7e-5 on an H100).
+      expect_close(got[i], want[i], what + ": " + names[i], i == 3 || i == 4 ? 5e-5 : 1e-5);
+    }
+    // The next call draws another mask.
+    const auto again = fused::add_layer_norm(x0, delta0, weight0, bias0, 1e-5, true, p).first;
+    const auto keep_again = (again.to(torch::kFloat) - x0.to(torch::kFloat)).abs() > 0.5;
+    EXPECT_GT(keep.ne(keep_again).to(torch::kFloat).mean().item<double>(), 0.1) << what << ": the second mask";
+  }
+}
+
+// Where the kernels do not run (the CPU), the residual dropout is ATen's: kept elements scaled by 1 / (1 − p).
+TEST(Decoders, AddLayerNormDropsDeltaOutOnTheCpu) {
+  torch::manual_seed(22);
+  const double p = 0.25;
+  const auto x = torch::zeros({256, 768}), delta = torch::ones({256, 768});
+  const auto sum = fused::add_layer_norm(x, delta, torch::ones({768}), torch::zeros({768}), 1e-5, true, p).first;
+  EXPECT_NEAR(sum.ne(0).to(torch::kFloat).mean().item<double>(), 1 - p, 0.01);
+  EXPECT_TRUE(torch::allclose(sum.masked_select(sum.ne(0)), torch::full({1}, 1 / (1 - p))));
+  EXPECT_TRUE(torch::equal(fused::add_layer_norm(x, delta, torch::ones({768}), torch::zeros({768}), 1e-5, true).first,
+                           delta));  // no dropout asked for
 }
 
 // GPT's blocks with each residual add joined to the next layer norm give the blocks' loss and

@@ -94,6 +94,26 @@ TEST(Runtime, StopsAtMaxStepsAndEvaluatesTheFinalModel) {
   EXPECT_EQ(run.all("EVALUATE").back()->value["global_steps"], 5);
 }
 
+// profile_steps: FINISHED lists the device's kernels of the steps after timing_skip_steps (none on
+// the CPU, which says so), also when the run ends inside the window.
+TEST(Runtime, ProfilesTheStepsAfterTheSkippedOnes) {
+  for (const auto& [max_steps, profiled] : {std::pair{8, 3}, std::pair{4, 2}}) {
+    SCOPED_TRACE(max_steps);
+    const ToyRun run =
+        train_toy("timing_skip_steps: 2\nprofile_steps: 3\nmax_steps: " + std::to_string(max_steps) + "\n");
+    const nlohmann::json& finished = run.all("FINISHED").back()->value;
+    ASSERT_TRUE(finished.contains("kernel_profile")) << finished.dump();
+    const nlohmann::json& p = finished["kernel_profile"];
+    ASSERT_FALSE(p.contains("error")) << p.dump();
+    EXPECT_EQ(p["steps"], profiled);
+    EXPECT_GT(p["step_ms"].get<double>(), 0.0);
+    EXPECT_TRUE(p["kernels"].empty());
+    EXPECT_EQ(p["device_ms_per_step"], 0.0);
+    EXPECT_NE(p["note"].get<std::string>().find("CPU"), std::string::npos);
+  }
+  EXPECT_FALSE(train_toy("max_steps: 3\n").all("FINISHED").back()->value.contains("kernel_profile"));
+}
+
 TEST(Runtime, StopsAtMaxSamples) {
   const ToyRun run = train_toy("max_samples_termination: 100\n");
   EXPECT_EQ(run.outcome.reason, StopReason::MaxSamples);

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "xpuperf/models/kv_cache.h"
@@ -157,15 +159,44 @@ std::optional<torch::Tensor> kernel_cross_entropy(const torch::Tensor& logits, c
   return KernelCrossEntropy::apply(logits, targets.contiguous());
 }
 
+// The fused dropout's random stream on a device: the seed of the device's default generator (so
+// torch::manual_seed makes runs repeat) and the number of the next call, in device memory, which each
+// launch reads and the stream then advances (training_kernels.h: DeltaDropout). Created at the first
+// use, which must not be inside a CUDA graph's capture (the counter's zeroing would be captured and
+// replayed): the runtime's graphs take their first steps eagerly.
+struct DropoutStream {
+  unsigned long long seed = 0;
+  torch::Tensor call;
+};
+
+DropoutStream& dropout_stream(const torch::Tensor& x) {
+  static std::mutex mutex;
+  static auto* streams = new std::map<int, DropoutStream>();  // never freed: CUDA may be gone at exit
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = streams->find(x.device().index());
+  if (it == streams->end()) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    TORCH_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream_of(x)), &capturing) == cudaSuccess &&
+                    capturing == cudaStreamCaptureStatusNone,
+                "the fused dropout was first used inside a CUDA graph's capture: run a step eagerly first");
+    DropoutStream created{at::globalContext().defaultGenerator(x.device()).current_seed(),
+                          torch::zeros({1}, x.options().dtype(torch::kLong))};
+    it = streams->emplace(x.device().index(), std::move(created)).first;
+  }
+  return it->second;
+}
+
 // RMSNorm or LayerNorm with the residual add before it, forward and backward as one kernel each
 // (models/cuda/training_kernels.h). Inputs x, delta, weight, bias (no delta: no add; a bias only for
 // LayerNorm; optionals, as LibTorch's custom functions take no undefined tensor); outputs sum (x +
-// delta; x itself without delta, which this function then does not return) and out.
+// delta; x itself without delta, which this function then does not return) and out. `dropout` > 0:
+// sum = x + dropout(delta), the keep mask drawn in the forward kernel and kept for backward.
 struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                                 const std::optional<torch::Tensor>& delta, const torch::Tensor& weight,
-                                                const std::optional<torch::Tensor>& bias, double eps) {
+                                                const std::optional<torch::Tensor>& bias, double eps, double dropout) {
     const bool has_delta = delta.has_value(), layer = bias.has_value();
+    const bool drops = has_delta && dropout > 0;
     kernels::Element xe{}, de{};
     element_of(x, xe);
     if (has_delta) element_of(*delta, de);
@@ -177,17 +208,29 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     auto mean = layer ? torch::empty({rows}, x.options().dtype(torch::kFloat)) : rstd;
     const void* delta_data = has_delta ? delta->data_ptr() : nullptr;
     void* sum_data = has_delta ? sum.data_ptr() : nullptr;
+    torch::Tensor keep;
+    kernels::DeltaDropout drop;
+    DropoutStream* rng = nullptr;
+    if (drops) {
+      rng = &dropout_stream(x);
+      keep = torch::empty(delta->sizes(), x.options().dtype(torch::kByte));
+      drop = {static_cast<float>(dropout), rng->seed, rng->call.data_ptr<std::int64_t>(),
+              keep.data_ptr<std::uint8_t>()};
+    }
     if (layer)
       check(kernels::layer_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), delta_data, weight.data_ptr(),
                                         bias->data_ptr(), sum_data, out.data_ptr(), mean.data_ptr<float>(),
-                                        rstd.data_ptr<float>(), rows, width, static_cast<float>(eps), stream_of(x)),
+                                        rstd.data_ptr<float>(), rows, width, static_cast<float>(eps),
+                                        drops ? &drop : nullptr, stream_of(x)),
             "layer_norm_forward");
     else
       check(kernels::rms_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), delta_data, weight.data_ptr(), sum_data,
                                       out.data_ptr(), rstd.data_ptr<float>(), rows, width, static_cast<float>(eps),
-                                      stream_of(x)),
+                                      drops ? &drop : nullptr, stream_of(x)),
             "rms_norm_forward");
-    ctx->save_for_backward({sum, weight, mean, rstd});
+    if (rng) rng->call.add_(1);  // the next launch on this stream draws other numbers
+    ctx->save_for_backward({sum, weight, mean, rstd, keep});
+    ctx->saved_data["dropout"] = drops ? dropout : 0.0;
     ctx->saved_data["delta"] = has_delta;
     ctx->saved_data["layer"] = layer;
     ctx->saved_data["bias_type"] = static_cast<std::int64_t>(layer ? bias->scalar_type() : x.scalar_type());
@@ -199,8 +242,9 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &input = saved[0], &weight = saved[1], &mean = saved[2], &rstd = saved[3];
+    const auto &input = saved[0], &weight = saved[1], &mean = saved[2], &rstd = saved[3], &keep = saved[4];
     const bool has_delta = ctx->saved_data["delta"].toBool(), layer = ctx->saved_data["layer"].toBool();
+    const double dropout = ctx->saved_data["dropout"].toDouble();
     const auto delta_type = static_cast<torch::ScalarType>(ctx->saved_data["delta_type"].toInt());
     // The gradients reaching sum (from the next layers; only with delta) and out, in x's type.
     const auto as_input = [&](const torch::Tensor& g) {
@@ -215,9 +259,12 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     const c10::cuda::CUDAGuard guard(input.device());
     const auto width = input.size(-1), rows = input.numel() / width;
     auto grad_x = torch::empty_like(input);
-    const auto grad_delta = has_delta && delta_type != input.scalar_type()
+    // Without dropout and of x's type, delta's gradient is x's.
+    const auto grad_delta = has_delta && (delta_type != input.scalar_type() || dropout > 0)
                                 ? torch::empty(input.sizes(), input.options().dtype(delta_type))
                                 : torch::Tensor();
+    kernels::DeltaDropout drop;
+    if (dropout > 0) drop = {static_cast<float>(dropout), 0, nullptr, keep.data_ptr<std::uint8_t>()};
     const auto floats = input.options().dtype(torch::kFloat);
     const auto blocks = kernels::rms_norm_backward_blocks(rows);
     auto weight_partials = torch::empty({blocks, width}, floats);
@@ -228,29 +275,32 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
       check(kernels::layer_norm_backward(xe, de, input.data_ptr(), weight.data_ptr(), mean.data_ptr<float>(),
                                          rstd.data_ptr<float>(), grad_out.data_ptr(), grad_sum_data, grad_x.data_ptr(),
                                          grad_delta_data, weight_partials.data_ptr<float>(),
-                                         bias_partials.data_ptr<float>(), rows, width, stream_of(input)),
+                                         bias_partials.data_ptr<float>(), rows, width, dropout > 0 ? &drop : nullptr,
+                                         stream_of(input)),
             "layer_norm_backward");
     else
       check(kernels::rms_norm_backward(xe, de, input.data_ptr(), weight.data_ptr(), rstd.data_ptr<float>(),
                                        grad_out.data_ptr(), grad_sum_data, grad_x.data_ptr(), grad_delta_data,
-                                       weight_partials.data_ptr<float>(), rows, width, stream_of(input)),
+                                       weight_partials.data_ptr<float>(), rows, width, dropout > 0 ? &drop : nullptr,
+                                       stream_of(input)),
             "rms_norm_backward");
     const auto grad_weight = weight_partials.sum(0).to(weight.scalar_type());
     const auto bias_type = static_cast<torch::ScalarType>(ctx->saved_data["bias_type"].toInt());
     const auto grad_bias = layer ? bias_partials.sum(0).to(bias_type) : torch::Tensor();
-    return {grad_x, has_delta ? (grad_delta.defined() ? grad_delta : grad_x) : torch::Tensor(), grad_weight, grad_bias,
-            torch::Tensor()};
+    return {grad_x,          has_delta ? (grad_delta.defined() ? grad_delta : grad_x) : torch::Tensor(),
+            grad_weight,     grad_bias,
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
 // The training kernels take x of float, half or bfloat16, delta of x's type (or any of the three with a
 // float x), the weight (and bias) of x's type, rows of whole packs no wider than max_rms_norm_width.
-// `bias` defined: LayerNorm, else RMSNorm.
+// `bias` defined: LayerNorm, else RMSNorm. `dropout` > 0: on delta first.
 std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_backward(const torch::Tensor& x,
                                                                                      const torch::Tensor& delta,
                                                                                      const torch::Tensor& weight,
                                                                                      const torch::Tensor& bias,
-                                                                                     double eps) {
+                                                                                     double eps, double dropout = 0) {
   const auto width = x.size(-1);
   kernels::Element xe{}, de{};
   const auto like_row = [&](const torch::Tensor& t) {
@@ -267,7 +317,7 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_back
   const auto optional = [](const torch::Tensor& t) {
     return t.defined() ? std::optional<torch::Tensor>(t) : std::optional<torch::Tensor>();
   };
-  const auto outs = KernelAddNorm::apply(x, optional(delta), weight, optional(bias), eps);
+  const auto outs = KernelAddNorm::apply(x, optional(delta), weight, optional(bias), eps, dropout);
   if (!delta.defined()) return std::make_pair(x, outs[0]);
   return std::make_pair(outs[0], outs[1]);
 }
@@ -432,18 +482,23 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
 
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& delta,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps, [[maybe_unused]] bool use_kernels) {
+                                                       double eps, [[maybe_unused]] bool use_kernels,
+                                                       double delta_dropout) {
+  const bool drops = delta.defined() && delta_dropout > 0;
 #ifdef XPUPERF_HAVE_TORCH_CUDA
   if (use_kernels && bias.defined()) {
-    if (!recording({x, delta, weight, bias}))
+    if (!drops && !recording({x, delta, weight, bias}))
       if (auto done = kernel_add_layer_norm(x, delta, weight, bias, eps)) return *done;
-    // Autograd records, or the types are mixed. Autocast would run ATen's layer norm in float and
-    // return float for a half x: the kernel (which returns x's type) takes a float x there only.
+    // Autograd records, or the types are mixed, or delta drops out. Autocast would run ATen's layer
+    // norm in float and return float for a half x: the kernel (which returns x's type) takes a float x
+    // there only.
     if (x.scalar_type() == torch::kFloat || !compat::autocast_enabled(x.device().type()))
-      if (auto done = kernel_add_norm_with_backward(x, delta, weight, bias, eps)) return *done;
+      if (auto done = kernel_add_norm_with_backward(x, delta, weight, bias, eps, drops ? delta_dropout : 0))
+        return *done;
   }
 #endif
-  const auto sum = delta.defined() ? x + delta : x;
+  const auto dropped = drops ? torch::dropout(delta, delta_dropout, /*train=*/true) : delta;
+  const auto sum = dropped.defined() ? x + dropped : x;
   return {sum, torch::layer_norm(sum, {sum.size(-1)}, weight, bias, eps)};
 }
 

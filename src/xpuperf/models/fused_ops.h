@@ -26,9 +26,12 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
 // LayerNorm(x)). One kernel for inference (BERT's post-norm residual); where autograd records, a
 // kernel with a backward kernel (training_kernels.h) that also takes a float x with a bf16 or half
 // delta, as add_rms_norm's (GPT-2's pre-norm residual stream under autocast).
+// delta_dropout > 0: x + dropout(delta) as training's dropout (each element kept with probability
+// 1 − p, scaled by 1 / (1 − p)); the kernels draw the mask in the same pass (GPT's residual dropout
+// before the add), where ATen's operators take a pass of their own each way.
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& delta,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps, bool use_kernels);
+                                                       double eps, bool use_kernels, double delta_dropout = 0);
 
 // SiLU(gate) × up, where the last dimension of gate_up holds gate then up.
 torch::Tensor silu_mul(const torch::Tensor& gate_up, bool use_kernels);

@@ -36,13 +36,17 @@ void GptAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
   heads /= parts;
 }
 
-torch::Tensor GptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+torch::Tensor GptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, bool resid_dropout_on) {
   const auto b = x.size(0), t = x.size(1), width = c_proj->in_features(), hd = width / heads;
-  const auto qkv = c_attn(x).view({b, t, 3, heads, hd}).permute({2, 0, 3, 1, 4});
-  const auto y = compat::attention(qkv[0], qkv[1], qkv[2], dropout, is_training(), /*causal=*/!mask.defined(), mask)
+  // Split, as Hugging Face's GPT-2 does: its backward is one concatenation of the three gradients,
+  // where indexing a stacked view makes three zero-filled copies of the projection and adds them.
+  const auto qkv = c_attn(x).split(width, -1);
+  const auto heads_of = [&](const torch::Tensor& part) { return part.view({b, t, heads, hd}).transpose(1, 2); };
+  const auto y = compat::attention(heads_of(qkv[0]), heads_of(qkv[1]), heads_of(qkv[2]), dropout, is_training(),
+                                   /*causal=*/!mask.defined(), mask)
                      .transpose(1, 2)
                      .reshape({b, t, width});
-  return resid_dropout(c_proj(y));
+  return resid_dropout_on ? resid_dropout(c_proj(y)) : c_proj(y);
 }
 
 torch::Tensor GptAttentionImpl::forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step) {
@@ -60,8 +64,9 @@ GptMlpImpl::GptMlpImpl(const GptConfig& c) {
   dropout = register_module("dropout", nn::Dropout(c.dropout));
 }
 
-torch::Tensor GptMlpImpl::forward(const torch::Tensor& x) {
-  return dropout(c_proj(torch::gelu(c_fc(x), "tanh")));  // GPT-2's "gelu_new"
+torch::Tensor GptMlpImpl::forward(const torch::Tensor& x, bool drop) {
+  const auto out = c_proj(torch::gelu(c_fc(x), "tanh"));  // GPT-2's "gelu_new"
+  return drop ? dropout(out) : out;
 }
 
 void GptMlpImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
@@ -85,11 +90,14 @@ torch::Tensor GptBlockImpl::forward(const torch::Tensor& input, const torch::Ten
 
 std::pair<torch::Tensor, torch::Tensor> GptBlockImpl::forward(const torch::Tensor& residual, const torch::Tensor& delta,
                                                               bool kernels, const torch::Tensor& mask) {
+  // delta is the previous block's MLP output before its dropout, which has this MLP's probability.
+  const double mlp_p = is_training() ? mlp->dropout->options.p() : 0.0;
+  const double attn_p = is_training() ? attn->resid_dropout->options.p() : 0.0;
   const auto [input, normed] =
-      fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), kernels);
-  const auto [x, normed_x] =
-      fused::add_layer_norm(input, attn(normed, mask), ln_2->weight, ln_2->bias, ln_2->options.eps(), kernels);
-  return {x, mlp(normed_x)};
+      fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), kernels, mlp_p);
+  const auto [x, normed_x] = fused::add_layer_norm(input, attn(normed, mask, false), ln_2->weight, ln_2->bias,
+                                                   ln_2->options.eps(), kernels, attn_p);
+  return {x, mlp(normed_x, false)};
 }
 
 torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& input, std::int64_t layer, const KvStep* step) {
@@ -134,7 +142,8 @@ torch::Tensor GptModelImpl::forward(const torch::Tensor& ids, bool kernels, cons
     // Each residual add joins the norm after it (the next block's ln_1, or ln_f): one kernel each way.
     torch::Tensor delta;
     for (const auto& block : *h) std::tie(x, delta) = block->as<GptBlock>()->forward(x, delta, kernels, mask);
-    return fused::add_layer_norm(x, delta, ln_f->weight, ln_f->bias, ln_f->options.eps(), kernels).second;
+    const double mlp_p = is_training() ? drop->options.p() : 0.0;  // the config's one probability, as the MLP's
+    return fused::add_layer_norm(x, delta, ln_f->weight, ln_f->bias, ln_f->options.eps(), kernels, mlp_p).second;
   }
   for (const auto& block : *h) {
     GptBlockImpl* b = block->as<GptBlock>();

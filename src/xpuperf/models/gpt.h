@@ -60,7 +60,9 @@ struct GptExtraInputs {
 struct GptAttentionImpl : torch::nn::Module {
   explicit GptAttentionImpl(const GptConfig& c);
   // (batch, tokens, hidden); causal unless `mask` (GptExtraInputs::attention_mask) says otherwise.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});
+  // `resid_dropout` false: the output before resid_dropout, for a caller that drops it out itself
+  // (the residual add's kernel).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {}, bool resid_dropout = true);
   // Inference with the KV cache (layer: this block's index); not split.
   torch::Tensor forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step);
   // Tensor parallelism: keeps this rank's heads (c_attn's columns of them, c_proj's rows).
@@ -74,7 +76,8 @@ TORCH_MODULE(GptAttention);
 
 struct GptMlpImpl : torch::nn::Module {
   explicit GptMlpImpl(const GptConfig& c);
-  torch::Tensor forward(const torch::Tensor& x);
+  // `drop` false: the output before its dropout (as GptAttentionImpl::forward's resid_dropout).
+  torch::Tensor forward(const torch::Tensor& x, bool drop = true);
   // Tensor parallelism: keeps this rank's hidden units (c_fc's columns, c_proj's rows).
   void split(std::shared_ptr<parallel::TensorParallel> group);
   parallel::Conv1D c_fc{nullptr}, c_proj{nullptr};
@@ -88,7 +91,8 @@ struct GptBlockImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask = {});
   // The block with the residual add before it joined to ln_1 (fused::add_layer_norm): from the
   // residual stream and the previous block's MLP output (undefined for the first block), this
-  // block's residual stream after attention and its MLP output, which the next norm adds.
+  // block's residual stream after attention and its MLP output, which the next norm adds. The
+  // residual dropouts run in those adds' kernels, so the MLP output comes back before its dropout.
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& residual, const torch::Tensor& delta,
                                                   bool kernels, const torch::Tensor& mask = {});
   torch::Tensor forward_cached(const torch::Tensor& x, std::int64_t layer, const KvStep* step);

@@ -192,10 +192,27 @@ class MultiTensorOptimizer : public StepOptimizer {
 
 }  // namespace
 
-torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> norms;
+namespace {
+// The defined gradients of params, float ones apart from the others (each group in one dtype).
+struct GradientGroups {
+  std::vector<torch::Tensor> float_grads, other_grads;
+};
+GradientGroups gradient_groups(const std::vector<torch::Tensor>& params) {
+  GradientGroups g;
   for (const auto& p : params)
-    if (p.grad().defined()) norms.push_back(p.grad().detach().to(torch::kFloat).norm());
+    if (p.grad().defined())
+      (p.grad().scalar_type() == torch::kFloat ? g.float_grads : g.other_grads).push_back(p.grad().detach());
+  return g;
+}
+}  // namespace
+
+torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params) {
+  const GradientGroups g = gradient_groups(params);
+  // Float gradients (the fp32 master weights' under autocast) in a few multi-tensor launches instead
+  // of one reduction a tensor; the others one by one, in float, so a bf16 gradient's norm keeps its digits.
+  std::vector<torch::Tensor> norms =
+      g.float_grads.empty() ? std::vector<torch::Tensor>() : at::_foreach_norm(g.float_grads, 2);
+  for (const auto& grad : g.other_grads) norms.push_back(grad.to(torch::kFloat).norm());
   if (norms.empty()) return torch::zeros({});
   return torch::stack(norms).norm();
 }
@@ -203,8 +220,14 @@ torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params) {
 void clip_gradients(const std::vector<torch::Tensor>& params, const torch::Tensor& norm, double max_norm) {
   torch::NoGradGuard no_grad;
   const auto coefficient = torch::clamp_max(max_norm / (norm + 1e-6), 1.0);
-  for (const auto& p : params)
-    if (p.grad().defined()) p.grad().mul_(coefficient.to(p.grad().dtype()));
+  GradientGroups g = gradient_groups(params);
+#if TORCH_VERSION_MAJOR >= 2
+  // One multi-tensor launch for the float gradients, the coefficient read on the device (no sync).
+  if (!g.float_grads.empty()) at::_foreach_mul_(g.float_grads, coefficient.to(torch::kFloat));
+#else
+  for (auto& grad : g.float_grads) grad.mul_(coefficient.to(torch::kFloat));
+#endif
+  for (auto& grad : g.other_grads) grad.mul_(coefficient.to(grad.dtype()));
 }
 
 OptimizerImpl parse_optimizer_impl(const Config& cfg, const torch::Device& device) {

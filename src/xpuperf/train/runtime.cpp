@@ -22,6 +22,7 @@
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/step_graph.h"
 #include "xpuperf/train/step_precision.h"
+#include "xpuperf/train/step_profile.h"
 #include "xpuperf/train/step_schedule.h"
 #include "xpuperf/train/training_settings.h"
 
@@ -220,6 +221,7 @@ class TrainingRun {
   std::unique_ptr<StepPrecision> precision_;
   std::unique_ptr<StepGraph> graph_;
   std::unique_ptr<StepSchedule> schedule_;
+  std::unique_ptr<StepProfile> profile_;  // profile_steps > 0
   EpochPlan train_plan_;
   std::int64_t tokens_per_sample_ = 0, batches_per_epoch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, warmup_ = 0;
   double init_time_ = 0;
@@ -272,6 +274,8 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   precision_ = std::make_unique<StepPrecision>(device_, s_.precision);
   schedule_ = make_step_schedule(groups_, split_, *data_dist_, accumulation_,
                                  make_runner(cfg, s_, device_, split_.params, graph_));
+
+  if (s_.profile_steps > 0) profile_ = std::make_unique<StepProfile>(s_.timing_skip_steps, s_.profile_steps);
 
   train_plan_.batch_size = s_.train_batch;
   train_plan_.train = true;
@@ -371,6 +375,10 @@ void TrainingRun::train() {
 
 // One step through the strategies; false when the epoch's data ran out before it was whole.
 bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start, std::int64_t& log_samples) {
+  if (profile_ && profile_->starts_now(global_step_)) {
+    settle();
+    profile_->start();
+  }
   const auto step_start = Clock::now();
   const double lr =
       scheduled_lr(s_.lr_scheduler, s_.lr, global_step_, warmup_, total_steps_, steps_per_epoch_, s_.lr_gamma);
@@ -449,6 +457,10 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
     log_start = Clock::now();
     log_samples = 0;
   }
+  if (profile_ && profile_->ends_now(global_step_)) {
+    settle();
+    profile_->stop(global_step_);
+  }
   if (s_.eval_every_steps > 0 && global_step_ % s_.eval_every_steps == 0) {
     run_eval();
     log_start = Clock::now();
@@ -468,6 +480,7 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
 }
 
 TrainingOutcome TrainingRun::finish() {
+  if (profile_ && profile_->running()) profile_->stop(global_step_);  // the run ended inside the window
   sync_->flush_optimizer();  // every step's update in the weights that are saved and reported
   if (!s_.save_checkpoint.empty()) sync_->gather_all();  // every rank: ZeRO-3 keeps only shares of its blocks
   if (!s_.save_checkpoint.empty() && leader_) {
@@ -527,6 +540,7 @@ TrainingOutcome TrainingRun::finish() {
     f.extra["steady_samples_per_second"] = static_cast<double>(timed_samples_) / timed_seconds_;
   }
   sync_->describe(f.extra);
+  if (profile_) profile_->describe(f.extra);
   if (s_.lora_rank > 0) {
     const auto adapters = parallel::lora_tensors(*model_);  // A and B of each adapted layer
     std::int64_t adapter = 0, frozen = 0;

@@ -47,6 +47,7 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
   s.global_batch = cfg.get_int("global_batch_size", 0);
   s.record_loss_curve = cfg.get_bool("record_loss_curve", false);
   s.timing_skip_steps = cfg.get_int("timing_skip_steps", 0);
+  s.profile_steps = cfg.get_int("profile_steps", 0);
   s.seed = cfg.get_int("seed", 1234);
   s.warmup_epochs = cfg.get_int("warmup_epochs", 0);
   s.lr_gamma = cfg.get_number("lr_gamma", 1.0);

@@ -46,6 +46,7 @@ struct TrainingSettings {
   std::int64_t num_threads = 0, seed = 1234;
   bool record_loss_curve = false;
   std::int64_t timing_skip_steps = 0;
+  std::int64_t profile_steps = 0;  // steps after timing_skip_steps whose device kernels FINISHED lists
   std::string data_dir, init_checkpoint, save_checkpoint;
   // LoRA fine-tuning (parallel/lora.h): rank 0 trains the whole model.
   std::int64_t lora_rank = 0;

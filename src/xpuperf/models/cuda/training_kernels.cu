@@ -1,4 +1,5 @@
 #include <cuda_runtime.h>
+#include <curand_kernel.h>
 
 #include <algorithm>
 #include <type_traits>
@@ -20,6 +21,47 @@ struct alignas(sizeof(T) * N) Chunk {
   T v[N];
 };
 
+// Dropout's kernel arguments (DeltaDropout, with 1 / (1 − p) worked out once).
+struct DropoutArgs {
+  float keep_below = 1, scale = 1;  // an element is kept when its uniform number in (0, 1] is ≤ keep_below
+  unsigned long long seed = 0;
+  const std::int64_t* call = nullptr;
+  std::uint8_t* keep = nullptr;
+};
+
+DropoutArgs dropout_args(const DeltaDropout* d) {
+  DropoutArgs a;
+  if (d == nullptr || d->p <= 0) return a;
+  a.keep_below = 1.0f - d->p;
+  a.scale = 1.0f / (1.0f - d->p);
+  a.seed = d->seed;
+  a.call = d->call;
+  a.keep = d->keep;
+  return a;
+}
+
+// Applies dropout to the N delta values of pack `index` (numbers from Philox's subsequence `index`,
+// at the call's offset: N ≤ 8, two draws of four) and writes their keep bytes.
+template <int N>
+__device__ inline void drop_pack(float (&d)[N], std::int64_t index, const DropoutArgs& a) {
+  curandStatePhilox4_32_10_t state;
+  curand_init(a.seed, static_cast<unsigned long long>(index), static_cast<unsigned long long>(*a.call) * 8, &state);
+  float u[8];
+  const float4 first = curand_uniform4(&state);
+  u[0] = first.x, u[1] = first.y, u[2] = first.z, u[3] = first.w;
+  if (N > 4) {
+    const float4 second = curand_uniform4(&state);
+    u[4] = second.x, u[5] = second.y, u[6] = second.z, u[7] = second.w;
+  }
+  Chunk<std::uint8_t, N> keep;
+#pragma unroll
+  for (int n = 0; n < N; ++n) {
+    keep.v[n] = u[n] <= a.keep_below;
+    d[n] = keep.v[n] ? d[n] * a.scale : 0.0f;
+  }
+  reinterpret_cast<Chunk<std::uint8_t, N>*>(a.keep)[index] = keep;
+}
+
 // RMSNorm (kLayer false: Hugging Face's LlamaRMSNorm, the normalised row rounded to X before the
 // weight) or LayerNorm (kLayer true: ATen's layer_norm, centred, the weight and bias applied in float
 // and rounded once) of x + delta, a row a block.
@@ -27,7 +69,7 @@ template <typename X, typename D, int P, bool kLayer>
 __global__ void norm_forward_kernel(const X* __restrict__ x, const D* __restrict__ delta, const X* __restrict__ weight,
                                     const X* __restrict__ bias, X* __restrict__ sum, X* __restrict__ out,
                                     float* __restrict__ mean_out, float* __restrict__ rstd, std::int64_t width,
-                                    float eps) {
+                                    float eps, DropoutArgs drop) {
   constexpr int N = Pack<X>::kSize;
   const std::int64_t packs = width / N, at = static_cast<std::int64_t>(blockIdx.x) * packs;
   float v[P][N];
@@ -39,8 +81,16 @@ __global__ void norm_forward_kernel(const X* __restrict__ x, const D* __restrict
       Pack<X> a = reinterpret_cast<const Pack<X>*>(x)[at + j];
       if (delta) {
         const Chunk<D, N> d = reinterpret_cast<const Chunk<D, N>*>(delta)[at + j];
+        float dv[N];
 #pragma unroll
-        for (int n = 0; n < N; ++n) a.v[n] = from_float<X>(to_float(a.v[n]) + to_float(d.v[n]));
+        for (int n = 0; n < N; ++n) dv[n] = to_float(d.v[n]);
+        if (drop.keep) {
+          drop_pack<N>(dv, at + j, drop);
+#pragma unroll
+          for (int n = 0; n < N; ++n) dv[n] = rounded<D>(dv[n]);  // dropout's output, in delta's type
+        }
+#pragma unroll
+        for (int n = 0; n < N; ++n) a.v[n] = from_float<X>(to_float(a.v[n]) + dv[n]);
         reinterpret_cast<Pack<X>*>(sum)[at + j] = a;
       }
 #pragma unroll
@@ -92,7 +142,7 @@ __global__ void norm_backward_kernel(const X* __restrict__ input, const X* __res
                                      const X* __restrict__ grad_out, const X* __restrict__ grad_sum,
                                      X* __restrict__ grad_x, D* __restrict__ grad_delta,
                                      float* __restrict__ weight_partials, float* __restrict__ bias_partials,
-                                     std::int64_t rows, std::int64_t width) {
+                                     std::int64_t rows, std::int64_t width, DropoutArgs drop) {
   constexpr int N = Pack<X>::kSize;
   const std::int64_t packs = width / N;
   float w[P][N], dw[P][N], db[P][N];
@@ -137,13 +187,16 @@ __global__ void norm_backward_kernel(const X* __restrict__ input, const X* __res
       const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
       if (j < packs) {
         const Pack<X> s = grad_sum ? reinterpret_cast<const Pack<X>*>(grad_sum)[at + j] : Pack<X>{};
+        const Chunk<std::uint8_t, N> keep =
+            drop.keep ? reinterpret_cast<const Chunk<std::uint8_t, N>*>(drop.keep)[at + j] : Chunk<std::uint8_t, N>{};
         Pack<X> o;
         Chunk<D, N> od;
 #pragma unroll
         for (int n = 0; n < N; ++n) {
           const float later = grad_sum ? to_float(s.v[n]) : 0.0f;
           o.v[n] = from_float<X>(r * (gw[k][n] - mean_plain - xh[k][n] * mean_dot) + later);
-          od.v[n] = from_float<D>(to_float(o.v[n]));
+          const float g = to_float(o.v[n]);
+          od.v[n] = from_float<D>(drop.keep ? (keep.v[n] ? g * drop.scale : 0.0f) : g);
         }
         reinterpret_cast<Pack<X>*>(grad_x)[at + j] = o;
         if (grad_delta) reinterpret_cast<Chunk<D, N>*>(grad_delta)[at + j] = od;
@@ -281,7 +334,7 @@ namespace {
 template <bool kLayer>
 const char* norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
                          const void* bias, void* sum, void* out, float* mean, float* rstd, std::int64_t rows,
-                         std::int64_t width, float eps, void* stream) {
+                         std::int64_t width, float eps, const DeltaDropout* dropout, void* stream) {
   if (width > max_rms_norm_width(x_type)) return "the row is wider than max_rms_norm_width";
   if (rows == 0) return nullptr;
   const bool known = for_norm_types(x_type, delta_type, [&](auto* x_tag, auto* d_tag) {
@@ -292,7 +345,8 @@ const char* norm_forward(Element x_type, Element delta_type, const void* x, cons
       norm_forward_kernel<X, D, decltype(p)::value, kLayer>
           <<<static_cast<unsigned>(rows), norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
               static_cast<const X*>(x), static_cast<const D*>(delta), static_cast<const X*>(weight),
-              static_cast<const X*>(bias), static_cast<X*>(sum), static_cast<X*>(out), mean, rstd, width, eps);
+              static_cast<const X*>(bias), static_cast<X*>(sum), static_cast<X*>(out), mean, rstd, width, eps,
+              delta ? dropout_args(dropout) : DropoutArgs{});
     });
   });
   return known ? launch_error() : "delta's type must be x's, or x float";
@@ -302,7 +356,7 @@ template <bool kLayer>
 const char* norm_backward(Element x_type, Element delta_type, const void* input, const void* weight, const float* mean,
                           const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x, void* grad_delta,
                           float* weight_partials, float* bias_partials, std::int64_t rows, std::int64_t width,
-                          void* stream) {
+                          const DeltaDropout* dropout, void* stream) {
   if (width > max_rms_norm_width(x_type)) return "the row is wider than max_rms_norm_width";
   if (rows == 0) return nullptr;
   const auto blocks = static_cast<unsigned>(rms_norm_backward_blocks(rows));
@@ -315,7 +369,7 @@ const char* norm_backward(Element x_type, Element delta_type, const void* input,
           <<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
               static_cast<const X*>(input), static_cast<const X*>(weight), mean, rstd, static_cast<const X*>(grad_out),
               static_cast<const X*>(grad_sum), static_cast<X*>(grad_x), static_cast<D*>(grad_delta), weight_partials,
-              bias_partials, rows, width);
+              bias_partials, rows, width, grad_delta ? dropout_args(dropout) : DropoutArgs{});
     });
   });
   return known ? launch_error() : "delta's type must be x's, or x float";
@@ -325,31 +379,32 @@ const char* norm_backward(Element x_type, Element delta_type, const void* input,
 
 const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
                              void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
-                             void* stream) {
+                             const DeltaDropout* dropout, void* stream) {
   return norm_forward<false>(x_type, delta_type, x, delta, weight, nullptr, sum, out, nullptr, rstd, rows, width, eps,
-                             stream);
+                             dropout, stream);
 }
 
 const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
                               const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
                               void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
-                              void* stream) {
+                              const DeltaDropout* dropout, void* stream) {
   return norm_backward<false>(x_type, delta_type, input, weight, nullptr, rstd, grad_out, grad_sum, grad_x, grad_delta,
-                              weight_partials, nullptr, rows, width, stream);
+                              weight_partials, nullptr, rows, width, dropout, stream);
 }
 
 const char* layer_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
                                const void* bias, void* sum, void* out, float* mean, float* rstd, std::int64_t rows,
-                               std::int64_t width, float eps, void* stream) {
-  return norm_forward<true>(x_type, delta_type, x, delta, weight, bias, sum, out, mean, rstd, rows, width, eps, stream);
+                               std::int64_t width, float eps, const DeltaDropout* dropout, void* stream) {
+  return norm_forward<true>(x_type, delta_type, x, delta, weight, bias, sum, out, mean, rstd, rows, width, eps, dropout,
+                            stream);
 }
 
 const char* layer_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
                                 const float* mean, const float* rstd, const void* grad_out, const void* grad_sum,
                                 void* grad_x, void* grad_delta, float* weight_partials, float* bias_partials,
-                                std::int64_t rows, std::int64_t width, void* stream) {
+                                std::int64_t rows, std::int64_t width, const DeltaDropout* dropout, void* stream) {
   return norm_backward<true>(x_type, delta_type, input, weight, mean, rstd, grad_out, grad_sum, grad_x, grad_delta,
-                             weight_partials, bias_partials, rows, width, stream);
+                             weight_partials, bias_partials, rows, width, dropout, stream);
 }
 
 const char* silu_mul_forward(Element type, const void* gate, const void* up, void* out, std::int64_t n, void* stream) {

@@ -13,42 +13,56 @@
 
 namespace xpuperf::models::kernels {
 
+// Dropout on the norm kernels' delta (sum = x + dropout(delta)), as ATen's training dropout: each
+// element kept with probability 1 − p and then scaled by 1 / (1 − p), in float, rounded to delta's
+// type. The random numbers are Philox's (cuRAND) from `seed` and the call's number, which the
+// forward kernel reads from device memory (`call`): the caller advances it after each launch on the
+// stream, so a CUDA graph that replays the launch draws new numbers each time. The forward writes
+// `keep` (a byte an element, 1 kept), which the backward reads.
+struct DeltaDropout {
+  float p = 0;  // 0: no dropout
+  unsigned long long seed = 0;
+  const std::int64_t* call = nullptr;
+  std::uint8_t* keep = nullptr;
+};
+
 // The widest row the norm kernels take: a thread keeps its part of the row in registers.
 std::int64_t max_rms_norm_width(Element x_type);
 
 // sum = x + delta (delta null: no add, sum untouched; delta may be of another type than x when x is
 // float: bf16 or half projections added to an fp32 residual stream, as under autocast), rounded to
-// x's type as ATen's add leaves it; out = weight × RMSNorm(sum) in x's type (the normalised row rounded
-// to x's type before the weight multiplies it, Hugging Face's LlamaRMSNorm); rstd[row] = 1 / the
-// row's root mean square plus eps, in float, for backward. weight in x's type. Pointers 16-byte
+// x's type as ATen's add leaves it, after `dropout` on delta when given (null: none); out = weight × RMSNorm(sum) in
+// x's type (the normalised row rounded to x's type before the weight multiplies it, Hugging Face's LlamaRMSNorm);
+// rstd[row] = 1 / the row's root mean square plus eps, in float, for backward. weight in x's type. Pointers 16-byte
 // aligned, width a multiple of pack_elements(x_type) and at most max_rms_norm_width.
 const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
                              void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
-                             void* stream);
+                             const DeltaDropout* dropout, void* stream);
 
 // The gradients of rms_norm_forward: from grad_out (x's type) and grad_sum (the gradient reaching sum
 // from later layers, x's type; null: none), grad_x = grad_sum + the norm's gradient, in x's type, the
 // same in delta's type into grad_delta (null: not wanted), and weight_partials (blocks × width, float)
 // the weight's gradient summed over each block's rows (the caller adds the blocks' rows). `input` is
-// sum (or x without delta). blocks: rms_norm_backward_blocks(rows).
+// sum (or x without delta). blocks: rms_norm_backward_blocks(rows). With the forward's `dropout`,
+// grad_delta is dropout's gradient: grad_x × keep / (1 − p).
 std::int64_t rms_norm_backward_blocks(std::int64_t rows);
 const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
                               const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
                               void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
-                              void* stream);
+                              const DeltaDropout* dropout, void* stream);
 
 // The same for LayerNorm with a bias, as ATen's layer_norm computes it: out = weight × (sum − mean) ×
 // rstd + bias in float, rounded to x's type once; mean[row] and rstd[row] kept for backward. weight and
 // bias in x's type; the same limits as the RMSNorm kernels.
 const char* layer_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
                                const void* bias, void* sum, void* out, float* mean, float* rstd, std::int64_t rows,
-                               std::int64_t width, float eps, void* stream);
+                               std::int64_t width, float eps, const DeltaDropout* dropout, void* stream);
 // Its gradients, as rms_norm_backward's, with the bias's gradient summed over each block's rows into
 // bias_partials (blocks × width, float) beside the weight's.
 const char* layer_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
                                 const float* mean, const float* rstd, const void* grad_out, const void* grad_sum,
                                 void* grad_x, void* grad_delta, float* weight_partials, float* bias_partials,
-                                std::int64_t rows, std::int64_t width, void* stream);
+                                std::int64_t rows, std::int64_t width, const DeltaDropout* dropout, void* stream);
 
 // out = SiLU(gate) × up over n elements (gate and up separate tensors of one type: the outputs of two
 // projections), with SiLU rounded to the type first as ATen's silu leaves it. Backward: grad_gate =

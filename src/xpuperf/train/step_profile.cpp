@@ -1,0 +1,59 @@
+#include "xpuperf/train/step_profile.h"
+
+#include <chrono>
+#include <stdexcept>
+
+#include "xpuperf/torchrt/kernel_profile.h"
+
+namespace xpuperf::train {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+StepProfile::StepProfile(std::int64_t skip_steps, std::int64_t steps) : first_(skip_steps), steps_(steps) {}
+
+StepProfile::~StepProfile() = default;
+
+void StepProfile::start() {
+  started_ = true;
+  try {
+    profile_ = std::make_unique<torchrt::KernelProfile>();
+  } catch (const std::runtime_error& e) {
+    result_ = {{"error", e.what()}};
+    return;
+  }
+  started_at_ = now_seconds();
+}
+
+void StepProfile::stop(std::int64_t steps_done) {
+  if (!profile_) return;
+  const double wall = now_seconds() - started_at_;
+  const auto kernels = profile_->stop();
+  profile_.reset();
+  const auto steps = static_cast<double>(steps_done - first_);
+  if (steps <= 0) return;
+  double device_ms = 0;
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& k : kernels) {
+    device_ms += k.total_ms;
+    if (list.size() < kShown)
+      list.push_back({{"name", k.name},
+                      {"ms_per_step", k.total_ms / steps},
+                      {"calls_per_step", static_cast<double>(k.calls) / steps}});
+  }
+  result_ = {{"steps", steps_done - first_},
+             {"step_ms", wall * 1e3 / steps},
+             {"device_ms_per_step", device_ms / steps},
+             {"distinct_kernels", kernels.size()},
+             {"kernels", list}};
+  if (kernels.empty()) result_["note"] = "no device kernels were recorded: the run is on the CPU";
+}
+
+void StepProfile::describe(nlohmann::json& finished) const {
+  if (!result_.is_null()) finished["kernel_profile"] = result_;
+}
+
+}  // namespace xpuperf::train

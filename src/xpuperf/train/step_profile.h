@@ -1,0 +1,45 @@
+#pragma once
+// `profile_steps: N`: the device kernels of the N steps after timing_skip_steps (the steady state:
+// CUDA graphs captured, cuDNN's search done), summed by name, for FINISHED's `kernel_profile`. The
+// bench scripts sort them into the speed issue's classes (bench/kernel_classes.py) beside PyTorch's.
+// The profiler slows the steps it watches, so a run that profiles is not one to time.
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace xpuperf::torchrt {
+class KernelProfile;
+}
+
+namespace xpuperf::train {
+
+class StepProfile {
+ public:
+  StepProfile(std::int64_t skip_steps, std::int64_t steps);
+  ~StepProfile();
+
+  // With steps_done steps taken: whether the profile starts before the next, or ends after the last.
+  // The caller lets the device finish its queued work before calling start() and stop().
+  bool starts_now(std::int64_t steps_done) const { return steps_ > 0 && !started_ && steps_done == first_; }
+  bool ends_now(std::int64_t steps_done) const { return running() && steps_done >= first_ + steps_; }
+  bool running() const { return profile_ != nullptr; }
+
+  void start();
+  void stop(std::int64_t steps_done);  // also when the run ends early: the steps it saw
+  // FINISHED's kernel_profile: steps, the wall time a step, the kernels a step (top `kShown`), or
+  // why there is none.
+  void describe(nlohmann::json& finished) const;
+
+  static constexpr std::size_t kShown = 60;
+
+ private:
+  std::int64_t first_, steps_;
+  bool started_ = false;
+  std::unique_ptr<torchrt::KernelProfile> profile_;
+  double started_at_ = 0;
+  nlohmann::json result_;
+};
+
+}  // namespace xpuperf::train
