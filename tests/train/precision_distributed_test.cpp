@@ -1,13 +1,16 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <future>
 #include <sstream>
 #include <thread>
 
 #include "ranks_util.h"
 #include "toy_case.h"
+#include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/distributed.h"
+#include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
 #include "xpuperf/train/runtime.h"
 #include "xpuperf/train/step_graph.h"
@@ -72,6 +75,43 @@ TEST(LossScaler, ACapturedStepReadsTheScaleOfEachStep) {
   }
   EXPECT_EQ(scales, (std::vector<double>{1024, 1024, 2048, 1024, 1024}));
   EXPECT_EQ(graph.replays(), 4);  // the first step eager, the second captured and replayed
+}
+
+// fp16 with the fused AdamW: the scaler's flag stays on the device and the kernel skips the step
+// itself, so no step waits for the device; the weights, the scale and the skipped steps are what the
+// host's decision gives.
+TEST(LossScaler, OnTheDeviceTheFusedAdamSkipsWhatTheHostWouldSkip) {
+  if (!torch::cuda::is_available() || !compat::kTorch2)
+    GTEST_SKIP() << "needs a CUDA device and LibTorch 2.x (the fused AdamW)";
+  const torch::Device cuda(torch::kCUDA, 0);
+  const Config cfg = test::toy_config_for("optimizer: adamw\nlr: 0.01\nweight_decay: 0.1\n");
+  const auto start = torch::randn({64}, torch::TensorOptions().device(cuda));
+  std::vector<torch::Tensor> weights;
+  std::vector<double> scales;
+  std::vector<std::int64_t> skipped;
+  for (const bool on_device : {false, true}) {
+    auto p = start.clone().requires_grad_(true);
+    auto opt = make_optimizer(cfg, {p}, {}, OptimizerImpl::Fused);
+    ASSERT_TRUE(opt->skips_on_device());
+    LossScaler scaler(LossScaler::Options{1024.0, 2.0, 0.5, 2});
+    for (int i = 0; i < 7; ++i) {
+      p.mutable_grad() = torch::Tensor();
+      const double blow_up = i == 2 || i == 5 ? INFINITY : 1.0;  // two steps whose gradients are not finite
+      scaler.scale((p * p).sum() * blow_up).backward();
+      if (on_device) {
+        opt->step_unless(scaler.unscale_and_update_on_device({p}));
+      } else if (scaler.update(scaler.unscale_and_check({p}))) {
+        opt->step();
+      }
+    }
+    weights.push_back(p.detach());
+    scales.push_back(scaler.current_scale());
+    skipped.push_back(scaler.skipped_steps());
+  }
+  EXPECT_TRUE(torch::allclose(weights[0], weights[1], 1e-6, 1e-7));
+  EXPECT_FALSE(torch::allclose(weights[0], start));
+  EXPECT_EQ(scales[0], scales[1]);
+  EXPECT_EQ(skipped, (std::vector<std::int64_t>{2, 2}));
 }
 
 TEST(Autocast, ScopesBf16OnTheCpuAndRestores) {

@@ -47,7 +47,8 @@ class DataParallelSync : public GradientSync {
     if (!groups_.tp && !groups_.pipeline && !groups_.ep) return {};
     return [this](torch::Tensor& found_inf) { world_.all_reduce_max(found_inf); };
   }
-  void step() override { optimizer_->step(); }
+  void step(const torch::Tensor& found_inf) override { optimizer_->step_unless(found_inf); }
+  bool skips_on_device() override { return optimizer_->skips_on_device(); }
   void describe(nlohmann::json& finished) const override {
     if (!groups_.ep) return;
     std::int64_t held = 0;
@@ -112,8 +113,8 @@ class ZeroSync : public GradientSync {
   std::function<void(torch::Tensor&)> overflow_agreement() override {
     return [this](torch::Tensor& found_inf) { zero_->reduce_max(found_inf); };
   }
-  void step() override {
-    optimizer_->step();
+  void step(const torch::Tensor& found_inf) override {
+    optimizer_->step_unless(found_inf);  // the shares' optimizer skips on the device or not at all
     zero_->gather_parameters();
   }
   void gather_all() override { zero_->gather_all(); }

@@ -42,8 +42,11 @@ class GradientSync {
   // Makes the loss scaler's inf/nan flag the same on every rank, where each checked only its part
   // of the gradients; empty where every rank holds them all.
   virtual std::function<void(torch::Tensor&)> overflow_agreement() = 0;
-  // Steps the optimizer, and gives every rank what it needs of the result.
-  virtual void step() = 0;
+  // Steps the optimizer, and gives every rank what it needs of the result. found_inf (defined only
+  // where skips_on_device): the step is left undone on the device where that flag is set.
+  virtual void step(const torch::Tensor& found_inf = {}) = 0;
+  // Whether step can take the loss scaler's inf/nan flag on the device instead of a host decision.
+  virtual bool skips_on_device() { return false; }
   // Before the model is saved or the run ends: every parameter whole on every rank.
   virtual void gather_all() {}
   // What FINISHED says of it.

@@ -104,7 +104,10 @@ class MultiTensorOptimizer : public StepOptimizer {
       for (auto& p : g.params)
         if (p.grad().defined()) p.mutable_grad().zero_();
   }
-  void step() override {
+  void step() override { step_unless(torch::Tensor()); }
+  bool skips_on_device() const override { return fused_ && h_.name != "sgd"; }
+  void step_unless(const torch::Tensor& found_inf) override {
+    TORCH_CHECK(!found_inf.defined() || skips_on_device(), "this optimizer cannot skip a step on the device");
     torch::NoGradGuard no_grad;
     ++step_;
     for (auto& g : groups_) {
@@ -113,7 +116,7 @@ class MultiTensorOptimizer : public StepOptimizer {
       if (h_.name == "sgd")
         sgd(g);
       else
-        adam(g);
+        adam(g, found_inf);
     }
   }
 
@@ -143,7 +146,7 @@ class MultiTensorOptimizer : public StepOptimizer {
     at::_foreach_add_(g.params, grads, -lr_);
   }
 
-  void adam(GroupState& g) {
+  void adam(GroupState& g, [[maybe_unused]] const torch::Tensor& found_inf) {
     auto grads = g.grads();
     const bool decoupled = h_.name == "adamw";
     if (g.buf1.empty()) {
@@ -156,12 +159,17 @@ class MultiTensorOptimizer : public StepOptimizer {
 #if TORCH_VERSION_MAJOR >= 2
     if (fused_) {
       at::_foreach_add_(g.steps, 1.0);
+      // With a flag, the kernels leave everything as it was where it is set, and the step counts
+      // are taken back (as PyTorch's fused Adam does under a GradScaler).
+      const c10::optional<at::Tensor> flag =
+          found_inf.defined() ? c10::optional<at::Tensor>(found_inf) : c10::optional<at::Tensor>();
       if (decoupled)
         at::_fused_adamw_(g.params, grads, g.buf1, g.buf2, {}, g.steps, lr_, h_.beta1, h_.beta2, g.weight_decay, h_.eps,
-                          /*amsgrad=*/false, /*maximize=*/false);
+                          /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/c10::nullopt, flag);
       else
         at::_fused_adam_(g.params, grads, g.buf1, g.buf2, {}, g.steps, lr_, h_.beta1, h_.beta2, g.weight_decay, h_.eps,
-                         /*amsgrad=*/false, /*maximize=*/false);
+                         /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/c10::nullopt, flag);
+      if (flag) at::_foreach_sub_(g.steps, std::vector<at::Tensor>(g.steps.size(), found_inf.reshape({})));
       return;
     }
 #endif
@@ -191,6 +199,11 @@ class MultiTensorOptimizer : public StepOptimizer {
 };
 
 }  // namespace
+
+void StepOptimizer::step_unless(const torch::Tensor& found_inf) {
+  TORCH_CHECK(!found_inf.defined(), "this optimizer cannot skip a step on the device");
+  step();
+}
 
 namespace {
 // The defined gradients of params, float ones apart from the others (each group in one dtype).

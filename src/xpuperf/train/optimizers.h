@@ -29,6 +29,11 @@ class StepOptimizer {
   virtual void set_lr(double lr) = 0;
   virtual void zero_grad() = 0;
   virtual void step() = 0;
+  // Whether step_unless can leave a step undone on the device (the fused Adam kernels read the
+  // flag), so that the fp16 loss scaler need not wait for the device to decide.
+  virtual bool skips_on_device() const { return false; }
+  // The step, left undone where found_inf (a float of one element on the device) is not 0.
+  virtual void step_unless(const torch::Tensor& found_inf);
   // Applies an update still running beside the next step (offload_overlap), so that the weights are
   // the ones every step so far gives: before an evaluation, a checkpoint, the end of a run.
   virtual void flush() {}

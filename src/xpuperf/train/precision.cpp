@@ -65,11 +65,16 @@ torch::Tensor LossScaler::scale(const torch::Tensor& loss) {
   return loss * device_scale_;
 }
 
-bool LossScaler::unscale_and_check(const std::vector<torch::Tensor>& params,
-                                   const std::function<void(torch::Tensor&)>& reduce_max) {
+std::vector<torch::Tensor> LossScaler::gradients_of(const std::vector<torch::Tensor>& params) const {
   std::vector<torch::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
+  return grads;
+}
+
+bool LossScaler::unscale_and_check(const std::vector<torch::Tensor>& params,
+                                   const std::function<void(torch::Tensor&)>& reduce_max) {
+  const std::vector<torch::Tensor> grads = gradients_of(params);
   if (grads.empty() && !reduce_max) return false;
   const auto device = grads.empty() ? torch::Device(torch::kCPU) : grads[0].device();
   auto found_inf = torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat).device(device));
@@ -86,6 +91,34 @@ bool LossScaler::unscale_and_check(const std::vector<torch::Tensor>& params,
   }
   if (reduce_max) reduce_max(found_inf);
   return found_inf.item<float>() != 0.0f;
+}
+
+torch::Tensor LossScaler::unscale_and_update_on_device(const std::vector<torch::Tensor>& params,
+                                                       const std::function<void(torch::Tensor&)>& reduce_max) {
+  const std::vector<torch::Tensor> grads = gradients_of(params);
+  TORCH_CHECK(device_scale_.defined() && !grads.empty() && compat::has_fused_unscale(device_scale_.device().type()),
+              "the loss scaler's device form needs a scaled loss and gradients on a device with the fused unscale");
+  const auto floats = device_scale_.options();
+  if (!growth_tracker_.defined()) {
+    growth_tracker_ = torch::zeros({1}, floats.dtype(torch::kInt));
+    device_skipped_ = torch::zeros({1}, floats);
+  }
+  auto found_inf = torch::zeros({1}, floats);
+  at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, device_scale_.reciprocal().reshape({1}));
+  if (reduce_max) reduce_max(found_inf);
+  device_skipped_.add_(found_inf);
+  // The scale the next step multiplies its loss by (a graph that captured scale() reads it too).
+  at::_amp_update_scale_(device_scale_, growth_tracker_, found_inf, options_.growth_factor, options_.backoff_factor,
+                         options_.growth_interval);
+  return found_inf;
+}
+
+double LossScaler::current_scale() const {
+  return growth_tracker_.defined() ? device_scale_.item<double>() : scale_;
+}
+
+std::int64_t LossScaler::skipped_steps() const {
+  return growth_tracker_.defined() ? static_cast<std::int64_t>(device_skipped_.item<float>()) : skipped_;
 }
 
 bool LossScaler::update(bool found_inf) {

@@ -64,16 +64,26 @@ class LossScaler {
                          const std::function<void(torch::Tensor&)>& reduce_max = {});
   // Adjusts the scale after a step; returns whether the optimizer step should run.
   bool update(bool found_inf);
+  // Both on the device, without waiting for it, for an optimizer that skips a step itself
+  // (StepOptimizer::skips_on_device): unscales, adjusts the scale as update does, counts a skipped
+  // step, and returns the inf/nan flag (one float) for the optimizer. A run uses one form or the other.
+  torch::Tensor unscale_and_update_on_device(const std::vector<torch::Tensor>& params,
+                                             const std::function<void(torch::Tensor&)>& reduce_max = {});
 
-  double current_scale() const { return scale_; }
-  std::int64_t skipped_steps() const { return skipped_; }
+  // The scale and the skipped steps so far (read from the device in the device form: a sync).
+  double current_scale() const;
+  std::int64_t skipped_steps() const;
 
  private:
+  std::vector<torch::Tensor> gradients_of(const std::vector<torch::Tensor>& params) const;
+
   Options options_;
   double scale_;
   torch::Tensor device_scale_;  // scale_ on the loss's device, from the first scale()
   int good_steps_ = 0;
   std::int64_t skipped_ = 0;
+  // The device form's state: good steps in a row (int) and skipped steps (float), on the device.
+  torch::Tensor growth_tracker_, device_skipped_;
 };
 
 }  // namespace xpuperf::train

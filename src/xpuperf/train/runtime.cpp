@@ -271,7 +271,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
 
   // The strategies of the step, each chosen once.
   sync_ = make_gradient_sync({cfg, s_, optimizer_impl_, *model_, split_, groups_, *data_dist_, *dist_, info.case_name});
-  precision_ = std::make_unique<StepPrecision>(device_, s_.precision);
+  precision_ = std::make_unique<StepPrecision>(device_, s_.precision, sync_->skips_on_device());
   schedule_ = make_step_schedule(groups_, split_, *data_dist_, accumulation_,
                                  make_runner(cfg, s_, device_, split_.params, graph_));
 
@@ -408,13 +408,13 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
   // holds its shares' averages. The same decision on every rank about a step to skip.
   sync_->finish_step();
   schedule_->finish_gradients();
-  const bool step_ok = precision_->unscale_and_update(sync_->stepped(), sync_->overflow_agreement());
+  const StepGate gate = precision_->unscale_and_update(sync_->stepped(), sync_->overflow_agreement());
   const bool log_now = s_.log_freq > 0 && (global_step_ + 1) % s_.log_freq == 0;
   torch::Tensor grad_norm;  // before clipping; logged with the loss (divergence shows in it first)
-  if (step_ok) {
+  if (gate.run) {
     if (s_.clip_grad_norm > 0 || log_now) grad_norm = sync_->gradient_norm();
     if (s_.clip_grad_norm > 0) clip_gradients(sync_->stepped(), grad_norm, s_.clip_grad_norm);
-    sync_->step();
+    sync_->step(gate.found_inf);
   }
   // The loss logged and recorded is the global batch's (so layouts with more or fewer
   // data-parallel ranks compare).

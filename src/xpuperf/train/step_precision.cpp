@@ -2,14 +2,16 @@
 
 namespace xpuperf::train {
 
-StepPrecision::StepPrecision(torch::Device device, Precision precision) : device_(device), precision_(precision) {
+StepPrecision::StepPrecision(torch::Device device, Precision precision, bool optimizer_skips_on_device)
+    : device_(device), precision_(precision), on_device_(optimizer_skips_on_device && device.is_cuda()) {
   if (precision == Precision::FP16) scaler_ = std::make_unique<LossScaler>();
 }
 
-bool StepPrecision::unscale_and_update(const std::vector<torch::Tensor>& stepped,
-                                       const std::function<void(torch::Tensor&)>& agree) {
-  if (!scaler_) return true;
-  return scaler_->update(scaler_->unscale_and_check(stepped, agree));
+StepGate StepPrecision::unscale_and_update(const std::vector<torch::Tensor>& stepped,
+                                           const std::function<void(torch::Tensor&)>& agree) {
+  if (!scaler_) return {};
+  if (on_device_) return {true, scaler_->unscale_and_update_on_device(stepped, agree)};
+  return {scaler_->update(scaler_->unscale_and_check(stepped, agree)), torch::Tensor()};
 }
 
 void StepPrecision::describe_step(nlohmann::json& step_end) const {
