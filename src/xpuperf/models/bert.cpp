@@ -47,8 +47,14 @@ BertAddNormImpl::BertAddNormImpl(std::int64_t in, const BertConfig& c) {
 }
 
 torch::Tensor BertAddNormImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
+  const double eps = LayerNorm->options.eps();
   if (fused_kernels && !is_training())
-    return fused::add_layer_norm(dense(x), residual, LayerNorm->weight, LayerNorm->bias, LayerNorm->options.eps(), true)
+    return fused::add_layer_norm(dense(x), residual, LayerNorm->weight, LayerNorm->bias, eps, true).second;
+  // Training: the dropout, the add and the norm as one kernel each way. The residual goes first: the
+  // kernel's output has its type (float under autocast, as ATen's layer norm gives there).
+  if (fused_kernels)
+    return fused::add_layer_norm(residual, dense(x), LayerNorm->weight, LayerNorm->bias, eps, true,
+                                 dropout->options.p())
         .second;
   return LayerNorm(dropout(dense(x)) + residual);
 }

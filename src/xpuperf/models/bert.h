@@ -52,7 +52,8 @@ struct BertAddNormImpl : torch::nn::Module {
   parallel::RowParallelLinear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};
   torch::nn::Dropout dropout{nullptr};
-  // In evaluation without autograd on CUDA: the add and the LayerNorm as one kernel (fused_ops.h).
+  // On CUDA the add and the LayerNorm as one kernel (fused_ops.h): in evaluation the inference
+  // kernel; in training the one with a backward pass, which also draws the dropout.
   bool fused_kernels = false;
 };
 TORCH_MODULE(BertAddNorm);

@@ -322,6 +322,50 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_back
   return std::make_pair(outs[0], outs[1]);
 }
 
+// GELU(h + bias) with its backward, one kernel each; the backward also sums the bias's gradient
+// (training_kernels.h).
+struct KernelBiasGelu : torch::autograd::Function<KernelBiasGelu> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
+                               const torch::Tensor& bias) {
+    kernels::Element e{};
+    element_of(h, e);
+    const c10::cuda::CUDAGuard guard(h.device());
+    const auto width = h.size(-1);
+    auto out = torch::empty_like(h);
+    check(kernels::bias_gelu_forward(e, h.data_ptr(), bias.data_ptr(), out.data_ptr(), h.numel() / width, width,
+                                     stream_of(h)),
+          "bias_gelu_forward");
+    ctx->save_for_backward({h, bias});
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &h = saved[0], &bias = saved[1];
+    const auto grad = grads[0].to(h.scalar_type()).contiguous();
+    kernels::Element e{};
+    element_of(h, e);
+    const c10::cuda::CUDAGuard guard(h.device());
+    const auto width = h.size(-1), rows = h.numel() / width;
+    auto grad_pre = torch::empty_like(h);
+    auto partials = torch::empty({kernels::rms_norm_backward_blocks(rows), width}, h.options().dtype(torch::kFloat));
+    check(kernels::bias_gelu_backward(e, h.data_ptr(), bias.data_ptr(), grad.data_ptr(), grad_pre.data_ptr(),
+                                      partials.data_ptr<float>(), rows, width, stream_of(h)),
+          "bias_gelu_backward");
+    return {grad_pre, partials.sum(0).to(bias.scalar_type())};
+  }
+};
+
+std::optional<torch::Tensor> kernel_bias_gelu(const torch::Tensor& h, const torch::Tensor& bias) {
+  const auto width = h.size(-1);
+  kernels::Element e{};
+  if (!packable(h, width, e) || width > kernels::max_rms_norm_width(e) || !bias.is_contiguous() || !aligned(bias) ||
+      bias.numel() != width || bias.scalar_type() != h.scalar_type() || bias.device() != h.device())
+    return std::nullopt;
+  return KernelBiasGelu::apply(h, bias);
+}
+
 // SiLU(gate) × up with its backward, one kernel each (training_kernels.h).
 struct KernelSiluMul : torch::autograd::Function<KernelSiluMul> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& gate,
@@ -500,6 +544,15 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
   const auto dropped = drops ? torch::dropout(delta, delta_dropout, /*train=*/true) : delta;
   const auto sum = dropped.defined() ? x + dropped : x;
   return {sum, torch::layer_norm(sum, {sum.size(-1)}, weight, bias, eps)};
+}
+
+torch::Tensor bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, [[maybe_unused]] bool use_kernels) {
+  const auto b = bias.scalar_type() == h.scalar_type() ? bias : bias.to(h.scalar_type());
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels)
+    if (auto done = kernel_bias_gelu(h, b)) return *done;
+#endif
+  return torch::gelu(h + b, "tanh");
 }
 
 torch::Tensor silu_mul(const torch::Tensor& gate, const torch::Tensor& up, [[maybe_unused]] bool use_kernels) {

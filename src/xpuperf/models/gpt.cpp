@@ -64,8 +64,16 @@ GptMlpImpl::GptMlpImpl(const GptConfig& c) {
   dropout = register_module("dropout", nn::Dropout(c.dropout));
 }
 
-torch::Tensor GptMlpImpl::forward(const torch::Tensor& x, bool drop) {
-  const auto out = c_proj(torch::gelu(c_fc(x), "tanh"));  // GPT-2's "gelu_new"
+torch::Tensor GptMlpImpl::forward(const torch::Tensor& x, bool drop, bool kernels) {
+  torch::Tensor units;
+  if (kernels && !c_fc->is_split() && !c_fc->has_adapter()) {
+    auto sizes = x.sizes().vec();
+    sizes.back() = c_fc->weight.size(1);
+    units = fused::bias_gelu(x.reshape({-1, x.size(-1)}).mm(c_fc->weight).view(sizes), c_fc->bias, true);
+  } else {
+    units = torch::gelu(c_fc(x), "tanh");  // GPT-2's "gelu_new"
+  }
+  const auto out = c_proj(units);
   return drop ? dropout(out) : out;
 }
 
@@ -97,7 +105,7 @@ std::pair<torch::Tensor, torch::Tensor> GptBlockImpl::forward(const torch::Tenso
       fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), kernels, mlp_p);
   const auto [x, normed_x] = fused::add_layer_norm(input, attn(normed, mask, false), ln_2->weight, ln_2->bias,
                                                    ln_2->options.eps(), kernels, attn_p);
-  return {x, mlp(normed_x, false)};
+  return {x, mlp(normed_x, false, kernels)};
 }
 
 torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& input, std::int64_t layer, const KvStep* step) {

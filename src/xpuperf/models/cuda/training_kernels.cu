@@ -256,6 +256,82 @@ __global__ void silu_mul_backward_kernel(const T* __restrict__ gate, const T* __
   }
 }
 
+// GELU's tanh form and its derivative, in float, as ATen's GeluType::Tanh kernels compute them.
+constexpr float kGeluBeta = 0.7978845608028654f;  // √(2 / π)
+constexpr float kGeluKappa = 0.044715f;
+
+__device__ inline float gelu_tanh(float x) {
+  const float inner = kGeluBeta * (x + kGeluKappa * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(inner));
+}
+
+__device__ inline float gelu_tanh_derivative(float x) {
+  const float x_sq = x * x;
+  const float t = tanhf(kGeluBeta * (x + kGeluKappa * x_sq * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluBeta * (1.0f + 3.0f * kGeluKappa * x_sq);
+}
+
+template <typename T>
+__global__ void bias_gelu_forward_kernel(const T* __restrict__ h, const T* __restrict__ bias, T* __restrict__ out,
+                                         std::int64_t packs, std::int64_t row_packs) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs; i += stride) {
+    const Pack<T> a = reinterpret_cast<const Pack<T>*>(h)[i], b = reinterpret_cast<const Pack<T>*>(bias)[i % row_packs];
+    Pack<T> o;
+#pragma unroll
+    for (int n = 0; n < Pack<T>::kSize; ++n)
+      o.v[n] = from_float<T>(gelu_tanh(rounded<T>(to_float(a.v[n]) + to_float(b.v[n]))));
+    reinterpret_cast<Pack<T>*>(out)[i] = o;
+  }
+}
+
+// Rows blockIdx.x, + gridDim.x, ...; each thread keeps P packs of the bias and of its gradient's sum.
+template <typename T, int P>
+__global__ void bias_gelu_backward_kernel(const T* __restrict__ h, const T* __restrict__ bias,
+                                          const T* __restrict__ grad_out, T* __restrict__ grad_pre,
+                                          float* __restrict__ bias_partials, std::int64_t rows, std::int64_t width) {
+  constexpr int N = Pack<T>::kSize;
+  const std::int64_t packs = width / N;
+  float b[P][N], db[P][N];
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    const Pack<T> a = j < packs ? reinterpret_cast<const Pack<T>*>(bias)[j] : Pack<T>{};
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      b[k][n] = to_float(a.v[n]);
+      db[k][n] = 0;
+    }
+  }
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const std::int64_t at = row * packs;
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+      if (j < packs) {
+        const Pack<T> a = reinterpret_cast<const Pack<T>*>(h)[at + j];
+        const Pack<T> g = reinterpret_cast<const Pack<T>*>(grad_out)[at + j];
+        Pack<T> d;
+#pragma unroll
+        for (int n = 0; n < N; ++n) {
+          const float pre = rounded<T>(to_float(a.v[n]) + b[k][n]);
+          d.v[n] = from_float<T>(to_float(g.v[n]) * gelu_tanh_derivative(pre));
+          db[k][n] += to_float(d.v[n]);
+        }
+        reinterpret_cast<Pack<T>*>(grad_pre)[at + j] = d;
+      }
+    }
+  }
+  const std::int64_t partial = static_cast<std::int64_t>(blockIdx.x) * width;
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
+    if (j < packs)
+#pragma unroll
+      for (int n = 0; n < N; ++n) bias_partials[partial + j * N + n] = db[k][n];
+  }
+}
+
 // Calls f with null pointers of x's and delta's CUDA types: float x with any delta, or both of one
 // half type. Returns false for another pair.
 template <typename F>
@@ -427,6 +503,36 @@ const char* silu_mul_backward(Element type, const void* gate, const void* up, co
     silu_mul_backward_kernel<T><<<elementwise_blocks(packs), 256, 0, static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T*>(gate), static_cast<const T*>(up), static_cast<const T*>(grad_out),
         static_cast<T*>(grad_gate), static_cast<T*>(grad_up), packs);
+  });
+  return launch_error();
+}
+
+const char* bias_gelu_forward(Element type, const void* h, const void* bias, void* out, std::int64_t rows,
+                              std::int64_t width, void* stream) {
+  if (rows == 0) return nullptr;
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const std::int64_t row_packs = width / Pack<T>::kSize, packs = rows * row_packs;
+    bias_gelu_forward_kernel<T><<<elementwise_blocks(packs), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<T*>(out), packs, row_packs);
+  });
+  return launch_error();
+}
+
+const char* bias_gelu_backward(Element type, const void* h, const void* bias, const void* grad_out, void* grad_pre,
+                               float* bias_partials, std::int64_t rows, std::int64_t width, void* stream) {
+  if (width > max_rms_norm_width(type)) return "the row is wider than max_rms_norm_width";
+  if (rows == 0) return nullptr;
+  const auto blocks = static_cast<unsigned>(rms_norm_backward_blocks(rows));
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const std::int64_t packs = width / Pack<T>::kSize;
+    for_packs(packs, [&](auto p) {
+      bias_gelu_backward_kernel<T, decltype(p)::value>
+          <<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
+              static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<const T*>(grad_out),
+              static_cast<T*>(grad_pre), bias_partials, rows, width);
+    });
   });
   return launch_error();
 }
