@@ -22,6 +22,7 @@
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/models/vit.h"
 #include "xpuperf/models/vocabulary_output.h"
+#include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/torchrt/weights.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
@@ -474,6 +475,29 @@ TEST(LanguageModels, GptIsCausalAndLearnsASmallSequence) {
   EXPECT_LT(gpt->loss(ids).item<double>(), first / 3) << "it fits two sequences";
   // GPT-2 small: 6 × (124,439,808 − the 786,432 position weights) + 12 × 12 × 768 × 1,024.
   EXPECT_DOUBLE_EQ(GptLMHeadModel(GptConfig::gpt2_small())->training_flops_per_token(1024), 855'166'464.0);
+}
+
+// BERT's residual adds take the training kernel (whose dropout draws from its own Philox counter)
+// only where activation checkpointing does not recompute the block: a recomputation replays the
+// generators' draws, which ATen's dropout follows.
+TEST(LanguageModels, BertTrainsOnTheAddNormKernelOnlyWhereBlocksAreNotRecomputed) {
+  BertConfig c{40, 16, 2, 2, 32, 4, 64, 0.1, 0.1, 1e-12};
+  auto bert = BertForMaskedLM(c);
+  bert->use_fused_kernels(true);
+  const auto ids = torch::randint(5, 40, {2, 8}, torch::kLong);
+  const auto kernel_in_training = [&] {
+    std::vector<bool> on;
+    for (const auto& l : *bert->bert->encoder->layer) {
+      on.push_back(l->as<BertLayer>()->attention->output->kernel_in_training);
+      on.push_back(l->as<BertLayer>()->output->kernel_in_training);
+    }
+    return on;
+  };
+  bert->bert(ids, torch::zeros_like(ids), torch::ones_like(ids)).sum().backward();
+  EXPECT_EQ(kernel_in_training(), std::vector<bool>(4, true));
+  EXPECT_EQ(parallel::set_activation_checkpointing(*bert, true), 1);
+  bert->bert(ids, torch::zeros_like(ids), torch::ones_like(ids)).sum().backward();
+  EXPECT_EQ(kernel_in_training(), std::vector<bool>(4, false));
 }
 
 // Sequence packing: two sequences in one row, each attending only within itself and counting its

@@ -52,7 +52,7 @@ torch::Tensor BertAddNormImpl::forward(const torch::Tensor& x, const torch::Tens
     return fused::add_layer_norm(dense(x), residual, LayerNorm->weight, LayerNorm->bias, eps, true).second;
   // Training: the dropout, the add and the norm as one kernel each way. The residual goes first: the
   // kernel's output has its type (float under autocast, as ATen's layer norm gives there).
-  if (fused_kernels)
+  if (fused_kernels && kernel_in_training)
     return fused::add_layer_norm(residual, dense(x), LayerNorm->weight, LayerNorm->bias, eps, true,
                                  dropout->options.p())
         .second;
@@ -96,6 +96,11 @@ BertLayerImpl::BertLayerImpl(const BertConfig& c) {
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
   const auto a = attention(x, keep);
   return output(torch::gelu(intermediate->dense(a)), a);
+}
+
+void BertLayerImpl::allow_training_kernel(bool on) {
+  attention->output->kernel_in_training = on;
+  output->kernel_in_training = on;
 }
 
 void BertLayerImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
@@ -156,6 +161,7 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tens
 torch::Tensor BertEncoderImpl::forward(torch::Tensor x, const torch::Tensor& mask) {
   for (const auto& l : *layer) {
     BertLayerImpl* block = l->as<BertLayer>();
+    block->allow_training_kernel(!wraps_blocks());  // as GPT's joined blocks: not where blocks are wrapped
     x = run_block(
         *block, [block, mask](const torch::Tensor& t) { return block->forward(t, mask); }, x);
   }

@@ -55,6 +55,10 @@ struct BertAddNormImpl : torch::nn::Module {
   // On CUDA the add and the LayerNorm as one kernel (fused_ops.h): in evaluation the inference
   // kernel; in training the one with a backward pass, which also draws the dropout.
   bool fused_kernels = false;
+  // Whether training may take that kernel: not where activation checkpointing recomputes the block
+  // (the recomputation replays the generators' draws, which ATen's dropout follows and the kernel's
+  // Philox counter does not). BertEncoderImpl::forward sets it.
+  bool kernel_in_training = true;
 };
 TORCH_MODULE(BertAddNorm);
 
@@ -80,6 +84,8 @@ TORCH_MODULE(BertIntermediate);
 struct BertLayerImpl : torch::nn::Module {
   explicit BertLayerImpl(const BertConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& keep);
+  // BertAddNormImpl::kernel_in_training of both of the layer's residual adds.
+  void allow_training_kernel(bool on);
   // Tensor parallelism: the attention's heads and the intermediate units.
   void split(std::shared_ptr<parallel::TensorParallel> group);
   BertAttention attention{nullptr};
