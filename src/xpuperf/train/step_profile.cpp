@@ -49,7 +49,10 @@ void StepProfile::stop(std::int64_t steps_done) {
              {"device_ms_per_step", device_ms / steps},
              {"distinct_kernels", kernels.size()},
              {"kernels", list}};
-  if (kernels.empty()) result_["note"] = "no device kernels were recorded: the run is on the CPU";
+  if (kernels.empty())
+    result_["note"] =
+        "no device kernels were recorded: a run on the CPU has none; on a GPU the profiler saw no device activity "
+        "(CUPTI missing or in use by another profiler)";
 }
 
 void StepProfile::describe(nlohmann::json& finished) const {
