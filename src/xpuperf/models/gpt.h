@@ -77,8 +77,8 @@ TORCH_MODULE(GptAttention);
 struct GptMlpImpl : torch::nn::Module {
   explicit GptMlpImpl(const GptConfig& c);
   // `drop` false: the output before its dropout (as GptAttentionImpl::forward's resid_dropout).
-  // `kernels`: c_fc's bias and GELU as one kernel each way (fused::bias_gelu) where c_fc is whole and
-  // has no LoRA adapter.
+  // `kernels`: c_fc's bias and GELU as one kernel each way (fused::bias_gelu) on CUDA, where c_fc is
+  // whole and has no LoRA adapter.
   torch::Tensor forward(const torch::Tensor& x, bool drop = true, bool kernels = false);
   // Tensor parallelism: keeps this rank's hidden units (c_fc's columns, c_proj's rows).
   void split(std::shared_ptr<parallel::TensorParallel> group);
