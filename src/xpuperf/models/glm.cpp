@@ -11,18 +11,8 @@ GptConfig GlmConfig::decoder() const {
 }
 
 GlmConfig glm_config_from(const Config& cfg, GlmConfig c) {
-  c.vocab = cfg.get_int("vocab_size", c.vocab);
-  c.positions = cfg.get_int("max_position_embeddings", c.positions);
-  c.layers = cfg.get_int("num_layers", c.layers);
-  c.hidden = cfg.get_int("hidden_size", c.hidden);
-  c.heads = cfg.get_int("num_attention_heads", c.heads);
-  c.dropout = cfg.get_number("dropout", c.dropout);
-  if (c.vocab < 2 || c.positions < 1 || c.layers < 1 || c.heads < 1 || c.hidden < c.heads || c.hidden % c.heads != 0)
-    throw ConfigError("the GLM's sizes do not fit: vocab_size " + std::to_string(c.vocab) +
-                      ", max_position_embeddings " + std::to_string(c.positions) + ", num_layers " +
-                      std::to_string(c.layers) + ", hidden_size " + std::to_string(c.hidden) +
-                      " (a multiple of num_attention_heads " + std::to_string(c.heads) + ")");
-  return c;
+  return decoder_sizes_from(
+      cfg, c, {"vocab_size", "max_position_embeddings", "num_layers", "hidden_size", "num_attention_heads"}, "GLM");
 }
 
 torch::Tensor glm_attention_mask(const torch::Tensor& sep, std::int64_t tokens) {

@@ -244,17 +244,7 @@ torch::Tensor GptLMHeadModelImpl::decoder_logits(const torch::Tensor& ids, const
 }
 
 GptConfig gpt_config_from(const Config& cfg, GptConfig c) {
-  c.vocab = cfg.get_int("vocab_size", c.vocab);
-  c.positions = cfg.get_int("n_positions", c.positions);
-  c.layers = cfg.get_int("n_layer", c.layers);
-  c.hidden = cfg.get_int("n_embd", c.hidden);
-  c.heads = cfg.get_int("n_head", c.heads);
-  c.dropout = cfg.get_number("dropout", c.dropout);
-  if (c.vocab < 2 || c.positions < 1 || c.layers < 1 || c.heads < 1 || c.hidden < c.heads || c.hidden % c.heads != 0)
-    throw ConfigError("the GPT's sizes do not fit: vocab_size " + std::to_string(c.vocab) + ", n_positions " +
-                      std::to_string(c.positions) + ", n_layer " + std::to_string(c.layers) + ", n_embd " +
-                      std::to_string(c.hidden) + " (a multiple of n_head " + std::to_string(c.heads) + ")");
-  return c;
+  return decoder_sizes_from(cfg, c, {"vocab_size", "n_positions", "n_layer", "n_embd", "n_head"}, "GPT");
 }
 
 bool convert_megatron_gpt_names(std::map<std::string, torch::Tensor>& tensors) {

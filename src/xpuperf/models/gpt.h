@@ -41,6 +41,29 @@ struct GptConfig {
 // n_layer, n_embd, n_head) and `dropout`; ConfigError naming them when they do not fit.
 GptConfig gpt_config_from(const Config& cfg, GptConfig base);
 
+// The names a GPT-style decoder's sizes go by in a config (GPT-2's, GLM's).
+struct DecoderSizeKeys {
+  const char *vocab, *positions, *layers, *hidden, *heads;
+};
+
+// `c` (a GptConfig, or a config with the same size fields) with the sizes the config sets under
+// `keys` and `dropout`; ConfigError naming the keys and `model` when they do not fit.
+template <typename Sizes>
+Sizes decoder_sizes_from(const Config& cfg, Sizes c, const DecoderSizeKeys& keys, const std::string& model) {
+  c.vocab = cfg.get_int(keys.vocab, c.vocab);
+  c.positions = cfg.get_int(keys.positions, c.positions);
+  c.layers = cfg.get_int(keys.layers, c.layers);
+  c.hidden = cfg.get_int(keys.hidden, c.hidden);
+  c.heads = cfg.get_int(keys.heads, c.heads);
+  c.dropout = cfg.get_number("dropout", c.dropout);
+  if (c.vocab < 2 || c.positions < 1 || c.layers < 1 || c.heads < 1 || c.hidden < c.heads || c.hidden % c.heads != 0)
+    throw ConfigError("the " + model + "'s sizes do not fit: " + keys.vocab + " " + std::to_string(c.vocab) + ", " +
+                      keys.positions + " " + std::to_string(c.positions) + ", " + keys.layers + " " +
+                      std::to_string(c.layers) + ", " + keys.hidden + " " + std::to_string(c.hidden) +
+                      " (a multiple of " + keys.heads + " " + std::to_string(c.heads) + ")");
+  return c;
+}
+
 // A state_dict in the names of CPM-1 and Megatron-LM's first GPT-2 (word_embeddings,
 // position_embeddings, transformer.layers.<i>.{input_layernorm, attention.query_key_value,
 // attention.dense, post_attention_layernorm, mlp.dense_h_to_4h, mlp.dense_4h_to_h},

@@ -162,9 +162,9 @@ Batch RecordDataset::get(const torch::Tensor& indices) const {
         row_blocks[at] = static_cast<std::int64_t>(k + 1);
       }
       sep.data_ptr<std::int64_t>()[row] = a;
-      valid.data_ptr<bool>()[i * rows_ + static_cast<std::int64_t>(c)] = true;
-      exact.data_ptr<float>()[i * rows_ + static_cast<std::int64_t>(c)] = q.exact[c];
-      f1.data_ptr<float>()[i * rows_ + static_cast<std::int64_t>(c)] = q.f1[c];
+      valid.data_ptr<bool>()[row] = true;
+      exact.data_ptr<float>()[row] = q.exact[c];
+      f1.data_ptr<float>()[row] = q.f1[c];
     }
   }
   return {valid, exact, f1, ids, targets, positions, blocks, sep};
