@@ -9,7 +9,8 @@
 # building; PHOTOS: JPEG photographs for `xpuperf data photos`, e.g. /usr/share/wallpapers)
 # CASES=resnet50,vit,mobilenetv2 STEPS=100 pick the cases and the measured steps; PROFILE=resnet50
 # lists torchvision's kernels by time (eager and compiled: where the time goes); VARIANTS=resnet50
-# times xpuperf with each acceleration switch off in turn, GRAPHS=mobilenetv2 with cuda_graphs on,
+# times xpuperf with each acceleration switch off in turn (VARIANT_SWITCHES="fused_kernels=false ...": the
+# switches to turn off, one run each), GRAPHS=mobilenetv2 with cuda_graphs on,
 # for the cases listed; OURS_PROFILE=1 (a run with profile_steps) lists xpuperf's kernels and a step's GPU time
 # by class beside torchvision's from PROFILE (bench/kernel_classes.py).
 set -euo pipefail
@@ -75,7 +76,7 @@ IFS=, read -ra list <<< "$cases"
         cuda_graphs=true
     fi
     if [[ ,${VARIANTS:-}, == *,$c,* ]]; then
-      for v in channels_last=false cudnn_benchmark=false fused_optimizer=off precision=fp32; do
+      for v in ${VARIANT_SWITCHES:-channels_last=false cudnn_benchmark=false fused_optimizer=off precision=fp32 fused_kernels=false}; do
         ours "$c" "without_${v%%=*}" synthetic_data=true max_steps=$((steps / 2)) log_freq=10 \
           synthetic_eval_samples=500 "$v"
       done
@@ -143,6 +144,16 @@ for case in dict.fromkeys(o["case"] for o in ours):
         go, gr = o.get("grad_norm", float("nan")), r.get("grad_norm", float("nan"))
         print(f"| {case} | {p} | {lo:.6f} | {lr_:.6f} | {abs(lo - lr_) / abs(lr_):.2e} | {go:.5f} | {gr:.5f} | "
               f"{abs(go - gr) / abs(gr):.2e} |")
+# bf16 against the exact step: both bf16 runs' distance from torchvision's fp32 run (two bf16 runs that
+# round in different places may differ from each other by more than either does from fp32).
+print("\n| case | bf16 loss off torchvision's fp32: xpuperf | torchvision | bf16 grad norm off fp32: xpuperf | torchvision |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for case in dict.fromkeys(o["case"] for o in ours):
+    o = mine.get((case, "parity_bf16"), {}).get("first", {})
+    r, exact = par.get((case, "bf16"), {}), par.get((case, "fp32"), {})
+    off = lambda v, key: abs(v - exact.get(key, float("nan"))) / abs(exact.get(key, float("nan")))
+    print(f"| {case} | {off(o.get('loss', float('nan')), 'loss'):.2e} | {off(r.get('loss', float('nan')), 'loss'):.2e} | "
+          f"{off(o.get('grad_norm', float('nan')), 'grad_norm'):.2e} | {off(r.get('grad_norm', float('nan')), 'grad_norm'):.2e} |")
 PY
 
 # xpuperf's kernels by time and by class beside torchvision's (profile_steps: LibTorch's Kineto profiler),

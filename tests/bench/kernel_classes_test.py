@@ -25,6 +25,9 @@ class KernelClasses(unittest.TestCase):
             "triton_red_fused_native_layer_norm_native_layer_norm_backward_12": "normalisation",
             "void cudnn::bn_fw_tr_1C11_singleread_spec<__nv_bfloat16, 512, true, 1, 2, 0>": "normalisation",
             "void xpuperf::models::kernels::(anonymous namespace)::add_layer_norm_kernel<__nv_bfloat16>": "normalisation",
+            # The convolutional cases' batch norm kernels, the backward's reduction included (not "reduce").
+            "void xpuperf::models::kernels::(anonymous namespace)::batch_norm_backward_reduce_kernel<__nv_bfloat16, true>": "normalisation",
+            "xpuperf::models::kernels::(anonymous namespace)::batch_norm_statistics_finish_kernel(float const*)": "normalisation",
             "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>": "element-wise",
             "triton_poi_fused_add_gelu_3": "element-wise",
             "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<c10::BFloat16, float, unsigned int, 1, 4, bool>": "element-wise",

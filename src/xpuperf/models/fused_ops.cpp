@@ -14,6 +14,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "xpuperf/models/cuda/fused_kernels.h"
+#include "xpuperf/models/cuda/kernel_tensors.h"
 #include "xpuperf/models/cuda/training_kernels.h"
 #endif
 
@@ -29,41 +30,14 @@ namespace {
 // The kernel keeps a row in shared memory: well under the 48 KiB a block may have without opting in.
 constexpr std::int64_t kMaxNormRowBytes = 32 * 1024;
 
-bool element_of(torch::ScalarType type, kernels::Element& e) {
-  switch (type) {
-    case torch::kFloat:
-      e = kernels::Element::Float;
-      return true;
-    case torch::kHalf:
-      e = kernels::Element::Half;
-      return true;
-    case torch::kBFloat16:
-      e = kernels::Element::BFloat16;
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool element_of(const torch::Tensor& t, kernels::Element& e) {
-  return element_of(t.scalar_type(), e);
-}
-
-bool aligned(const torch::Tensor& t) {
-  return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0;
-}
+using kernels::aligned;
+using kernels::check;
+using kernels::element_of;
+using kernels::stream_of;
 
 // A contiguous CUDA tensor of the kernels' types, 16-byte aligned, its last dimension whole packs.
 bool packable(const torch::Tensor& t, std::int64_t width, kernels::Element& e) {
   return t.is_cuda() && t.is_contiguous() && element_of(t, e) && width % kernels::pack_elements(e) == 0 && aligned(t);
-}
-
-void* stream_of(const torch::Tensor& t) {
-  return c10::cuda::getCurrentCUDAStream(t.device().index()).stream();
-}
-
-void check(const char* error, const char* kernel) {
-  TORCH_CHECK(error == nullptr, "CUDA kernel ", kernel, " failed: ", error);
 }
 
 // Each kernel_* runs its kernel and returns the result, or nothing when the tensors are not ones

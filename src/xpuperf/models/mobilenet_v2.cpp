@@ -1,5 +1,7 @@
 #include "xpuperf/models/mobilenet_v2.h"
 
+#include "xpuperf/models/batch_norm_act.h"
+
 namespace xpuperf::models {
 
 namespace nn = torch::nn;
@@ -16,7 +18,11 @@ struct ConvNormActivationImpl : nn::SequentialImpl {
     push_back(nn::BatchNorm2d(out));
     push_back(nn::ReLU6());
   }
-  torch::Tensor forward(torch::Tensor x) { return nn::SequentialImpl::forward(x); }
+  torch::Tensor forward(torch::Tensor x) {
+    return fused::batch_norm_act((*this)[0]->as<nn::Conv2d>()->forward(x), *(*this)[1]->as<nn::BatchNorm2d>(), {},
+                                 fused::Activation::Relu6, fused_kernels);
+  }
+  bool fused_kernels = false;
 };
 TORCH_MODULE(ConvNormActivation);
 
@@ -47,7 +53,20 @@ InvertedResidualImpl::InvertedResidualImpl(std::int64_t in, std::int64_t out, st
 }
 
 torch::Tensor InvertedResidualImpl::forward(const torch::Tensor& x) {
-  return residual ? x + conv->forward(x) : conv->forward(x);
+  if (!fused_kernels) return residual ? x + conv->forward(x) : conv->forward(x);
+  // The projection's batch norm with the residual add (the layers before it run their own kernels).
+  torch::Tensor h = x;
+  const auto last = conv->size() - 2;
+  for (std::size_t i = 0; i < last; ++i) h = conv[i]->as<ConvNormActivation>()->forward(h);
+  return fused::batch_norm_act(conv[last]->as<nn::Conv2d>()->forward(h), *conv[last + 1]->as<nn::BatchNorm2d>(),
+                               residual ? x : torch::Tensor(), fused::Activation::None, true);
+}
+
+void MobileNetV2Impl::use_fused_kernels(bool on) {
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* c = m->as<ConvNormActivation>()) c->fused_kernels = on;
+    if (auto* r = m->as<InvertedResidual>()) r->fused_kernels = on;
+  }
 }
 
 MobileNetV2Impl::MobileNetV2Impl(std::int64_t classes_, double dropout) : classes(classes_) {

@@ -15,6 +15,7 @@ struct InvertedResidualImpl : torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
   bool residual;
+  bool fused_kernels = false;
   torch::nn::Sequential conv{nullptr};
 };
 TORCH_MODULE(InvertedResidual);
@@ -25,6 +26,10 @@ struct MobileNetV2Impl : torch::nn::Module {
 
   // Multiply-adds × 2 of one image's forward pass at `image_size` (convolutions and the classifier).
   double forward_flops(std::int64_t image_size = 224) const;
+
+  // Training's batch norms (with ReLU6, and the residual add after the projection's) as the batch norm
+  // kernels where they apply (batch_norm_act.h), or ATen's operators.
+  void use_fused_kernels(bool on);
 
   std::int64_t classes;
   torch::nn::Sequential features{nullptr}, classifier{nullptr};

@@ -1,10 +1,13 @@
 #pragma once
 // ResNet-50 (v1.5: the stride on the 3×3 convolution), laid out and named as torchvision's
 // resnet50, so that its state_dict (torch.save(dict(model.state_dict()), F)) loads here unchanged:
-// 25,557,032 parameters. Each block folds its batch norms for the libtorch-graph engine.
+// 25,557,032 parameters. Each block folds its batch norms for the libtorch-graph engine; in
+// training, `fused_kernels` runs each batch norm with its ReLU and residual add as the batch norm
+// kernels (batch_norm_act.h).
 
 #include <torch/torch.h>
 
+#include "xpuperf/models/batch_norm_act.h"
 #include "xpuperf/models/folding.h"
 
 namespace xpuperf::models {
@@ -20,6 +23,7 @@ struct BottleneckImpl : torch::nn::Module, models::FoldsBatchNorm {
   torch::nn::Sequential downsample{nullptr};
   models::FoldedConv f1, f2, f3, fdown;
   bool folded = false;
+  bool fused_kernels = false;
 
   BottleneckImpl(std::int64_t in, std::int64_t width, std::int64_t stride) {
     const std::int64_t out = width * kExpansion;
@@ -38,6 +42,16 @@ struct BottleneckImpl : torch::nn::Module, models::FoldsBatchNorm {
     if (folded) {
       const torch::Tensor identity = downsample ? fdown(x) : x;
       return f3.add_relu(f2.relu(f1.relu(x)), identity);
+    }
+    if (fused_kernels) {
+      using fused::Activation;
+      torch::Tensor y = fused::batch_norm_act(conv1(x), *bn1, {}, Activation::Relu, true);
+      y = fused::batch_norm_act(conv2(y), *bn2, {}, Activation::Relu, true);
+      const torch::Tensor identity =
+          downsample ? fused::batch_norm_act(downsample[0]->as<torch::nn::Conv2d>()->forward(x),
+                                             *downsample[1]->as<torch::nn::BatchNorm2d>(), {}, Activation::None, true)
+                     : x;
+      return fused::batch_norm_act(conv3(y), *bn3, identity, Activation::Relu, true);
     }
     torch::Tensor y = torch::relu(bn1(conv1(x)));
     y = torch::relu(bn2(conv2(y)));
@@ -67,6 +81,7 @@ struct ResNet50Impl : torch::nn::Module, models::FoldsBatchNorm {
   torch::nn::Linear fc{nullptr};
   models::FoldedConv fstem;
   bool folded = false;
+  bool fused_kernels = false;
 
   explicit ResNet50Impl(std::int64_t classes_ = kClasses) : classes(classes_) {
     conv1 = register_module("conv1", resnet_conv(3, 64, 7, 2));
@@ -92,11 +107,19 @@ struct ResNet50Impl : torch::nn::Module, models::FoldsBatchNorm {
   }
 
   torch::Tensor forward(torch::Tensor x) {
-    x = folded ? fstem.relu(x) : torch::relu(bn1(conv1(x)));
+    x = folded ? fstem.relu(x) : fused::batch_norm_act(conv1(x), *bn1, {}, fused::Activation::Relu, fused_kernels);
     x = torch::max_pool2d(x, 3, 2, 1);
     x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
     return fc(x);
+  }
+
+  // Training's batch norms (with their ReLU and residual add) as the batch norm kernels where they
+  // apply (batch_norm_act.h), or ATen's operators.
+  void use_fused_kernels(bool on) {
+    fused_kernels = on;
+    for (auto& m : modules(false))
+      if (auto* b = m->as<Bottleneck>()) b->fused_kernels = on;
   }
 
   void fold_batchnorm(const models::FoldOptions& o) override {

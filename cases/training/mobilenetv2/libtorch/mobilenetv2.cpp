@@ -12,6 +12,7 @@ class MobileNetV2Case : public train::ImageClassificationCase {
     const double dropout = config.get_number("dropout", 0.2);
     if (dropout < 0 || dropout >= 1) throw ConfigError("dropout must be in [0, 1), got " + std::to_string(dropout));
     auto net = models::MobileNetV2(classes, dropout);
+    net->use_fused_kernels(config.get_bool("fused_kernels", false));
     return {net.ptr(), [net](const torch::Tensor& x) mutable { return net->forward(x); },
             net->forward_flops(image_size)};
   }

@@ -9,8 +9,9 @@ namespace xpuperf::cases {
 namespace {
 
 class ResNet50Case : public train::ImageClassificationCase {
-  Model build(const Config&, std::int64_t classes, std::int64_t image_size) override {
+  Model build(const Config& config, std::int64_t classes, std::int64_t image_size) override {
     auto net = models::ResNet50(classes);
+    net->use_fused_kernels(config.get_bool("fused_kernels", false));
     // The convolutions scale with the image's area (exactly for sizes that are multiples of 32).
     const double fc_macs = 2048.0 * static_cast<double>(classes);
     const double scale = static_cast<double>(image_size * image_size) / (224.0 * 224.0);
