@@ -24,7 +24,8 @@ CLASSES = [
     ("optimizer", r"multi_tensor|adam|sgd|fused_optimizer|_foreach|NormTwoOps"),
     ("copies", r"memcpy|memset|copy|cat_|catarray|fill|transpose|permute|contiguous|to_copy|index_?select|gather|"
                r"scatter|embedding"),
-    ("convolution", r"conv|implicit_gemm|winograd|fft|cudnn"),
+    # cuDNN's depthwise kernels: conv2d_c1_k1_nhwc, dgrad2d_c1_k1_nhwc, wgrad2d_c1_k1_nhwc.
+    ("convolution", r"conv|implicit_gemm|winograd|fft|cudnn|dgrad|wgrad"),
     ("element-wise", r"elementwise|vectorized|unrolled|triton_poi|triton_|pointwise|gelu|silu|relu|dropout|fused|"
                      r"reduce|add|mul|rotary"),
 ]

@@ -25,6 +25,8 @@ class KernelClasses(unittest.TestCase):
             "triton_red_fused_native_layer_norm_native_layer_norm_backward_12": "normalisation",
             "void cudnn::bn_fw_tr_1C11_singleread_spec<__nv_bfloat16, 512, true, 1, 2, 0>": "normalisation",
             "void xpuperf::models::kernels::(anonymous namespace)::add_layer_norm_kernel<__nv_bfloat16>": "normalisation",
+            "dgrad2d_c1_k1_nhwc_specialized": "convolution",
+            "wgrad2d_c1_k1_nhwc": "convolution",
             # The convolutional cases' batch norm kernels, the backward's reduction included (not "reduce").
             "void xpuperf::models::kernels::(anonymous namespace)::batch_norm_backward_reduce_kernel<__nv_bfloat16, true>": "normalisation",
             "xpuperf::models::kernels::(anonymous namespace)::batch_norm_statistics_finish_kernel(float const*)": "normalisation",

@@ -2,6 +2,7 @@
 // on the CPU the module's own forward, and ResNet-50's and MobileNetV2's training paths with the
 // switch on give exactly what they give without it; on a GPU the kernels give ATen's outputs,
 // gradients and running statistics in every type, and the two networks train on them as on ATen.
+// The same for ResNet's stem max pool (max_pool.h).
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -12,6 +13,7 @@
 
 #include "xpuperf/models/batch_norm_act.h"
 #include "xpuperf/models/fused_ops.h"
+#include "xpuperf/models/max_pool.h"
 #include "xpuperf/models/mobilenet_v2.h"
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/torchrt/compat.h"
@@ -276,6 +278,45 @@ void expect_the_same_step_on_the_gpu(const char* what) {
   EXPECT_LE(std::abs(losses[1] - losses[2]), std::max(1.25 * std::abs(losses[0] - losses[2]), 2e-3 * losses[2]))
       << what << ": the loss";
   EXPECT_LE(ours_off, std::max(1.25 * atens_off, 1e-2)) << what << ": the gradients";
+}
+
+// The max pool kernels against ATen's max_pool2d: values and gradients, ties included (small integers:
+// the first position of the window wins on both sides), ResNet's stem window and others, odd sizes,
+// every type; NCHW input and channels no whole pack take ATen's path.
+TEST(MaxPool, TheKernelsGiveAtensValuesAndGradients) {
+  if (no_cuda_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(17);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  struct Case {
+    std::int64_t n, c, h, w, kernel, stride, padding;
+  };
+  const std::vector<Case> cases = {{2, 64, 112, 112, 3, 2, 1}, {3, 16, 7, 9, 3, 2, 1}, {2, 8, 8, 6, 2, 2, 0},
+                                   {2, 24, 5, 5, 3, 1, 1},     {2, 12, 9, 9, 3, 2, 1}, {2, 3, 9, 9, 3, 2, 1}};
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+    for (const auto& c : cases) {
+      for (const bool channels_last : {true, false}) {
+        auto x0 = torch::randint(-4, 5, {c.n, c.c, c.h, c.w}, cuda).to(dtype);
+        if (channels_last) x0 = x0.contiguous(torch::MemoryFormat::ChannelsLast);
+        const auto o = (c.h + 2 * c.padding - c.kernel) / c.stride + 1,
+                   ow = (c.w + 2 * c.padding - c.kernel) / c.stride + 1;
+        const auto r = torch::randn({c.n, c.c, o, ow}, cuda);
+        std::vector<torch::Tensor> got, want;
+        for (const bool kernels : {true, false}) {
+          auto x = x0.clone().requires_grad_(true);
+          const auto y = fused::max_pool2d(x, c.kernel, c.stride, c.padding, kernels);
+          (y.to(torch::kFloat) * r).sum().backward();
+          auto& into = kernels ? got : want;
+          into = std::vector<torch::Tensor>{y, x.grad()};
+        }
+        const std::string what = std::string(c10::toString(dtype)) + " " + std::to_string(c.c) + "x" +
+                                 std::to_string(c.h) + "x" + std::to_string(c.w) + " window " +
+                                 std::to_string(c.kernel) + "/" + std::to_string(c.stride) + "/" +
+                                 std::to_string(c.padding) + (channels_last ? " channels-last" : " NCHW");
+        EXPECT_TRUE(torch::equal(got[0], want[0])) << what << ": output";
+        expect_near_all(got[1], want[1], what + ": gradient");
+      }
+    }
+  }
 }
 
 TEST(BatchNormAct, ResNet50AndMobileNetV2TrainOnTheKernelsAsOnAtensOnTheGpu) {

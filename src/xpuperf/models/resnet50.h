@@ -3,12 +3,13 @@
 // resnet50, so that its state_dict (torch.save(dict(model.state_dict()), F)) loads here unchanged:
 // 25,557,032 parameters. Each block folds its batch norms for the libtorch-graph engine; in
 // training, `fused_kernels` runs each batch norm with its ReLU and residual add as the batch norm
-// kernels (batch_norm_act.h).
+// kernels (batch_norm_act.h), and the stem's max pool as the max pool kernels (max_pool.h).
 
 #include <torch/torch.h>
 
 #include "xpuperf/models/batch_norm_act.h"
 #include "xpuperf/models/folding.h"
+#include "xpuperf/models/max_pool.h"
 
 namespace xpuperf::models {
 
@@ -108,7 +109,7 @@ struct ResNet50Impl : torch::nn::Module, models::FoldsBatchNorm {
 
   torch::Tensor forward(torch::Tensor x) {
     x = folded ? fstem.relu(x) : fused::batch_norm_act(conv1(x), *bn1, {}, fused::Activation::Relu, fused_kernels);
-    x = torch::max_pool2d(x, 3, 2, 1);
+    x = fused::max_pool2d(x, 3, 2, 1, fused_kernels && !folded);
     x = layer4->forward(layer3->forward(layer2->forward(layer1->forward(x))));
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
     return fc(x);
