@@ -15,7 +15,9 @@
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
 #include "xpuperf/models/moe.h"
+#include "xpuperf/models/vit.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
+#include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
 namespace {
@@ -621,9 +623,9 @@ TEST(FusedKernels, TheAddLayerNormKernelsGiveAtensValuesAndGradients) {
   }
 }
 
-// GELU of a bias-free projection's output plus its bias (GPT-2's c_fc), one kernel each way: the
-// values and the gradients of h and the bias (the backward kernel's column sums) are ATen's, in every
-// type; a bias of fp32 with a bf16 h (autocast's weights) is cast first; rows too wide fall back.
+// GELU (both forms) of a bias-free projection's output plus its bias (GPT-2's c_fc, ViT's mlp.0), one kernel each way:
+// the values and the gradients of h and the bias (the backward kernel's column sums) are ATen's, in every type; a bias
+// of fp32 with a bf16 h (autocast's weights) is cast first; rows too wide fall back.
 TEST(FusedKernels, TheBiasGeluKernelsGiveAtensValuesAndGradients) {
   if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
   torch::manual_seed(23);
@@ -639,21 +641,24 @@ TEST(FusedKernels, TheBiasGeluKernelsGiveAtensValuesAndGradients) {
       const auto h0 = (torch::randn({3, 7, width}, cuda) * 2).to(h_type);
       const auto bias0 = torch::randn({width}, cuda).to(bias_type);
       const auto r = torch::randn({3, 7, width}, cuda);
-      std::vector<torch::Tensor> got, want;
-      for (const bool kernels : {true, false}) {
-        auto h = h0.clone().requires_grad_(true), bias = bias0.clone().requires_grad_(true);
-        const auto out = fused::bias_gelu(h, bias, kernels);
-        (out.to(torch::kFloat) * r).sum().backward();
-        auto& into = kernels ? got : want;
-        into = std::vector<torch::Tensor>{out, h.grad(), bias.grad()};
-      }
-      const std::string what = "bias_gelu " + std::to_string(width) + " " + std::string(c10::toString(h_type)) + "/" +
-                               std::string(c10::toString(bias_type));
-      const char* names[] = {"out", "h's gradient", "bias's gradient"};
-      for (std::size_t i = 0; i < got.size(); ++i) {
-        ASSERT_TRUE(got[i].defined()) << what << ": " << names[i];
-        EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << what << ": " << names[i];
-        expect_close(got[i], want[i], what + ": " + names[i]);
+      for (const auto form : {fused::Gelu::Tanh, fused::Gelu::Erf}) {
+        std::vector<torch::Tensor> got, want;
+        for (const bool kernels : {true, false}) {
+          auto h = h0.clone().requires_grad_(true), bias = bias0.clone().requires_grad_(true);
+          const auto out = fused::bias_gelu(h, bias, kernels, form);
+          (out.to(torch::kFloat) * r).sum().backward();
+          auto& into = kernels ? got : want;
+          into = std::vector<torch::Tensor>{out, h.grad(), bias.grad()};
+        }
+        const std::string what = std::string(form == fused::Gelu::Erf ? "bias_gelu (erf) " : "bias_gelu (tanh) ") +
+                                 std::to_string(width) + " " + std::string(c10::toString(h_type)) + "/" +
+                                 std::string(c10::toString(bias_type));
+        const char* names[] = {"out", "h's gradient", "bias's gradient"};
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          ASSERT_TRUE(got[i].defined()) << what << ": " << names[i];
+          EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << what << ": " << names[i];
+          expect_close(got[i], want[i], what + ": " + names[i]);
+        }
       }
     }
   }
@@ -797,6 +802,52 @@ TEST(FusedKernels, BertOnCudaGivesTheSameWithTheKernelsAsWithout) {
     const auto with = m->predict_tokens(ids, keep);
     EXPECT_GE(with.eq(without).to(torch::kFloat).mean().item<double>(), dtype == torch::kFloat ? 1.0 : 0.95)
         << "the predicted tokens in " << dtype;
+  }
+}
+
+// ViT's blocks on the kernels (the LayerNorms with the residual add, bias + GELU): one training step
+// of a small ViT under bf16 autocast, as the training runtime runs it, gives ATen's loss and
+// gradients to bf16's rounding, and fp32 to float's.
+TEST(FusedKernels, ViTTrainsOnTheKernelsAsOnAtensOperators) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  ViTConfig c;
+  c.image_size = 32, c.patch_size = 8, c.layers = 2, c.hidden = 64, c.heads = 4, c.mlp = 128, c.classes = 10;
+  for (const bool bf16 : {false, true}) {
+    torch::manual_seed(31);
+    VisionTransformer plain(c), fused_net(c);
+    {
+      torch::NoGradGuard no_grad;
+      const auto from = plain->parameters(), to = fused_net->parameters();
+      for (std::size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+    }
+    fused_net->use_fused_kernels(true);
+    const auto images = torch::randn({6, 3, 32, 32}, torch::kCUDA);
+    const auto labels = torch::randint(0, 10, {6}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
+    std::vector<torch::Tensor> losses, grads;
+    for (auto* net : {&plain, &fused_net}) {
+      (*net)->to(torch::kCUDA);
+      {
+        // A head that is not zero, so that the gradients reach the blocks.
+        torch::NoGradGuard no_grad;
+        torch::manual_seed(32);
+        (*net)->heads[0]->as<torch::nn::Linear>()->weight.normal_(0, 0.05);
+      }
+      compat::set_autocast_enabled(torch::kCUDA, bf16);
+      compat::set_autocast_dtype(torch::kCUDA, torch::kBFloat16);
+      const auto loss = torch::cross_entropy_loss((*net)->forward(images).to(torch::kFloat), labels);
+      compat::set_autocast_enabled(torch::kCUDA, false);
+      at::autocast::clear_cache();
+      loss.backward();
+      losses.push_back(loss.detach());
+      std::vector<torch::Tensor> g;
+      for (const auto& p : (*net)->parameters()) g.push_back(p.grad().flatten());
+      grads.push_back(torch::cat(g));
+    }
+    const double tolerance = bf16 ? 2e-2 : 1e-5;
+    EXPECT_NEAR(losses[1].item<double>(), losses[0].item<double>(), tolerance * losses[0].item<double>())
+        << (bf16 ? "bf16" : "fp32");
+    const double norm = grads[0].norm().item<double>();
+    EXPECT_LE((grads[1] - grads[0]).norm().item<double>(), (bf16 ? 5e-2 : 1e-4) * norm) << (bf16 ? "bf16" : "fp32");
   }
 }
 

@@ -299,17 +299,19 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_back
 // GELU(h + bias) with its backward, one kernel each; the backward also sums the bias's gradient
 // (training_kernels.h).
 struct KernelBiasGelu : torch::autograd::Function<KernelBiasGelu> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h,
-                               const torch::Tensor& bias) {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& bias,
+                               bool erf) {
     kernels::Element e{};
     element_of(h, e);
     const c10::cuda::CUDAGuard guard(h.device());
     const auto width = h.size(-1);
     auto out = torch::empty_like(h);
-    check(kernels::bias_gelu_forward(e, h.data_ptr(), bias.data_ptr(), out.data_ptr(), h.numel() / width, width,
+    const auto form = erf ? kernels::Gelu::Erf : kernels::Gelu::Tanh;
+    check(kernels::bias_gelu_forward(e, h.data_ptr(), bias.data_ptr(), out.data_ptr(), h.numel() / width, width, form,
                                      stream_of(h)),
           "bias_gelu_forward");
     ctx->save_for_backward({h, bias});
+    ctx->saved_data["erf"] = erf;
     return out;
   }
 
@@ -324,20 +326,21 @@ struct KernelBiasGelu : torch::autograd::Function<KernelBiasGelu> {
     const auto width = h.size(-1), rows = h.numel() / width;
     auto grad_pre = torch::empty_like(h);
     auto partials = torch::empty({kernels::rms_norm_backward_blocks(rows), width}, h.options().dtype(torch::kFloat));
+    const auto form = ctx->saved_data["erf"].toBool() ? kernels::Gelu::Erf : kernels::Gelu::Tanh;
     check(kernels::bias_gelu_backward(e, h.data_ptr(), bias.data_ptr(), grad.data_ptr(), grad_pre.data_ptr(),
-                                      partials.data_ptr<float>(), rows, width, stream_of(h)),
+                                      partials.data_ptr<float>(), rows, width, form, stream_of(h)),
           "bias_gelu_backward");
-    return {grad_pre, partials.sum(0).to(bias.scalar_type())};
+    return {grad_pre, partials.sum(0).to(bias.scalar_type()), torch::Tensor()};
   }
 };
 
-std::optional<torch::Tensor> kernel_bias_gelu(const torch::Tensor& h, const torch::Tensor& bias) {
+std::optional<torch::Tensor> kernel_bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, bool erf) {
   const auto width = h.size(-1);
   kernels::Element e{};
   if (!packable(h, width, e) || width > kernels::max_rms_norm_width(e) || !bias.is_contiguous() || !aligned(bias) ||
       bias.numel() != width || bias.scalar_type() != h.scalar_type() || bias.device() != h.device())
     return std::nullopt;
-  return KernelBiasGelu::apply(h, bias);
+  return KernelBiasGelu::apply(h, bias, erf);
 }
 
 // SiLU(gate) × up with its backward, one kernel each (training_kernels.h).
@@ -520,13 +523,14 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
   return {sum, torch::layer_norm(sum, {sum.size(-1)}, weight, bias, eps)};
 }
 
-torch::Tensor bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, [[maybe_unused]] bool use_kernels) {
+torch::Tensor bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, [[maybe_unused]] bool use_kernels,
+                        Gelu form) {
   const auto b = bias.scalar_type() == h.scalar_type() ? bias : bias.to(h.scalar_type());
 #ifdef XPUPERF_HAVE_TORCH_CUDA
   if (use_kernels)
-    if (auto done = kernel_bias_gelu(h, b)) return *done;
+    if (auto done = kernel_bias_gelu(h, b, form == Gelu::Erf)) return *done;
 #endif
-  return torch::gelu(h + b, "tanh");
+  return torch::gelu(h + b, form == Gelu::Erf ? "none" : "tanh");
 }
 
 torch::Tensor silu_mul(const torch::Tensor& gate, const torch::Tensor& up, [[maybe_unused]] bool use_kernels) {

@@ -33,12 +33,15 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
                                                        double eps, bool use_kernels, double delta_dropout = 0);
 
-// GELU (tanh form) of h + bias, h the output of a projection without its bias (GPT-2's c_fc, its
-// bias left out). The kernels add the bias and apply GELU in one pass, and in one pass back give
+// GELU's forms: the tanh approximation (GPT-2's "gelu_new") and the exact one (erf: BERT's, ViT's).
+enum class Gelu { Tanh, Erf };
+
+// GELU (tanh form, or `form`) of h + bias, h the output of a projection without its bias (GPT-2's c_fc,
+// ViT's mlp.0, their bias left out). The kernels add the bias and apply GELU in one pass, and in one pass back give
 // GELU's gradient and sum the bias's (training_kernels.h), where ATen's path runs GELU's backward and
 // then a column sum of its output for the bias. A bias of another type than h (fp32 weights under
 // autocast) is cast to h's first, as the projection would.
-torch::Tensor bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, bool use_kernels);
+torch::Tensor bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, bool use_kernels, Gelu form = Gelu::Tanh);
 
 // SiLU(gate) × up, where the last dimension of gate_up holds gate then up.
 torch::Tensor silu_mul(const torch::Tensor& gate_up, bool use_kernels);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/linear.h"
 #include "xpuperf/torchrt/compat.h"
 
@@ -65,11 +66,29 @@ EncoderBlockImpl::EncoderBlockImpl(const ViTConfig& c) {
 }
 
 torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
+  auto* fc1 = mlp[0]->as<parallel::ColumnParallelLinear>();
+  // The kernels only where they run: elsewhere the layers as torchvision's, whose rounding the recorded
+  // curves hold (the projection's bias inside addmm).
+  if (fused_kernels && input.is_cuda() && fused::kernels_built() && !fc1->is_split() && !fc1->has_adapter())
+    return forward_on_kernels(input);
   const auto x = drop(self_attention(ln_1(input))) + input;
   // torchvision's MLPBlock, each linear through ATen's (linear.h).
   auto h = mlp[1]->as<nn::GELU>()->forward(mlp[0]->as<parallel::ColumnParallelLinear>()->forward(ln_2(x)));
   h = mlp[3]->as<parallel::RowParallelLinear>()->forward(mlp[2]->as<nn::Dropout>()->forward(h));
   return x + mlp[4]->as<nn::Dropout>()->forward(h);
+}
+
+torch::Tensor EncoderBlockImpl::forward_on_kernels(const torch::Tensor& input) {
+  const double eps = ln_1->options.eps();
+  const auto normed = fused::add_layer_norm(input, {}, ln_1->weight, ln_1->bias, eps, true).second;
+  // x = input + attention, and ln_2(x), in one pass each way.
+  const auto [x, h] = fused::add_layer_norm(input, drop(self_attention(normed)), ln_2->weight, ln_2->bias, eps, true);
+  auto* fc1 = mlp[0]->as<parallel::ColumnParallelLinear>();
+  // mlp.0 without its bias (autocast's product), then its bias and GELU in one kernel each way.
+  auto units = torch::matmul(h, fc1->weight.t());
+  units = fused::bias_gelu(units, fc1->bias, true, fused::Gelu::Erf);
+  const auto out = mlp[3]->as<parallel::RowParallelLinear>()->forward(mlp[2]->as<nn::Dropout>()->forward(units));
+  return x + mlp[4]->as<nn::Dropout>()->forward(out);
 }
 
 void EncoderBlockImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
@@ -79,6 +98,10 @@ void EncoderBlockImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
   self_attention->split(group);
   first->split(group);
   mlp[3]->as<parallel::RowParallelLinear>()->split(group);
+}
+
+void VisionTransformerImpl::use_fused_kernels(bool on) {
+  for (const auto& layer : encoder->layers->children()) layer->as<EncoderBlock>()->fused_kernels = on;
 }
 
 void VisionTransformerImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {

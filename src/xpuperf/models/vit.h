@@ -51,6 +51,12 @@ struct EncoderBlockImpl : torch::nn::Module {
   // Tensor parallelism: the attention's heads and the MLP's units (mlp.0 column-, mlp.3 row-parallel).
   void split(std::shared_ptr<parallel::TensorParallel> group);
 
+  // On CUDA, whole (not split, no adapter): ln_1 and the attention's residual add with ln_2 as the
+  // LayerNorm kernels, mlp.0's bias with GELU as the bias + GELU kernel (fused_ops.h), each with its
+  // backward.
+  bool fused_kernels = false;
+  torch::Tensor forward_on_kernels(const torch::Tensor& x);
+
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   SelfAttention self_attention{nullptr};
   torch::nn::Sequential mlp{nullptr};
@@ -76,6 +82,8 @@ struct VisionTransformerImpl : torch::nn::Module, parallel::TensorParallelModel 
   // Each encoder block's heads and MLP units; the patch embedding, norms and head stay whole.
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
   torch::Tensor forward(const torch::Tensor& images);  // (batch, 3, size, size) -> logits
+  // The encoder blocks' norms, residual adds and MLP GELU as CUDA kernels where they run (EncoderBlockImpl).
+  void use_fused_kernels(bool on);
 
   double forward_flops() const;  // config.forward_flops()
 

@@ -28,6 +28,7 @@ class ViTCase : public train::ImageClassificationCase {
       throw ConfigError("vit: image_size " + std::to_string(image_size) + " is not a multiple of the patch size " +
                         std::to_string(config.patch_size));
     auto net = models::VisionTransformer(config);
+    net->use_fused_kernels(cfg.get_bool("fused_kernels", false));
     return {net.ptr(), [net](const torch::Tensor& x) mutable { return net->forward(x); }, net->forward_flops()};
   }
 };

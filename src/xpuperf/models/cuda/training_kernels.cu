@@ -271,7 +271,29 @@ __device__ inline float gelu_tanh_derivative(float x) {
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluBeta * (1.0f + 3.0f * kGeluKappa * x_sq);
 }
 
-template <typename T>
+// GELU's exact form and its derivative, as ATen's GeluType::None kernels compute them.
+constexpr float kSqrtHalf = 0.7071067811865476f;      // 1 / √2
+constexpr float kGeluErfAlpha = 0.3989422804014327f;  // 1 / √(2π)
+
+__device__ inline float gelu_erf(float x) {
+  return 0.5f * x * (1.0f + erff(x * kSqrtHalf));
+}
+
+__device__ inline float gelu_erf_derivative(float x) {
+  return 0.5f * (1.0f + erff(x * kSqrtHalf)) + x * expf(-0.5f * x * x) * kGeluErfAlpha;
+}
+
+template <Gelu kForm>
+__device__ inline float gelu(float x) {
+  return kForm == Gelu::Tanh ? gelu_tanh(x) : gelu_erf(x);
+}
+
+template <Gelu kForm>
+__device__ inline float gelu_derivative(float x) {
+  return kForm == Gelu::Tanh ? gelu_tanh_derivative(x) : gelu_erf_derivative(x);
+}
+
+template <typename T, Gelu kForm>
 __global__ void bias_gelu_forward_kernel(const T* __restrict__ h, const T* __restrict__ bias, T* __restrict__ out,
                                          std::int64_t packs, std::int64_t row_packs) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -280,13 +302,13 @@ __global__ void bias_gelu_forward_kernel(const T* __restrict__ h, const T* __res
     Pack<T> o;
 #pragma unroll
     for (int n = 0; n < Pack<T>::kSize; ++n)
-      o.v[n] = from_float<T>(gelu_tanh(rounded<T>(to_float(a.v[n]) + to_float(b.v[n]))));
+      o.v[n] = from_float<T>(gelu<kForm>(rounded<T>(to_float(a.v[n]) + to_float(b.v[n]))));
     reinterpret_cast<Pack<T>*>(out)[i] = o;
   }
 }
 
 // Rows blockIdx.x, + gridDim.x, ...; each thread keeps P packs of the bias and of its gradient's sum.
-template <typename T, int P>
+template <typename T, int P, Gelu kForm>
 __global__ void bias_gelu_backward_kernel(const T* __restrict__ h, const T* __restrict__ bias,
                                           const T* __restrict__ grad_out, T* __restrict__ grad_pre,
                                           float* __restrict__ bias_partials, std::int64_t rows, std::int64_t width) {
@@ -315,7 +337,7 @@ __global__ void bias_gelu_backward_kernel(const T* __restrict__ h, const T* __re
 #pragma unroll
         for (int n = 0; n < N; ++n) {
           const float pre = rounded<T>(to_float(a.v[n]) + b[k][n]);
-          d.v[n] = from_float<T>(to_float(g.v[n]) * gelu_tanh_derivative(pre));
+          d.v[n] = from_float<T>(to_float(g.v[n]) * gelu_derivative<kForm>(pre));
           db[k][n] += to_float(d.v[n]);
         }
         reinterpret_cast<Pack<T>*>(grad_pre)[at + j] = d;
@@ -508,19 +530,25 @@ const char* silu_mul_backward(Element type, const void* gate, const void* up, co
 }
 
 const char* bias_gelu_forward(Element type, const void* h, const void* bias, void* out, std::int64_t rows,
-                              std::int64_t width, void* stream) {
+                              std::int64_t width, Gelu form, void* stream) {
   if (rows == 0) return nullptr;
   for_element(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const std::int64_t row_packs = width / Pack<T>::kSize, packs = rows * row_packs;
-    bias_gelu_forward_kernel<T><<<elementwise_blocks(packs), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<T*>(out), packs, row_packs);
+    const auto launch = [&](auto kernel) {
+      kernel<<<elementwise_blocks(packs), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<T*>(out), packs, row_packs);
+    };
+    if (form == Gelu::Tanh)
+      launch(bias_gelu_forward_kernel<T, Gelu::Tanh>);
+    else
+      launch(bias_gelu_forward_kernel<T, Gelu::Erf>);
   });
   return launch_error();
 }
 
 const char* bias_gelu_backward(Element type, const void* h, const void* bias, const void* grad_out, void* grad_pre,
-                               float* bias_partials, std::int64_t rows, std::int64_t width, void* stream) {
+                               float* bias_partials, std::int64_t rows, std::int64_t width, Gelu form, void* stream) {
   if (width > max_rms_norm_width(type)) return "the row is wider than max_rms_norm_width";
   if (rows == 0) return nullptr;
   const auto blocks = static_cast<unsigned>(rms_norm_backward_blocks(rows));
@@ -528,10 +556,15 @@ const char* bias_gelu_backward(Element type, const void* h, const void* bias, co
     using T = std::remove_pointer_t<decltype(tag)>;
     const std::int64_t packs = width / Pack<T>::kSize;
     for_packs(packs, [&](auto p) {
-      bias_gelu_backward_kernel<T, decltype(p)::value>
-          <<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
-              static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<const T*>(grad_out),
-              static_cast<T*>(grad_pre), bias_partials, rows, width);
+      const auto launch = [&](auto kernel) {
+        kernel<<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
+            static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<const T*>(grad_out),
+            static_cast<T*>(grad_pre), bias_partials, rows, width);
+      };
+      if (form == Gelu::Tanh)
+        launch(bias_gelu_backward_kernel<T, decltype(p)::value, Gelu::Tanh>);
+      else
+        launch(bias_gelu_backward_kernel<T, decltype(p)::value, Gelu::Erf>);
     });
   });
   return launch_error();

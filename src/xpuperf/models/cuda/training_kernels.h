@@ -72,16 +72,20 @@ const char* silu_mul_forward(Element type, const void* gate, const void* up, voi
 const char* silu_mul_backward(Element type, const void* gate, const void* up, const void* grad_out, void* grad_gate,
                               void* grad_up, std::int64_t n, void* stream);
 
-// out = GELU(h + bias), GELU's tanh form, over rows × width: h the output of a projection without its
-// bias (GPT-2's c_fc), bias of h's type. The sum is rounded to the type, as the projection with its
-// bias leaves it, and GELU computed in float and rounded once, as ATen's gelu. Backward: grad_pre =
+// GELU's two forms: the tanh approximation (GPT-2's "gelu_new") and the exact one with erf (BERT's,
+// ViT's).
+enum class Gelu { Tanh, Erf };
+
+// out = GELU(h + bias) over rows × width: h the output of a projection without its bias (GPT-2's c_fc,
+// ViT's mlp.0), bias of h's type. The sum is rounded to the type, as the projection with its bias
+// leaves it, and GELU computed in float and rounded once, as ATen's gelu. Backward: grad_pre =
 // grad_out × GELU'(h + bias), rounded as ATen's gelu_backward, and bias_partials (blocks × width,
 // float): grad_pre summed over each block's rows, blocks from rms_norm_backward_blocks(rows) (the
 // caller adds the blocks' rows: the bias's gradient, without a column sum of its own). Pointers
 // 16-byte aligned, width a multiple of pack_elements and at most max_rms_norm_width.
 const char* bias_gelu_forward(Element type, const void* h, const void* bias, void* out, std::int64_t rows,
-                              std::int64_t width, void* stream);
+                              std::int64_t width, Gelu form, void* stream);
 const char* bias_gelu_backward(Element type, const void* h, const void* bias, const void* grad_out, void* grad_pre,
-                               float* bias_partials, std::int64_t rows, std::int64_t width, void* stream);
+                               float* bias_partials, std::int64_t rows, std::int64_t width, Gelu form, void* stream);
 
 }  // namespace xpuperf::models::kernels
