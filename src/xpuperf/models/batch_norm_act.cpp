@@ -81,6 +81,7 @@ struct KernelBatchNorm : torch::autograd::Function<KernelBatchNorm> {
     const auto &x = saved[0], &y = saved[1], &weight = saved[2], &mean = saved[3], &invstd = saved[4];
     const auto act = ctx->saved_data["act"].toInt();
     const bool residual = ctx->saved_data["residual"].toBool();
+    if (!grads[0].defined()) return torch::autograd::variable_list(9);  // the output went unused: no gradient
     kernels::Element e{};
     element_of(x, e);
     const c10::cuda::CUDAGuard guard(x.device());

@@ -41,6 +41,7 @@ struct KernelMaxPool : torch::autograd::Function<KernelMaxPool> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
+    if (!grads[0].defined()) return torch::autograd::variable_list(4);  // the output went unused: no gradient
     const auto winner = ctx->get_saved_variables()[0];
     const auto sizes = ctx->saved_data["sizes"].toIntVector();
     const auto window = ctx->saved_data["window"].toIntVector();

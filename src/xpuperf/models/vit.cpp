@@ -79,10 +79,10 @@ torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
 }
 
 torch::Tensor EncoderBlockImpl::forward_on_kernels(const torch::Tensor& input) {
-  const double eps = ln_1->options.eps();
-  const auto normed = fused::add_layer_norm(input, {}, ln_1->weight, ln_1->bias, eps, true).second;
+  const auto normed = fused::add_layer_norm(input, {}, ln_1->weight, ln_1->bias, ln_1->options.eps(), true).second;
   // x = input + attention, and ln_2(x), in one pass each way.
-  const auto [x, h] = fused::add_layer_norm(input, drop(self_attention(normed)), ln_2->weight, ln_2->bias, eps, true);
+  const auto [x, h] =
+      fused::add_layer_norm(input, drop(self_attention(normed)), ln_2->weight, ln_2->bias, ln_2->options.eps(), true);
   auto* fc1 = mlp[0]->as<parallel::ColumnParallelLinear>();
   // mlp.0 without its bias (autocast's product), then its bias and GELU in one kernel each way.
   auto units = torch::matmul(h, fc1->weight.t());
