@@ -146,6 +146,41 @@ TEST(Switches, Bf16AutocastStaysWithinBf16Precision) {
   expect_close(losses("precision: bf16\n"), losses("precision: fp32\n"), 0.03);
 }
 
+// On CUDA the offloaded update's copies are queued (gradients converted on the device into the pinned
+// buffers, the masters sent back as floats and converted there): the weights are torch::optim's
+// AdamW's on the host, in fp32, and rounded to bf16 where the device keeps bf16, step after step,
+// with the update synchronous or overlapped.
+TEST(Switches, OnCudaTheOffloadedOptimizerIsTorchOptimsAdamW) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (run on the GPU machine)";
+  for (const bool bf16 : {false, true}) {
+    for (const bool overlapped : {false, true}) {
+      SCOPED_TRACE(std::string(bf16 ? "bf16" : "fp32") + (overlapped ? ", overlapped" : ""));
+      torch::manual_seed(3);
+      const auto start = torch::randn({4096});
+      auto p = start.to(torch::kCUDA).requires_grad_();
+      auto q = start.clone().requires_grad_();
+      // A large rate: a weight a step behind, or one not sent back, is off by more than bf16's rounding.
+      torch::optim::AdamW reference({q}, torch::optim::AdamWOptions(0.1).weight_decay(0.1));
+      OffloadOverlap overlap;
+      overlap.enabled = overlapped, overlap.synchronous_steps = 0;
+      auto offload = make_offload_adam(AdamHyper{true, 0.1, 0.9, 0.999, 1e-8}, 0.1, {p}, {}, bf16, overlap);
+      for (int step = 0; step < 4; ++step) {
+        const auto grad = torch::randn({4096});
+        p.mutable_grad() = grad.to(p.device(), p.scalar_type());
+        q.mutable_grad() = grad.to(p.scalar_type()).to(torch::kFloat);  // what the device's gradient holds
+        offload->step();
+        reference.step();
+        offload->flush();
+        // The masters equal the reference's weights to float's rounding; in bf16 a master a hair from a
+        // rounding boundary may round to the neighbouring value (one unit: 2^-8 relative).
+        const auto want = q.detach().to(p.scalar_type()).to(torch::kFloat);
+        EXPECT_TRUE(torch::allclose(p.detach().cpu().to(torch::kFloat), want, bf16 ? 8e-3 : 1e-6, 1e-6))
+            << "step " << step;
+      }
+    }
+  }
+}
+
 TEST(Switches, OnCudaTheFusedStepAndTheLayoutSwitchesKeepTheLoss) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (run on the GPU machine)";
   const std::string cuda = "device: cuda\n";

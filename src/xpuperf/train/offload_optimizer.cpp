@@ -5,6 +5,7 @@
 #include <cmath>
 #include <future>
 
+#include "xpuperf/torchrt/device.h"
 #include "xpuperf/train/cpu_adam.h"
 
 namespace xpuperf::train {
@@ -53,8 +54,11 @@ class OffloadAdam : public StepOptimizer {
     ++step_;
     for (auto& s : slots_) {
       TORCH_CHECK(s.param.grad().defined(), "a parameter has no gradient: every parameter must take part in the loss");
-      s.grad_host.copy_(s.param.grad().reshape({-1}));  // to the host, in fp32
+      // To the host in fp32, queued: converted on the device and copied straight into the pinned
+      // buffer. A blocking copy converts on the host through a pageable temporary, a tensor at a time.
+      s.grad_host.copy_(s.param.grad().reshape({-1}), /*non_blocking=*/true);
     }
+    if (!slots_.empty()) torchrt::synchronize(slots_.front().param.device());  // every gradient has arrived
     const double lr = lr_;
     const std::int64_t step = step_;
     if (!overlap_.enabled || step <= overlap_.synchronous_steps) {
@@ -102,8 +106,11 @@ class OffloadAdam : public StepOptimizer {
     }
   }
 
+  // The masters back to the device, in the parameter's type: queued, the pinned floats copied as they
+  // are and converted on the device. The next step() waits for them (its synchronize) before the host
+  // writes the masters again.
   void to_device() {
-    for (auto& s : slots_) s.param.copy_(s.master.view(s.param.sizes()));  // back, in the parameter's type
+    for (auto& s : slots_) s.param.copy_(s.master.view(s.param.sizes()), /*non_blocking=*/true);
   }
 
   AdamHyper h_;
