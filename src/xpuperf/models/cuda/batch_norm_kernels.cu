@@ -20,7 +20,7 @@ constexpr int kBlocksPerSm = 4;  // one wave: as many blocks as fit beside each 
 struct Tiling {
   int tx = 1, ty = 1;          // threads along the packs, along the rows
   int grid_x = 1, grid_y = 1;  // blocks along the packs, along the rows
-  std::int64_t packs = 0, rows = 0;
+  std::int64_t packs = 0;
 };
 
 int multiprocessors() {
@@ -34,7 +34,6 @@ int multiprocessors() {
 Tiling tiling(Element type, std::int64_t rows, std::int64_t channels) {
   Tiling t;
   t.packs = channels / pack_elements(type);
-  t.rows = rows;
   // The widest tile of whole packs up to a warp: no idle threads at the tile's edge.
   for (int d = 32; d >= 1; --d)
     if (t.packs % d == 0) {
