@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "parameter_count.h"
 #include "xpuperf/models/batch_norm_act.h"
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/max_pool.h"
@@ -121,12 +122,7 @@ template <typename Net>
 void expect_the_switch_changes_nothing_on_the_cpu(const char* what) {
   torch::manual_seed(5);
   Net plain(10), switched(10);
-  {
-    torch::NoGradGuard no_grad;
-    const auto from = plain->parameters();
-    const auto to = switched->parameters();
-    for (std::size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
-  }
+  copy_parameters(*plain, *switched);
   switched->use_fused_kernels(true);
   plain->train();
   switched->train();
@@ -235,14 +231,7 @@ template <typename Net>
 void expect_the_same_step_on_the_gpu(const char* what) {
   torch::manual_seed(13);
   std::vector<Net> nets = {Net(10), Net(10), Net(10)};  // bf16 on ATen, bf16 on the kernels, fp32 on ATen
-  {
-    torch::NoGradGuard no_grad;
-    const auto from = nets[0]->parameters();
-    for (std::size_t n = 1; n < nets.size(); ++n) {
-      const auto to = nets[n]->parameters();
-      for (std::size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
-    }
-  }
+  for (std::size_t n = 1; n < nets.size(); ++n) copy_parameters(*nets[0], *nets[n]);
   nets[1]->use_fused_kernels(true);
   std::vector<double> losses;
   std::vector<torch::Tensor> grads;

@@ -815,11 +815,7 @@ TEST(FusedKernels, ViTTrainsOnTheKernelsAsOnAtensOperators) {
   for (const bool bf16 : {false, true}) {
     torch::manual_seed(31);
     VisionTransformer plain(c), fused_net(c);
-    {
-      torch::NoGradGuard no_grad;
-      const auto from = plain->parameters(), to = fused_net->parameters();
-      for (std::size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
-    }
+    copy_parameters(*plain, *fused_net);
     fused_net->use_fused_kernels(true);
     const auto images = torch::randn({6, 3, 32, 32}, torch::kCUDA);
     const auto labels = torch::randint(0, 10, {6}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));

@@ -107,7 +107,9 @@ __global__ void batch_norm_statistics_kernel(const T* __restrict__ x, float* __r
   const std::int64_t pack = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   float v[1 + 2 * K] = {};  // n, means, m2s
   const auto* in = reinterpret_cast<const Pack<T>*>(x);
-  const auto add = [&](const Pack<T>& p) {
+  for (std::int64_t r = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < rows;
+       r += static_cast<std::int64_t>(gridDim.y) * blockDim.y) {
+    const Pack<T> p = in[r * packs + pack];
     v[0] += 1.0f;
     const float inv = 1.0f / v[0];
 #pragma unroll
@@ -116,18 +118,7 @@ __global__ void batch_norm_statistics_kernel(const T* __restrict__ x, float* __r
       v[1 + k] += delta * inv;
       v[1 + K + k] += delta * (value - v[1 + k]);
     }
-  };
-  // Four rows' loads in flight before their updates (each update waits on the one before).
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.y) * blockDim.y;
-  std::int64_t r = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
-  for (; r + 3 * step < rows; r += 4 * step) {
-    Pack<T> p[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) p[u] = in[(r + u * step) * packs + pack];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) add(p[u]);
   }
-  for (; r < rows; r += step) add(in[r * packs + pack]);
   reduce_over_rows<1 + 2 * K, true>(v, shared);
   if (threadIdx.y != 0) return;
   const std::int64_t channels = packs * K, at = blockIdx.y * channels + pack * K;
