@@ -87,6 +87,13 @@ BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c) {
   dense = register_module("dense", bert_linear<parallel::ColumnParallelLinear>(c.hidden, c.intermediate));
 }
 
+torch::Tensor BertIntermediateImpl::forward(const torch::Tensor& x) {
+  // Only where the kernel runs: elsewhere the product with its bias (addmm), as Hugging Face's.
+  if (fused_kernels && x.is_cuda() && fused::kernels_built() && !dense->is_split() && !dense->has_adapter())
+    return fused::bias_gelu(torch::matmul(x, dense->weight.t()), dense->bias, true, fused::Gelu::Erf);
+  return torch::gelu(dense(x));
+}
+
 BertLayerImpl::BertLayerImpl(const BertConfig& c) {
   attention = register_module("attention", BertAttention(c));
   intermediate = register_module("intermediate", BertIntermediate(c));
@@ -95,7 +102,7 @@ BertLayerImpl::BertLayerImpl(const BertConfig& c) {
 
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
   const auto a = attention(x, keep);
-  return output(torch::gelu(intermediate->dense(a)), a);
+  return output(intermediate(a), a);
 }
 
 void BertLayerImpl::allow_training_kernel(bool on) {
@@ -202,6 +209,7 @@ void BertForMaskedLMImpl::use_fused_kernels(bool on) {
   for (const auto& layer : *bert->encoder->layer) {
     auto* l = layer->as<BertLayer>();
     l->attention->output->fused_kernels = on;
+    l->intermediate->fused_kernels = on;
     l->output->fused_kernels = on;
   }
 }

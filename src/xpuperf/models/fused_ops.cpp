@@ -325,7 +325,8 @@ struct KernelBiasGelu : torch::autograd::Function<KernelBiasGelu> {
     const c10::cuda::CUDAGuard guard(h.device());
     const auto width = h.size(-1), rows = h.numel() / width;
     auto grad_pre = torch::empty_like(h);
-    auto partials = torch::empty({kernels::rms_norm_backward_blocks(rows), width}, h.options().dtype(torch::kFloat));
+    auto partials =
+        torch::empty({kernels::bias_gelu_backward_blocks(e, rows, width), width}, h.options().dtype(torch::kFloat));
     const auto form = ctx->saved_data["erf"].toBool() ? kernels::Gelu::Erf : kernels::Gelu::Tanh;
     check(kernels::bias_gelu_backward(e, h.data_ptr(), bias.data_ptr(), grad.data_ptr(), grad_pre.data_ptr(),
                                       partials.data_ptr<float>(), rows, width, form, stream_of(h)),
@@ -337,8 +338,8 @@ struct KernelBiasGelu : torch::autograd::Function<KernelBiasGelu> {
 std::optional<torch::Tensor> kernel_bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, bool erf) {
   const auto width = h.size(-1);
   kernels::Element e{};
-  if (!packable(h, width, e) || width > kernels::max_rms_norm_width(e) || !bias.is_contiguous() || !aligned(bias) ||
-      bias.numel() != width || bias.scalar_type() != h.scalar_type() || bias.device() != h.device())
+  if (!packable(h, width, e) || !bias.is_contiguous() || !aligned(bias) || bias.numel() != width ||
+      bias.scalar_type() != h.scalar_type() || bias.device() != h.device())
     return std::nullopt;
   return KernelBiasGelu::apply(h, bias, erf);
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/linear.h"
@@ -24,12 +25,14 @@ SelfAttentionImpl::SelfAttentionImpl(std::int64_t hidden, std::int64_t heads_, d
 
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x) {
   const auto b = x.size(0), t = x.size(1), width = out_proj->weight.size(1), hd = width / heads;
-  // (b, t, 3 width) -> three (b, heads, t, hd)
-  const auto qkv = parallel::column_parallel_linear(tp.get(), x, in_proj_weight, in_proj_bias)
-                       .view({b, t, 3, heads, hd})
-                       .permute({2, 0, 3, 1, 4});
-  const auto q = qkv[0], k = qkv[1], v = qkv[2];
-  const auto y = compat::attention(q, k, v, dropout, is_training()).transpose(1, 2).reshape({b, t, width});
+  // (b, t, 3 width) -> three (b, heads, t, hd), split along the last dimension: the backward is one
+  // concatenation of the three gradients, where indexing a stacked view makes three zero-filled copies of
+  // the projection's output and adds them (the values are the same either way).
+  const auto qkv = parallel::column_parallel_linear(tp.get(), x, in_proj_weight, in_proj_bias).split(width, -1);
+  const auto heads_of = [&](const torch::Tensor& part) { return part.view({b, t, heads, hd}).transpose(1, 2); };
+  const auto y = compat::attention(heads_of(qkv[0]), heads_of(qkv[1]), heads_of(qkv[2]), dropout, is_training())
+                     .transpose(1, 2)
+                     .reshape({b, t, width});
   return out_proj(y);
 }
 
@@ -65,12 +68,22 @@ EncoderBlockImpl::EncoderBlockImpl(const ViTConfig& c) {
   }
 }
 
-torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
-  auto* fc1 = mlp[0]->as<parallel::ColumnParallelLinear>();
+bool EncoderBlockImpl::runs_kernels(const torch::Tensor& input) {
   // The kernels only where they run: elsewhere the layers as torchvision's, whose rounding the recorded
   // curves hold (the projection's bias inside addmm).
-  if (fused_kernels && input.is_cuda() && fused::kernels_built() && !fc1->is_split() && !fc1->has_adapter())
-    return forward_on_kernels(input);
+  auto* fc1 = mlp[0]->as<parallel::ColumnParallelLinear>();
+  return fused_kernels && input.is_cuda() && fused::kernels_built() && !fc1->is_split() && !fc1->has_adapter();
+}
+
+double EncoderBlockImpl::mlp_dropout() {
+  return is_training() ? mlp[4]->as<nn::Dropout>()->options.p() : 0.0;
+}
+
+torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
+  if (runs_kernels(input)) {
+    const auto [x, delta] = forward_on_kernels(input, {}, 0);
+    return x + mlp[4]->as<nn::Dropout>()->forward(delta);
+  }
   const auto x = drop(self_attention(ln_1(input))) + input;
   // torchvision's MLPBlock, each linear through ATen's (linear.h).
   auto h = mlp[1]->as<nn::GELU>()->forward(mlp[0]->as<parallel::ColumnParallelLinear>()->forward(ln_2(x)));
@@ -78,17 +91,20 @@ torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
   return x + mlp[4]->as<nn::Dropout>()->forward(h);
 }
 
-torch::Tensor EncoderBlockImpl::forward_on_kernels(const torch::Tensor& input) {
-  const auto normed = fused::add_layer_norm(input, {}, ln_1->weight, ln_1->bias, ln_1->options.eps(), true).second;
-  // x = input + attention, and ln_2(x), in one pass each way.
+std::pair<torch::Tensor, torch::Tensor> EncoderBlockImpl::forward_on_kernels(const torch::Tensor& residual,
+                                                                             const torch::Tensor& delta,
+                                                                             double delta_dropout) {
+  // The block's input = residual + dropout(delta), and ln_1 of it, in one pass each way.
+  const auto [input, normed] =
+      fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), true, delta_dropout);
+  // x = input + attention, and ln_2(x), the same way.
   const auto [x, h] =
       fused::add_layer_norm(input, drop(self_attention(normed)), ln_2->weight, ln_2->bias, ln_2->options.eps(), true);
   auto* fc1 = mlp[0]->as<parallel::ColumnParallelLinear>();
   // mlp.0 without its bias (autocast's product), then its bias and GELU in one kernel each way.
   auto units = torch::matmul(h, fc1->weight.t());
   units = fused::bias_gelu(units, fc1->bias, true, fused::Gelu::Erf);
-  const auto out = mlp[3]->as<parallel::RowParallelLinear>()->forward(mlp[2]->as<nn::Dropout>()->forward(units));
-  return x + mlp[4]->as<nn::Dropout>()->forward(out);
+  return {x, mlp[3]->as<parallel::RowParallelLinear>()->forward(mlp[2]->as<nn::Dropout>()->forward(units))};
 }
 
 void EncoderBlockImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
@@ -119,6 +135,19 @@ EncoderImpl::EncoderImpl(const ViTConfig& c) {
 
 torch::Tensor EncoderImpl::forward(const torch::Tensor& tokens) {
   auto x = dropout(tokens + pos_embedding);
+  auto* first = layers->is_empty() ? nullptr : layers->ptr<EncoderBlockImpl>(0).get();
+  if (first && first->runs_kernels(x) && !wraps_blocks()) {
+    // Each block's last residual add joins the norm after it (the next block's ln_1, or ln): the
+    // float stream and the bf16 MLP output added in the norm kernel's pass, forward and backward.
+    torch::Tensor delta;
+    double p = 0;
+    for (const auto& layer : *layers) {
+      auto* block = layer.get<EncoderBlock>().get();
+      std::tie(x, delta) = block->forward_on_kernels(x, delta, p);
+      p = block->mlp_dropout();
+    }
+    return fused::add_layer_norm(x, delta, ln->weight, ln->bias, ln->options.eps(), true, p).second;
+  }
   for (const auto& layer : *layers) {
     EncoderBlockImpl* block = layer.get<EncoderBlock>().get();
     x = run_block(

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/parallel/parallel_linear.h"
@@ -55,7 +56,13 @@ struct EncoderBlockImpl : torch::nn::Module {
   // LayerNorm kernels, mlp.0's bias with GELU as the bias + GELU kernel (fused_ops.h), each with its
   // backward.
   bool fused_kernels = false;
-  torch::Tensor forward_on_kernels(const torch::Tensor& x);
+  bool runs_kernels(const torch::Tensor& input);
+  // On the kernels, from the block's input as residual + dropout(delta, delta_dropout) (delta undefined:
+  // the residual alone): {the stream after the attention's add, the MLP's output before its dropout},
+  // which the next norm adds (EncoderImpl::forward).
+  std::pair<torch::Tensor, torch::Tensor> forward_on_kernels(const torch::Tensor& residual, const torch::Tensor& delta,
+                                                             double delta_dropout);
+  double mlp_dropout();  // mlp.4's probability in training, else 0
 
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   SelfAttention self_attention{nullptr};

@@ -293,64 +293,89 @@ __device__ inline float gelu_derivative(float x) {
   return kForm == Gelu::Tanh ? gelu_tanh_derivative(x) : gelu_erf_derivative(x);
 }
 
+// The bias + GELU kernels' block: kGeluColumns packs of a row across (a warp reads consecutive
+// packs) by kGeluRows rows. A thread keeps one pack's bias (and its gradient's sum) and walks its
+// column down the rows, kGeluUnroll rows at a time, a grid's rows apart, so that their loads are
+// in flight together; the grid's y dimension spreads the rows over the GPU.
+constexpr int kGeluColumns = 32, kGeluRows = 8, kGeluUnroll = 4;
+
 template <typename T, Gelu kForm>
-__global__ void bias_gelu_forward_kernel(const T* __restrict__ h, const T* __restrict__ bias, T* __restrict__ out,
-                                         std::int64_t packs, std::int64_t row_packs) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < packs; i += stride) {
-    const Pack<T> a = reinterpret_cast<const Pack<T>*>(h)[i], b = reinterpret_cast<const Pack<T>*>(bias)[i % row_packs];
-    Pack<T> o;
+__global__ void __launch_bounds__(kGeluColumns* kGeluRows)
+    bias_gelu_forward_kernel(const T* __restrict__ h, const T* __restrict__ bias, T* __restrict__ out,
+                             std::int64_t rows, std::int64_t packs) {
+  constexpr int N = Pack<T>::kSize;
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kGeluColumns + threadIdx.x;
+  if (j >= packs) return;
+  const Pack<T> b = reinterpret_cast<const Pack<T>*>(bias)[j];
+  const std::int64_t spacing = static_cast<std::int64_t>(gridDim.y) * kGeluRows;
+  for (std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * kGeluRows + threadIdx.y; first < rows;
+       first += spacing * kGeluUnroll) {
+    Pack<T> a[kGeluUnroll];
 #pragma unroll
-    for (int n = 0; n < Pack<T>::kSize; ++n)
-      o.v[n] = from_float<T>(gelu<kForm>(rounded<T>(to_float(a.v[n]) + to_float(b.v[n]))));
-    reinterpret_cast<Pack<T>*>(out)[i] = o;
+    for (int u = 0; u < kGeluUnroll; ++u)
+      if (first + u * spacing < rows) a[u] = reinterpret_cast<const Pack<T>*>(h)[(first + u * spacing) * packs + j];
+#pragma unroll
+    for (int u = 0; u < kGeluUnroll; ++u) {
+      if (first + u * spacing >= rows) break;
+      Pack<T> o;
+#pragma unroll
+      for (int n = 0; n < N; ++n)
+        o.v[n] = from_float<T>(gelu<kForm>(rounded<T>(to_float(a[u].v[n]) + to_float(b.v[n]))));
+      reinterpret_cast<Pack<T>*>(out)[(first + u * spacing) * packs + j] = o;
+    }
   }
 }
 
-// Rows blockIdx.x, + gridDim.x, ...; each thread keeps P packs of the bias and of its gradient's sum.
-template <typename T, int P, Gelu kForm>
-__global__ void bias_gelu_backward_kernel(const T* __restrict__ h, const T* __restrict__ bias,
-                                          const T* __restrict__ grad_out, T* __restrict__ grad_pre,
-                                          float* __restrict__ bias_partials, std::int64_t rows, std::int64_t width) {
+// As the forward, each thread also summing its column's gradient; a block's kGeluRows sums of a
+// column are added in shared memory and written as one row of bias_partials (gridDim.y × width).
+template <typename T, Gelu kForm>
+__global__ void __launch_bounds__(kGeluColumns* kGeluRows)
+    bias_gelu_backward_kernel(const T* __restrict__ h, const T* __restrict__ bias, const T* __restrict__ grad_out,
+                              T* __restrict__ grad_pre, float* __restrict__ bias_partials, std::int64_t rows,
+                              std::int64_t packs) {
   constexpr int N = Pack<T>::kSize;
-  const std::int64_t packs = width / N;
-  float b[P][N], db[P][N];
+  // [row][n][column]: a warp's threads write and read consecutive words.
+  __shared__ float sums[kGeluRows][N][kGeluColumns];
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kGeluColumns + threadIdx.x;
+  float db[N] = {};
+  if (j < packs) {
+    const Pack<T> b = reinterpret_cast<const Pack<T>*>(bias)[j];
+    const std::int64_t spacing = static_cast<std::int64_t>(gridDim.y) * kGeluRows;
+    for (std::int64_t first = static_cast<std::int64_t>(blockIdx.y) * kGeluRows + threadIdx.y; first < rows;
+         first += spacing * kGeluUnroll) {
+      Pack<T> a[kGeluUnroll], g[kGeluUnroll];
 #pragma unroll
-  for (int k = 0; k < P; ++k) {
-    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
-    const Pack<T> a = j < packs ? reinterpret_cast<const Pack<T>*>(bias)[j] : Pack<T>{};
+      for (int u = 0; u < kGeluUnroll; ++u)
+        if (first + u * spacing < rows) {
+          a[u] = reinterpret_cast<const Pack<T>*>(h)[(first + u * spacing) * packs + j];
+          g[u] = reinterpret_cast<const Pack<T>*>(grad_out)[(first + u * spacing) * packs + j];
+        }
 #pragma unroll
-    for (int n = 0; n < N; ++n) {
-      b[k][n] = to_float(a.v[n]);
-      db[k][n] = 0;
-    }
-  }
-  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const std::int64_t at = row * packs;
-#pragma unroll
-    for (int k = 0; k < P; ++k) {
-      const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
-      if (j < packs) {
-        const Pack<T> a = reinterpret_cast<const Pack<T>*>(h)[at + j];
-        const Pack<T> g = reinterpret_cast<const Pack<T>*>(grad_out)[at + j];
+      for (int u = 0; u < kGeluUnroll; ++u) {
+        if (first + u * spacing >= rows) break;
         Pack<T> d;
 #pragma unroll
         for (int n = 0; n < N; ++n) {
-          const float pre = rounded<T>(to_float(a.v[n]) + b[k][n]);
-          d.v[n] = from_float<T>(to_float(g.v[n]) * gelu_derivative<kForm>(pre));
-          db[k][n] += to_float(d.v[n]);
+          const float pre = rounded<T>(to_float(a[u].v[n]) + to_float(b.v[n]));
+          d.v[n] = from_float<T>(to_float(g[u].v[n]) * gelu_derivative<kForm>(pre));
+          db[n] += to_float(d.v[n]);
         }
-        reinterpret_cast<Pack<T>*>(grad_pre)[at + j] = d;
+        reinterpret_cast<Pack<T>*>(grad_pre)[(first + u * spacing) * packs + j] = d;
       }
     }
   }
-  const std::int64_t partial = static_cast<std::int64_t>(blockIdx.x) * width;
 #pragma unroll
-  for (int k = 0; k < P; ++k) {
-    const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
-    if (j < packs)
+  for (int n = 0; n < N; ++n) sums[threadIdx.y][n][threadIdx.x] = db[n];
+  __syncthreads();
+  // The block's kGeluColumns × N columns over its threads: thread t adds column (t mod 32)'s element t / 32.
+  for (int t = threadIdx.y * kGeluColumns + threadIdx.x; t < kGeluColumns * N; t += kGeluColumns * kGeluRows) {
+    const int n = t / kGeluColumns, column = t % kGeluColumns;
+    const std::int64_t pack = static_cast<std::int64_t>(blockIdx.x) * kGeluColumns + column;
+    if (pack >= packs) continue;
+    float total = 0;
 #pragma unroll
-      for (int n = 0; n < N; ++n) bias_partials[partial + j * N + n] = db[k][n];
+    for (int y = 0; y < kGeluRows; ++y) total += sums[y][n][column];
+    bias_partials[static_cast<std::int64_t>(blockIdx.y) * packs * N + pack * N + n] = total;
   }
 }
 
@@ -419,12 +444,34 @@ std::int64_t max_rms_norm_width(Element x_type) {
   return static_cast<std::int64_t>(kNormThreads) * kMaxPacks * pack_elements(x_type);
 }
 
-std::int64_t rms_norm_backward_blocks(std::int64_t rows) {
+namespace {
+
+int multiprocessors() {
   int device = 0, sms = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
     sms = 132;
-  return std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 4 * static_cast<std::int64_t>(sms)));
+  return sms;
+}
+
+// The bias + GELU kernels' grid: the row's packs across, about four blocks an SM in all down the rows.
+dim3 bias_gelu_grid(std::int64_t rows, std::int64_t packs) {
+  const std::int64_t across = (packs + kGeluColumns - 1) / kGeluColumns;
+  const std::int64_t wanted = std::max<std::int64_t>(1, 4 * static_cast<std::int64_t>(multiprocessors()) / across);
+  const std::int64_t rows_a_pass = static_cast<std::int64_t>(kGeluRows) * kGeluUnroll;
+  const std::int64_t down =
+      std::clamp<std::int64_t>((rows + rows_a_pass - 1) / rows_a_pass, 1, std::min<std::int64_t>(wanted, 65535));
+  return dim3(static_cast<unsigned>(across), static_cast<unsigned>(down));
+}
+
+}  // namespace
+
+std::int64_t rms_norm_backward_blocks(std::int64_t rows) {
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(rows, 4 * static_cast<std::int64_t>(multiprocessors())));
+}
+
+std::int64_t bias_gelu_backward_blocks(Element type, std::int64_t rows, std::int64_t width) {
+  return bias_gelu_grid(rows, width / pack_elements(type)).y;
 }
 
 namespace {
@@ -534,10 +581,10 @@ const char* bias_gelu_forward(Element type, const void* h, const void* bias, voi
   if (rows == 0) return nullptr;
   for_element(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    const std::int64_t row_packs = width / Pack<T>::kSize, packs = rows * row_packs;
+    const std::int64_t packs = width / Pack<T>::kSize;
     const auto launch = [&](auto kernel) {
-      kernel<<<elementwise_blocks(packs), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<T*>(out), packs, row_packs);
+      kernel<<<bias_gelu_grid(rows, packs), dim3(kGeluColumns, kGeluRows), 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<T*>(out), rows, packs);
     };
     if (form == Gelu::Tanh)
       launch(bias_gelu_forward_kernel<T, Gelu::Tanh>);
@@ -549,23 +596,19 @@ const char* bias_gelu_forward(Element type, const void* h, const void* bias, voi
 
 const char* bias_gelu_backward(Element type, const void* h, const void* bias, const void* grad_out, void* grad_pre,
                                float* bias_partials, std::int64_t rows, std::int64_t width, Gelu form, void* stream) {
-  if (width > max_rms_norm_width(type)) return "the row is wider than max_rms_norm_width";
   if (rows == 0) return nullptr;
-  const auto blocks = static_cast<unsigned>(rms_norm_backward_blocks(rows));
   for_element(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const std::int64_t packs = width / Pack<T>::kSize;
-    for_packs(packs, [&](auto p) {
-      const auto launch = [&](auto kernel) {
-        kernel<<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
-            static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<const T*>(grad_out),
-            static_cast<T*>(grad_pre), bias_partials, rows, width);
-      };
-      if (form == Gelu::Tanh)
-        launch(bias_gelu_backward_kernel<T, decltype(p)::value, Gelu::Tanh>);
-      else
-        launch(bias_gelu_backward_kernel<T, decltype(p)::value, Gelu::Erf>);
-    });
+    const auto launch = [&](auto kernel) {
+      kernel<<<bias_gelu_grid(rows, packs), dim3(kGeluColumns, kGeluRows), 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T*>(h), static_cast<const T*>(bias), static_cast<const T*>(grad_out),
+          static_cast<T*>(grad_pre), bias_partials, rows, packs);
+    };
+    if (form == Gelu::Tanh)
+      launch(bias_gelu_backward_kernel<T, Gelu::Tanh>);
+    else
+      launch(bias_gelu_backward_kernel<T, Gelu::Erf>);
   });
   return launch_error();
 }

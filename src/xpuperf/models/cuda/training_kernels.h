@@ -77,12 +77,13 @@ const char* silu_mul_backward(Element type, const void* gate, const void* up, co
 enum class Gelu { Tanh, Erf };
 
 // out = GELU(h + bias) over rows × width: h the output of a projection without its bias (GPT-2's c_fc,
-// ViT's mlp.0), bias of h's type. The sum is rounded to the type, as the projection with its bias
-// leaves it, and GELU computed in float and rounded once, as ATen's gelu. Backward: grad_pre =
+// ViT's mlp.0, BERT's intermediate), bias of h's type. The sum is rounded to the type, as the projection with
+// its bias leaves it, and GELU computed in float and rounded once, as ATen's gelu. Backward: grad_pre =
 // grad_out × GELU'(h + bias), rounded as ATen's gelu_backward, and bias_partials (blocks × width,
-// float): grad_pre summed over each block's rows, blocks from rms_norm_backward_blocks(rows) (the
-// caller adds the blocks' rows: the bias's gradient, without a column sum of its own). Pointers
-// 16-byte aligned, width a multiple of pack_elements and at most max_rms_norm_width.
+// float): grad_pre summed over each of `blocks` groups of rows, blocks from bias_gelu_backward_blocks
+// (the caller adds the blocks' rows: the bias's gradient, without a column sum of its own). Pointers
+// 16-byte aligned, width a multiple of pack_elements; any width.
+std::int64_t bias_gelu_backward_blocks(Element type, std::int64_t rows, std::int64_t width);
 const char* bias_gelu_forward(Element type, const void* h, const void* bias, void* out, std::int64_t rows,
                               std::int64_t width, Gelu form, void* stream);
 const char* bias_gelu_backward(Element type, const void* h, const void* bias, const void* grad_out, void* grad_pre,
