@@ -589,34 +589,41 @@ TEST(FusedKernels, TheAddLayerNormKernelsGiveAtensValuesAndGradients) {
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   // 768 and 1024: GPT-2's and CPM-1 medium's rows; 264: a thread's packs not all used; 36: no whole
   // pack for the half types (ATen's path); 12288: wider than the kernels take in float (ATen's path).
+  // With a float x and a half-type delta, also the output in delta's type (ViT's norms under autocast).
   for (const std::int64_t width : {768, 1024, 264, 36, 12288}) {
     for (const auto& [x_type, delta_type] : norm_type_pairs()) {
-      for (const bool with_delta : {true, false}) {
-        const auto x0 = (torch::randn({3, 7, width}, cuda) * 2 + 0.5).to(x_type);
-        const auto delta0 = torch::randn({3, 7, width}, cuda).to(delta_type);
-        const auto weight0 = (torch::rand({width}, cuda) + 0.5).to(x_type);
-        const auto bias0 = torch::randn({width}, cuda).to(x_type);
-        const auto r1 = torch::randn({3, 7, width}, cuda), r2 = torch::randn({3, 7, width}, cuda);
-        std::vector<torch::Tensor> got, want;
-        for (const bool kernels : {true, false}) {
-          auto x = x0.clone().requires_grad_(true), delta = delta0.clone().requires_grad_(true);
-          auto weight = weight0.clone().requires_grad_(true), bias = bias0.clone().requires_grad_(true);
-          const auto [sum, out] =
-              fused::add_layer_norm(x, with_delta ? delta : torch::Tensor(), weight, bias, 1e-5, kernels);
-          ((out.to(torch::kFloat) * r1).sum() + (sum.to(torch::kFloat) * r2).sum()).backward();
-          auto& into = kernels ? got : want;
-          into = std::vector<torch::Tensor>{sum, out, x.grad(), weight.grad(), bias.grad()};
-          if (with_delta) into.push_back(delta.grad());
-        }
-        const std::string what = "add_layer_norm " + std::to_string(width) + (with_delta ? " with delta " : " ") +
-                                 std::string(c10::toString(x_type)) + "/" + std::string(c10::toString(delta_type));
-        EXPECT_TRUE(torch::equal(got[0], want[0])) << what << ": the residual add";
-        const char* names[] = {
-            "sum", "out", "x's gradient", "weight's gradient", "bias's gradient", "delta's gradient"};
-        for (std::size_t i = 1; i < got.size(); ++i) {
-          ASSERT_TRUE(got[i].defined()) << what << ": " << names[i];
-          EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << what << ": " << names[i];
-          expect_close(got[i], want[i], what + ": " + names[i]);
+      std::vector<std::optional<torch::ScalarType>> out_types{std::nullopt};
+      if (delta_type != x_type) out_types.push_back(delta_type);
+      for (const auto out_type : out_types) {
+        for (const bool with_delta : {true, false}) {
+          const auto x0 = (torch::randn({3, 7, width}, cuda) * 2 + 0.5).to(x_type);
+          const auto delta0 = torch::randn({3, 7, width}, cuda).to(delta_type);
+          const auto weight0 = (torch::rand({width}, cuda) + 0.5).to(x_type);
+          const auto bias0 = torch::randn({width}, cuda).to(x_type);
+          const auto r1 = torch::randn({3, 7, width}, cuda), r2 = torch::randn({3, 7, width}, cuda);
+          std::vector<torch::Tensor> got, want;
+          for (const bool kernels : {true, false}) {
+            auto x = x0.clone().requires_grad_(true), delta = delta0.clone().requires_grad_(true);
+            auto weight = weight0.clone().requires_grad_(true), bias = bias0.clone().requires_grad_(true);
+            const auto [sum, out] = fused::add_layer_norm(x, with_delta ? delta : torch::Tensor(), weight, bias, 1e-5,
+                                                          kernels, 0, out_type);
+            ((out.to(torch::kFloat) * r1).sum() + (sum.to(torch::kFloat) * r2).sum()).backward();
+            auto& into = kernels ? got : want;
+            into = std::vector<torch::Tensor>{sum, out, x.grad(), weight.grad(), bias.grad()};
+            if (with_delta) into.push_back(delta.grad());
+          }
+          EXPECT_EQ(got[1].scalar_type(), out_type.value_or(x_type));
+          const std::string what = "add_layer_norm " + std::to_string(width) + (with_delta ? " with delta " : " ") +
+                                   std::string(c10::toString(x_type)) + "/" + std::string(c10::toString(delta_type)) +
+                                   (out_type ? " out " + std::string(c10::toString(*out_type)) : "");
+          EXPECT_TRUE(torch::equal(got[0], want[0])) << what << ": the residual add";
+          const char* names[] = {
+              "sum", "out", "x's gradient", "weight's gradient", "bias's gradient", "delta's gradient"};
+          for (std::size_t i = 1; i < got.size(); ++i) {
+            ASSERT_TRUE(got[i].defined()) << what << ": " << names[i];
+            EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << what << ": " << names[i];
+            expect_close(got[i], want[i], what + ": " + names[i]);
+          }
         }
       }
     }

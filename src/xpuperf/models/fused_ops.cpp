@@ -168,16 +168,20 @@ DropoutStream& dropout_stream(const torch::Tensor& x) {
 struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                                 const std::optional<torch::Tensor>& delta, const torch::Tensor& weight,
-                                                const std::optional<torch::Tensor>& bias, double eps, double dropout) {
+                                                const std::optional<torch::Tensor>& bias, double eps, double dropout,
+                                                torch::ScalarType out_type) {
     const bool has_delta = delta.has_value(), layer = bias.has_value();
     const bool drops = has_delta && dropout > 0;
-    kernels::Element xe{}, de{};
+    kernels::Element xe{}, de{}, oe{};
     element_of(x, xe);
+    element_of(out_type, oe);
+    // Without delta, delta's type names the output's when it is not x's (training_kernels.h).
+    de = xe == oe ? xe : oe;
     if (has_delta) element_of(*delta, de);
     const c10::cuda::CUDAGuard guard(x.device());
     const auto width = x.size(-1), rows = x.numel() / width;
     const auto sum = has_delta ? torch::empty_like(x) : x;
-    auto out = torch::empty_like(x);
+    auto out = torch::empty(x.sizes(), x.options().dtype(out_type));
     auto rstd = torch::empty({rows}, x.options().dtype(torch::kFloat));
     auto mean = layer ? torch::empty({rows}, x.options().dtype(torch::kFloat)) : rstd;
     const void* delta_data = has_delta ? delta->data_ptr() : nullptr;
@@ -192,10 +196,9 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
               keep.data_ptr<std::uint8_t>()};
     }
     if (layer)
-      check(kernels::layer_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), delta_data, weight.data_ptr(),
-                                        bias->data_ptr(), sum_data, out.data_ptr(), mean.data_ptr<float>(),
-                                        rstd.data_ptr<float>(), rows, width, static_cast<float>(eps),
-                                        drops ? &drop : nullptr, stream_of(x)),
+      check(kernels::layer_norm_forward(xe, de, oe, x.data_ptr(), delta_data, weight.data_ptr(), bias->data_ptr(),
+                                        sum_data, out.data_ptr(), mean.data_ptr<float>(), rstd.data_ptr<float>(), rows,
+                                        width, static_cast<float>(eps), drops ? &drop : nullptr, stream_of(x)),
             "layer_norm_forward");
     else
       check(kernels::rms_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), delta_data, weight.data_ptr(), sum_data,
@@ -209,6 +212,7 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     ctx->saved_data["layer"] = layer;
     ctx->saved_data["bias_type"] = static_cast<std::int64_t>(layer ? bias->scalar_type() : x.scalar_type());
     ctx->saved_data["delta_type"] = static_cast<std::int64_t>(has_delta ? delta->scalar_type() : x.scalar_type());
+    ctx->saved_data["out_type"] = static_cast<std::int64_t>(out_type);
     if (!has_delta) return {out};
     return {sum, out};
   }
@@ -224,12 +228,16 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     const auto as_input = [&](const torch::Tensor& g) {
       return g.defined() ? g.to(input.scalar_type()).contiguous() : torch::Tensor();
     };
+    const auto out_type = static_cast<torch::ScalarType>(ctx->saved_data["out_type"].toInt());
     const auto grad_sum = has_delta ? as_input(grads[0]) : torch::Tensor();
-    auto grad_out = as_input(grads[has_delta ? 1 : 0]);
-    if (!grad_out.defined()) grad_out = torch::zeros_like(input);
-    kernels::Element xe{}, de{};
+    const auto& given = grads[has_delta ? 1 : 0];
+    const auto grad_out = given.defined() ? given.to(out_type).contiguous()
+                                          : torch::zeros(input.sizes(), input.options().dtype(out_type));
+    kernels::Element xe{}, de{}, oe{};
     element_of(input, xe);
+    element_of(out_type, oe);
     element_of(delta_type, de);
+    if (!has_delta && oe != xe) de = oe;
     const c10::cuda::CUDAGuard guard(input.device());
     const auto width = input.size(-1), rows = input.numel() / width;
     auto grad_x = torch::empty_like(input);
@@ -246,7 +254,7 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     const void* grad_sum_data = grad_sum.defined() ? grad_sum.data_ptr() : nullptr;
     void* grad_delta_data = grad_delta.defined() ? grad_delta.data_ptr() : nullptr;
     if (layer)
-      check(kernels::layer_norm_backward(xe, de, input.data_ptr(), weight.data_ptr(), mean.data_ptr<float>(),
+      check(kernels::layer_norm_backward(xe, de, oe, input.data_ptr(), weight.data_ptr(), mean.data_ptr<float>(),
                                          rstd.data_ptr<float>(), grad_out.data_ptr(), grad_sum_data, grad_x.data_ptr(),
                                          grad_delta_data, weight_partials.data_ptr<float>(),
                                          bias_partials.data_ptr<float>(), rows, width, dropout > 0 ? &drop : nullptr,
@@ -263,18 +271,18 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     const auto grad_bias = layer ? bias_partials.sum(0).to(bias_type) : torch::Tensor();
     return {grad_x,          has_delta ? (grad_delta.defined() ? grad_delta : grad_x) : torch::Tensor(),
             grad_weight,     grad_bias,
-            torch::Tensor(), torch::Tensor()};
+            torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
 // The training kernels take x of float, half or bfloat16, delta of x's type (or any of the three with a
 // float x), the weight (and bias) of x's type, rows of whole packs no wider than max_rms_norm_width.
-// `bias` defined: LayerNorm, else RMSNorm. `dropout` > 0: on delta first.
-std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_backward(const torch::Tensor& x,
-                                                                                     const torch::Tensor& delta,
-                                                                                     const torch::Tensor& weight,
-                                                                                     const torch::Tensor& bias,
-                                                                                     double eps, double dropout = 0) {
+// `bias` defined: LayerNorm, else RMSNorm. `dropout` > 0: on delta first. The output in x's type, or
+// (LayerNorm, x float) in `out_type` of half or bfloat16, delta's type where delta is given.
+std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_backward(
+    const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& weight, const torch::Tensor& bias,
+    double eps, double dropout = 0, std::optional<torch::ScalarType> out_type = std::nullopt) {
   const auto width = x.size(-1);
   kernels::Element xe{}, de{};
   const auto like_row = [&](const torch::Tensor& t) {
@@ -288,10 +296,15 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_back
       (delta.sizes() != x.sizes() || !delta.is_contiguous() || !aligned(delta) || delta.device() != x.device() ||
        !element_of(delta, de) || (de != xe && xe != kernels::Element::Float)))
     return std::nullopt;
+  const auto out = out_type.value_or(x.scalar_type());
+  if (out != x.scalar_type() &&
+      (!bias.defined() || x.scalar_type() != torch::kFloat || (out != torch::kBFloat16 && out != torch::kHalf) ||
+       (delta.defined() && delta.scalar_type() != out)))
+    return std::nullopt;
   const auto optional = [](const torch::Tensor& t) {
     return t.defined() ? std::optional<torch::Tensor>(t) : std::optional<torch::Tensor>();
   };
-  const auto outs = KernelAddNorm::apply(x, optional(delta), weight, optional(bias), eps, dropout);
+  const auto outs = KernelAddNorm::apply(x, optional(delta), weight, optional(bias), eps, dropout, out);
   if (!delta.defined()) return std::make_pair(x, outs[0]);
   return std::make_pair(outs[0], outs[1]);
 }
@@ -505,23 +518,31 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& delta,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
                                                        double eps, [[maybe_unused]] bool use_kernels,
-                                                       double delta_dropout) {
+                                                       double delta_dropout,
+                                                       std::optional<torch::ScalarType> out_type) {
   const bool drops = delta.defined() && delta_dropout > 0;
+  const bool cast = out_type && *out_type != x.scalar_type();
 #ifdef XPUPERF_HAVE_TORCH_CUDA
   if (use_kernels && bias.defined()) {
-    if (!drops && !recording({x, delta, weight, bias}))
+    if (!drops && !cast && !recording({x, delta, weight, bias}))
       if (auto done = kernel_add_layer_norm(x, delta, weight, bias, eps)) return *done;
     // Autograd records, or the types are mixed, or delta drops out. Autocast would run ATen's layer
     // norm in float and return float for a half x: the kernel (which returns x's type) takes a float x
     // there only.
     if (x.scalar_type() == torch::kFloat || !compat::autocast_enabled(x.device().type()))
-      if (auto done = kernel_add_norm_with_backward(x, delta, weight, bias, eps, drops ? delta_dropout : 0))
+      if (auto done = kernel_add_norm_with_backward(x, delta, weight, bias, eps, drops ? delta_dropout : 0, out_type))
         return *done;
   }
 #endif
   const auto dropped = drops ? torch::dropout(delta, delta_dropout, /*train=*/true) : delta;
   const auto sum = dropped.defined() ? x + dropped : x;
-  return {sum, torch::layer_norm(sum, {sum.size(-1)}, weight, bias, eps)};
+  const auto normed = torch::layer_norm(sum, {sum.size(-1)}, weight, bias, eps);
+  return {sum, cast ? normed.to(*out_type) : normed};
+}
+
+std::optional<torch::ScalarType> autocast_product_type(const torch::Tensor& x) {
+  if (x.scalar_type() != torch::kFloat || !compat::autocast_enabled(x.device().type())) return std::nullopt;
+  return compat::autocast_dtype(x.device().type());
 }
 
 torch::Tensor bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, [[maybe_unused]] bool use_kernels,

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 namespace xpuperf::models {
@@ -29,9 +30,16 @@ std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, con
 // delta_dropout > 0: x + dropout(delta) as training's dropout (each element kept with probability
 // 1 − p, scaled by 1 / (1 − p)); the kernels draw the mask in the same pass (GPT's residual dropout
 // before the add), where ATen's operators take a pass of their own each way.
+// out_type: the norm's output cast to it (rounded once from float, as a cast of it). With a float x and
+// bf16 or half out_type (delta's, where delta is given), the training kernel writes it directly: the input
+// of the next product under autocast, without a float output and its cast each way.
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& delta,
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
-                                                       double eps, bool use_kernels, double delta_dropout = 0);
+                                                       double eps, bool use_kernels, double delta_dropout = 0,
+                                                       std::optional<torch::ScalarType> out_type = std::nullopt);
+// The type products take under autocast on x's device, where x is float and autocast is on (the out_type
+// for a pre-norm block's norms); else none.
+std::optional<torch::ScalarType> autocast_product_type(const torch::Tensor& x);
 
 // GELU's forms: the tanh approximation (GPT-2's "gelu_new") and the exact one (erf: BERT's, ViT's).
 enum class Gelu { Tanh, Erf };

@@ -103,10 +103,12 @@ std::pair<torch::Tensor, torch::Tensor> GptBlockImpl::forward(const torch::Tenso
   // delta is the previous block's MLP output before its dropout, which has this MLP's probability.
   const double mlp_p = is_training() ? mlp->dropout->options.p() : 0.0;
   const double attn_p = is_training() ? attn->resid_dropout->options.p() : 0.0;
+  // Under autocast the norms write their outputs in the type the products after them take.
+  const auto gemm_type = kernels ? fused::autocast_product_type(residual) : std::nullopt;
   const auto [input, normed] =
-      fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), kernels, mlp_p);
+      fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), kernels, mlp_p, gemm_type);
   const auto [x, normed_x] = fused::add_layer_norm(input, attn(normed, mask, false), ln_2->weight, ln_2->bias,
-                                                   ln_2->options.eps(), kernels, attn_p);
+                                                   ln_2->options.eps(), kernels, attn_p, gemm_type);
   return {x, mlp(normed_x, false, kernels)};
 }
 

@@ -94,12 +94,14 @@ torch::Tensor EncoderBlockImpl::forward(const torch::Tensor& input) {
 std::pair<torch::Tensor, torch::Tensor> EncoderBlockImpl::forward_on_kernels(const torch::Tensor& residual,
                                                                              const torch::Tensor& delta,
                                                                              double delta_dropout) {
+  // Under autocast the norms write their outputs in the type the products after them take.
+  const auto gemm_type = fused::autocast_product_type(residual);
   // The block's input = residual + dropout(delta), and ln_1 of it, in one pass each way.
-  const auto [input, normed] =
-      fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), true, delta_dropout);
+  const auto [input, normed] = fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(),
+                                                     true, delta_dropout, gemm_type);
   // x = input + attention, and ln_2(x), the same way.
-  const auto [x, h] =
-      fused::add_layer_norm(input, drop(self_attention(normed)), ln_2->weight, ln_2->bias, ln_2->options.eps(), true);
+  const auto [x, h] = fused::add_layer_norm(input, drop(self_attention(normed)), ln_2->weight, ln_2->bias,
+                                            ln_2->options.eps(), true, 0, gemm_type);
   auto* fc1 = mlp[0]->as<parallel::ColumnParallelLinear>();
   // mlp.0 without its bias (autocast's product), then its bias and GELU in one kernel each way.
   auto units = torch::matmul(h, fc1->weight.t());

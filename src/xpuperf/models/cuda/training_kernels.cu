@@ -64,10 +64,11 @@ __device__ inline void drop_pack(float (&d)[N], std::int64_t index, const Dropou
 
 // RMSNorm (kLayer false: Hugging Face's LlamaRMSNorm, the normalised row rounded to X before the
 // weight) or LayerNorm (kLayer true: ATen's layer_norm, centred, the weight and bias applied in float
-// and rounded once) of x + delta, a row a block.
-template <typename X, typename D, int P, bool kLayer>
+// and rounded once) of x + delta, a row a block. The output is of type O: X, or D (what the next
+// product takes under autocast: the float result rounded once to it, as casting it would).
+template <typename X, typename D, typename O, int P, bool kLayer>
 __global__ void norm_forward_kernel(const X* __restrict__ x, const D* __restrict__ delta, const X* __restrict__ weight,
-                                    const X* __restrict__ bias, X* __restrict__ sum, X* __restrict__ out,
+                                    const X* __restrict__ bias, X* __restrict__ sum, O* __restrict__ out,
                                     float* __restrict__ mean_out, float* __restrict__ rstd, std::int64_t width,
                                     float eps, DropoutArgs drop) {
   constexpr int N = Pack<X>::kSize;
@@ -119,16 +120,16 @@ __global__ void norm_forward_kernel(const X* __restrict__ x, const D* __restrict
     const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
     if (j < packs) {
       const Pack<X> w = reinterpret_cast<const Pack<X>*>(weight)[j];
-      Pack<X> o;
+      Chunk<O, N> o;
       if constexpr (kLayer) {
         const Pack<X> b = reinterpret_cast<const Pack<X>*>(bias)[j];
 #pragma unroll
-        for (int n = 0; n < N; ++n) o.v[n] = from_float<X>(to_float(w.v[n]) * (v[k][n] - mean) * r + to_float(b.v[n]));
+        for (int n = 0; n < N; ++n) o.v[n] = from_float<O>(to_float(w.v[n]) * (v[k][n] - mean) * r + to_float(b.v[n]));
       } else {
 #pragma unroll
-        for (int n = 0; n < N; ++n) o.v[n] = from_float<X>(to_float(w.v[n]) * rounded<X>(v[k][n] * r));
+        for (int n = 0; n < N; ++n) o.v[n] = from_float<O>(rounded<X>(to_float(w.v[n]) * rounded<X>(v[k][n] * r)));
       }
-      reinterpret_cast<Pack<X>*>(out)[at + j] = o;
+      reinterpret_cast<Chunk<O, N>*>(out)[at + j] = o;
     }
   }
 }
@@ -136,10 +137,10 @@ __global__ void norm_forward_kernel(const X* __restrict__ x, const D* __restrict
 // Rows blockIdx.x, + gridDim.x, ...: for each, the means over the row of the output's gradient
 // (× weight) and of its product with the normalised row, then grad_x; the weight's (and LayerNorm's
 // bias's) gradient summed in registers over the block's rows and written once.
-template <typename X, typename D, int P, bool kLayer>
+template <typename X, typename D, typename O, int P, bool kLayer>
 __global__ void norm_backward_kernel(const X* __restrict__ input, const X* __restrict__ weight,
                                      const float* __restrict__ mean_in, const float* __restrict__ rstd,
-                                     const X* __restrict__ grad_out, const X* __restrict__ grad_sum,
+                                     const O* __restrict__ grad_out, const X* __restrict__ grad_sum,
                                      X* __restrict__ grad_x, D* __restrict__ grad_delta,
                                      float* __restrict__ weight_partials, float* __restrict__ bias_partials,
                                      std::int64_t rows, std::int64_t width, DropoutArgs drop) {
@@ -167,7 +168,7 @@ __global__ void norm_backward_kernel(const X* __restrict__ input, const X* __res
       const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
       if (j < packs) {
         const Pack<X> a = reinterpret_cast<const Pack<X>*>(input)[at + j];
-        const Pack<X> g = reinterpret_cast<const Pack<X>*>(grad_out)[at + j];
+        const Chunk<O, N> g = reinterpret_cast<const Chunk<O, N>*>(grad_out)[at + j];
 #pragma unroll
         for (int n = 0; n < N; ++n) {
           xh[k][n] = (to_float(a.v[n]) - mean) * r;
@@ -476,48 +477,72 @@ std::int64_t bias_gelu_backward_blocks(Element type, std::int64_t rows, std::int
 
 namespace {
 
-template <bool kLayer>
-const char* norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
-                         const void* bias, void* sum, void* out, float* mean, float* rstd, std::int64_t rows,
-                         std::int64_t width, float eps, const DeltaDropout* dropout, void* stream) {
-  if (width > max_rms_norm_width(x_type)) return "the row is wider than max_rms_norm_width";
-  if (rows == 0) return nullptr;
-  const bool known = for_norm_types(x_type, delta_type, [&](auto* x_tag, auto* d_tag) {
-    using X = std::remove_pointer_t<decltype(x_tag)>;
-    using D = std::remove_pointer_t<decltype(d_tag)>;
-    const std::int64_t packs = width / Pack<X>::kSize;
-    for_packs(packs, [&](auto p) {
-      norm_forward_kernel<X, D, decltype(p)::value, kLayer>
-          <<<static_cast<unsigned>(rows), norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
-              static_cast<const X*>(x), static_cast<const D*>(delta), static_cast<const X*>(weight),
-              static_cast<const X*>(bias), static_cast<X*>(sum), static_cast<X*>(out), mean, rstd, width, eps,
-              delta ? dropout_args(dropout) : DropoutArgs{});
-    });
-  });
-  return known ? launch_error() : "delta's type must be x's, or x float";
+// Calls f with a null pointer of the output's CUDA type: X's or D's (for_norm_types' pair). Returns false
+// for another type.
+template <typename X, typename D, typename F>
+bool for_out_type(Element out_type, Element x_type, Element delta_type, F&& f) {
+  if (out_type == x_type)
+    f(static_cast<X*>(nullptr));
+  else if (out_type == delta_type)
+    f(static_cast<D*>(nullptr));
+  else
+    return false;
+  return true;
 }
 
 template <bool kLayer>
-const char* norm_backward(Element x_type, Element delta_type, const void* input, const void* weight, const float* mean,
-                          const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x, void* grad_delta,
-                          float* weight_partials, float* bias_partials, std::int64_t rows, std::int64_t width,
-                          const DeltaDropout* dropout, void* stream) {
+const char* norm_forward(Element x_type, Element delta_type, Element out_type, const void* x, const void* delta,
+                         const void* weight, const void* bias, void* sum, void* out, float* mean, float* rstd,
+                         std::int64_t rows, std::int64_t width, float eps, const DeltaDropout* dropout, void* stream) {
   if (width > max_rms_norm_width(x_type)) return "the row is wider than max_rms_norm_width";
   if (rows == 0) return nullptr;
-  const auto blocks = static_cast<unsigned>(rms_norm_backward_blocks(rows));
+  bool out_known = true;
   const bool known = for_norm_types(x_type, delta_type, [&](auto* x_tag, auto* d_tag) {
     using X = std::remove_pointer_t<decltype(x_tag)>;
     using D = std::remove_pointer_t<decltype(d_tag)>;
     const std::int64_t packs = width / Pack<X>::kSize;
-    for_packs(packs, [&](auto p) {
-      norm_backward_kernel<X, D, decltype(p)::value, kLayer>
-          <<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
-              static_cast<const X*>(input), static_cast<const X*>(weight), mean, rstd, static_cast<const X*>(grad_out),
-              static_cast<const X*>(grad_sum), static_cast<X*>(grad_x), static_cast<D*>(grad_delta), weight_partials,
-              bias_partials, rows, width, grad_delta ? dropout_args(dropout) : DropoutArgs{});
+    out_known = for_out_type<X, D>(out_type, x_type, delta_type, [&](auto* o_tag) {
+      using O = std::remove_pointer_t<decltype(o_tag)>;
+      for_packs(packs, [&](auto p) {
+        norm_forward_kernel<X, D, O, decltype(p)::value, kLayer>
+            <<<static_cast<unsigned>(rows), norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
+                static_cast<const X*>(x), static_cast<const D*>(delta), static_cast<const X*>(weight),
+                static_cast<const X*>(bias), static_cast<X*>(sum), static_cast<O*>(out), mean, rstd, width, eps,
+                delta ? dropout_args(dropout) : DropoutArgs{});
+      });
     });
   });
-  return known ? launch_error() : "delta's type must be x's, or x float";
+  if (!known) return "delta's type must be x's, or x float";
+  return out_known ? launch_error() : "out's type must be x's or delta's";
+}
+
+template <bool kLayer>
+const char* norm_backward(Element x_type, Element delta_type, Element out_type, const void* input, const void* weight,
+                          const float* mean, const float* rstd, const void* grad_out, const void* grad_sum,
+                          void* grad_x, void* grad_delta, float* weight_partials, float* bias_partials,
+                          std::int64_t rows, std::int64_t width, const DeltaDropout* dropout, void* stream) {
+  if (width > max_rms_norm_width(x_type)) return "the row is wider than max_rms_norm_width";
+  if (rows == 0) return nullptr;
+  const auto blocks = static_cast<unsigned>(rms_norm_backward_blocks(rows));
+  bool out_known = true;
+  const bool known = for_norm_types(x_type, delta_type, [&](auto* x_tag, auto* d_tag) {
+    using X = std::remove_pointer_t<decltype(x_tag)>;
+    using D = std::remove_pointer_t<decltype(d_tag)>;
+    const std::int64_t packs = width / Pack<X>::kSize;
+    out_known = for_out_type<X, D>(out_type, x_type, delta_type, [&](auto* o_tag) {
+      using O = std::remove_pointer_t<decltype(o_tag)>;
+      for_packs(packs, [&](auto p) {
+        norm_backward_kernel<X, D, O, decltype(p)::value, kLayer>
+            <<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
+                static_cast<const X*>(input), static_cast<const X*>(weight), mean, rstd,
+                static_cast<const O*>(grad_out), static_cast<const X*>(grad_sum), static_cast<X*>(grad_x),
+                static_cast<D*>(grad_delta), weight_partials, bias_partials, rows, width,
+                grad_delta ? dropout_args(dropout) : DropoutArgs{});
+      });
+    });
+  });
+  if (!known) return "delta's type must be x's, or x float";
+  return out_known ? launch_error() : "out's type must be x's or delta's";
 }
 
 }  // namespace
@@ -525,31 +550,33 @@ const char* norm_backward(Element x_type, Element delta_type, const void* input,
 const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
                              void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
                              const DeltaDropout* dropout, void* stream) {
-  return norm_forward<false>(x_type, delta_type, x, delta, weight, nullptr, sum, out, nullptr, rstd, rows, width, eps,
-                             dropout, stream);
+  return norm_forward<false>(x_type, delta_type, x_type, x, delta, weight, nullptr, sum, out, nullptr, rstd, rows,
+                             width, eps, dropout, stream);
 }
 
 const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
                               const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
                               void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
                               const DeltaDropout* dropout, void* stream) {
-  return norm_backward<false>(x_type, delta_type, input, weight, nullptr, rstd, grad_out, grad_sum, grad_x, grad_delta,
-                              weight_partials, nullptr, rows, width, dropout, stream);
+  return norm_backward<false>(x_type, delta_type, x_type, input, weight, nullptr, rstd, grad_out, grad_sum, grad_x,
+                              grad_delta, weight_partials, nullptr, rows, width, dropout, stream);
 }
 
-const char* layer_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
-                               const void* bias, void* sum, void* out, float* mean, float* rstd, std::int64_t rows,
-                               std::int64_t width, float eps, const DeltaDropout* dropout, void* stream) {
-  return norm_forward<true>(x_type, delta_type, x, delta, weight, bias, sum, out, mean, rstd, rows, width, eps, dropout,
-                            stream);
+const char* layer_norm_forward(Element x_type, Element delta_type, Element out_type, const void* x, const void* delta,
+                               const void* weight, const void* bias, void* sum, void* out, float* mean, float* rstd,
+                               std::int64_t rows, std::int64_t width, float eps, const DeltaDropout* dropout,
+                               void* stream) {
+  return norm_forward<true>(x_type, delta_type, out_type, x, delta, weight, bias, sum, out, mean, rstd, rows, width,
+                            eps, dropout, stream);
 }
 
-const char* layer_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
-                                const float* mean, const float* rstd, const void* grad_out, const void* grad_sum,
-                                void* grad_x, void* grad_delta, float* weight_partials, float* bias_partials,
-                                std::int64_t rows, std::int64_t width, const DeltaDropout* dropout, void* stream) {
-  return norm_backward<true>(x_type, delta_type, input, weight, mean, rstd, grad_out, grad_sum, grad_x, grad_delta,
-                             weight_partials, bias_partials, rows, width, dropout, stream);
+const char* layer_norm_backward(Element x_type, Element delta_type, Element out_type, const void* input,
+                                const void* weight, const float* mean, const float* rstd, const void* grad_out,
+                                const void* grad_sum, void* grad_x, void* grad_delta, float* weight_partials,
+                                float* bias_partials, std::int64_t rows, std::int64_t width,
+                                const DeltaDropout* dropout, void* stream) {
+  return norm_backward<true>(x_type, delta_type, out_type, input, weight, mean, rstd, grad_out, grad_sum, grad_x,
+                             grad_delta, weight_partials, bias_partials, rows, width, dropout, stream);
 }
 
 const char* silu_mul_forward(Element type, const void* gate, const void* up, void* out, std::int64_t n, void* stream) {
