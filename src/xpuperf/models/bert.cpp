@@ -88,8 +88,11 @@ BertIntermediateImpl::BertIntermediateImpl(const BertConfig& c) {
 }
 
 torch::Tensor BertIntermediateImpl::forward(const torch::Tensor& x) {
-  // Only where the kernel runs: elsewhere the product with its bias (addmm), as Hugging Face's.
-  if (fused_kernels && x.is_cuda() && fused::kernels_built() && !dense->is_split() && !dense->has_adapter())
+  // In training, where the kernel runs: its backward also sums the bias's gradient. Elsewhere the product
+  // with its bias (addmm), as Hugging Face's: in inference the bias rides in the product's epilogue, and
+  // the kernel's pass is GELU's own.
+  if (fused_kernels && is_training() && x.is_cuda() && fused::kernels_built() && !dense->is_split() &&
+      !dense->has_adapter())
     return fused::bias_gelu(torch::matmul(x, dense->weight.t()), dense->bias, true, fused::Gelu::Erf);
   return torch::gelu(dense(x));
 }

@@ -79,8 +79,8 @@ struct BertIntermediateImpl : torch::nn::Module {
   explicit BertIntermediateImpl(const BertConfig& c);
   torch::Tensor forward(const torch::Tensor& x);  // GELU (erf form) of dense(x)
   parallel::ColumnParallelLinear dense{nullptr};
-  // On CUDA, whole (not split, no adapter): dense's bias and GELU as the bias + GELU kernel after the
-  // product without its bias (fused_ops.h), with its backward, in training and evaluation alike.
+  // In training on CUDA, whole (not split, no adapter): dense's bias and GELU as the bias + GELU kernel
+  // after the product without its bias (fused_ops.h), whose backward also sums the bias's gradient.
   bool fused_kernels = false;
 };
 TORCH_MODULE(BertIntermediate);
