@@ -14,7 +14,7 @@
 # optimizer and the fused kernels (the loss's) off in turn (VARIANTS=llama: with LoRA r 8,
 # ZeRO-Offload with and without offload_overlap, activation checkpointing, and the fused kernels off); OURS_PROFILE=1 lists xpuperf's kernels (a run with profile_steps) and their time by class (GEMM, attention,
 # normalisation, element-wise, loss, optimizer, copies, idle: bench/kernel_classes.py) beside
-# Hugging Face's classes from PROFILE's run; PEAK=989.4 the dense bf16 TFLOP/s of the GPU (H100/H200 SXM).
+# Hugging Face's classes from PROFILE's run (KERNEL_NAME_WIDTH=0: whole kernel names); PEAK=989.4 the dense bf16 TFLOP/s of the GPU (H100/H200 SXM).
 set -euo pipefail
 hardware=${1:-H200}
 data=${2:-}

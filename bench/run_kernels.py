@@ -2,8 +2,11 @@
 from LibTorch's Kineto profiler): the top kernels by time, then a step's GPU time by class
 (bench/kernel_classes.py) beside the classes of the PyTorch side's profile of the same case (the
 "kernels" rows of its JSON lines). Exits non-zero, saying why, when the run has no profile.
-Usage: run_kernels.py CASE RUN_LOG TORCH_JSONL"""
+Usage: run_kernels.py CASE RUN_LOG TORCH_JSONL
+KERNEL_NAME_WIDTH=N cuts each listed name to N characters (90 by default; 0: whole names, which tell
+ATen's element-wise kernels apart by the functor and types in their template arguments)."""
 import json
+import os
 import sys
 
 from kernel_classes import class_table, class_times
@@ -19,8 +22,9 @@ if not profile or "kernels" not in profile:
 kernels, total = profile["kernels"], profile["device_ms_per_step"]
 print(f"| kernel ({case}, {profile['steps']} steps) | ms a step | calls a step | share |")
 print("| --- | ---: | ---: | ---: |")
+width = int(os.environ.get("KERNEL_NAME_WIDTH", "90"))
 for k in kernels[:15]:
-    print(f"| {k['name'][:90]} | {k['ms_per_step']:.2f} | {k['calls_per_step']:.0f} | {k['ms_per_step'] / total:.1%} |")
+    print(f"| {k['name'][:width] if width > 0 else k['name']} | {k['ms_per_step']:.2f} | {k['calls_per_step']:.0f} | {k['ms_per_step'] / total:.1%} |")
 print(f"| all {profile['distinct_kernels']} kernels | {total:.2f} | | 100% |")
 # The kernels past the listed ones count as one "other" row, so the classes add up to the device's time.
 rows = [(k["name"], k["ms_per_step"]) for k in kernels]

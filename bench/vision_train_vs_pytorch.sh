@@ -12,7 +12,8 @@
 # times xpuperf with each acceleration switch off in turn (VARIANT_SWITCHES="fused_kernels=false ...": the
 # switches to turn off, one run each), GRAPHS=mobilenetv2 with cuda_graphs on,
 # for the cases listed; OURS_PROFILE=1 (a run with profile_steps) lists xpuperf's kernels and a step's GPU time
-# by class beside torchvision's from PROFILE (bench/kernel_classes.py).
+# by class beside torchvision's from PROFILE (bench/kernel_classes.py); KERNEL_NAME_WIDTH=0 lists whole
+# kernel names (bench/run_kernels.py).
 set -euo pipefail
 hardware=${1:-H200}
 shift || true

@@ -163,8 +163,9 @@ DropoutStream& dropout_stream(const torch::Tensor& x) {
 // RMSNorm or LayerNorm with the residual add before it, forward and backward as one kernel each
 // (models/cuda/training_kernels.h). Inputs x, delta, weight, bias (no delta: no add; a bias only for
 // LayerNorm; optionals, as LibTorch's custom functions take no undefined tensor); outputs sum (x +
-// delta; x itself without delta, which this function then does not return) and out. `dropout` > 0:
-// sum = x + dropout(delta), the keep mask drawn in the forward kernel and kept for backward.
+// delta; x itself without delta, which this function then does not return) and out, of out_type (x's,
+// or for LayerNorm delta's half type under autocast). `dropout` > 0: sum = x + dropout(delta), the keep
+// mask drawn in the forward kernel and kept for backward.
 struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                                 const std::optional<torch::Tensor>& delta, const torch::Tensor& weight,
@@ -224,7 +225,7 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     const bool has_delta = ctx->saved_data["delta"].toBool(), layer = ctx->saved_data["layer"].toBool();
     const double dropout = ctx->saved_data["dropout"].toDouble();
     const auto delta_type = static_cast<torch::ScalarType>(ctx->saved_data["delta_type"].toInt());
-    // The gradients reaching sum (from the next layers; only with delta) and out, in x's type.
+    // The gradients reaching sum (from the next layers; only with delta), in x's type, and out, in its type.
     const auto as_input = [&](const torch::Tensor& g) {
       return g.defined() ? g.to(input.scalar_type()).contiguous() : torch::Tensor();
     };
