@@ -159,18 +159,14 @@ bool GpuJpegDecoder::decode_crops(const std::vector<GpuCropJob>& jobs, const std
   std::vector<int> widths(jobs.size()), heights(jobs.size());
   std::size_t total = 0;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
-    int components = 0;
-    nvjpegChromaSubsampling_t subsampling{};
-    int w[NVJPEG_MAX_COMPONENT] = {}, h[NVJPEG_MAX_COMPONENT] = {};
-    if (nvjpegGetImageInfo(s_->handle, jobs[i].data, jobs[i].size, &components, &subsampling, w, h) !=
-        NVJPEG_STATUS_SUCCESS) {
-      error = "nvjpegGetImageInfo failed";
-      return false;
+    widths[i] = jobs[i].width;
+    heights[i] = jobs[i].height;
+    if (widths[i] <= 0 || heights[i] <= 0) {  // not probed: the header once more
+      bool batchable = false;
+      if (!probe(jobs[i].data, jobs[i].size, widths[i], heights[i], batchable, error)) return false;
     }
-    widths[i] = w[0];
-    heights[i] = h[0];
     offsets[i] = total;
-    total += static_cast<std::size_t>(w[0]) * static_cast<std::size_t>(h[0]) * 3;
+    total += static_cast<std::size_t>(widths[i]) * static_cast<std::size_t>(heights[i]) * 3;
   }
   s_->reserve(total, jobs.size());
 

@@ -20,11 +20,13 @@ namespace xpuperf::data {
 // Whether this build has nvJPEG (and CUDA).
 bool have_gpu_jpeg();
 
-// One image of a batch: its file's bytes (on the host), the box of the decoded image to keep
-// and whether to mirror it.
+// One image of a batch: its file's bytes (on the host), its size as probe() read it (0: unknown,
+// decode_crops reads the header again), the box of the decoded image to keep and whether to
+// mirror it.
 struct GpuCropJob {
   const std::uint8_t* data = nullptr;
   std::size_t size = 0;
+  int width = 0, height = 0;
   CropBox box;
   bool flip = false;
 };

@@ -234,6 +234,8 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
             GpuCropJob job;
             job.data = files[i].data();
             job.size = files[i].size();
+            job.width = width;
+            job.height = height;
             std::tie(job.box, job.flip) = choose_crop(width, height, sample);
             jobs.push_back(job);
             outs.push_back(out(i));
