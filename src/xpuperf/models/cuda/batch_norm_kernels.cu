@@ -23,14 +23,6 @@ struct Tiling {
   std::int64_t packs = 0;
 };
 
-int multiprocessors() {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    sms = 132;
-  return sms;
-}
-
 Tiling tiling(Element type, std::int64_t rows, std::int64_t channels) {
   Tiling t;
   t.packs = channels / pack_elements(type);

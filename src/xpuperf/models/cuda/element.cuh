@@ -1,6 +1,7 @@
 #pragma once
 // What the models' CUDA kernels share: the element types' conversions with ATen's rounding, 16-byte
-// packs of elements, a block-wide sum, the launch error and a launch for each element type. Included
+// packs of elements, a block-wide sum, the device's multiprocessors, the launch error and a launch for each
+// element type. Included
 // by .cu files only.
 
 #include <cuda_bf16.h>
@@ -64,6 +65,15 @@ __device__ float block_sum(float v) {
   }
   __syncthreads();
   return total;
+}
+
+// The current device's multiprocessors (an H100's 132 where CUDA cannot say): grids sized to fill it.
+inline int multiprocessors() {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    sms = 132;
+  return sms;
 }
 
 const char* launch_error() {

@@ -447,14 +447,6 @@ std::int64_t max_rms_norm_width(Element x_type) {
 
 namespace {
 
-int multiprocessors() {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-    sms = 132;
-  return sms;
-}
-
 // The bias + GELU kernels' grid: the row's packs across, about four blocks an SM in all down the rows.
 dim3 bias_gelu_grid(std::int64_t rows, std::int64_t packs) {
   const std::int64_t across = (packs + kGeluColumns - 1) / kGeluColumns;
@@ -477,17 +469,21 @@ std::int64_t bias_gelu_backward_blocks(Element type, std::int64_t rows, std::int
 
 namespace {
 
-// Calls f with a null pointer of the output's CUDA type: X's or D's (for_norm_types' pair). Returns false
-// for another type.
-template <typename X, typename D, typename F>
+// Calls f with a null pointer of the output's CUDA type: X's, or (kDelta: LayerNorm's, the only norm
+// given another) D's (for_norm_types' pair). Returns false for another type.
+template <typename X, typename D, bool kDelta, typename F>
 bool for_out_type(Element out_type, Element x_type, Element delta_type, F&& f) {
-  if (out_type == x_type)
+  if (out_type == x_type) {
     f(static_cast<X*>(nullptr));
-  else if (out_type == delta_type)
-    f(static_cast<D*>(nullptr));
-  else
-    return false;
-  return true;
+    return true;
+  }
+  if constexpr (kDelta) {
+    if (out_type == delta_type) {
+      f(static_cast<D*>(nullptr));
+      return true;
+    }
+  }
+  return false;
 }
 
 template <bool kLayer>
@@ -501,7 +497,7 @@ const char* norm_forward(Element x_type, Element delta_type, Element out_type, c
     using X = std::remove_pointer_t<decltype(x_tag)>;
     using D = std::remove_pointer_t<decltype(d_tag)>;
     const std::int64_t packs = width / Pack<X>::kSize;
-    out_known = for_out_type<X, D>(out_type, x_type, delta_type, [&](auto* o_tag) {
+    out_known = for_out_type<X, D, kLayer>(out_type, x_type, delta_type, [&](auto* o_tag) {
       using O = std::remove_pointer_t<decltype(o_tag)>;
       for_packs(packs, [&](auto p) {
         norm_forward_kernel<X, D, O, decltype(p)::value, kLayer>
@@ -529,7 +525,7 @@ const char* norm_backward(Element x_type, Element delta_type, Element out_type, 
     using X = std::remove_pointer_t<decltype(x_tag)>;
     using D = std::remove_pointer_t<decltype(d_tag)>;
     const std::int64_t packs = width / Pack<X>::kSize;
-    out_known = for_out_type<X, D>(out_type, x_type, delta_type, [&](auto* o_tag) {
+    out_known = for_out_type<X, D, kLayer>(out_type, x_type, delta_type, [&](auto* o_tag) {
       using O = std::remove_pointer_t<decltype(o_tag)>;
       for_packs(packs, [&](auto p) {
         norm_backward_kernel<X, D, O, decltype(p)::value, kLayer>
