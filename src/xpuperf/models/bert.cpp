@@ -91,8 +91,7 @@ torch::Tensor BertIntermediateImpl::forward(const torch::Tensor& x) {
   // In training, where the kernel runs: its backward also sums the bias's gradient. Elsewhere the product
   // with its bias (addmm), as Hugging Face's: in inference the bias rides in the product's epilogue, and
   // the kernel's pass is GELU's own.
-  if (fused_kernels && is_training() && x.is_cuda() && fused::kernels_built() && !dense->is_split() &&
-      !dense->has_adapter())
+  if (fused_kernels && is_training() && fused::kernels_run_after(*dense, x))
     return fused::bias_gelu(torch::matmul(x, dense->weight.t()), dense->bias, true, fused::Gelu::Erf);
   return torch::gelu(dense(x));
 }

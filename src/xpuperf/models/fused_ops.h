@@ -86,5 +86,13 @@ torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& ta
 // Whether this build has the kernels (LibTorch with CUDA).
 bool kernels_built();
 
+// Whether the kernels that follow a projection's bias-free product run on its input x: on CUDA, in a
+// build with them, and for a whole layer (not split by tensor parallelism, no LoRA adapter), whose
+// product is then the weight's alone. Elsewhere the layer runs as it is.
+template <typename Layer>
+bool kernels_run_after(const Layer& layer, const torch::Tensor& x) {
+  return x.is_cuda() && kernels_built() && !layer.is_split() && !layer.has_adapter();
+}
+
 }  // namespace fused
 }  // namespace xpuperf::models

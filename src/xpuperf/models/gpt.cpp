@@ -68,7 +68,7 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x, bool drop, bool kernel
   torch::Tensor units;
   // Only where the kernel can run: elsewhere the projection with its bias (addmm), whose rounding the
   // recorded curves hold (a separate bias add rounds bf16 once more).
-  if (kernels && x.is_cuda() && fused::kernels_built() && !c_fc->is_split() && !c_fc->has_adapter()) {
+  if (kernels && fused::kernels_run_after(*c_fc, x)) {
     auto sizes = x.sizes().vec();
     sizes.back() = c_fc->weight.size(1);
     units = fused::bias_gelu(x.reshape({-1, x.size(-1)}).mm(c_fc->weight).view(sizes), c_fc->bias, true);
