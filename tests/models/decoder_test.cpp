@@ -630,6 +630,40 @@ TEST(FusedKernels, TheAddLayerNormKernelsGiveAtensValuesAndGradients) {
   }
 }
 
+// The add + LayerNorm kernel with the output's copy in delta's type (BERT's post-norm residual under
+// autocast): the float output is ATen's layer norm, the copy is its cast, and the gradients reaching
+// both (the copy's in bf16 or half) give ATen's gradients of x, delta, the weight and the bias.
+TEST(FusedKernels, TheAddLayerNormKernelWritesTheOutputsCopyAsItsCast) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(13);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  for (const auto low_type : {torch::kBFloat16, torch::kHalf}) {
+    for (const std::int64_t width : {768, 1024, 264}) {
+      const auto x0 = (torch::randn({3, 7, width}, cuda) * 2 + 0.5);
+      const auto delta0 = torch::randn({3, 7, width}, cuda).to(low_type);
+      const auto weight0 = torch::rand({width}, cuda) + 0.5, bias0 = torch::randn({width}, cuda);
+      const auto r1 = torch::randn({3, 7, width}, cuda), r2 = torch::randn({3, 7, width}, cuda);
+      const auto r3 = torch::randn({3, 7, width}, cuda);
+      std::vector<torch::Tensor> got, want;
+      for (const bool kernels : {true, false}) {
+        auto x = x0.clone().requires_grad_(true), delta = delta0.clone().requires_grad_(true);
+        auto weight = weight0.clone().requires_grad_(true), bias = bias0.clone().requires_grad_(true);
+        const auto [sum, out, low] = fused::add_layer_norm_with_copy(x, delta, weight, bias, 1e-5, kernels);
+        ((out * r1).sum() + (low.to(torch::kFloat) * r2).sum() + (sum * r3).sum()).backward();
+        auto& into = kernels ? got : want;
+        into = std::vector<torch::Tensor>{sum, out, low, x.grad(), delta.grad(), weight.grad(), bias.grad()};
+      }
+      const std::string what =
+          "add_layer_norm_with_copy " + std::to_string(width) + " " + std::string(c10::toString(low_type));
+      EXPECT_EQ(got[2].scalar_type(), low_type) << what;
+      EXPECT_TRUE(torch::equal(got[2], got[1].to(low_type))) << what << ": the copy is the output's cast";
+      const char* names[] = {
+          "sum", "out", "copy", "x's gradient", "delta's gradient", "weight's gradient", "bias's gradient"};
+      for (std::size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], what + ": " + names[i]);
+    }
+  }
+}
+
 // GELU (both forms) of a bias-free projection's output plus its bias (GPT-2's c_fc, ViT's mlp.0), one kernel each way:
 // the values and the gradients of h and the bias (the backward kernel's column sums) are ATen's, in every type; a bias
 // of fp32 with a bf16 h (autocast's weights) is cast first.

@@ -1,5 +1,7 @@
 #include "xpuperf/models/bert.h"
 
+#include <tuple>
+
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/linear.h"
 #include "xpuperf/models/vocabulary_output.h"
@@ -59,6 +61,14 @@ torch::Tensor BertAddNormImpl::forward(const torch::Tensor& x, const torch::Tens
   return LayerNorm(dropout(dense(x)) + residual);
 }
 
+std::pair<torch::Tensor, torch::Tensor> BertAddNormImpl::forward_with_copy(const torch::Tensor& x,
+                                                                           const torch::Tensor& residual) {
+  if (!(fused_kernels && kernel_in_training && is_training())) return {forward(x, residual), torch::Tensor()};
+  const auto [sum, out, low] = fused::add_layer_norm_with_copy(residual, dense(x), LayerNorm->weight, LayerNorm->bias,
+                                                               LayerNorm->options.eps(), true, dropout->options.p());
+  return {out, low};
+}
+
 BertAttentionImpl::BertAttentionImpl(const BertConfig& c) : heads(c.heads), attention_dropout(c.attention_dropout) {
   TORCH_CHECK(c.hidden % c.heads == 0, "BERT: hidden size ", c.hidden, " is not a multiple of the ", c.heads, " heads");
   self = register_module("self", BertSelfAttention(c));
@@ -73,6 +83,23 @@ torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Te
                      .transpose(1, 2)
                      .reshape({b, t, width});
   return output(y, x);
+}
+
+std::pair<torch::Tensor, torch::Tensor> BertAttentionImpl::forward_with_copy(const torch::Tensor& x,
+                                                                             const torch::Tensor& x_low,
+                                                                             const torch::Tensor& keep) {
+  const auto b = x.size(0), t = x.size(1), width = self->query->weight.size(0), hd = width / heads;
+  // One product for q, k and v: one cast of the input under autocast (none with x_low), one gradient
+  // for it.
+  const auto weight = torch::cat({self->query->weight, self->key->weight, self->value->weight});
+  const auto bias = torch::cat({self->query->bias, self->key->bias, self->value->bias});
+  const auto qkv = torch::linear(x_low.defined() ? x_low : x, weight, bias).split(width, -1);
+  const auto by_head = [&](const torch::Tensor& y) { return y.view({b, t, heads, hd}).transpose(1, 2); };
+  const auto y = compat::attention(by_head(qkv[0]), by_head(qkv[1]), by_head(qkv[2]), attention_dropout, is_training(),
+                                   false, keep)
+                     .transpose(1, 2)
+                     .reshape({b, t, width});
+  return output->forward_with_copy(y, x);
 }
 
 void BertAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
@@ -105,6 +132,20 @@ BertLayerImpl::BertLayerImpl(const BertConfig& c) {
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
   const auto a = attention(x, keep);
   return output(intermediate(a), a);
+}
+
+bool BertLayerImpl::takes_copies(const torch::Tensor& x) {
+  auto& s = *attention->self;
+  return is_training() && fused::autocast_product_type(x).has_value() && attention->output->fused_kernels &&
+         attention->output->kernel_in_training && output->kernel_in_training && fused::kernels_run_after(*s.query, x) &&
+         fused::kernels_run_after(*s.key, x) && fused::kernels_run_after(*s.value, x);
+}
+
+std::pair<torch::Tensor, torch::Tensor> BertLayerImpl::forward_with_copy(const torch::Tensor& x,
+                                                                         const torch::Tensor& x_low,
+                                                                         const torch::Tensor& keep) {
+  const auto [a, a_low] = attention->forward_with_copy(x, x_low, keep);
+  return output->forward_with_copy(intermediate(a_low.defined() ? a_low : a), a);
 }
 
 void BertLayerImpl::allow_training_kernel(bool on) {
@@ -168,6 +209,19 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tens
 }
 
 torch::Tensor BertEncoderImpl::forward(torch::Tensor x, const torch::Tensor& mask) {
+  if (!layer->is_empty() && !wraps_blocks()) {
+    auto* first = layer->ptr<BertLayerImpl>(0).get();
+    first->allow_training_kernel(true);
+    if (first->takes_copies(x)) {
+      torch::Tensor low;
+      for (const auto& l : *layer) {
+        BertLayerImpl* block = l->as<BertLayer>();
+        block->allow_training_kernel(true);
+        std::tie(x, low) = block->forward_with_copy(x, low, mask);
+      }
+      return x;
+    }
+  }
   for (const auto& l : *layer) {
     BertLayerImpl* block = l->as<BertLayer>();
     block->allow_training_kernel(!wraps_blocks());  // as GPT's joined blocks: not where blocks are wrapped

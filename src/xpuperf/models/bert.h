@@ -49,6 +49,10 @@ TORCH_MODULE(BertSelfAttention);
 struct BertAddNormImpl : torch::nn::Module {
   BertAddNormImpl(std::int64_t in, const BertConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual);
+  // Training on the kernel (as forward's) under autocast: {the norm's float output, its copy in
+  // dense's output type}, both from one kernel, for a next layer whose products take the copy; else
+  // {forward's output, undefined}.
+  std::pair<torch::Tensor, torch::Tensor> forward_with_copy(const torch::Tensor& x, const torch::Tensor& residual);
   parallel::RowParallelLinear dense{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};
   torch::nn::Dropout dropout{nullptr};
@@ -65,6 +69,10 @@ TORCH_MODULE(BertAddNorm);
 struct BertAttentionImpl : torch::nn::Module {
   explicit BertAttentionImpl(const BertConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& keep);
+  // BertLayerImpl::forward_with_copy's attention: q, k and v as one product (of x_low when defined, the
+  // input's copy in the products' type), and the output's norm with its copy.
+  std::pair<torch::Tensor, torch::Tensor> forward_with_copy(const torch::Tensor& x, const torch::Tensor& x_low,
+                                                            const torch::Tensor& keep);
   // Tensor parallelism: keeps this rank's heads (query, key and value's rows of them, the output's
   // columns).
   void split(std::shared_ptr<parallel::TensorParallel> group);
@@ -88,6 +96,16 @@ TORCH_MODULE(BertIntermediate);
 struct BertLayerImpl : torch::nn::Module {
   explicit BertLayerImpl(const BertConfig& c);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& keep);
+  // Training on the kernels under autocast (BertEncoderImpl::forward): from x and its copy in the
+  // products' type (undefined: none), {the layer's output, its copy}. Each post-norm residual keeps
+  // its float output for the next residual add and gives the products a bf16 copy written by the same
+  // kernel, where autocast would cast the float output once a product (q, k and v: three times) and
+  // add the casts' float gradients back; q, k and v run as one product of the concatenated weights.
+  std::pair<torch::Tensor, torch::Tensor> forward_with_copy(const torch::Tensor& x, const torch::Tensor& x_low,
+                                                            const torch::Tensor& keep);
+  // Whether forward_with_copy's kernels and joined q/k/v product apply to this layer: CUDA, training,
+  // fused_kernels, kernel_in_training, autocast, no layer split or adapted.
+  bool takes_copies(const torch::Tensor& x);
   // BertAddNormImpl::kernel_in_training of both of the layer's residual adds.
   void allow_training_kernel(bool on);
   // Tensor parallelism: the attention's heads and the intermediate units.

@@ -170,8 +170,9 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                                 const std::optional<torch::Tensor>& delta, const torch::Tensor& weight,
                                                 const std::optional<torch::Tensor>& bias, double eps, double dropout,
-                                                torch::ScalarType out_type) {
+                                                torch::ScalarType out_type, bool low_copy) {
     const bool has_delta = delta.has_value(), layer = bias.has_value();
+    const bool low = low_copy && has_delta && layer;
     const bool drops = has_delta && dropout > 0;
     kernels::Element xe{}, de{}, oe{};
     element_of(x, xe);
@@ -183,6 +184,7 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     const auto width = x.size(-1), rows = x.numel() / width;
     const auto sum = has_delta ? torch::empty_like(x) : x;
     auto out = torch::empty(x.sizes(), x.options().dtype(out_type));
+    const auto out_low = low ? torch::empty(x.sizes(), x.options().dtype(delta->scalar_type())) : torch::Tensor();
     auto rstd = torch::empty({rows}, x.options().dtype(torch::kFloat));
     auto mean = layer ? torch::empty({rows}, x.options().dtype(torch::kFloat)) : rstd;
     const void* delta_data = has_delta ? delta->data_ptr() : nullptr;
@@ -198,8 +200,9 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     }
     if (layer)
       check(kernels::layer_norm_forward(xe, de, oe, x.data_ptr(), delta_data, weight.data_ptr(), bias->data_ptr(),
-                                        sum_data, out.data_ptr(), mean.data_ptr<float>(), rstd.data_ptr<float>(), rows,
-                                        width, static_cast<float>(eps), drops ? &drop : nullptr, stream_of(x)),
+                                        sum_data, out.data_ptr(), low ? out_low.data_ptr() : nullptr,
+                                        mean.data_ptr<float>(), rstd.data_ptr<float>(), rows, width,
+                                        static_cast<float>(eps), drops ? &drop : nullptr, stream_of(x)),
             "layer_norm_forward");
     else
       check(kernels::rms_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), delta_data, weight.data_ptr(), sum_data,
@@ -214,7 +217,9 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     ctx->saved_data["bias_type"] = static_cast<std::int64_t>(layer ? bias->scalar_type() : x.scalar_type());
     ctx->saved_data["delta_type"] = static_cast<std::int64_t>(has_delta ? delta->scalar_type() : x.scalar_type());
     ctx->saved_data["out_type"] = static_cast<std::int64_t>(out_type);
+    ctx->saved_data["low"] = low;
     if (!has_delta) return {out};
+    if (low) return {sum, out, out_low};
     return {sum, out};
   }
 
@@ -232,8 +237,10 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     const auto out_type = static_cast<torch::ScalarType>(ctx->saved_data["out_type"].toInt());
     const auto grad_sum = has_delta ? as_input(grads[0]) : torch::Tensor();
     const auto& given = grads[has_delta ? 1 : 0];
-    const auto grad_out = given.defined() ? given.to(out_type).contiguous()
-                                          : torch::zeros(input.sizes(), input.options().dtype(out_type));
+    const auto grad_out = given.defined() ? given.to(out_type).contiguous() : torch::Tensor();
+    // out_low's gradient, in delta's type (training_kernels.h adds the two in float).
+    const auto grad_low =
+        ctx->saved_data["low"].toBool() && grads[2].defined() ? grads[2].to(delta_type).contiguous() : torch::Tensor();
     kernels::Element xe{}, de{}, oe{};
     element_of(input, xe);
     element_of(out_type, oe);
@@ -253,17 +260,18 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     auto weight_partials = torch::empty({blocks, width}, floats);
     auto bias_partials = layer ? torch::empty({blocks, width}, floats) : torch::Tensor();
     const void* grad_sum_data = grad_sum.defined() ? grad_sum.data_ptr() : nullptr;
+    const void* grad_out_data = grad_out.defined() ? grad_out.data_ptr() : nullptr;
     void* grad_delta_data = grad_delta.defined() ? grad_delta.data_ptr() : nullptr;
     if (layer)
-      check(kernels::layer_norm_backward(xe, de, oe, input.data_ptr(), weight.data_ptr(), mean.data_ptr<float>(),
-                                         rstd.data_ptr<float>(), grad_out.data_ptr(), grad_sum_data, grad_x.data_ptr(),
-                                         grad_delta_data, weight_partials.data_ptr<float>(),
-                                         bias_partials.data_ptr<float>(), rows, width, dropout > 0 ? &drop : nullptr,
-                                         stream_of(input)),
+      check(kernels::layer_norm_backward(
+                xe, de, oe, input.data_ptr(), weight.data_ptr(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                grad_out_data, grad_low.defined() ? grad_low.data_ptr() : nullptr, grad_sum_data, grad_x.data_ptr(),
+                grad_delta_data, weight_partials.data_ptr<float>(), bias_partials.data_ptr<float>(), rows, width,
+                dropout > 0 ? &drop : nullptr, stream_of(input)),
             "layer_norm_backward");
     else
       check(kernels::rms_norm_backward(xe, de, input.data_ptr(), weight.data_ptr(), rstd.data_ptr<float>(),
-                                       grad_out.data_ptr(), grad_sum_data, grad_x.data_ptr(), grad_delta_data,
+                                       grad_out_data, grad_sum_data, grad_x.data_ptr(), grad_delta_data,
                                        weight_partials.data_ptr<float>(), rows, width, dropout > 0 ? &drop : nullptr,
                                        stream_of(input)),
             "rms_norm_backward");
@@ -273,17 +281,16 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
     return {grad_x,          has_delta ? (grad_delta.defined() ? grad_delta : grad_x) : torch::Tensor(),
             grad_weight,     grad_bias,
             torch::Tensor(), torch::Tensor(),
-            torch::Tensor()};
+            torch::Tensor(), torch::Tensor()};
   }
 };
 
 // The training kernels take x of float, half or bfloat16, delta of x's type (or any of the three with a
 // float x), the weight (and bias) of x's type, rows of whole packs no wider than max_rms_norm_width.
-// `bias` defined: LayerNorm, else RMSNorm. `dropout` > 0: on delta first. The output in x's type, or
-// (LayerNorm, x float) in `out_type` of half or bfloat16, delta's type where delta is given.
-std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_backward(
-    const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& weight, const torch::Tensor& bias,
-    double eps, double dropout = 0, std::optional<torch::ScalarType> out_type = std::nullopt) {
+// `bias` defined: LayerNorm, else RMSNorm. The output in x's type, or (LayerNorm, x float) in `out` of
+// half or bfloat16, delta's type where delta is given.
+bool norm_kernel_takes(const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& weight,
+                       const torch::Tensor& bias, torch::ScalarType out) {
   const auto width = x.size(-1);
   kernels::Element xe{}, de{};
   const auto like_row = [&](const torch::Tensor& t) {
@@ -292,20 +299,28 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_back
   };
   if (!packable(x, width, xe) || width > kernels::max_rms_norm_width(xe) || !like_row(weight) ||
       (bias.defined() && !like_row(bias)))
-    return std::nullopt;
+    return false;
   if (delta.defined() &&
       (delta.sizes() != x.sizes() || !delta.is_contiguous() || !aligned(delta) || delta.device() != x.device() ||
        !element_of(delta, de) || (de != xe && xe != kernels::Element::Float)))
-    return std::nullopt;
+    return false;
+  return out == x.scalar_type() ||
+         (bias.defined() && x.scalar_type() == torch::kFloat && (out == torch::kBFloat16 || out == torch::kHalf) &&
+          (!delta.defined() || delta.scalar_type() == out));
+}
+
+std::optional<torch::Tensor> optional_tensor(const torch::Tensor& t) {
+  return t.defined() ? std::optional<torch::Tensor>(t) : std::optional<torch::Tensor>();
+}
+
+// Where norm_kernel_takes them: (sum, out), `dropout` > 0 on delta first.
+std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_backward(
+    const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& weight, const torch::Tensor& bias,
+    double eps, double dropout = 0, std::optional<torch::ScalarType> out_type = std::nullopt) {
   const auto out = out_type.value_or(x.scalar_type());
-  if (out != x.scalar_type() &&
-      (!bias.defined() || x.scalar_type() != torch::kFloat || (out != torch::kBFloat16 && out != torch::kHalf) ||
-       (delta.defined() && delta.scalar_type() != out)))
-    return std::nullopt;
-  const auto optional = [](const torch::Tensor& t) {
-    return t.defined() ? std::optional<torch::Tensor>(t) : std::optional<torch::Tensor>();
-  };
-  const auto outs = KernelAddNorm::apply(x, optional(delta), weight, optional(bias), eps, dropout, out);
+  if (!norm_kernel_takes(x, delta, weight, bias, out)) return std::nullopt;
+  const auto outs =
+      KernelAddNorm::apply(x, optional_tensor(delta), weight, optional_tensor(bias), eps, dropout, out, false);
   if (!delta.defined()) return std::make_pair(x, outs[0]);
   return std::make_pair(outs[0], outs[1]);
 }
@@ -539,6 +554,22 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
   const auto sum = dropped.defined() ? x + dropped : x;
   const auto normed = torch::layer_norm(sum, {sum.size(-1)}, weight, bias, eps);
   return {sum, cast ? normed.to(*out_type) : normed};
+}
+
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> add_layer_norm_with_copy(
+    const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& weight, const torch::Tensor& bias,
+    double eps, [[maybe_unused]] bool use_kernels, double delta_dropout) {
+  TORCH_CHECK(delta.defined() && bias.defined(), "add_layer_norm_with_copy: needs delta and the bias");
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels && x.scalar_type() == torch::kFloat && delta.scalar_type() != torch::kFloat &&
+      norm_kernel_takes(x, delta, weight, bias, x.scalar_type())) {
+    const auto outs =
+        KernelAddNorm::apply(x, delta, weight, bias, eps, delta_dropout > 0 ? delta_dropout : 0, x.scalar_type(), true);
+    return {outs[0], outs[1], outs[2]};
+  }
+#endif
+  const auto [sum, out] = add_layer_norm(x, delta, weight, bias, eps, use_kernels, delta_dropout);
+  return {sum, out, out.to(delta.scalar_type())};
 }
 
 std::optional<torch::ScalarType> autocast_product_type(const torch::Tensor& x) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 namespace xpuperf::models {
@@ -37,6 +38,14 @@ std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, c
                                                        const torch::Tensor& weight, const torch::Tensor& bias,
                                                        double eps, bool use_kernels, double delta_dropout = 0,
                                                        std::optional<torch::ScalarType> out_type = std::nullopt);
+// add_layer_norm's (sum, out) and a copy of out in delta's type, for a post-norm residual under autocast
+// (BERT's): out stays the float stream the next residual adds, the copy is the next products' input.
+// With a float x and a bf16 or half delta, the training kernel writes both in one pass and adds their
+// gradients in float on the way back; elsewhere add_layer_norm's, the copy a cast. Needs delta and bias.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> add_layer_norm_with_copy(
+    const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& weight, const torch::Tensor& bias,
+    double eps, bool use_kernels, double delta_dropout = 0);
+
 // The type products take under autocast on x's device, where x is float and autocast is on (the out_type
 // for a pre-norm block's norms); else none.
 std::optional<torch::ScalarType> autocast_product_type(const torch::Tensor& x);

@@ -69,8 +69,8 @@ __device__ inline void drop_pack(float (&d)[N], std::int64_t index, const Dropou
 template <typename X, typename D, typename O, int P, bool kLayer>
 __global__ void norm_forward_kernel(const X* __restrict__ x, const D* __restrict__ delta, const X* __restrict__ weight,
                                     const X* __restrict__ bias, X* __restrict__ sum, O* __restrict__ out,
-                                    float* __restrict__ mean_out, float* __restrict__ rstd, std::int64_t width,
-                                    float eps, DropoutArgs drop) {
+                                    D* __restrict__ out_low, float* __restrict__ mean_out, float* __restrict__ rstd,
+                                    std::int64_t width, float eps, DropoutArgs drop) {
   constexpr int N = Pack<X>::kSize;
   const std::int64_t packs = width / N, at = static_cast<std::int64_t>(blockIdx.x) * packs;
   float v[P][N];
@@ -130,6 +130,12 @@ __global__ void norm_forward_kernel(const X* __restrict__ x, const D* __restrict
         for (int n = 0; n < N; ++n) o.v[n] = from_float<O>(rounded<X>(to_float(w.v[n]) * rounded<X>(v[k][n] * r)));
       }
       reinterpret_cast<Chunk<O, N>*>(out)[at + j] = o;
+      if (out_low) {
+        Chunk<D, N> low;
+#pragma unroll
+        for (int n = 0; n < N; ++n) low.v[n] = from_float<D>(to_float(o.v[n]));
+        reinterpret_cast<Chunk<D, N>*>(out_low)[at + j] = low;
+      }
     }
   }
 }
@@ -140,8 +146,8 @@ __global__ void norm_forward_kernel(const X* __restrict__ x, const D* __restrict
 template <typename X, typename D, typename O, int P, bool kLayer>
 __global__ void norm_backward_kernel(const X* __restrict__ input, const X* __restrict__ weight,
                                      const float* __restrict__ mean_in, const float* __restrict__ rstd,
-                                     const O* __restrict__ grad_out, const X* __restrict__ grad_sum,
-                                     X* __restrict__ grad_x, D* __restrict__ grad_delta,
+                                     const O* __restrict__ grad_out, const D* __restrict__ grad_low,
+                                     const X* __restrict__ grad_sum, X* __restrict__ grad_x, D* __restrict__ grad_delta,
                                      float* __restrict__ weight_partials, float* __restrict__ bias_partials,
                                      std::int64_t rows, std::int64_t width, DropoutArgs drop) {
   constexpr int N = Pack<X>::kSize;
@@ -168,11 +174,12 @@ __global__ void norm_backward_kernel(const X* __restrict__ input, const X* __res
       const std::int64_t j = threadIdx.x + static_cast<std::int64_t>(k) * blockDim.x;
       if (j < packs) {
         const Pack<X> a = reinterpret_cast<const Pack<X>*>(input)[at + j];
-        const Chunk<O, N> g = reinterpret_cast<const Chunk<O, N>*>(grad_out)[at + j];
+        const Chunk<O, N> g = grad_out ? reinterpret_cast<const Chunk<O, N>*>(grad_out)[at + j] : Chunk<O, N>{};
+        const Chunk<D, N> gl = grad_low ? reinterpret_cast<const Chunk<D, N>*>(grad_low)[at + j] : Chunk<D, N>{};
 #pragma unroll
         for (int n = 0; n < N; ++n) {
           xh[k][n] = (to_float(a.v[n]) - mean) * r;
-          const float go = to_float(g.v[n]);
+          const float go = (grad_out ? to_float(g.v[n]) : 0.0f) + (grad_low ? to_float(gl.v[n]) : 0.0f);
           gw[k][n] = go * w[k][n];
           dot += gw[k][n] * xh[k][n];
           plain += gw[k][n];
@@ -488,8 +495,9 @@ bool for_out_type(Element out_type, Element x_type, Element delta_type, F&& f) {
 
 template <bool kLayer>
 const char* norm_forward(Element x_type, Element delta_type, Element out_type, const void* x, const void* delta,
-                         const void* weight, const void* bias, void* sum, void* out, float* mean, float* rstd,
-                         std::int64_t rows, std::int64_t width, float eps, const DeltaDropout* dropout, void* stream) {
+                         const void* weight, const void* bias, void* sum, void* out, void* out_low, float* mean,
+                         float* rstd, std::int64_t rows, std::int64_t width, float eps, const DeltaDropout* dropout,
+                         void* stream) {
   if (width > max_rms_norm_width(x_type)) return "the row is wider than max_rms_norm_width";
   if (rows == 0) return nullptr;
   bool out_known = true;
@@ -503,8 +511,8 @@ const char* norm_forward(Element x_type, Element delta_type, Element out_type, c
         norm_forward_kernel<X, D, O, decltype(p)::value, kLayer>
             <<<static_cast<unsigned>(rows), norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
                 static_cast<const X*>(x), static_cast<const D*>(delta), static_cast<const X*>(weight),
-                static_cast<const X*>(bias), static_cast<X*>(sum), static_cast<O*>(out), mean, rstd, width, eps,
-                delta ? dropout_args(dropout) : DropoutArgs{});
+                static_cast<const X*>(bias), static_cast<X*>(sum), static_cast<O*>(out), static_cast<D*>(out_low), mean,
+                rstd, width, eps, delta ? dropout_args(dropout) : DropoutArgs{});
       });
     });
   });
@@ -514,9 +522,10 @@ const char* norm_forward(Element x_type, Element delta_type, Element out_type, c
 
 template <bool kLayer>
 const char* norm_backward(Element x_type, Element delta_type, Element out_type, const void* input, const void* weight,
-                          const float* mean, const float* rstd, const void* grad_out, const void* grad_sum,
-                          void* grad_x, void* grad_delta, float* weight_partials, float* bias_partials,
-                          std::int64_t rows, std::int64_t width, const DeltaDropout* dropout, void* stream) {
+                          const float* mean, const float* rstd, const void* grad_out, const void* grad_low,
+                          const void* grad_sum, void* grad_x, void* grad_delta, float* weight_partials,
+                          float* bias_partials, std::int64_t rows, std::int64_t width, const DeltaDropout* dropout,
+                          void* stream) {
   if (width > max_rms_norm_width(x_type)) return "the row is wider than max_rms_norm_width";
   if (rows == 0) return nullptr;
   const auto blocks = static_cast<unsigned>(rms_norm_backward_blocks(rows));
@@ -531,8 +540,8 @@ const char* norm_backward(Element x_type, Element delta_type, Element out_type, 
         norm_backward_kernel<X, D, O, decltype(p)::value, kLayer>
             <<<blocks, norm_threads(packs), 0, static_cast<cudaStream_t>(stream)>>>(
                 static_cast<const X*>(input), static_cast<const X*>(weight), mean, rstd,
-                static_cast<const O*>(grad_out), static_cast<const X*>(grad_sum), static_cast<X*>(grad_x),
-                static_cast<D*>(grad_delta), weight_partials, bias_partials, rows, width,
+                static_cast<const O*>(grad_out), static_cast<const D*>(grad_low), static_cast<const X*>(grad_sum),
+                static_cast<X*>(grad_x), static_cast<D*>(grad_delta), weight_partials, bias_partials, rows, width,
                 grad_delta ? dropout_args(dropout) : DropoutArgs{});
       });
     });
@@ -546,33 +555,33 @@ const char* norm_backward(Element x_type, Element delta_type, Element out_type, 
 const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
                              void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
                              const DeltaDropout* dropout, void* stream) {
-  return norm_forward<false>(x_type, delta_type, x_type, x, delta, weight, nullptr, sum, out, nullptr, rstd, rows,
-                             width, eps, dropout, stream);
+  return norm_forward<false>(x_type, delta_type, x_type, x, delta, weight, nullptr, sum, out, nullptr, nullptr, rstd,
+                             rows, width, eps, dropout, stream);
 }
 
 const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
                               const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
                               void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
                               const DeltaDropout* dropout, void* stream) {
-  return norm_backward<false>(x_type, delta_type, x_type, input, weight, nullptr, rstd, grad_out, grad_sum, grad_x,
-                              grad_delta, weight_partials, nullptr, rows, width, dropout, stream);
+  return norm_backward<false>(x_type, delta_type, x_type, input, weight, nullptr, rstd, grad_out, nullptr, grad_sum,
+                              grad_x, grad_delta, weight_partials, nullptr, rows, width, dropout, stream);
 }
 
 const char* layer_norm_forward(Element x_type, Element delta_type, Element out_type, const void* x, const void* delta,
-                               const void* weight, const void* bias, void* sum, void* out, float* mean, float* rstd,
-                               std::int64_t rows, std::int64_t width, float eps, const DeltaDropout* dropout,
-                               void* stream) {
-  return norm_forward<true>(x_type, delta_type, out_type, x, delta, weight, bias, sum, out, mean, rstd, rows, width,
-                            eps, dropout, stream);
+                               const void* weight, const void* bias, void* sum, void* out, void* out_low, float* mean,
+                               float* rstd, std::int64_t rows, std::int64_t width, float eps,
+                               const DeltaDropout* dropout, void* stream) {
+  return norm_forward<true>(x_type, delta_type, out_type, x, delta, weight, bias, sum, out, out_low, mean, rstd, rows,
+                            width, eps, dropout, stream);
 }
 
 const char* layer_norm_backward(Element x_type, Element delta_type, Element out_type, const void* input,
                                 const void* weight, const float* mean, const float* rstd, const void* grad_out,
-                                const void* grad_sum, void* grad_x, void* grad_delta, float* weight_partials,
-                                float* bias_partials, std::int64_t rows, std::int64_t width,
+                                const void* grad_low, const void* grad_sum, void* grad_x, void* grad_delta,
+                                float* weight_partials, float* bias_partials, std::int64_t rows, std::int64_t width,
                                 const DeltaDropout* dropout, void* stream) {
-  return norm_backward<true>(x_type, delta_type, out_type, input, weight, mean, rstd, grad_out, grad_sum, grad_x,
-                             grad_delta, weight_partials, bias_partials, rows, width, dropout, stream);
+  return norm_backward<true>(x_type, delta_type, out_type, input, weight, mean, rstd, grad_out, grad_low, grad_sum,
+                             grad_x, grad_delta, weight_partials, bias_partials, rows, width, dropout, stream);
 }
 
 const char* silu_mul_forward(Element type, const void* gate, const void* up, void* out, std::int64_t n, void* stream) {

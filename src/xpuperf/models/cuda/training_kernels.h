@@ -54,18 +54,21 @@ const char* rms_norm_backward(Element x_type, Element delta_type, const void* in
 // The same for LayerNorm with a bias, as ATen's layer_norm computes it: out = weight × (sum − mean) ×
 // rstd + bias in float, rounded once to out_type; mean[row] and rstd[row] kept for backward. out_type is
 // x's, or delta's (with x float: the bf16 or half input of the next product under autocast, written
-// once instead of a float output and its cast; without delta, delta_type names it). weight and bias in
-// x's type; the same limits as the RMSNorm kernels.
+// once instead of a float output and its cast; without delta, delta_type names it). out_low (null:
+// none) also receives out in delta's type, as a cast of it (a post-norm residual: out stays the float
+// stream, out_low feeds the products). weight and bias in x's type; the same limits as the RMSNorm
+// kernels.
 const char* layer_norm_forward(Element x_type, Element delta_type, Element out_type, const void* x, const void* delta,
-                               const void* weight, const void* bias, void* sum, void* out, float* mean, float* rstd,
-                               std::int64_t rows, std::int64_t width, float eps, const DeltaDropout* dropout,
-                               void* stream);
-// Its gradients, as rms_norm_backward's (grad_out in out_type), with the bias's gradient summed over each
+                               const void* weight, const void* bias, void* sum, void* out, void* out_low, float* mean,
+                               float* rstd, std::int64_t rows, std::int64_t width, float eps,
+                               const DeltaDropout* dropout, void* stream);
+// Its gradients, as rms_norm_backward's, from grad_out (in out_type; null: none) plus grad_low (out_low's
+// gradient in delta's type; null: none), added in float, with the bias's gradient summed over each
 // block's rows into bias_partials (blocks × width, float) beside the weight's.
 const char* layer_norm_backward(Element x_type, Element delta_type, Element out_type, const void* input,
                                 const void* weight, const float* mean, const float* rstd, const void* grad_out,
-                                const void* grad_sum, void* grad_x, void* grad_delta, float* weight_partials,
-                                float* bias_partials, std::int64_t rows, std::int64_t width,
+                                const void* grad_low, const void* grad_sum, void* grad_x, void* grad_delta,
+                                float* weight_partials, float* bias_partials, std::int64_t rows, std::int64_t width,
                                 const DeltaDropout* dropout, void* stream);
 
 // out = SiLU(gate) × up over n elements (gate and up separate tensors of one type: the outputs of two
