@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "test_util.h"
 #include "toy_case.h"
+#include "xpuperf/train/cpu_adam.h"
 #include "xpuperf/train/image_classification.h"
 #include "xpuperf/train/image_dataset.h"
 #include "xpuperf/train/offload_optimizer.h"
@@ -130,6 +134,85 @@ TEST(Switches, AnOverlappedOffloadUpdateReachesTheWeightsAtTheFlush) {
     EXPECT_TRUE(torch::equal(p.detach(), before)) << "step " << step << ": not yet in the weights";
     offload->flush();
     EXPECT_TRUE(torch::allclose(p.detach(), q.detach(), 1e-6, 1e-6)) << "step " << step;
+  }
+}
+
+// The host update of a bf16 parameter: the same arithmetic as the float one on the gradient's bf16
+// values, and the weight handed back rounded exactly as ATen's cast rounds it (ties to even, NaN,
+// infinities, the largest values and subnormals among them; a NaN stays a NaN).
+TEST(Switches, TheBf16HostUpdateIsTheFloatOneAndHandsBackAtensCast) {
+  torch::manual_seed(5);
+  const std::int64_t n = 4099;  // not a multiple of a vector's lanes
+  const auto grad = torch::randn({n}).to(torch::kBFloat16);
+  const CpuAdamCoefficients c{true, 0.99f, 0.1f, 0.9f, 0.1f, 0.999f, 0.001f, 0.05f, 1e-8f, -0.01f};
+  auto p = torch::randn({n}), m = torch::randn({n}) * 0.1, v = torch::rand({n}) * 0.01;
+  auto p2 = p.clone(), m2 = m.clone(), v2 = v.clone();
+  const auto g = grad.to(torch::kFloat);
+  auto exchange = grad.clone();
+  auto* bits = reinterpret_cast<std::uint16_t*>(exchange.data_ptr<at::BFloat16>());
+  cpu_adam(p.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(), g.data_ptr<float>(), 0, n, c);
+  cpu_adam_bf16(p2.data_ptr<float>(), m2.data_ptr<float>(), v2.data_ptr<float>(), bits, 0, n, c);
+  EXPECT_TRUE(torch::equal(p2, p) && torch::equal(m2, m) && torch::equal(v2, v)) << "the masters and moments";
+  EXPECT_TRUE(torch::equal(exchange, p.to(torch::kBFloat16))) << "the weight handed back";
+
+  // With no step and no gradient the masters stay as they are: the hand-back is the cast of any float.
+  const CpuAdamCoefficients still{true, 1.0f, 0.0f, 0.9f, 0.1f, 0.999f, 0.001f, 1.0f, 1e-8f, 0.0f};
+  const float specials[] = {1.0f + 0.5f / 128,  // a tie between two bf16 values: to the even one
+                            1.0f + 1.5f / 128,
+                            -3.0f - 0.5f / 64,
+                            3.389e38f,  // rounds to infinity
+                            -3.0e38f,
+                            1e-40f,  // subnormal
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            0.0f,
+                            -0.0f};
+  auto w =
+      torch::cat({torch::tensor(std::vector<float>(std::begin(specials), std::end(specials))), torch::randn({50})});
+  const auto k = w.numel();
+  auto zeros = torch::zeros({k}), zeros2 = torch::zeros({k});
+  auto hand_back = torch::zeros({k}, torch::kBFloat16);
+  cpu_adam_bf16(w.data_ptr<float>(), zeros.data_ptr<float>(), zeros2.data_ptr<float>(),
+                reinterpret_cast<std::uint16_t*>(hand_back.data_ptr<at::BFloat16>()), 0, k, still);
+  const auto want = w.to(torch::kBFloat16);
+  for (std::int64_t i = 0; i < k; ++i) {
+    const auto ours = reinterpret_cast<const std::uint16_t*>(hand_back.data_ptr<at::BFloat16>())[i];
+    const auto atens = reinterpret_cast<const std::uint16_t*>(want.data_ptr<at::BFloat16>())[i];
+    if (std::isnan(w[i].item<float>()))  // a NaN's bits differ between ATen's own casts (scalar, vector, CUDA)
+      EXPECT_TRUE(std::isnan(hand_back[i].item<float>())) << "element " << i;
+    else
+      EXPECT_EQ(ours, atens) << "element " << i << " (" << w[i].item<float>() << ")";
+  }
+}
+
+// Through the optimizer, a bf16 parameter's gradient in and weight out by the exchange buffer: the
+// weights are torch::optim's AdamW's rounded to bf16 (a master a hair from a rounding boundary may
+// round to the neighbouring value), step after step, synchronous or overlapped.
+TEST(Switches, OffloadedBf16WeightsAreTorchOptimsAdamWsRounded) {
+  for (const bool overlapped : {false, true}) {
+    SCOPED_TRACE(overlapped ? "overlapped" : "synchronous");
+    torch::manual_seed(4);
+    const auto start = torch::randn({5000});
+    auto p = start.clone().requires_grad_();
+    auto q = start.clone().requires_grad_();
+    torch::optim::AdamW reference({q}, torch::optim::AdamWOptions(0.1).weight_decay(0.1));
+    OffloadOverlap overlap;
+    overlap.enabled = overlapped, overlap.synchronous_steps = 0;
+    auto offload = make_offload_adam(AdamHyper{true, 0.1, 0.9, 0.999, 1e-8}, 0.1, {p}, {}, true, overlap);
+    ASSERT_EQ(p.scalar_type(), torch::kBFloat16);
+    for (int step = 0; step < 4; ++step) {
+      const auto grad = torch::randn({5000}).to(torch::kBFloat16);
+      p.mutable_grad() = grad.clone();
+      q.mutable_grad() = grad.to(torch::kFloat);
+      offload->step();
+      reference.step();
+      offload->flush();
+      const auto want = q.detach().to(torch::kBFloat16).to(torch::kFloat);
+      EXPECT_TRUE(torch::allclose(p.detach().to(torch::kFloat), want, 8e-3, 1e-6)) << "step " << step;
+      EXPECT_GE(p.detach().to(torch::kFloat).eq(want).to(torch::kFloat).mean().item<double>(), 0.999)
+          << "step " << step;
+    }
   }
 }
 

@@ -22,4 +22,10 @@ struct CpuAdamCoefficients {
 void cpu_adam(float* p, float* m, float* v, const float* g, std::int64_t begin, std::int64_t end,
               const CpuAdamCoefficients& c);
 
+// The same with a bf16 parameter on the device: `exchange` holds the gradient in bf16 (its bits) and
+// receives the updated weight in bf16, rounded as ATen's cast (to nearest, ties to even): one host
+// buffer of 2 bytes an element each way instead of a float gradient in and a float weight out.
+void cpu_adam_bf16(float* p, float* m, float* v, std::uint16_t* exchange, std::int64_t begin, std::int64_t end,
+                   const CpuAdamCoefficients& c);
+
 }  // namespace xpuperf::train

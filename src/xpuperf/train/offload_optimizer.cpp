@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <cstdint>
 #include <future>
 
 #include "xpuperf/torchrt/device.h"
@@ -12,9 +13,13 @@ namespace xpuperf::train {
 namespace {
 
 struct Slot {
-  torch::Tensor param;                    // on its device, in its (perhaps now bf16) type
-  torch::Tensor master, m, v, grad_host;  // host, fp32, flat
+  torch::Tensor param;         // on its device, in its (perhaps now bf16) type
+  torch::Tensor master, m, v;  // host, fp32, flat
+  // Host, flat, in the parameter's type: its gradient in, and for a bf16 parameter the updated weight
+  // out (cpu_adam_bf16); an fp32 parameter takes the master itself.
+  torch::Tensor exchange;
   float weight_decay = 0;
+  bool bf16() const { return exchange.scalar_type() == torch::kBFloat16; }
 };
 
 class OffloadAdam : public StepOptimizer {
@@ -25,13 +30,18 @@ class OffloadAdam : public StepOptimizer {
     const torch::NoGradGuard no_grad;
     auto add = [&](const torch::Tensor& p, double wd) {
       const bool pinned = p.is_cuda();
-      const auto host = [&] {
-        return torch::zeros({p.numel()}, torch::TensorOptions().dtype(torch::kFloat).pinned_memory(pinned));
+      const auto host = [&](torch::ScalarType type) {
+        return torch::zeros({p.numel()}, torch::TensorOptions().dtype(type).pinned_memory(pinned));
       };
-      Slot s{p, host(), host(), host(), host(), static_cast<float>(wd)};
+      const bool bf16 = p.scalar_type() == torch::kBFloat16 || (device_bf16 && p.is_floating_point());
+      Slot s{p,
+             host(torch::kFloat),
+             host(torch::kFloat),
+             host(torch::kFloat),
+             host(bf16 ? torch::kBFloat16 : torch::kFloat),
+             static_cast<float>(wd)};
       s.master.copy_(p.detach().reshape({-1}));
-      if (device_bf16 && p.is_floating_point() && p.scalar_type() != torch::kBFloat16)
-        s.param.set_data(p.to(torch::kBFloat16));
+      if (bf16 && p.scalar_type() != torch::kBFloat16) s.param.set_data(p.to(torch::kBFloat16));
       slots_.push_back(std::move(s));
     };
     for (const auto& p : with_decay) add(p, weight_decay);
@@ -54,9 +64,10 @@ class OffloadAdam : public StepOptimizer {
     ++step_;
     for (auto& s : slots_) {
       TORCH_CHECK(s.param.grad().defined(), "a parameter has no gradient: every parameter must take part in the loss");
-      // To the host in fp32, queued: converted on the device and copied straight into the pinned
-      // buffer. A blocking copy converts on the host through a pageable temporary, a tensor at a time.
-      s.grad_host.copy_(s.param.grad().reshape({-1}), /*non_blocking=*/true);
+      // To the host in the parameter's type, queued, straight into the pinned buffer (a gradient of
+      // another type converted on the device first). A blocking copy converts on the host through a
+      // pageable temporary, a tensor at a time.
+      s.exchange.copy_(s.param.grad().reshape({-1}), /*non_blocking=*/true);
     }
     if (!slots_.empty()) torchrt::synchronize(slots_.front().param.device());  // every gradient has arrived
     const double lr = lr_;
@@ -100,17 +111,26 @@ class OffloadAdam : public StepOptimizer {
       float* p = s.master.data_ptr<float>();
       float* m = s.m.data_ptr<float>();
       float* v = s.v.data_ptr<float>();
-      const float* g = s.grad_host.data_ptr<float>();
-      at::parallel_for(0, s.master.numel(), 1 << 15,
-                       [&](std::int64_t begin, std::int64_t end) { cpu_adam(p, m, v, g, begin, end, c); });
+      if (s.bf16()) {
+        auto* exchange = reinterpret_cast<std::uint16_t*>(s.exchange.data_ptr<at::BFloat16>());
+        at::parallel_for(0, s.master.numel(), 1 << 15, [&](std::int64_t begin, std::int64_t end) {
+          cpu_adam_bf16(p, m, v, exchange, begin, end, c);
+        });
+      } else {
+        const float* g = s.exchange.data_ptr<float>();
+        at::parallel_for(0, s.master.numel(), 1 << 15,
+                         [&](std::int64_t begin, std::int64_t end) { cpu_adam(p, m, v, g, begin, end, c); });
+      }
     }
   }
 
-  // The masters back to the device, in the parameter's type: queued, the pinned floats copied as they
-  // are and converted on the device. The next step() waits for them (its synchronize) before the host
-  // writes the masters again.
+  // The weights back to the device, queued: a bf16 parameter's as the update left them in the
+  // exchange buffer, an fp32 one's master. The next step() queues its gradients' copies into the
+  // exchange buffers behind these on the same stream, and waits for all (its synchronize) before the
+  // host touches them again.
   void to_device() {
-    for (auto& s : slots_) s.param.copy_(s.master.view(s.param.sizes()), /*non_blocking=*/true);
+    for (auto& s : slots_)
+      s.param.copy_((s.bf16() ? s.exchange : s.master).view(s.param.sizes()), /*non_blocking=*/true);
   }
 
   AdamHyper h_;
