@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 
 #include "parameter_count.h"
 #include "xpuperf/infer/decoder_engine.h"
@@ -852,46 +853,97 @@ TEST(FusedKernels, BertOnCudaGivesTheSameWithTheKernelsAsWithout) {
   }
 }
 
-// ViT's blocks on the kernels (the LayerNorms with the residual add, bias + GELU): one training step
-// of a small ViT under bf16 autocast, as the training runtime runs it, gives ATen's loss and
-// gradients to bf16's rounding, and fp32 to float's.
-TEST(FusedKernels, ViTTrainsOnTheKernelsAsOnAtensOperators) {
-  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
-  ViTConfig c;
-  c.image_size = 32, c.patch_size = 8, c.layers = 2, c.hidden = 64, c.heads = 4, c.mlp = 128, c.classes = 10;
+// One training step of two copies of a model from the same weights, one on ATen's operators and one on
+// the kernels (`loss_of(net, kernels)`), in fp32 and under bf16 autocast as the training runtime runs
+// it: the same loss, and gradients to each precision's rounding.
+template <typename Net>
+void expect_trains_on_kernels_as_on_aten(const std::function<Net()>& make,
+                                         const std::function<torch::Tensor(Net&, bool)>& loss_of,
+                                         const std::string& what) {
   for (const bool bf16 : {false, true}) {
-    torch::manual_seed(31);
-    VisionTransformer plain(c), fused_net(c);
+    torch::manual_seed(41);
+    Net plain = make(), fused_net = make();
     copy_parameters(*plain, *fused_net);
-    fused_net->use_fused_kernels(true);
-    const auto images = torch::randn({6, 3, 32, 32}, torch::kCUDA);
-    const auto labels = torch::randint(0, 10, {6}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
     std::vector<torch::Tensor> losses, grads;
     for (auto* net : {&plain, &fused_net}) {
       (*net)->to(torch::kCUDA);
-      {
-        // A head that is not zero, so that the gradients reach the blocks.
-        torch::NoGradGuard no_grad;
-        torch::manual_seed(32);
-        (*net)->heads[0]->as<torch::nn::Linear>()->weight.normal_(0, 0.05);
-      }
+      (*net)->train();
       compat::set_autocast_enabled(torch::kCUDA, bf16);
       compat::set_autocast_dtype(torch::kCUDA, torch::kBFloat16);
-      const auto loss = torch::cross_entropy_loss((*net)->forward(images).to(torch::kFloat), labels);
+      const auto loss = loss_of(*net, net == &fused_net).to(torch::kFloat);
       compat::set_autocast_enabled(torch::kCUDA, false);
       at::autocast::clear_cache();
       loss.backward();
       losses.push_back(loss.detach());
       std::vector<torch::Tensor> g;
-      for (const auto& p : (*net)->parameters()) g.push_back(p.grad().flatten());
+      for (const auto& p : (*net)->parameters())
+        g.push_back(p.grad().defined() ? p.grad().flatten().to(torch::kFloat) : torch::zeros({p.numel()}, p.device()));
       grads.push_back(torch::cat(g));
     }
+    const std::string precision = bf16 ? " bf16" : " fp32";
     const double tolerance = bf16 ? 2e-2 : 1e-5;
     EXPECT_NEAR(losses[1].item<double>(), losses[0].item<double>(), tolerance * losses[0].item<double>())
-        << (bf16 ? "bf16" : "fp32");
+        << what << precision;
     const double norm = grads[0].norm().item<double>();
-    EXPECT_LE((grads[1] - grads[0]).norm().item<double>(), (bf16 ? 5e-2 : 1e-4) * norm) << (bf16 ? "bf16" : "fp32");
+    EXPECT_GT(norm, 0) << what << precision;
+    EXPECT_LE((grads[1] - grads[0]).norm().item<double>(), (bf16 ? 5e-2 : 1e-4) * norm) << what << precision;
   }
+}
+
+// ViT's blocks on the kernels (the LayerNorms with the residual add, bias + GELU) as on ATen's operators.
+TEST(FusedKernels, ViTTrainsOnTheKernelsAsOnAtensOperators) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  ViTConfig c;
+  c.image_size = 32, c.patch_size = 8, c.layers = 2, c.hidden = 64, c.heads = 4, c.mlp = 128, c.classes = 10;
+  torch::manual_seed(31);
+  const auto images = torch::randn({6, 3, 32, 32}, torch::kCUDA);
+  const auto labels = torch::randint(0, 10, {6}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
+  expect_trains_on_kernels_as_on_aten<VisionTransformer>(
+      [&] {
+        VisionTransformer v(c);
+        // A head that is not zero, so that the gradients reach the blocks.
+        const torch::NoGradGuard no_grad;
+        v->heads[0]->as<torch::nn::Linear>()->weight.normal_(0, 0.05);
+        return v;
+      },
+      [&](VisionTransformer& v, bool kernels) {
+        v->use_fused_kernels(kernels);
+        return torch::cross_entropy_loss(v->forward(images).to(torch::kFloat), labels);
+      },
+      "vit");
+}
+
+// BERT's post-norm layers in training on the kernels (the add + LayerNorm with the bf16 copy of its
+// output under autocast, q/k/v as one product, the intermediate's bias + GELU) as on ATen's operators.
+TEST(FusedKernels, BertTrainsOnTheKernelsAsOnAtensOperators) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  const BertConfig c{97, 32, 2, 2, 64, 4, 128, 0.0, 0.0, 1e-12};  // no dropout: the same step both ways
+  torch::manual_seed(42);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  const auto ids = torch::randint(0, 97, {3, 16}, cuda.dtype(torch::kLong));
+  const auto types = torch::zeros({3, 16}, cuda.dtype(torch::kLong));
+  const auto keep = torch::ones({3, 16}, cuda.dtype(torch::kBool));
+  const auto labels = torch::where(torch::rand({3, 16}, cuda) < 0.3, ids, torch::full_like(ids, -100));
+  expect_trains_on_kernels_as_on_aten<BertForMaskedLM>([&] { return BertForMaskedLM(c); },
+                                                       [&](BertForMaskedLM& m, bool kernels) {
+                                                         m->use_fused_kernels(kernels);
+                                                         return m->loss_and_accuracy(ids, types, keep, labels).first;
+                                                       },
+                                                       "bert");
+}
+
+// Llama's layers in training on the kernels (the residual add + RMSNorm written in the products' type
+// under autocast, q/k/v as one product, SiLU × up, the loss's cross entropy) as on ATen's operators.
+TEST(FusedKernels, LlamaTrainsOnTheKernelsAsOnAtensOperators) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(43);
+  const auto ids = torch::randint(0, 97, {3, 17}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
+  expect_trains_on_kernels_as_on_aten<LlamaForCausalLM>([] { return LlamaForCausalLM(small_llama()); },
+                                                        [&](LlamaForCausalLM& m, bool kernels) {
+                                                          m->use_fused_kernels(kernels);
+                                                          return m->loss(ids);
+                                                        },
+                                                        "llama");
 }
 
 }  // namespace
