@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/common.sh"
 bench_require_xpuperf
 
-gpus=$(nvidia-smi -L 2> /dev/null | wc -l || echo 0)
+gpus=$( (nvidia-smi -L 2> /dev/null || true) | wc -l)
 if ((gpus < nproc)); then
   echo "$bench_name: NPROC=$nproc GPUs wanted, this host has $gpus" >&2
   exit 2
