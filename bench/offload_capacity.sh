@@ -8,7 +8,8 @@
 # The host keeps 14 bytes a parameter with offload (fp32 master and moments, the bf16 exchange
 # buffer): a size the host's memory cannot hold is skipped, and said so.
 # Usage: bench/offload_capacity.sh [HARDWARE]   (on an NVIDIA GPU machine, after building)
-# SIZES=1b,3b,8b,8b-40l STEPS=8 BATCH=8 pick the sizes (below), the steps and the sequences a step.
+# SIZES=1b,3b,8b,8b-40l STEPS=8 BATCH=8 pick the sizes (below), the steps and the sequences a step;
+# HOST_KIB: the host memory to plan for (default: the kernel's MemAvailable).
 set -euo pipefail
 hardware=${1:-H100}
 sizes=${SIZES:-1b,3b,8b,8b-40l}
@@ -41,7 +42,7 @@ shape() {  # size → its --set lines and parameter count (the llama case's READ
   esac
 }
 
-host_kib=$(awk '/MemAvailable/ {print $2}' /proc/meminfo)
+host_kib=${HOST_KIB:-$(awk '/MemAvailable/ {print $2}' /proc/meminfo)}
 
 run() {  # size label --set ... → one JSON line
   local size=$1 label=$2
@@ -52,6 +53,8 @@ run() {  # size label --set ... → one JSON line
   "$xpuperf" train --case llama --vendor nvidia --hardware "$hardware" --set synthetic_data=true \
     --set synthetic_tokens=4194304 --set max_steps="$steps" --set log_freq=1 --set eval_interval_steps=0 \
     --set train_batch_size="$batch" --set activation_checkpointing=true "${args[@]}" > "$out" 2>&1 || true
+  # Out of device memory is a finding; a run that stopped otherwise without a step is a failure.
+  grep -qi "out of memory" "$out" || bench_expect_steps "$out" "$size $label"
   python3 - "$out" "$size" "$label" <<'PY'
 import json, sys
 steps, fin = [], {}
@@ -118,3 +121,4 @@ for size in order:
 for label in ("on the GPU", "with offload"):
     print(f"largest size that trained {label}: {largest.get(label, 'none')}")
 PY
+bench_finish

@@ -11,7 +11,7 @@ fail() {
   exit 1
 }
 
-for bench in vision_train_vs_pytorch.sh language_train_vs_pytorch.sh; do
+for bench in vision_train_vs_pytorch.sh language_train_vs_pytorch.sh parallel_train_vs_pytorch.sh offload_capacity.sh; do
   out=$(XPUPERF="$work/none" bash "$root/bench/$bench" H100 2>&1)
   rc=$?
   [[ $rc == 2 ]] || fail "$bench without a binary: exit $rc, not 2: $out"
@@ -27,4 +27,16 @@ rc=$?
 [[ $rc == 1 ]] || fail "a run without steps: exit $rc, not 1: $out"
 [[ $out == *"gpt2 synthetic measured nothing (no STEP_END"* ]] || fail "the empty run is not named: $out"
 [[ $out == *"no CUDA device here"* ]] || fail "the run's own error is not shown: $out"
+# The offload bench: a run out of device memory is a row that says so; one that stopped otherwise
+# without a step fails the bench, named.
+printf '#!/bin/sh\ncase "$*" in *offload_optimizer=true*) echo "xpuperf: error: no CUDA device here" >&2 ;;\n*) echo "RuntimeError: CUDA out of memory." >&2 ;; esac\nexit 1\n' > "$work/oom"
+chmod +x "$work/oom"
+out=$(XPUPERF="$work/oom" SIZES=1b HOST_KIB=100000000 WORK="$work/offload" bash "$root/bench/offload_capacity.sh" H100 2>&1)
+rc=$?
+[[ $rc == 1 ]] || fail "offload_capacity.sh with failed runs: exit $rc, not 1: $out"
+[[ $out == *"| 1b | out of device memory |"* ]] || fail "the run out of memory is not a row that says so: $out"
+[[ $out == *"1b offload measured nothing"* ]] || fail "the failed offload run is not named: $out"
+out=$(XPUPERF="$work/oom" SIZES=1b HOST_KIB=1000 WORK="$work/offload-host" bash "$root/bench/offload_capacity.sh" H100 2>&1)
+[[ $out == *"| 1b | out of device memory | host memory too small |"* ]] ||
+  fail "a size the host cannot hold offloaded is not said so: $out"
 echo "ok"
