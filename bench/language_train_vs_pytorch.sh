@@ -43,24 +43,13 @@ ours() {  # case label --set ... → one JSON line: the steady rates (STEP_ENDs 
   for s in "$@"; do args+=(--set "$s"); done
   "$xpuperf" train --case "$case" --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/$case.$label.out" 2>&1 || true
   bench_expect_steps "$work/$case.$label.out" "$case $label"
-  python3 - "$work/$case.$label.out" "$case" "$label" <<'PY'
+  PYTHONPATH="$here" python3 - "$work/$case.$label.out" "$case" "$label" <<'PY'
 import json, sys
-steps, fin, evals = [], {}, []
-for line in open(sys.argv[1]):
-    if "[PerfLog]" not in line:
-        continue
-    e = json.loads(line[line.index("{"):])
-    if e["event"] == "STEP_END":
-        steps.append(e["value"])
-    if e["event"] == "EVALUATE":
-        evals.append(e["value"])
-    if e["event"] == "FINISHED":
-        fin = e["value"]
-steady = steps[1:] or [{"samples_per_second": 0, "tokens_per_second": 0}]
-print(json.dumps({"case": sys.argv[2], "label": sys.argv[3],
-                  "sequences_per_s": sum(s["samples_per_second"] for s in steady) / len(steady),
-                  "tokens_per_s": sum(s.get("tokens_per_second", 0) for s in steady) / len(steady),
-                  "finished": fin, "evaluate": evals[-1] if evals else {}}))
+from perflog import events, steady
+steps, fin, evals = events(sys.argv[1])
+print(json.dumps({"case": sys.argv[2], "label": sys.argv[3], "sequences_per_s": steady(steps, "samples_per_second"),
+                  "tokens_per_s": steady(steps, "tokens_per_second"), "finished": fin,
+                  "evaluate": evals[-1] if evals else {}}))
 PY
   grep -E -A12 "error|crashed" "$work/$case.$label.out" | head -30 >&2 || true
 }

@@ -29,14 +29,12 @@ for s in "${shape[@]}" synthetic_data=true synthetic_tokens=4194304 seq_length=5
 done
 "$xpuperf" train --case llama --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/ours.out" 2>&1 || true
 bench_expect_steps "$work/ours.out" "llama lora_rank 8"
-python3 - "$work" <<'PY'
+PYTHONPATH="$here" python3 - "$work" <<'PY'
 import json, sys
+from perflog import events
 work = sys.argv[1]
 ref = [json.loads(l) for l in open(f"{work}/torch.jsonl")]
-fin = {}
-for line in open(f"{work}/ours.out"):
-    if "[PerfLog]" in line and '"FINISHED"' in line:
-        fin = json.loads(line[line.index("{"):])["value"]
+_, fin, _ = events(f"{work}/ours.out")
 print(next(r for r in ref if r["figure"] == "versions"))
 tp = {r["mode"]: r for r in ref if r["figure"] == "throughput"}
 ours = fin.get("steady_samples_per_second", 0) * fin.get("tokens_per_sample", 512)

@@ -55,21 +55,14 @@ run() {  # size label --set ... → one JSON line
     --set train_batch_size="$batch" --set activation_checkpointing=true "${args[@]}" > "$out" 2>&1 || true
   # Out of device memory is a finding; a run that stopped otherwise without a step is a failure.
   grep -qi "out of memory" "$out" || bench_expect_steps "$out" "$size $label"
-  python3 - "$out" "$size" "$label" <<'PY'
+  PYTHONPATH="$here" python3 - "$out" "$size" "$label" <<'PY'
 import json, sys
-steps, fin = [], {}
+from perflog import events, steady
+steps, fin, _ = events(sys.argv[1])
 text = open(sys.argv[1]).read()
-for line in text.splitlines():
-    if "[PerfLog]" in line:
-        e = json.loads(line[line.index("{"):])
-        if e["event"] == "STEP_END":
-            steps.append(e["value"])
-        if e["event"] == "FINISHED":
-            fin = e["value"]
-steady = steps[1:]
 oom = "out of memory" in text.lower() or "OutOfMemoryError" in text
-print(json.dumps({"size": sys.argv[2], "label": sys.argv[3], "oom": oom and not steady,
-                  "tokens_per_s": sum(s.get("tokens_per_second", 0) for s in steady) / len(steady) if steady else 0,
+print(json.dumps({"size": sys.argv[2], "label": sys.argv[3], "oom": oom and len(steps) < 2,
+                  "tokens_per_s": steady(steps, "tokens_per_second"),
                   "peak_mib": fin.get("peak_device_memory_mib", 0)}))
 PY
 }

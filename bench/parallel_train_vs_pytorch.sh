@@ -39,20 +39,12 @@ ours() {  # case label ranks --set ... → one JSON line: rank 0's steady rates 
   "$xpuperf" train --case "$case" --vendor nvidia --hardware "$hardware" --nproc "$ranks" "${args[@]}" > "$out" 2>&1 ||
     true
   bench_expect_steps "$out" "$case $label"
-  python3 - "$out" "$case" "$label" "$ranks" <<'PY'
+  PYTHONPATH="$here" python3 - "$out" "$case" "$label" "$ranks" <<'PY'
 import json, sys
-steps, fin = [], {}
-for line in open(sys.argv[1]):
-    if "[PerfLog]" not in line or (line.startswith("[rank ") and not line.startswith("[rank 0]")):
-        continue
-    e = json.loads(line[line.index("{"):])
-    if e["event"] == "STEP_END":
-        steps.append(e["value"])
-    if e["event"] == "FINISHED":
-        fin = e["value"]
-steady = steps[1:] or [{"tokens_per_second": 0}]
+from perflog import events, steady
+steps, fin, _ = events(sys.argv[1])
 print(json.dumps({"case": sys.argv[2], "label": sys.argv[3], "ranks": int(sys.argv[4]),
-                  "tokens_per_s": sum(s.get("tokens_per_second", 0) for s in steady) / len(steady),
+                  "tokens_per_s": steady(steps, "tokens_per_second"),
                   "peak_mib": fin.get("peak_device_memory_mib", float("nan")),
                   "flops_per_token": fin.get("train_flops_per_sample", 0) / max(1, fin.get("tokens_per_sample", 0))}))
 PY

@@ -48,19 +48,11 @@ ours() {  # case label --set ... → one JSON line: the steady images/s (STEP_EN
   for s in "$@"; do args+=(--set "$s"); done
   "$xpuperf" train --case "$case" --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/$case.$label.out" 2>&1 || true
   bench_expect_steps "$work/$case.$label.out" "$case $label"
-  python3 - "$work/$case.$label.out" "$case" "$label" <<'PY'
+  PYTHONPATH="$here" python3 - "$work/$case.$label.out" "$case" "$label" <<'PY'
 import json, sys
-steps, fin = [], {}
-for line in open(sys.argv[1]):
-    if "[PerfLog]" not in line:
-        continue
-    e = json.loads(line[line.index("{"):])
-    if e["event"] == "STEP_END":
-        steps.append(e["value"])
-    if e["event"] == "FINISHED":
-        fin = e["value"]
-steady = [s["samples_per_second"] for s in steps[1:]] or [0]
-print(json.dumps({"case": sys.argv[2], "label": sys.argv[3], "images_per_s": sum(steady) / len(steady),
+from perflog import events, steady
+steps, fin, _ = events(sys.argv[1])
+print(json.dumps({"case": sys.argv[2], "label": sys.argv[3], "images_per_s": steady(steps, "samples_per_second"),
                   "first": steps[0] if steps else {}, "finished": fin}))
 PY
   grep -E "error|warning: skipping" "$work/$case.$label.out" | head -5 >&2 || true
