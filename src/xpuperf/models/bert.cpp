@@ -137,8 +137,8 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
 bool BertLayerImpl::takes_copies(const torch::Tensor& x) {
   auto& s = *attention->self;
   return is_training() && fused::autocast_product_type(x).has_value() && attention->output->fused_kernels &&
-         attention->output->kernel_in_training && output->kernel_in_training && fused::kernels_run_after(*s.query, x) &&
-         fused::kernels_run_after(*s.key, x) && fused::kernels_run_after(*s.value, x);
+         fused::kernels_run_after(*s.query, x) && fused::kernels_run_after(*s.key, x) &&
+         fused::kernels_run_after(*s.value, x);
 }
 
 std::pair<torch::Tensor, torch::Tensor> BertLayerImpl::forward_with_copy(const torch::Tensor& x,
@@ -210,9 +210,7 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tens
 
 torch::Tensor BertEncoderImpl::forward(torch::Tensor x, const torch::Tensor& mask) {
   if (!layer->is_empty() && !wraps_blocks()) {
-    auto* first = layer->ptr<BertLayerImpl>(0).get();
-    first->allow_training_kernel(true);
-    if (first->takes_copies(x)) {
+    if (layer->ptr<BertLayerImpl>(0)->takes_copies(x)) {
       torch::Tensor low;
       for (const auto& l : *layer) {
         BertLayerImpl* block = l->as<BertLayer>();

@@ -104,7 +104,8 @@ struct BertLayerImpl : torch::nn::Module {
   std::pair<torch::Tensor, torch::Tensor> forward_with_copy(const torch::Tensor& x, const torch::Tensor& x_low,
                                                             const torch::Tensor& keep);
   // Whether forward_with_copy's kernels and joined q/k/v product apply to this layer: CUDA, training,
-  // fused_kernels, kernel_in_training, autocast, no layer split or adapted.
+  // fused_kernels, autocast, no layer split or adapted (the encoder runs it only where its blocks are not
+  // wrapped, and allows the layers' training kernels there).
   bool takes_copies(const torch::Tensor& x);
   // BertAddNormImpl::kernel_in_training of both of the layer's residual adds.
   void allow_training_kernel(bool on);

@@ -563,8 +563,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> add_layer_norm_with_copy
 #ifdef XPUPERF_HAVE_TORCH_CUDA
   if (use_kernels && x.scalar_type() == torch::kFloat && delta.scalar_type() != torch::kFloat &&
       norm_kernel_takes(x, delta, weight, bias, x.scalar_type())) {
-    const auto outs =
-        KernelAddNorm::apply(x, delta, weight, bias, eps, delta_dropout > 0 ? delta_dropout : 0, x.scalar_type(), true);
+    const auto outs = KernelAddNorm::apply(x, delta, weight, bias, eps, delta_dropout, x.scalar_type(), true);
     return {outs[0], outs[1], outs[2]};
   }
 #endif
