@@ -527,42 +527,51 @@ TEST(FusedKernels, TheTrainingKernelsGiveAtensValuesAndGradients) {
   torch::manual_seed(11);
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   // 2048: Llama-3.2-1B's rows; 264: a thread's packs not all used; 36: no whole pack for the half
-  // types (ATen's path); 12288: wider than the kernels take in float (ATen's path).
+  // types (ATen's path); 12288: wider than the kernels take in float (ATen's path). With a float x and
+  // a half-type delta, also the output in delta's type (Llama's norms before whole products under
+  // autocast), against ATen's norm and cast.
   for (const std::int64_t width : {2048, 264, 36, 12288}) {
     for (const auto& [x_type, delta_type] : norm_type_pairs()) {
-      for (const bool with_delta : {true, false}) {
-        const auto x0 = torch::randn({3, 7, width}, cuda).to(x_type);
-        const auto delta0 = torch::randn({3, 7, width}, cuda).to(delta_type);
-        const auto weight0 = (torch::rand({width}, cuda) + 0.5).to(x_type);
-        const auto r1 = torch::randn({3, 7, width}, cuda), r2 = torch::randn({3, 7, width}, cuda);
-        std::vector<torch::Tensor> got, want;
-        for (const bool kernels : {true, false}) {
-          auto x = x0.clone().requires_grad_(true), delta = delta0.clone().requires_grad_(true);
-          auto weight = weight0.clone().requires_grad_(true);
-          const auto [sum, out] = fused::add_rms_norm(x, with_delta ? delta : torch::Tensor(), weight, 1e-5, kernels);
-          ((out.to(torch::kFloat) * r1).sum() + (sum.to(torch::kFloat) * r2).sum()).backward();
-          auto& into = kernels ? got : want;
-          into = std::vector<torch::Tensor>{sum, out, x.grad(), weight.grad()};
-          if (with_delta) into.push_back(delta.grad());
+      std::vector<std::optional<torch::ScalarType>> out_types{std::nullopt};
+      if (delta_type != x_type) out_types.push_back(delta_type);
+      for (const auto out_type : out_types) {
+        for (const bool with_delta : {true, false}) {
+          const auto x0 = torch::randn({3, 7, width}, cuda).to(x_type);
+          const auto delta0 = torch::randn({3, 7, width}, cuda).to(delta_type);
+          const auto weight0 = (torch::rand({width}, cuda) + 0.5).to(x_type);
+          const auto r1 = torch::randn({3, 7, width}, cuda), r2 = torch::randn({3, 7, width}, cuda);
+          std::vector<torch::Tensor> got, want;
+          for (const bool kernels : {true, false}) {
+            auto x = x0.clone().requires_grad_(true), delta = delta0.clone().requires_grad_(true);
+            auto weight = weight0.clone().requires_grad_(true);
+            const auto [sum, out] =
+                fused::add_rms_norm(x, with_delta ? delta : torch::Tensor(), weight, 1e-5, kernels, out_type);
+            ((out.to(torch::kFloat) * r1).sum() + (sum.to(torch::kFloat) * r2).sum()).backward();
+            auto& into = kernels ? got : want;
+            into = std::vector<torch::Tensor>{sum, out, x.grad(), weight.grad()};
+            if (with_delta) into.push_back(delta.grad());
+          }
+          const std::string what = "add_rms_norm " + std::to_string(width) + (with_delta ? " with delta " : " ") +
+                                   std::string(c10::toString(delta_type)) +
+                                   (out_type ? " out " + std::string(c10::toString(*out_type)) : "");
+          EXPECT_TRUE(torch::equal(got[0], want[0])) << what << ": the residual add";
+          const char* names[] = {"sum", "out", "x's gradient", "weight's gradient", "delta's gradient"};
+          for (std::size_t i = 1; i < got.size(); ++i) {
+            ASSERT_TRUE(got[i].defined()) << what << ": " << names[i];
+            EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << what << ": " << names[i];
+            if (i != 3 || x_type == torch::kFloat) expect_close(got[i], want[i], what + ": " + names[i]);
+          }
+          // The weight's gradient sums a product a row over the rows: ATen rounds each product to a half
+          // type first, the kernel sums them in float. Both against the sum in double, the kernel's
+          // nearer or as near. The gradient reaching out is r1 in out's type.
+          const auto s = got[0].to(torch::kDouble);
+          const auto normed = (s * torch::rsqrt(s.pow(2).mean(-1, true) + 1e-5)).to(x_type).to(torch::kDouble);
+          const auto exact =
+              (r1.to(out_type.value_or(x_type)).to(torch::kDouble) * normed).sum(std::vector<std::int64_t>{0, 1});
+          const double ours = ((got[3].to(torch::kDouble) - exact).abs() / (exact.abs() + 1)).max().item<double>();
+          const double atens = ((want[3].to(torch::kDouble) - exact).abs() / (exact.abs() + 1)).max().item<double>();
+          EXPECT_LE(ours, std::max(atens, x_type == torch::kFloat ? 1e-5 : 8e-3)) << what << ": the weight's gradient";
         }
-        const std::string what = "add_rms_norm " + std::to_string(width) + (with_delta ? " with delta " : " ") +
-                                 std::string(c10::toString(delta_type));
-        EXPECT_TRUE(torch::equal(got[0], want[0])) << what << ": the residual add";
-        const char* names[] = {"sum", "out", "x's gradient", "weight's gradient", "delta's gradient"};
-        for (std::size_t i = 1; i < got.size(); ++i) {
-          ASSERT_TRUE(got[i].defined()) << what << ": " << names[i];
-          EXPECT_EQ(got[i].scalar_type(), want[i].scalar_type()) << what << ": " << names[i];
-          if (i != 3 || x_type == torch::kFloat) expect_close(got[i], want[i], what + ": " + names[i]);
-        }
-        // The weight's gradient sums a product a row over the rows: ATen rounds each product to a half
-        // type first, the kernel sums them in float. Both against the sum in double, the kernel's
-        // nearer or as near.
-        const auto s = got[0].to(torch::kDouble);
-        const auto normed = (s * torch::rsqrt(s.pow(2).mean(-1, true) + 1e-5)).to(x_type).to(torch::kDouble);
-        const auto exact = (r1.to(x_type).to(torch::kDouble) * normed).sum(std::vector<std::int64_t>{0, 1});
-        const double ours = ((got[3].to(torch::kDouble) - exact).abs() / (exact.abs() + 1)).max().item<double>();
-        const double atens = ((want[3].to(torch::kDouble) - exact).abs() / (exact.abs() + 1)).max().item<double>();
-        EXPECT_LE(ours, std::max(atens, x_type == torch::kFloat ? 1e-5 : 8e-3)) << what << ": the weight's gradient";
       }
     }
   }
@@ -580,6 +589,55 @@ TEST(FusedKernels, TheTrainingKernelsGiveAtensValuesAndGradients) {
       }
       for (std::size_t i = 0; i < got.size(); ++i)
         expect_close(got[i], want[i], "silu_mul " + std::to_string(width) + " output/gate/up " + std::to_string(i));
+    }
+  }
+}
+
+// Rotary positions on a joined q/k/v in training (Llama's): q and k rotated and v, and qkv's gradient,
+// from the kernels as from ATen's operators (fused::rotary on q and k together), with tables of qkv's
+// type or float (autocast's), and a table a sequence or one for all.
+TEST(FusedKernels, TheRotaryKernelsGiveAtensValuesAndGradients) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(14);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  const std::int64_t heads = 4, kv_heads = 2, dim = 64, batch = 3, tokens = 5;
+  const std::vector<std::pair<torch::ScalarType, torch::ScalarType>> types = {{torch::kBFloat16, torch::kFloat},
+                                                                              {torch::kBFloat16, torch::kBFloat16},
+                                                                              {torch::kHalf, torch::kFloat},
+                                                                              {torch::kFloat, torch::kFloat}};
+  for (const auto& [type, table_type] : types) {
+    for (const std::int64_t table_batch : {std::int64_t{1}, batch}) {
+      const auto qkv0 = torch::randn({batch, tokens, heads + 2 * kv_heads, dim}, cuda).to(type);
+      const auto cos = (torch::rand({table_batch, tokens, 1, dim}, cuda) * 2 - 1).to(table_type);
+      const auto sin = (torch::rand({table_batch, tokens, 1, dim}, cuda) * 2 - 1).to(table_type);
+      // The gradients reaching q, k and v as the attention gives them: values of qkv's type.
+      const auto r = torch::randn({batch, tokens, heads + 2 * kv_heads, dim}, cuda).to(type).to(torch::kFloat);
+      std::vector<torch::Tensor> got, want;
+      for (const bool kernels : {true, false}) {
+        auto qkv = qkv0.clone().requires_grad_(true);
+        fused::RotatedQkv out;
+        if (kernels) {
+          out = fused::rotary_qkv(qkv, heads, kv_heads, cos, sin, nullptr, 0, true);
+        } else {
+          const auto qk = fused::rotary(qkv.narrow(2, 0, heads + kv_heads), cos, sin);
+          out = {qk.narrow(2, 0, heads), qk.narrow(2, heads, kv_heads), qkv.narrow(2, heads + kv_heads, kv_heads)};
+        }
+        const auto all = torch::cat({out.q.to(type), out.k.to(type), out.v}, 2);
+        (all.to(torch::kFloat) * r).sum().backward();
+        (kernels ? got : want) = std::vector<torch::Tensor>{all, qkv.grad()};
+      }
+      const std::string what = "rotary " + std::string(c10::toString(type)) + " with " +
+                               std::string(c10::toString(table_type)) + " tables of " + std::to_string(table_batch) +
+                               ": ";
+      ASSERT_TRUE(got[1].defined()) << what << "qkv's gradient";
+      expect_close(got[0], want[0], what + "q, k and v");
+      expect_close(got[1], want[1], what + "qkv's gradient");
+      // In the half types, the same numbers (but where a multiply-add rounds otherwise than ATen's and
+      // the float result sits at a tie).
+      if (type != torch::kFloat) {
+        EXPECT_GE(got[0].eq(want[0]).to(torch::kFloat).mean().item<double>(), 0.99) << what << "q, k and v";
+        EXPECT_GE(got[1].eq(want[1]).to(torch::kFloat).mean().item<double>(), 0.99) << what << "qkv's gradient";
+      }
     }
   }
 }
@@ -938,12 +996,17 @@ TEST(FusedKernels, LlamaTrainsOnTheKernelsAsOnAtensOperators) {
   if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
   torch::manual_seed(43);
   const auto ids = torch::randint(0, 97, {3, 17}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kLong));
-  expect_trains_on_kernels_as_on_aten<LlamaForCausalLM>([] { return LlamaForCausalLM(small_llama()); },
-                                                        [&](LlamaForCausalLM& m, bool kernels) {
-                                                          m->use_fused_kernels(kernels);
-                                                          return m->loss(ids);
-                                                        },
+  const auto loss_of = [&](LlamaForCausalLM& m, bool kernels) {
+    m->use_fused_kernels(kernels);
+    return m->loss(ids);
+  };
+  expect_trains_on_kernels_as_on_aten<LlamaForCausalLM>([] { return LlamaForCausalLM(small_llama()); }, loss_of,
                                                         "llama");
+  // Mixtral's block: the experts take the norm's output in the products' type and their SiLU × up
+  // kernel. Every token to every expert, so that no bf16 rounding can flip a token's choice.
+  LlamaConfig experts = small_llama();
+  experts.moe.experts = 4, experts.moe.top_k = 4;
+  expect_trains_on_kernels_as_on_aten<LlamaForCausalLM>([&] { return LlamaForCausalLM(experts); }, loss_of, "mixtral");
 }
 
 }  // namespace

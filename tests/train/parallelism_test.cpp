@@ -103,8 +103,10 @@ models::LlamaConfig tiny_llama(std::int64_t intermediate) {
 }
 
 class TinyLlamaCase : public TinyDecoderCase {
-  std::shared_ptr<torch::nn::Module> build(const CaseContext&) override {
+  std::shared_ptr<torch::nn::Module> build(const CaseContext& ctx) override {
     llama = models::LlamaForCausalLM(tiny_llama(64));
+    // With the kernels' switch (ATen's operators on the CPU), q/k/v and gate/up run as joined products.
+    llama->fused_kernels = ctx.config.get_bool("fused_kernels", false);
     return llama.ptr();
   }
   torch::Tensor loss(const torch::Tensor& ids) override {
@@ -236,6 +238,11 @@ TEST(TensorParallel, LlamaSplitsHeadsUnitsAndVocabularyWithTheUnsplitLossCurve) 
   ASSERT_EQ(whole.curve.size(), 6u);
   EXPECT_LT(whole.curve.back(), whole.curve.front() - 0.1) << "the tiny Llama learns";
   expect_same_curve(run_gpt<TinyLlamaCase>(clip + "tensor_parallel: 2\n", 2).curve, whole.curve, 1e-5);
+  // q, k and v as one product and gate and up from one input, each entering the group once (one
+  // all-reduce of the input's gradient where each layer took its own): the same curve, split or not.
+  const std::string joined = clip + "fused_kernels: true\n";
+  expect_same_curve(run_gpt<TinyLlamaCase>(joined).curve, whole.curve, 1e-5);
+  expect_same_curve(run_gpt<TinyLlamaCase>(joined + "tensor_parallel: 2\n", 2).curve, whole.curve, 1e-5);
 }
 
 TEST(ExpertParallel, ExpertsSplitOverRanksGiveTheDataParallelLossCurve) {

@@ -164,7 +164,7 @@ DropoutStream& dropout_stream(const torch::Tensor& x) {
 // (models/cuda/training_kernels.h). Inputs x, delta, weight, bias (no delta: no add; a bias only for
 // LayerNorm; optionals, as LibTorch's custom functions take no undefined tensor); outputs sum (x +
 // delta; x itself without delta, which this function then does not return) and out, of out_type (x's,
-// or for LayerNorm delta's half type under autocast). `dropout` > 0: sum = x + dropout(delta), the keep
+// or delta's half type under autocast). `dropout` > 0: sum = x + dropout(delta), the keep
 // mask drawn in the forward kernel and kept for backward.
 struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
@@ -205,8 +205,8 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
                                         static_cast<float>(eps), drops ? &drop : nullptr, stream_of(x)),
             "layer_norm_forward");
     else
-      check(kernels::rms_norm_forward(xe, has_delta ? de : xe, x.data_ptr(), delta_data, weight.data_ptr(), sum_data,
-                                      out.data_ptr(), rstd.data_ptr<float>(), rows, width, static_cast<float>(eps),
+      check(kernels::rms_norm_forward(xe, de, oe, x.data_ptr(), delta_data, weight.data_ptr(), sum_data, out.data_ptr(),
+                                      rstd.data_ptr<float>(), rows, width, static_cast<float>(eps),
                                       drops ? &drop : nullptr, stream_of(x)),
             "rms_norm_forward");
     if (rng) rng->call.add_(1);  // the next launch on this stream draws other numbers
@@ -270,7 +270,7 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
                 dropout > 0 ? &drop : nullptr, stream_of(input)),
             "layer_norm_backward");
     else
-      check(kernels::rms_norm_backward(xe, de, input.data_ptr(), weight.data_ptr(), rstd.data_ptr<float>(),
+      check(kernels::rms_norm_backward(xe, de, oe, input.data_ptr(), weight.data_ptr(), rstd.data_ptr<float>(),
                                        grad_out_data, grad_sum_data, grad_x.data_ptr(), grad_delta_data,
                                        weight_partials.data_ptr<float>(), rows, width, dropout > 0 ? &drop : nullptr,
                                        stream_of(input)),
@@ -287,8 +287,8 @@ struct KernelAddNorm : torch::autograd::Function<KernelAddNorm> {
 
 // The training kernels take x of float, half or bfloat16, delta of x's type (or any of the three with a
 // float x), the weight (and bias) of x's type, rows of whole packs no wider than max_rms_norm_width.
-// `bias` defined: LayerNorm, else RMSNorm. The output in x's type, or (LayerNorm, x float) in `out` of
-// half or bfloat16, delta's type where delta is given.
+// `bias` defined: LayerNorm, else RMSNorm. The output in x's type, or (x float) in `out` of half or
+// bfloat16, delta's type where delta is given.
 bool norm_kernel_takes(const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& weight,
                        const torch::Tensor& bias, torch::ScalarType out) {
   const auto width = x.size(-1);
@@ -305,7 +305,7 @@ bool norm_kernel_takes(const torch::Tensor& x, const torch::Tensor& delta, const
        !element_of(delta, de) || (de != xe && xe != kernels::Element::Float)))
     return false;
   return out == x.scalar_type() ||
-         (bias.defined() && x.scalar_type() == torch::kFloat && (out == torch::kBFloat16 || out == torch::kHalf) &&
+         (x.scalar_type() == torch::kFloat && (out == torch::kBFloat16 || out == torch::kHalf) &&
           (!delta.defined() || delta.scalar_type() == out));
 }
 
@@ -476,6 +476,85 @@ std::optional<RotatedQkv> kernel_rotary_qkv(const torch::Tensor& qkv, std::int64
   return out;
 }
 
+// Rotary positions on a joined q/k/v with their backward, one kernel each way (training_kernels.h):
+// q, k rotated and v copied out of qkv; back, qkv's whole gradient in one pass.
+struct KernelRotaryQkv : torch::autograd::Function<KernelRotaryQkv> {
+  static kernels::RotaryShape shape(const torch::Tensor& qkv, const torch::Tensor& cos, std::int64_t heads,
+                                    std::int64_t kv_heads) {
+    kernels::RotaryShape s;
+    s.batch = qkv.size(0), s.tokens = qkv.size(1), s.heads = heads, s.kv_heads = kv_heads, s.head_dim = qkv.size(3);
+    s.cos_batch = cos.size(0);
+    return s;
+  }
+
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv,
+                                                const torch::Tensor& cos, const torch::Tensor& sin_signed,
+                                                std::int64_t heads, std::int64_t kv_heads) {
+    kernels::Element e{}, table{};
+    element_of(qkv, e);
+    element_of(cos, table);
+    const c10::cuda::CUDAGuard guard(qkv.device());
+    const auto s = shape(qkv, cos, heads, kv_heads);
+    auto q = torch::empty({s.batch, s.tokens, heads, s.head_dim}, qkv.options());
+    auto k = torch::empty({s.batch, s.tokens, kv_heads, s.head_dim}, qkv.options()), v = torch::empty_like(k);
+    check(kernels::rotary_forward(e, table, s, qkv.data_ptr(), cos.data_ptr(), sin_signed.data_ptr(), q.data_ptr(),
+                                  k.data_ptr(), v.data_ptr(), stream_of(qkv)),
+          "rotary_forward");
+    ctx->save_for_backward({cos, sin_signed});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["kv_heads"] = kv_heads;
+    ctx->saved_data["type"] = static_cast<std::int64_t>(qkv.scalar_type());
+    ctx->saved_data["batch"] = s.batch;
+    ctx->saved_data["tokens"] = s.tokens;
+    return {q, k, v};
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &cos = saved[0], &sin_signed = saved[1];
+    const auto heads = ctx->saved_data["heads"].toInt(), kv_heads = ctx->saved_data["kv_heads"].toInt();
+    const auto type = static_cast<torch::ScalarType>(ctx->saved_data["type"].toInt());
+    const auto b = ctx->saved_data["batch"].toInt(), t = ctx->saved_data["tokens"].toInt(), d = cos.size(-1);
+    const auto options = cos.options().dtype(type);
+    // An output nothing used has no gradient: zeros in its place.
+    const auto given = [&](std::size_t n, std::int64_t heads_of) {
+      return grads[n].defined() ? grads[n].to(type).contiguous() : torch::zeros({b, t, heads_of, d}, options);
+    };
+    const auto grad_q = given(0, heads), grad_k = given(1, kv_heads), grad_v = given(2, kv_heads);
+    kernels::Element e{}, table{};
+    element_of(type, e);
+    element_of(cos, table);
+    const c10::cuda::CUDAGuard guard(cos.device());
+    auto grad_qkv = torch::empty({b, t, heads + 2 * kv_heads, d}, options);
+    const auto s = shape(grad_qkv, cos, heads, kv_heads);
+    check(kernels::rotary_backward(e, table, s, grad_q.data_ptr(), grad_k.data_ptr(), grad_v.data_ptr(), cos.data_ptr(),
+                                   sin_signed.data_ptr(), grad_qkv.data_ptr(), stream_of(grad_qkv)),
+          "rotary_backward");
+    return {grad_qkv, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+// Where the training kernels take them: qkv (batch, tokens, heads + 2 kv_heads, head_dim) contiguous of
+// a kernel type, the tables (1 or batch, tokens, 1, head_dim) contiguous, of qkv's type or float.
+std::optional<RotatedQkv> kernel_rotary_qkv_with_backward(const torch::Tensor& qkv, std::int64_t heads,
+                                                          std::int64_t kv_heads, const torch::Tensor& cos,
+                                                          const torch::Tensor& sin_signed) {
+  kernels::Element e{}, table{};
+  const auto table_fits = [&](const torch::Tensor& t) {
+    return t.dim() == 4 && t.is_contiguous() && t.device() == qkv.device() && t.scalar_type() == cos.scalar_type() &&
+           (t.size(0) == 1 || t.size(0) == qkv.size(0)) && t.size(1) == qkv.size(1) && t.size(2) == 1 &&
+           t.size(3) == qkv.size(3);
+  };
+  if (!qkv.is_cuda() || qkv.dim() != 4 || !qkv.is_contiguous() || !element_of(qkv, e) || qkv.size(3) % 2 != 0 ||
+      qkv.size(2) != heads + 2 * kv_heads || !element_of(cos, table) ||
+      (cos.scalar_type() != qkv.scalar_type() && cos.scalar_type() != torch::kFloat) || !table_fits(cos) ||
+      !table_fits(sin_signed))
+    return std::nullopt;
+  const auto outs = KernelRotaryQkv::apply(qkv, cos, sin_signed, heads, kv_heads);
+  return RotatedQkv{outs[0], outs[1], outs[2], false};
+}
+
 std::optional<torch::Tensor> kernel_linear(const torch::Tensor& x, const torch::Tensor& weight) {
   const auto width = x.size(-1);
   const auto rows = width == 0 ? 0 : x.numel() / width;
@@ -518,17 +597,20 @@ bool kernels_built() {
 
 std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
                                                      const torch::Tensor& weight, double eps,
-                                                     [[maybe_unused]] bool use_kernels) {
+                                                     [[maybe_unused]] bool use_kernels,
+                                                     std::optional<torch::ScalarType> out_type) {
+  const bool cast = out_type && *out_type != x.scalar_type();
 #ifdef XPUPERF_HAVE_TORCH_CUDA
   if (use_kernels) {
-    if (!recording({x, delta, weight}))
+    if (!cast && !recording({x, delta, weight}))
       if (auto done = kernel_add_rms_norm(x, delta, weight, eps)) return *done;
     // Autograd records, or the types are mixed (an fp32 residual stream under autocast).
-    if (auto done = kernel_add_norm_with_backward(x, delta, weight, torch::Tensor(), eps)) return *done;
+    if (auto done = kernel_add_norm_with_backward(x, delta, weight, torch::Tensor(), eps, 0, out_type)) return *done;
   }
 #endif
   const auto sum = delta.defined() ? x + delta : x;
-  return {sum, compat::rms_norm(sum, weight, eps)};
+  const auto normed = compat::rms_norm(sum, weight, eps);
+  return {sum, cast ? normed.to(*out_type) : normed};
 }
 
 std::pair<torch::Tensor, torch::Tensor> add_layer_norm(const torch::Tensor& x, const torch::Tensor& delta,
@@ -609,6 +691,8 @@ RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t
 #ifdef XPUPERF_HAVE_TORCH_CUDA
   if (use_kernels && !recording({qkv, cos, sin_signed}))
     if (auto done = kernel_rotary_qkv(qkv, heads, kv_heads, cos, sin_signed, step, layer)) return *done;
+  if (use_kernels && !step)  // training: the kernels with a backward
+    if (auto done = kernel_rotary_qkv_with_backward(qkv, heads, kv_heads, cos, sin_signed)) return *done;
 #endif
   const auto qk = rotary(qkv.narrow(2, 0, heads + kv_heads), cos, sin_signed);  // q and k rotated together
   return {qk.narrow(2, 0, heads), qk.narrow(2, heads, kv_heads), qkv.narrow(2, heads + kv_heads, kv_heads), false};

@@ -20,9 +20,11 @@ namespace fused {
 // (x + delta, RMSNorm(x + delta) × weight) over the last dimension; delta undefined: (x, RMSNorm(x) ×
 // weight). The residual stream's add and the next norm in one pass; where autograd records, a kernel
 // with a backward kernel (training_kernels.h), which also takes a float x with a bf16 or half delta
-// (the fp32 residual stream under autocast).
+// (the fp32 residual stream under autocast). out_type: the norm's output cast to it, as add_layer_norm's
+// (below): with a float x, the training kernel writes the next products' bf16 or half input directly.
 std::pair<torch::Tensor, torch::Tensor> add_rms_norm(const torch::Tensor& x, const torch::Tensor& delta,
-                                                     const torch::Tensor& weight, double eps, bool use_kernels);
+                                                     const torch::Tensor& weight, double eps, bool use_kernels,
+                                                     std::optional<torch::ScalarType> out_type = std::nullopt);
 
 // (x + delta, LayerNorm(x + delta) × weight + bias) over the last dimension; delta undefined: (x,
 // LayerNorm(x)). One kernel for inference (BERT's post-norm residual); where autograd records, a

@@ -1,6 +1,7 @@
 #include "xpuperf/models/llama.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <tuple>
 
@@ -187,8 +188,10 @@ torch::Tensor LlamaRMSNormImpl::forward(const torch::Tensor& x) {
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaRMSNormImpl::add_forward(const torch::Tensor& x,
-                                                                      const torch::Tensor& delta, bool kernels) {
-  return fused::add_rms_norm(x, delta, weight, eps, kernels);
+                                                                      const torch::Tensor& delta, bool kernels,
+                                                                      bool to_products) {
+  return fused::add_rms_norm(x, delta, weight, eps, kernels,
+                             to_products ? fused::autocast_product_type(x) : std::nullopt);
 }
 
 LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c)
@@ -222,6 +225,25 @@ void LlamaAttentionImpl::fuse_projections() {
   qkv_weight = stack_weights({&q_proj->weight, &k_proj->weight, &v_proj->weight});
 }
 
+namespace {
+// Whether column-parallel layers reading one input can run as one product: no adapter, one group.
+bool joinable(std::initializer_list<const parallel::ColumnParallelLinear*> layers) {
+  const auto* group = (**layers.begin())->group();
+  for (const auto* l : layers)
+    if ((*l)->has_adapter() || (*l)->group() != group) return false;
+  return true;
+}
+
+// x entering the layers' group once (its gradient summed over the group backward); x itself when whole.
+torch::Tensor entering(const parallel::ColumnParallelLinear& layer, const torch::Tensor& x) {
+  return layer->group() ? layer->group()->copy_in(x) : x;
+}
+}  // namespace
+
+bool LlamaAttentionImpl::joins_projections(const LlamaForward& f) const {
+  return f.kernels && !f.step && !still_stacked(qkv_weight, q_proj->weight) && joinable({&q_proj, &k_proj, &v_proj});
+}
+
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaForward& f, std::int64_t layer) {
   TORCH_CHECK(!f.step || !o_proj->is_split(),
               "Llama: generation with a KV cache runs the whole model, not a "
@@ -231,6 +253,11 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
   if (still_stacked(qkv_weight, q_proj->weight)) {
     const auto qkv = fused::linear(x, qkv_weight, f.kernels).view({b, t, heads + 2 * kv_heads, head_dim});
     r = fused::rotary_qkv(qkv, heads, kv_heads, f.cos, f.sin_signed, f.step, layer, f.kernels);
+  } else if (joins_projections(f)) {
+    const auto weight = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight});
+    const auto qkv =
+        torch::nn::functional::linear(entering(q_proj, x), weight).view({b, t, heads + 2 * kv_heads, head_dim});
+    r = fused::rotary_qkv(qkv, heads, kv_heads, f.cos, f.sin_signed, nullptr, layer, f.kernels);
   } else {
     r.q = f.rotate(q_proj(x).view({b, t, heads, head_dim}));
     r.k = f.rotate(k_proj(x).view({b, t, kv_heads, head_dim}));
@@ -263,11 +290,20 @@ void LlamaMLPImpl::fuse_projections() {
   gate_up_weight = stack_weights({&gate_proj->weight, &up_proj->weight});
 }
 
+bool LlamaMLPImpl::joins_projections(bool kernels) const {
+  return kernels && !still_stacked(gate_up_weight, gate_proj->weight) && joinable({&gate_proj, &up_proj});
+}
+
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, bool kernels) {
   if (still_stacked(gate_up_weight, gate_proj->weight)) {
     const auto units = fused::silu_mul(fused::linear(x, gate_up_weight, kernels), kernels);
     return down_proj->is_split() || down_proj->has_adapter() ? down_proj(units)
                                                              : fused::linear(units, down_proj->weight, kernels);
+  }
+  if (joins_projections(kernels)) {
+    const auto in = entering(gate_proj, x);
+    return down_proj(fused::silu_mul(torch::nn::functional::linear(in, gate_proj->weight),
+                                     torch::nn::functional::linear(in, up_proj->weight), kernels));
   }
   return down_proj(fused::silu_mul(gate_proj(x), up_proj(x), kernels));
 }
@@ -285,9 +321,16 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c, std::int64_t 
 std::pair<torch::Tensor, torch::Tensor> LlamaDecoderLayerImpl::forward(const torch::Tensor& residual,
                                                                        const torch::Tensor& delta,
                                                                        const LlamaForward& f, std::int64_t layer) {
-  const auto [input, normed] = input_layernorm->add_forward(residual, delta, f.kernels);
-  const auto [x, normed_x] = post_attention_layernorm->add_forward(input, self_attn(normed, f, layer), f.kernels);
-  return {x, moe ? moe->forward(normed_x) : mlp->forward(normed_x, f.kernels)};
+  // Under autocast the norms write the products' type where only whole products read them: q/k/v as
+  // one product; gate and up (whose two input gradients autograd then adds in that type); the experts,
+  // whose block gathers its tokens into the products' buffers (half the bytes, and half for expert
+  // parallelism's all-to-all) and rounds the router's input as its product would.
+  const auto [input, normed] =
+      input_layernorm->add_forward(residual, delta, f.kernels, self_attn->joins_projections(f));
+  const bool to_mlp = f.kernels && (moe || mlp->joins_projections(f.kernels));
+  const auto [x, normed_x] =
+      post_attention_layernorm->add_forward(input, self_attn(normed, f, layer), f.kernels, to_mlp);
+  return {x, moe ? moe->forward(normed_x, f.kernels) : mlp->forward(normed_x, f.kernels)};
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
@@ -329,7 +372,7 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* st
     return norm->forward(x);
   }
   for (const auto& layer : *layers) std::tie(x, delta) = layer->as<LlamaDecoderLayer>()->forward(x, delta, f, i++);
-  return norm->add_forward(x, delta, kernels).second;
+  return norm->add_forward(x, delta, kernels, kernels).second;  // read by the output layer's product alone
 }
 
 std::vector<torch::nn::Module*> LlamaModelImpl::blocks() {

@@ -73,8 +73,11 @@ struct LlamaRMSNormImpl : torch::nn::Module {
   LlamaRMSNormImpl(std::int64_t width, double eps);
   torch::Tensor forward(const torch::Tensor& x);
   // (x + delta, the norm of x + delta): the residual stream's add and this norm, one CUDA kernel
-  // where fused_ops.h can (delta undefined: (x, the norm of x)).
-  std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& delta, bool kernels);
+  // where fused_ops.h can (delta undefined: (x, the norm of x)). `to_products`: only products read
+  // the norm, so under autocast it is written in their type (fused::autocast_product_type), once,
+  // where each product would cast a float output.
+  std::pair<torch::Tensor, torch::Tensor> add_forward(const torch::Tensor& x, const torch::Tensor& delta, bool kernels,
+                                                      bool to_products = false);
   torch::Tensor weight;
   double eps;
 };
@@ -99,6 +102,11 @@ struct LlamaAttentionImpl : torch::nn::Module {
   // keeps Hugging Face's names), one GEMM instead of three. Undone by anything that moves the
   // weights (the forward then runs them apart); a no-op while in place.
   void fuse_projections();
+  // Whether q, k and v run as one product of their weights concatenated (with the kernels, no
+  // adapter, no cache step; in training too, where fuse_projections' views would take no gradient):
+  // one input gradient, which the norm before them takes in the products' type, and under tensor
+  // parallelism one all-reduce of it instead of three.
+  bool joins_projections(const LlamaForward& f) const;
   // Tensor parallelism: keeps this rank's query heads and key/value heads (q, k and v's rows of
   // them, o's columns). Training only: generation's KV cache holds the whole model's heads.
   void split(std::shared_ptr<parallel::TensorParallel> group);
@@ -114,6 +122,9 @@ struct LlamaMLPImpl : torch::nn::Module {
   explicit LlamaMLPImpl(const LlamaConfig& c);
   torch::Tensor forward(const torch::Tensor& x, bool kernels = false);
   void fuse_projections();  // gate and up in one matrix, as the attention's q, k, v
+  // Whether gate and up read their input once (with the kernels, no adapter): one input gradient, and
+  // under tensor parallelism one all-reduce of it instead of two.
+  bool joins_projections(bool kernels) const;
   // Tensor parallelism: this rank's intermediate units (gate and up's rows, down's columns).
   void split(std::shared_ptr<parallel::TensorParallel> group);
   parallel::ColumnParallelLinear gate_proj{nullptr}, up_proj{nullptr};

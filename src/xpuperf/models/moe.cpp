@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "xpuperf/models/fused_ops.h"
+
 namespace xpuperf::models {
 
 namespace {
@@ -130,7 +132,7 @@ torch::Tensor load_balancing_loss(const torch::Tensor& probabilities, const torc
   return (share * probabilities.to(torch::kFloat).mean(0).unsqueeze(0)).sum() * static_cast<double>(experts);
 }
 
-torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x) {
+torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x, bool kernels) {
   const auto sizes = x.sizes().vec();
   const auto hidden = x.size(-1), experts = config.experts, k = config.top_k;
   const auto flat = x.reshape({-1, hidden});
@@ -168,7 +170,8 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x) {
   // Under expert parallelism this rank's experts take their buffers from every rank of the group.
   const auto buffers = buffer.view({experts, capacity, hidden});
   const auto in = ep_ ? ep_->dispatch(buffers) : buffers;
-  const auto units = torch::silu(torch::bmm(in, w_gate.transpose(1, 2))) * torch::bmm(in, w_up.transpose(1, 2));
+  const auto units =
+      fused::silu_mul(torch::bmm(in, w_gate.transpose(1, 2)), torch::bmm(in, w_up.transpose(1, 2)), kernels);
   const auto outputs = torch::bmm(units, w_down.transpose(1, 2));
   const auto out = (ep_ ? ep_->combine(outputs) : outputs).reshape({experts * capacity, hidden});
   const auto weighted =

@@ -39,7 +39,8 @@ struct MoeConfig {
 
 struct SparseMoeBlockImpl : torch::nn::Module {
   SparseMoeBlockImpl(std::int64_t hidden, std::int64_t intermediate, const MoeConfig& c);
-  torch::Tensor forward(const torch::Tensor& x);  // (..., hidden)
+  // (..., hidden); kernels: the experts' SiLU(gate) × up as fused_ops.h's kernel with its backward.
+  torch::Tensor forward(const torch::Tensor& x, bool kernels = false);
   // The dense reference: every token through its experts one by one (tests; no capacity).
   torch::Tensor forward_per_token(const torch::Tensor& x);
   // sigmoid(shared_expert_gate(x)) × the shared expert's SwiGLU of x (rows, hidden).

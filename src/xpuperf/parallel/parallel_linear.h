@@ -55,6 +55,9 @@ class ColumnParallelLinearImpl : public torch::nn::LinearImpl, public TensorPara
   void split(std::shared_ptr<TensorParallel> tp, std::int64_t blocks = 1);
   std::vector<torch::Tensor> split_parameters() const override;
   bool is_split() const { return tp_ != nullptr; }
+  // The group it is split over (null: whole). Layers that read one input and share a group may run
+  // as one product after one copy_in (one all-reduce of the input's gradient instead of one each).
+  TensorParallel* group() const { return tp_.get(); }
 
  private:
   std::shared_ptr<TensorParallel> tp_;

@@ -387,6 +387,54 @@ __global__ void __launch_bounds__(kGeluColumns* kGeluRows)
   }
 }
 
+// Where head h of token row `row` (batch × tokens + token) of a joined q/k/v lives in q, k or v.
+template <typename P>
+__device__ P* rotary_head(P* q, P* k, P* v, std::int64_t row, std::int64_t h, const RotaryShape& s) {
+  if (h < s.heads) return q + (row * s.heads + h) * s.head_dim;
+  if (h < s.heads + s.kv_heads) return k + (row * s.kv_heads + h - s.heads) * s.head_dim;
+  return v + (row * s.kv_heads + h - s.heads - s.kv_heads) * s.head_dim;
+}
+
+// Rotary positions for training, a thread a pair (i, i + half) of a head's row at a time: forward
+// (kForward: qkv into q, k, v) or backward (q's, k's, v's gradients into qkv's). T: qkv's type; C: the
+// tables'.
+template <typename T, typename C, bool kForward>
+__global__ void rotary_kernel(const T* __restrict__ from_qkv, const T* __restrict__ from_q,
+                              const T* __restrict__ from_k, const T* __restrict__ from_v, const C* __restrict__ cos,
+                              const C* __restrict__ sin, T* __restrict__ to_q, T* __restrict__ to_k,
+                              T* __restrict__ to_v, T* __restrict__ to_qkv, RotaryShape s) {
+  const std::int64_t half = s.head_dim / 2, stacked = s.heads + 2 * s.kv_heads;
+  const std::int64_t total = s.batch * s.tokens * stacked * half;
+  for (std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t i = idx % half, h = idx / half % stacked, row = idx / (half * stacked);
+    const std::int64_t joined = (row * stacked + h) * s.head_dim;
+    const T* src = kForward ? from_qkv + joined : rotary_head(from_q, from_k, from_v, row, h, s);
+    T* dst = kForward ? rotary_head(to_q, to_k, to_v, row, h, s) : to_qkv + joined;
+    if (h >= s.heads + s.kv_heads) {  // v, and its gradient, as they are
+      dst[i] = src[i];
+      dst[i + half] = src[i + half];
+      continue;
+    }
+    const std::int64_t b = row / s.tokens,
+                       table = ((s.cos_batch == 1 ? 0 : b) * s.tokens + row % s.tokens) * s.head_dim;
+    const float c1 = to_float(cos[table + i]), c2 = to_float(cos[table + i + half]);
+    const float s1 = to_float(sin[table + i]), s2 = to_float(sin[table + i + half]);
+    const float a1 = to_float(src[i]), a2 = to_float(src[i + half]);
+    // The products ATen rounds on their own are __fmul_rn, which the compiler does not merge into a
+    // multiply-add.
+    if (kForward) {
+      // ATen's x × cos rounded to the tables' type, then addcmul's multiply-add of roll(x) × sin.
+      dst[i] = from_float<T>(fmaf(a2, s1, rounded<C>(__fmul_rn(a1, c1))));
+      dst[i + half] = from_float<T>(fmaf(a1, s2, rounded<C>(__fmul_rn(a2, c2))));
+    } else {
+      // x1 reaches y1 through cos and y2 through the roll (y2 = x2 × c2 + x1 × s2); x2 the other way.
+      dst[i] = from_float<T>(rounded<T>(__fmul_rn(a1, c1)) + rounded<T>(__fmul_rn(a2, s2)));
+      dst[i + half] = from_float<T>(rounded<T>(__fmul_rn(a2, c2)) + rounded<T>(__fmul_rn(a1, s1)));
+    }
+  }
+}
+
 // Calls f with null pointers of x's and delta's CUDA types: float x with any delta, or both of one
 // half type. Returns false for another pair.
 template <typename F>
@@ -476,19 +524,17 @@ std::int64_t bias_gelu_backward_blocks(Element type, std::int64_t rows, std::int
 
 namespace {
 
-// Calls f with a null pointer of the output's CUDA type: X's, or (kDelta: LayerNorm's, the only norm
-// given another) D's (for_norm_types' pair). Returns false for another type.
-template <typename X, typename D, bool kDelta, typename F>
+// Calls f with a null pointer of the output's CUDA type: X's, or D's (for_norm_types' pair). Returns
+// false for another type.
+template <typename X, typename D, typename F>
 bool for_out_type(Element out_type, Element x_type, Element delta_type, F&& f) {
   if (out_type == x_type) {
     f(static_cast<X*>(nullptr));
     return true;
   }
-  if constexpr (kDelta) {
-    if (out_type == delta_type) {
-      f(static_cast<D*>(nullptr));
-      return true;
-    }
+  if (out_type == delta_type) {
+    f(static_cast<D*>(nullptr));
+    return true;
   }
   return false;
 }
@@ -505,7 +551,7 @@ const char* norm_forward(Element x_type, Element delta_type, Element out_type, c
     using X = std::remove_pointer_t<decltype(x_tag)>;
     using D = std::remove_pointer_t<decltype(d_tag)>;
     const std::int64_t packs = width / Pack<X>::kSize;
-    out_known = for_out_type<X, D, kLayer>(out_type, x_type, delta_type, [&](auto* o_tag) {
+    out_known = for_out_type<X, D>(out_type, x_type, delta_type, [&](auto* o_tag) {
       using O = std::remove_pointer_t<decltype(o_tag)>;
       for_packs(packs, [&](auto p) {
         norm_forward_kernel<X, D, O, decltype(p)::value, kLayer>
@@ -534,7 +580,7 @@ const char* norm_backward(Element x_type, Element delta_type, Element out_type, 
     using X = std::remove_pointer_t<decltype(x_tag)>;
     using D = std::remove_pointer_t<decltype(d_tag)>;
     const std::int64_t packs = width / Pack<X>::kSize;
-    out_known = for_out_type<X, D, kLayer>(out_type, x_type, delta_type, [&](auto* o_tag) {
+    out_known = for_out_type<X, D>(out_type, x_type, delta_type, [&](auto* o_tag) {
       using O = std::remove_pointer_t<decltype(o_tag)>;
       for_packs(packs, [&](auto p) {
         norm_backward_kernel<X, D, O, decltype(p)::value, kLayer>
@@ -552,18 +598,18 @@ const char* norm_backward(Element x_type, Element delta_type, Element out_type, 
 
 }  // namespace
 
-const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
-                             void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
-                             const DeltaDropout* dropout, void* stream) {
-  return norm_forward<false>(x_type, delta_type, x_type, x, delta, weight, nullptr, sum, out, nullptr, nullptr, rstd,
+const char* rms_norm_forward(Element x_type, Element delta_type, Element out_type, const void* x, const void* delta,
+                             const void* weight, void* sum, void* out, float* rstd, std::int64_t rows,
+                             std::int64_t width, float eps, const DeltaDropout* dropout, void* stream) {
+  return norm_forward<false>(x_type, delta_type, out_type, x, delta, weight, nullptr, sum, out, nullptr, nullptr, rstd,
                              rows, width, eps, dropout, stream);
 }
 
-const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
-                              const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
-                              void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
-                              const DeltaDropout* dropout, void* stream) {
-  return norm_backward<false>(x_type, delta_type, x_type, input, weight, nullptr, rstd, grad_out, nullptr, grad_sum,
+const char* rms_norm_backward(Element x_type, Element delta_type, Element out_type, const void* input,
+                              const void* weight, const float* rstd, const void* grad_out, const void* grad_sum,
+                              void* grad_x, void* grad_delta, float* weight_partials, std::int64_t rows,
+                              std::int64_t width, const DeltaDropout* dropout, void* stream) {
+  return norm_backward<false>(x_type, delta_type, out_type, input, weight, nullptr, rstd, grad_out, nullptr, grad_sum,
                               grad_x, grad_delta, weight_partials, nullptr, rows, width, dropout, stream);
 }
 
@@ -643,6 +689,46 @@ const char* bias_gelu_backward(Element type, const void* h, const void* bias, co
       launch(bias_gelu_backward_kernel<T, Gelu::Erf>);
   });
   return launch_error();
+}
+
+namespace {
+
+// The rotary kernel over all (batch, token, head, pair) of the shape, for qkv's type and the tables'.
+template <bool kForward>
+const char* launch_rotary(Element type, Element table_type, const RotaryShape& shape, const void* from_qkv,
+                          const void* from_q, const void* from_k, const void* from_v, const void* cos,
+                          const void* sin_signed, void* to_q, void* to_k, void* to_v, void* to_qkv, void* stream) {
+  if (shape.head_dim % 2 != 0) return "rotary positions need an even head_dim";
+  const std::int64_t pairs = shape.batch * shape.tokens * (shape.heads + 2 * shape.kv_heads) * (shape.head_dim / 2);
+  if (pairs == 0) return nullptr;
+  constexpr int kThreads = 256;
+  const auto blocks = static_cast<unsigned>(std::clamp<std::int64_t>((pairs + kThreads - 1) / kThreads, 1, 1 << 20));
+  // for_norm_types' pairs with the tables first: float tables with any qkv, or both of one half type.
+  const bool known = for_norm_types(table_type, type, [&](auto* c_tag, auto* t_tag) {
+    using C = std::remove_pointer_t<decltype(c_tag)>;
+    using T = std::remove_pointer_t<decltype(t_tag)>;
+    rotary_kernel<T, C, kForward><<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(from_qkv), static_cast<const T*>(from_q), static_cast<const T*>(from_k),
+        static_cast<const T*>(from_v), static_cast<const C*>(cos), static_cast<const C*>(sin_signed),
+        static_cast<T*>(to_q), static_cast<T*>(to_k), static_cast<T*>(to_v), static_cast<T*>(to_qkv), shape);
+  });
+  if (!known) return "the rotary tables' type must be qkv's, or float";
+  return launch_error();
+}
+
+}  // namespace
+
+const char* rotary_forward(Element type, Element table_type, const RotaryShape& shape, const void* qkv, const void* cos,
+                           const void* sin_signed, void* q, void* k, void* v, void* stream) {
+  return launch_rotary<true>(type, table_type, shape, qkv, nullptr, nullptr, nullptr, cos, sin_signed, q, k, v, nullptr,
+                             stream);
+}
+
+const char* rotary_backward(Element type, Element table_type, const RotaryShape& shape, const void* grad_q,
+                            const void* grad_k, const void* grad_v, const void* cos, const void* sin_signed,
+                            void* grad_qkv, void* stream) {
+  return launch_rotary<false>(type, table_type, shape, nullptr, grad_q, grad_k, grad_v, cos, sin_signed, nullptr,
+                              nullptr, nullptr, grad_qkv, stream);
 }
 
 }  // namespace xpuperf::models::kernels

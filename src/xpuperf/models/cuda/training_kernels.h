@@ -31,25 +31,27 @@ std::int64_t max_rms_norm_width(Element x_type);
 
 // sum = x + delta (delta null: no add, sum untouched; delta may be of another type than x when x is
 // float: bf16 or half projections added to an fp32 residual stream, as under autocast), rounded to
-// x's type as ATen's add leaves it, after `dropout` on delta when given (null: none); out = weight × RMSNorm(sum) in
-// x's type (the normalised row rounded to x's type before the weight multiplies it, Hugging Face's LlamaRMSNorm);
-// rstd[row] = 1 / the row's root mean square plus eps, in float, for backward. weight in x's type. Pointers 16-byte
-// aligned, width a multiple of pack_elements(x_type) and at most max_rms_norm_width.
-const char* rms_norm_forward(Element x_type, Element delta_type, const void* x, const void* delta, const void* weight,
-                             void* sum, void* out, float* rstd, std::int64_t rows, std::int64_t width, float eps,
-                             const DeltaDropout* dropout, void* stream);
+// x's type as ATen's add leaves it, after `dropout` on delta when given (null: none); out = weight × RMSNorm(sum)
+// (the normalised row rounded to x's type before the weight multiplies it, Hugging Face's LlamaRMSNorm), rounded
+// to out_type: x's, or delta's (with x float: the bf16 or half input of the next products under autocast, written
+// once instead of a float output and its casts; without delta, delta_type names it); rstd[row] = 1 / the row's
+// root mean square plus eps, in float, for backward. weight in x's type. Pointers 16-byte aligned, width a
+// multiple of pack_elements(x_type) and at most max_rms_norm_width.
+const char* rms_norm_forward(Element x_type, Element delta_type, Element out_type, const void* x, const void* delta,
+                             const void* weight, void* sum, void* out, float* rstd, std::int64_t rows,
+                             std::int64_t width, float eps, const DeltaDropout* dropout, void* stream);
 
-// The gradients of rms_norm_forward: from grad_out (x's type) and grad_sum (the gradient reaching sum
+// The gradients of rms_norm_forward: from grad_out (out_type) and grad_sum (the gradient reaching sum
 // from later layers, x's type; null: none), grad_x = grad_sum + the norm's gradient, in x's type, the
 // same in delta's type into grad_delta (null: not wanted), and weight_partials (blocks × width, float)
 // the weight's gradient summed over each block's rows (the caller adds the blocks' rows). `input` is
 // sum (or x without delta). blocks: rms_norm_backward_blocks(rows). With the forward's `dropout`,
 // grad_delta is dropout's gradient: grad_x × keep / (1 − p).
 std::int64_t rms_norm_backward_blocks(std::int64_t rows);
-const char* rms_norm_backward(Element x_type, Element delta_type, const void* input, const void* weight,
-                              const float* rstd, const void* grad_out, const void* grad_sum, void* grad_x,
-                              void* grad_delta, float* weight_partials, std::int64_t rows, std::int64_t width,
-                              const DeltaDropout* dropout, void* stream);
+const char* rms_norm_backward(Element x_type, Element delta_type, Element out_type, const void* input,
+                              const void* weight, const float* rstd, const void* grad_out, const void* grad_sum,
+                              void* grad_x, void* grad_delta, float* weight_partials, std::int64_t rows,
+                              std::int64_t width, const DeltaDropout* dropout, void* stream);
 
 // The same for LayerNorm with a bias, as ATen's layer_norm computes it: out = weight × (sum − mean) ×
 // rstd + bias in float, rounded once to out_type; mean[row] and rstd[row] kept for backward. out_type is
@@ -78,6 +80,24 @@ const char* layer_norm_backward(Element x_type, Element delta_type, Element out_
 const char* silu_mul_forward(Element type, const void* gate, const void* up, void* out, std::int64_t n, void* stream);
 const char* silu_mul_backward(Element type, const void* gate, const void* up, const void* grad_out, void* grad_gate,
                               void* grad_up, std::int64_t n, void* stream);
+
+// Rotary positions on one projection's q, k and v for training (Llama's joined q/k/v product):
+// qkv (batch, tokens, heads + 2 kv_heads, head_dim) gives q (batch, tokens, heads, head_dim) and k
+// (…, kv_heads, …) rotated, x × cos + roll(x, half) × sin_signed over the head width, and v copied,
+// each contiguous in qkv's type; the tables cos and sin_signed (cos_batch, tokens, head_dim), cos_batch
+// 1 or batch, in qkv's type or float (autocast's fp32 tables). As ATen computes it: x × cos rounded to
+// the tables' type, then one rounding of the sum (to float, then to qkv's type, as autocast's cast of
+// the float result). The backward writes qkv's gradient from q's, k's and v's: each of a rotated
+// element's two terms (through x × cos and through the roll) rounded to qkv's type, then their sum, as
+// autograd adds ATen's; v's copied. head_dim even.
+struct RotaryShape {
+  std::int64_t batch = 0, tokens = 0, heads = 0, kv_heads = 0, head_dim = 0, cos_batch = 1;
+};
+const char* rotary_forward(Element type, Element table_type, const RotaryShape& shape, const void* qkv, const void* cos,
+                           const void* sin_signed, void* q, void* k, void* v, void* stream);
+const char* rotary_backward(Element type, Element table_type, const RotaryShape& shape, const void* grad_q,
+                            const void* grad_k, const void* grad_v, const void* cos, const void* sin_signed,
+                            void* grad_qkv, void* stream);
 
 // GELU's two forms: the tanh approximation (GPT-2's "gelu_new") and the exact one with erf (BERT's,
 // ViT's).
