@@ -89,6 +89,37 @@ TEST(Switches, ForeachOptimizerStepGivesTheReferenceLoss) {
   }
 }
 
+// The multi-tensor step leaves the gradients none, as torch.optim's zero_grad does, and a parameter
+// that had a gradient in the first step and has none later steps on zeros, as it did on a zeroed one.
+TEST(Switches, TheMultiTensorStepLeavesGradientsNoneAndStepsAMissingOneOnZeros) {
+  torch::manual_seed(3);
+  auto a = torch::randn({5}).requires_grad_(), b = torch::randn({4}).requires_grad_();
+  auto ra = a.detach().clone().requires_grad_(), rb = b.detach().clone().requires_grad_();
+  torch::optim::AdamW reference({ra, rb}, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+  const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.01\nweight_decay: 0.1\n");
+  auto ours = make_optimizer(cfg, {a, b}, {}, OptimizerImpl::Foreach);
+  for (int step = 0; step < 3; ++step) {
+    ours->zero_grad();
+    for (auto* p : {&ra, &rb})
+      if (p->grad().defined()) p->mutable_grad().zero_();
+    EXPECT_FALSE(a.grad().defined()) << "step " << step;
+    const auto ga = torch::randn({5});
+    a.mutable_grad() = ga.clone(), ra.mutable_grad() = ga.clone();
+    if (step == 0) {  // b takes part in the first step only
+      const auto gb = torch::randn({4});
+      b.mutable_grad() = gb.clone(), rb.mutable_grad() = gb.clone();
+    }
+    ours->step();
+    reference.step();
+    EXPECT_TRUE(torch::allclose(a.detach(), ra.detach(), 1e-6, 1e-7)) << "step " << step;
+    EXPECT_TRUE(torch::allclose(b.detach(), rb.detach(), 1e-6, 1e-7)) << "step " << step;
+  }
+  // A parameter without a gradient in the first step is an error, as before.
+  auto c = torch::randn({3}).requires_grad_();
+  auto fresh = make_optimizer(cfg, {c}, {}, OptimizerImpl::Foreach);
+  EXPECT_THROW(fresh->step(), c10::Error);
+}
+
 // ZeRO-Offload's host Adam (offload_optimizer.h) is torch::optim's update: 20 steps, 1e-5.
 TEST(Switches, TheOffloadedOptimizerGivesTheReferenceLoss) {
   for (const char* optimizer : {"adam", "adamw"}) {

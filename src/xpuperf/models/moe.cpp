@@ -158,11 +158,20 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x, bool kernels) 
           : std::max<std::int64_t>(1, one_hot.sum(1).max().item<std::int64_t>());
   // The exchanged buffers are one size on every rank of the group.
   if (ep_) capacity = ep_->max_over_group(capacity, flat.options());
-  const auto kept = (place < capacity).nonzero().squeeze(1);
   routed = tokens * k;
-  dropped = routed - kept.size(0);
-  const auto token_of = torch::arange(tokens, expert_of.options()).repeat_interleave(k).index_select(0, kept);
-  const auto slot = (expert_of * capacity + place).index_select(0, kept);
+  auto token_of = torch::arange(tokens, expert_of.options()).repeat_interleave(k);
+  auto slot = expert_of * capacity + place;
+  auto pair_weights = weights.reshape({-1});
+  dropped = 0;
+  // Without a capacity factor the capacity is the largest expert's count and every pair is kept: no
+  // second wait for the device to say which.
+  if (config.capacity_factor > 0) {
+    const auto kept = (place < capacity).nonzero().squeeze(1);
+    dropped = routed - kept.size(0);
+    token_of = token_of.index_select(0, kept);
+    slot = slot.index_select(0, kept);
+    pair_weights = pair_weights.index_select(0, kept);
+  }
 
   // The experts as three batched products over (experts, capacity, ·) buffers.
   const auto buffer =
@@ -174,8 +183,7 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x, bool kernels) 
       fused::silu_mul(torch::bmm(in, w_gate.transpose(1, 2)), torch::bmm(in, w_up.transpose(1, 2)), kernels);
   const auto outputs = torch::bmm(units, w_down.transpose(1, 2));
   const auto out = (ep_ ? ep_->combine(outputs) : outputs).reshape({experts * capacity, hidden});
-  const auto weighted =
-      out.index_select(0, slot) * weights.reshape({-1}).index_select(0, kept).unsqueeze(1).to(out.scalar_type());
+  const auto weighted = out.index_select(0, slot) * pair_weights.unsqueeze(1).to(out.scalar_type());
   auto y = torch::zeros({tokens, hidden}, weighted.options()).index_add(0, token_of, weighted);
   if (shared_expert_gate) y = y + shared_expert(flat).to(y.scalar_type());
   return y.view(sizes);

@@ -99,10 +99,11 @@ class MultiTensorOptimizer : public StepOptimizer {
     if (!groups.no_decay.empty()) groups_.push_back(GroupState{groups.no_decay, 0.0, {}, {}, {}});
   }
   void set_lr(double lr) override { lr_ = lr; }
+  // Gradients to none, as torch.optim's zero_grad does: the next backward's gradient becomes .grad as
+  // autograd made it, where a zeroed .grad costs a fill and an add of every weight each step.
   void zero_grad() override {
     for (auto& g : groups_)
-      for (auto& p : g.params)
-        if (p.grad().defined()) p.mutable_grad().zero_();
+      for (auto& p : g.params) p.mutable_grad() = torch::Tensor();
   }
   void step() override { step_unless(torch::Tensor()); }
   bool skips_on_device() const override { return fused_ && h_.name != "sgd"; }
@@ -111,8 +112,12 @@ class MultiTensorOptimizer : public StepOptimizer {
     torch::NoGradGuard no_grad;
     ++step_;
     for (auto& g : groups_) {
-      for (const auto& p : g.params)
+      for (auto& p : g.params) {
+        // A parameter that took part in the first step and not in this one steps on a zero gradient, as
+        // it did when zero_grad zeroed the gradients.
+        if (!p.grad().defined() && step_ > 1) p.mutable_grad() = torch::zeros_like(p);
         TORCH_CHECK(p.grad().defined(), "a parameter has no gradient: every parameter must take part in the loss");
+      }
       if (h_.name == "sgd")
         sgd(g);
       else
