@@ -8,13 +8,18 @@
 # The host keeps 14 bytes a parameter with offload (fp32 master and moments, the bf16 exchange
 # buffer): a size the host's memory cannot hold is skipped, and said so.
 # Usage: bench/offload_capacity.sh [HARDWARE]   (on an NVIDIA GPU machine, after building)
-# SIZES=1b,3b,8b,8b-40l STEPS=8 BATCH=8 pick the sizes (below), the steps and the sequences a step;
-# HOST_KIB: the host memory to plan for (default: the kernel's MemAvailable).
+# SIZES=1b,3b,8b,8b-40l STEPS=8 BATCH=8 ACCUM=1 pick the sizes (below), the steps, the sequences a
+# micro-batch and the micro-batches a step (gradient accumulation on every row: the host's update,
+# once a step, is then spread over ACCUM times the device's work, as ZeRO-Offload's large batches do);
+# HOST_KIB: the host memory to plan for (default: the kernel's MemAvailable). The overlapped rows run
+# 10 steps more and time only their overlapped steps: offload_overlap keeps its first 10 synchronous.
+# Each offload row also gives the host's update a step (FINISHED's offload_host_update_s) and its rate.
 set -euo pipefail
 hardware=${1:-H100}
 sizes=${SIZES:-1b,3b,8b,8b-40l}
 steps=${STEPS:-8}
 batch=${BATCH:-8}
+accum=${ACCUM:-1}
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -44,26 +49,37 @@ shape() {  # size → its --set lines and parameter count (the llama case's READ
 
 host_kib=${HOST_KIB:-$(awk '/MemAvailable/ {print $2}' /proc/meminfo)}
 
+synchronous=10  # offload_overlap's synchronous steps (offload_optimizer.h)
+
 run() {  # size label --set ... → one JSON line
   local size=$1 label=$2
   shift 2
   local args=()
   for s in "$@"; do args+=(--set "$s"); done
-  local out="$work/$size.$label.out"
+  local out="$work/$size.$label.out" total=$steps skip=1
+  if [[ $label == *overlap* ]]; then
+    total=$((steps + synchronous))
+    skip=$((synchronous + 1))  # the first overlapped step's update has not yet been waited for
+  fi
   "$xpuperf" train --case llama --vendor nvidia --hardware "$hardware" --set synthetic_data=true \
-    --set synthetic_tokens=4194304 --set max_steps="$steps" --set log_freq=1 --set eval_interval_steps=0 \
-    --set train_batch_size="$batch" --set activation_checkpointing=true "${args[@]}" > "$out" 2>&1 || true
+    --set synthetic_tokens=4194304 --set max_steps="$total" --set log_freq=1 --set eval_interval_steps=0 \
+    --set train_batch_size="$batch" --set global_batch_size=$((batch * accum)) --set activation_checkpointing=true \
+    "${args[@]}" > "$out" 2>&1 || true
   # Out of device memory is a finding; a run that stopped otherwise without a step is a failure.
   grep -qi "out of memory" "$out" || bench_expect_steps "$out" "$size $label"
-  PYTHONPATH="$here" python3 - "$out" "$size" "$label" <<'PY'
+  PYTHONPATH="$here" python3 - "$out" "$size" "$label" "$skip" <<'PY'
 import json, sys
 from perflog import events, steady
 steps, fin, _ = events(sys.argv[1])
 text = open(sys.argv[1]).read()
 oom = "out of memory" in text.lower() or "OutOfMemoryError" in text
 print(json.dumps({"size": sys.argv[2], "label": sys.argv[3], "oom": oom and len(steps) < 2,
-                  "tokens_per_s": steady(steps, "tokens_per_second"),
-                  "peak_mib": fin.get("peak_device_memory_mib", 0)}))
+                  "tokens_per_s": steady(steps, "tokens_per_second", int(sys.argv[4])),
+                  "peak_mib": fin.get("peak_device_memory_mib", 0),
+                  "host_update_s": fin.get("offload_host_update_s", 0),
+                  "host_parameters_per_s": fin.get("offload_host_parameters_per_s", 0),
+                  "host_threads": fin.get("offload_host_threads", 0),
+                  "overlap_wait_s": fin.get("offload_overlap_wait_s")}))
 PY
 }
 
@@ -83,11 +99,12 @@ for size in "${list[@]}"; do
     >> "$work/rows.jsonl"
 done
 
-python3 - "$work/rows.jsonl" "$sizes" "$host_kib" "$batch" <<'PY'
+python3 - "$work/rows.jsonl" "$sizes" "$host_kib" "$batch" "$accum" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 order = sys.argv[2].split(",")
-print(f"\nhost memory available: {int(sys.argv[3]) / 2**20:.0f} GiB; {sys.argv[4]} sequences of 2,048 tokens a step\n")
+print(f"\nhost memory available: {int(sys.argv[3]) / 2**20:.0f} GiB; {sys.argv[4]} sequences of 2,048 tokens a "
+      f"micro-batch, {sys.argv[5]} micro-batch(es) a step\n")
 print("| size | optimizer on the GPU | offload | offload, overlapped | overlapped ÷ on the GPU |")
 print("| --- | --- | --- | --- | ---: |")
 def cell(r):
@@ -99,7 +116,13 @@ def cell(r):
         return "out of device memory"
     if not r["tokens_per_s"]:
         return "failed (see its log)"
-    return f"{r['tokens_per_s']:,.0f} tokens/s, {r['peak_mib']:,.0f} MiB"
+    text = f"{r['tokens_per_s']:,.0f} tokens/s, {r['peak_mib']:,.0f} MiB"
+    if r.get("host_update_s"):
+        text += (f"; host update {r['host_update_s']:.2f} s a step "
+                 f"({r['host_parameters_per_s'] / 1e9:.2f} G parameters/s, {r['host_threads']} threads)")
+    if r.get("overlap_wait_s") is not None:
+        text += f", {r['overlap_wait_s']:.2f} s of it waited for"
+    return text
 largest = {}
 for size in order:
     by = {r["label"]: r for r in rows if r["size"] == size}

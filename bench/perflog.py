@@ -20,7 +20,8 @@ def events(path):
     return steps, finished, evaluations
 
 
-def steady(steps, key):
-    """The mean of `key` over the STEP_ENDs after the first (the first holds the warm-up); 0 without them."""
-    values = [s.get(key, 0) for s in steps[1:]]
+def steady(steps, key, skip=1):
+    """The mean of `key` over the STEP_ENDs after the first `skip` (the first holds the warm-up); 0 without
+    them."""
+    values = [s.get(key, 0) for s in steps[skip:]]
     return sum(values) / len(values) if values else 0

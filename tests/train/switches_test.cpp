@@ -166,6 +166,14 @@ TEST(Switches, AnOverlappedOffloadUpdateReachesTheWeightsAtTheFlush) {
     offload->flush();
     EXPECT_TRUE(torch::allclose(p.detach(), q.detach(), 1e-6, 1e-6)) << "step " << step;
   }
+  // FINISHED says where the host's time went: each update's seconds and rate, and the steps' waits.
+  nlohmann::json finished;
+  offload->describe(finished);
+  EXPECT_GT(finished.value("offload_host_update_s", 0.0), 0.0);
+  EXPECT_NEAR(finished.value("offload_host_parameters_per_s", 0.0) * finished.value("offload_host_update_s", 0.0),
+              300.0, 1e-6);
+  EXPECT_GE(finished.value("offload_host_threads", 0), 1);
+  EXPECT_GE(finished.value("offload_overlap_wait_s", -1.0), 0.0);
 }
 
 // The host update of a bf16 parameter: the same arithmetic as the float one on the gradient's bf16

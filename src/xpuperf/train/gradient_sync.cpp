@@ -50,6 +50,7 @@ class DataParallelSync : public GradientSync {
   void step(const torch::Tensor& found_inf) override { optimizer_->step_unless(found_inf); }
   bool skips_on_device() override { return optimizer_->skips_on_device(); }
   void describe(nlohmann::json& finished) const override {
+    optimizer_->describe(finished);
     if (!groups_.ep) return;
     std::int64_t held = 0;
     for (const auto& p : split_.experts) held += p.numel();
@@ -119,6 +120,7 @@ class ZeroSync : public GradientSync {
   }
   void gather_all() override { zero_->gather_all(); }
   void describe(nlohmann::json& finished) const override {
+    optimizer_->describe(finished);
     finished["zero_owned_parameters"] = zero_->owned_elements();
   }
 

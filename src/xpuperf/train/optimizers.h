@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ class StepOptimizer {
   // Applies an update still running beside the next step (offload_overlap), so that the weights are
   // the ones every step so far gives: before an evaluation, a checkpoint, the end of a run.
   virtual void flush() {}
+  // What FINISHED says of it (offload: where its host time went).
+  virtual void describe(nlohmann::json& finished) const { (void)finished; }
 };
 
 // The optimizer a config asks for (`optimizer`: sgd, adam, adamw; lr, momentum, weight_decay,
