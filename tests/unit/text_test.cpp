@@ -142,6 +142,42 @@ TEST(Llama3Bpe, TheExpressionCutsAsTheReferenceDoes) {
   EXPECT_EQ(pieces(" ++y"), (V{" ++", "y"}));
 }
 
+// tiktoken's rule on a vocabulary of our own: a piece that is a token is that token (keys longer
+// than the 8 bytes the index keeps inline, and keys with a NUL, among them); otherwise adjacent tokens
+// merge when their concatenation is a token, the lowest id first.
+TEST(Llama3Bpe, ATiktokenVocabularyMergesByConcatenation) {
+  const auto base64 = [](const std::string& bytes) {
+    static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    for (std::size_t i = 0; i < bytes.size(); i += 3) {
+      std::uint32_t n = static_cast<unsigned char>(bytes[i]) << 16;
+      if (i + 1 < bytes.size()) n |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+      if (i + 2 < bytes.size()) n |= static_cast<unsigned char>(bytes[i + 2]);
+      out += alphabet[(n >> 18) & 63];
+      out += alphabet[(n >> 12) & 63];
+      out += i + 1 < bytes.size() ? alphabet[(n >> 6) & 63] : '=';
+      out += i + 2 < bytes.size() ? alphabet[n & 63] : '=';
+    }
+    return out;
+  };
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
+  for (const char* t : {"cd", "ab", "abcd", "abcdefghij", "bc"}) tokens.emplace_back(t);
+  tokens.emplace_back(std::string("x\0y", 3));
+  std::string file;
+  for (std::size_t id = 0; id < tokens.size(); ++id) file += base64(tokens[id]) + " " + std::to_string(id) + "\n";
+  test::TempDir dir;
+  dir.write("tiny.model", file);
+  auto bpe = ByteBpe::load_tiktoken(dir.path() + "/tiny.model");
+  EXPECT_EQ(bpe.encode("abcdefghij"), (std::vector<std::int32_t>{259}));  // a whole token of 10 bytes
+  // "ab" (257) and "cd" (256): "abcd" (258) is their concatenation; "bc" (260) ranks after "ab".
+  EXPECT_EQ(bpe.encode("abcdefghik"), (std::vector<std::int32_t>{258, 'e', 'f', 'g', 'h', 'i', 'k'}));
+  EXPECT_EQ(bpe.encode("abc"), (std::vector<std::int32_t>{257, 'c'}));
+  EXPECT_EQ(bpe.id_of(std::string("x\0y", 3)), 261);
+  EXPECT_EQ(bpe.id_of(std::string("x\0z", 3)), -1);
+  EXPECT_EQ(bpe.id_of("abcdefghik"), -1);
+}
+
 TEST(Llama3Bpe, FilesOfTheWrongKindAreNamed) {
   test::TempDir dir;
   dir.write("sentencepiece.model", std::string("\x0a\x0e\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02", 16));
@@ -158,6 +194,16 @@ TEST(Llama3Bpe, FilesOfTheWrongKindAreNamed) {
   EXPECT_NE(error_of([&] {
               ByteBpe::load_tiktoken(dir.path() + "/few.model");
             }).find("few.model: byte 0x00 has no token: not a byte-level BPE vocabulary"),
+            std::string::npos);
+  dir.write("repeat.model", "IQ== 0\nIQ== 1\n");
+  EXPECT_NE(error_of([&] {
+              ByteBpe::load_tiktoken(dir.path() + "/repeat.model");
+            }).find("repeat.model: line 2 repeats an earlier token"),
+            std::string::npos);
+  dir.write("rank.model", "IQ== 0x\n");
+  EXPECT_NE(error_of([&] {
+              ByteBpe::load_tiktoken(dir.path() + "/rank.model");
+            }).find("rank.model: line 1 is not a token in base64 and its rank"),
             std::string::npos);
   dir.write("wordpiece.json", R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})");
   EXPECT_NE(error_of([&] {

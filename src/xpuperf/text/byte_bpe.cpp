@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -15,26 +17,139 @@
 
 namespace xpuperf::text {
 
+// Not in an anonymous namespace: ByteBpe::RecentPieces (declared in the header) holds its slots.
+namespace bpe_index {
+
+// A vocabulary's bytes → id, looked up by string_view: open addressing over ids whose bytes live in
+// the vocabulary's own list, so a lookup builds no string. Each slot also holds its key's first 8
+// bytes and length, so a key of up to 8 bytes (most tokens) is found or ruled out without reading
+// the list: one cache miss a lookup, not two. std::unordered_map<std::string>'s lookups were a third
+// of the Llama 3 tokeniser's time.
+class TokenIndex {
+ public:
+  struct Slot {
+    std::uint64_t head = 0;  // the key's first 8 bytes, zero-padded
+    std::uint32_t tag = 0;   // 24 bits of the hash, then the key's length (255 for any longer; 0: empty)
+    std::int32_t id = -1;
+  };
+  struct Probe {
+    std::uint64_t hash = 0, head = 0;
+    std::uint32_t tag = 0;
+    explicit Probe(std::string_view key)
+        : hash(hash_of(key)), head(key.size() >= 8 ? load8(key.data()) : load_short(key.data(), key.size())) {
+      tag = static_cast<std::uint32_t>(hash >> 40) << 8 |
+            static_cast<std::uint32_t>(std::min<std::size_t>(255, key.size()));
+    }
+    bool matches(const Slot& s, std::string_view key, const std::vector<std::string>& bytes_of) const {
+      return s.tag == tag && s.head == head && (key.size() <= 8 || bytes_of[static_cast<std::size_t>(s.id)] == key);
+    }
+  };
+
+  std::int32_t find(std::string_view key, const std::vector<std::string>& bytes_of) const {
+    return find(Probe(key), key, bytes_of);
+  }
+  std::int32_t find(const Probe& p, std::string_view key, const std::vector<std::string>& bytes_of) const {
+    if (slots_.empty()) return -1;
+    for (std::size_t i = p.hash & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.id < 0) return -1;
+      if (p.matches(s, key, bytes_of)) return s.id;
+    }
+  }
+  // Indexes `id` by bytes_of[id]; false (and nothing changes) where those bytes have an id already.
+  bool insert(std::int32_t id, const std::vector<std::string>& bytes_of) {
+    if ((size_ + 1) * 2 > slots_.size()) grow(bytes_of);
+    const std::string_view key = bytes_of[static_cast<std::size_t>(id)];
+    const Probe p(key);
+    for (std::size_t i = p.hash & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.id < 0) {
+        s = Slot{p.head, p.tag, id};
+        ++size_;
+        return true;
+      }
+      if (p.matches(s, key, bytes_of)) return false;
+    }
+  }
+  std::size_t size() const { return size_; }
+
+ private:
+  static std::uint64_t load8(const char* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  // Bytes p[0, n), n < 8, zero-padded, in fixed-size loads: a memcpy of a variable length is a call,
+  // and reading its result back stalls (that was a fifth of the tokeniser's time).
+  static std::uint64_t load_short(const char* p, std::size_t n) {
+    if (n >= 4) {
+      std::uint32_t a, b;
+      std::memcpy(&a, p, 4);
+      std::memcpy(&b, p + n - 4, 4);
+      return a | static_cast<std::uint64_t>(b) << (8 * (n - 4));
+    }
+    if (n == 0) return 0;
+    const auto byte = [p](std::size_t k) { return static_cast<std::uint64_t>(static_cast<unsigned char>(p[k])); };
+    return byte(0) | byte(n / 2) << (8 * (n / 2)) | byte(n - 1) << (8 * (n - 1));
+  }
+  static std::uint64_t hash_of(std::string_view s) {
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      h = (h ^ load8(s.data() + i)) * 0xFF51AFD7ED558CCDull;
+      h ^= h >> 32;
+    }
+    const std::uint64_t tail = load_short(s.data() + i, s.size() - i);
+    // MurmurHash3's finaliser: every bit of the key reaches the low bits that pick the slot.
+    h ^= tail;
+    h = (h ^ (h >> 33)) * 0xFF51AFD7ED558CCDull;
+    h = (h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 33);
+  }
+  void grow(const std::vector<std::string>& bytes_of) {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<std::size_t>(64, old.size() * 2), Slot{});
+    mask_ = slots_.size() - 1;
+    size_ = 0;
+    for (const Slot& s : old)
+      if (s.id >= 0) insert(s.id, bytes_of);
+  }
+
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0, size_ = 0;
+};
+
+}  // namespace bpe_index
+
+using bpe_index::TokenIndex;
+
 struct ByteBpe::Vocab {
   PreTokenizer pre = PreTokenizer::gpt2;
-  bool ignore_merges = false;                         // a piece that is a token is that token, merges or not (Llama 3)
-  std::vector<std::string> bytes_of;                  // by id: a token's bytes, a special token's text
-  std::unordered_map<std::string, std::int32_t> ids;  // a vocabulary entry's bytes → id
+  bool ignore_merges = false;         // a piece that is a token is that token, merges or not (Llama 3)
+  std::vector<std::string> bytes_of;  // by id: a token's bytes, a special token's text
+  TokenIndex ids;                     // a vocabulary entry's bytes → id
   std::unordered_map<std::string, std::int32_t> specials;  // an added token's text → id
   std::int32_t byte_id[256];
   struct Merge {
     std::int32_t rank, result;
   };
   std::unordered_map<std::uint64_t, Merge> merges;  // (left id, right id) → the merge
+  // tiktoken's rule instead of a merges list: two tokens merge when their concatenation is a token,
+  // ranked by its id (Meta's tokenizer.model has no merges; listing every pair it implies took most
+  // of the vocabulary's loading time).
+  bool merge_by_concatenation = false;
   std::int32_t begin = -1, end = -1;
 
   static std::uint64_t pair(std::int32_t left, std::int32_t right) {
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
   }
-  void set(std::int32_t id, std::string bytes) {
+  // The id of a vocabulary entry's bytes; -1 when none.
+  std::int32_t id_of_bytes(std::string_view bytes) const { return ids.find(bytes, bytes_of); }
+  // False where the bytes are another id's already (that one keeps them).
+  bool set(std::int32_t id, std::string bytes) {
     if (static_cast<std::size_t>(id) >= bytes_of.size()) bytes_of.resize(static_cast<std::size_t>(id) + 1);
-    ids.emplace(bytes, id);
     bytes_of[static_cast<std::size_t>(id)] = std::move(bytes);
+    return ids.insert(id, bytes_of);
   }
   void add_special(std::int32_t id, const std::string& text) {
     if (static_cast<std::size_t>(id) >= bytes_of.size()) bytes_of.resize(static_cast<std::size_t>(id) + 1);
@@ -46,25 +161,49 @@ struct ByteBpe::Vocab {
   bool add_merge(const std::string& left_spelt, const std::string& right_spelt, std::int32_t rank);
   std::int32_t find(const std::string& token) const {
     if (auto s = specials.find(token); s != specials.end()) return s->second;
-    if (auto i = ids.find(token); i != ids.end()) return i->second;
-    return -1;
+    return id_of_bytes(token);
   }
   // Every byte must be a token, or a piece could have no tokens.
   void finish(const std::string& file) {
     for (int b = 0; b < 256; ++b) {
-      const auto it = ids.find(std::string(1, static_cast<char>(b)));
-      if (it == ids.end()) {
+      const char byte = static_cast<char>(b);
+      const std::int32_t id = id_of_bytes(std::string_view(&byte, 1));
+      if (id < 0) {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02X", b);
         throw TokenizerError(file + ": byte " + hex + " has no token: not a byte-level BPE vocabulary");
       }
-      byte_id[b] = it->second;
+      byte_id[b] = id;
     }
     begin = find("<|begin_of_text|>");
     end = find("<|end_of_text|>");
     if (end < 0) end = find("<|endoftext|>");
   }
 };
+
+// A thread's pieces of up to 8 bytes as it last looked them up, direct-mapped by their hash: the
+// frequent ones stay in a few hundred KiB of the core's cache, where the vocabulary's index (4 MiB
+// for Llama 3's) mostly misses.
+struct ByteBpe::RecentPieces {
+  static constexpr int kBits = 14;
+  std::vector<TokenIndex::Slot> slots = std::vector<TokenIndex::Slot>(std::size_t{1} << kBits);
+
+  std::int32_t id_of(std::string_view piece, const Vocab& v) {
+    if (piece.size() > 8) return v.id_of_bytes(piece);
+    const TokenIndex::Probe p(piece);
+    TokenIndex::Slot& s = slots[p.hash >> (64 - kBits)];
+    if (s.tag == p.tag && s.head == p.head) return s.id;  // a length of 1 to 8 and its bytes: that piece
+    const std::int32_t id = v.ids.find(p, piece, v.bytes_of);
+    s = TokenIndex::Slot{p.head, p.tag, id};
+    return id;
+  }
+};
+
+ByteBpe::ByteBpe(std::shared_ptr<const Vocab> vocab)
+    : vocab_(std::move(vocab)), recent_(std::make_unique<RecentPieces>()) {}
+ByteBpe::ByteBpe(const ByteBpe& other) : ByteBpe(other.vocab_) {}
+ByteBpe::ByteBpe(ByteBpe&&) noexcept = default;
+ByteBpe::~ByteBpe() = default;
 
 namespace {
 
@@ -199,7 +338,7 @@ ByteBpe ByteBpe::load_gpt2(const std::string& encoder_json, const std::string& v
     v->set(id.get<std::int32_t>(), *bytes);
     spelt[static_cast<std::size_t>(id.get<std::int32_t>())] = token;
   }
-  if (!v->ids.count("<|endoftext|>"))
+  if (v->id_of_bytes("<|endoftext|>") < 0)
     throw TokenizerError(encoder_json + ": no <|endoftext|> token: not GPT-2's encoder.json");
 
   std::istringstream merges(read_text_file(vocab_bpe));
@@ -326,7 +465,7 @@ ByteBpe ByteBpe::load_hugging_face(const std::string& tokenizer_json) {
   if (unknown > rank / 100)
     throw TokenizerError(f + ": " + std::to_string(unknown) + " of its " + std::to_string(rank) +
                          " merges make tokens its vocabulary does not have");
-  const auto needed = static_cast<std::int64_t>(v->ids.size()) - 256 - (v->ids.count("<|endoftext|>") ? 1 : 0);
+  const auto needed = static_cast<std::int64_t>(v->ids.size()) - 256 - (v->id_of_bytes("<|endoftext|>") >= 0 ? 1 : 0);
   if (rank < needed)
     log::warning(f + ": " + std::to_string(rank) + " merges where its " + std::to_string(v->ids.size()) +
                  " tokens need " + std::to_string(needed) +
@@ -340,24 +479,21 @@ ByteBpe ByteBpe::load_tiktoken(const std::string& tokenizer_model) {
   auto v = std::make_shared<Vocab>();
   v->pre = PreTokenizer::llama3;
   v->ignore_merges = true;  // tiktoken looks a whole piece up before it merges
-  std::istringstream lines(text);
-  std::string line;
   std::int32_t line_number = 0;
-  while (std::getline(lines, line)) {
+  for (std::size_t start = 0; start < text.size();) {
+    const std::size_t newline = std::min(text.find('\n', start), text.size());
+    std::string_view line(text.data() + start, newline - start);
+    start = newline + 1;
     ++line_number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const auto space = line.find(' ');
     std::optional<std::string> bytes;
     std::int64_t rank = -1;
-    if (space != std::string::npos) {
-      bytes = base64_decode(std::string_view(line).substr(0, space));
-      try {
-        std::size_t used = 0;
-        rank = std::stoll(line.substr(space + 1), &used);
-        if (used != line.size() - space - 1) rank = -1;
-      } catch (const std::exception&) {
-        rank = -1;
-      }
+    if (space != std::string_view::npos) {
+      bytes = base64_decode(line.substr(0, space));
+      const std::string_view digits = line.substr(space + 1);
+      const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
+      if (error != std::errc() || end != digits.data() + digits.size()) rank = -1;
     }
     if (!bytes || rank < 0)
       throw TokenizerError(f + ": line " + std::to_string(line_number) +
@@ -366,9 +502,8 @@ ByteBpe ByteBpe::load_tiktoken(const std::string& tokenizer_model) {
     if (rank != static_cast<std::int64_t>(v->bytes_of.size()))
       throw TokenizerError(f + ": line " + std::to_string(line_number) + " has rank " + std::to_string(rank) +
                            " where " + std::to_string(v->bytes_of.size()) + " is next: the ranks must count up from 0");
-    if (v->ids.count(*bytes))
+    if (!v->set(static_cast<std::int32_t>(rank), std::move(*bytes)))
       throw TokenizerError(f + ": line " + std::to_string(line_number) + " repeats an earlier token");
-    v->set(static_cast<std::int32_t>(rank), *bytes);
   }
   const auto tokens = static_cast<std::int32_t>(v->bytes_of.size());
   if (tokens != kLlama3Tokens)
@@ -378,17 +513,8 @@ ByteBpe ByteBpe::load_tiktoken(const std::string& tokenizer_model) {
   const auto specials = llama3_special_tokens();
   for (std::size_t i = 0; i < specials.size(); ++i) v->add_special(tokens + static_cast<std::int32_t>(i), specials[i]);
   v->finish(f);
-  // tiktoken merges the adjacent pair whose concatenation has the lowest rank: every way of
-  // cutting a token in two known tokens is a merge of that rank.
-  for (std::int32_t id = 0; id < tokens; ++id) {
-    const std::string& t = v->bytes_of[static_cast<std::size_t>(id)];
-    for (std::size_t cut = 1; cut < t.size(); ++cut) {
-      const auto l = v->ids.find(t.substr(0, cut));
-      if (l == v->ids.end()) continue;
-      const auto r = v->ids.find(t.substr(cut));
-      if (r != v->ids.end()) v->merges.emplace(Vocab::pair(l->second, r->second), Vocab::Merge{id, id});
-    }
-  }
+  // tiktoken merges the adjacent pair whose concatenation has the lowest rank.
+  v->merge_by_concatenation = true;
   return ByteBpe(std::move(v));
 }
 
@@ -419,12 +545,25 @@ std::int32_t ByteBpe::id_of(const std::string& token) const {
 
 void ByteBpe::bpe(std::string_view piece, std::vector<std::int32_t>& out) {
   const Vocab& v = *vocab_;
-  std::string key(piece);
+  // The merge of two adjacent tokens, if any.
+  const auto merge_of = [&](std::int32_t left, std::int32_t right) -> std::optional<Vocab::Merge> {
+    if (v.merge_by_concatenation) {
+      scratch_ = v.bytes_of[static_cast<std::size_t>(left)];
+      scratch_ += v.bytes_of[static_cast<std::size_t>(right)];
+      const std::int32_t id = recent_->id_of(scratch_, v);
+      if (id < 0) return std::nullopt;
+      return Vocab::Merge{id, id};
+    }
+    const auto m = v.merges.find(Vocab::pair(left, right));
+    if (m == v.merges.end()) return std::nullopt;
+    return m->second;
+  };
   if (v.ignore_merges)
-    if (auto whole = v.ids.find(key); whole != v.ids.end()) {
-      out.push_back(whole->second);
+    if (const std::int32_t whole = recent_->id_of(piece, v); whole >= 0) {
+      out.push_back(whole);
       return;
     }
+  std::string key(piece);
   if (auto hit = cache_.find(key); hit != cache_.end()) {
     out.insert(out.end(), hit->second.begin(), hit->second.end());
     return;
@@ -436,10 +575,9 @@ void ByteBpe::bpe(std::string_view piece, std::vector<std::int32_t>& out) {
     std::int32_t best = std::numeric_limits<std::int32_t>::max(), result = -1;
     std::size_t at = 0;
     for (std::size_t k = 0; k + 1 < symbols.size(); ++k)
-      if (auto m = v.merges.find(Vocab::pair(symbols[k], symbols[k + 1]));
-          m != v.merges.end() && m->second.rank < best) {
-        best = m->second.rank;
-        result = m->second.result;
+      if (const auto m = merge_of(symbols[k], symbols[k + 1]); m && m->rank < best) {
+        best = m->rank;
+        result = m->result;
         at = k;
       }
     if (result < 0) break;

@@ -45,18 +45,22 @@ class ByteBpe {
   // The id of a special (added) token or a vocabulary entry spelt as bytes; -1 when none.
   std::int32_t id_of(const std::string& token) const;
 
-  // Copies share the vocabulary; each has its own cache, so give each thread its copy.
-  ByteBpe(const ByteBpe& other) : vocab_(other.vocab_) {}
+  // Copies share the vocabulary; each has its own caches, so give each thread its copy.
+  ByteBpe(const ByteBpe& other);
   ByteBpe& operator=(const ByteBpe&) = delete;
-  ByteBpe(ByteBpe&&) = default;
+  ByteBpe(ByteBpe&&) noexcept;
+  ~ByteBpe();
 
  private:
   struct Vocab;
-  explicit ByteBpe(std::shared_ptr<const Vocab> vocab) : vocab_(std::move(vocab)) {}
+  struct RecentPieces;
+  explicit ByteBpe(std::shared_ptr<const Vocab> vocab);
   void bpe(std::string_view piece, std::vector<std::int32_t>& out);
 
   std::shared_ptr<const Vocab> vocab_;
+  std::unique_ptr<RecentPieces> recent_;
   std::unordered_map<std::string, std::vector<std::int32_t>> cache_;
+  std::string scratch_;  // a pair's concatenation, where merges go by it (tiktoken's vocabularies)
 };
 
 }  // namespace xpuperf::text

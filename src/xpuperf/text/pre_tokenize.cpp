@@ -1,19 +1,46 @@
 #include "xpuperf/text/pre_tokenize.h"
 
+#include <array>
 #include <cctype>
+#include <cstdint>
 
 #include "xpuperf/text/unicode.h"
 
 namespace xpuperf::text {
 namespace {
 
-enum class Kind { letter, number, space, other };
+enum class Kind : std::uint8_t { letter, number, space, other };
+
+// ASCII's kinds by table: the kernel's documentation is nearly all ASCII, and the classes' own
+// functions (unicode.h) are calls into another file for each character.
+constexpr std::array<Kind, 128> kAsciiKinds = [] {
+  std::array<Kind, 128> k{};
+  for (std::size_t c = 0; c < 128; ++c)
+    k[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ? Kind::letter
+           : c >= '0' && c <= '9'                           ? Kind::number
+           : (c >= 0x09 && c <= 0x0D) || c == ' '           ? Kind::space
+                                                            : Kind::other;
+  return k;
+}();
 
 Kind kind_of(char32_t c) {
+  if (c < 0x80) return kAsciiKinds[c];
   if (is_letter(c)) return Kind::letter;
   if (is_number(c)) return Kind::number;
   if (is_js_whitespace(c)) return Kind::space;
   return Kind::other;
+}
+
+bool letter(char32_t c) {
+  return kind_of(c) == Kind::letter;
+}
+
+bool number(char32_t c) {
+  return c < 0x80 ? kAsciiKinds[c] == Kind::number : is_number(c);
+}
+
+bool whitespace(char32_t c) {
+  return c < 0x80 ? kAsciiKinds[c] == Kind::space : is_js_whitespace(c);
 }
 
 bool is_line_break(char32_t c) {
@@ -25,13 +52,14 @@ struct Text {
   std::string_view s;
   std::size_t size() const { return s.size(); }
   char32_t at(std::size_t i) const {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) return b;
     std::size_t len = 0;
     return code_point_at(s, i, len);
   }
   std::size_t next(std::size_t i) const {
-    std::size_t len = 0;
-    code_point_at(s, i, len);
-    return i + len;
+    const auto b = static_cast<unsigned char>(s[i]);
+    return i + (b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : 4);
   }
   // The end of the run of code points from `from` that `keep` accepts.
   template <typename Keep>
@@ -93,7 +121,7 @@ std::vector<std::string_view> gpt2_pieces(std::string_view s) {
         continue;
       }
     }
-    const std::size_t end = whitespace_piece_end(t, i, t.run(i, is_js_whitespace));
+    const std::size_t end = whitespace_piece_end(t, i, t.run(i, whitespace));
     out.push_back(s.substr(i, end - i));
     i = end;
   }
@@ -119,17 +147,17 @@ std::vector<std::string_view> llama3_pieces(std::string_view s) {
     const std::size_t after = t.next(i);
     // [^\r\n\p{L}\p{N}]?\p{L}+
     if (k == Kind::letter) {
-      take(i, t.run(i, is_letter));
+      take(i, t.run(i, letter));
       continue;
     }
-    if (k != Kind::number && !is_line_break(c) && after < s.size() && is_letter(t.at(after))) {
-      take(i, t.run(after, is_letter));
+    if (k != Kind::number && !is_line_break(c) && after < s.size() && letter(t.at(after))) {
+      take(i, t.run(after, letter));
       continue;
     }
     // \p{N}{1,3}
     if (k == Kind::number) {
       std::size_t end = i;
-      for (int n = 0; n < 3 && end < s.size() && is_number(t.at(end)); ++n) end = t.next(end);
+      for (int n = 0; n < 3 && end < s.size() && number(t.at(end)); ++n) end = t.next(end);
       take(i, end);
       continue;
     }
@@ -141,7 +169,7 @@ std::vector<std::string_view> llama3_pieces(std::string_view s) {
       continue;
     }
     // The rest starts with whitespace. '\s*[\r\n]+': through the run's last line break.
-    const std::size_t end = t.run(i, is_js_whitespace);
+    const std::size_t end = t.run(i, whitespace);
     std::size_t last_break = std::string_view::npos;
     for (std::size_t k2 = i; k2 < end; k2 = t.next(k2))
       if (is_line_break(t.at(k2))) last_break = k2;
