@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -356,6 +357,27 @@ TEST(TokenFile, WrittenAndReadBackWithDocumentsAndChecked) {
   // Megatron's layout, byte for byte: header, sizes, pointers, document index.
   EXPECT_EQ(std::filesystem::file_size(prefix + ".idx"), 34u + 3 * 4 + 3 * 8 + 3 * 8);
   EXPECT_EQ(std::filesystem::file_size(prefix + ".bin"), 12u);
+
+  {  // A document of one sequence written in parts: the same files as the whole sequence at once.
+    TokenFileWriter w(dir.path() + "/parts", 30000);
+    w.append_to_sequence({1, 2});
+    w.append_to_sequence({});
+    w.append_to_sequence({3, 4, 5});
+    w.end_document();
+    w.end_document();  // nothing open: not a document
+    w.append_to_sequence({29999});
+    w.finish("{}\n");  // ends the open document
+    TokenFileWriter whole(dir.path() + "/whole", 30000);
+    whole.add_document({{1, 2, 3, 4, 5}});
+    whole.add_document({{29999}});
+    whole.finish("{}\n");
+  }
+  for (const char* part : {".bin", ".idx"}) {
+    std::ifstream a(dir.path() + "/parts" + part, std::ios::binary), b(dir.path() + "/whole" + part, std::ios::binary);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}), std::string(std::istreambuf_iterator<char>(b), {}))
+        << part;
+  }
+  EXPECT_EQ(TokenFile(dir.path() + "/parts").documents(), 2);
 
   {  // An interrupted writer leaves nothing.
     TokenFileWriter w(dir.path() + "/half", 100);

@@ -76,26 +76,49 @@ TokenFileWriter::~TokenFileWriter() {
 }
 
 void TokenFileWriter::add_document(const std::vector<std::vector<std::int32_t>>& sequences) {
-  std::vector<std::uint16_t> narrow;
   for (const auto& s : sequences) {
-    if (s.empty()) continue;
-    if (item_bytes_ == 2) {
-      narrow.assign(s.begin(), s.end());
-      bin_.write(reinterpret_cast<const char*>(narrow.data()), static_cast<std::streamsize>(narrow.size() * 2));
-    } else {
-      bin_.write(reinterpret_cast<const char*>(s.data()), static_cast<std::streamsize>(s.size() * 4));
-    }
-    sizes_.push_back(static_cast<std::int32_t>(s.size()));
+    append_to_sequence(s);
+    close_sequence();
+  }
+  end_document();
+}
+
+void TokenFileWriter::append_to_sequence(const std::vector<std::int32_t>& tokens) {
+  if (tokens.empty()) return;
+  if (open_ < 0) {
     pointers_.push_back(offset_);
-    offset_ += static_cast<std::int64_t>(s.size()) * item_bytes_;
-    tokens_ += static_cast<std::int64_t>(s.size());
+    open_ = 0;
+  }
+  const auto n = static_cast<std::int64_t>(tokens.size());
+  if (open_ + n > std::numeric_limits<std::int32_t>::max())
+    throw TokenizerError(prefix_ + ": a document of more than 2,147,483,647 tokens, the most one sequence of the " +
+                         "indexed format holds; split the input into smaller files");
+  if (item_bytes_ == 2) {
+    const std::vector<std::uint16_t> narrow(tokens.begin(), tokens.end());
+    bin_.write(reinterpret_cast<const char*>(narrow.data()), static_cast<std::streamsize>(narrow.size() * 2));
+  } else {
+    bin_.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * 4));
   }
   if (!bin_) throw TokenizerError(prefix_ + ".bin.partial: write failed (disk full?)");
+  open_ += n;
+  offset_ += n * item_bytes_;
+  tokens_ += n;
+}
+
+void TokenFileWriter::close_sequence() {
+  if (open_ < 0) return;
+  sizes_.push_back(static_cast<std::int32_t>(open_));
+  open_ = -1;
+}
+
+void TokenFileWriter::end_document() {
+  close_sequence();
   if (static_cast<std::int64_t>(sizes_.size()) > doc_index_.back())  // an empty document adds nothing
     doc_index_.push_back(static_cast<std::int64_t>(sizes_.size()));
 }
 
 void TokenFileWriter::finish(const std::string& metadata) {
+  end_document();  // a document still open
   bin_.close();
   if (!bin_) throw TokenizerError(prefix_ + ".bin.partial: write failed (disk full?)");
   std::ofstream idx(prefix_ + ".idx.partial", std::ios::binary | std::ios::trunc);

@@ -26,18 +26,27 @@ class TokenFileWriter {
   TokenFileWriter& operator=(const TokenFileWriter&) = delete;
 
   void add_document(const std::vector<std::vector<std::int32_t>>& sequences);
+  // A document of one sequence written as its parts come, so that a file larger than memory never
+  // has all its tokens in memory: append_to_sequence adds to the open sequence (opening one), and
+  // end_document closes it and the document. A sequence holds at most 2³¹ − 1 tokens (the .idx's
+  // sizes are int32): one longer is an error naming the limit.
+  void append_to_sequence(const std::vector<std::int32_t>& tokens);
+  void end_document();
   // `metadata`: PREFIX.json's text.
   void finish(const std::string& metadata);
   std::int64_t tokens() const { return tokens_; }
   std::int64_t documents() const { return static_cast<std::int64_t>(doc_index_.size()) - 1; }
 
  private:
+  void close_sequence();
+
   std::string prefix_;
   int item_bytes_;
   std::ofstream bin_;
   std::vector<std::int32_t> sizes_;
   std::vector<std::int64_t> pointers_, doc_index_{0};
   std::int64_t tokens_ = 0, offset_ = 0;
+  std::int64_t open_ = -1;  // the open sequence's tokens so far; -1: none open
   bool finished_ = false;
 };
 

@@ -247,18 +247,24 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
     std::vector<Chunk> round;
     std::int64_t unknown = 0;  // [UNK] ids written
     std::size_t round_bytes = 0;
-    std::vector<std::vector<std::int32_t>> document;  // sequences of the document being written
+    // WordPiece's sequences (paragraphs) of the document being written; a document of one sequence
+    // (the other tokenisers) goes to the writer chunk by chunk instead, never whole in memory.
+    std::vector<std::vector<std::int32_t>> document;
     std::int64_t current_document = -1;
     // A document's markers, -1 where none: GPT-2's text <|endoftext|>, Llama 3's <|begin_of_text|>
     // text <|end_of_text|>, SentencePiece's text </s> (where the model has one).
     const std::int32_t begin_id = bpe ? bpe->begin_of_text() : -1;
     const std::int32_t end_id = bpe ? bpe->end_of_text() : spm ? sentencepiece->end_of_text() : -1;
+    auto start_document = [&](std::int64_t doc) {
+      current_document = doc;
+      if (one_sequence && o.end_of_document && begin_id >= 0) writer.append_to_sequence({begin_id});
+    };
     auto flush_document = [&] {
       if (current_document < 0) return;
-      if (o.end_of_document && (begin_id >= 0 || end_id >= 0)) {
-        if (document.empty()) document.emplace_back();
-        if (begin_id >= 0) document.front().insert(document.front().begin(), begin_id);
-        if (end_id >= 0) document.back().push_back(end_id);
+      if (one_sequence) {
+        if (o.end_of_document && end_id >= 0) writer.append_to_sequence({end_id});
+        writer.end_document();
+        return;
       }
       writer.add_document(document);
       document.clear();
@@ -296,11 +302,11 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
           for (const auto& seq : c.sequences) unknown += std::count(seq.begin(), seq.end(), wordpiece->unk());
         if (c.document != current_document) {
           flush_document();
-          current_document = c.document;
+          start_document(c.document);
         }
         for (auto& s : c.sequences) {
-          if (one_sequence && !document.empty())
-            document.back().insert(document.back().end(), s.begin(), s.end());  // one sequence a document
+          if (one_sequence)
+            writer.append_to_sequence(s);
           else
             document.push_back(std::move(s));
         }
