@@ -37,21 +37,43 @@ inline std::uint16_t to_bf16(float f) {
   return static_cast<std::uint16_t>(f != f ? 0x7FC0u : rounded);
 }
 
-}  // namespace
+// The update is compute-bound in the core's cache (a square root and two divisions an element):
+// SSE2 alone gave 0.6 billion elements a second a core, AVX-512 1.3 (this project's AMD EPYC).
+// The loader picks the clone for the CPU it runs on. (Clang takes the clones only on a function
+// whose every declaration carries them: these, not the header's.)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__APPLE__)
+#define XPUPERF_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define XPUPERF_CPU_CLONES
+#endif
 
-void cpu_adam(float* __restrict p, float* __restrict m, float* __restrict v, const float* __restrict g,
-              std::int64_t begin, std::int64_t end, const CpuAdamCoefficients& c) {
+XPUPERF_CPU_CLONES
+void adam_loop(float* __restrict p, float* __restrict m, float* __restrict v, const float* __restrict g,
+               std::int64_t begin, std::int64_t end, const CpuAdamCoefficients& c) {
   const CpuAdamCoefficients k = c;  // in registers, not re-read through the pointers each element
   for (std::int64_t i = begin; i < end; ++i) adam_element(g[i], p[i], m[i], v[i], k);
 }
 
-void cpu_adam_bf16(float* __restrict p, float* __restrict m, float* __restrict v, std::uint16_t* __restrict exchange,
-                   std::int64_t begin, std::int64_t end, const CpuAdamCoefficients& c) {
+XPUPERF_CPU_CLONES
+void adam_bf16_loop(float* __restrict p, float* __restrict m, float* __restrict v, std::uint16_t* __restrict exchange,
+                    std::int64_t begin, std::int64_t end, const CpuAdamCoefficients& c) {
   const CpuAdamCoefficients k = c;
   for (std::int64_t i = begin; i < end; ++i) {
     adam_element(from_bf16(exchange[i]), p[i], m[i], v[i], k);
     exchange[i] = to_bf16(p[i]);
   }
+}
+
+}  // namespace
+
+void cpu_adam(float* p, float* m, float* v, const float* g, std::int64_t begin, std::int64_t end,
+              const CpuAdamCoefficients& c) {
+  adam_loop(p, m, v, g, begin, end, c);
+}
+
+void cpu_adam_bf16(float* p, float* m, float* v, std::uint16_t* exchange, std::int64_t begin, std::int64_t end,
+                   const CpuAdamCoefficients& c) {
+  adam_bf16_loop(p, m, v, exchange, begin, end, c);
 }
 
 }  // namespace xpuperf::train
