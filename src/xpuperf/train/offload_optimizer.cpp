@@ -94,8 +94,9 @@ class OffloadAdam : public StepOptimizer {
     to_device();
   }
 
-  // Where the host's part of a step goes: the update's seconds and rate (memory-bound: 28 bytes a
-  // bf16 parameter read and written), and with the overlap, how long the next step still waited.
+  // Where the host's part of a step goes: the update's seconds and rate (a bf16 parameter reads and
+  // writes 28 bytes: the rate against the host's memory bandwidth says whether that or the cores
+  // bound it), the threads it ran on, and with the overlap how long the next step still waited.
   void describe(nlohmann::json& finished) const override {
     if (updates_ == 0) return;
     std::int64_t elements = 0;
