@@ -75,31 +75,28 @@ BertAttentionImpl::BertAttentionImpl(const BertConfig& c) : heads(c.heads), atte
   output = register_module("output", BertAddNorm(c.hidden, c));
 }
 
+torch::Tensor BertAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                        const torch::Tensor& keep) {
+  const auto b = q.size(0), t = q.size(1), width = q.size(2), hd = width / heads;
+  const auto by_head = [&](const torch::Tensor& y) { return y.view({b, t, heads, hd}).transpose(1, 2); };
+  return compat::attention(by_head(q), by_head(k), by_head(v), attention_dropout, is_training(), false, keep)
+      .transpose(1, 2)
+      .reshape({b, t, width});
+}
+
 torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
-  const auto b = x.size(0), t = x.size(1), width = self->query->weight.size(0), hd = width / heads;
-  auto by_head = [&](const torch::Tensor& y) { return y.view({b, t, heads, hd}).transpose(1, 2); };
-  const auto y = compat::attention(by_head(self->query(x)), by_head(self->key(x)), by_head(self->value(x)),
-                                   attention_dropout, is_training(), false, keep)
-                     .transpose(1, 2)
-                     .reshape({b, t, width});
-  return output(y, x);
+  return output(attend(self->query(x), self->key(x), self->value(x), keep), x);
 }
 
 std::pair<torch::Tensor, torch::Tensor> BertAttentionImpl::forward_with_copy(const torch::Tensor& x,
                                                                              const torch::Tensor& x_low,
                                                                              const torch::Tensor& keep) {
-  const auto b = x.size(0), t = x.size(1), width = self->query->weight.size(0), hd = width / heads;
   // One product for q, k and v: one cast of the input under autocast (none with x_low), one gradient
   // for it.
   const auto weight = torch::cat({self->query->weight, self->key->weight, self->value->weight});
   const auto bias = torch::cat({self->query->bias, self->key->bias, self->value->bias});
-  const auto qkv = torch::linear(x_low.defined() ? x_low : x, weight, bias).split(width, -1);
-  const auto by_head = [&](const torch::Tensor& y) { return y.view({b, t, heads, hd}).transpose(1, 2); };
-  const auto y = compat::attention(by_head(qkv[0]), by_head(qkv[1]), by_head(qkv[2]), attention_dropout, is_training(),
-                                   false, keep)
-                     .transpose(1, 2)
-                     .reshape({b, t, width});
-  return output->forward_with_copy(y, x);
+  const auto qkv = torch::linear(x_low.defined() ? x_low : x, weight, bias).split(self->query->weight.size(0), -1);
+  return output->forward_with_copy(attend(qkv[0], qkv[1], qkv[2], keep), x);
 }
 
 void BertAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {

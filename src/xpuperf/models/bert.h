@@ -80,6 +80,12 @@ struct BertAttentionImpl : torch::nn::Module {
   double attention_dropout;
   BertSelfAttention self{nullptr};
   BertAddNorm output{nullptr};
+
+ private:
+  // Scaled dot-product attention over q, k, v (batch, tokens, this rank's width), by head, back to
+  // (batch, tokens, width): what both forwards run between their projections and their norm.
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& keep);
 };
 TORCH_MODULE(BertAttention);
 
