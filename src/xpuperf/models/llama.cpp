@@ -234,7 +234,8 @@ bool joinable(std::initializer_list<const parallel::ColumnParallelLinear*> layer
   return true;
 }
 
-// x entering the layers' group once (its gradient summed over the group backward); x itself when whole.
+// x entering the layers' group once (its gradient summed over the group backward); x itself when whole:
+// for two products of one input (one product of joined weights: parallel::column_parallel_linear).
 torch::Tensor entering(const parallel::ColumnParallelLinear& layer, const torch::Tensor& x) {
   return layer->group() ? layer->group()->copy_in(x) : x;
 }
@@ -255,8 +256,8 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
     r = fused::rotary_qkv(qkv, heads, kv_heads, f.cos, f.sin_signed, f.step, layer, f.kernels);
   } else if (joins_projections(f)) {
     const auto weight = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight});
-    const auto qkv =
-        torch::nn::functional::linear(entering(q_proj, x), weight).view({b, t, heads + 2 * kv_heads, head_dim});
+    const auto qkv = parallel::column_parallel_linear(q_proj->group(), x, weight, torch::Tensor())
+                         .view({b, t, heads + 2 * kv_heads, head_dim});
     r = fused::rotary_qkv(qkv, heads, kv_heads, f.cos, f.sin_signed, nullptr, layer, f.kernels);
   } else {
     r.q = f.rotate(q_proj(x).view({b, t, heads, head_dim}));
