@@ -1009,5 +1009,46 @@ TEST(FusedKernels, LlamaTrainsOnTheKernelsAsOnAtensOperators) {
   expect_trains_on_kernels_as_on_aten<LlamaForCausalLM>([&] { return LlamaForCausalLM(experts); }, loss_of, "mixtral");
 }
 
+// Mixtral's block with the kernels, bf16, on a Hopper or Blackwell GPU runs its experts as ATen's grouped
+// GEMMs over the pairs sorted by expert; without them, as batched products over buffers as long as
+// the busiest expert's. The same routing (computed the same way before the paths part), so the same
+// outputs and gradients to bf16's rounding; 2 of 8 experts a token, so the experts' counts differ.
+TEST(MixtureOfExperts, OnCudaTheGroupedProductsGiveTheBatchedOnes) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(47);
+  MoeConfig c;
+  c.experts = 8, c.top_k = 2;
+  auto batched = SparseMoeBlock(64, 96, c), grouped = SparseMoeBlock(64, 96, c);
+  copy_parameters(*batched, *grouped);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  const auto x0 = torch::randn({4, 37, 64}, cuda), r = torch::randn({4, 37, 64}, cuda);
+  std::vector<std::vector<torch::Tensor>> got;
+  for (auto* block : {&batched, &grouped}) {
+    const bool kernels = block == &grouped;
+    (*block)->to(torch::kCUDA);
+    auto x = x0.clone().requires_grad_(true);
+    compat::set_autocast_enabled(torch::kCUDA, true);
+    compat::set_autocast_dtype(torch::kCUDA, torch::kBFloat16);
+    if (kernels && !(*block)->runs_grouped(x.reshape({-1, 64}), true)) {
+      compat::set_autocast_enabled(torch::kCUDA, false);
+      GTEST_SKIP() << "ATen's grouped GEMM kernels need PyTorch 2.9 and a Hopper or Blackwell GPU";
+    }
+    const auto y = (*block)->forward(x, kernels);
+    compat::set_autocast_enabled(torch::kCUDA, false);
+    at::autocast::clear_cache();
+    (y.to(torch::kFloat) * r).sum().backward();
+    EXPECT_EQ((*block)->routed, 4 * 37 * 2);
+    EXPECT_EQ((*block)->dropped, 0);
+    got.push_back({y, x.grad(), (*block)->w_gate.grad(), (*block)->w_up.grad(), (*block)->w_down.grad(),
+                   (*block)->gate->weight.grad()});
+  }
+  const char* names[] = {"outputs",         "x's gradient",      "w_gate's gradient",
+                         "w_up's gradient", "w_down's gradient", "the router's gradient"};
+  for (std::size_t i = 0; i < got[0].size(); ++i) {
+    ASSERT_TRUE(got[1][i].defined()) << names[i];
+    expect_close(got[1][i], got[0][i], std::string("grouped ") + names[i], 2e-2);
+  }
+}
+
 }  // namespace
 }  // namespace xpuperf::models

@@ -9,10 +9,26 @@
 #include <vector>
 
 #include "xpuperf/models/fused_ops.h"
+#include "xpuperf/torchrt/compat.h"
+
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
+// ATen's grouped GEMM (at::_grouped_mm, with its backward) and its CUTLASS kernels for bf16 on
+// Hopper and Blackwell: from PyTorch 2.9.
+#if defined(XPUPERF_HAVE_TORCH_CUDA) && \
+    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9))
+#define XPUPERF_HAVE_GROUPED_MM 1
+#endif
 
 namespace xpuperf::models {
 
 namespace {
+
+// Each expert's rows in the grouped products start at a multiple of this: the weights' gradient is a
+// grouped product over the rows, whose group boundaries must fall on 16 bytes.
+constexpr std::int64_t kGroupAlign = 16;
 
 // transformers 5's layout: a layer's experts as two tensors, `<layer>.mlp.experts.gate_up_proj`
 // (experts, 2 × units, hidden: the gate's rows, then the up ones) and `.down_proj` (experts,
@@ -132,6 +148,66 @@ torch::Tensor load_balancing_loss(const torch::Tensor& probabilities, const torc
   return (share * probabilities.to(torch::kFloat).mean(0).unsqueeze(0)).sum() * static_cast<double>(experts);
 }
 
+bool SparseMoeBlockImpl::runs_grouped(const torch::Tensor& flat, bool kernels) const {
+#ifdef XPUPERF_HAVE_GROUPED_MM
+  if (!kernels || ep_ || config.capacity_factor > 0 || !flat.is_cuda()) return false;
+  // Rows of 16 bytes' multiples, as the grouped GEMM's kernels load them.
+  if (flat.size(-1) % 8 != 0 || w_gate.size(1) % 8 != 0) return false;
+  const bool bf16 =
+      flat.scalar_type() == torch::kBFloat16 || (compat::autocast_enabled(c10::DeviceType::CUDA) &&
+                                                 compat::autocast_dtype(c10::DeviceType::CUDA) == torch::kBFloat16);
+  // ATen's kernels are Hopper's and Blackwell's; elsewhere it loops over the experts, reading their
+  // offsets back to the host.
+  const int major = at::cuda::getDeviceProperties(flat.device().index())->major;
+  return bf16 && (major == 9 || major == 10);
+#else
+  (void)flat, (void)kernels;
+  return false;
+#endif
+}
+
+torch::Tensor SparseMoeBlockImpl::grouped_experts(const torch::Tensor& flat, const torch::Tensor& weights,
+                                                  const torch::Tensor& selected, bool kernels) {
+#ifdef XPUPERF_HAVE_GROUPED_MM
+  const auto experts = config.experts, k = config.top_k, tokens = flat.size(0), hidden = flat.size(1);
+  const auto pairs = tokens * k;
+  const auto expert_of = selected.reshape({-1});  // (pairs), pair p is token p / k's (p % k)-th choice
+  const auto order = std::get<1>(expert_of.sort(/*stable=*/true, 0, false));  // the pairs, expert by expert
+  const auto sorted_expert = expert_of.index_select(0, order);
+  // Counted by a scatter: CUDA's bincount reads the largest id back to the host first.
+  const auto counts =
+      torch::zeros({experts}, expert_of.options()).scatter_add_(0, expert_of, torch::ones_like(expert_of));
+  // Each expert's rows: its pairs, then zero rows to the next multiple of kGroupAlign. The buffer has
+  // a size the host knows without waiting for the counts (every expert's padding at its most); the
+  // last expert takes the rows left over, zeros, so that no row is outside a group.
+  const std::int64_t rows = (pairs + experts * (kGroupAlign - 1) + kGroupAlign - 1) / kGroupAlign * kGroupAlign;
+  const auto padded = torch::div(counts + (kGroupAlign - 1), kGroupAlign, "floor") * kGroupAlign;
+  const auto starts = padded.cumsum(0) - padded;
+  const auto ends = torch::cat({starts.narrow(0, 1, experts - 1), torch::full({1}, rows, starts.options())});
+  const auto first_pair = counts.cumsum(0) - counts;  // each expert's first place in `order`
+  const auto row = starts.index_select(0, sorted_expert) + torch::arange(pairs, order.options()) -
+                   first_pair.index_select(0, sorted_expert);
+  const auto token_of = torch::div(order, k, "floor");
+  const auto type = torch::kBFloat16;
+  const auto buffer = torch::zeros({rows, hidden}, flat.options().dtype(type))
+                          .index_copy(0, row, flat.index_select(0, token_of).to(type));
+  const auto offsets = ends.to(torch::kInt);
+  const auto product = [&](const torch::Tensor& in, const torch::Tensor& w) {  // w: (experts, out, in)
+    return at::_grouped_mm(in, w.to(type).transpose(1, 2), offsets);
+  };
+  const auto units = fused::silu_mul(product(buffer, w_gate), product(buffer, w_up), kernels);
+  const auto outputs = product(units, w_down);  // (rows, hidden)
+  const auto weighted = outputs.index_select(0, row) *
+                        weights.reshape({-1}).index_select(0, order).unsqueeze(1).to(outputs.scalar_type());
+  routed = pairs;
+  dropped = 0;
+  return torch::zeros({tokens, hidden}, weighted.options()).index_add(0, token_of, weighted);
+#else
+  (void)flat, (void)weights, (void)selected, (void)kernels;
+  throw std::logic_error("MoE: grouped products without ATen's grouped GEMM");
+#endif
+}
+
 torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x, bool kernels) {
   const auto sizes = x.sizes().vec();
   const auto hidden = x.size(-1), experts = config.experts, k = config.top_k;
@@ -143,6 +219,11 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x, bool kernels) 
   if (config.normalize_top_k) weights = weights / weights.sum(-1, true);
   load_balancing_loss = models::load_balancing_loss(probabilities, selected, experts);
   z_loss = torch::logsumexp(logits, -1).pow(2).mean();
+  if (runs_grouped(flat, kernels)) {
+    auto y = grouped_experts(flat, weights, selected, kernels);
+    if (shared_expert_gate) y = y + shared_expert(flat).to(y.scalar_type());
+    return y.view(sizes);
+  }
 
   // Each (token, expert) pair's place in its expert's buffer, in token order: the running count along
   // its expert's row of the (experts, pairs) one-hot. The count runs along the innermost dimension:

@@ -6,6 +6,10 @@
 // buffers of `capacity` tokens — one launch for all experts of the layer, not a loop of small
 // products. With `capacity_factor` > 0 an expert takes at most ceil(factor × tokens × top_k /
 // experts) tokens and the rest are dropped (counted); 0 sizes the buffers to the busiest expert.
+// With the kernels, bf16 on a Hopper or Blackwell GPU and PyTorch ≥ 2.9, no capacity factor and no
+// expert parallelism, the experts run instead as ATen's grouped GEMMs over the pairs sorted by expert
+// (each expert's rows padded to 16): no buffer padded to the busiest expert, and no wait for the
+// host to learn its size.
 // The router's load-balancing loss (Switch / Mixtral) and z-loss (ST-MoE) of the last forward
 // are kept for the model's loss.
 
@@ -61,7 +65,15 @@ struct SparseMoeBlockImpl : torch::nn::Module {
   torch::Tensor load_balancing_loss, z_loss;
   std::int64_t dropped = 0, routed = 0;
 
+  // Whether forward(x, kernels) runs the experts as grouped GEMMs (above); flat: x as (tokens, hidden).
+  bool runs_grouped(const torch::Tensor& flat, bool kernels) const;
+
  private:
+  // The grouped path: the tokens' outputs (tokens, hidden) from the routing's weights and choices
+  // (tokens, top_k).
+  torch::Tensor grouped_experts(const torch::Tensor& flat, const torch::Tensor& weights, const torch::Tensor& selected,
+                                bool kernels);
+
   std::shared_ptr<parallel::ExpertParallel> ep_;  // null: every expert here
 };
 TORCH_MODULE(SparseMoeBlock);
