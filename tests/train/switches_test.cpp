@@ -120,6 +120,30 @@ TEST(Switches, TheMultiTensorStepLeavesGradientsNoneAndStepsAMissingOneOnZeros) 
   EXPECT_THROW(fresh->step(), c10::Error);
 }
 
+// Clipping inside the fused Adam step (its kernels' grad_scale) gives clip_gradients-then-step's
+// weights; the other implementations leave it to the caller.
+TEST(Switches, TheFusedAdamClipsInsideItsStepAsClipGradientsDoes) {
+  const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.01\nweight_decay: 0.1\n");
+  auto cpu = torch::randn({8}).requires_grad_();
+  EXPECT_FALSE(make_optimizer(cfg, {cpu}, {}, OptimizerImpl::Foreach)->clip_in_step(torch::ones({}), 1.0));
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "the fused kernels: no CUDA device (run on the GPU machine)";
+  torch::manual_seed(5);
+  const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+  auto a = torch::randn({1000}, cuda).requires_grad_(), b = a.detach().clone().requires_grad_();
+  auto clipped_first = make_optimizer(cfg, {a}, {}, OptimizerImpl::Fused);
+  auto clipped_inside = make_optimizer(cfg, {b}, {}, OptimizerImpl::Fused);
+  for (int step = 0; step < 4; ++step) {
+    const auto grad = torch::randn({1000}, cuda) * (step == 1 ? 1e-3 : 10.0);  // one step under the limit
+    a.mutable_grad() = grad.clone(), b.mutable_grad() = grad.clone();
+    clip_gradients({a}, gradient_norm({a}), 1.0);
+    clipped_first->step();
+    ASSERT_TRUE(clipped_inside->clip_in_step(gradient_norm({b}), 1.0));
+    clipped_inside->step();
+    EXPECT_TRUE(torch::allclose(a.detach(), b.detach(), 1e-6, 1e-7)) << "step " << step;
+    clipped_first->zero_grad(), clipped_inside->zero_grad();
+  }
+}
+
 // ZeRO-Offload's host Adam (offload_optimizer.h) is torch::optim's update: 20 steps, 1e-5.
 TEST(Switches, TheOffloadedOptimizerGivesTheReferenceLoss) {
   for (const char* optimizer : {"adam", "adamw"}) {

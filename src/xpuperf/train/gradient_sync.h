@@ -29,6 +29,8 @@ class GradientSync {
   virtual ~GradientSync() = default;
   void set_lr(double lr) { optimizer().set_lr(lr); }
   void flush_optimizer() { optimizer().flush(); }
+  // StepOptimizer::clip_in_step over stepped(): whether the next step clips (else clip first).
+  bool clip_in_step(const torch::Tensor& norm, double max_norm) { return optimizer().clip_in_step(norm, max_norm); }
   virtual void zero_grad() = 0;
   // Around each micro-batch's backward; `last`: the step's last micro-batch (gradients are sent).
   virtual void begin_backward(bool last) = 0;

@@ -107,6 +107,13 @@ class MultiTensorOptimizer : public StepOptimizer {
   }
   void step() override { step_unless(torch::Tensor()); }
   bool skips_on_device() const override { return fused_ && h_.name != "sgd"; }
+  bool clip_in_step(const torch::Tensor& norm, double max_norm) override {
+    if (!fused_ || h_.name == "sgd") return false;
+    // clip_gradients multiplies by min(max_norm / (norm + 1e-6), 1); the kernels divide by this.
+    const torch::NoGradGuard no_grad;
+    divisor_ = torch::clamp_min((norm.to(torch::kFloat) + 1e-6) / max_norm, 1.0).reshape({});
+    return true;
+  }
   void step_unless(const torch::Tensor& found_inf) override {
     TORCH_CHECK(!found_inf.defined() || skips_on_device(), "this optimizer cannot skip a step on the device");
     torch::NoGradGuard no_grad;
@@ -123,6 +130,7 @@ class MultiTensorOptimizer : public StepOptimizer {
       else
         adam(g, found_inf);
     }
+    divisor_ = torch::Tensor();  // for this step only
   }
 
  private:
@@ -168,12 +176,14 @@ class MultiTensorOptimizer : public StepOptimizer {
       // are taken back (as PyTorch's fused Adam does under a GradScaler).
       const c10::optional<at::Tensor> flag =
           found_inf.defined() ? c10::optional<at::Tensor>(found_inf) : c10::optional<at::Tensor>();
+      const c10::optional<at::Tensor> divisor =
+          divisor_.defined() ? c10::optional<at::Tensor>(divisor_) : c10::optional<at::Tensor>();
       if (decoupled)
         at::_fused_adamw_(g.params, grads, g.buf1, g.buf2, {}, g.steps, lr_, h_.beta1, h_.beta2, g.weight_decay, h_.eps,
-                          /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/c10::nullopt, flag);
+                          /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/divisor, flag);
       else
         at::_fused_adam_(g.params, grads, g.buf1, g.buf2, {}, g.steps, lr_, h_.beta1, h_.beta2, g.weight_decay, h_.eps,
-                         /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/c10::nullopt, flag);
+                         /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/divisor, flag);
       if (flag) at::_foreach_sub_(g.steps, std::vector<at::Tensor>(g.steps.size(), found_inf.reshape({})));
       return;
     }
@@ -201,6 +211,7 @@ class MultiTensorOptimizer : public StepOptimizer {
   bool fused_;
   std::int64_t step_ = 0;
   std::vector<GroupState> groups_;
+  torch::Tensor divisor_;  // clip_in_step's, for the next step's kernels
 };
 
 }  // namespace

@@ -35,6 +35,14 @@ class StepOptimizer {
   virtual bool skips_on_device() const { return false; }
   // The step, left undone where found_inf (a float of one element on the device) is not 0.
   virtual void step_unless(const torch::Tensor& found_inf);
+  // Gradient clipping inside the next step where the step can take it (the fused Adam kernels'
+  // grad_scale: each gradient divided by max(norm / max_norm, 1) as it is read, instead of a pass of
+  // its own over every gradient first); false where the caller must clip first (clip_gradients).
+  // `norm`: gradient_norm's device tensor.
+  virtual bool clip_in_step(const torch::Tensor& norm, double max_norm) {
+    (void)norm, (void)max_norm;
+    return false;
+  }
   // Applies an update still running beside the next step (offload_overlap), so that the weights are
   // the ones every step so far gives: before an evaluation, a checkpoint, the end of a run.
   virtual void flush() {}

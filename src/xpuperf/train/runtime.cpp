@@ -413,7 +413,8 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
   torch::Tensor grad_norm;  // before clipping; logged with the loss (divergence shows in it first)
   if (gate.run) {
     if (s_.clip_grad_norm > 0 || log_now) grad_norm = sync_->gradient_norm();
-    if (s_.clip_grad_norm > 0) clip_gradients(sync_->stepped(), grad_norm, s_.clip_grad_norm);
+    if (s_.clip_grad_norm > 0 && !sync_->clip_in_step(grad_norm, s_.clip_grad_norm))
+      clip_gradients(sync_->stepped(), grad_norm, s_.clip_grad_norm);
     sync_->step(gate.found_inf);
   }
   // The loss logged and recorded is the global batch's (so layouts with more or fewer
