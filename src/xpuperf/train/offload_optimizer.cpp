@@ -2,11 +2,14 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <future>
+#include <vector>
 
+#include "xpuperf/core/parallel.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/train/cpu_adam.h"
 
@@ -73,16 +76,15 @@ class OffloadAdam : public StepOptimizer {
     if (!slots_.empty()) torchrt::synchronize(slots_.front().param.device());  // every gradient has arrived
     const double lr = lr_;
     const std::int64_t step = step_;
+    // The rank's share of the cores (ATen's intra-op threads: the launcher's OMP_NUM_THREADS, or the
+    // physical cores), read here: a new thread does not inherit it.
+    const int threads = at::get_num_threads();
     if (!overlap_.enabled || step <= overlap_.synchronous_steps) {
-      update(lr, step);
+      update(lr, step, threads);
       to_device();
       return;
     }
-    const int threads = at::get_num_threads();  // the rank's share of the cores, which a new thread does not inherit
-    pending_ = std::async(std::launch::async, [this, lr, step, threads] {
-      at::set_num_threads(threads);
-      update(lr, step);
-    });
+    pending_ = std::async(std::launch::async, [this, lr, step, threads] { update(lr, step, threads); });
   }
 
   void flush() override {
@@ -108,38 +110,46 @@ class OffloadAdam : public StepOptimizer {
   }
 
  private:
-  // Adam / AdamW on the host masters from the host gradients: on every core, touching no tensor
-  // of the device (so that it may run beside the next step).
-  void update(double lr, std::int64_t step) {
+  // Adam / AdamW on the host masters from the host gradients: on `threads` threads, touching no
+  // tensor of the device (so that it may run beside the next step). The parameters are cut into
+  // pieces of kPiece elements that the threads take in turn, so that a few large tensors (the
+  // embedding, the output layer) and many small ones (the norms) spread alike.
+  void update(double lr, std::int64_t step, int threads) {
+    constexpr std::int64_t kPiece = 1 << 16;  // 1.9 MB of state a piece (30 bytes an element)
     const auto start = Clock::now();
-    threads_ = at::get_num_threads();
+    threads_ = threads;
     const double correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step));
     const double correction2 = 1.0 - std::pow(h_.beta2, static_cast<double>(step));
-    for (auto& s : slots_) {
-      const CpuAdamCoefficients c{h_.decoupled,
-                                  static_cast<float>(1.0 - lr * s.weight_decay),
-                                  s.weight_decay,
-                                  static_cast<float>(h_.beta1),
-                                  static_cast<float>(1.0 - h_.beta1),
-                                  static_cast<float>(h_.beta2),
-                                  static_cast<float>(1.0 - h_.beta2),
-                                  static_cast<float>(std::sqrt(correction2)),
-                                  static_cast<float>(h_.eps),
-                                  static_cast<float>(-lr / correction1)};
+    struct Piece {
+      std::size_t slot;
+      std::int64_t begin, end;
+    };
+    std::vector<Piece> pieces;
+    std::vector<CpuAdamCoefficients> coefficients;
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const auto& s = slots_[i];
+      coefficients.push_back({h_.decoupled, static_cast<float>(1.0 - lr * s.weight_decay), s.weight_decay,
+                              static_cast<float>(h_.beta1), static_cast<float>(1.0 - h_.beta1),
+                              static_cast<float>(h_.beta2), static_cast<float>(1.0 - h_.beta2),
+                              static_cast<float>(std::sqrt(correction2)), static_cast<float>(h_.eps),
+                              static_cast<float>(-lr / correction1)});
+      const auto n = s.master.numel();
+      for (std::int64_t begin = 0; begin < n; begin += kPiece)
+        pieces.push_back({i, begin, std::min(n, begin + kPiece)});
+    }
+    parallel_items(pieces.size(), threads, [&](std::size_t k) {
+      const auto& piece = pieces[k];
+      const auto& s = slots_[piece.slot];
+      const auto& c = coefficients[piece.slot];
       float* p = s.master.data_ptr<float>();
       float* m = s.m.data_ptr<float>();
       float* v = s.v.data_ptr<float>();
-      if (s.bf16()) {
-        auto* exchange = reinterpret_cast<std::uint16_t*>(s.exchange.data_ptr<at::BFloat16>());
-        at::parallel_for(0, s.master.numel(), 1 << 15, [&](std::int64_t begin, std::int64_t end) {
-          cpu_adam_bf16(p, m, v, exchange, begin, end, c);
-        });
-      } else {
-        const float* g = s.exchange.data_ptr<float>();
-        at::parallel_for(0, s.master.numel(), 1 << 15,
-                         [&](std::int64_t begin, std::int64_t end) { cpu_adam(p, m, v, g, begin, end, c); });
-      }
-    }
+      if (s.bf16())
+        cpu_adam_bf16(p, m, v, reinterpret_cast<std::uint16_t*>(s.exchange.data_ptr<at::BFloat16>()), piece.begin,
+                      piece.end, c);
+      else
+        cpu_adam(p, m, v, s.exchange.data_ptr<float>(), piece.begin, piece.end, c);
+    });
     // One update at a time (the next waits in flush for this one), so these need no lock.
     update_s_ += seconds_since(start);
     ++updates_;

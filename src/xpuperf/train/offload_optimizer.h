@@ -3,7 +3,7 @@
 // optimizer's state — fp32 master weights and Adam's two moments, 12 bytes a parameter — lives in
 // host memory (pinned, where a GPU copies from it) instead of the accelerator's. A step copies the
 // gradients to the host, runs the Adam / AdamW update there on every core (cpu_adam.h's loop,
-// vectorised, split by ATen's parallel_for), and copies the weights back in the parameters' own
+// vectorised, in pieces over the rank's threads), and copies the weights back in the parameters' own
 // type. With `precision: bf16` on a GPU the parameters (and so their gradients) are kept in bf16
 // on the device: 4 bytes a parameter there instead of 16 for weights, gradients and state in fp32.
 // Their gradients then travel to the host in bf16 and the weights back in bf16 (rounded on the host
