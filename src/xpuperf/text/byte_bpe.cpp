@@ -568,31 +568,39 @@ void ByteBpe::bpe(std::string_view piece, std::vector<std::int32_t>& out) {
     out.insert(out.end(), hit->second.begin(), hit->second.end());
     return;
   }
+  // Each adjacent pair's merge, kept beside the symbols and looked up again only where a merge changed
+  // a pair: a piece of n bytes takes O(n) lookups, not O(n) for each of its up to n − 1 merges (the
+  // kernel documentation's translations have pieces of hundreds of bytes).
+  constexpr std::int32_t kNone = std::numeric_limits<std::int32_t>::max();
   std::vector<std::int32_t> symbols;
   symbols.reserve(piece.size());
   for (unsigned char b : piece) symbols.push_back(v.byte_id[b]);
+  std::vector<Vocab::Merge> pairs(symbols.size());  // pairs[k]: symbols k and k + 1's; rank kNone: none
+  std::vector<char> merged(symbols.size(), 0);      // merged[k]: symbol k is this pass's merge
+  const auto pair_at = [&](std::size_t k) {
+    const auto m = merge_of(symbols[k], symbols[k + 1]);
+    return m ? *m : Vocab::Merge{kNone, -1};
+  };
+  for (std::size_t k = 0; k + 1 < symbols.size(); ++k) pairs[k] = pair_at(k);
   while (symbols.size() > 1) {
-    std::int32_t best = std::numeric_limits<std::int32_t>::max(), result = -1;
-    std::size_t at = 0;
-    for (std::size_t k = 0; k + 1 < symbols.size(); ++k)
-      if (const auto m = merge_of(symbols[k], symbols[k + 1]); m && m->rank < best) {
-        best = m->rank;
-        result = m->result;
-        at = k;
-      }
-    if (result < 0) break;
+    std::size_t at = 0;  // the first pair of the lowest rank
+    for (std::size_t k = 1; k + 1 < symbols.size(); ++k)
+      if (pairs[k].rank < pairs[at].rank) at = k;
+    if (pairs[at].rank == kNone) break;
     // Every occurrence of the pair, left to right: the first is at `at` (the first of the best).
-    const std::int32_t first = symbols[at], second = symbols[at + 1];
+    const std::int32_t first = symbols[at], second = symbols[at + 1], result = pairs[at].result;
     std::size_t w = at;
-    for (std::size_t k = at; k < symbols.size();) {
-      if (k + 1 < symbols.size() && symbols[k] == first && symbols[k + 1] == second) {
-        symbols[w++] = result;
-        k += 2;
-      } else {
-        symbols[w++] = symbols[k++];
-      }
+    for (std::size_t k = at; k < symbols.size(); ++w) {
+      const bool merge = k + 1 < symbols.size() && symbols[k] == first && symbols[k + 1] == second;
+      symbols[w] = merge ? result : symbols[k];
+      merged[w] = merge;
+      pairs[w] = pairs[k];  // still right where neither symbol of the pair changed
+      k += merge ? 2 : 1;
     }
     symbols.resize(w);
+    for (std::size_t k = at > 0 ? at - 1 : 0; k + 1 < w; ++k)
+      if (merged[k] || merged[k + 1]) pairs[k] = pair_at(k);
+    std::fill(merged.begin() + static_cast<std::ptrdiff_t>(at), merged.begin() + static_cast<std::ptrdiff_t>(w), 0);
   }
   out.insert(out.end(), symbols.begin(), symbols.end());
   if (cache_.size() > 1'000'000) cache_.clear();
