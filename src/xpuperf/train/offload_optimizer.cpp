@@ -84,7 +84,9 @@ class OffloadAdam : public StepOptimizer {
       to_device();
       return;
     }
-    pending_ = std::async(std::launch::async, [this, lr, step, threads] { update(lr, step, threads); });
+    // Beside the next step, one core fewer: the thread that launches the step's kernels keeps its own.
+    const int beside = std::max(1, threads - 1);
+    pending_ = std::async(std::launch::async, [this, lr, step, beside] { update(lr, step, beside); });
   }
 
   void flush() override {
