@@ -12,6 +12,7 @@
 
 #include "test_util.h"
 #include "toy_case.h"
+#include "xpuperf/torchrt/host_arena.h"
 #include "xpuperf/train/cpu_adam.h"
 #include "xpuperf/train/image_classification.h"
 #include "xpuperf/train/image_dataset.h"
@@ -142,6 +143,39 @@ TEST(Switches, TheFusedAdamClipsInsideItsStepAsClipGradientsDoes) {
     EXPECT_TRUE(torch::allclose(a.detach(), b.detach(), 1e-6, 1e-7)) << "step " << step;
     clipped_first->zero_grad(), clipped_inside->zero_grad();
   }
+}
+
+// The offloaded state's host memory: tensors of any type carved from one block at 64-byte
+// boundaries, zero without a fill, apart from each other, alive after the arena object is gone,
+// and a full arena an error, not an overrun. On a GPU machine the block is page-locked at its exact
+// size, and the device copies to and from it asynchronously.
+TEST(Switches, TheHostArenaHandsOutZeroAlignedTensorsThatOutliveIt) {
+  torch::Tensor a, b;
+  {
+    HostArena arena(HostArena::rounded(4 * 1000) + HostArena::rounded(2 * 77), false, 2);
+    a = arena.take(1000, torch::kFloat);
+    b = arena.take(77, torch::kBFloat16);
+    EXPECT_THROW(arena.take(1, torch::kFloat), std::length_error);
+    EXPECT_FALSE(arena.pinned_exactly());
+  }
+  EXPECT_EQ(a.numel(), 1000);
+  EXPECT_EQ(b.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(a.eq(0).all().item<bool>());
+  EXPECT_TRUE(b.eq(0).all().item<bool>());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data_ptr()) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data_ptr()) % 64, 0u);
+  a.fill_(1.5);
+  b.fill_(-2.0);
+  EXPECT_TRUE(a.eq(1.5).all().item<bool>()) << "b's writes reached a";
+  EXPECT_TRUE(b.eq(-2.0).all().item<bool>());
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "page-locking: no CUDA device (run on the GPU machine)";
+  HostArena pinned(HostArena::rounded(4 * 4096), true, 2);
+  EXPECT_TRUE(pinned.pinned_exactly()) << "cudaHostRegister not found or failed: PyTorch's allocator served it";
+  auto host = pinned.take(4096, torch::kFloat);
+  const auto device = torch::arange(4096, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat));
+  host.copy_(device, /*non_blocking=*/true);
+  torch::cuda::synchronize();
+  EXPECT_TRUE(host.equal(device.cpu()));
 }
 
 // ZeRO-Offload's host Adam (offload_optimizer.h) is torch::optim's update: 20 steps, 1e-5.

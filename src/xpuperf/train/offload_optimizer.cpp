@@ -11,6 +11,7 @@
 
 #include "xpuperf/core/parallel.h"
 #include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/host_arena.h"
 #include "xpuperf/train/cpu_adam.h"
 
 namespace xpuperf::train {
@@ -32,20 +33,30 @@ class OffloadAdam : public StepOptimizer {
               const std::vector<torch::Tensor>& without_decay, bool device_bf16, OffloadOverlap overlap)
       : h_(h), lr_(h.lr), overlap_(overlap) {
     const torch::NoGradGuard no_grad;
+    const auto stored_bf16 = [&](const torch::Tensor& p) {
+      return p.scalar_type() == torch::kBFloat16 || (device_bf16 && p.is_floating_point());
+    };
+    // The whole state in one block of host memory at its exact size, page-locked where a GPU copies
+    // from it (torchrt/host_arena.h): fp32 master and moments, and the exchange buffer.
+    std::int64_t bytes = 0;
+    bool pinned = false;
+    for (const auto* group : {&with_decay, &without_decay})
+      for (const auto& p : *group) {
+        bytes += 3 * torchrt::HostArena::rounded(4 * p.numel()) +
+                 torchrt::HostArena::rounded((stored_bf16(p) ? 2 : 4) * p.numel());
+        pinned = pinned || p.is_cuda();
+      }
+    torchrt::HostArena arena(bytes, pinned, at::get_num_threads());
+    pinned_exactly_ = arena.pinned_exactly();
     auto add = [&](const torch::Tensor& p, double wd) {
-      const bool pinned = p.is_cuda();
-      // The moments start at zero; the master and the exchange buffer are written before they are read
-      // (filling them too wrote 6 of the 14 bytes a parameter once more: 48 GB for Llama-3-8B).
-      const auto host = [&](torch::ScalarType type, bool zeroed) {
-        const auto options = torch::TensorOptions().dtype(type).pinned_memory(pinned);
-        return zeroed ? torch::zeros({p.numel()}, options) : torch::empty({p.numel()}, options);
-      };
-      const bool bf16 = p.scalar_type() == torch::kBFloat16 || (device_bf16 && p.is_floating_point());
+      const bool bf16 = stored_bf16(p);
+      // Zero from the arena: the moments start so; the master and the exchange buffer are written
+      // before they are read.
       Slot s{p,
-             host(torch::kFloat, false),
-             host(torch::kFloat, true),
-             host(torch::kFloat, true),
-             host(bf16 ? torch::kBFloat16 : torch::kFloat, false),
+             arena.take(p.numel(), torch::kFloat),
+             arena.take(p.numel(), torch::kFloat),
+             arena.take(p.numel(), torch::kFloat),
+             arena.take(p.numel(), bf16 ? torch::kBFloat16 : torch::kFloat),
              static_cast<float>(wd)};
       s.master.copy_(p.detach().reshape({-1}));
       if (bf16 && p.scalar_type() != torch::kBFloat16) s.param.set_data(p.to(torch::kBFloat16));
@@ -111,6 +122,8 @@ class OffloadAdam : public StepOptimizer {
     finished["offload_host_update_s"] = update_s_ / static_cast<double>(updates_);
     finished["offload_host_parameters_per_s"] = static_cast<double>(elements * updates_) / update_s_;
     finished["offload_host_threads"] = threads_;
+    // false: the state came from PyTorch's pinned allocator (sizes rounded up to powers of two).
+    finished["offload_host_pinned_exactly"] = pinned_exactly_;
     if (overlap_.enabled) finished["offload_overlap_wait_s"] = waited_s_ / static_cast<double>(updates_);
   }
 
@@ -183,6 +196,7 @@ class OffloadAdam : public StepOptimizer {
   double update_s_ = 0, waited_s_ = 0;  // the updates' seconds; the steps' waits for an overlapped one
   std::int64_t updates_ = 0;
   int threads_ = 0;
+  bool pinned_exactly_ = false;
 };
 
 }  // namespace

@@ -1,0 +1,88 @@
+#include "xpuperf/torchrt/host_arena.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "xpuperf/core/parallel.h"
+
+namespace xpuperf::torchrt {
+
+namespace {
+
+// The CUDA runtime's page-locking calls, looked up in the process (LibTorch's CUDA build has loaded
+// libcudart) instead of linked: this library builds without the CUDA toolkit's headers.
+using HostRegister = int (*)(void*, std::size_t, unsigned int);
+using HostUnregister = int (*)(void*);
+constexpr unsigned int kHostRegisterPortable = 1;  // page-locked for every CUDA context
+
+template <typename F>
+F cuda_runtime(const char* name) {
+  return reinterpret_cast<F>(::dlsym(RTLD_DEFAULT, name));
+}
+
+}  // namespace
+
+struct HostArena::Block {
+  void* data = nullptr;
+  std::size_t size = 0;
+  bool registered = false;
+  ~Block() {
+    if (registered)
+      if (auto unregister = cuda_runtime<HostUnregister>("cudaHostUnregister")) unregister(data);
+    if (data) ::munmap(data, size);
+  }
+};
+
+HostArena::HostArena(std::int64_t bytes, bool pinned, int threads) : size_(bytes), pinned_(pinned) {
+  if (bytes <= 0) return;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const auto length = (static_cast<std::size_t>(bytes) + page - 1) / page * page;
+  const auto host_register = pinned ? cuda_runtime<HostRegister>("cudaHostRegister") : nullptr;
+  if (pinned && !host_register) return;  // PyTorch's pinned allocator, tensor by tensor
+  void* data = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (data == MAP_FAILED)
+    throw std::runtime_error("host memory: cannot map " + std::to_string(bytes) +
+                             " bytes for the offloaded optimizer state (is the host's memory enough?)");
+  auto block = std::make_shared<Block>();
+  block->data = data;
+  block->size = length;
+  ::madvise(data, length, MADV_HUGEPAGE);  // fewer pages to fault in and to lock, where the kernel allows
+  // Each page faulted in (the kernel hands it over zeroed) by one of several threads: locking pages
+  // that are not there yet faults them in one by one on the calling thread.
+  constexpr std::size_t kChunk = std::size_t{64} << 20;
+  parallel_items((length + kChunk - 1) / kChunk, threads, [&](std::size_t i) {
+    auto* bytes_of = static_cast<volatile char*>(data);
+    const std::size_t end = std::min(length, (i + 1) * kChunk);
+    for (std::size_t at = i * kChunk; at < end; at += page) bytes_of[at] = 0;
+  });
+  if (pinned) {
+    if (host_register(data, length, kHostRegisterPortable) != 0) return;  // PyTorch's pinned allocator
+    block->registered = true;
+  }
+  block_ = std::move(block);
+}
+
+bool HostArena::pinned_exactly() const {
+  return block_ && block_->registered;
+}
+
+torch::Tensor HostArena::take(std::int64_t numel, torch::ScalarType type) {
+  const auto options = torch::TensorOptions().dtype(type);
+  const std::int64_t bytes = numel * static_cast<std::int64_t>(c10::elementSize(type));
+  if (used_ + rounded(bytes) > size_)
+    throw std::length_error("host arena: " + std::to_string(bytes) + " bytes asked for, " +
+                            std::to_string(size_ - used_) + " left of " + std::to_string(size_));
+  used_ += rounded(bytes);
+  if (!block_) return torch::zeros({numel}, options.pinned_memory(pinned_));
+  auto* start = static_cast<char*>(block_->data) + (used_ - rounded(bytes));
+  auto keep = block_;  // the block lives while any tensor taken from it does
+  return torch::from_blob(
+      start, {numel}, [keep](void*) {}, options);
+}
+
+}  // namespace xpuperf::torchrt
