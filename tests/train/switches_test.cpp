@@ -164,6 +164,13 @@ TEST(Switches, TheHostArenaHandsOutZeroAlignedTensorsThatOutliveIt) {
   EXPECT_TRUE(b.eq(0).all().item<bool>());
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data_ptr()) % 64, 0u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data_ptr()) % 64, 0u);
+  // More than the host has is an error naming both sizes, not a mapping the OOM killer ends.
+  try {
+    HostArena too_large(std::int64_t{1} << 60, false, 1);
+    ADD_FAILURE() << "an arena of 1 EiB was made";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("available"), std::string::npos) << e.what();
+  }
   a.fill_(1.5);
   b.fill_(-2.0);
   EXPECT_TRUE(a.eq(1.5).all().item<bool>()) << "b's writes reached a";

@@ -2,12 +2,23 @@
 
 #include <climits>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace xpuperf {
+
+std::int64_t host_memory_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  std::int64_t kib = 0;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
 
 bool keep_freed_host_memory() {
 #if defined(__GLIBC__)

@@ -1,7 +1,13 @@
 #pragma once
-// How a rank that computes on the CPU takes host memory.
+// How a rank that computes on the CPU takes host memory, and how much there is.
+
+#include <cstdint>
 
 namespace xpuperf {
+
+// The kernel's estimate of the memory that can be taken without swapping (/proc/meminfo's
+// MemAvailable), in bytes; 0 where it cannot be read.
+std::int64_t host_memory_available_bytes();
 
 // Keeps freed blocks in the process for the next step instead of handing them back to the
 // system. glibc serves a block above 32 MiB with mmap and unmaps it on free, so a CPU training step

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/parallel.h"
 
 namespace xpuperf::torchrt {
@@ -19,6 +20,11 @@ namespace {
 using HostRegister = int (*)(void*, std::size_t, unsigned int);
 using HostUnregister = int (*)(void*);
 constexpr unsigned int kHostRegisterPortable = 1;  // page-locked for every CUDA context
+
+std::string gib(std::int64_t bytes) {
+  const auto tenths = bytes * 10 / (std::int64_t{1} << 30);
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " GiB";
+}
 
 template <typename F>
 F cuda_runtime(const char* name) {
@@ -44,10 +50,14 @@ HostArena::HostArena(std::int64_t bytes, bool pinned, int threads) : size_(bytes
   const auto length = (static_cast<std::size_t>(bytes) + page - 1) / page * page;
   const auto host_register = pinned ? cuda_runtime<HostRegister>("cudaHostRegister") : nullptr;
   if (pinned && !host_register) return;  // PyTorch's pinned allocator, tensor by tensor
+  // The mapping itself would succeed (the kernel overcommits), and faulting in pages that are not
+  // there would bring the OOM killer, not an error.
+  const std::int64_t available = host_memory_available_bytes();
+  if (available > 0 && static_cast<std::int64_t>(length) > available)
+    throw std::runtime_error("host memory: " + gib(static_cast<std::int64_t>(length)) + " asked for, " +
+                             gib(available) + " available (MemAvailable)");
   void* data = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (data == MAP_FAILED)
-    throw std::runtime_error("host memory: cannot map " + std::to_string(bytes) +
-                             " bytes for the offloaded optimizer state (is the host's memory enough?)");
+  if (data == MAP_FAILED) throw std::runtime_error("host memory: " + gib(bytes) + " could not be mapped");
   auto block = std::make_shared<Block>();
   block->data = data;
   block->size = length;

@@ -18,7 +18,8 @@ class HostArena {
   // Room for `bytes` (tensors start at 64-byte boundaries: count each one's size rounded up to 64).
   // `pinned`: page-locked for the CUDA device's copies; where the CUDA runtime's cudaHostRegister
   // cannot be found or fails, each tensor comes from PyTorch's pinned allocator instead (and
-  // pinned_exactly() says so). `threads`: how many threads fault the pages in.
+  // pinned_exactly() says so). `threads`: how many threads fault the pages in. std::runtime_error,
+  // naming both, where the block is larger than the host's available memory.
   HostArena(std::int64_t bytes, bool pinned, int threads);
 
   // The next `numel` elements of `type`, all zero. std::length_error when the arena is full.

@@ -38,15 +38,24 @@ class OffloadAdam : public StepOptimizer {
     };
     // The whole state in one block of host memory at its exact size, page-locked where a GPU copies
     // from it (torchrt/host_arena.h): fp32 master and moments, and the exchange buffer.
-    std::int64_t bytes = 0;
+    std::int64_t bytes = 0, parameters = 0;
     bool pinned = false;
     for (const auto* group : {&with_decay, &without_decay})
       for (const auto& p : *group) {
+        parameters += p.numel();
         bytes += 3 * torchrt::HostArena::rounded(4 * p.numel()) +
                  torchrt::HostArena::rounded((stored_bf16(p) ? 2 : 4) * p.numel());
         pinned = pinned || p.is_cuda();
       }
-    torchrt::HostArena arena(bytes, pinned, at::get_num_threads());
+    auto arena = [&] {
+      try {
+        return torchrt::HostArena(bytes, pinned, at::get_num_threads());
+      } catch (const std::runtime_error& e) {
+        throw ConfigError("offload_optimizer: the optimizer's state of " + std::to_string(parameters) +
+                          " parameters does not fit in this host's memory (" + e.what() +
+                          "): free host memory, or train a smaller model or on more hosts");
+      }
+    }();
     pinned_exactly_ = arena.pinned_exactly();
     auto add = [&](const torch::Tensor& p, double wd) {
       const bool bf16 = stored_bf16(p);

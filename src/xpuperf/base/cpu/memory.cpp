@@ -8,10 +8,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <stdexcept>
 
 #include "xpuperf/base/base_benchmark.h"
+#include "xpuperf/core/host_memory.h"
 
 namespace xpuperf::base {
 
@@ -89,16 +89,6 @@ class CpuBandwidth : public BaseBenchmark {
   }
 };
 
-double mem_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return 0;
-}
-
 class CpuCapacity : public BaseBenchmark {
  public:
   std::string filter(const BaseContext&) override { return ""; }
@@ -107,7 +97,7 @@ class CpuCapacity : public BaseBenchmark {
     const double chunk = static_cast<double>(ctx.config.get_int("cpu_chunk_mib")) * (1 << 20);
     // The limit keeps the host alive: without one, the kernel's OOM killer picks a victim.
     double limit = ctx.config.get_number("cpu_limit_gib") * (1 << 30);
-    const double available = mem_available_bytes();
+    const auto available = static_cast<double>(host_memory_available_bytes());
     if (limit <= 0) limit = 0.9 * available;
     std::vector<std::pair<void*, std::size_t>> chunks;
     double held = 0;
