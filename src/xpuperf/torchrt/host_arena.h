@@ -21,6 +21,11 @@ class HostArena {
   // pinned_exactly() says so). `threads`: how many threads fault the pages in. std::runtime_error,
   // naming both, where the block is larger than the host's available memory.
   HostArena(std::int64_t bytes, bool pinned, int threads);
+  // One owner hands out each byte once.
+  HostArena(const HostArena&) = delete;
+  HostArena& operator=(const HostArena&) = delete;
+  HostArena(HostArena&&) = default;
+  HostArena& operator=(HostArena&&) = default;
 
   // The next `numel` elements of `type`, all zero. std::length_error when the arena is full.
   torch::Tensor take(std::int64_t numel, torch::ScalarType type);
