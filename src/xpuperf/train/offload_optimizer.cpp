@@ -3,12 +3,12 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <future>
 #include <vector>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/parallel.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/host_arena.h"
@@ -114,9 +114,9 @@ class OffloadAdam : public StepOptimizer {
 
   void flush() override {
     if (!pending_.valid()) return;
-    const auto start = Clock::now();
+    const double start = steady_seconds();
     pending_.get();  // rethrows what the update threw
-    waited_s_ += seconds_since(start);
+    waited_s_ += steady_seconds() - start;
     const torch::NoGradGuard no_grad;
     to_device();
   }
@@ -143,7 +143,7 @@ class OffloadAdam : public StepOptimizer {
   // embedding, the output layer) and many small ones (the norms) spread alike.
   void update(double lr, std::int64_t step, int threads) {
     constexpr std::int64_t kPiece = 1 << 16;  // 1.9 MB of state a piece (30 bytes an element)
-    const auto start = Clock::now();
+    const double start = steady_seconds();
     threads_ = threads;
     const double correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step));
     const double correction2 = 1.0 - std::pow(h_.beta2, static_cast<double>(step));
@@ -178,13 +178,8 @@ class OffloadAdam : public StepOptimizer {
         cpu_adam(p, m, v, s.exchange.data_ptr<float>(), piece.begin, piece.end, c);
     });
     // One update at a time (the next waits in flush for this one), so these need no lock.
-    update_s_ += seconds_since(start);
+    update_s_ += steady_seconds() - start;
     ++updates_;
-  }
-
-  using Clock = std::chrono::steady_clock;
-  static double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
   }
 
   // The weights back to the device, queued: a bf16 parameter's as the update left them in the
