@@ -148,6 +148,18 @@ torch::Tensor load_balancing_loss(const torch::Tensor& probabilities, const torc
   return (share * probabilities.to(torch::kFloat).mean(0).unsqueeze(0)).sum() * static_cast<double>(experts);
 }
 
+namespace {
+
+// The tokens' outputs (tokens, hidden): each (token, expert) pair's row of the experts' outputs,
+// `rows[row_of]`, times its routing weight, added into its token's row.
+torch::Tensor combine_pairs(const torch::Tensor& rows, const torch::Tensor& row_of, const torch::Tensor& token_of,
+                            const torch::Tensor& pair_weights, std::int64_t tokens) {
+  const auto weighted = rows.index_select(0, row_of) * pair_weights.unsqueeze(1).to(rows.scalar_type());
+  return torch::zeros({tokens, rows.size(1)}, weighted.options()).index_add(0, token_of, weighted);
+}
+
+}  // namespace
+
 bool SparseMoeBlockImpl::runs_grouped(const torch::Tensor& flat, bool kernels) const {
 #ifdef XPUPERF_HAVE_GROUPED_MM
   if (!kernels || ep_ || config.capacity_factor > 0 || !flat.is_cuda()) return false;
@@ -196,12 +208,9 @@ torch::Tensor SparseMoeBlockImpl::grouped_experts(const torch::Tensor& flat, con
     return at::_grouped_mm(in, w.to(type).transpose(1, 2), offsets);
   };
   const auto units = fused::silu_mul(product(buffer, w_gate), product(buffer, w_up), kernels);
-  const auto outputs = product(units, w_down);  // (rows, hidden)
-  const auto weighted = outputs.index_select(0, row) *
-                        weights.reshape({-1}).index_select(0, order).unsqueeze(1).to(outputs.scalar_type());
   routed = pairs;
   dropped = 0;
-  return torch::zeros({tokens, hidden}, weighted.options()).index_add(0, token_of, weighted);
+  return combine_pairs(product(units, w_down), row, token_of, weights.reshape({-1}).index_select(0, order), tokens);
 #else
   (void)flat, (void)weights, (void)selected, (void)kernels;
   throw std::logic_error("MoE: grouped products without ATen's grouped GEMM");
@@ -212,19 +221,21 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x, bool kernels) 
   const auto sizes = x.sizes().vec();
   const auto hidden = x.size(-1), experts = config.experts, k = config.top_k;
   const auto flat = x.reshape({-1, hidden});
-  const auto tokens = flat.size(0);
   const auto logits = gate(flat).to(torch::kFloat);  // (tokens, experts)
   const auto probabilities = torch::softmax(logits, -1);
   auto [weights, selected] = probabilities.topk(k, -1);  // (tokens, k)
   if (config.normalize_top_k) weights = weights / weights.sum(-1, true);
   load_balancing_loss = models::load_balancing_loss(probabilities, selected, experts);
   z_loss = torch::logsumexp(logits, -1).pow(2).mean();
-  if (runs_grouped(flat, kernels)) {
-    auto y = grouped_experts(flat, weights, selected, kernels);
-    if (shared_expert_gate) y = y + shared_expert(flat).to(y.scalar_type());
-    return y.view(sizes);
-  }
+  auto y = runs_grouped(flat, kernels) ? grouped_experts(flat, weights, selected, kernels)
+                                       : batched_experts(flat, weights, selected, kernels);
+  if (shared_expert_gate) y = y + shared_expert(flat).to(y.scalar_type());
+  return y.view(sizes);
+}
 
+torch::Tensor SparseMoeBlockImpl::batched_experts(const torch::Tensor& flat, const torch::Tensor& weights,
+                                                  const torch::Tensor& selected, bool kernels) {
+  const auto experts = config.experts, k = config.top_k, tokens = flat.size(0), hidden = flat.size(1);
   // Each (token, expert) pair's place in its expert's buffer, in token order: the running count along
   // its expert's row of the (experts, pairs) one-hot. The count runs along the innermost dimension:
   // ATen scans an outer dimension with one thread a column, each stepping through every pair in turn
@@ -264,10 +275,7 @@ torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x, bool kernels) 
       fused::silu_mul(torch::bmm(in, w_gate.transpose(1, 2)), torch::bmm(in, w_up.transpose(1, 2)), kernels);
   const auto outputs = torch::bmm(units, w_down.transpose(1, 2));
   const auto out = (ep_ ? ep_->combine(outputs) : outputs).reshape({experts * capacity, hidden});
-  const auto weighted = out.index_select(0, slot) * pair_weights.unsqueeze(1).to(out.scalar_type());
-  auto y = torch::zeros({tokens, hidden}, weighted.options()).index_add(0, token_of, weighted);
-  if (shared_expert_gate) y = y + shared_expert(flat).to(y.scalar_type());
-  return y.view(sizes);
+  return combine_pairs(out, slot, token_of, pair_weights, tokens);
 }
 
 torch::Tensor SparseMoeBlockImpl::forward_per_token(const torch::Tensor& x) {

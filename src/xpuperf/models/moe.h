@@ -69,8 +69,10 @@ struct SparseMoeBlockImpl : torch::nn::Module {
   bool runs_grouped(const torch::Tensor& flat, bool kernels) const;
 
  private:
-  // The grouped path: the tokens' outputs (tokens, hidden) from the routing's weights and choices
-  // (tokens, top_k).
+  // The routed experts' outputs for the tokens (tokens, hidden) from the routing's weights and choices
+  // (tokens, top_k): as grouped GEMMs, or as batched products over buffers of `capacity` rows.
+  torch::Tensor batched_experts(const torch::Tensor& flat, const torch::Tensor& weights, const torch::Tensor& selected,
+                                bool kernels);
   torch::Tensor grouped_experts(const torch::Tensor& flat, const torch::Tensor& weights, const torch::Tensor& selected,
                                 bool kernels);
 
