@@ -181,41 +181,36 @@ TEST(Llama3Bpe, ATiktokenVocabularyMergesByConcatenation) {
 
 TEST(Llama3Bpe, FilesOfTheWrongKindAreNamed) {
   test::TempDir dir;
-  dir.write("sentencepiece.model", std::string("\x0a\x0e\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02", 16));
-  EXPECT_NE(error_of([&] {
-              ByteBpe::load_single_file(dir.path() + "/sentencepiece.model");
-            }).find("sentencepiece.model: line 1 is not a token in base64 and its rank: not Meta's Llama 3"),
+  // The error that loading `content`, written as `name`, through `load` throws.
+  const auto error_loading = [&](const std::string& name, const std::string& content,
+                                 ByteBpe (*load)(const std::string&)) {
+    dir.write(name, content);
+    return error_of([&] { load(dir.path() + "/" + name); });
+  };
+  EXPECT_NE(error_loading("sentencepiece.model", std::string("\x0a\x0e\x0a\x05<unk>\x15\x00\x00\x00\x00\x18\x02", 16),
+                          ByteBpe::load_single_file)
+                .find("sentencepiece.model: line 1 is not a token in base64 and its rank: not Meta's Llama 3"),
             std::string::npos);
-  dir.write("gaps.model", "IQ== 0\nIg== 2\n");
-  EXPECT_NE(error_of([&] {
-              ByteBpe::load_tiktoken(dir.path() + "/gaps.model");
-            }).find("gaps.model: line 2 has rank 2 where 1 is next"),
+  EXPECT_NE(error_loading("gaps.model", "IQ== 0\nIg== 2\n", ByteBpe::load_tiktoken)
+                .find("gaps.model: line 2 has rank 2 where 1 is next"),
             std::string::npos);
-  dir.write("few.model", "IQ== 0\nIg== 1\n");
-  EXPECT_NE(error_of([&] {
-              ByteBpe::load_tiktoken(dir.path() + "/few.model");
-            }).find("few.model: byte 0x00 has no token: not a byte-level BPE vocabulary"),
+  EXPECT_NE(error_loading("few.model", "IQ== 0\nIg== 1\n", ByteBpe::load_tiktoken)
+                .find("few.model: byte 0x00 has no token: not a byte-level BPE vocabulary"),
             std::string::npos);
-  dir.write("repeat.model", "IQ== 0\nIQ== 1\n");
-  EXPECT_NE(error_of([&] {
-              ByteBpe::load_tiktoken(dir.path() + "/repeat.model");
-            }).find("repeat.model: line 2 repeats an earlier token"),
+  EXPECT_NE(error_loading("repeat.model", "IQ== 0\nIQ== 1\n", ByteBpe::load_tiktoken)
+                .find("repeat.model: line 2 repeats an earlier token"),
             std::string::npos);
-  dir.write("rank.model", "IQ== 0x\n");
-  EXPECT_NE(error_of([&] {
-              ByteBpe::load_tiktoken(dir.path() + "/rank.model");
-            }).find("rank.model: line 1 is not a token in base64 and its rank"),
+  EXPECT_NE(error_loading("rank.model", "IQ== 0x\n", ByteBpe::load_tiktoken)
+                .find("rank.model: line 1 is not a token in base64 and its rank"),
             std::string::npos);
-  dir.write("wordpiece.json", R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})");
-  EXPECT_NE(error_of([&] {
-              ByteBpe::load_single_file(dir.path() + "/wordpiece.json");
-            }).find("wordpiece.json: model.type is 'WordPiece', not BPE"),
+  EXPECT_NE(error_loading("wordpiece.json", R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})",
+                          ByteBpe::load_single_file)
+                .find("wordpiece.json: model.type is 'WordPiece', not BPE"),
             std::string::npos);
-  dir.write("other.json", R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\w+"}},
-                               "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})");
-  EXPECT_NE(error_of([&] {
-              ByteBpe::load_hugging_face(dir.path() + "/other.json");
-            }).find("other.json: its pre-tokenizer ('\\w+') is neither GPT-2's nor Llama 3's"),
+  EXPECT_NE(error_loading("other.json", R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "\\w+"}},
+                               "model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})",
+                          ByteBpe::load_hugging_face)
+                .find("other.json: its pre-tokenizer ('\\w+') is neither GPT-2's nor Llama 3's"),
             std::string::npos);
 }
 
