@@ -16,11 +16,19 @@ namespace {
 
 TEST(ParallelItems, RunsEveryItemOnceAndNoneForZero) {
   std::vector<std::atomic<int>> runs(1000);
-  parallel_items(runs.size(), 4, [&](std::size_t i) { runs[i].fetch_add(1); });
+  std::atomic<int> worker_out_of_range{0};
+  parallel_items(runs.size(), 4, [&](std::size_t i, int worker) {
+    runs[i].fetch_add(1);
+    if (worker < 0 || worker >= 4) worker_out_of_range.fetch_add(1);
+  });
   for (std::size_t i = 0; i < runs.size(); ++i) EXPECT_EQ(runs[i].load(), 1) << "item " << i;
-  parallel_items(0, 4, [](std::size_t) { FAIL() << "no item to run"; });
-  int serial = 0;  // one thread (and a thread count below 1): the caller's, in order
-  parallel_items(5, 0, [&](std::size_t i) { EXPECT_EQ(i, static_cast<std::size_t>(serial++)); });
+  EXPECT_EQ(worker_out_of_range.load(), 0);
+  parallel_items(0, 4, [](std::size_t, int) { FAIL() << "no item to run"; });
+  int serial = 0;  // one thread (and a thread count below 1): the caller's, worker 0, in order
+  parallel_items(5, 0, [&](std::size_t i, int worker) {
+    EXPECT_EQ(i, static_cast<std::size_t>(serial++));
+    EXPECT_EQ(worker, 0);
+  });
   EXPECT_EQ(serial, 5);
 }
 
@@ -31,9 +39,11 @@ TEST(ParallelItems, RunsItemsOnSeveralThreadsAtOnce) {
   std::condition_variable started;
   bool second_started = false;
   std::set<std::thread::id> ids;
-  parallel_items(2, 2, [&](std::size_t i) {
+  std::set<int> workers;
+  parallel_items(2, 2, [&](std::size_t i, int worker) {
     std::unique_lock<std::mutex> lock(mutex);
     ids.insert(std::this_thread::get_id());
+    workers.insert(worker);
     if (i == 1) {
       second_started = true;
       started.notify_all();
@@ -43,12 +53,13 @@ TEST(ParallelItems, RunsItemsOnSeveralThreadsAtOnce) {
     }
   });
   EXPECT_EQ(ids.size(), 2u);
+  EXPECT_EQ(workers, (std::set<int>{0, 1}));  // each thread its own worker index
 }
 
 TEST(ParallelItems, RethrowsTheFirstFailureAfterTheThreadsStop) {
   std::atomic<int> ran{0};
   EXPECT_THROW(parallel_items(100, 3,
-                              [&](std::size_t i) {
+                              [&](std::size_t i, int) {
                                 ran.fetch_add(1);
                                 if (i == 10) throw std::runtime_error("item 10");
                               }),

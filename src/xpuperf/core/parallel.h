@@ -8,9 +8,10 @@
 
 namespace xpuperf {
 
-// Runs work(i) for every i in [0, n) on up to `threads` threads (the calling one among them), items
-// taken in order as threads come free; returns when all are done. The first exception a call throws
-// is rethrown here, after the threads have stopped taking items.
-void parallel_items(std::size_t n, int threads, const std::function<void(std::size_t)>& work);
+// Runs work(i, worker) for every i in [0, n) on up to `threads` threads (the calling one among them),
+// items taken in order as threads come free; `worker` (0 to threads - 1) names the thread, for state
+// of its own. Returns when all are done. The first exception a call throws is rethrown here, after
+// the threads have stopped taking items.
+void parallel_items(std::size_t n, int threads, const std::function<void(std::size_t item, int worker)>& work);
 
 }  // namespace xpuperf

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -16,6 +15,7 @@
 
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/log.h"
+#include "xpuperf/core/parallel.h"
 #include "xpuperf/text/byte_bpe.h"
 #include "xpuperf/text/sentencepiece.h"
 #include "xpuperf/text/token_file.h"
@@ -270,33 +270,19 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       document.clear();
     };
     auto run_round = [&] {
-      std::vector<std::thread> pool;
-      std::exception_ptr failure;
-      std::mutex failure_mutex;
-      for (int t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-          try {
-            for (std::size_t i = static_cast<std::size_t>(t); i < round.size();
-                 i += static_cast<std::size_t>(threads)) {
-              Chunk& c = round[i];
-              if (byte_level) {
-                c.sequences.push_back(bpes[static_cast<std::size_t>(t)]->encode(c.text));
-              } else if (spm) {
-                c.sequences.push_back(sentencepiece->encode(c.text));
-              } else {
-                for (const auto& p : paragraphs_of(c.text)) {
-                  auto ids = wordpiece->encode(p);
-                  if (!ids.empty()) c.sequences.push_back(std::move(ids));
-                }
-              }
-            }
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(failure_mutex);
-            if (!failure) failure = std::current_exception();
+      parallel_items(round.size(), threads, [&](std::size_t i, int worker) {
+        Chunk& c = round[i];
+        if (byte_level) {
+          c.sequences.push_back(bpes[static_cast<std::size_t>(worker)]->encode(c.text));
+        } else if (spm) {
+          c.sequences.push_back(sentencepiece->encode(c.text));
+        } else {
+          for (const auto& p : paragraphs_of(c.text)) {
+            auto ids = wordpiece->encode(p);
+            if (!ids.empty()) c.sequences.push_back(std::move(ids));
           }
-        });
-      for (auto& th : pool) th.join();
-      if (failure) std::rethrow_exception(failure);
+        }
+      });
       for (auto& c : round) {
         if (wordpiece)
           for (const auto& seq : c.sequences) unknown += std::count(seq.begin(), seq.end(), wordpiece->unk());

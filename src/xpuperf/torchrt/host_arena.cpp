@@ -65,7 +65,7 @@ HostArena::HostArena(std::int64_t bytes, bool pinned, int threads) : size_(bytes
   // Each page faulted in (the kernel hands it over zeroed) by one of several threads: locking pages
   // that are not there yet faults them in one by one on the calling thread.
   constexpr std::size_t kChunk = std::size_t{64} << 20;
-  parallel_items((length + kChunk - 1) / kChunk, threads, [&](std::size_t i) {
+  parallel_items((length + kChunk - 1) / kChunk, threads, [&](std::size_t i, int) {
     auto* bytes_of = static_cast<volatile char*>(data);
     const std::size_t end = std::min(length, (i + 1) * kChunk);
     for (std::size_t at = i * kChunk; at < end; at += page) bytes_of[at] = 0;

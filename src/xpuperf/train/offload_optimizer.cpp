@@ -164,7 +164,7 @@ class OffloadAdam : public StepOptimizer {
       for (std::int64_t begin = 0; begin < n; begin += kPiece)
         pieces.push_back({i, begin, std::min(n, begin + kPiece)});
     }
-    parallel_items(pieces.size(), threads, [&](std::size_t k) {
+    parallel_items(pieces.size(), threads, [&](std::size_t k, int) {
       const auto& piece = pieces[k];
       const auto& s = slots_[piece.slot];
       const auto& c = coefficients[piece.slot];
