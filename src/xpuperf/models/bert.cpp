@@ -6,6 +6,7 @@
 #include "xpuperf/models/linear.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
+#include "xpuperf/torchrt/init.h"
 
 namespace xpuperf::models {
 
@@ -18,7 +19,7 @@ constexpr double kBertInitStd = 0.02;
 template <typename Layer = nn::Linear>
 Layer bert_linear(std::int64_t in, std::int64_t out) {
   Layer l(in, out);
-  nn::init::normal_(l->weight, 0.0, kBertInitStd);
+  torchrt::init_normal(l->weight, 0.0, kBertInitStd);
   nn::init::zeros_(l->bias);
   return l;
 }
@@ -29,7 +30,7 @@ nn::LayerNorm bert_norm(const BertConfig& c) {
 
 nn::Embedding bert_embedding(std::int64_t n, std::int64_t d) {
   nn::Embedding e(n, d);
-  nn::init::normal_(e->weight, 0.0, kBertInitStd);
+  torchrt::init_normal(e->weight, 0.0, kBertInitStd);
   return e;
 }
 

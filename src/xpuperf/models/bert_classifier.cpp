@@ -1,5 +1,7 @@
 #include "xpuperf/models/bert_classifier.h"
 
+#include "xpuperf/torchrt/init.h"
+
 namespace xpuperf::models {
 
 BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertConfig& c, std::int64_t n)
@@ -8,7 +10,7 @@ BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertC
   bert = register_module("bert", BertModel(c, /*pooler=*/true));
   dropout = register_module("dropout", torch::nn::Dropout(c.dropout));
   classifier = register_module("classifier", torch::nn::Linear(c.hidden, n));
-  torch::nn::init::normal_(classifier->weight, 0.0, 0.02);  // Hugging Face's initializer_range
+  torchrt::init_normal(classifier->weight, 0.0, 0.02);  // Hugging Face's initializer_range
   torch::nn::init::zeros_(classifier->bias);
 }
 

@@ -8,6 +8,7 @@
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
+#include "xpuperf/torchrt/init.h"
 
 namespace xpuperf::models {
 
@@ -120,11 +121,11 @@ torch::Tensor GptBlockImpl::forward_cached(const torch::Tensor& input, std::int6
 GptModelImpl::GptModelImpl(const GptConfig& c) {
   wte = register_module("wte", nn::Embedding(c.vocab, c.hidden));
   wpe = register_module("wpe", nn::Embedding(c.positions, c.hidden));
-  nn::init::normal_(wte->weight, 0.0, kGptInitStd);
-  nn::init::normal_(wpe->weight, 0.0, kGptInitStd);
+  torchrt::init_normal(wte->weight, 0.0, kGptInitStd);
+  torchrt::init_normal(wpe->weight, 0.0, kGptInitStd);
   if (c.block_positions) {
     wbpe = register_module("wbpe", nn::Embedding(c.positions, c.hidden));
-    nn::init::normal_(wbpe->weight, 0.0, kGptInitStd);
+    torchrt::init_normal(wbpe->weight, 0.0, kGptInitStd);
   }
   drop = register_module("drop", nn::Dropout(c.dropout));
   h = register_module("h", nn::ModuleList());

@@ -8,6 +8,7 @@
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
+#include "xpuperf/torchrt/init.h"
 
 namespace xpuperf::models {
 
@@ -19,7 +20,7 @@ constexpr double kLlamaInitStd = 0.02;  // Hugging Face's initializer_range
 template <typename Layer = nn::Linear>
 Layer linear(std::int64_t in, std::int64_t out) {
   Layer l(nn::LinearOptions(in, out).bias(false));
-  nn::init::normal_(l->weight, 0.0, kLlamaInitStd);
+  torchrt::init_normal(l->weight, 0.0, kLlamaInitStd);
   return l;
 }
 
@@ -336,7 +337,7 @@ std::pair<torch::Tensor, torch::Tensor> LlamaDecoderLayerImpl::forward(const tor
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
   embed_tokens = register_module("embed_tokens", parallel::VocabParallelEmbedding(c.vocab, c.hidden));
-  nn::init::normal_(embed_tokens->weight, 0.0, kLlamaInitStd);
+  torchrt::init_normal(embed_tokens->weight, 0.0, kLlamaInitStd);
   layers = register_module("layers", nn::ModuleList());
   for (std::int64_t i = 0; i < c.layers; ++i) layers->push_back(LlamaDecoderLayer(c, i));
   norm = register_module("norm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));

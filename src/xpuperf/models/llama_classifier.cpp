@@ -1,5 +1,7 @@
 #include "xpuperf/models/llama_classifier.h"
 
+#include "xpuperf/torchrt/init.h"
+
 namespace xpuperf::models {
 
 LlamaForSequenceClassificationImpl::LlamaForSequenceClassificationImpl(const LlamaConfig& c, std::int64_t n)
@@ -7,7 +9,7 @@ LlamaForSequenceClassificationImpl::LlamaForSequenceClassificationImpl(const Lla
   TORCH_CHECK(n >= 2, "Llama classifier: ", n, " labels; a classification needs 2 or more");
   model = register_module("model", LlamaModel(c));
   score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(c.hidden, n).bias(false)));
-  torch::nn::init::normal_(score->weight, 0.0, 0.02);  // Hugging Face's initializer_range
+  torchrt::init_normal(score->weight, 0.0, 0.02);  // Hugging Face's initializer_range
 }
 
 torch::Tensor LlamaForSequenceClassificationImpl::forward(const torch::Tensor& ids, const torch::Tensor& keep) {

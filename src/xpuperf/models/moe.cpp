@@ -10,6 +10,7 @@
 
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/torchrt/compat.h"
+#include "xpuperf/torchrt/init.h"
 
 #ifdef XPUPERF_HAVE_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -106,15 +107,16 @@ SparseMoeBlockImpl::SparseMoeBlockImpl(std::int64_t hidden, std::int64_t interme
               " experts a token; 2 or more experts and 1 to that many a token");
   gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(hidden, c.experts).bias(false)));
   const torch::NoGradGuard no_grad;
-  torch::nn::init::normal_(gate->weight, 0.0, 0.02);  // Hugging Face's initializer_range
+  torchrt::init_normal(gate->weight, 0.0, 0.02);  // Hugging Face's initializer_range
   const std::int64_t units = c.expert_intermediate > 0 ? c.expert_intermediate : intermediate;
-  w_gate = register_parameter("w_gate", torch::randn({c.experts, units, hidden}) * 0.02);
-  w_up = register_parameter("w_up", torch::randn({c.experts, units, hidden}) * 0.02);
-  w_down = register_parameter("w_down", torch::randn({c.experts, hidden, units}) * 0.02);
+  w_gate = register_parameter("w_gate", torch::empty({c.experts, units, hidden}));
+  w_up = register_parameter("w_up", torch::empty({c.experts, units, hidden}));
+  w_down = register_parameter("w_down", torch::empty({c.experts, hidden, units}));
+  for (const auto& w : {w_gate, w_up, w_down}) torchrt::init_normal(w, 0.0, 0.02);
   if (c.shared_intermediate > 0) {
     const auto linear = [&](const char* name, std::int64_t in, std::int64_t out) {
       auto l = register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
-      torch::nn::init::normal_(l->weight, 0.0, 0.02);
+      torchrt::init_normal(l->weight, 0.0, 0.02);
       return l;
     };
     shared_gate_proj = linear("shared_gate_proj", hidden, c.shared_intermediate);

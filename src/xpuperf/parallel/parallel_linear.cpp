@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "xpuperf/torchrt/init.h"
+
 namespace xpuperf::parallel {
 
 std::vector<torch::Tensor> split_parameters_of(torch::nn::Module& model) {
@@ -81,7 +83,7 @@ std::vector<torch::Tensor> RowParallelLinearImpl::split_parameters() const {
 Conv1DImpl::Conv1DImpl(std::int64_t in, std::int64_t out, double init_std, Conv1DSplit splits) : splits_(splits) {
   weight = register_parameter("weight", torch::empty({in, out}));
   bias = register_parameter("bias", torch::zeros({out}));
-  torch::nn::init::normal_(weight, 0.0, init_std);
+  torchrt::init_normal(weight, 0.0, init_std);
 }
 
 torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
