@@ -68,7 +68,9 @@ theirs() {  # case mode → rank 0's JSON line; a run out of device memory is a 
 IFS=, read -ra list <<< "$cases"
 for c in "${list[@]}"; do
   {
-    ours "$c" 1gpu 1
+    # Without CUDA graphs, as the rows of several GPUs run (they cannot capture the all-reduce), so
+    # that the scaling is of the ranks alone.
+    ours "$c" 1gpu 1 cuda_graphs=false
     ours "$c" data_parallel "$nproc"
     if [[ $c == llama ]]; then
       ours "$c" zero_stage_3 "$nproc" zero_stage=3

@@ -235,6 +235,11 @@ TEST(MixtureOfExperts, ALlamaWithExpertsCountsItsParametersAndFlopsAndTrains) {
   const double train_loss = m->loss(ids).item<double>();
   EXPECT_GT(train_loss, eval_loss) << "training adds the routers' auxiliary losses";
   EXPECT_LT(train_loss - eval_loss, 0.1);
+  // ... and takes them out of the block: kept there, they would hold the step's autograd graph into
+  // the next step, which a CUDA graph's capture then fails on.
+  const auto& block = m->model->layers[0]->as<LlamaDecoderLayer>()->moe;
+  EXPECT_FALSE(block->load_balancing_loss.defined());
+  EXPECT_FALSE(block->z_loss.defined());
   torch::optim::AdamW opt(m->parameters(), torch::optim::AdamWOptions(3e-3));
   for (int step = 0; step < 20; ++step) {
     opt.zero_grad();

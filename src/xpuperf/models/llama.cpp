@@ -454,8 +454,12 @@ torch::Tensor LlamaForCausalLMImpl::loss(const torch::Tensor& ids, const torch::
   auto loss = token_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}), fused_kernels);
   if (config.moe.experts == 0 || !is_training()) return loss;
   for (const auto& layer : *model->layers)
-    if (const auto& moe = layer->as<LlamaDecoderLayer>()->moe)
+    if (auto& moe = layer->as<LlamaDecoderLayer>()->moe) {
       loss = loss + config.moe.aux_loss_coef * moe->load_balancing_loss + config.moe.z_loss_coef * moe->z_loss;
+      // Taken: kept, they would hold this step's autograd graph alive into the next one (its
+      // AccumulateGrad nodes then meet a CUDA graph's capture on another stream, which fails).
+      moe->load_balancing_loss = moe->z_loss = torch::Tensor();
+    }
   return loss;
 }
 

@@ -61,7 +61,8 @@ struct SparseMoeBlockImpl : torch::nn::Module {
   // (shared_expert_gate, hidden → 1); null without one.
   torch::nn::Linear shared_gate_proj{nullptr}, shared_up_proj{nullptr}, shared_down_proj{nullptr};
   torch::nn::Linear shared_expert_gate{nullptr};
-  // Of the last forward: the auxiliary losses (0-d) and the token-expert pairs dropped for capacity.
+  // Of the last forward: the auxiliary losses (0-d; until LlamaForCausalLM::loss takes them) and the
+  // token-expert pairs dropped for capacity.
   torch::Tensor load_balancing_loss, z_loss;
   std::int64_t dropped = 0, routed = 0;
 

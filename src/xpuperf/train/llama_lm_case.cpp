@@ -40,8 +40,16 @@ torch::Tensor LlamaLmCase::lm_loss(const torch::Tensor& ids, const torch::Tensor
     const auto [dropped, routed] = model_->dropped_tokens();
     dropped_ += dropped;
     routed_ += routed;
+    last_ = {dropped, routed};
   }
   return loss;
+}
+
+void LlamaLmCase::micro_batch_replayed() {
+  // The graph's forward is the captured one's, routing included (a captured step reads nothing back
+  // to the host, so its counts cannot change).
+  dropped_ += last_.first;
+  routed_ += last_.second;
 }
 
 void LlamaLmCase::step_counters(std::map<std::string, double>& counters) {

@@ -31,6 +31,7 @@ class LlamaLmCase : public CausalLmCase {
  protected:
   torch::Tensor lm_loss(const torch::Tensor& ids, const torch::Tensor& documents) override;
   void step_counters(std::map<std::string, double>& counters) override;
+  void micro_batch_replayed() override;
   double training_flops_per_token(std::int64_t tokens) const override {
     return model_ ? model_->config.training_flops_per_token(tokens) : 0.0;
   }
@@ -40,7 +41,8 @@ class LlamaLmCase : public CausalLmCase {
 
   models::LlamaConfig shape_;
   models::LlamaForCausalLM model_{nullptr};
-  std::int64_t dropped_ = 0, routed_ = 0;  // MoE (token, expert) pairs since the last STEP_END, this rank's
+  std::int64_t dropped_ = 0, routed_ = 0;             // MoE (token, expert) pairs since the last STEP_END, this rank's
+  std::pair<std::int64_t, std::int64_t> last_{0, 0};  // the last training forward's (dropped, routed)
 };
 
 }  // namespace xpuperf::train

@@ -175,7 +175,8 @@ std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseCont
 
 // A micro-batch's forward and backward as the run asks: eagerly, or by replaying a CUDA graph.
 MicroBatchRunner make_runner(const Config& cfg, const TrainingSettings& s, const torch::Device& device,
-                             const std::vector<torch::Tensor>& params, std::unique_ptr<StepGraph>& graph) {
+                             const std::vector<torch::Tensor>& params, std::unique_ptr<StepGraph>& graph,
+                             TrainingCase& c) {
   if (!s.cuda_graphs) return [](const Batch& b, const std::function<torch::Tensor(const Batch&)>& f) { return f(b); };
   const std::string where = cfg.at("cuda_graphs").source.str() + ": cuda_graphs: ";
   if (!device.is_cuda() || !StepGraph::available())
@@ -183,7 +184,17 @@ MicroBatchRunner make_runner(const Config& cfg, const TrainingSettings& s, const
                       device.str() + "); set cuda_graphs: false");
   graph = std::make_unique<StepGraph>(device, params);
   StepGraph* g = graph.get();
-  return [g](const Batch& b, const std::function<torch::Tensor(const Batch&)>& f) { return g->run(b, f); };
+  return [g, &c](const Batch& b, const std::function<torch::Tensor(const Batch&)>& f) {
+    // A replay that ran no forward_step (the capture's own replay follows the forward it recorded,
+    // which the case has counted already).
+    bool stepped = false;
+    auto loss = g->run(b, [&](const Batch& batch) {
+      stepped = true;
+      return f(batch);
+    });
+    if (!stepped) c.micro_batch_replayed();
+    return loss;
+  };
 }
 
 // One training run: set up by the constructor, trained by train(), described by finish().
@@ -273,7 +284,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   sync_ = make_gradient_sync({cfg, s_, optimizer_impl_, *model_, split_, groups_, *data_dist_, *dist_, info.case_name});
   precision_ = std::make_unique<StepPrecision>(device_, s_.precision, sync_->skips_on_device());
   schedule_ = make_step_schedule(groups_, split_, *data_dist_, accumulation_,
-                                 make_runner(cfg, s_, device_, split_.params, graph_));
+                                 make_runner(cfg, s_, device_, split_.params, graph_, c));
 
   if (s_.profile_steps > 0) profile_ = std::make_unique<StepProfile>(s_.timing_skip_steps, s_.profile_steps);
 

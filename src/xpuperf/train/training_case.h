@@ -145,6 +145,9 @@ class TrainingCase {
   // What STEP_END adds of the case's own: counts over this rank's training steps since the previous
   // STEP_END (a mixture of experts' routed and dropped tokens), which the case then starts again.
   virtual void step_counters(std::map<std::string, double>& counters) { (void)counters; }
+  // A micro-batch ran as a replay of the captured CUDA graph (cuda_graphs), without forward_step:
+  // what forward_step counts on the host should count it as the captured one.
+  virtual void micro_batch_replayed() {}
 };
 
 // Registration, so adding a case is adding a folder.
