@@ -17,7 +17,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "xpuperf/text/pre_tokenize.h"
@@ -54,13 +53,14 @@ class ByteBpe {
  private:
   struct Vocab;
   struct RecentPieces;
+  class PieceCache;
   explicit ByteBpe(std::shared_ptr<const Vocab> vocab);
   void bpe(std::string_view piece, std::vector<std::int32_t>& out);
 
   std::shared_ptr<const Vocab> vocab_;
   std::unique_ptr<RecentPieces> recent_;
-  std::unordered_map<std::string, std::vector<std::int32_t>> cache_;
-  std::string scratch_;  // a pair's concatenation, where merges go by it (tiktoken's vocabularies)
+  std::unique_ptr<PieceCache> cache_;  // the tokens of pieces that are no token themselves
+  std::string scratch_;                // a pair's concatenation, where merges go by it (tiktoken's vocabularies)
 };
 
 }  // namespace xpuperf::text
