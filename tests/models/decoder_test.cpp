@@ -52,6 +52,25 @@ TEST(Decoders, LlamaSizesAreHuggingFaces) {
   EXPECT_DOUBLE_EQ(c.forward_flops(10, 1), 2 * (2 * (10 * linears + 100 * 32.0) + 32.0 * 97));
 }
 
+TEST(Decoders, ALargeLlamaLayerIsBuiltWithItsShapeAndOnlyTheNormalValues) {
+  // A layer of 4 M weights or more is built 1 × 1 and then shaped, so that LibTorch's own Kaiming
+  // pass (one thread) is skipped: its options, shape, count and values must be a whole layer's.
+  LlamaConfig c = small_llama();
+  c.hidden = 64, c.intermediate = 65536, c.layers = 1;  // the MLP's three: 64 × 65,536 = 4,194,304 each
+  torch::manual_seed(5);
+  auto m = LlamaForCausalLM(c);
+  EXPECT_EQ(parameters(*m), c.parameter_count());
+  const auto& mlp = m->model->layers[0]->as<LlamaDecoderLayer>()->mlp;
+  EXPECT_EQ(mlp->gate_proj->options.in_features(), 64);
+  EXPECT_EQ(mlp->gate_proj->options.out_features(), 65536);
+  EXPECT_EQ(mlp->down_proj->weight.sizes(), (std::vector<std::int64_t>{64, 65536}));
+  // Hugging Face's normal(0, 0.02), not Kaiming-uniform's (a standard deviation of 0.072 here).
+  EXPECT_NEAR(mlp->down_proj->weight.std().item<double>(), 0.02, 2e-4);
+  torch::manual_seed(5);
+  EXPECT_TRUE(torch::equal(LlamaForCausalLM(c)->model->layers[0]->as<LlamaDecoderLayer>()->mlp->down_proj->weight,
+                           mlp->down_proj->weight));
+}
+
 TEST(Decoders, Llama3SizesAreMetasAndATiedOutputLayerIsTheEmbedding) {
   // Hugging Face's LlamaForCausalLM counts of Meta's Llama 3 shapes (1B and 3B tie the output layer).
   EXPECT_EQ(LlamaConfig::llama3_2_1b().parameter_count(), 1'235'814'400);
