@@ -18,10 +18,7 @@ constexpr double kBertInitStd = 0.02;
 
 template <typename Layer = nn::Linear>
 Layer bert_linear(std::int64_t in, std::int64_t out) {
-  Layer l(in, out);
-  torchrt::init_normal(l->weight, 0.0, kBertInitStd);
-  nn::init::zeros_(l->bias);
-  return l;
+  return torchrt::normal_linear<Layer>(in, out, /*bias=*/true, kBertInitStd);
 }
 
 nn::LayerNorm bert_norm(const BertConfig& c) {

@@ -9,9 +9,7 @@ BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertC
   TORCH_CHECK(n >= 2, "BERT classifier: ", n, " labels; a classification needs 2 or more");
   bert = register_module("bert", BertModel(c, /*pooler=*/true));
   dropout = register_module("dropout", torch::nn::Dropout(c.dropout));
-  classifier = register_module("classifier", torch::nn::Linear(c.hidden, n));
-  torchrt::init_normal(classifier->weight, 0.0, 0.02);  // Hugging Face's initializer_range
-  torch::nn::init::zeros_(classifier->bias);
+  classifier = register_module("classifier", torchrt::normal_linear(c.hidden, n, /*bias=*/true, 0.02));  // HF's range
 }
 
 torch::Tensor BertForSequenceClassificationImpl::forward(const torch::Tensor& ids, const torch::Tensor& types,

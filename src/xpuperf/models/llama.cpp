@@ -19,18 +19,7 @@ constexpr double kLlamaInitStd = 0.02;  // Hugging Face's initializer_range
 
 template <typename Layer = nn::Linear>
 Layer linear(std::int64_t in, std::int64_t out) {
-  // LibTorch's Linear draws Kaiming-uniform values into its weight when built, on one thread (a fifth
-  // of a minute for Llama-3-8B), only for them to be drawn again here: a large layer is built 1 × 1 and
-  // then given its shape, so that its one pass runs on all cores. Small layers keep both passes, and
-  // with them the values the CPU tests' models always had.
-  const bool large = in * out >= torchrt::kParallelInitElements;
-  Layer l(nn::LinearOptions(large ? 1 : in, large ? 1 : out).bias(false));
-  if (large) {
-    l->options.in_features(in).out_features(out);
-    l->weight.set_data(torch::empty({out, in}));
-  }
-  torchrt::init_normal(l->weight, 0.0, kLlamaInitStd);
-  return l;
+  return torchrt::normal_linear<Layer>(in, out, /*bias=*/false, kLlamaInitStd);
 }
 
 // `parts` (out_i, in) stacked into one (Σ out_i, in) matrix; each part's weight becomes its view.

@@ -8,8 +8,7 @@ LlamaForSequenceClassificationImpl::LlamaForSequenceClassificationImpl(const Lla
     : config(c), label_count(n) {
   TORCH_CHECK(n >= 2, "Llama classifier: ", n, " labels; a classification needs 2 or more");
   model = register_module("model", LlamaModel(c));
-  score = register_module("score", torch::nn::Linear(torch::nn::LinearOptions(c.hidden, n).bias(false)));
-  torchrt::init_normal(score->weight, 0.0, 0.02);  // Hugging Face's initializer_range
+  score = register_module("score", torchrt::normal_linear(c.hidden, n, /*bias=*/false, 0.02));  // HF's range
 }
 
 torch::Tensor LlamaForSequenceClassificationImpl::forward(const torch::Tensor& ids, const torch::Tensor& keep) {

@@ -105,9 +105,8 @@ bool stack_hugging_face_experts(std::map<std::string, torch::Tensor>& tensors) {
 SparseMoeBlockImpl::SparseMoeBlockImpl(std::int64_t hidden, std::int64_t intermediate, const MoeConfig& c) : config(c) {
   TORCH_CHECK(c.experts >= 2 && c.top_k >= 1 && c.top_k <= c.experts, "MoE: ", c.top_k, " of ", c.experts,
               " experts a token; 2 or more experts and 1 to that many a token");
-  gate = register_module("gate", torch::nn::Linear(torch::nn::LinearOptions(hidden, c.experts).bias(false)));
+  gate = register_module("gate", torchrt::normal_linear(hidden, c.experts, /*bias=*/false, 0.02));  // HF's range
   const torch::NoGradGuard no_grad;
-  torchrt::init_normal(gate->weight, 0.0, 0.02);  // Hugging Face's initializer_range
   const std::int64_t units = c.expert_intermediate > 0 ? c.expert_intermediate : intermediate;
   w_gate = register_parameter("w_gate", torch::empty({c.experts, units, hidden}));
   w_up = register_parameter("w_up", torch::empty({c.experts, units, hidden}));
@@ -115,9 +114,7 @@ SparseMoeBlockImpl::SparseMoeBlockImpl(std::int64_t hidden, std::int64_t interme
   for (const auto& w : {w_gate, w_up, w_down}) torchrt::init_normal(w, 0.0, 0.02);
   if (c.shared_intermediate > 0) {
     const auto linear = [&](const char* name, std::int64_t in, std::int64_t out) {
-      auto l = register_module(name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
-      torchrt::init_normal(l->weight, 0.0, 0.02);
-      return l;
+      return register_module(name, torchrt::normal_linear(in, out, /*bias=*/false, 0.02));
     };
     shared_gate_proj = linear("shared_gate_proj", hidden, c.shared_intermediate);
     shared_up_proj = linear("shared_up_proj", hidden, c.shared_intermediate);
