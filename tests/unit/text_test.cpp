@@ -13,6 +13,7 @@
 #include "xpuperf/text/byte_bpe.h"
 #include "xpuperf/text/samples.h"
 #include "xpuperf/text/sentencepiece.h"
+#include "xpuperf/text/text_chunks.h"
 #include "xpuperf/text/token_file.h"
 #include "xpuperf/text/tokenize_corpus.h"
 #include "xpuperf/text/tokenizer_error.h"
@@ -141,6 +142,26 @@ TEST(Llama3Bpe, TheExpressionCutsAsTheReferenceDoes) {
   EXPECT_EQ(pieces("(word) \tx"), (V{"(word", ")", " ", "\tx"}));
   EXPECT_EQ(pieces("x   "), (V{"x", "   "}));
   EXPECT_EQ(pieces(" ++y"), (V{" ++", "y"}));
+}
+
+// The pieces of random text over characters that sit on every branch of the expression (letters,
+// digits and whitespace of several scripts, contractions, punctuation, line breaks) are the same by
+// the table of ASCII byte classes as by decoding every character.
+TEST(Llama3Bpe, TheAsciiTableCutsAsDecodingEveryCharacterDoes) {
+  const std::vector<std::string> alphabet = {
+      "a", "Z", "q", "7",  "0",    " ", " ",  "\t",     "\n",     "\r",     "'",      "'s",     "'LL", "'d", ".",
+      "(", "-", "_", "\"", "\x0b", "é", "中", "\u00a0", "\u3000", "\u2028", "\u0663", "\u00b2", "—",   "😀",  "ſ"};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1), length(0, 24);
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    for (std::size_t n = length(rng); n > 0; --n) text += alphabet[pick(rng)];
+    const auto fast = pre_tokenize(PreTokenizer::llama3, text);
+    const auto decoded = llama3_pieces_decoded(text);
+    ASSERT_EQ(std::vector<std::string>(fast.begin(), fast.end()),
+              std::vector<std::string>(decoded.begin(), decoded.end()))
+        << "text: " << nlohmann::json(text).dump();
+  }
 }
 
 // tiktoken's rule on a vocabulary of our own: a piece that is a token is that token (keys longer
@@ -491,6 +512,78 @@ TEST(TokenizeCorpus, Llama3DocumentsAreMarkedAndStoredAsInt32) {
   o.tokenizer = "llama3";
   o.merges = "vocab.bpe";
   EXPECT_NE(error_of([&] { tokenize_corpus(o, nullptr); }).find("--merges is GPT-2's vocab.bpe"), std::string::npos);
+}
+
+TEST(TextChunks, ByteLevelChunksEndAfterALineBreakBetweenTwoNonSpaces) {
+  const auto rule = CutAt::line_break_between_non_spaces;
+  EXPECT_EQ(cut_point("ab\ncd", 0, rule), 3u);
+  EXPECT_EQ(cut_point("a.\n(d", 0, rule), 3u);
+  EXPECT_EQ(cut_point("中文\n日本", 0, rule), 7u);   // any script
+  EXPECT_EQ(cut_point("ab \ncd\nef", 0, rule), 7u);  // not after a space: the next break
+  EXPECT_EQ(cut_point("ab\n\ncd", 0, rule), std::string_view::npos);
+  EXPECT_EQ(cut_point("ab\n cd", 0, rule), std::string_view::npos);
+  EXPECT_EQ(cut_point("ab\r\ncd", 0, rule), std::string_view::npos);
+  EXPECT_EQ(cut_point("ab\n\u00a0cd", 0, rule), std::string_view::npos);  // a no-break space is \s
+  EXPECT_EQ(cut_point("ab\u3000\ncd", 0, rule), std::string_view::npos);  // so is the ideographic space
+  EXPECT_EQ(cut_point("ab\ncd\nef", 4, rule), 6u);                        // from
+  EXPECT_EQ(cut_point("ab\n\ncd\n\nef", 0, CutAt::blank_line), 3u);
+  EXPECT_EQ(cut_point("ab \n cd", 0, CutAt::any_line_break), 4u);
+}
+
+// Fed a megabyte at a time, a long text comes out whole, in order, in chunks of at least the size
+// asked for and not far past it, the last one too (it once held everything the reads had left over:
+// half of a large file, on one thread).
+TEST(TextChunks, AFedTextComesOutWholeInChunksOfBoundedSize) {
+  std::string text;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> words(1, 12);
+  while (text.size() < (6u << 20)) {
+    const int n = words(rng);
+    for (int w = 0; w < n; ++w) text += std::string(w ? " " : "") + (w % 3 ? "word" : "中文");
+    text += '\n';
+  }
+  const std::size_t least = 64 << 10, feed = 1 << 20;
+  TextChunker chunker(CutAt::line_break_between_non_spaces, least);
+  std::vector<std::string> chunks;
+  const auto keep = [&](std::string_view c) { chunks.emplace_back(c); };
+  for (std::size_t at = 0; at < text.size(); at += feed) chunker.feed(std::string_view(text).substr(at, feed), keep);
+  chunker.finish(keep);
+  std::string joined;
+  for (const auto& c : chunks) joined += c;
+  EXPECT_EQ(joined, text);
+  ASSERT_GT(chunks.size(), 80u);
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    if (i + 1 < chunks.size()) EXPECT_GE(chunks[i].size(), least) << "chunk " << i;
+    EXPECT_LT(chunks[i].size(), least + 1024) << "chunk " << i << " of " << chunks.size();
+  }
+}
+
+// A chunk's tokens are those the whole text has there: the text tokenised whole and chunk by chunk
+// gives the same ids, for both byte-level BPEs, around line breaks with and without whitespace.
+TEST(TextChunks, ByteLevelChunksTokeniseAsTheWholeText) {
+  std::string text;
+  const std::vector<std::string> lines = {"end.",  "  indented", "中文的行", "x",      "",   " ",      "\u00a0nbsp",
+                                          "tab\t", "a'll",       "1234567",  "(call)", "\r", "— dash", "word  "};
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<std::size_t> pick(0, lines.size() - 1);
+  for (int i = 0; i < 4000; ++i) text += lines[pick(rng)] + "\n";
+  std::vector<ByteBpe> tokenisers;
+  if (have_gpt2()) tokenisers.push_back(ByteBpe::load_gpt2(gpt2_dir() + "/encoder.json", gpt2_dir() + "/vocab.bpe"));
+  if (have_llama3()) tokenisers.push_back(ByteBpe::load_single_file(llama3_dir() + "/tokenizer.model"));
+  if (tokenisers.empty()) GTEST_SKIP() << "no GPT-2 or Llama 3 vocabulary (scripts/install-deps.sh test)";
+  for (auto& bpe : tokenisers) {
+    std::vector<std::int32_t> by_chunks;
+    TextChunker chunker(CutAt::line_break_between_non_spaces, 256);
+    std::size_t chunks = 0;
+    const auto encode = [&](std::string_view c) {
+      ++chunks;
+      bpe.encode(c, by_chunks);
+    };
+    chunker.feed(text, encode);
+    chunker.finish(encode);
+    EXPECT_GT(chunks, 50u);
+    EXPECT_EQ(by_chunks, bpe.encode(text)) << pre_tokenizer_name(bpe.pre_tokenizer());
+  }
 }
 
 TEST(Samples, GptReadsTheStreamInFixedLengthsAndHoldsOutTheLastDocuments) {

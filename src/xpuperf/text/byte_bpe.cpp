@@ -36,8 +36,7 @@ class TokenIndex {
   struct Probe {
     std::uint64_t hash = 0, head = 0;
     std::uint32_t tag = 0;
-    explicit Probe(std::string_view key)
-        : hash(hash_of(key)), head(key.size() >= 8 ? load8(key.data()) : load_short(key.data(), key.size())) {
+    explicit Probe(std::string_view key) : hash(hash_of(key)), head(head_of(key)) {
       tag = static_cast<std::uint32_t>(hash >> 40) << 8 |
             static_cast<std::uint32_t>(std::min<std::size_t>(255, key.size()));
     }
@@ -73,6 +72,10 @@ class TokenIndex {
     }
   }
   std::size_t size() const { return size_; }
+  // A key's first 8 bytes, zero-padded.
+  static std::uint64_t head_of(std::string_view key) {
+    return key.size() >= 8 ? load8(key.data()) : load_short(key.data(), key.size());
+  }
 
  private:
   static std::uint64_t load8(const char* p) {
@@ -131,9 +134,7 @@ struct ByteBpe::Vocab {
   TokenIndex ids;                     // a vocabulary entry's bytes → id
   std::unordered_map<std::string, std::int32_t> specials;  // an added token's text → id
   std::int32_t byte_id[256];
-  struct Merge {
-    std::int32_t rank, result;
-  };
+  using Merge = ByteBpe::Merge;
   std::unordered_map<std::uint64_t, Merge> merges;  // (left id, right id) → the merge
   // tiktoken's rule instead of a merges list: two tokens merge when their concatenation is a token,
   // ranked by its id (Meta's tokenizer.model has no merges; listing every pair it implies took most
@@ -182,20 +183,26 @@ struct ByteBpe::Vocab {
   }
 };
 
-// A thread's pieces of up to 8 bytes as it last looked them up, direct-mapped by their hash: the
-// frequent ones stay in a few hundred KiB of the core's cache, where the vocabulary's index (4 MiB
-// for Llama 3's) mostly misses.
+// A thread's pieces of up to 8 bytes as it last looked them up, direct-mapped by their bytes (one
+// multiplication, no hash of the general index): the frequent ones stay in a few hundred KiB of the
+// core's cache, where the vocabulary's index (4 MiB for Llama 3's) mostly misses.
 struct ByteBpe::RecentPieces {
   static constexpr int kBits = 14;
-  std::vector<TokenIndex::Slot> slots = std::vector<TokenIndex::Slot>(std::size_t{1} << kBits);
+  struct Slot {
+    std::uint64_t head = 0;  // the piece's bytes, zero-padded
+    std::uint32_t size = 0;  // 0: empty
+    std::int32_t id = -1;
+  };
+  std::vector<Slot> slots = std::vector<Slot>(std::size_t{1} << kBits);
 
   std::int32_t id_of(std::string_view piece, const Vocab& v) {
-    if (piece.size() > 8) return v.id_of_bytes(piece);
-    const TokenIndex::Probe p(piece);
-    TokenIndex::Slot& s = slots[p.hash >> (64 - kBits)];
-    if (s.tag == p.tag && s.head == p.head) return s.id;  // a length of 1 to 8 and its bytes: that piece
-    const std::int32_t id = v.ids.find(p, piece, v.bytes_of);
-    s = TokenIndex::Slot{p.head, p.tag, id};
+    if (piece.size() > 8 || piece.empty()) return v.id_of_bytes(piece);
+    const std::uint64_t head = TokenIndex::head_of(piece);
+    const std::uint64_t size = piece.size();
+    Slot& s = slots[((head ^ size << 59) * 0x9E3779B97F4A7C15ull) >> (64 - kBits)];
+    if (s.head == head && s.size == size) return s.id;
+    const std::int32_t id = v.id_of_bytes(piece);
+    s = Slot{head, static_cast<std::uint32_t>(size), id};
     return id;
   }
 };
@@ -607,19 +614,6 @@ std::int32_t ByteBpe::id_of(const std::string& token) const {
 
 void ByteBpe::bpe(std::string_view piece, std::vector<std::int32_t>& out) {
   const Vocab& v = *vocab_;
-  // The merge of two adjacent tokens, if any.
-  const auto merge_of = [&](std::int32_t left, std::int32_t right) -> std::optional<Vocab::Merge> {
-    if (v.merge_by_concatenation) {
-      scratch_ = v.bytes_of[static_cast<std::size_t>(left)];
-      scratch_ += v.bytes_of[static_cast<std::size_t>(right)];
-      const std::int32_t id = recent_->id_of(scratch_, v);
-      if (id < 0) return std::nullopt;
-      return Vocab::Merge{id, id};
-    }
-    const auto m = v.merges.find(Vocab::pair(left, right));
-    if (m == v.merges.end()) return std::nullopt;
-    return m->second;
-  };
   if (v.ignore_merges)
     if (const std::int32_t whole = recent_->id_of(piece, v); whole >= 0) {
       out.push_back(whole);
@@ -627,19 +621,34 @@ void ByteBpe::bpe(std::string_view piece, std::vector<std::int32_t>& out) {
     }
   const std::uint64_t hash = TokenIndex::Probe(piece).hash;
   if (cache_->append(piece, hash, out)) return;
+  // Each symbol is a run of the piece's bytes (symbol k: bytes starts[k] to starts[k + 1]), so under
+  // tiktoken's rule two adjacent symbols' concatenation is a slice of the piece, looked up as it is.
+  std::vector<std::int32_t>& symbols = symbols_;
+  std::vector<std::uint32_t>& starts = starts_;
+  symbols.clear();
+  starts.clear();
+  for (std::size_t k = 0; k < piece.size(); ++k) {
+    symbols.push_back(v.byte_id[static_cast<unsigned char>(piece[k])]);
+    starts.push_back(static_cast<std::uint32_t>(k));
+  }
+  starts.push_back(static_cast<std::uint32_t>(piece.size()));
+  // The merge of symbols k and k + 1, if any.
+  constexpr std::int32_t kNone = std::numeric_limits<std::int32_t>::max();
+  const auto pair_at = [&](std::size_t k) -> Vocab::Merge {
+    if (v.merge_by_concatenation) {
+      const std::int32_t id = recent_->id_of(piece.substr(starts[k], starts[k + 2] - starts[k]), v);
+      return id < 0 ? Vocab::Merge{kNone, -1} : Vocab::Merge{id, id};
+    }
+    const auto m = v.merges.find(Vocab::pair(symbols[k], symbols[k + 1]));
+    return m == v.merges.end() ? Vocab::Merge{kNone, -1} : m->second;
+  };
   // Each adjacent pair's merge, kept beside the symbols and looked up again only where a merge changed
   // a pair: a piece of n bytes takes O(n) lookups, not O(n) for each of its up to n − 1 merges (the
   // kernel documentation's translations have pieces of hundreds of bytes).
-  constexpr std::int32_t kNone = std::numeric_limits<std::int32_t>::max();
-  std::vector<std::int32_t> symbols;
-  symbols.reserve(piece.size());
-  for (unsigned char b : piece) symbols.push_back(v.byte_id[b]);
-  std::vector<Vocab::Merge> pairs(symbols.size());  // pairs[k]: symbols k and k + 1's; rank kNone: none
-  std::vector<char> merged(symbols.size(), 0);      // merged[k]: symbol k is this pass's merge
-  const auto pair_at = [&](std::size_t k) {
-    const auto m = merge_of(symbols[k], symbols[k + 1]);
-    return m ? *m : Vocab::Merge{kNone, -1};
-  };
+  std::vector<Vocab::Merge>& pairs = pairs_;  // pairs[k]: symbols k and k + 1's; rank kNone: none
+  std::vector<char>& merged = merged_;        // merged[k]: symbol k is this pass's merge
+  pairs.assign(symbols.size(), Vocab::Merge{kNone, -1});
+  merged.assign(symbols.size(), 0);
   for (std::size_t k = 0; k + 1 < symbols.size(); ++k) pairs[k] = pair_at(k);
   while (symbols.size() > 1) {
     std::size_t at = 0;  // the first pair of the lowest rank
@@ -652,11 +661,14 @@ void ByteBpe::bpe(std::string_view piece, std::vector<std::int32_t>& out) {
     for (std::size_t k = at; k < symbols.size(); ++w) {
       const bool merge = k + 1 < symbols.size() && symbols[k] == first && symbols[k + 1] == second;
       symbols[w] = merge ? result : symbols[k];
+      starts[w] = starts[k];
       merged[w] = merge;
       pairs[w] = pairs[k];  // still right where neither symbol of the pair changed
       k += merge ? 2 : 1;
     }
     symbols.resize(w);
+    starts.resize(w);
+    starts.push_back(static_cast<std::uint32_t>(piece.size()));
     for (std::size_t k = at > 0 ? at - 1 : 0; k + 1 < w; ++k)
       if (merged[k] || merged[k + 1]) pairs[k] = pair_at(k);
     std::fill(merged.begin() + static_cast<std::ptrdiff_t>(at), merged.begin() + static_cast<std::ptrdiff_t>(w), 0);
@@ -666,16 +678,22 @@ void ByteBpe::bpe(std::string_view piece, std::vector<std::int32_t>& out) {
 }
 
 std::vector<std::int32_t> ByteBpe::encode(std::string_view text) {
+  std::vector<std::int32_t> out;
+  out.reserve(text.size() / 3);
+  encode(text, out);
+  return out;
+}
+
+void ByteBpe::encode(std::string_view text, std::vector<std::int32_t>& out) {
   // Malformed UTF-8 reads as U+FFFD, as a text decoder would hand it to the reference encoder.
   std::string repaired;
   if (!is_valid_utf8(text)) {
     repaired = to_utf8(utf8_to_code_points(text));
     text = repaired;
   }
-  std::vector<std::int32_t> out;
-  out.reserve(text.size() / 3);
-  for (const auto piece : pre_tokenize(vocab_->pre, text)) bpe(piece, out);
-  return out;
+  pieces_.clear();
+  pre_tokenize(vocab_->pre, text, pieces_);
+  for (const auto piece : pieces_) bpe(piece, out);
 }
 
 std::string ByteBpe::decode(const std::vector<std::int32_t>& ids) const {

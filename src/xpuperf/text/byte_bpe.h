@@ -33,6 +33,8 @@ class ByteBpe {
   static ByteBpe load_single_file(const std::string& path);
 
   std::vector<std::int32_t> encode(std::string_view text);
+  // The same, appended to `out` (a list the caller keeps, so that no call allocates).
+  void encode(std::string_view text, std::vector<std::int32_t>& out);
   std::string decode(const std::vector<std::int32_t>& ids) const;
 
   std::int32_t vocab_size() const;
@@ -53,14 +55,22 @@ class ByteBpe {
  private:
   struct Vocab;
   struct RecentPieces;
+  struct Merge {
+    std::int32_t rank, result;  // the merge's rank, and the token it makes
+  };
   class PieceCache;
   explicit ByteBpe(std::shared_ptr<const Vocab> vocab);
   void bpe(std::string_view piece, std::vector<std::int32_t>& out);
 
   std::shared_ptr<const Vocab> vocab_;
   std::unique_ptr<RecentPieces> recent_;
-  std::unique_ptr<PieceCache> cache_;  // the tokens of pieces that are no token themselves
-  std::string scratch_;                // a pair's concatenation, where merges go by it (tiktoken's vocabularies)
+  std::unique_ptr<PieceCache> cache_;     // the tokens of pieces that are no token themselves
+  std::vector<std::string_view> pieces_;  // encode()'s pieces of the text
+  // bpe()'s working lists, kept between pieces so that merging allocates nothing.
+  std::vector<std::int32_t> symbols_;
+  std::vector<std::uint32_t> starts_;
+  std::vector<Merge> pairs_;
+  std::vector<char> merged_;
 };
 
 }  // namespace xpuperf::text

@@ -101,9 +101,8 @@ std::size_t whitespace_piece_end(const Text& t, std::size_t i, std::size_t end) 
   return last > i ? last : end;
 }
 
-std::vector<std::string_view> gpt2_pieces(std::string_view s) {
+void gpt2_pieces(std::string_view s, std::vector<std::string_view>& out) {
   const Text t{s};
-  std::vector<std::string_view> out;
   for (std::size_t i = 0; i < s.size();) {
     if (const std::size_t n = contraction(s, i, false)) {
       out.push_back(s.substr(i, n));
@@ -125,68 +124,144 @@ std::vector<std::string_view> gpt2_pieces(std::string_view s) {
     out.push_back(s.substr(i, end - i));
     i = end;
   }
-  return out;
 }
 
-std::vector<std::string_view> llama3_pieces(std::string_view s) {
+// The end of Llama 3's piece that starts at i (any text): each alternative tried in order.
+std::size_t llama3_piece_end(const Text& t, std::size_t i) {
+  const std::string_view s = t.s;
+  // (?i:'s|'t|'re|'ve|'m|'ll|'d): ASCII case only, as the JavaScript reference spells it
+  // ([sS]|[tT]|...); Python's Unicode case folding would also take "'ſ" (U+017F).
+  if (const std::size_t n = contraction(s, i, true)) return i + n;
+  const char32_t c = t.at(i);
+  const Kind k = kind_of(c);
+  const std::size_t after = t.next(i);
+  // [^\r\n\p{L}\p{N}]?\p{L}+
+  if (k == Kind::letter) return t.run(i, letter);
+  if (k != Kind::number && !is_line_break(c) && after < s.size() && letter(t.at(after))) return t.run(after, letter);
+  // \p{N}{1,3}
+  if (k == Kind::number) {
+    std::size_t end = i;
+    for (int n = 0; n < 3 && end < s.size() && number(t.at(end)); ++n) end = t.next(end);
+    return end;
+  }
+  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+  const std::size_t symbols = c == ' ' ? after : i;
+  if (symbols < s.size() && kind_of(t.at(symbols)) == Kind::other) {
+    const std::size_t end = t.run(symbols, [](char32_t x) { return kind_of(x) == Kind::other; });
+    return t.run(end, is_line_break);
+  }
+  // The rest starts with whitespace. '\s*[\r\n]+': through the run's last line break.
+  const std::size_t end = t.run(i, whitespace);
+  std::size_t last_break = std::string_view::npos;
+  for (std::size_t k2 = i; k2 < end; k2 = t.next(k2))
+    if (is_line_break(t.at(k2))) last_break = k2;
+  if (last_break != std::string_view::npos) return last_break + 1;
+  // '\s+(?!\S)' or '\s+'
+  return whitespace_piece_end(t, i, end);
+}
+
+// A byte's class for the ASCII fast path: a letter, digit, whitespace other than a line break, line
+// break, apostrophe, other ASCII (punctuation, controls), or a byte of a multi-byte character.
+enum Byte : std::uint8_t { kLetter, kDigit, kSpace, kBreak, kQuote, kOther, kHigh };
+
+constexpr std::array<Byte, 256> kByteClass = [] {
+  std::array<Byte, 256> b{};
+  for (std::size_t c = 0; c < 256; ++c)
+    b[c] = c >= 0x80                        ? kHigh
+           : c == '\r' || c == '\n'         ? kBreak
+           : c == '\''                      ? kQuote
+           : kAsciiKinds[c] == Kind::letter ? kLetter
+           : kAsciiKinds[c] == Kind::number ? kDigit
+           : kAsciiKinds[c] == Kind::space  ? kSpace
+                                            : kOther;
+  return b;
+}();
+
+// The end of Llama 3's piece at i where the bytes that decide it are ASCII, else 0 (then
+// llama3_piece_end decides): the same alternatives, in the same order, on a table of byte classes,
+// with no decoding. Nearly all of the kernel's documentation goes this way.
+std::size_t llama3_ascii_piece_end(std::string_view s, std::size_t i) {
+  const std::size_t n = s.size();
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const auto cls = [&](std::size_t j) { return j < n ? kByteClass[p[j]] : kBreak; };  // past the end: stops every run
+  // A run of `want` from j; 0 where a multi-byte character ends it (it could belong to the run).
+  const auto run = [&](std::size_t j, auto want) -> std::size_t {
+    while (j < n && want(kByteClass[p[j]])) ++j;
+    return j < n && kByteClass[p[j]] == kHigh ? 0 : j;
+  };
+  const Byte c = kByteClass[p[i]];
+  if (c == kHigh) return 0;
+  if (c == kQuote)
+    if (const std::size_t k = contraction(s, i, true)) return i + k;
+  if (c == kLetter) return run(i + 1, [](Byte b) { return b == kLetter; });
+  if (c != kDigit && c != kBreak) {  // [^\r\n\p{L}\p{N}]?\p{L}+
+    const Byte next = cls(i + 1);
+    if (next == kHigh && i + 1 < n) return 0;
+    if (next == kLetter) return run(i + 2, [](Byte b) { return b == kLetter; });
+  }
+  if (c == kDigit) {  // \p{N}{1,3}
+    std::size_t end = i + 1;
+    for (int k = 1; k < 3 && end < n; ++k, ++end) {
+      const Byte b = kByteClass[p[end]];
+      if (b == kHigh) return 0;
+      if (b != kDigit) break;
+    }
+    return end;
+  }
+  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+  const std::size_t symbols = p[i] == ' ' ? i + 1 : i;
+  const Byte first = cls(symbols);
+  if (first == kHigh && symbols < n) return 0;
+  if (first == kOther || first == kQuote) {
+    const std::size_t end = run(symbols + 1, [](Byte b) { return b == kOther || b == kQuote; });
+    if (end == 0) return 0;
+    std::size_t j = end;
+    while (j < n && kByteClass[p[j]] == kBreak) ++j;
+    return j;
+  }
+  // Whitespace: through the run's last line break, else all of it but the last character where one
+  // follows (\s+(?!\S)).
+  const std::size_t end = run(i, [](Byte b) { return b == kSpace || b == kBreak; });
+  if (end == 0) return 0;
+  for (std::size_t k = end; k > i; --k)
+    if (kByteClass[p[k - 1]] == kBreak) return k;
+  return end == n || end - i == 1 ? end : end - 1;
+}
+
+void llama3_pieces(std::string_view s, std::vector<std::string_view>& out) {
   const Text t{s};
-  std::vector<std::string_view> out;
-  auto take = [&](std::size_t& i, std::size_t end) {
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t end = llama3_ascii_piece_end(s, i);
+    if (end == 0) end = llama3_piece_end(t, i);
     out.push_back(s.substr(i, end - i));
     i = end;
-  };
-  for (std::size_t i = 0; i < s.size();) {
-    // (?i:'s|'t|'re|'ve|'m|'ll|'d): ASCII case only, as the JavaScript reference spells it
-    // ([sS]|[tT]|...); Python's Unicode case folding would also take "'ſ" (U+017F).
-    if (const std::size_t n = contraction(s, i, true)) {
-      take(i, i + n);
-      continue;
-    }
-    const char32_t c = t.at(i);
-    const Kind k = kind_of(c);
-    const std::size_t after = t.next(i);
-    // [^\r\n\p{L}\p{N}]?\p{L}+
-    if (k == Kind::letter) {
-      take(i, t.run(i, letter));
-      continue;
-    }
-    if (k != Kind::number && !is_line_break(c) && after < s.size() && letter(t.at(after))) {
-      take(i, t.run(after, letter));
-      continue;
-    }
-    // \p{N}{1,3}
-    if (k == Kind::number) {
-      std::size_t end = i;
-      for (int n = 0; n < 3 && end < s.size() && number(t.at(end)); ++n) end = t.next(end);
-      take(i, end);
-      continue;
-    }
-    // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
-    const std::size_t symbols = c == ' ' ? after : i;
-    if (symbols < s.size() && kind_of(t.at(symbols)) == Kind::other) {
-      const std::size_t end = t.run(symbols, [](char32_t x) { return kind_of(x) == Kind::other; });
-      take(i, t.run(end, is_line_break));
-      continue;
-    }
-    // The rest starts with whitespace. '\s*[\r\n]+': through the run's last line break.
-    const std::size_t end = t.run(i, whitespace);
-    std::size_t last_break = std::string_view::npos;
-    for (std::size_t k2 = i; k2 < end; k2 = t.next(k2))
-      if (is_line_break(t.at(k2))) last_break = k2;
-    if (last_break != std::string_view::npos) {
-      take(i, last_break + 1);
-      continue;
-    }
-    // '\s+(?!\S)' or '\s+'
-    take(i, whitespace_piece_end(t, i, end));
   }
-  return out;
 }
 
 }  // namespace
 
+std::vector<std::string_view> llama3_pieces_decoded(std::string_view text) {
+  const Text t{text};
+  std::vector<std::string_view> out;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t end = llama3_piece_end(t, i);
+    out.push_back(text.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+
+void pre_tokenize(PreTokenizer kind, std::string_view text, std::vector<std::string_view>& pieces) {
+  if (kind == PreTokenizer::gpt2)
+    gpt2_pieces(text, pieces);
+  else
+    llama3_pieces(text, pieces);
+}
+
 std::vector<std::string_view> pre_tokenize(PreTokenizer kind, std::string_view text) {
-  return kind == PreTokenizer::gpt2 ? gpt2_pieces(text) : llama3_pieces(text);
+  std::vector<std::string_view> pieces;
+  pre_tokenize(kind, text, pieces);
+  return pieces;
 }
 
 const char* pre_tokenizer_pattern(PreTokenizer kind) {

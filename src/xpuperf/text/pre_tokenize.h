@@ -18,6 +18,12 @@ enum class PreTokenizer {
 // The pieces of valid UTF-8 text (ByteBpe::encode repairs malformed text first), in order; they
 // concatenate back to the text.
 std::vector<std::string_view> pre_tokenize(PreTokenizer kind, std::string_view text);
+// The same, appended to `pieces` (a list kept between calls, so that no call allocates).
+void pre_tokenize(PreTokenizer kind, std::string_view text, std::vector<std::string_view>& pieces);
+
+// Llama 3's pieces without the table of ASCII byte classes that pre_tokenize reads first: every
+// character decoded and classed (tests hold the two to the same pieces).
+std::vector<std::string_view> llama3_pieces_decoded(std::string_view text);
 
 // The expression as Hugging Face's tokenizer.json spells it (its Split pre-tokenizer's pattern).
 const char* pre_tokenizer_pattern(PreTokenizer kind);

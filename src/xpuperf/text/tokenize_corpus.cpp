@@ -18,6 +18,7 @@
 #include "xpuperf/core/parallel.h"
 #include "xpuperf/text/byte_bpe.h"
 #include "xpuperf/text/sentencepiece.h"
+#include "xpuperf/text/text_chunks.h"
 #include "xpuperf/text/token_file.h"
 #include "xpuperf/text/tokenizer_error.h"
 #include "xpuperf/text/wordpiece.h"
@@ -27,13 +28,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::size_t kChunkBytes = 1 << 20;   // a unit of work
-constexpr std::size_t kRoundBytes = 64 << 20;  // read, tokenised in parallel, written, in turn
+constexpr std::size_t kChunkBytes = 1 << 20;  // a unit of work
+// Read, tokenised in parallel, written, in turn: at least this much, and 4 chunks a thread. The chunks'
+// buffers serve every round, so that a round after the first touches no new memory.
+constexpr std::size_t kLeastRoundBytes = 16 << 20;
 
 struct Chunk {
   std::int64_t document = 0;
   std::string text;
-  std::vector<std::vector<std::int32_t>> sequences;  // the worker's result
+  std::vector<std::int32_t> tokens;  // the worker's result: one sequence (byte-level BPE, SentencePiece)
+  std::vector<std::vector<std::int32_t>> sequences;  // or several (WordPiece's paragraphs)
 };
 
 // The extension that says what a file holds: "rst" for notes.rst and for notes.rst.gz.
@@ -122,25 +126,6 @@ class TextSource {
   std::string path_;
   gzFile file_ = nullptr;
 };
-
-// Where a chunk of `text` may end without changing its tokens. GPT-2: after a line break between
-// two printable ASCII characters ("x\nY" is always "x", "\n", "Y"; with more whitespace around
-// the break the expression joins runs, "\n\nY" being "\n", "\n", "Y" where a cut after the
-// second would give "\n\n"). Llama 3's expression too: "x\nY" is "x", "\n", "Y" and "x.\nY" is "x",
-// ".\n", "Y" (punctuation keeps its line breaks). WordPiece: after a blank line (a paragraph's end).
-// SentencePiece: after any line break (each line is encoded on its own, as spm_encode does).
-enum class CutAt { printable_line_break, blank_line, any_line_break };
-
-std::size_t cut_point(const std::string& text, std::size_t from, CutAt rule) {
-  auto printable = [](char c) { return c >= '!' && c <= '~'; };
-  for (std::size_t i = std::max<std::size_t>(from, 1); i + 1 < text.size(); ++i) {
-    if (text[i] != '\n') continue;
-    if (rule == CutAt::any_line_break || (rule == CutAt::blank_line && text[i + 1] == '\n') ||
-        (rule == CutAt::printable_line_break && printable(text[i - 1]) && printable(text[i + 1])))
-      return i + 1;
-  }
-  return std::string::npos;
-}
 
 std::vector<std::string> paragraphs_of(const std::string& text) {
   std::vector<std::string> out;
@@ -244,9 +229,11 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       for (int t = 0; t < threads; ++t) bpes.push_back(std::make_unique<ByteBpe>(*bpe));
 
     TokenFileWriter writer(o.prefix, r.vocab_size);
-    std::vector<Chunk> round;
+    std::vector<Chunk> round;  // its first `chunks` hold this round's text
+    std::size_t chunks = 0, round_bytes = 0;
+    const std::size_t most_round_bytes =
+        std::max(kLeastRoundBytes, 4 * kChunkBytes * static_cast<std::size_t>(threads));
     std::int64_t unknown = 0;  // [UNK] ids written
-    std::size_t round_bytes = 0;
     // WordPiece's sequences (paragraphs) of the document being written; a document of one sequence
     // (the other tokenisers) goes to the writer chunk by chunk instead, never whole in memory.
     std::vector<std::vector<std::int32_t>> document;
@@ -270,12 +257,14 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
       document.clear();
     };
     auto run_round = [&] {
-      parallel_items(round.size(), threads, [&](std::size_t i, int worker) {
+      parallel_items(chunks, threads, [&](std::size_t i, int worker) {
         Chunk& c = round[i];
+        c.tokens.clear();
+        c.sequences.clear();
         if (byte_level) {
-          c.sequences.push_back(bpes[static_cast<std::size_t>(worker)]->encode(c.text));
+          bpes[static_cast<std::size_t>(worker)]->encode(c.text, c.tokens);
         } else if (spm) {
-          c.sequences.push_back(sentencepiece->encode(c.text));
+          c.tokens = sentencepiece->encode(c.text);
         } else {
           for (const auto& p : paragraphs_of(c.text)) {
             auto ids = wordpiece->encode(p);
@@ -283,27 +272,29 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
           }
         }
       });
-      for (auto& c : round) {
+      for (std::size_t i = 0; i < chunks; ++i) {
+        Chunk& c = round[i];
         if (wordpiece)
           for (const auto& seq : c.sequences) unknown += std::count(seq.begin(), seq.end(), wordpiece->unk());
         if (c.document != current_document) {
           flush_document();
           start_document(c.document);
         }
-        for (auto& s : c.sequences) {
-          if (one_sequence)
-            writer.append_to_sequence(s);
-          else
-            document.push_back(std::move(s));
-        }
+        if (one_sequence)
+          writer.append_to_sequence(c.tokens);
+        else
+          for (auto& s : c.sequences) document.push_back(std::move(s));
       }
-      round.clear();
+      chunks = 0;
       round_bytes = 0;
     };
-    auto add = [&](std::int64_t doc, std::string text) {
+    auto add = [&](std::int64_t doc, std::string_view text) {
+      if (chunks == round.size()) round.emplace_back();
+      Chunk& c = round[chunks++];
+      c.document = doc;
+      c.text.assign(text);
       round_bytes += text.size();
-      round.push_back(Chunk{doc, std::move(text), {}});
-      if (round_bytes >= kRoundBytes) run_round();
+      if (round_bytes >= most_round_bytes) run_round();
     };
 
     std::int64_t done = 0, next_document = 0;
@@ -333,19 +324,18 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
         }
       } else {
         const std::int64_t doc = next_document++;
-        std::string buffer, block(kChunkBytes, '\0');
+        TextChunker chunker(spm          ? CutAt::any_line_break
+                            : byte_level ? CutAt::line_break_between_non_spaces
+                                         : CutAt::blank_line,
+                            kChunkBytes / 2);
+        const auto add_chunk = [&](std::string_view chunk) { add(doc, chunk); };
+        std::string block(kChunkBytes, '\0');
         for (;;) {
           const std::size_t got = in.read(block.data(), block.size());
-          buffer.append(block.data(), got);
           done = before + in.position();
           const bool end = got < block.size();
-          const CutAt rule = spm ? CutAt::any_line_break : byte_level ? CutAt::printable_line_break : CutAt::blank_line;
-          std::size_t cut = end ? std::string::npos : cut_point(buffer, kChunkBytes / 2, rule);
-          if (end || cut != std::string::npos) {
-            if (end) cut = buffer.size();
-            if (cut > 0) add(doc, buffer.substr(0, cut));
-            buffer.erase(0, cut);
-          }
+          chunker.feed(std::string_view(block).substr(0, got), add_chunk);
+          if (end) chunker.finish(add_chunk);
           if (progress) progress(done, total);
           if (end) break;
         }
