@@ -11,7 +11,7 @@
 # after building; DATA_DIR: where scripts/linux-doc-datasets.sh wrote the token datasets)
 # CASES=gpt2,bert,llama,mixtral,cpm,glm STEPS=100 pick the cases and the measured steps; PROFILE=gpt2 lists Hugging
 # Face's kernels by time; VARIANTS=gpt2 also times xpuperf with cuda_graphs, the fused
-# optimizer and the fused kernels (the loss's) off in turn (VARIANTS=llama: with LoRA r 8,
+# optimizer and the fused kernels (the loss's) off in turn (VARIANTS=mixtral: bf16_weights too) (VARIANTS=llama: with LoRA r 8,
 # ZeRO-Offload with and without offload_overlap, activation checkpointing, and the fused kernels off); OURS_PROFILE=1 lists xpuperf's kernels (a run with profile_steps) and their time by class (GEMM, attention,
 # normalisation, element-wise, loss, optimizer, copies, idle: bench/kernel_classes.py) beside
 # Hugging Face's classes from PROFILE's run (KERNEL_NAME_WIDTH=0: whole kernel names); PEAK=989.4 the dense bf16 TFLOP/s of the GPU (H100/H200 SXM);
@@ -71,7 +71,12 @@ IFS=, read -ra list <<< "$cases"
         ours "$c" activation_checkpointing "${synth[@]}" activation_checkpointing=true
       else
         ours "$c" without_cuda_graphs "${synth[@]}" cuda_graphs=false
-        ours "$c" without_fused_optimizer "${synth[@]}" fused_optimizer=off
+        off=(fused_optimizer=off)
+        if [[ $c == mixtral ]]; then  # its configs keep bf16 weights, which need the fused step
+          ours "$c" without_bf16_weights "${synth[@]}" bf16_weights=false
+          off+=(bf16_weights=false)
+        fi
+        ours "$c" without_fused_optimizer "${synth[@]}" "${off[@]}"
       fi
       ours "$c" without_fused_kernels "${synth[@]}" fused_kernels=false
     fi

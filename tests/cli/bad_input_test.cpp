@@ -353,6 +353,19 @@ std::vector<Probe> probes() {
                {"optimizer sgd has none to offload", "offload_optimizer: not yet with zero_stage"},
                {"internal error"}});
 
+  p.push_back({"Bf16WeightsWhereTheyCannotRunAreRefusedAtCheck",
+               [](Dir d, std::string&) {
+                 return check_plan(
+                     d,
+                     "  \"llama:libtorch:CPU:1:2:1\": {data_dir: /data, bf16_weights: true, "
+                     "precision: fp32, fused_optimizer: off, global_batch_size: 8, train_batch_size: 2}\n");
+               },
+               1,
+               {"which precision: fp32 does not compute in", "fused_optimizer: off is torch::optim's step",
+                "bf16_weights: not yet with several ranks (2)",
+                "bf16_weights: not yet with global_batch_size (accumulating 2 micro-batches"},
+               {"internal error"}});
+
   p.push_back({"OffloadOverlapWithoutOffloadIsRefusedAtCheck",
                [](Dir d, std::string&) {
                  return check_plan(d, "  \"gpt2:libtorch:CPU:1:1:1\": {data_dir: /data, offload_overlap: true}\n");

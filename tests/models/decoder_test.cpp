@@ -211,6 +211,35 @@ TEST(MixtureOfExperts, TheSharedExpertAndRawTopKProbabilitiesAreQwensBlock) {
   EXPECT_LT(w.sum(-1).max().item<double>(), 1.0) << "3 of 6 probabilities, not renormalised";
 }
 
+// gather_rows gives index_select's rows and, through its gathering backward, index_select's
+// gradients (ATen's index_add): rows read twice (the tokens into their experts' rows) and rows read
+// once or never (the experts' rows back to their pairs, padding unread).
+TEST(MixtureOfExperts, GatheredRowsGiveIndexSelectsValuesAndGradients) {
+  torch::manual_seed(53);
+  const auto check = [](const torch::Tensor& x0, const torch::Tensor& source, const torch::Tensor& readers,
+                        const torch::Tensor& unread, const std::string& what) {
+    SCOPED_TRACE(what);
+    auto x = x0.clone().requires_grad_(true), xr = x0.clone().requires_grad_(true);
+    const auto y = gather_rows(x, source, readers, unread), yr = xr.index_select(0, source);
+    EXPECT_TRUE(torch::equal(y, yr));
+    const auto r = torch::randn(y.sizes());
+    (y * r).sum().backward();
+    (yr * r).sum().backward();
+    EXPECT_TRUE(torch::allclose(x.grad(), xr.grad(), 1e-6, 1e-7)) << x.grad() << xr.grad();
+  };
+  const auto ids = [](std::vector<std::int64_t> v) { return torch::tensor(v, torch::kLong); };
+  // 5 tokens, 2 choices each, into 10 rows: token t's choices at rows readers[t].
+  const auto source = ids({3, 0, 3, 1, 4, 0, 2, 1, 2, 4});
+  const auto readers = ids({1, 5, 3, 7, 6, 8, 0, 2, 4, 9}).view({5, 2});
+  check(torch::randn({5, 8}), source, readers, {}, "each row read twice");
+  // 6 expert rows back to 3 pairs; rows 1, 3 and 4 are padding.
+  const auto unread = torch::tensor({false, true, false, true, true, false});
+  check(torch::randn({6, 8}), ids({5, 0, 2}), ids({1, 0, 2, 0, 0, 0}).view({6, 1}), unread, "padding unread");
+  // bf16 rows, two readers: the pair's gradients added once in float and rounded, as index_add adds
+  // two to a zero.
+  check(torch::randn({5, 8}).to(torch::kBFloat16), source, readers, {}, "bf16");
+}
+
 TEST(MixtureOfExperts, MixtralsSizesAreHuggingFaces) {
   // MixtralForCausalLM's count for Mixtral-8x7B (every expert counted), by the formula; and the
   // mixtral case's reduced shape (cases/training/mixtral: 16 layers of 1,024, experts of 3,584),

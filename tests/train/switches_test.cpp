@@ -320,6 +320,99 @@ TEST(Switches, OffloadedBf16WeightsAreTorchOptimsAdamWsRounded) {
   }
 }
 
+// bf16_weights keeps the classifier's Linear weight in bf16 (the convolutions and batch norms are no
+// Linear layers) with an fp32 master: the products are autocast's of the fp32 weight, and the loss
+// curve is the one with fp32 weights under autocast, clipping inside the step included.
+TEST(Switches, Bf16WeightsGiveTheLossOfFp32WeightsUnderAutocast) {
+  const std::string o = "precision: bf16\noptimizer: adamw\nlr: 0.01\nfused_optimizer: foreach\nclip_grad_norm: 0.05\n";
+  const auto reference = losses(o + "bf16_weights: false\n", 8);
+  expect_close(losses(o + "bf16_weights: true\n", 8), reference, 1e-5);
+  EXPECT_LT(reference.back(), reference.front());
+}
+
+// The step with masters is AdamW on the fp32 masters from the bf16 gradients, rounded into the bf16
+// weights; the embedding's weight and the 1-D parameters stay fp32 and step as before; at the end
+// the masters become the parameters.
+TEST(Switches, Bf16WeightsStepFp32MastersAndRoundThemIntoTheWeights) {
+  struct NetImpl : torch::nn::Module {
+    torch::nn::Embedding embed{nullptr};
+    torch::nn::Linear proj{nullptr};
+    torch::Tensor scale;
+    NetImpl() {
+      embed = register_module("embed", torch::nn::Embedding(10, 16));
+      proj = register_module("proj", torch::nn::Linear(16, 32));
+      scale = register_parameter("scale", torch::ones({32}));
+    }
+  };
+  torch::manual_seed(11);
+  auto net = std::make_shared<NetImpl>();
+  const auto w0 = net->proj->weight.detach().clone(), e0 = net->embed->weight.detach().clone();
+  auto rw = w0.clone().requires_grad_(), re = e0.clone().requires_grad_();
+  torch::optim::AdamW reference({rw, re}, torch::optim::AdamWOptions(0.05).weight_decay(0.1));
+  const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.05\nweight_decay: 0.1\nbf16_weights: true\n");
+  auto ours = make_optimizer(cfg, *net, OptimizerImpl::Foreach);
+  EXPECT_EQ(net->proj->weight.scalar_type(), torch::kBFloat16);
+  EXPECT_EQ(net->proj->bias.scalar_type(), torch::kFloat);
+  EXPECT_EQ(net->embed->weight.scalar_type(), torch::kFloat);
+  EXPECT_EQ(net->scale.scalar_type(), torch::kFloat);
+  for (int step = 0; step < 4; ++step) {
+    ours->zero_grad();
+    const auto gw = torch::randn({32, 16}).to(torch::kBFloat16), ge = torch::randn({10, 16});
+    net->proj->weight.mutable_grad() = gw.clone();
+    net->proj->bias.mutable_grad() = torch::randn({32});
+    net->embed->weight.mutable_grad() = ge.clone();
+    net->scale.mutable_grad() = torch::randn({32});
+    rw.mutable_grad() = gw.to(torch::kFloat), re.mutable_grad() = ge.clone();
+    ours->step();
+    reference.step();
+    // A master a hair from a rounding boundary may round to the neighbouring bf16 value (2^-8 relative).
+    EXPECT_TRUE(torch::allclose(net->proj->weight.detach().to(torch::kFloat), rw.detach(), 8e-3, 1e-6)) << step;
+    EXPECT_TRUE(torch::allclose(net->embed->weight.detach(), re.detach(), 1e-6, 1e-7)) << step;
+  }
+  ours->write_master_weights();
+  ASSERT_EQ(net->proj->weight.scalar_type(), torch::kFloat);
+  EXPECT_TRUE(torch::allclose(net->proj->weight.detach(), rw.detach(), 1e-6, 1e-7));
+}
+
+// On CUDA the fused step with masters (one kernel a tensor, clipping read on the device) gives the
+// foreach step's masters and weights.
+TEST(Switches, OnCudaTheBf16WeightsKernelIsTheForeachStep) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device (run on the GPU machine)";
+  torch::manual_seed(13);
+  const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.05\nweight_decay: 0.1\nbf16_weights: true\n");
+  // 64,064 weights (the kernel's four-element loads) and 7,007 (its element-by-element loop).
+  const auto make = [] { return torch::nn::Sequential(torch::nn::Linear(64, 1001), torch::nn::Linear(1001, 7)); };
+  auto fused_net = make(), foreach_net = make();
+  for (std::size_t i = 0; i < fused_net->parameters().size(); ++i)
+    foreach_net->parameters()[i].set_data(fused_net->parameters()[i].detach().clone());
+  fused_net->to(torch::kCUDA), foreach_net->to(torch::kCUDA);
+  auto fused = make_optimizer(cfg, *fused_net, OptimizerImpl::Fused);
+  auto foreach = make_optimizer(cfg, *foreach_net, OptimizerImpl::Foreach);
+  for (int step = 0; step < 4; ++step) {
+    const auto a = fused_net->parameters(), b = foreach_net->parameters();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const auto g = (torch::randn(a[i].sizes(), torch::kCUDA) * (step == 2 ? 1e-3 : 3.0)).to(a[i].scalar_type());
+      a[i].mutable_grad() = g.clone(), b[i].mutable_grad() = g.clone();
+    }
+    ASSERT_TRUE(fused->clip_in_step(gradient_norm(a), 1.0));  // clipped in steps 0, 1, 3
+    ASSERT_TRUE(foreach->clip_in_step(gradient_norm(b), 1.0));
+    fused->step();
+    foreach
+      ->step();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].scalar_type(), a[i].dim() == 2 ? torch::kBFloat16 : torch::kFloat);
+      // bf16 weights: a master a hair from a rounding boundary may round the other way (2^-8 relative).
+      EXPECT_TRUE(torch::allclose(a[i].detach().to(torch::kFloat), b[i].detach().to(torch::kFloat),
+                                  a[i].dim() == 2 ? 8e-3 : 1e-6, 1e-6))
+          << "step " << step << ", parameter " << i;
+    }
+  }
+  fused->write_master_weights(), foreach->write_master_weights();
+  for (std::size_t i = 0; i < fused_net->parameters().size(); ++i)
+    EXPECT_TRUE(torch::allclose(fused_net->parameters()[i].detach(), foreach_net->parameters()[i].detach(), 1e-5, 1e-6))
+        << "the masters, parameter " << i;
+}
+
 TEST(Switches, ChannelsLastGivesTheSameLoss) {
   expect_close(losses("channels_last: true\n"), losses("channels_last: false\n"), 1e-4);
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "xpuperf/parallel/expert_parallel.h"
+#include "xpuperf/torchrt/product_weights.h"
 
 namespace xpuperf::models {
 
@@ -41,7 +42,15 @@ struct MoeConfig {
   bool normalize_top_k = true;           // norm_topk_prob (Mixtral: true, Qwen1.5-MoE: false)
 };
 
-struct SparseMoeBlockImpl : torch::nn::Module {
+// x's rows gathered by `source` (x.index_select(0, source)), with a backward that gathers too:
+// readers (x.size(0), n) lists the rows of the result that read each row of x (n of them; a row that
+// none reads is marked in `unread` and lists any), and a row's gradient is the sum of its readers'.
+// ATen's backward of index_select is an index_add, whose atomic adds make it several times slower.
+// For an MoE's tokens moved to their experts' rows and back.
+torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& source, const torch::Tensor& readers,
+                          const torch::Tensor& unread = {});
+
+struct SparseMoeBlockImpl : torch::nn::Module, torchrt::HasProductWeights {
   SparseMoeBlockImpl(std::int64_t hidden, std::int64_t intermediate, const MoeConfig& c);
   // (..., hidden); kernels: the experts' SiLU(gate) × up as fused_ops.h's kernel with its backward.
   torch::Tensor forward(const torch::Tensor& x, bool kernels = false);
@@ -65,6 +74,10 @@ struct SparseMoeBlockImpl : torch::nn::Module {
   // token-expert pairs dropped for capacity.
   torch::Tensor load_balancing_loss, z_loss;
   std::int64_t dropped = 0, routed = 0;
+
+  // The experts' weights: only ever operands of the grouped or batched products, in bf16 under bf16
+  // autocast (bf16_weights keeps them so).
+  std::vector<torch::Tensor> product_weights() override { return {w_gate, w_up, w_down}; }
 
   // Whether forward(x, kernels) runs the experts as grouped GEMMs (above); flat: x as (tokens, hidden).
   bool runs_grouped(const torch::Tensor& flat, bool kernels) const;

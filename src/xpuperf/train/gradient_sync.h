@@ -29,6 +29,7 @@ class GradientSync {
   virtual ~GradientSync() = default;
   void set_lr(double lr) { optimizer().set_lr(lr); }
   void flush_optimizer() { optimizer().flush(); }
+  void write_master_weights() { optimizer().write_master_weights(); }
   // StepOptimizer::clip_in_step over stepped(): whether the next step clips (else clip first).
   bool clip_in_step(const torch::Tensor& norm, double max_norm) { return optimizer().clip_in_step(norm, max_norm); }
   virtual void zero_grad() = 0;

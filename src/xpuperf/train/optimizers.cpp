@@ -1,9 +1,18 @@
 #include "xpuperf/train/optimizers.h"
 
 #include <cmath>
+#include <unordered_set>
 
 #include "xpuperf/torchrt/compat.h"
+#include "xpuperf/torchrt/product_weights.h"
 #include "xpuperf/train/offload_optimizer.h"
+
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "xpuperf/train/cuda/master_adam.h"
+#endif
 
 namespace xpuperf::train {
 namespace {
@@ -28,16 +37,25 @@ Hyper read_hyper(const Config& cfg) {
   return h;
 }
 
-// Parameters in two groups: with weight decay, and without (1-D ones when asked).
+// Parameters in two groups: with weight decay, and without (1-D ones when asked); with
+// `bf16_weights`, each split again into the weights kept in bf16 with fp32 masters and the rest.
 struct Groups {
   std::vector<torch::Tensor> decay, no_decay;
+  std::vector<torch::Tensor> decay_bf16, no_decay_bf16;
 };
 
 Groups split_params(const Config& cfg, torch::nn::Module& model) {
+  std::unordered_set<const void*> bf16;
+  if (cfg.get_bool("bf16_weights", false))
+    for (const auto& w : torchrt::product_weights(model)) bf16.insert(w.unsafeGetTensorImpl());
   Groups g;
   for (const auto& p : model.parameters()) {
     if (!p.requires_grad()) continue;
-    (takes_weight_decay(cfg, p) ? g.decay : g.no_decay).push_back(p);
+    const bool decay = takes_weight_decay(cfg, p);
+    if (bf16.count(p.unsafeGetTensorImpl()))
+      (decay ? g.decay_bf16 : g.no_decay_bf16).push_back(p);
+    else
+      (decay ? g.decay : g.no_decay).push_back(p);
   }
   return g;
 }
@@ -82,6 +100,9 @@ struct GroupState {
   double weight_decay = 0;
   std::vector<torch::Tensor> buf1, buf2;  // momentum, or Adam's first and second moments
   std::vector<torch::Tensor> steps;       // the fused Adam kernels count steps in tensors
+  // bf16_weights: the params are bf16 and these their fp32 masters, which the step updates and rounds
+  // into them.
+  std::vector<torch::Tensor> masters;
   std::vector<torch::Tensor> grads() const {
     std::vector<torch::Tensor> g;
     g.reserve(params.size());
@@ -90,13 +111,29 @@ struct GroupState {
   }
 };
 
+// Keeps a group's parameters in bf16 from now on, with fp32 masters of their values.
+void keep_bf16_with_masters(GroupState& g) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : g.params) {
+    g.masters.push_back(p.detach().to(torch::kFloat, /*non_blocking=*/false, /*copy=*/true));
+    p.set_data(p.detach().to(torch::kBFloat16));
+  }
+}
+
 // The update of torch::optim's SGD, Adam and AdamW, with every operation over all the
 // parameters of a group at once: a few kernels per step instead of a few per parameter.
 class MultiTensorOptimizer : public StepOptimizer {
  public:
   MultiTensorOptimizer(const Hyper& h, const Groups& groups, bool fused) : h_(h), lr_(h.lr), fused_(fused) {
-    if (!groups.decay.empty()) groups_.push_back(GroupState{groups.decay, h.weight_decay, {}, {}, {}});
-    if (!groups.no_decay.empty()) groups_.push_back(GroupState{groups.no_decay, 0.0, {}, {}, {}});
+    if (!groups.decay.empty()) groups_.push_back(GroupState{groups.decay, h.weight_decay, {}, {}, {}, {}});
+    if (!groups.no_decay.empty()) groups_.push_back(GroupState{groups.no_decay, 0.0, {}, {}, {}, {}});
+    for (auto* list : {&groups.decay_bf16, &groups.no_decay_bf16}) {
+      if (list->empty()) continue;
+      TORCH_CHECK(h.name != "sgd", "bf16_weights: the masters are Adam's and AdamW's");
+      groups_.push_back(GroupState{*list, list == &groups.decay_bf16 ? h.weight_decay : 0.0, {}, {}, {}, {}});
+      keep_bf16_with_masters(groups_.back());
+      masters_ = true;
+    }
   }
   void set_lr(double lr) override { lr_ = lr; }
   // Gradients to none, as torch.optim's zero_grad does: the next backward's gradient becomes .grad as
@@ -108,7 +145,8 @@ class MultiTensorOptimizer : public StepOptimizer {
   void step() override { step_unless(torch::Tensor()); }
   bool skips_on_device() const override { return fused_ && h_.name != "sgd"; }
   bool clip_in_step(const torch::Tensor& norm, double max_norm) override {
-    if (!fused_ || h_.name == "sgd") return false;
+    // With masters, always: clip_gradients would scale the bf16 gradients in bf16.
+    if ((!fused_ && !masters_) || h_.name == "sgd") return false;
     // clip_gradients multiplies by min(max_norm / (norm + 1e-6), 1); the kernels divide by this.
     const torch::NoGradGuard no_grad;
     divisor_ = torch::clamp_min((norm.to(torch::kFloat) + 1e-6) / max_norm, 1.0).reshape({});
@@ -131,6 +169,11 @@ class MultiTensorOptimizer : public StepOptimizer {
         adam(g, found_inf);
     }
     divisor_ = torch::Tensor();  // for this step only
+  }
+  void write_master_weights() override {
+    torch::NoGradGuard no_grad;
+    for (auto& g : groups_)
+      for (std::size_t i = 0; i < g.masters.size(); ++i) g.params[i].set_data(g.masters[i]);
   }
 
  private:
@@ -159,9 +202,83 @@ class MultiTensorOptimizer : public StepOptimizer {
     at::_foreach_add_(g.params, grads, -lr_);
   }
 
+  // bf16_weights: the update of the fp32 masters from the bf16 gradients, each master then rounded
+  // into its bf16 weight. On CUDA with `fused`, one kernel a tensor (train/cuda/master_adam.h); else the
+  // foreach step on the masters and the gradients in float, then a copy (the same arithmetic).
+  void master_adam(GroupState& g) {
+    if (g.buf1.empty())
+      for (const auto& m : g.masters) {
+        g.buf1.push_back(torch::zeros_like(m));
+        g.buf2.push_back(torch::zeros_like(m));
+      }
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+    if (fused_ && g.params.front().is_cuda()) {
+      const bool decoupled = h_.name == "adamw";
+      const double correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step_));
+      const double correction2 = 1.0 - std::pow(h_.beta2, static_cast<double>(step_));
+      kernels::MasterAdam a;
+      a.lr = static_cast<float>(lr_), a.beta1 = static_cast<float>(h_.beta1), a.beta2 = static_cast<float>(h_.beta2);
+      a.eps = static_cast<float>(h_.eps), a.weight_decay = static_cast<float>(g.weight_decay), a.decoupled = decoupled;
+      a.bias_correction1 = static_cast<float>(correction1);
+      a.bias_correction2_sqrt = static_cast<float>(std::sqrt(correction2));
+      const auto divisor = divisor_.defined() ? divisor_.to(torch::kFloat).contiguous() : torch::Tensor();
+      a.grad_divisor = divisor.defined() ? divisor.data_ptr<float>() : nullptr;
+      const c10::cuda::CUDAGuard guard(g.params.front().device());
+      void* stream = c10::cuda::getCurrentCUDAStream().stream();
+      for (std::size_t i = 0; i < g.params.size(); ++i) {
+        auto grad = g.params[i].grad();
+        if (!grad.is_contiguous()) grad = grad.contiguous();  // a product's transposed weight gives it back strided
+        TORCH_CHECK(grad.scalar_type() == torch::kBFloat16 && g.params[i].is_contiguous(),
+                    "bf16_weights: a weight or its gradient is not a contiguous bf16 tensor");
+        const char* error = kernels::master_adam_step(a, g.masters[i].data_ptr<float>(), g.buf1[i].data_ptr<float>(),
+                                                      g.buf2[i].data_ptr<float>(), grad.data_ptr(),
+                                                      g.params[i].data_ptr(), g.params[i].numel(), stream);
+        TORCH_CHECK(error == nullptr, "bf16_weights' Adam step: ", error ? error : "");
+      }
+      return;
+    }
+#endif
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : g.params) {
+      auto grad = p.grad().to(torch::kFloat);
+      if (divisor_.defined()) grad.div_(divisor_.to(torch::kFloat));
+      grads.push_back(grad);
+    }
+    foreach_adam(g, g.masters, std::move(grads));
+    for (std::size_t i = 0; i < g.params.size(); ++i) g.params[i].copy_(g.masters[i]);
+  }
+
+  // torch::optim's Adam / AdamW update of `weights` (a group's parameters or their masters) from
+  // `grads`, each operation over the whole group at once.
+  void foreach_adam(GroupState& g, std::vector<torch::Tensor>& weights, std::vector<torch::Tensor> grads) {
+    if (g.weight_decay != 0) {
+      if (h_.name == "adamw")
+        at::_foreach_mul_(weights, 1.0 - lr_ * g.weight_decay);
+      else
+        grads = at::_foreach_add(grads, weights, g.weight_decay);
+    }
+    at::_foreach_mul_(g.buf1, h_.beta1);
+    at::_foreach_add_(g.buf1, grads, 1.0 - h_.beta1);
+    at::_foreach_mul_(g.buf2, h_.beta2);
+    at::_foreach_addcmul_(g.buf2, grads, grads, 1.0 - h_.beta2);
+    const double correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step_));
+    const double correction2 = 1.0 - std::pow(h_.beta2, static_cast<double>(step_));
+    auto denom = at::_foreach_sqrt(g.buf2);
+    at::_foreach_div_(denom, std::sqrt(correction2));
+    at::_foreach_add_(denom, h_.eps);
+    at::_foreach_addcdiv_(weights, g.buf1, denom, -lr_ / correction1);
+  }
+
   void adam(GroupState& g, [[maybe_unused]] const torch::Tensor& found_inf) {
+    if (!g.masters.empty()) {
+      TORCH_CHECK(!found_inf.defined(), "bf16_weights: no loss scaler in bf16");
+      master_adam(g);
+      return;
+    }
     auto grads = g.grads();
-    const bool decoupled = h_.name == "adamw";
+    // Where the step clips (bf16_weights' groups beside these), the foreach path divides here too.
+    if (divisor_.defined() && !fused_)
+      for (auto& grad : grads) grad = grad / divisor_.to(grad.scalar_type());
     if (g.buf1.empty()) {
       for (const auto& p : g.params) {
         g.buf1.push_back(torch::zeros_like(p, at::MemoryFormat::Preserve));
@@ -171,6 +288,7 @@ class MultiTensorOptimizer : public StepOptimizer {
     }
 #if TORCH_VERSION_MAJOR >= 2
     if (fused_) {
+      const bool decoupled = h_.name == "adamw";
       at::_foreach_add_(g.steps, 1.0);
       // With a flag, the kernels leave everything as it was where it is set, and the step counts
       // are taken back (as PyTorch's fused Adam does under a GradScaler).
@@ -188,27 +306,13 @@ class MultiTensorOptimizer : public StepOptimizer {
       return;
     }
 #endif
-    if (g.weight_decay != 0) {
-      if (decoupled)
-        at::_foreach_mul_(g.params, 1.0 - lr_ * g.weight_decay);
-      else
-        grads = at::_foreach_add(grads, g.params, g.weight_decay);
-    }
-    at::_foreach_mul_(g.buf1, h_.beta1);
-    at::_foreach_add_(g.buf1, grads, 1.0 - h_.beta1);
-    at::_foreach_mul_(g.buf2, h_.beta2);
-    at::_foreach_addcmul_(g.buf2, grads, grads, 1.0 - h_.beta2);
-    const double correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step_));
-    const double correction2 = 1.0 - std::pow(h_.beta2, static_cast<double>(step_));
-    auto denom = at::_foreach_sqrt(g.buf2);
-    at::_foreach_div_(denom, std::sqrt(correction2));
-    at::_foreach_add_(denom, h_.eps);
-    at::_foreach_addcdiv_(g.params, g.buf1, denom, -lr_ / correction1);
+    foreach_adam(g, g.params, std::move(grads));
   }
 
   Hyper h_;
   double lr_;
   bool fused_;
+  bool masters_ = false;  // some groups keep bf16 weights with fp32 masters
   std::int64_t step_ = 0;
   std::vector<GroupState> groups_;
   torch::Tensor divisor_;  // clip_in_step's, for the next step's kernels
@@ -241,7 +345,16 @@ torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params) {
   // of one reduction a tensor; the others one by one, in float, so a bf16 gradient's norm keeps its digits.
   std::vector<torch::Tensor> norms =
       g.float_grads.empty() ? std::vector<torch::Tensor>() : at::_foreach_norm(g.float_grads, 2);
-  for (const auto& grad : g.other_grads) norms.push_back(grad.to(torch::kFloat).norm());
+  std::vector<torch::Tensor> others = g.other_grads;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+  // bf16 gradients (bf16_weights' weights) in multi-tensor launches too, reduced in float.
+  std::vector<torch::Tensor> bf16;
+  others.clear();
+  for (const auto& grad : g.other_grads) (grad.scalar_type() == torch::kBFloat16 ? bf16 : others).push_back(grad);
+  if (!bf16.empty())
+    for (const auto& n : at::_foreach_norm(bf16, 2, torch::kFloat)) norms.push_back(n);
+#endif
+  for (const auto& grad : others) norms.push_back(grad.to(torch::kFloat).norm());
   if (norms.empty()) return torch::zeros({});
   return torch::stack(norms).norm();
 }
@@ -292,7 +405,12 @@ bool takes_weight_decay(const Config& cfg, const torch::Tensor& param) {
 
 std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, torch::nn::Module& model, OptimizerImpl impl) {
   const Groups groups = split_params(cfg, model);
-  return make_optimizer(cfg, groups.decay, groups.no_decay, impl);
+  if (groups.decay_bf16.empty() && groups.no_decay_bf16.empty())
+    return make_optimizer(cfg, groups.decay, groups.no_decay, impl);
+  if (impl == OptimizerImpl::Reference || cfg.get_bool("offload_optimizer", false))
+    throw ConfigError(cfg.at("bf16_weights").source.str() +
+                      ": bf16_weights needs fused_optimizer: fused or foreach, and no offload_optimizer");
+  return std::make_unique<MultiTensorOptimizer>(read_hyper(cfg), groups, impl == OptimizerImpl::Fused);
 }
 
 std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> with_decay,
@@ -310,7 +428,7 @@ std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<tor
     return make_offload_adam(adam, h.weight_decay, std::move(with_decay), std::move(without_decay), device_bf16,
                              overlap);
   }
-  const Groups groups{std::move(with_decay), std::move(without_decay)};
+  const Groups groups{std::move(with_decay), std::move(without_decay), {}, {}};
   if (impl == OptimizerImpl::Reference) return std::make_unique<ReferenceOptimizer>(h, groups);
   return std::make_unique<MultiTensorOptimizer>(h, groups, impl == OptimizerImpl::Fused);
 }

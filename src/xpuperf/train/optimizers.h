@@ -5,6 +5,14 @@
 //   fused    one kernel for the whole update (ATen's _fused_sgd_ / _fused_adamw_, LibTorch 2.x).
 // All three compute the same update; tests hold them to the same loss. `offload_optimizer: true`
 // replaces them with Adam / AdamW on the host (offload_optimizer.h).
+//
+// `bf16_weights: true` (precision bf16, Adam or AdamW, foreach or fused): the weights of the model's
+// products (torchrt/product_weights.h: its Linear layers', a mixture of experts') are kept in bf16 on
+// the device, their fp32 masters and moments in the optimizer, and the step updates the masters from
+// the bf16 gradients and rounds them into the weights (one CUDA kernel a tensor with fused:
+// train/cuda/master_adam.h). Autocast would cast those weights to bf16 in every forward and their
+// gradients back to float: the same products, without those passes and the float gradients. Megatron's
+// bf16 training keeps its weights so too.
 
 #include <torch/torch.h>
 
@@ -46,6 +54,9 @@ class StepOptimizer {
   // Applies an update still running beside the next step (offload_overlap), so that the weights are
   // the ones every step so far gives: before an evaluation, a checkpoint, the end of a run.
   virtual void flush() {}
+  // bf16_weights: puts the fp32 masters back as the parameters, so that what is saved and reported
+  // after training is the full-precision weights; the optimizer steps no more after it.
+  virtual void write_master_weights() {}
   // What FINISHED says of it (offload: where its host time went).
   virtual void describe(nlohmann::json& finished) const { (void)finished; }
 };

@@ -325,6 +325,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
                                              {"channels_last", s_.channels_last},
                                              {"cudnn_benchmark", s_.cudnn_benchmark && device_.is_cuda()},
                                              {"fused_optimizer", optimizer_impl_name(optimizer_impl_)},
+                                             {"bf16_weights", s_.bf16_weights},
                                              {"cuda_graphs", s_.cuda_graphs},
                                              {"train_data", data_.train->description()},
                                              {"eval_data", data_.eval->description()}});
@@ -493,7 +494,8 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
 
 TrainingOutcome TrainingRun::finish() {
   if (profile_ && profile_->running()) profile_->stop(global_step_);  // the run ended inside the window
-  sync_->flush_optimizer();  // every step's update in the weights that are saved and reported
+  sync_->flush_optimizer();       // every step's update in the weights that are saved and reported
+  sync_->write_master_weights();  // bf16_weights: the fp32 masters, not their bf16 copies
   if (!s_.save_checkpoint.empty()) sync_->gather_all();  // every rank: ZeRO-3 keeps only shares of its blocks
   if (!s_.save_checkpoint.empty() && leader_) {
     if (s_.lora_rank > 0) {
@@ -526,6 +528,7 @@ TrainingOutcome TrainingRun::finish() {
              {"accumulation_steps", accumulation_},
              {"zero_stage", s_.zero_stage},
              {"offload_optimizer", s_.offload_optimizer},
+             {"bf16_weights", s_.bf16_weights},
              {"tensor_parallel", s_.tensor_parallel},
              {"pipeline_parallel", s_.pipeline_parallel},
              {"expert_parallel", s_.expert_parallel},

@@ -62,6 +62,7 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
   s.save_checkpoint = cfg.get_string("save_checkpoint", "");
   s.offload_optimizer = cfg.get_bool("offload_optimizer", false);
   s.offload_overlap = cfg.get_bool("offload_overlap", false);
+  s.bf16_weights = cfg.get_bool("bf16_weights", false);
   s.lora_rank = cfg.get_int("lora_rank", 0);
   s.lora_alpha = cfg.get_number("lora_alpha", s.lora_alpha);
   s.lora_dropout = cfg.get_number("lora_dropout", s.lora_dropout);

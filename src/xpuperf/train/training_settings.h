@@ -38,6 +38,7 @@ struct TrainingSettings {
   std::int64_t zero_stage = 0;
   bool offload_optimizer = false;  // the optimizer's state and update on the host (offload_optimizer.h)
   bool offload_overlap = false;    // that update beside the next step (offload_optimizer.h)
+  bool bf16_weights = false;       // the products' weights in bf16, fp32 masters in the optimizer (optimizers.h)
   std::int64_t bucket_bytes = 25 << 20;
   std::string dist_backend = "auto";
   double dist_timeout_s = 300;
