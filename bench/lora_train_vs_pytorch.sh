@@ -6,7 +6,8 @@
 # the same call: tokens/s, peak device memory, trained and frozen parameters. Synthetic ids, random
 # weights (throughput and memory only).
 # Usage: bench/lora_train_vs_pytorch.sh [HARDWARE]   (on an NVIDIA GPU machine, after building)
-# STEPS=50 the measured steps.
+# STEPS=50 the measured steps; CUDA_GRAPHS=1 also times xpuperf with cuda_graphs: true (a step of one
+# 512-token sequence is short of GPU work: launches bound it).
 set -euo pipefail
 hardware=${1:-H200}
 steps=${STEPS:-50}
@@ -29,27 +30,36 @@ for s in "${shape[@]}" synthetic_data=true synthetic_tokens=4194304 seq_length=5
 done
 "$xpuperf" train --case llama --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/ours.out" 2>&1 || true
 bench_expect_steps "$work/ours.out" "llama lora_rank 8"
+if [[ ${CUDA_GRAPHS:-0} == 1 ]]; then
+  "$xpuperf" train --case llama --vendor nvidia --hardware "$hardware" "${args[@]}" --set cuda_graphs=true \
+    > "$work/ours_graphs.out" 2>&1 || true
+  bench_expect_steps "$work/ours_graphs.out" "llama lora_rank 8, cuda_graphs"
+fi
 PYTHONPATH="$here" python3 - "$work" <<'PY'
 import json, sys
 from perflog import events
 work = sys.argv[1]
 ref = [json.loads(l) for l in open(f"{work}/torch.jsonl")]
-_, fin, _ = events(f"{work}/ours.out")
 print(next(r for r in ref if r["figure"] == "versions"))
 tp = {r["mode"]: r for r in ref if r["figure"] == "throughput"}
-ours = fin.get("steady_samples_per_second", 0) * fin.get("tokens_per_sample", 512)
 print("\n| run | tokens/s | × PyTorch eager | × PyTorch compile | peak MiB | trained | frozen |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-lora = fin.get("lora", {})
 def ratio(x, mode):
     return f"{x / tp[mode]['tokens_per_s']:.2f}" if mode in tp else "?"
-print(f"| xpuperf llama, lora_rank 8 | {ours:,.0f} | {ratio(ours, 'eager')} | {ratio(ours, 'compile')} | "
-      f"{fin.get('peak_device_memory_mib', float('nan')):,.0f} | {lora.get('trained_parameters', '?'):,} | "
-      f"{lora.get('frozen_parameters', '?'):,} |")
+for name, label in (("ours", "xpuperf llama, lora_rank 8"), ("ours_graphs", "xpuperf llama, lora_rank 8, cuda_graphs")):
+    try:
+        _, fin, _ = events(f"{work}/{name}.out")
+    except FileNotFoundError:
+        continue
+    ours = fin.get("steady_samples_per_second", 0) * fin.get("tokens_per_sample", 512)
+    lora = fin.get("lora", {})
+    print(f"| {label} | {ours:,.0f} | {ratio(ours, 'eager')} | {ratio(ours, 'compile')} | "
+          f"{fin.get('peak_device_memory_mib', float('nan')):,.0f} | {lora.get('trained_parameters', '?'):,} | "
+          f"{lora.get('frozen_parameters', '?'):,} |")
 for mode in ("eager", "compile"):
     if mode in tp:
         r = tp[mode]
         print(f"| PyTorch LoRA ({mode}) | {r['tokens_per_s']:,.0f} | | | {r['peak_mib']:,.0f} | {r['trained']:,} | {r['frozen']:,} |")
-print(f"\nxpuperf: init {fin.get('init_time', 0):.1f} s, {fin.get('global_steps')} steps")
+print(f"\nxpuperf: init {fin.get('init_time', 0):.1f} s, {fin.get('global_steps')} steps (the last run)")
 PY
 bench_finish
