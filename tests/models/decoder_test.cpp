@@ -71,6 +71,25 @@ TEST(Decoders, ALargeLlamaLayerIsBuiltWithItsShapeAndOnlyTheNormalValues) {
                            mlp->down_proj->weight));
 }
 
+TEST(Decoders, ALargeLlamaEmbeddingIsBuiltWithItsShapeAndOnlyTheNormalValues) {
+  // A table of 4 M values or more is built 1 × 1 and then shaped, so that LibTorch's own normal(0, 1)
+  // pass (one thread) is skipped: its options and shape are the whole table's, its values Hugging
+  // Face's normal(0, 0.02), the same from the same seed.
+  LlamaConfig c = small_llama();
+  c.vocab = 65536, c.hidden = 64, c.layers = 1;  // 65,536 × 64 = 4,194,304
+  torch::manual_seed(9);
+  auto m = LlamaForCausalLM(c);
+  EXPECT_EQ(parameters(*m), c.parameter_count());
+  auto embed = m->model->embed_tokens;
+  EXPECT_EQ(embed->options.num_embeddings(), 65536);
+  EXPECT_EQ(embed->options.embedding_dim(), 64);
+  EXPECT_NEAR(embed->weight.std().item<double>(), 0.02, 2e-4);
+  EXPECT_NEAR(embed->weight.mean().item<double>(), 0.0, 2e-4);
+  torch::manual_seed(9);
+  EXPECT_TRUE(torch::equal(LlamaForCausalLM(c)->model->embed_tokens->weight, embed->weight));
+  EXPECT_EQ(embed->forward(torch::tensor({3, 65535})).sizes(), (std::vector<std::int64_t>{2, 64}));
+}
+
 TEST(Decoders, Llama3SizesAreMetasAndATiedOutputLayerIsTheEmbedding) {
   // Hugging Face's LlamaForCausalLM counts of Meta's Llama 3 shapes (1B and 3B tie the output layer).
   EXPECT_EQ(LlamaConfig::llama3_2_1b().parameter_count(), 1'235'814'400);

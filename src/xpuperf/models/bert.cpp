@@ -26,9 +26,7 @@ nn::LayerNorm bert_norm(const BertConfig& c) {
 }
 
 nn::Embedding bert_embedding(std::int64_t n, std::int64_t d) {
-  nn::Embedding e(n, d);
-  torchrt::init_normal(e->weight, 0.0, kBertInitStd);
-  return e;
+  return torchrt::normal_embedding(n, d, kBertInitStd);
 }
 
 }  // namespace

@@ -334,8 +334,8 @@ std::pair<torch::Tensor, torch::Tensor> LlamaDecoderLayerImpl::forward(const tor
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
-  embed_tokens = register_module("embed_tokens", parallel::VocabParallelEmbedding(c.vocab, c.hidden));
-  torchrt::init_normal(embed_tokens->weight, 0.0, kLlamaInitStd);
+  embed_tokens = register_module(
+      "embed_tokens", torchrt::normal_embedding<parallel::VocabParallelEmbedding>(c.vocab, c.hidden, kLlamaInitStd));
   layers = register_module("layers", nn::ModuleList());
   for (std::int64_t i = 0; i < c.layers; ++i) layers->push_back(LlamaDecoderLayer(c, i));
   norm = register_module("norm", LlamaRMSNorm(c.hidden, c.rms_norm_eps));
