@@ -157,10 +157,6 @@ torch::Tensor combine_pairs(const torch::Tensor& rows, const torch::Tensor& row_
   return torch::zeros({tokens, rows.size(1)}, weighted.options()).index_add(0, token_of, weighted);
 }
 
-}  // namespace
-
-namespace {
-
 // gather_rows' autograd: the gradient gathers too (below).
 struct GatherRows : torch::autograd::Function<GatherRows> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,

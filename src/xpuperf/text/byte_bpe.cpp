@@ -72,6 +72,21 @@ class TokenIndex {
     }
   }
   std::size_t size() const { return size_; }
+  // The hash that places a key (the slot, and the tag's high bits).
+  static std::uint64_t hash_of(std::string_view s) {
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      h = (h ^ load8(s.data() + i)) * 0xFF51AFD7ED558CCDull;
+      h ^= h >> 32;
+    }
+    const std::uint64_t tail = load_short(s.data() + i, s.size() - i);
+    // MurmurHash3's finaliser: every bit of the key reaches the low bits that pick the slot.
+    h ^= tail;
+    h = (h ^ (h >> 33)) * 0xFF51AFD7ED558CCDull;
+    h = (h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 33);
+  }
   // A key's first 8 bytes, zero-padded.
   static std::uint64_t head_of(std::string_view key) {
     return key.size() >= 8 ? load8(key.data()) : load_short(key.data(), key.size());
@@ -95,20 +110,6 @@ class TokenIndex {
     if (n == 0) return 0;
     const auto byte = [p](std::size_t k) { return static_cast<std::uint64_t>(static_cast<unsigned char>(p[k])); };
     return byte(0) | byte(n / 2) << (8 * (n / 2)) | byte(n - 1) << (8 * (n - 1));
-  }
-  static std::uint64_t hash_of(std::string_view s) {
-    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
-    std::size_t i = 0;
-    for (; i + 8 <= s.size(); i += 8) {
-      h = (h ^ load8(s.data() + i)) * 0xFF51AFD7ED558CCDull;
-      h ^= h >> 32;
-    }
-    const std::uint64_t tail = load_short(s.data() + i, s.size() - i);
-    // MurmurHash3's finaliser: every bit of the key reaches the low bits that pick the slot.
-    h ^= tail;
-    h = (h ^ (h >> 33)) * 0xFF51AFD7ED558CCDull;
-    h = (h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53ull;
-    return h ^ (h >> 33);
   }
   void grow(const std::vector<std::string>& bytes_of) {
     std::vector<Slot> old = std::move(slots_);
@@ -619,7 +620,7 @@ void ByteBpe::bpe(std::string_view piece, std::vector<std::int32_t>& out) {
       out.push_back(whole);
       return;
     }
-  const std::uint64_t hash = TokenIndex::Probe(piece).hash;
+  const std::uint64_t hash = TokenIndex::hash_of(piece);
   if (cache_->append(piece, hash, out)) return;
   // Each symbol is a run of the piece's bytes (symbol k: bytes starts[k] to starts[k + 1]), so under
   // tiktoken's rule two adjacent symbols' concatenation is a slice of the piece, looked up as it is.

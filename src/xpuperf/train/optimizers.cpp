@@ -1,5 +1,6 @@
 #include "xpuperf/train/optimizers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -132,7 +133,6 @@ class MultiTensorOptimizer : public StepOptimizer {
       TORCH_CHECK(h.name != "sgd", "bf16_weights: the masters are Adam's and AdamW's");
       groups_.push_back(GroupState{*list, list == &groups.decay_bf16 ? h.weight_decay : 0.0, {}, {}, {}, {}});
       keep_bf16_with_masters(groups_.back());
-      masters_ = true;
     }
   }
   void set_lr(double lr) override { lr_ = lr; }
@@ -146,7 +146,7 @@ class MultiTensorOptimizer : public StepOptimizer {
   bool skips_on_device() const override { return fused_ && h_.name != "sgd"; }
   bool clip_in_step(const torch::Tensor& norm, double max_norm) override {
     // With masters, always: clip_gradients would scale the bf16 gradients in bf16.
-    if ((!fused_ && !masters_) || h_.name == "sgd") return false;
+    if ((!fused_ && !keeps_masters()) || h_.name == "sgd") return false;
     // clip_gradients multiplies by min(max_norm / (norm + 1e-6), 1); the kernels divide by this.
     const torch::NoGradGuard no_grad;
     divisor_ = torch::clamp_min((norm.to(torch::kFloat) + 1e-6) / max_norm, 1.0).reshape({});
@@ -177,6 +177,11 @@ class MultiTensorOptimizer : public StepOptimizer {
   }
 
  private:
+  // Whether some groups keep bf16 weights with fp32 masters (bf16_weights).
+  bool keeps_masters() const {
+    return std::any_of(groups_.begin(), groups_.end(), [](const GroupState& g) { return !g.masters.empty(); });
+  }
+
   void sgd(GroupState& g) {
     auto grads = g.grads();
     const bool first = g.buf1.empty() && h_.momentum != 0;
@@ -312,7 +317,6 @@ class MultiTensorOptimizer : public StepOptimizer {
   Hyper h_;
   double lr_;
   bool fused_;
-  bool masters_ = false;  // some groups keep bf16 weights with fp32 masters
   std::int64_t step_ = 0;
   std::vector<GroupState> groups_;
   torch::Tensor divisor_;  // clip_in_step's, for the next step's kernels
@@ -345,16 +349,18 @@ torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params) {
   // of one reduction a tensor; the others one by one, in float, so a bf16 gradient's norm keeps its digits.
   std::vector<torch::Tensor> norms =
       g.float_grads.empty() ? std::vector<torch::Tensor>() : at::_foreach_norm(g.float_grads, 2);
-  std::vector<torch::Tensor> others = g.other_grads;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
   // bf16 gradients (bf16_weights' weights) in multi-tensor launches too, reduced in float.
   std::vector<torch::Tensor> bf16;
-  others.clear();
-  for (const auto& grad : g.other_grads) (grad.scalar_type() == torch::kBFloat16 ? bf16 : others).push_back(grad);
+  for (const auto& grad : g.other_grads)
+    if (grad.scalar_type() == torch::kBFloat16) bf16.push_back(grad);
   if (!bf16.empty())
     for (const auto& n : at::_foreach_norm(bf16, 2, torch::kFloat)) norms.push_back(n);
+  for (const auto& grad : g.other_grads)
+    if (grad.scalar_type() != torch::kBFloat16) norms.push_back(grad.to(torch::kFloat).norm());
+#else
+  for (const auto& grad : g.other_grads) norms.push_back(grad.to(torch::kFloat).norm());
 #endif
-  for (const auto& grad : others) norms.push_back(grad.to(torch::kFloat).norm());
   if (norms.empty()) return torch::zeros({});
   return torch::stack(norms).norm();
 }
