@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "test_util.h"
@@ -112,6 +115,28 @@ TEST(Runtime, ProfilesTheStepsAfterTheSkippedOnes) {
     EXPECT_NE(p["note"].get<std::string>().find("CPU"), std::string::npos);
   }
   EXPECT_FALSE(train_toy("max_steps: 3\n").all("FINISHED").back()->value.contains("kernel_profile"));
+}
+
+// XPUPERF_PROFILE_TRACE: the profiled steps also go to a Chrome trace, which FINISHED names (or
+// says why there is none).
+TEST(Runtime, ProfiledStepsGoToATraceFileWhenOneIsNamed) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/steps.json";
+  ASSERT_EQ(setenv("XPUPERF_PROFILE_TRACE", path.c_str(), 1), 0);
+  const ToyRun run = train_toy("timing_skip_steps: 1\nprofile_steps: 2\nmax_steps: 4\n");
+  unsetenv("XPUPERF_PROFILE_TRACE");
+  const nlohmann::json& p = run.all("FINISHED").back()->value["kernel_profile"];
+  ASSERT_TRUE(p.contains("trace")) << p.dump();
+  const auto said = p["trace"].get<std::string>();
+  if (said != path) {  // a LibTorch without Kineto (Debian's) saves none, and FINISHED says so
+    EXPECT_EQ(said.rfind("not written: ", 0), 0u) << said;
+    EXPECT_FALSE(std::filesystem::exists(path));
+    return;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  const auto trace = nlohmann::json::parse(in);
+  EXPECT_TRUE(trace.contains("traceEvents")) << trace.dump().substr(0, 200);
 }
 
 TEST(Runtime, StopsAtMaxSamples) {

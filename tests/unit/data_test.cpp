@@ -651,3 +651,53 @@ TEST(GpuJpeg, LoaderBatchesMatchTheCpuDecoderAndBadFilesAreSkippedTheSame) {
 
 }  // namespace
 }  // namespace xpuperf::data
+
+#include <thread>
+
+namespace xpuperf::data {
+namespace {
+
+TEST(ReleaseOrder, BuffersComeBackInTheOrderTheyWereGivenBack) {
+  ReleaseOrder order(3);
+  EXPECT_EQ(order.take(), 0);
+  EXPECT_EQ(order.take(), 1);
+  EXPECT_EQ(order.take(), 2);
+  order.give_back(2);
+  order.give_back(0);
+  order.give_back(1);
+  EXPECT_EQ(order.take(), 2);  // not the lowest number: the one given back first
+  EXPECT_EQ(order.take(), 0);
+  order.give_back(2);
+  EXPECT_EQ(order.take(), 1);
+  EXPECT_EQ(order.take(), 2);
+}
+
+TEST(ReleaseOrder, TakeWaitsUntilOneIsGivenBack) {
+  ReleaseOrder order(1);
+  ASSERT_EQ(order.take(), 0);
+  int taken = -1;
+  std::thread waiter([&] { taken = order.take(); });
+  order.give_back(0);
+  waiter.join();
+  EXPECT_EQ(taken, 0);
+}
+
+TEST(GpuJpeg, DeviceBuffersAreAcquiredInTheOrderTheyWereReleased) {
+  if (!have_gpu_jpeg()) GTEST_SKIP() << "built without nvJPEG";
+  int devices = 0;
+#ifdef XPUPERF_HAVE_NVJPEG
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+#endif
+  if (devices == 0) GTEST_SKIP() << "no CUDA device";
+  DeviceBatchBuffers buffers(0, 1024, 3);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(buffers.acquire(), i);
+  buffers.release(1, nullptr);
+  buffers.release(2, nullptr);
+  buffers.release(0, nullptr);
+  EXPECT_EQ(buffers.acquire(), 1);
+  EXPECT_EQ(buffers.acquire(), 2);
+  EXPECT_EQ(buffers.acquire(), 0);
+}
+
+}  // namespace
+}  // namespace xpuperf::data

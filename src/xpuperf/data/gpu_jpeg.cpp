@@ -6,8 +6,6 @@
 #include <cuda_runtime.h>
 #include <nvjpeg.h>
 
-#include <algorithm>
-
 #include "xpuperf/data/gpu_crop.h"
 #endif
 
@@ -227,7 +225,7 @@ DeviceBatchBuffers::DeviceBatchBuffers(int device, std::size_t bytes, int count)
     : device_(device),
       buffers_(static_cast<std::size_t>(count)),
       released_(static_cast<std::size_t>(count)),
-      in_use_(static_cast<std::size_t>(count), false) {
+      order_(count) {
   check_cuda(cudaSetDevice(device), "batch buffers: cudaSetDevice");
   for (int i = 0; i < count; ++i) {
     check_cuda(cudaMalloc(reinterpret_cast<void**>(&buffers_[static_cast<std::size_t>(i)]), bytes),
@@ -250,13 +248,7 @@ DeviceBatchBuffers::~DeviceBatchBuffers() {
 }
 
 int DeviceBatchBuffers::acquire() {
-  int buffer = -1;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    freed_.wait(lock, [&] { return std::find(in_use_.begin(), in_use_.end(), false) != in_use_.end(); });
-    buffer = static_cast<int>(std::find(in_use_.begin(), in_use_.end(), false) - in_use_.begin());
-    in_use_[static_cast<std::size_t>(buffer)] = true;
-  }
+  const int buffer = order_.take();
   // The consumer's copy out of it has finished.
   check_cuda(cudaSetDevice(device_), "batch buffers: cudaSetDevice");
   check_cuda(cudaEventSynchronize(static_cast<cudaEvent_t>(released_[static_cast<std::size_t>(buffer)])),
@@ -272,11 +264,7 @@ void DeviceBatchBuffers::release(int buffer, void* stream) {
   check_cuda(cudaEventRecord(static_cast<cudaEvent_t>(released_[static_cast<std::size_t>(buffer)]),
                              static_cast<cudaStream_t>(stream)),
              "batch buffers: cudaEventRecord");
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    in_use_[static_cast<std::size_t>(buffer)] = false;
-  }
-  freed_.notify_one();
+  order_.give_back(buffer);
 }
 
 #else  // no nvJPEG in this build
@@ -318,7 +306,7 @@ void GpuJpegDecoder::upload(const std::uint8_t*, std::uint8_t*) {
 void GpuJpegDecoder::synchronize() {
   no_nvjpeg();
 }
-DeviceBatchBuffers::DeviceBatchBuffers(int, std::size_t, int) : device_(-1) {
+DeviceBatchBuffers::DeviceBatchBuffers(int, std::size_t, int) : device_(-1), order_(0) {
   no_nvjpeg();
 }
 DeviceBatchBuffers::~DeviceBatchBuffers() = default;

@@ -6,14 +6,13 @@
 // two decoders differ only by their inverse DCTs. Torch-free; a build without nvJPEG still has
 // these names, and a decoder then fails to start with a message saying why.
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "xpuperf/data/image_transforms.h"
+#include "xpuperf/data/release_order.h"
 
 namespace xpuperf::data {
 
@@ -66,6 +65,7 @@ class GpuJpegDecoder {
 
 // Batch-sized buffers in device memory, reused: a loader fills one, the consumer copies it out and
 // releases it with the stream the copy went on; the next acquire of that buffer waits for the copy.
+// Buffers are acquired in the order they were released (ReleaseOrder says why).
 class DeviceBatchBuffers {
  public:
   DeviceBatchBuffers(int device, std::size_t bytes, int count);
@@ -73,7 +73,7 @@ class DeviceBatchBuffers {
   DeviceBatchBuffers(const DeviceBatchBuffers&) = delete;
   DeviceBatchBuffers& operator=(const DeviceBatchBuffers&) = delete;
 
-  int acquire();  // blocks while every buffer is in use
+  int acquire();  // the buffer released longest ago; blocks while every buffer is in use
   std::uint8_t* data(int buffer) const;
   // `stream` (a cudaStream_t; null: the default stream) holds the last work that reads the buffer.
   void release(int buffer, void* stream);
@@ -82,9 +82,7 @@ class DeviceBatchBuffers {
   [[maybe_unused]] int device_;  // read only where the build has nvJPEG
   std::vector<std::uint8_t*> buffers_;
   std::vector<void*> released_;  // cudaEvent_t a buffer
-  std::vector<bool> in_use_;
-  std::mutex mutex_;
-  std::condition_variable freed_;
+  ReleaseOrder order_;
 };
 
 }  // namespace xpuperf::data

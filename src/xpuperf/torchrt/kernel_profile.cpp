@@ -5,6 +5,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -48,10 +49,24 @@ KernelProfile::~KernelProfile() {
   }
 }
 
-std::vector<KernelTime> KernelProfile::stop() {
+std::vector<KernelTime> KernelProfile::stop(const std::string& trace_path, std::string* trace_error) {
   if (!running_) return {};
   running_ = false;
   const auto result = prof::disableProfiler();
+  if (!trace_path.empty()) {
+    std::string error;
+    try {
+      std::error_code ignored;
+      std::filesystem::remove(trace_path, ignored);  // an older trace must not pass for this one
+      result->save(trace_path);
+      // A LibTorch built without Kineto (Debian's) only warns that it cannot save one.
+      if (!std::filesystem::exists(trace_path))
+        error = "LibTorch wrote no file (a LibTorch built without Kineto cannot save traces)";
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    if (trace_error) *trace_error = error;
+  }
   std::map<std::string, KernelTime> by_name;
   for (const auto& e : result->events()) {
     if (e.deviceType() != c10::DeviceType::CUDA) continue;  // the host's runtime calls

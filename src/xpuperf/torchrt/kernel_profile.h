@@ -25,7 +25,10 @@ class KernelProfile {
   KernelProfile(const KernelProfile&) = delete;
   KernelProfile& operator=(const KernelProfile&) = delete;
 
-  std::vector<KernelTime> stop();
+  // trace_path non-empty: also writes the whole record (every stream's kernels and copies, every
+  // thread's CUDA runtime calls) there as a Chrome trace, for Perfetto or chrome://tracing; why it
+  // could not goes to *trace_error (the sums are returned all the same).
+  std::vector<KernelTime> stop(const std::string& trace_path = "", std::string* trace_error = nullptr);
 
  private:
   bool running_ = false;

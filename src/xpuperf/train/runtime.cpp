@@ -286,7 +286,10 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   schedule_ = make_step_schedule(groups_, split_, *data_dist_, accumulation_,
                                  make_runner(cfg, s_, device_, split_.params, graph_, c));
 
-  if (s_.profile_steps > 0) profile_ = std::make_unique<StepProfile>(s_.timing_skip_steps, s_.profile_steps);
+  if (s_.profile_steps > 0) {
+    const char* trace = std::getenv("XPUPERF_PROFILE_TRACE");
+    profile_ = std::make_unique<StepProfile>(s_.timing_skip_steps, s_.profile_steps, trace ? trace : "");
+  }
 
   train_plan_.batch_size = s_.train_batch;
   train_plan_.train = true;

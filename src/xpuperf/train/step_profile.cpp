@@ -13,7 +13,8 @@ double now_seconds() {
 }
 }  // namespace
 
-StepProfile::StepProfile(std::int64_t skip_steps, std::int64_t steps) : first_(skip_steps), steps_(steps) {}
+StepProfile::StepProfile(std::int64_t skip_steps, std::int64_t steps, std::string trace_path)
+    : first_(skip_steps), steps_(steps), trace_path_(std::move(trace_path)) {}
 
 StepProfile::~StepProfile() = default;
 
@@ -31,7 +32,8 @@ void StepProfile::start() {
 void StepProfile::stop(std::int64_t steps_done) {
   if (!profile_) return;
   const double wall = now_seconds() - started_at_;
-  const auto kernels = profile_->stop();
+  std::string trace_error;
+  const auto kernels = profile_->stop(trace_path_, &trace_error);
   profile_.reset();
   const auto steps = static_cast<double>(steps_done - first_);
   if (steps <= 0) return;
@@ -49,6 +51,7 @@ void StepProfile::stop(std::int64_t steps_done) {
              {"device_ms_per_step", device_ms / steps},
              {"distinct_kernels", kernels.size()},
              {"kernels", list}};
+  if (!trace_path_.empty()) result_["trace"] = trace_error.empty() ? trace_path_ : "not written: " + trace_error;
   if (kernels.empty())
     result_["note"] =
         "no device kernels were recorded: a run on the CPU has none; on a GPU the profiler saw no device activity "

@@ -3,6 +3,9 @@
 // CUDA graphs captured, cuDNN's search done), summed by name, for FINISHED's `kernel_profile`. The
 // bench scripts sort them into the speed issue's classes (bench/kernel_classes.py) beside PyTorch's.
 // The profiler slows the steps it watches, so a run that profiles is not one to time.
+// With a trace path (XPUPERF_PROFILE_TRACE), the same steps are also written as a Chrome trace: every
+// stream's kernels and every thread's CUDA calls on one timeline (Perfetto, chrome://tracing), for
+// what a sum by name cannot show — idle gaps, work of the loader's threads beside the step.
 
 #include <cstdint>
 #include <memory>
@@ -17,7 +20,7 @@ namespace xpuperf::train {
 
 class StepProfile {
  public:
-  StepProfile(std::int64_t skip_steps, std::int64_t steps);
+  StepProfile(std::int64_t skip_steps, std::int64_t steps, std::string trace_path = "");
   ~StepProfile();
 
   // With steps_done steps taken: whether the profile starts before the next, or ends after the last.
@@ -36,6 +39,7 @@ class StepProfile {
 
  private:
   std::int64_t first_, steps_;
+  std::string trace_path_;
   bool started_ = false;
   std::unique_ptr<torchrt::KernelProfile> profile_;
   double started_at_ = 0;
