@@ -49,6 +49,25 @@ const char* kGlmSmoke =
     "train_batch_size: 16, eval_batch_size: 32, lr: 0.003, warmup_steps: 5, max_steps: 40, log_freq: 1, "
     "eval_interval_steps: 0, num_threads: 2, valid_share: 0.05";
 
+// The folder `xpuperf sweep` wrote under its --log-dir (sweep<stamp>); "" when there is none.
+std::string sweep_folder_in(const std::string& log_dir) {
+  std::string sweep;
+  for (const auto& d : fs::directory_iterator(log_dir))
+    if (d.path().filename().string().rfind("sweep", 0) == 0) sweep = d.path().string();
+  return sweep;
+}
+
+// `first`, then `more`: a test's shared --set values and one run's own.
+std::vector<std::string> with(const std::vector<std::string>& first, std::vector<std::string> more) {
+  more.insert(more.begin(), first.begin(), first.end());
+  return more;
+}
+
+// A Llama small enough for a CPU test, on synthetic ids.
+const std::vector<std::string> kTinyLlama = {"synthetic_data=true",   "synthetic_tokens=65536", "num_hidden_layers=2",
+                                             "hidden_size=32",        "intermediate_size=64",   "num_attention_heads=4",
+                                             "num_key_value_heads=2", "seq_length=16",          "train_batch_size=4"};
+
 class LanguageCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -103,6 +122,31 @@ class LanguageCli : public ::testing::Test {
 
   // `xpuperf sweep MODEL` on two CPU ranks over this suite's data, under `dir`: `steps` timed after
   // `warmup`, one repeat, the loss tolerance, the strategies and the cases' --set values.
+  // A sweep of two strategies on a tiny Llama over two ranks, 3 steps after 1: both rows run and the
+  // second keeps the first's loss at every step (1e-5). Returns the second row.
+  nlohmann::json tiny_llama_pair_keeps_the_loss_on_two_ranks(const std::string& reference, const std::string& other,
+                                                             const std::vector<std::string>& extra = {}) {
+    auto sets = with(kTinyLlama, {"eval_batch_size=8", "num_threads=1", "valid_share=0.02", "lr=0.003"});
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    const Result r = sweep_on_two_ranks("llama", 3, 1, "0.00001", reference + "; " + other, sets);
+    EXPECT_EQ(r.code, 0) << r.output;
+    const std::string sweep = sweep_folder_in(dir.path());
+    if (sweep.empty()) {
+      ADD_FAILURE() << "no sweep folder: " << r.output;
+      return nlohmann::json::object();
+    }
+    const auto summary = nlohmann::json::parse(test::read_file(sweep + "/summary.json"));
+    if (summary["rows"].size() != 2u) {
+      ADD_FAILURE() << summary.dump();
+      return nlohmann::json::object();
+    }
+    for (const auto& row : summary["rows"]) EXPECT_EQ(row["status"], "ok") << row.dump();
+    const auto& row = summary["rows"][1];
+    EXPECT_TRUE(row.contains("parity") && row["parity"]["within"].get<bool>()) << row.dump();
+    EXPECT_EQ(row["rounds"][0]["loss_curve"].size(), 4u) << row.dump();
+    return row;
+  }
+
   Result sweep_on_two_ranks(const std::string& model, int steps, int warmup, const std::string& tolerance,
                             const std::string& strategies, const std::vector<std::string>& sets) {
     std::vector<std::string> args = {"sweep",
@@ -133,14 +177,6 @@ class LanguageCli : public ::testing::Test {
   test::TempDir dir;
 };
 test::TempDir* LanguageCli::data_ = nullptr;
-
-// The folder `xpuperf sweep` wrote under its --log-dir (sweep<stamp>); "" when there is none.
-std::string sweep_folder_in(const std::string& log_dir) {
-  std::string sweep;
-  for (const auto& d : fs::directory_iterator(log_dir))
-    if (d.path().filename().string().rfind("sweep", 0) == 0) sweep = d.path().string();
-  return sweep;
-}
 
 // What a language case's tiny run is and is checked against.
 struct LanguageRun {
@@ -280,12 +316,6 @@ TEST_F(LanguageCli, GlmFineTunesOnReCoRDFromTheGlmCasesCheckpoint) {
   EXPECT_GE((*finished)["final_metric"]["value"].get<double>(), 0.8);
   // Six rows of 64 positions a query: what tokens/s counts.
   EXPECT_EQ((*finished)["tokens_per_sample"], 6 * 64);
-}
-
-// `first`, then `more`: a test's shared --set values and one run's own.
-std::vector<std::string> with(const std::vector<std::string>& first, std::vector<std::string> more) {
-  more.insert(more.begin(), first.begin(), first.end());
-  return more;
 }
 
 // LoRA fine-tuning as FlagPerf's llama2_7b_finetune runs it, in a tiny size: a Llama trained from
@@ -454,21 +484,17 @@ TEST_F(LanguageCli, SweepTabulatesStrategiesWithLossParityOnTwoRanks) {
 // Expert parallelism between processes (Gloo's all-to-all over a subgroup of two real ranks): a
 // tiny Llama with 4 experts, whole on each rank and split over both, the same loss at every step.
 TEST_F(LanguageCli, SweepOfExpertParallelismKeepsTheLossOnTwoRanks) {
-  const Result r = sweep_on_two_ranks(
-      "llama", 3, 1, "0.00001", "moe4; moe4+ep2",
-      {"num_hidden_layers=2", "hidden_size=32", "intermediate_size=64", "num_attention_heads=4",
-       "num_key_value_heads=2", "seq_length=16", "train_batch_size=4", "eval_batch_size=8", "num_threads=1",
-       "valid_share=0.02", "lr=0.003", "synthetic_data=true", "synthetic_tokens=65536", "moe_capacity_factor=1.0"});
-  ASSERT_EQ(r.code, 0) << r.output;
-  const std::string sweep = sweep_folder_in(dir.path());
-  ASSERT_FALSE(sweep.empty()) << r.output;
-  const auto summary = nlohmann::json::parse(test::read_file(sweep + "/summary.json"));
-  ASSERT_EQ(summary["rows"].size(), 2u);
-  for (const auto& row : summary["rows"]) EXPECT_EQ(row["status"], "ok") << row.dump();
-  const auto& split = summary["rows"][1];
-  ASSERT_TRUE(split.contains("parity")) << split.dump();
-  EXPECT_TRUE(split["parity"]["within"].get<bool>()) << split["parity"].dump();
-  EXPECT_EQ(split["rounds"][0]["loss_curve"].size(), 4u);
+  tiny_llama_pair_keeps_the_loss_on_two_ranks("moe4", "moe4+ep2", {"moe_capacity_factor=1.0"});
+}
+
+// bf16_weights on two ranks: their bf16 gradients are summed in fp32, and the loss curve is the
+// one of fp32 weights under autocast on two ranks.
+TEST_F(LanguageCli, SweepOfBf16WeightsKeepsTheLossOnTwoRanks) {
+  const std::string base = "bf16+optimizer=adamw+fused_optimizer=foreach";
+  const auto row = tiny_llama_pair_keeps_the_loss_on_two_ranks(base, base + "+bf16_weights=true");
+  const std::string log =
+      test::read_file(row.value("run_dir", "") + "/llama_libtorch_CPU_1_2_1/round1/localhost_noderank0/rank0.out.log");
+  EXPECT_TRUE(has(log, "\"bf16_weights\":true")) << "the row ran with its switch: " << log.substr(0, 2000);
 }
 
 TEST_F(LanguageCli, SweepRefusesACombinationBeforeAnythingStarts) {
@@ -572,20 +598,8 @@ TEST_F(LanguageCli, BertLargeInferenceReadsTheTokenDatasetAndMatchesValidation) 
 // many a capacity dropped, over the steps since the previous one — counted once per forward, also
 // where checkpointing runs the layers' forward again in backward.
 TEST_F(LanguageCli, LlamaWithExpertsReportsRoutedAndDroppedTokensEachStep) {
-  const std::vector<std::string> tiny = {"synthetic_data=true",
-                                         "synthetic_tokens=65536",
-                                         "num_hidden_layers=2",
-                                         "hidden_size=32",
-                                         "intermediate_size=64",
-                                         "num_attention_heads=4",
-                                         "num_key_value_heads=2",
-                                         "seq_length=16",
-                                         "train_batch_size=4",
-                                         "max_steps=4",
-                                         "log_freq=2",
-                                         "eval_interval_steps=0",
-                                         "num_local_experts=4",
-                                         "num_experts_per_tok=2"};
+  const auto tiny = with(kTinyLlama, {"max_steps=4", "log_freq=2", "eval_interval_steps=0", "num_local_experts=4",
+                                      "num_experts_per_tok=2"});
   // 2 steps a STEP_END × 4 × 16 tokens × 2 experts a token × 2 sparse layers.
   const double routed = 2 * 4 * 16 * 2 * 2;
   for (const bool capacity : {true, false}) {

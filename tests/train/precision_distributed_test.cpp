@@ -172,6 +172,43 @@ TEST(Distributed, AveragesGradientsInBucketsAndBroadcastsParameters) {
   }
 }
 
+// With sum_low_precision_in_fp32 (bf16_weights), bf16 gradients are summed in fp32 and rounded
+// once into their own type, after the reduction and with it overlapped alike.
+TEST(Distributed, Bf16GradientsAreSummedInFp32AndStayBf16) {
+  SKIP_WITHOUT_GLOO();
+  torch::Tensor after_backward[2], overlapped[2];
+  on_two_ranks([&](int rank, int port) {
+    DistributedOptions options;
+    options.bucket_bytes = 64;
+    options.sum_low_precision_in_fp32 = true;
+    auto dist = Distributed::create(env_for(rank, 2, port), torch::kCPU, options);
+    torch::manual_seed(3 + rank);
+    const auto grad = torch::randn({40}).to(torch::kBFloat16);
+    std::vector<torch::Tensor> params = {torch::zeros({40}, torch::dtype(torch::kBFloat16).requires_grad(true))};
+    params[0].mutable_grad() = grad.clone();
+    dist->average_gradients(params);
+    after_backward[rank] = params[0].grad().clone();
+    // The same gradient through the hooks, arriving during backward.
+    std::vector<torch::Tensor> hooked = {torch::zeros({40}, torch::dtype(torch::kBFloat16).requires_grad(true))};
+    dist->attach_gradient_hooks(hooked);
+    dist->begin_step();
+    (hooked[0] * grad).sum().backward();
+    dist->finish_step(hooked);
+    overlapped[rank] = hooked[0].grad().clone();
+  });
+  torch::manual_seed(3);
+  const auto g0 = torch::randn({40}).to(torch::kBFloat16);
+  torch::manual_seed(4);
+  const auto g1 = torch::randn({40}).to(torch::kBFloat16);
+  const auto want = ((g0.to(torch::kFloat) + g1.to(torch::kFloat)) * 0.5).to(torch::kBFloat16);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(after_backward[rank].scalar_type(), torch::kBFloat16);
+    EXPECT_EQ(overlapped[rank].scalar_type(), torch::kBFloat16);
+    EXPECT_TRUE(torch::equal(after_backward[rank], want)) << rank;
+    EXPECT_TRUE(torch::equal(overlapped[rank], want)) << rank;
+  }
+}
+
 TEST(Distributed, OverlappedReductionAveragesDuringBackward) {
   SKIP_WITHOUT_GLOO();
   std::vector<torch::Tensor> grads_of[2][2];

@@ -149,6 +149,14 @@ bool Distributed::has_backend(const std::string& name) {
   return false;
 }
 
+namespace {
+// The type a bucket of gradients of type `type` is summed in.
+torch::ScalarType sum_type(torch::ScalarType type, const DistributedOptions& options) {
+  const bool low = type == torch::kBFloat16 || type == torch::kHalf;
+  return low && options.sum_low_precision_in_fp32 ? torch::kFloat : type;
+}
+}  // namespace
+
 std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<torch::Tensor>& tensors,
                                                    std::int64_t bucket_bytes) {
   std::vector<std::vector<std::size_t>> buckets;
@@ -270,7 +278,8 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& params) {
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     std::vector<torch::Tensor> parts;
     for (std::size_t k : buckets[b]) parts.push_back(grads[k].reshape(-1));
-    flats[b] = {torch::cat(parts)};
+    const auto type = sum_type(parts[0].scalar_type(), options_);
+    flats[b] = {type == parts[0].scalar_type() ? torch::cat(parts) : torch::cat(parts).to(type)};
     work[b] = collectives_->allreduce(flats[b], c10d::ReduceOp::SUM);  // all buckets in flight at once
   }
   const double inv_world = 1.0 / env_.world_size;
@@ -329,7 +338,9 @@ void Distributed::attach_gradient_hooks(const std::vector<torch::Tensor>& params
       r->offset_of[k] = offset;
       offset += params[k].numel();
     }
-    r->flats.push_back(torch::zeros({offset}, params[r->buckets[b][0]].options().requires_grad(false)));
+    const auto& first = params[r->buckets[b][0]];
+    r->flats.push_back(
+        torch::zeros({offset}, first.options().dtype(sum_type(first.scalar_type(), options_)).requires_grad(false)));
   }
   r->work.resize(r->buckets.size());
   r->arrived.assign(params.size(), 0);
@@ -353,10 +364,14 @@ void Distributed::attach_gradient_hooks(const std::vector<torch::Tensor>& params
       auto slot = reducer->flats[b].slice(0, offset, offset + grad.numel());
       // The hook sees this backward's gradient; .grad still holds the earlier micro-batches'.
       const auto& earlier = reducer->params[k].grad();
-      if (reducer->accumulated && earlier.defined())
-        torch::add_out(slot, grad.reshape(-1), earlier.reshape(-1));
-      else
+      if (!reducer->accumulated || !earlier.defined()) {
         slot.copy_(grad.reshape(-1));
+      } else if (slot.scalar_type() == grad.scalar_type()) {
+        torch::add_out(slot, grad.reshape(-1), earlier.reshape(-1));
+      } else {  // summed in the bucket's wider type
+        slot.copy_(grad.reshape(-1));
+        slot.add_(earlier.reshape(-1));
+      }
       if (--reducer->missing[b] == 0) reducer->launch_ready(*collectives);
     });
   }
@@ -417,7 +432,7 @@ void Distributed::finish_step(const std::vector<torch::Tensor>& params) {
       auto& p = r.params[k];
       const auto slice = r.flats[b].slice(0, r.offset_of[k], r.offset_of[k] + p.numel()).view_as(p);
       if (!p.grad().defined())
-        p.mutable_grad() = slice.clone();
+        p.mutable_grad() = slice.to(p.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
       else
         p.mutable_grad().copy_(slice);
     }

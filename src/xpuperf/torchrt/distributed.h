@@ -24,6 +24,9 @@ struct DistributedOptions {
   std::string backend = "auto";                                // auto (nccl on CUDA, gloo on CPU), gloo, nccl
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // rendezvous and collectives
   std::int64_t bucket_bytes = 25 << 20;                        // gradient bucket size
+  // bf16 and fp16 gradients summed over the ranks in fp32 buckets and rounded once as they are
+  // copied back (bf16_weights), not rounded at each hop of the collective in their own type.
+  bool sum_low_precision_in_fp32 = false;
 };
 
 class Distributed {

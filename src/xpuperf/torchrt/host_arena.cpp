@@ -84,12 +84,13 @@ bool HostArena::pinned_exactly() const {
 torch::Tensor HostArena::take(std::int64_t numel, torch::ScalarType type) {
   const auto options = torch::TensorOptions().dtype(type);
   const std::int64_t bytes = numel * static_cast<std::int64_t>(c10::elementSize(type));
-  if (used_ + rounded(bytes) > size_)
-    throw std::length_error("host arena: " + std::to_string(bytes) + " bytes asked for, " +
-                            std::to_string(size_ - used_) + " left of " + std::to_string(size_));
-  used_ += rounded(bytes);
+  const std::int64_t at = used_, taken = rounded(bytes);
+  if (at + taken > size_)
+    throw std::length_error("host arena: " + std::to_string(bytes) + " bytes asked for, " + std::to_string(size_ - at) +
+                            " left of " + std::to_string(size_));
+  used_ = at + taken;
   if (!block_) return torch::zeros({numel}, options.pinned_memory(pinned_));
-  auto* start = static_cast<char*>(block_->data) + (used_ - rounded(bytes));
+  auto* start = static_cast<char*>(block_->data) + at;
   auto keep = block_;  // the block lives while any tensor taken from it does
   return torch::from_blob(
       start, {numel}, [keep](void*) {}, options);

@@ -37,9 +37,6 @@ void check_bf16_weights(const SwitchCheckInput& in, Diagnostics& diags) {
   if (in.get_int("zero_stage", 0) > 0) refuse("zero_stage", "its shares are of the masters", "zero_stage: 0");
   for (const char* key : {"tensor_parallel", "pipeline_parallel", "expert_parallel"})
     if (in.get_int(key, 1) > 1) refuse(key, "its gradients would be reduced in bf16", std::string(key) + ": 1");
-  if (in.world_size > 1)
-    diags.error(where, "bf16_weights: not yet with several ranks (" + std::to_string(in.world_size) +
-                           "): their gradients would be averaged in bf16; run one rank or set bf16_weights: false");
   const std::int64_t global = in.get_int("global_batch_size", 0), micro = in.get_int("train_batch_size", 0);
   if (global > 0 && micro > 0 && global != micro * in.world_size)
     refuse("global_batch_size",

@@ -264,6 +264,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   dist_options.backend = s_.dist_backend;
   dist_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(s_.dist_timeout_s * 1000));
   dist_options.bucket_bytes = s_.bucket_bytes;
+  dist_options.sum_low_precision_in_fp32 = s_.bf16_weights;
   dist_ = torchrt::Distributed::create(info.env, device_, dist_options);
   // Model parallelism: groups of `tensor_parallel` ranks share each sample's layers, pipelines of
   // `pipeline_parallel` such groups its blocks; data parallelism runs over the pipelines.
