@@ -497,6 +497,13 @@ TEST_F(LanguageCli, SweepOfBf16WeightsKeepsTheLossOnTwoRanks) {
   EXPECT_TRUE(has(log, "\"bf16_weights\":true")) << "the row ran with its switch: " << log.substr(0, 2000);
 }
 
+// The same with the experts split over the two ranks: the shared weights' gradients are summed
+// in fp32, each rank steps its own experts' masters.
+TEST_F(LanguageCli, SweepOfBf16WeightsWithExpertParallelismKeepsTheLossOnTwoRanks) {
+  const std::string base = "bf16+optimizer=adamw+fused_optimizer=foreach+moe4+ep2";
+  tiny_llama_pair_keeps_the_loss_on_two_ranks(base, base + "+bf16_weights=true", {"moe_capacity_factor=1.0"});
+}
+
 TEST_F(LanguageCli, SweepRefusesACombinationBeforeAnythingStarts) {
   const Result r = xpuperf({"sweep", "gpt2", "--vendor", "cpu", "--hardware", "CPUx1x2", "--data-dir", data(),
                             "--log-dir", dir.path(), "--strategies", "fp32; fp32+graphs; bf16+pp3"},

@@ -176,14 +176,17 @@ TEST(Distributed, AveragesGradientsInBucketsAndBroadcastsParameters) {
 // once into their own type, after the reduction and with it overlapped alike.
 TEST(Distributed, Bf16GradientsAreSummedInFp32AndStayBf16) {
   SKIP_WITHOUT_GLOO();
+  // Not from the random generator, which the two ranks' threads share.
+  const auto gradient_of = [](int rank) {
+    return (torch::sin(torch::arange(40, torch::kFloat) * (0.7 + rank)) * 3.0).to(torch::kBFloat16);
+  };
   torch::Tensor after_backward[2], overlapped[2];
   on_two_ranks([&](int rank, int port) {
     DistributedOptions options;
     options.bucket_bytes = 64;
     options.sum_low_precision_in_fp32 = true;
     auto dist = Distributed::create(env_for(rank, 2, port), torch::kCPU, options);
-    torch::manual_seed(3 + rank);
-    const auto grad = torch::randn({40}).to(torch::kBFloat16);
+    const auto grad = gradient_of(rank);
     std::vector<torch::Tensor> params = {torch::zeros({40}, torch::dtype(torch::kBFloat16).requires_grad(true))};
     params[0].mutable_grad() = grad.clone();
     dist->average_gradients(params);
@@ -196,16 +199,38 @@ TEST(Distributed, Bf16GradientsAreSummedInFp32AndStayBf16) {
     dist->finish_step(hooked);
     overlapped[rank] = hooked[0].grad().clone();
   });
-  torch::manual_seed(3);
-  const auto g0 = torch::randn({40}).to(torch::kBFloat16);
-  torch::manual_seed(4);
-  const auto g1 = torch::randn({40}).to(torch::kBFloat16);
-  const auto want = ((g0.to(torch::kFloat) + g1.to(torch::kFloat)) * 0.5).to(torch::kBFloat16);
+  const auto want = ((gradient_of(0).to(torch::kFloat) + gradient_of(1).to(torch::kFloat)) * 0.5).to(torch::kBFloat16);
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_EQ(after_backward[rank].scalar_type(), torch::kBFloat16);
     EXPECT_EQ(overlapped[rank].scalar_type(), torch::kBFloat16);
     EXPECT_TRUE(torch::equal(after_backward[rank], want)) << rank;
     EXPECT_TRUE(torch::equal(overlapped[rank], want)) << rank;
+  }
+}
+
+// The all-to-all the experts' tokens travel by: chunk j of each rank's rows to rank j, in fp32 and
+// in bf16 (which Gloo lacks: sent widened, exactly).
+TEST(Distributed, AllToAllSendsChunkJToRankJInFp32AndBf16) {
+  SKIP_WITHOUT_GLOO();
+  torch::Tensor received[2][2];
+  on_two_ranks([&](int rank, int port) {
+    auto dist = Distributed::create(env_for(rank, 2, port), torch::kCPU, DistributedOptions{});
+    for (int k = 0; k < 2; ++k) {
+      const auto type = k == 0 ? torch::kFloat : torch::kBFloat16;
+      // Rank r's rows r·10 + 0.125·i: exact in bf16.
+      auto in = (torch::arange(4, torch::kFloat) * 0.125 + 10.0 * rank).reshape({4, 1}).to(type);
+      auto out = torch::empty_like(in);
+      dist->all_to_all(out, in);
+      received[rank][k] = out;
+    }
+  });
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(received[0][k].scalar_type(), k == 0 ? torch::kFloat : torch::kBFloat16);
+    // Rank 0 receives rows 0-1 of each rank, rank 1 rows 2-3.
+    EXPECT_TRUE(
+        torch::equal(received[0][k].to(torch::kFloat).flatten(), torch::tensor({0.0f, 0.125f, 10.0f, 10.125f})));
+    EXPECT_TRUE(
+        torch::equal(received[1][k].to(torch::kFloat).flatten(), torch::tensor({0.25f, 0.375f, 10.25f, 10.375f})));
   }
 }
 

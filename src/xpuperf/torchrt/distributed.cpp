@@ -519,6 +519,13 @@ void Distributed::all_to_all(torch::Tensor& out, torch::Tensor& in) {
     out.copy_(in);
     return;
   }
+  if (backend_ == "gloo" && in.scalar_type() == torch::kBFloat16) {
+    // Gloo has no bf16 (PyTorch 1.13's); bf16 → fp32 → bf16 is exact.
+    auto wide_in = in.to(torch::kFloat), wide_out = torch::empty_like(wide_in);
+    collectives_->all_to_all(wide_out, wide_in)->wait();
+    out.copy_(wide_out);
+    return;
+  }
   collectives_->all_to_all(out, in)->wait();
 }
 

@@ -35,7 +35,7 @@ void check_bf16_weights(const SwitchCheckInput& in, Diagnostics& diags) {
   if (in.get_int("lora_rank", 0) > 0)
     refuse("lora_rank", "LoRA freezes the base weights in bf16 already", "lora_rank: 0");
   if (in.get_int("zero_stage", 0) > 0) refuse("zero_stage", "its shares are of the masters", "zero_stage: 0");
-  for (const char* key : {"tensor_parallel", "pipeline_parallel", "expert_parallel"})
+  for (const char* key : {"tensor_parallel", "pipeline_parallel"})
     if (in.get_int(key, 1) > 1) refuse(key, "its gradients would be reduced in bf16", std::string(key) + ": 1");
   const std::int64_t global = in.get_int("global_batch_size", 0), micro = in.get_int("train_batch_size", 0);
   if (global > 0 && micro > 0 && global != micro * in.world_size)
