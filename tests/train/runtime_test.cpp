@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "toy_case.h"
+#include "xpuperf/train/step_profile.h"
 
 namespace xpuperf::train {
 namespace {
@@ -115,6 +116,13 @@ TEST(Runtime, ProfilesTheStepsAfterTheSkippedOnes) {
     EXPECT_NE(p["note"].get<std::string>().find("CPU"), std::string::npos);
   }
   EXPECT_FALSE(train_toy("max_steps: 3\n").all("FINISHED").back()->value.contains("kernel_profile"));
+}
+
+TEST(Runtime, EachRankWritesItsOwnTrace) {
+  EXPECT_EQ(StepProfile::trace_path_of_rank("/t/steps.json", 0, 1), "/t/steps.json");
+  EXPECT_EQ(StepProfile::trace_path_of_rank("/t/steps.json", 1, 2), "/t/steps.rank1.json");
+  EXPECT_EQ(StepProfile::trace_path_of_rank("steps", 0, 2), "steps.rank0");
+  EXPECT_EQ(StepProfile::trace_path_of_rank("", 1, 2), "");
 }
 
 // XPUPERF_PROFILE_TRACE: the profiled steps also go to a Chrome trace, which FINISHED names (or

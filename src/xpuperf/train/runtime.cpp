@@ -289,7 +289,9 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
 
   if (s_.profile_steps > 0) {
     const char* trace = std::getenv("XPUPERF_PROFILE_TRACE");
-    profile_ = std::make_unique<StepProfile>(s_.timing_skip_steps, s_.profile_steps, trace ? trace : "");
+    profile_ = std::make_unique<StepProfile>(
+        s_.timing_skip_steps, s_.profile_steps,
+        StepProfile::trace_path_of_rank(trace ? trace : "", info.env.rank, info.env.world_size));
   }
 
   train_plan_.batch_size = s_.train_batch;

@@ -1,6 +1,7 @@
 #include "xpuperf/train/step_profile.h"
 
 #include <chrono>
+#include <filesystem>
 #include <stdexcept>
 
 #include "xpuperf/torchrt/kernel_profile.h"
@@ -56,6 +57,13 @@ void StepProfile::stop(std::int64_t steps_done) {
     result_["note"] =
         "no device kernels were recorded: a run on the CPU has none; on a GPU the profiler saw no device activity "
         "(CUPTI missing or in use by another profiler)";
+}
+
+std::string StepProfile::trace_path_of_rank(const std::string& path, int rank, int world_size) {
+  if (path.empty() || world_size <= 1) return path;
+  const std::filesystem::path p(path);
+  const std::string tag = ".rank" + std::to_string(rank);
+  return (p.parent_path() / (p.stem().string() + tag + p.extension().string())).string();
 }
 
 void StepProfile::describe(nlohmann::json& finished) const {

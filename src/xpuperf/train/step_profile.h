@@ -37,6 +37,11 @@ class StepProfile {
 
   static constexpr std::size_t kShown = 60;
 
+  // The trace file of `rank` among `world_size` ranks: the path as given for one rank, else the
+  // rank's number before its extension ("steps.json" → "steps.rank1.json"), so ranks of one host
+  // do not write over each other.
+  static std::string trace_path_of_rank(const std::string& path, int rank, int world_size);
+
  private:
   std::int64_t first_, steps_;
   std::string trace_path_;
