@@ -137,6 +137,12 @@ std::string where(const RankEnv& env) {
   return env.master_addr + ":" + std::to_string(env.master_port);
 }
 
+// The type a bucket of gradients of type `type` is summed in.
+torch::ScalarType sum_type(torch::ScalarType type, const DistributedOptions& options) {
+  const bool low = type == torch::kBFloat16 || type == torch::kHalf;
+  return low && options.sum_low_precision_in_fp32 ? torch::kFloat : type;
+}
+
 }  // namespace
 
 bool Distributed::has_backend(const std::string& name) {
@@ -148,14 +154,6 @@ bool Distributed::has_backend(const std::string& name) {
 #endif
   return false;
 }
-
-namespace {
-// The type a bucket of gradients of type `type` is summed in.
-torch::ScalarType sum_type(torch::ScalarType type, const DistributedOptions& options) {
-  const bool low = type == torch::kBFloat16 || type == torch::kHalf;
-  return low && options.sum_low_precision_in_fp32 ? torch::kFloat : type;
-}
-}  // namespace
 
 std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<torch::Tensor>& tensors,
                                                    std::int64_t bucket_bytes) {
