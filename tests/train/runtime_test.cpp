@@ -9,6 +9,8 @@
 
 #include "test_util.h"
 #include "toy_case.h"
+#include "xpuperf/data/gpu_jpeg.h"
+#include "xpuperf/train/image_dataset.h"
 #include "xpuperf/train/step_profile.h"
 
 namespace xpuperf::train {
@@ -214,6 +216,55 @@ TEST(Runtime, LearningRateSchedules) {
   EXPECT_NEAR(scheduled_lr("linear", 0.1, 75, 0, 100), 0.025, 1e-12);
   EXPECT_NEAR(scheduled_lr("constant", 0.1, 4, 10, 100), 0.05, 1e-12);  // warm-up: (4+1)/10
   EXPECT_THROW(scheduled_lr("step", 0.1, 50, 0, 100), ConfigError);
+}
+
+}  // namespace
+}  // namespace xpuperf::train
+
+namespace xpuperf::train {
+namespace {
+
+Config vision_config(const std::string& text) {
+  Diagnostics diags;
+  auto cfg = load_config_text(text, "test", diags);
+  EXPECT_TRUE(cfg.has_value());
+  return *cfg;
+}
+
+TEST(Runtime, DecodingOnTheGpuRaisesTheHardwareQueuesUnlessTheUserSetThem) {
+  const char* kVariable = "CUDA_DEVICE_MAX_CONNECTIONS";
+  const char* before = std::getenv(kVariable);
+  const std::string saved = before ? before : "";
+  const Config nvjpeg = vision_config("data_dir: /data\njpeg_decoder: nvjpeg\n");
+  const Config cpu = vision_config("data_dir: /data\njpeg_decoder: cpu\n");
+  const Config automatic = vision_config("data_dir: /data\njpeg_decoder: auto\n");
+  const Config synthetic = vision_config("synthetic_data: true\njpeg_decoder: nvjpeg\n");
+  const Config language = vision_config("data_dir: /data\n");  // no image loader at all
+  const bool gpu = data::have_gpu_jpeg();
+  EXPECT_EQ(decodes_on_gpu(nvjpeg, 64), gpu);
+  EXPECT_EQ(decodes_on_gpu(automatic, 4), gpu);  // few cores a rank
+  EXPECT_FALSE(decodes_on_gpu(automatic, 64));
+  EXPECT_FALSE(decodes_on_gpu(cpu, 4));
+  EXPECT_FALSE(decodes_on_gpu(synthetic, 4));
+  EXPECT_FALSE(decodes_on_gpu(language, 4));
+
+  unsetenv(kVariable);
+  prepare_gpu_decoding(cpu, 1);
+  EXPECT_EQ(std::getenv(kVariable), nullptr);
+  prepare_gpu_decoding(nvjpeg, 1);
+  if (gpu) {
+    ASSERT_NE(std::getenv(kVariable), nullptr);
+    EXPECT_STREQ(std::getenv(kVariable), "32");
+  } else {
+    EXPECT_EQ(std::getenv(kVariable), nullptr);
+  }
+  setenv(kVariable, "4", 1);
+  prepare_gpu_decoding(nvjpeg, 1);
+  EXPECT_STREQ(std::getenv(kVariable), "4");  // the user's
+  if (before)
+    setenv(kVariable, saved.c_str(), 1);
+  else
+    unsetenv(kVariable);
 }
 
 }  // namespace

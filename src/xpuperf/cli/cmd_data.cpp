@@ -150,7 +150,7 @@ int run_decode_rate(const DecodeRateOptions& o) {
     lo.max_image_pixels = o.max_image_pixels;
     if (decoder == "nvjpeg") {
       lo.gpu_device = o.device;
-      if (lo.threads <= 0) lo.threads = 4;
+      if (lo.threads <= 0) lo.threads = 2;
     }
     std::unique_ptr<data::ImageFolderLoader> loader;
     try {
@@ -322,7 +322,7 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
                 "cpu (libjpeg-turbo on host threads) and/or nvjpeg (the GPU's; its hardware decoder where it has one)")
       ->delimiter(',')
       ->capture_default_str();
-  r->add_option("--threads", rate->threads, "Loader threads (0: every core for cpu, 4 for nvjpeg)")
+  r->add_option("--threads", rate->threads, "Loader threads (0: every core for cpu, 2 for nvjpeg)")
       ->capture_default_str();
   r->add_option("--batch", rate->batch_size, "Images a batch")->capture_default_str();
   r->add_option("--batches", rate->batches, "Batches timed (at most the folder's)")->capture_default_str();

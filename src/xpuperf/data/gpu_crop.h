@@ -7,8 +7,13 @@
 namespace xpuperf::data {
 
 struct GpuCropParams {
-  const std::uint8_t* src = nullptr;  // interleaved RGB, `pitch` bytes a row
+  // A decoded JPEG's planes: luma, `pitch` bytes a row, and its chroma planes (null for a grey
+  // image), chroma_width × chroma_height, as the file subsamples them.
+  const std::uint8_t* luma = nullptr;
   int pitch = 0, width = 0, height = 0;
+  const std::uint8_t* cb = nullptr;
+  const std::uint8_t* cr = nullptr;
+  int chroma_pitch = 0, chroma_width = 0, chroma_height = 0;
   int x = 0, y = 0, crop_width = 0, crop_height = 0;
   int flip = 0;
   std::uint8_t* out = nullptr;  // out_size × out_size × 3

@@ -19,22 +19,31 @@ namespace xpuperf::data {
 // Whether this build has nvJPEG (and CUDA).
 bool have_gpu_jpeg();
 
-// One image of a batch: its file's bytes (on the host), its size as probe() read it (0: unknown,
-// decode_crops reads the header again), the box of the decoded image to keep and whether to
-// mirror it.
+// What probe() reads from a file's header: the image's size and its chroma planes' (for a grey
+// image, planes of the image's size that the decoder may fill and the crop kernel ignores).
+struct GpuJpegShape {
+  int width = 0, height = 0;
+  int chroma_width = 0, chroma_height = 0;
+  bool grey = false;
+};
+
+// One image of a batch: its file's bytes (on the host), its shape as probe() read it (width 0:
+// unknown, decode_crops reads the header again), the box of the decoded image to keep and whether
+// to mirror it.
 struct GpuCropJob {
   const std::uint8_t* data = nullptr;
   std::size_t size = 0;
-  int width = 0, height = 0;
+  GpuJpegShape shape;
   CropBox box;
   bool flip = false;
 };
 
 class GpuJpegDecoder {
  public:
-  // On CUDA device `device`; crops come out `out_size` × `out_size` × 3 bytes. Throws DataError
-  // when this build has no nvJPEG or the device cannot be used.
-  GpuJpegDecoder(int device, int out_size);
+  // On CUDA device `device`; crops come out `out_size` × `out_size` × 3 bytes. The hardware decoder
+  // where the GPU has one, unless `allow_hardware` is false (tests); else nvJPEG's CUDA decoder.
+  // Throws DataError when this build has no nvJPEG or the device cannot be used.
+  GpuJpegDecoder(int device, int out_size, bool allow_hardware = true);
   ~GpuJpegDecoder();
   GpuJpegDecoder(const GpuJpegDecoder&) = delete;
   GpuJpegDecoder& operator=(const GpuJpegDecoder&) = delete;
@@ -43,13 +52,16 @@ class GpuJpegDecoder {
   std::string backend() const;
   bool hardware() const;
 
-  // Reads a file's header: its size, and whether the batched decoder takes it (the hardware
+  // Reads a file's header: its shape, and whether the batched decoder takes it (the hardware
   // decoder takes baseline JPEGs only; progressive or CMYK files go to the CPU). False with
   // `error` for what is not a JPEG. The file is not decoded: a corrupt body passes.
-  bool probe(const std::uint8_t* data, std::size_t size, int& width, int& height, bool& batchable, std::string& error);
+  bool probe(const std::uint8_t* data, std::size_t size, GpuJpegShape& shape, bool& batchable, std::string& error);
 
   // Decodes the jobs (each probed batchable) and writes job i's crop to out + i × out_size² × 3
-  // (device memory); returns when it is there. False with `error` when nvJPEG refuses the batch
+  // (device memory); returns when it is there. nvJPEG writes each image's Y, Cb and Cr planes as
+  // the file holds them (no conversion kernel of its own, which would queue beside the training
+  // step); the crop kernel converts to RGB with libjpeg's arithmetic, so the crops are the CPU
+  // decoder's but for the inverse DCT. False with `error` when nvJPEG refuses the batch
   // (a file whose body is corrupt): decode one job at a time to find which.
   bool decode_crops(const std::vector<GpuCropJob>& jobs, const std::vector<std::uint8_t*>& outs, std::string& error);
 

@@ -221,11 +221,11 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
         batch.labels[i] = item.label;
         sample_at[i] = at;
         if (read_file_bytes(item.path, files[i], error)) {
-          int width = 0, height = 0;
+          GpuJpegShape shape;
           bool batchable = false;
           const bool probed = gpu_allowed && ends_with_eoi(files[i]) &&
-                              gpu.probe(files[i].data(), files[i].size(), width, height, batchable, error);
-          if (probed && !within_pixel_limit(width, height, o_.max_image_pixels, error)) {
+                              gpu.probe(files[i].data(), files[i].size(), shape, batchable, error);
+          if (probed && !within_pixel_limit(shape.width, shape.height, o_.max_image_pixels, error)) {
             skip(item.path, error);
             if (++tries >= n) throw DataError("no image of " + folder_.dir + " decodes");
             continue;
@@ -234,9 +234,8 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
             GpuCropJob job;
             job.data = files[i].data();
             job.size = files[i].size();
-            job.width = width;
-            job.height = height;
-            std::tie(job.box, job.flip) = choose_crop(width, height, sample);
+            job.shape = shape;
+            std::tie(job.box, job.flip) = choose_crop(shape.width, shape.height, sample);
             jobs.push_back(job);
             outs.push_back(out(i));
             job_position.push_back(i);

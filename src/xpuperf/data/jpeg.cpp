@@ -91,15 +91,20 @@ bool JpegCodec::decode_with_handle(const std::uint8_t* data, std::size_t size, R
   return true;
 }
 
-std::vector<std::uint8_t> JpegCodec::encode(const RgbImage& image, int quality, bool progressive) {
+std::vector<std::uint8_t> JpegCodec::encode(const RgbImage& image, int quality, bool progressive,
+                                            ChromaSampling chroma) {
   // A handle that has written a progressive file writes broken baseline ones after it
   // (libjpeg-turbo 2.1 keeps the scan script): progressive files get a handle of their own.
   std::unique_ptr<void, int (*)(tjhandle)> own(progressive ? tjInitCompress() : nullptr, tjDestroy);
   tjhandle encoder = progressive ? own.get() : encoder_;
   if (!encoder) throw std::runtime_error("libjpeg-turbo could not start: " + std::string(tjGetErrorStr()));
+  const int sampling = chroma == ChromaSampling::s422   ? TJSAMP_422
+                       : chroma == ChromaSampling::s444 ? TJSAMP_444
+                       : chroma == ChromaSampling::grey ? TJSAMP_GRAY
+                                                        : TJSAMP_420;
   unsigned char* buffer = nullptr;
   unsigned long size = 0;
-  if (tjCompress2(encoder, image.pixels.data(), image.width, 0, image.height, TJPF_RGB, &buffer, &size, TJSAMP_420,
+  if (tjCompress2(encoder, image.pixels.data(), image.width, 0, image.height, TJPF_RGB, &buffer, &size, sampling,
                   quality, progressive ? TJFLAG_PROGRESSIVE : 0) != 0)
     throw std::runtime_error("libjpeg-turbo could not encode an image: " + std::string(tjGetErrorStr2(encoder)));
   std::vector<std::uint8_t> out(buffer, buffer + size);
@@ -128,7 +133,7 @@ bool JpegCodec::decode_with_handle(const std::uint8_t*, std::size_t, RgbImage&, 
   error = kMissing;
   return false;
 }
-std::vector<std::uint8_t> JpegCodec::encode(const RgbImage&, int, bool) {
+std::vector<std::uint8_t> JpegCodec::encode(const RgbImage&, int, bool, ChromaSampling) {
   throw std::runtime_error(kMissing);
 }
 

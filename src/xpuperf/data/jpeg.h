@@ -25,6 +25,10 @@ bool within_pixel_limit(int width, int height, std::int64_t max_pixels, std::str
 // Whether this build has libjpeg-turbo; without it every call fails with a message saying so.
 bool have_jpeg_codec();
 
+// How an encoded file samples its chroma: 4:2:0 (cameras, ImageNet), 4:2:2, 4:4:4, or no chroma
+// at all (a one-component grey file).
+enum class ChromaSampling { s420, s422, s444, grey };
+
 class JpegCodec {
  public:
   JpegCodec();
@@ -38,9 +42,10 @@ class JpegCodec {
   bool decode(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error);
   // Images whose header claims more pixels are refused before decoding (<= 0: no limit).
   void set_max_pixels(std::int64_t max_pixels) { max_pixels_ = max_pixels; }
-  // Encodes RGB at `quality` (1–100, 4:2:0 chroma as cameras and ImageNet's files do);
-  // baseline, or progressive (as some of ImageNet's files are).
-  std::vector<std::uint8_t> encode(const RgbImage& image, int quality, bool progressive = false);
+  // Encodes RGB at `quality` (1–100, 4:2:0 chroma as cameras and ImageNet's files do, unless
+  // `chroma` says otherwise); baseline, or progressive (as some of ImageNet's files are).
+  std::vector<std::uint8_t> encode(const RgbImage& image, int quality, bool progressive = false,
+                                   ChromaSampling chroma = ChromaSampling::s420);
 
  private:
   bool decode_with_handle(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error);

@@ -1,6 +1,7 @@
 #include "xpuperf/train/image_dataset.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -18,8 +19,10 @@ namespace xpuperf::train {
 namespace fs = std::filesystem;
 
 namespace {
-// Cores a rank needs for jpeg_decoder: auto to choose libjpeg-turbo over nvJPEG.
-constexpr int kCoresForCpuDecoding = 12;
+// Cores a rank needs for jpeg_decoder: auto to choose libjpeg-turbo over nvJPEG: libjpeg-turbo
+// makes about 285 training crops/s a core, and ResNet-50 on an H100 takes 5,700 img/s (20 cores);
+// 16 cores (4,550) feed it less than nvJPEG beside the step does (5,060; resnet50 README).
+constexpr int kCoresForCpuDecoding = 24;
 }  // namespace
 
 ImageFolderDataset::ImageFolderDataset(data::ImageFolder folder, ImageDataOptions options, std::string what)
@@ -143,6 +146,17 @@ torch::Tensor ImageNormalizer::operator()(const torch::Tensor& images) const {
   return (images.to(torch::kFloat) - mean_) * inv_std_;
 }
 
+bool decodes_on_gpu(const Config& cfg, int cores_per_rank) {
+  if (!cfg.has("jpeg_decoder") || cfg.get_bool("synthetic_data", false) || !data::have_gpu_jpeg()) return false;
+  const std::string decoder = cfg.get_string("jpeg_decoder", "auto");
+  return decoder == "nvjpeg" || (decoder == "auto" && cores_per_rank < kCoresForCpuDecoding);
+}
+
+void prepare_gpu_decoding(const Config& cfg, int ranks_on_host) {
+  const int cores_per_rank = static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_on_host);
+  if (decodes_on_gpu(cfg, cores_per_rank)) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+}
+
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes) {
   const Config& cfg = ctx.config;
   const int image_size = static_cast<int>(cfg.get_int("image_size", 224));
@@ -180,16 +194,18 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
     throw ConfigError(
         "jpeg_decoder: nvjpeg, but this xpuperf was built without nvJPEG (the CUDA toolkit's libnvjpeg); "
         "use jpeg_decoder: cpu or rebuild");
-  // auto: libjpeg-turbo while the host has the cores to keep up (about 280 ResNet-50 training
-  // images/s a core; an H100 wants 3,900), since nvJPEG's decoding slows the step it runs beside
-  // (13 % on an H100, README); nvJPEG where the cores per rank are few.
+  // auto: libjpeg-turbo while the host has the cores to keep up (kCoresForCpuDecoding), since
+  // nvJPEG's decoding slows the step it runs beside (ResNet-50 on an H100: 10 %, resnet50 README);
+  // nvJPEG where the cores per rank are fewer.
   const int cores_per_rank = static_cast<int>(std::thread::hardware_concurrency()) / o.ranks_on_host;
-  const bool few_cores = cores_per_rank < kCoresForCpuDecoding;
-  if (decoder == "nvjpeg" || (decoder == "auto" && few_cores && ctx.device.is_cuda() && data::have_gpu_jpeg())) {
+  if (ctx.device.is_cuda() && decodes_on_gpu(cfg, cores_per_rank)) {
     o.gpu_device = ctx.device.has_index() ? ctx.device.index() : 0;
-    // The workers only read files and headers: a few keep the GPU decoder busy.
+    // The workers only read files and headers: two keep the hardware decoder at 13,000 images/s on
+    // an H100 (one: 7,400). More cost the step: each brings nvJPEG's streams of its own, which
+    // share hardware queues with the step's (ResNet-50 at 84 % of its synthetic rate with four
+    // threads, 90 % with two, 92 % with one; README).
     if (o.threads <= 0)
-      o.threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / o.ranks_on_host, 1, 4);
+      o.threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / o.ranks_on_host, 1, 2);
   }
   if (o.image_size <= 0 || o.resize_to < o.image_size)
     throw ConfigError("image_size must be positive and resize_size at least image_size (got " +

@@ -84,8 +84,20 @@ class ImageNormalizer {
 // The data a vision case reads, from its config: synthetic_data (random, labelled so), else the
 // ImageNet layout under data_dir (train_data and eval_data name the split folders).
 // image_size, resize_size, loader_threads, loader_batches_ahead, max_image_pixels and jpeg_decoder (cpu:
-// libjpeg-turbo; nvjpeg; auto: cpu while the host has 12 cores a rank, else nvjpeg on a CUDA
+// libjpeg-turbo; nvjpeg; auto: cpu while the host has 24 cores a rank, else nvjpeg on a CUDA
 // device where the build has it) tune the pipeline.
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes);
+
+// Whether a vision case's config decodes its JPEGs with nvJPEG on a host with `cores_per_rank`
+// cores a rank (jpeg_decoder: nvjpeg, or auto with few cores), if the run is on a CUDA device.
+bool decodes_on_gpu(const Config& cfg, int cores_per_rank);
+
+// The GPU runs a process's streams through CUDA_DEVICE_MAX_CONNECTIONS hardware queues, 8 unless
+// set. nvJPEG's batched hardware decoder copies each image on one of about 15 streams of its own a
+// loader thread; some share the training step's queue and wait there behind the step's whole CUDA
+// graph while the step waits for their images (ResNet-50 on an H100 at 80 % of its synthetic rate).
+// So where this rank decodes on the GPU, the variable is set to 32, the most, unless the user set
+// it. Called before the process's CUDA context exists, which reads it.
+void prepare_gpu_decoding(const Config& cfg, int ranks_on_host);
 
 }  // namespace xpuperf::train

@@ -19,6 +19,7 @@
 #include "xpuperf/torchrt/weights.h"
 #include "xpuperf/train/evaluation.h"
 #include "xpuperf/train/gradient_sync.h"
+#include "xpuperf/train/image_dataset.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/step_graph.h"
 #include "xpuperf/train/step_precision.h"
@@ -92,6 +93,7 @@ std::string resolve_in(const std::string& dir, const std::string& path) {
 
 // The process's side of the settings: the device, its numerics switches, the seeds, the threads.
 torch::Device prepare_process(const Config& cfg, const TrainingSettings& s, const RunInfo& info) {
+  prepare_gpu_decoding(cfg, info.env.local_world_size);
   const torch::Device device = torchrt::choose_device(s.device, info.env.local_rank);
   if (s.precision == Precision::FP16 && !device.is_cuda() && !compat::cpu_autocast_supports_fp16())
     throw ConfigError(cfg.at("precision").source.str() + ": precision: fp16 needs a CUDA device with this LibTorch (" +
