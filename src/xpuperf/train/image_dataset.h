@@ -84,7 +84,7 @@ class ImageNormalizer {
 // The data a vision case reads, from its config: synthetic_data (random, labelled so), else the
 // ImageNet layout under data_dir (train_data and eval_data name the split folders).
 // image_size, resize_size, loader_threads, loader_batches_ahead, max_image_pixels and jpeg_decoder (cpu:
-// libjpeg-turbo; nvjpeg; auto: cpu while the host has 24 cores a rank, else nvjpeg on a CUDA
+// libjpeg-turbo; nvjpeg; auto: cpu while the host has 12 cores a rank, else nvjpeg on a CUDA
 // device where the build has it) tune the pipeline.
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes);
 
