@@ -19,9 +19,9 @@ namespace xpuperf::train {
 namespace fs = std::filesystem;
 
 namespace {
-// Cores a rank needs for jpeg_decoder: auto to choose libjpeg-turbo over nvJPEG. With 16 cores
-// libjpeg-turbo fed MobileNetV2 6,508 img/s on an H100 (99 % of synthetic), more than ResNet-50's
-// step takes, while nvJPEG beside that step leaves it at 90 % (resnet50 README).
+// Cores a rank needs for jpeg_decoder: auto to choose libjpeg-turbo over nvJPEG. Whether 16 cores
+// feed ResNet-50's step on an H100 (5,700 img/s; nvJPEG beside it: 90 %) as well is not settled:
+// the resnet50 README says which measurement would decide it.
 constexpr int kCoresForCpuDecoding = 12;
 }  // namespace
 
