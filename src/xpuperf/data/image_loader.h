@@ -65,6 +65,8 @@ class ImageFolderLoader {
   void release(const ImageBatch& batch, void* stream);
   // "libjpeg-turbo" or nvJPEG's backend, with the threads.
   std::string decoder() const;
+  // The worker threads, each making whole batches.
+  int threads() const { return o_.threads; }
   // Images the GPU decoded so far, and those a GPU loader left to the CPU (progressive, CMYK).
   std::int64_t gpu_decoded() const { return gpu_decoded_; }
   std::int64_t cpu_fallbacks() const { return cpu_fallbacks_; }
