@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "test_util.h"
 #include "toy_case.h"
@@ -62,9 +63,11 @@ TEST(Runtime, EmitsTheEventsInOrderWithTheStandardFinishedKeys) {
   EXPECT_EQ(run.names(), expected);
 
   const auto& step = run.all("STEP_END").back()->value;
-  for (const char* key :
-       {"loss", "grad_norm", "lr", "samples_per_second", "global_steps", "epoch", "num_trained_samples"})
+  for (const char* key : {"loss", "grad_norm", "lr", "samples_per_second", "input_wait_share", "global_steps", "epoch",
+                          "num_trained_samples"})
     EXPECT_TRUE(step.contains(key)) << key;
+  EXPECT_GE(step["input_wait_share"].get<double>(), 0.0);
+  EXPECT_LT(step["input_wait_share"].get<double>(), 1.0);
   const nlohmann::json& finished = run.events.back().value;
   for (const char* key :
        {"e2e_time", "init_time", "raw_train_time", "training_samples_per_second", "training_sequences_per_second",
@@ -79,6 +82,50 @@ TEST(Runtime, EmitsTheEventsInOrderWithTheStandardFinishedKeys) {
   EXPECT_EQ(run.outcome.reason, StopReason::MaxEpochs);
   EXPECT_GT(*run.outcome.finished.training_samples_per_second, 0.0);
   EXPECT_LE(*run.outcome.finished.raw_train_time, *run.outcome.finished.e2e_time);
+}
+
+// The toy case with a training loader that cannot keep up: each batch takes 40 ms to make.
+class SlowLoaderToy : public test::ToyCase {
+  class Slow : public Dataset {
+   public:
+    explicit Slow(std::shared_ptr<Dataset> inner) : inner_(std::move(inner)) {}
+    std::int64_t size() const override { return inner_->size(); }
+    std::string description() const override { return inner_->description(); }
+    std::int64_t batches_in_epoch(const EpochPlan& plan) const override { return inner_->batches_in_epoch(plan); }
+    void start_epoch(const EpochPlan& plan) override { inner_->start_epoch(plan); }
+    std::optional<Batch> next_batch() override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(40));
+      return inner_->next_batch();
+    }
+
+   private:
+    std::shared_ptr<Dataset> inner_;
+  };
+
+ public:
+  Datasets datasets(const CaseContext& ctx) override {
+    Datasets d = ToyCase::datasets(ctx);
+    d.train = std::make_shared<Slow>(d.train);
+    return d;
+  }
+};
+
+TEST(Runtime, TheHostsWaitForTrainingDataIsReportedAsAShareOfTheTime) {
+  SlowLoaderToy slow;
+  const ToyRun starved = train_toy("max_epochs: 1\ntiming_skip_steps: 2\n", &slow);
+  const ToyRun fed = train_toy("max_epochs: 1\ntiming_skip_steps: 2\n");
+  const auto share = [](const ToyRun& run) {
+    return run.all("STEP_END").back()->value["input_wait_share"].get<double>();
+  };
+  const auto steady = [](const ToyRun& run) {
+    return run.events.back().value["steady_input_wait_share"].get<double>();
+  };
+  // A step of the toy takes a millisecond or so; waiting 40 ms a batch is most of the time.
+  EXPECT_GT(share(starved), 0.5);
+  EXPECT_GT(steady(starved), 0.5);
+  EXPECT_LE(steady(starved), 1.0);
+  EXPECT_LT(share(fed), share(starved));
+  EXPECT_LT(steady(fed), steady(starved));
 }
 
 TEST(Runtime, StopsWhenTheTargetIsReached) {

@@ -251,6 +251,10 @@ class TrainingRun {
   // cuDNN warm-up), for sweeps that compare strategies.
   double timed_seconds_ = 0;
   std::int64_t timed_samples_ = 0;
+  // Seconds the host waited in the training data's next_batch: since the last STEP_END, and over
+  // the timed steps. A loader that cannot keep up shows here (the batches it made ahead while the
+  // run started hide it from the step rate of a short run).
+  double log_input_wait_ = 0, timed_input_wait_ = 0;
 };
 
 #define XPUPERF_EVENT(...) event(__LINE__, __VA_ARGS__)
@@ -379,6 +383,7 @@ void TrainingRun::train() {
     data_.train->start_epoch(train_plan_);
     auto log_start = Clock::now();
     std::int64_t log_samples = 0;
+    log_input_wait_ = 0;
     std::int64_t batches_left = batches_per_epoch_;
     // An epoch's last, incomplete step is not taken.
     while (!stop_ && batches_left >= accumulation_)
@@ -405,8 +410,11 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
   sync_->set_lr(lr);
   sync_->zero_grad();
   std::int64_t step_rows = 0;
+  double input_wait = 0;
   const NextBatch next = [&]() -> std::optional<Batch> {
+    const auto asked = Clock::now();
     auto batch = data_.train->next_batch();  // waiting for data counts as training time
+    input_wait += seconds_since(asked);
     --batches_left;
     if (!batch) return std::nullopt;
     step_rows += (*batch)[0].size(0);
@@ -457,8 +465,10 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
     if (global_step_ > s_.timing_skip_steps) {
       timed_seconds_ += seconds_since(step_start);
       timed_samples_ += batch_samples;
+      timed_input_wait_ += input_wait;
     }
   }
+  log_input_wait_ += input_wait;
   if (log_now) {
     const double elapsed = seconds_since(log_start);
     json value = {{"epoch", epoch_},
@@ -466,7 +476,8 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
                   {"num_trained_samples", trained_samples_},
                   {"loss", last_loss_},
                   {"lr", lr},
-                  {"samples_per_second", static_cast<double>(log_samples) / elapsed}};
+                  {"samples_per_second", static_cast<double>(log_samples) / elapsed},
+                  {"input_wait_share", log_input_wait_ / elapsed}};
     if (tokens_per_sample_ > 0)
       value["tokens_per_second"] = static_cast<double>(log_samples * tokens_per_sample_) / elapsed;
     if (grad_norm.defined()) value["grad_norm"] = grad_norm.item<double>();
@@ -477,6 +488,7 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
     XPUPERF_EVENT(perflog_event::kStepEnd, value);
     log_start = Clock::now();
     log_samples = 0;
+    log_input_wait_ = 0;
   }
   if (profile_ && profile_->ends_now(global_step_)) {
     settle();
@@ -561,6 +573,7 @@ TrainingOutcome TrainingRun::finish() {
   if (s_.timing_skip_steps > 0 && timed_seconds_ > 0) {
     f.extra["timing_skip_steps"] = s_.timing_skip_steps;
     f.extra["steady_samples_per_second"] = static_cast<double>(timed_samples_) / timed_seconds_;
+    f.extra["steady_input_wait_share"] = timed_input_wait_ / timed_seconds_;
   }
   sync_->describe(f.extra);
   if (profile_) profile_->describe(f.extra);
