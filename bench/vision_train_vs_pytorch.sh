@@ -53,7 +53,8 @@ import json, sys
 from perflog import events, steady
 steps, fin, _ = events(sys.argv[1])
 print(json.dumps({"case": sys.argv[2], "label": sys.argv[3], "images_per_s": steady(steps, "samples_per_second"),
-                  "first": steps[0] if steps else {}, "finished": fin}))
+                  "input_wait_share": steady(steps, "input_wait_share"), "first": steps[0] if steps else {},
+                  "finished": fin}))
 PY
   grep -E "error|warning: skipping" "$work/$case.$label.out" | head -5 >&2 || true
 }
@@ -104,15 +105,16 @@ if os.path.exists(f"{work}/decode.jsonl"):
     for line in open(f"{work}/decode.jsonl"):
         d = json.loads(line)
         print(f"| {d['backend']} | {d['images_per_second']:.0f} |")
-print("\n| case | xpuperf synthetic img/s | real JPEGs, libjpeg-turbo (share of synthetic) | real JPEGs, nvJPEG (share) | torchvision eager | torch.compile | ours / compile | peak MiB ours | peak MiB eager | peak MiB compile |")
+print("\n| case | xpuperf synthetic img/s | real JPEGs, libjpeg-turbo (share of synthetic, host's wait for data) | real JPEGs, nvJPEG (share, wait) | torchvision eager | torch.compile | ours / compile | peak MiB ours | peak MiB eager | peak MiB compile |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for case in dict.fromkeys(o["case"] for o in ours):
     s = mine.get((case, "synthetic"), {})
     e, c = tp.get((case, "eager"), {}), tp.get((case, "compile"), {})
     si, ci = s.get("images_per_s", 0), c.get("images_per_s", 0)
-    def share(label):
-        ji = mine.get((case, label), {}).get("images_per_s", 0)
-        return f"{ji:.0f} ({ji / si:.1%})" if ji and si else "not run"
+    def share(label):  # with the share of the time the host waited for batches (a slow loader)
+        o = mine.get((case, label), {})
+        ji = o.get("images_per_s", 0)
+        return f"{ji:.0f} ({ji / si:.1%}, waited {o.get('input_wait_share', 0):.0%})" if ji and si else "not run"
     print(f"| {case} | {si:.0f} | {share('jpeg')} | {share('jpeg_nvjpeg')} | {e.get('images_per_s', 0):.0f} | {ci:.0f} | "
           f"{si / ci if ci else float('nan'):.3f} | {s.get('finished', {}).get('peak_device_memory_mib', float('nan')):.0f} | "
           f"{e.get('peak_mib', float('nan')):.0f} | {c.get('peak_mib', float('nan')):.0f} |")
