@@ -7,7 +7,8 @@
 # gradient norm from the same weights and batch, fp32 and bf16).
 # Usage: bench/vision_train_vs_pytorch.sh [HARDWARE [PHOTOS...]]   (on an NVIDIA GPU machine, after
 # building; PHOTOS: JPEG photographs for `xpuperf data photos`, e.g. /usr/share/wallpapers)
-# CASES=resnet50,vit,mobilenetv2 STEPS=100 pick the cases and the measured steps; PROFILE=resnet50
+# CASES=resnet50,vit,mobilenetv2 STEPS=100 pick the cases and the measured steps (JPEG_STEPS=300 for the
+# real-JPEG rows, timed after step 100); PROFILE=resnet50
 # lists torchvision's kernels by time (eager and compiled: where the time goes); VARIANTS=resnet50
 # times xpuperf with each acceleration switch off in turn (VARIANT_SWITCHES="fused_kernels=false ...": the
 # switches to turn off, one run each), GRAPHS=mobilenetv2 with cuda_graphs on,
@@ -19,6 +20,7 @@ hardware=${1:-H200}
 shift || true
 cases=${CASES:-resnet50,vit,mobilenetv2}
 steps=${STEPS:-100}
+jpeg_steps=${JPEG_STEPS:-300}
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +35,7 @@ if [[ -z ${REUSE_TORCH:-} || ! -s $work/torch.jsonl ]]; then
 fi
 
 if [[ $# -gt 0 ]]; then
-  [[ -d $work/photos ]] || "$xpuperf" data photos --from "$@" -o "$work/photos" --classes 100 --train-per-class 400 --val-per-class 10 \
+  [[ -d $work/photos ]] || "$xpuperf" data photos --from "$@" -o "$work/photos" --classes 100 --train-per-class 800 --val-per-class 10 \
     2> "$work/photos.err" > "$work/photos.txt" || { cat "$work/photos.err"; exit 1; }
   # The loader alone: both decoders over the same folder (nvJPEG where the build has it).
   "$xpuperf" data decode-rate "$work/photos/train" --decoder cpu --json > "$work/decode.jsonl" 2> /dev/null
@@ -48,12 +50,13 @@ ours() {  # case label --set ... → one JSON line: the steady images/s (STEP_EN
   for s in "$@"; do args+=(--set "$s"); done
   "$xpuperf" train --case "$case" --vendor nvidia --hardware "$hardware" "${args[@]}" > "$work/$case.$label.out" 2>&1 || true
   bench_expect_steps "$work/$case.$label.out" "$case $label"
-  PYTHONPATH="$here" python3 - "$work/$case.$label.out" "$case" "$label" <<'PY'
+  PYTHONPATH="$here" python3 - "$work/$case.$label.out" "$case" "$label" "${STEADY_SKIP:-1}" <<'PY'
 import json, sys
 from perflog import events, steady
 steps, fin, _ = events(sys.argv[1])
-print(json.dumps({"case": sys.argv[2], "label": sys.argv[3], "images_per_s": steady(steps, "samples_per_second"),
-                  "input_wait_share": steady(steps, "input_wait_share"), "first": steps[0] if steps else {},
+skip = int(sys.argv[4])
+print(json.dumps({"case": sys.argv[2], "label": sys.argv[3], "images_per_s": steady(steps, "samples_per_second", skip),
+                  "input_wait_share": steady(steps, "input_wait_share", skip), "first": steps[0] if steps else {},
                   "finished": fin}))
 PY
   grep -E "error|warning: skipping" "$work/$case.$label.out" | head -5 >&2 || true
@@ -76,10 +79,14 @@ IFS=, read -ra list <<< "$cases"
       done
     fi
     if [[ -d $work/photos ]]; then
-      ours "$c" jpeg max_steps=$steps log_freq=20 num_classes=1000 eval_batch_size=250 "data_dir=$work/photos" \
-        jpeg_decoder=cpu
-      ours "$c" jpeg_nvjpeg max_steps=$steps log_freq=20 num_classes=1000 eval_batch_size=250 "data_dir=$work/photos" \
-        jpeg_decoder=nvjpeg
+      # The loader makes batches ahead while the run starts, and a backlog of B batches hides a
+      # loader that falls d batches a step behind for B / d steps: 32 batches ahead (16 cores) and
+      # 100 steps read 99 % for a loader at about 80 %. So the fewest batches ahead (one a thread),
+      # 300 steps within one epoch of the folder (no refill during an evaluation), timed after 100.
+      STEADY_SKIP=5 ours "$c" jpeg max_steps="$jpeg_steps" log_freq=20 num_classes=1000 eval_batch_size=250 \
+        "data_dir=$work/photos" jpeg_decoder=cpu loader_batches_ahead=1
+      STEADY_SKIP=5 ours "$c" jpeg_nvjpeg max_steps="$jpeg_steps" log_freq=20 num_classes=1000 eval_batch_size=250 \
+        "data_dir=$work/photos" jpeg_decoder=nvjpeg loader_batches_ahead=1
     fi
     ours "$c" parity_fp32 synthetic_data=true synthetic_train_samples=64 train_batch_size=64 max_steps=1 log_freq=1 \
       synthetic_eval_samples=64 eval_batch_size=64 "init_checkpoint=$work/${c}_init.pt" precision=fp32 \
