@@ -202,8 +202,10 @@ int run_decode_rate(const DecodeRateOptions& o) {
     } else {
       std::cout << std::fixed << std::setprecision(0) << loader->decoder() << ": " << rate << " images/s ("
                 << timed * o.batch_size << " images in " << std::setprecision(2) << seconds
-                << " s, timed after the first " << warmup << " (a batch a thread); batches of " << o.batch_size << ", "
-                << o.image_size << "x" << o.image_size << " random-resized crops with flips"
+                << (warmup > 0 ? " s, timed after the first " + std::to_string(warmup) + " (a batch a thread)"
+                               : std::string(" s, timed from the start (one batch in the folder)"))
+                << "; batches of " << o.batch_size << ", " << o.image_size << "x" << o.image_size
+                << " random-resized crops with flips"
                 << (skipped ? ", " + std::to_string(skipped) + " files skipped" : "")
                 << (loader->cpu_fallbacks() ? ", " + std::to_string(loader->cpu_fallbacks()) +
                                                   " decoded on the CPU (the GPU decoder does not take them)"
