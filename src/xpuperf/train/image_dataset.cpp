@@ -23,6 +23,11 @@ namespace {
 // feed ResNet-50's step on an H100 (5,700 img/s; nvJPEG beside it: 90 %) as well is not settled:
 // the resnet50 README says which measurement would decide it.
 constexpr int kCoresForCpuDecoding = 12;
+
+// This host's cores, shared by its ranks.
+int cores_per_rank(int ranks_on_host) {
+  return static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_on_host);
+}
 }  // namespace
 
 ImageFolderDataset::ImageFolderDataset(data::ImageFolder folder, ImageDataOptions options, std::string what)
@@ -57,8 +62,7 @@ void ImageFolderDataset::start_epoch(const EpochPlan& plan) {
     o.train = plan.train;
     o.batch_size = plan.batch_size;
     o.threads = options_.threads;
-    if (o.threads <= 0)
-      o.threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / options_.ranks_on_host);
+    if (o.threads <= 0) o.threads = std::max(1, cores_per_rank(options_.ranks_on_host));
     o.batches_ahead = options_.batches_ahead > 0 ? options_.batches_ahead : 2 * o.threads;
     o.seed = plan.seed;
     o.rank = plan.rank;
@@ -146,15 +150,14 @@ torch::Tensor ImageNormalizer::operator()(const torch::Tensor& images) const {
   return (images.to(torch::kFloat) - mean_) * inv_std_;
 }
 
-bool decodes_on_gpu(const Config& cfg, int cores_per_rank) {
+bool decodes_on_gpu(const Config& cfg, int cores_a_rank) {
   if (!cfg.has("jpeg_decoder") || cfg.get_bool("synthetic_data", false) || !data::have_gpu_jpeg()) return false;
   const std::string decoder = cfg.get_string("jpeg_decoder", "auto");
-  return decoder == "nvjpeg" || (decoder == "auto" && cores_per_rank < kCoresForCpuDecoding);
+  return decoder == "nvjpeg" || (decoder == "auto" && cores_a_rank < kCoresForCpuDecoding);
 }
 
 void prepare_gpu_decoding(const Config& cfg, int ranks_on_host) {
-  const int cores_per_rank = static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_on_host);
-  if (decodes_on_gpu(cfg, cores_per_rank)) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  if (decodes_on_gpu(cfg, cores_per_rank(ranks_on_host))) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 }
 
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes) {
@@ -197,15 +200,13 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
   // auto: libjpeg-turbo while the host has the cores to keep up (kCoresForCpuDecoding), since
   // nvJPEG's decoding slows the step it runs beside (ResNet-50 on an H100: 10 %, resnet50 README);
   // nvJPEG where the cores per rank are fewer.
-  const int cores_per_rank = static_cast<int>(std::thread::hardware_concurrency()) / o.ranks_on_host;
-  if (ctx.device.is_cuda() && decodes_on_gpu(cfg, cores_per_rank)) {
+  if (ctx.device.is_cuda() && decodes_on_gpu(cfg, cores_per_rank(o.ranks_on_host))) {
     o.gpu_device = ctx.device.has_index() ? ctx.device.index() : 0;
     // The workers only read files and headers: two keep the hardware decoder at 13,000 images/s on
     // an H100 (one: 7,400). More cost the step: each brings nvJPEG's streams of its own, which
     // share hardware queues with the step's (ResNet-50 at 84 % of its synthetic rate with four
     // threads, 90 % with two, 92 % with one; README).
-    if (o.threads <= 0)
-      o.threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()) / o.ranks_on_host, 1, 2);
+    if (o.threads <= 0) o.threads = std::clamp(cores_per_rank(o.ranks_on_host), 1, 2);
   }
   if (o.image_size <= 0 || o.resize_to < o.image_size)
     throw ConfigError("image_size must be positive and resize_size at least image_size (got " +

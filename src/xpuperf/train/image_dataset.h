@@ -88,9 +88,9 @@ class ImageNormalizer {
 // device where the build has it) tune the pipeline.
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes);
 
-// Whether a vision case's config decodes its JPEGs with nvJPEG on a host with `cores_per_rank`
+// Whether a vision case's config decodes its JPEGs with nvJPEG on a host with `cores_a_rank`
 // cores a rank (jpeg_decoder: nvjpeg, or auto with few cores), if the run is on a CUDA device.
-bool decodes_on_gpu(const Config& cfg, int cores_per_rank);
+bool decodes_on_gpu(const Config& cfg, int cores_a_rank);
 
 // The GPU runs a process's streams through CUDA_DEVICE_MAX_CONNECTIONS hardware queues, 8 unless
 // set. nvJPEG's batched hardware decoder copies each image on one of about 15 streams of its own a
