@@ -348,7 +348,7 @@ TEST_F(LanguageCli, LlamaFineTunesWithLoraFromItsOwnCheckpoint) {
   // q_proj: A 4 × 64, B 64 × 4; v_proj: A 4 × 64, B 32 × 4; two layers.
   EXPECT_EQ(lora["trained_parameters"], 2 * (4 * 64 + 64 * 4 + 4 * 64 + 32 * 4)) << finished->dump();
   EXPECT_GT(lora["frozen_parameters"].get<std::int64_t>(), 128256 * 64) << finished->dump();
-  EXPECT_TRUE(fs::exists(adapter + "/adapter_model.bin"));
+  EXPECT_TRUE(fs::exists(adapter + "/adapter_model.safetensors"));
   const auto config = nlohmann::json::parse(test::read_file(adapter + "/adapter_config.json"));
   EXPECT_EQ(config["r"], 4);
   EXPECT_EQ(config["task_type"], "CAUSAL_LM");

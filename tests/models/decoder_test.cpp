@@ -569,13 +569,20 @@ TEST(FusedKernels, TheCrossEntropyAndItsGradientAreAtens) {
       const auto targets =
           torch::tensor(std::vector<std::int64_t>{3, vocab - 5, -100, 0, 17, 31}, o.dtype(torch::kLong));
       auto a = logits.clone().requires_grad_(true), b = logits.clone().requires_grad_(true);
+      auto c = logits.clone().requires_grad_(true);
       const auto la = fused::cross_entropy(a, targets, true), lb = fused::cross_entropy(b, targets, false);
+      // The gradient written over logits made for the loss (c × 1, which c's gradient flows through).
+      const auto made = c * 1;
+      const auto lc = fused::cross_entropy(made, targets, true, /*gradient_in_logits=*/true);
       (la * 2.5).backward();
       (lb * 2.5).backward();
+      (lc * 2.5).backward();
       const std::string what = "cross_entropy " + std::to_string(vocab);
       expect_close(la, lb, what);
       expect_close(a.grad(), b.grad(), what + " gradient");
       EXPECT_EQ(a.grad()[2].abs().sum().item<double>(), 0.0) << "the ignored row";
+      EXPECT_TRUE(torch::equal(c.grad(), a.grad())) << what << ": the gradient written over the logits";
+      if (vocab == 4096) EXPECT_TRUE(torch::equal(made, c.grad())) << "the logits' memory holds their gradient";
     }
   }
 }

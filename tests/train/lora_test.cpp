@@ -1,6 +1,6 @@
 // LoRA (parallel/lora.h) on a tiny Llama: the adapted model starts with the base model's outputs,
 // only the adapters train and the base stays as it was, the names are PEFT's, and the saved
-// adapter_model.bin reads back (as torch.load reads it) with adapter_config.json beside it.
+// adapter_model.safetensors reads back (with our reader and with Python's json) with adapter_config.json beside it.
 
 #include "xpuperf/parallel/lora.h"
 
@@ -16,6 +16,7 @@
 
 #include "test_util.h"
 #include "xpuperf/models/llama.h"
+#include "xpuperf/torchrt/safetensors.h"
 
 namespace xpuperf::parallel {
 namespace {
@@ -75,6 +76,36 @@ TEST(Lora, TheFrozenBaseTakesTheComputeTypeAndTheAdaptersStayFp32) {
   EXPECT_TRUE(torch::isfinite(logits).all().item<bool>());
 }
 
+// The adapter's update as one autograd node (which keeps x and the keep mask, not the dropped copy of
+// x) gives the composition's values and the gradients of x, A and B: without dropout, and with
+// dropout drawing what native_dropout draws from the same seed.
+TEST(Lora, TheUpdateNodeGivesTheCompositionsValuesAndGradients) {
+  for (const double p : {0.0, 0.3}) {
+    torch::manual_seed(3);
+    const auto x0 = torch::randn({2, 5, 16}), a0 = torch::randn({4, 16}) * 0.3, b0 = torch::randn({8, 4}) * 0.3;
+    const auto w = torch::randn({2, 5, 8});  // weights the outputs, so each gets its own gradient
+    auto x = x0.clone().requires_grad_(), a = a0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+    auto rx = x0.clone().requires_grad_(), ra = a0.clone().requires_grad_(), rb = b0.clone().requires_grad_();
+    torch::manual_seed(9);
+    const auto got = low_rank_update(x, a, b, p, 2.5);
+    torch::manual_seed(9);
+    const auto in = p > 0 ? std::get<0>(torch::native_dropout(rx, p, true)) : rx;
+    const auto want = torch::linear(torch::linear(in, ra), rb) * 2.5;
+    (got * w).sum().backward();
+    (want * w).sum().backward();
+    const std::string what = "dropout " + std::to_string(p);
+    EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-6)) << what;
+    EXPECT_TRUE(torch::allclose(x.grad(), rx.grad(), 1e-5, 1e-6)) << what << ": x's gradient";
+    EXPECT_TRUE(torch::allclose(a.grad(), ra.grad(), 1e-5, 1e-6)) << what << ": A's gradient";
+    EXPECT_TRUE(torch::allclose(b.grad(), rb.grad(), 1e-5, 1e-6)) << what << ": B's gradient";
+    const auto dropped = x.grad().eq(0).sum().item<std::int64_t>();
+    if (p > 0)
+      EXPECT_GT(dropped, 0) << "dropout zeroes some of x's gradient";
+    else
+      EXPECT_EQ(dropped, 0);
+  }
+}
+
 TEST(Lora, ATargetTheModelLacksNamesTheLayersItHas) {
   auto m = models::LlamaForCausalLM(tiny());
   try {
@@ -98,14 +129,13 @@ TEST(Lora, SavedAsPeftSavesThem) {
   }
   test::TempDir dir;
   save_lora_adapters(*m, {8, 32, 0.05, {"q_proj", "v_proj"}}, dir.path() + "/adapter", "CAUSAL_LM");
-  std::ifstream in(dir.path() + "/adapter/adapter_model.bin", std::ios::binary);
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto dict = torch::pickle_load(bytes).toGenericDict();
+  const auto file = dir.path() + "/adapter/adapter_model.safetensors";
+  const auto read = torchrt::read_safetensors(file);
   const auto tensors = lora_tensors(*m);
-  ASSERT_EQ(dict.size(), tensors.size());
-  for (const auto& [name, t] : tensors) {
-    ASSERT_TRUE(dict.contains(name)) << name;
-    EXPECT_TRUE(torch::equal(dict.at(name).toTensor(), t)) << name;
+  ASSERT_EQ(read.size(), tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    EXPECT_EQ(read[i].first, tensors[i].first);
+    EXPECT_TRUE(torch::equal(read[i].second, tensors[i].second)) << tensors[i].first;
   }
   const auto config = nlohmann::json::parse(test::read_file(dir.path() + "/adapter/adapter_config.json"));
   EXPECT_EQ(config["peft_type"], "LORA");
@@ -114,25 +144,58 @@ TEST(Lora, SavedAsPeftSavesThem) {
   EXPECT_EQ(config["lora_alpha"], 32.0);
   EXPECT_EQ(config["target_modules"], nlohmann::json({"q_proj", "v_proj"}));
   EXPECT_EQ(config["fan_in_fan_out"], false);
-  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/adapter/adapter_model.bin.partial"));
+  EXPECT_FALSE(std::filesystem::exists(file + ".partial"));
 
-  // What PEFT does with the file first: Python's torch.load, giving a dict of name → tensor.
-  if (std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0) {
-    std::cout << "(Debian's python3-torch is not installed: adapter_model.bin not read by Python)\n";
-    return;
-  }
+  // The format as another reader sees it (Python's json and struct, no LibTorch): the header's
+  // byte ranges tile the data, in F32, under PEFT's names, and the data starts 8-byte aligned.
   const std::string listing = dir.path() + "/listing.txt";
   const std::string command =
-      "/usr/bin/python3 -c \"import sys, torch; d = torch.load(sys.argv[1]); "
-      "print('\\n'.join(k + ' ' + 'x'.join(map(str, v.shape)) for k, v in sorted(d.items())))\" " +
-      dir.path() + "/adapter/adapter_model.bin > " + listing + " 2>&1";
+      "python3 -c \"import json, struct, sys; b = open(sys.argv[1], 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; "
+      "h = json.loads(b[8:8 + n]); m = h.pop('__metadata__'); at = 0\n"
+      "for k, v in sorted(h.items(), key=lambda kv: kv[1]['data_offsets']):\n"
+      "  s, e = v['data_offsets']; assert s == at and e - s == 4 * v['shape'][0] * v['shape'][1], k; at = e\n"
+      "assert at == len(b) - 8 - n and n % 8 == 0 and m == {'format': 'pt'}\n"
+      "print('\\n'.join(k + ' ' + v['dtype'] + ' ' + 'x'.join(map(str, v['shape'])) for k, v in "
+      "sorted(h.items())))\" " +
+      file + " > " + listing + " 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << test::read_file(listing);
   std::string expected;
   auto sorted = tensors;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [name, t] : sorted)
-    expected += name + " " + std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)) + "\n";
+    expected += name + " F32 " + std::to_string(t.size(0)) + "x" + std::to_string(t.size(1)) + "\n";
   EXPECT_EQ(test::read_file(listing), expected);
+}
+
+// A damaged safetensors file is an error naming the file and what is wrong, never tensors of garbage.
+TEST(Lora, ADamagedSafetensorsFileIsRefusedSayingWhy) {
+  test::TempDir dir;
+  const auto good = torchrt::safetensors_bytes(
+      {{"a", torch::arange(6, torch::kFloat).view({2, 3})}, {"b", torch::ones({4}, torch::kBFloat16)}});
+  const auto write = [&](const std::string& bytes) {
+    std::ofstream(dir.path() + "/f.safetensors", std::ios::binary) << bytes;
+    return dir.path() + "/f.safetensors";
+  };
+  const auto back = torchrt::read_safetensors(write(good));
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_TRUE(torch::equal(back[0].second, torch::arange(6, torch::kFloat).view({2, 3})));
+  EXPECT_EQ(back[1].second.scalar_type(), torch::kBFloat16);
+  const auto refused = [&](const std::string& bytes, const std::string& says) {
+    try {
+      torchrt::read_safetensors(write(bytes));
+      ADD_FAILURE() << "read without an error; expected: " << says;
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("f.safetensors"), std::string::npos) << what;
+      EXPECT_NE(what.find(says), std::string::npos) << what;
+    }
+  };
+  refused(good.substr(0, 5), "shorter than its 8-byte header length");
+  refused(good.substr(0, good.size() - 2), "do not follow the previous tensor's or do not match its shape");
+  refused(good + "xx", "bytes after the last tensor");
+  std::string not_json = good;
+  not_json[8] = '[';
+  refused(not_json, "the header is not JSON");
 }
 
 }  // namespace

@@ -90,10 +90,11 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_layer_norm(con
 }
 
 // The cross entropy's kernels as one autograd function: the row's log-sum-exp is all the backward
-// needs besides the logits and targets.
+// needs besides the logits and targets. With `gradient_in_logits` the backward writes the gradient
+// over the logits it kept, which then never coexist with a second tensor of their size.
 struct KernelCrossEntropy : torch::autograd::Function<KernelCrossEntropy> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
-                               const torch::Tensor& targets) {
+                               const torch::Tensor& targets, bool gradient_in_logits) {
     kernels::Element e{};
     element_of(logits, e);
     const c10::cuda::CUDAGuard guard(logits.device());
@@ -105,6 +106,7 @@ struct KernelCrossEntropy : torch::autograd::Function<KernelCrossEntropy> {
           "cross_entropy_forward");
     const auto counted = targets.ne(-100).sum().to(torch::kFloat);
     ctx->save_for_backward({logits, targets, lse, counted});
+    ctx->saved_data["gradient_in_logits"] = gradient_in_logits;
     return losses.sum() / counted;
   }
 
@@ -116,21 +118,22 @@ struct KernelCrossEntropy : torch::autograd::Function<KernelCrossEntropy> {
     element_of(logits, e);
     const c10::cuda::CUDAGuard guard(logits.device());
     const auto scale = (grads[0].to(torch::kFloat) / counted).contiguous();
-    auto grad = torch::empty_like(logits);
+    auto grad = ctx->saved_data["gradient_in_logits"].toBool() ? logits : torch::empty_like(logits);
     check(kernels::cross_entropy_backward(e, logits.data_ptr(), targets.data_ptr<std::int64_t>(), lse.data_ptr<float>(),
                                           scale.data_ptr<float>(), grad.data_ptr(), logits.size(0), logits.size(1),
                                           stream_of(logits)),
           "cross_entropy_backward");
-    return {grad, torch::Tensor()};
+    return {grad, torch::Tensor(), torch::Tensor()};
   }
 };
 
-std::optional<torch::Tensor> kernel_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
+std::optional<torch::Tensor> kernel_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,
+                                                  bool gradient_in_logits) {
   kernels::Element e{};
   if (logits.dim() != 2 || !packable(logits, logits.size(1), e) || targets.dim() != 1 ||
       targets.size(0) != logits.size(0) || targets.scalar_type() != torch::kLong || targets.device() != logits.device())
     return std::nullopt;
-  return KernelCrossEntropy::apply(logits, targets.contiguous());
+  return KernelCrossEntropy::apply(logits, targets.contiguous(), gradient_in_logits);
 }
 
 // The fused dropout's random stream on a device: the seed of the device's default generator (so
@@ -707,10 +710,10 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, [[mayb
 }
 
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,
-                            [[maybe_unused]] bool use_kernels) {
+                            [[maybe_unused]] bool use_kernels, [[maybe_unused]] bool gradient_in_logits) {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
   if (use_kernels)
-    if (auto done = kernel_cross_entropy(logits, targets)) return *done;
+    if (auto done = kernel_cross_entropy(logits, targets, gradient_in_logits)) return *done;
 #endif
   return torch::nn::functional::nll_loss(torch::log_softmax(logits, -1, torch::kFloat), targets);
 }

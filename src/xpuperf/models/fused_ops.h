@@ -92,7 +92,12 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, bool u
 // layer's vocabulary padded to a multiple of 64) read the logits once forward and once backward in
 // their own type and write the gradient in it; ATen's path (log-softmax in float, then the
 // negative log-likelihood) writes and reads an fp32 copy of the logits several times.
-torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool use_kernels);
+// `gradient_in_logits`: the kernels' backward overwrites the logits with their gradient, so a step
+// holds one tensor of the logits' size, not two (the output layer's logits are the largest tensor of
+// a language model's step). For logits made for this loss alone: nothing may read them after the
+// backward.
+torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool use_kernels,
+                            bool gradient_in_logits = false);
 
 // Whether this build has the kernels (LibTorch with CUDA).
 bool kernels_built();

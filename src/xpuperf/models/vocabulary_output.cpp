@@ -16,7 +16,7 @@ torch::Tensor vocabulary_logits(const torch::Tensor& hidden, const torch::Tensor
 }
 
 torch::Tensor token_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool use_kernels) {
-  return fused::cross_entropy(logits, targets, use_kernels);
+  return fused::cross_entropy(logits, targets, use_kernels, /*gradient_in_logits=*/true);
 }
 
 }  // namespace xpuperf::models

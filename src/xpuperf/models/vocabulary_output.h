@@ -17,7 +17,8 @@ torch::Tensor vocabulary_logits(const torch::Tensor& hidden, const torch::Tensor
 // The mean cross entropy of rows of logits (rows, vocab) against `targets` (rows; −100 ignored).
 // `use_kernels`: the cross-entropy kernels where they apply (fused_ops.h: the logits read in their own
 // type, no fp32 copy); else fp32 log-probabilities straight from bf16 logits in one kernel (no
-// fp32 copy of the logits first, which cross_entropy under autocast makes).
+// fp32 copy of the logits first, which cross_entropy under autocast makes). The kernels' backward
+// writes the gradient over the logits: pass logits made for this loss, which nothing reads after it.
 torch::Tensor token_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool use_kernels = false);
 
 }  // namespace xpuperf::models

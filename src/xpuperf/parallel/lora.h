@@ -7,7 +7,7 @@
 // is frozen (no gradient, no optimizer state) and stored in the run's compute type (bf16 under
 // precision bf16), as FlagPerf's llama2_7b_finetune keeps its base model. The adapters are named as
 // PEFT names them (<layer>.lora_A.weight, <layer>.lora_B.weight), and saved alone as PEFT's
-// adapter_model.bin + adapter_config.json, which Hugging Face loads (PeftModel.from_pretrained).
+// adapter_model.safetensors + adapter_config.json, which Hugging Face loads (PeftModel.from_pretrained).
 
 #include <torch/torch.h>
 
@@ -37,6 +37,12 @@ class LowRankAdaptable {
   double scale_ = 0, dropout_ = 0;
 };
 
+// (scale · B A dropout(x)): the adapter's update of x, A (rank × in), B (out × rank), dropout with
+// probability `dropout` (0: none). One autograd node that keeps x and a byte an element for the
+// dropout (lora.cpp says why), with the composition's values and gradients.
+torch::Tensor low_rank_update(const torch::Tensor& x, const torch::Tensor& a, const torch::Tensor& b, double dropout,
+                              double scale);
+
 struct LoraSettings {
   std::int64_t rank = 0;  // 0: no LoRA
   double alpha = 32, dropout = 0.05;
@@ -53,8 +59,10 @@ std::vector<std::string> apply_lora(torch::nn::Module& model, const LoraSettings
 // The adapters' tensors under PEFT's names: "base_model.model." + the model's name.
 std::vector<std::pair<std::string, torch::Tensor>> lora_tensors(torch::nn::Module& model);
 
-// PEFT's save_pretrained layout in `dir` (made if needed): adapter_model.bin, the adapters as
-// torch.save writes a dict, and adapter_config.json. `task_type`: PEFT's (CAUSAL_LM, ...).
+// PEFT's save_pretrained layout in `dir` (made if needed): adapter_model.safetensors, the adapters
+// (PEFT's default format, which it reads first; a pickled adapter_model.bin from LibTorch is refused by
+// PyTorch ≥ 2.6's torch.load(weights_only=True), which PEFT calls), and adapter_config.json. `task_type`: PEFT's
+// (CAUSAL_LM, ...).
 void save_lora_adapters(torch::nn::Module& model, const LoraSettings& settings, const std::string& dir,
                         const std::string& task_type);
 

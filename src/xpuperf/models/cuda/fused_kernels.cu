@@ -245,10 +245,11 @@ __global__ void cross_entropy_forward_kernel(const T* __restrict__ logits, const
     losses[row] = row_lse - to_float(logits[row * vocab + t]);
 }
 
+// logits and grad may be one buffer: a thread reads each pack before it writes the same pack.
 template <typename T>
-__global__ void cross_entropy_backward_kernel(const T* __restrict__ logits, const std::int64_t* __restrict__ targets,
-                                              const float* __restrict__ lse, const float* __restrict__ scale,
-                                              T* __restrict__ grad, std::int64_t vocab) {
+__global__ void cross_entropy_backward_kernel(const T* logits, const std::int64_t* __restrict__ targets,
+                                              const float* __restrict__ lse, const float* __restrict__ scale, T* grad,
+                                              std::int64_t vocab) {
   const std::int64_t row = blockIdx.x, packs = vocab / Pack<T>::kSize;
   const auto* xs = reinterpret_cast<const Pack<T>*>(logits) + row * packs;
   auto* gs = reinterpret_cast<Pack<T>*>(grad) + row * packs;

@@ -64,8 +64,8 @@ const char* gemv(Element type, const void* x, const void* weight, void* y, std::
 // (lse) and its loss lse − logit[target] (0 for an ignored row), in float, in one pass (the running
 // maximum rescales the running sum). Backward: grad = (exp(logit − lse) − [column = target]) ×
 // scale[0] (the loss's gradient over the counted rows, read on the device: no host sync), 0 for an
-// ignored row, in the logits' type. A target outside [0, vocab) gives a NaN loss. vocab a multiple
-// of pack_elements, pointers 16-byte aligned.
+// ignored row, in the logits' type; grad may be the logits' own buffer. A target outside [0, vocab)
+// gives a NaN loss. vocab a multiple of pack_elements, pointers 16-byte aligned.
 const char* cross_entropy_forward(Element type, const void* logits, const std::int64_t* targets, float* lse,
                                   float* losses, std::int64_t rows, std::int64_t vocab, void* stream);
 const char* cross_entropy_backward(Element type, const void* logits, const std::int64_t* targets, const float* lse,

@@ -1,0 +1,113 @@
+#include "xpuperf/torchrt/safetensors.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace xpuperf::torchrt {
+namespace {
+
+const std::vector<std::pair<torch::ScalarType, std::string>>& dtype_names() {
+  static const std::vector<std::pair<torch::ScalarType, std::string>> names = {
+      {torch::kFloat, "F32"}, {torch::kHalf, "F16"}, {torch::kBFloat16, "BF16"}, {torch::kLong, "I64"},
+      {torch::kInt, "I32"},   {torch::kChar, "I8"},  {torch::kByte, "U8"},       {torch::kBool, "BOOL"}};
+  return names;
+}
+
+std::string dtype_name(torch::ScalarType type) {
+  for (const auto& [t, name] : dtype_names())
+    if (t == type) return name;
+  throw std::invalid_argument(std::string("safetensors: no name for tensors of type ") + c10::toString(type));
+}
+
+void append_le64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+}  // namespace
+
+std::string safetensors_bytes(const NamedTensors& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  header["__metadata__"] = {{"format", "pt"}};
+  std::vector<torch::Tensor> host;
+  std::uint64_t at = 0;
+  for (const auto& [name, t] : tensors) {
+    auto h = t.detach().to(torch::kCPU).contiguous();
+    const std::uint64_t bytes = static_cast<std::uint64_t>(h.numel()) * h.element_size();
+    header[name] = {
+        {"dtype", dtype_name(h.scalar_type())}, {"shape", h.sizes().vec()}, {"data_offsets", {at, at + bytes}}};
+    at += bytes;
+    host.push_back(std::move(h));
+  }
+  auto text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the data 8-byte aligned, as Hugging Face's writer pads
+  std::string out;
+  out.reserve(8 + text.size() + at);
+  append_le64(out, text.size());
+  out += text;
+  for (const auto& h : host) out.append(static_cast<const char*>(h.data_ptr()), h.numel() * h.element_size());
+  return out;
+}
+
+NamedTensors read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot be opened");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto fail = [&](const std::string& what) {
+    return std::runtime_error(path + ": not a safetensors file: " + what);
+  };
+  if (bytes.size() < 8) throw fail("shorter than its 8-byte header length");
+  std::uint64_t length = 0;
+  for (int i = 0; i < 8; ++i) length |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  if (length > bytes.size() - 8) throw fail("its header length runs past the end of the file");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.substr(8, length));
+  } catch (const nlohmann::json::exception& e) {
+    throw fail(std::string("the header is not JSON (") + e.what() + ")");
+  }
+  const std::uint64_t data_begin = 8 + length, data_size = bytes.size() - data_begin;
+  struct Entry {
+    std::string name;
+    torch::ScalarType type;
+    std::vector<std::int64_t> shape;
+    std::uint64_t begin, end;
+  };
+  std::vector<Entry> entries;
+  for (const auto& [name, v] : header.items()) {
+    if (name == "__metadata__") continue;
+    try {
+      Entry e{name, torch::kFloat, v.at("shape").get<std::vector<std::int64_t>>(), v.at("data_offsets").at(0),
+              v.at("data_offsets").at(1)};
+      const auto dtype = v.at("dtype").get<std::string>();
+      const auto known =
+          std::find_if(dtype_names().begin(), dtype_names().end(), [&](const auto& n) { return n.second == dtype; });
+      if (known == dtype_names().end()) throw fail(name + " has dtype " + dtype + ", which xpuperf does not read");
+      e.type = known->first;
+      entries.push_back(std::move(e));
+    } catch (const nlohmann::json::exception& err) {
+      throw fail(name + ": " + err.what());
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
+  std::uint64_t at = 0;
+  NamedTensors out;
+  for (const auto& e : entries) {
+    auto t = torch::empty(e.shape, torch::TensorOptions().dtype(e.type));
+    const std::uint64_t size = static_cast<std::uint64_t>(t.numel()) * t.element_size();
+    if (e.begin != at || e.end - e.begin != size || e.end > data_size)
+      throw fail(e.name + "'s bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                 ") do not follow the previous tensor's or do not match its shape");
+    std::memcpy(t.data_ptr(), bytes.data() + data_begin + e.begin, size);
+    at = e.end;
+    out.emplace_back(e.name, std::move(t));
+  }
+  if (at != data_size) throw fail("bytes after the last tensor");
+  return out;
+}
+
+}  // namespace xpuperf::torchrt
