@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "parameter_count.h"
 #include "test_util.h"
@@ -23,6 +24,7 @@
 #include "xpuperf/models/vit.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
+#include "xpuperf/torchrt/safetensors.h"
 #include "xpuperf/torchrt/weights.h"
 #include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
@@ -445,6 +447,58 @@ TEST(LanguageModels, HuggingFacesTiedCopiesLoadWhenTheyEqualWhatTheyCopy) {
     ADD_FAILURE() << "a differing tied copy was taken";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("lm_head.weight differs from transformer.wte.weight"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Hugging Face's save_pretrained writes safetensors: one model.safetensors, or shards with
+// model.safetensors.index.json naming each tensor's shard. Both load, in bf16 as such checkpoints
+// usually are (converted to the model's type), through load_weights and load_pretrained; a shard the
+// index names but the folder lacks is an error naming it.
+TEST(LanguageModels, HuggingFacesSafetensorsLoadWholeAndSharded) {
+  const GptConfig g{64, 16, 2, 32, 4, 0.0, 1e-5};
+  auto source = GptLMHeadModel(g);
+  torchrt::NamedTensors tensors;
+  for (const auto& p : source->named_parameters())
+    tensors.emplace_back(p.key(), p.value().detach().to(torch::kBFloat16));
+  test::TempDir dir;
+  const auto write = [&](const std::string& name, const torchrt::NamedTensors& part) {
+    std::ofstream(dir.path() + "/" + name, std::ios::binary) << torchrt::safetensors_bytes(part);
+    return dir.path() + "/" + name;
+  };
+  const auto expect_source_in = [&](GptLMHeadModel& m, const std::string& what) {
+    for (const auto& p : m->named_parameters())
+      EXPECT_TRUE(torch::equal(p.value(), source->named_parameters()[p.key()].to(torch::kBFloat16).to(torch::kFloat)))
+          << what << ": " << p.key();
+  };
+  auto whole = GptLMHeadModel(g);
+  EXPECT_EQ(torchrt::load_weights(*whole, write("model.safetensors", tensors)), "safetensors");
+  expect_source_in(whole, "model.safetensors");
+
+  const auto half = static_cast<std::ptrdiff_t>(tensors.size() / 2);
+  write("model-00001-of-00002.safetensors", {tensors.begin(), tensors.begin() + half});
+  write("model-00002-of-00002.safetensors", {tensors.begin() + half, tensors.end()});
+  nlohmann::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", nlohmann::json::object()}};
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(tensors.size()); ++i)
+    index["weight_map"][tensors[static_cast<std::size_t>(i)].first] =
+        i < half ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors";
+  const auto index_path = dir.path() + "/model.safetensors.index.json";
+  std::ofstream(index_path) << index.dump(2);
+  auto sharded = GptLMHeadModel(g);
+  EXPECT_EQ(torchrt::load_weights(*sharded, index_path), "safetensors");
+  expect_source_in(sharded, "the sharded checkpoint");
+  auto pretrained = GptLMHeadModel(g);
+  const auto r = torchrt::load_pretrained(*pretrained, index_path);
+  EXPECT_EQ(r.format, "safetensors");
+  EXPECT_EQ(r.loaded.size(), tensors.size());
+  EXPECT_TRUE(r.fresh.empty() && r.unused.empty());
+
+  std::filesystem::remove(dir.path() + "/model-00002-of-00002.safetensors");
+  try {
+    torchrt::load_weights(*sharded, index_path);
+    ADD_FAILURE() << "loaded without its second shard";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("model-00002-of-00002.safetensors: cannot be opened"), std::string::npos)
         << e.what();
   }
 }

@@ -4,7 +4,12 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <stdexcept>
+
+#include "xpuperf/torchrt/safetensors.h"
 
 namespace xpuperf::torchrt {
 
@@ -64,10 +69,47 @@ std::map<std::string, torch::Tensor> read_state_dict_not_archive(const std::stri
   }
 }
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Hugging Face's safetensors weights: one file (model.safetensors), or the index of a sharded
+// checkpoint (model.safetensors.index.json, whose weight_map names each tensor's shard beside it).
+// Empty when `path` is neither.
+std::optional<std::map<std::string, torch::Tensor>> read_safetensors_weights(const std::string& path) {
+  std::vector<std::string> files;
+  if (ends_with(path, ".safetensors")) {
+    files.push_back(path);
+  } else if (ends_with(path, ".safetensors.index.json")) {
+    std::ifstream in(path);
+    nlohmann::json index;
+    try {
+      index = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(path + ": not a safetensors index (" + e.what() + ")");
+    }
+    if (!index.contains("weight_map") || !index["weight_map"].is_object())
+      throw std::runtime_error(path + ": a safetensors index has a weight_map (tensor → shard file); this has none");
+    std::set<std::string> shards;
+    for (const auto& [name, shard] : index["weight_map"].items()) shards.insert(shard.get<std::string>());
+    const auto folder = std::filesystem::path(path).parent_path();
+    for (const auto& shard : shards) files.push_back((folder / shard).string());
+  } else {
+    return std::nullopt;
+  }
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& file : files)
+    for (auto& [name, t] : read_safetensors(file))
+      if (!tensors.emplace(name, std::move(t)).second)
+        throw std::runtime_error(file + ": " + name + " is in two of the checkpoint's files");
+  return tensors;
+}
+
 // The format's name, after `convert` has renamed the tensors where they are in its layout.
-std::string converted(std::map<std::string, torch::Tensor>& tensors, const StateDictConversion& convert) {
+std::string converted(std::map<std::string, torch::Tensor>& tensors, const StateDictConversion& convert,
+                      const std::string& format = "PyTorch state_dict") {
   const std::string from = convert ? convert(tensors) : "";
-  return from.empty() ? "PyTorch state_dict" : "PyTorch state_dict in " + from + ", converted";
+  return from.empty() ? format : format + " in " + from + ", converted";
 }
 
 void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch::Tensor>& tensors,
@@ -96,6 +138,12 @@ void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch
 std::string load_weights(torch::nn::Module& model, const std::string& path,
                          const std::map<std::string, std::string>& tied, const StateDictConversion& convert) {
   if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
+  if (auto tensors = read_safetensors_weights(path)) {
+    const std::string format = converted(*tensors, convert, "safetensors");
+    drop_tied_copies(*tensors, tied, path);
+    copy_state_dict(model, *tensors, path);
+    return format;
+  }
   std::string archive_error;
   try {
     torch::serialize::InputArchive archive;
@@ -152,20 +200,26 @@ PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path
   PretrainedLoad r;
   std::map<std::string, torch::Tensor> found;
   std::string archive_error;
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(path, torch::kCPU);
-    for (const auto& [name, target] : targets)
-      if (auto t = archive_tensor(archive, name, target.buffer); t.defined()) found[name] = t;
-    r.format = "LibTorch archive";
-  } catch (const c10::Error& e) {
-    archive_error = e.what_without_backtrace();
+  auto tensors = read_safetensors_weights(path);
+  if (tensors) r.format = converted(*tensors, convert, "safetensors");
+  if (!tensors) {
+    try {
+      torch::serialize::InputArchive archive;
+      archive.load_from(path, torch::kCPU);
+      for (const auto& [name, target] : targets)
+        if (auto t = archive_tensor(archive, name, target.buffer); t.defined()) found[name] = t;
+      r.format = "LibTorch archive";
+    } catch (const c10::Error& e) {
+      archive_error = e.what_without_backtrace();
+    }
   }
   if (r.format.empty()) {
-    auto tensors = read_state_dict_not_archive(path, archive_error);
-    r.format = converted(tensors, convert);
-    drop_tied_copies(tensors, tied, path);
-    for (auto& [name, t] : tensors) {
+    tensors = read_state_dict_not_archive(path, archive_error);
+    r.format = converted(*tensors, convert);
+  }
+  if (tensors) {
+    drop_tied_copies(*tensors, tied, path);
+    for (auto& [name, t] : *tensors) {
       if (targets.count(name))
         found[name] = t;
       else

@@ -1,7 +1,9 @@
 #pragma once
-// Loads a model's weights from either format a user has: a LibTorch archive (module->save, as
-// `xpuperf train --set save_checkpoint=F` writes) or a PyTorch state_dict saved in Python
-// (torch.save(dict(model.state_dict()), F)). Names and shapes must match the module's exactly; any
+// Loads a model's weights from the formats a user has: a LibTorch archive (module->save, as
+// `xpuperf train --set save_checkpoint=F` writes), a PyTorch state_dict saved in Python
+// (torch.save(dict(model.state_dict()), F)), or Hugging Face's safetensors (save_pretrained's
+// model.safetensors, or a sharded checkpoint's model.safetensors.index.json with its shards beside
+// it; the path's ending says which). Names and shapes must match the module's exactly; any
 // missing, unexpected or mis-shaped entry is an error that names it.
 
 #include <torch/torch.h>
@@ -18,7 +20,7 @@ namespace xpuperf::torchrt {
 // when the file is not in that layout and stays as it is.
 using StateDictConversion = std::function<std::string(std::map<std::string, torch::Tensor>&)>;
 
-// Returns which format it read ("LibTorch archive" or "PyTorch state_dict", with the layout
+// Returns which format it read ("LibTorch archive", "PyTorch state_dict" or "safetensors", with the layout
 // `convert` converted from); throws std::runtime_error saying what does not match. `tied`: names a
 // state_dict may hold as copies of a tied parameter (alias → the model's name); each must equal
 // the tensor it copies.
