@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -54,23 +52,30 @@ std::string safetensors_bytes(const NamedTensors& tensors) {
 }
 
 NamedTensors read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  // The header first, then each tensor's bytes straight into its tensor: a shard of many
+  // gigabytes is never held twice.
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error(path + ": cannot be opened");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto file_size = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
   const auto fail = [&](const std::string& what) {
     return std::runtime_error(path + ": not a safetensors file: " + what);
   };
-  if (bytes.size() < 8) throw fail("shorter than its 8-byte header length");
+  if (file_size < 8) throw fail("shorter than its 8-byte header length");
+  unsigned char length_bytes[8];
+  in.read(reinterpret_cast<char*>(length_bytes), 8);
   std::uint64_t length = 0;
-  for (int i = 0; i < 8; ++i) length |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
-  if (length > bytes.size() - 8) throw fail("its header length runs past the end of the file");
+  for (int i = 0; i < 8; ++i) length |= static_cast<std::uint64_t>(length_bytes[i]) << (8 * i);
+  if (length > file_size - 8) throw fail("its header length runs past the end of the file");
+  std::string text(length, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(length));
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.substr(8, length));
+    header = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw fail(std::string("the header is not JSON (") + e.what() + ")");
   }
-  const std::uint64_t data_begin = 8 + length, data_size = bytes.size() - data_begin;
+  const std::uint64_t data_begin = 8 + length, data_size = file_size - data_begin;
   struct Entry {
     std::string name;
     torch::ScalarType type;
@@ -95,18 +100,24 @@ NamedTensors read_safetensors(const std::string& path) {
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   std::uint64_t at = 0;
+  for (const auto& e : entries) {
+    std::uint64_t elements = 1;
+    for (const auto d : e.shape) elements *= static_cast<std::uint64_t>(d);
+    const std::uint64_t size = elements * c10::elementSize(e.type);
+    if (e.begin != at || e.end < e.begin || e.end - e.begin != size || e.end > data_size)
+      throw fail(e.name + "'s bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                 ") do not follow the previous tensor's or do not match its shape");
+    at = e.end;
+  }
+  if (at != data_size) throw fail("bytes after the last tensor");
   NamedTensors out;
   for (const auto& e : entries) {
     auto t = torch::empty(e.shape, torch::TensorOptions().dtype(e.type));
-    const std::uint64_t size = static_cast<std::uint64_t>(t.numel()) * t.element_size();
-    if (e.begin != at || e.end - e.begin != size || e.end > data_size)
-      throw fail(e.name + "'s bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                 ") do not follow the previous tensor's or do not match its shape");
-    std::memcpy(t.data_ptr(), bytes.data() + data_begin + e.begin, size);
-    at = e.end;
+    in.seekg(static_cast<std::streamoff>(data_begin + e.begin));
+    in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.end - e.begin));
+    if (!in) throw std::runtime_error(path + ": " + e.name + "'s bytes cannot be read");
     out.emplace_back(e.name, std::move(t));
   }
-  if (at != data_size) throw fail("bytes after the last tensor");
   return out;
 }
 
