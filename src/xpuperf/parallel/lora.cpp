@@ -59,7 +59,11 @@ struct LowRankUpdate : torch::autograd::Function<LowRankUpdate> {
     const auto &x = saved[0], &keep = saved[1], &a = saved[2], &b = saved[3], &h = saved[4];
     const double dropout = ctx->saved_data["dropout"].toDouble(), scale = ctx->saved_data["scale"].toDouble();
     const auto type = h.scalar_type();  // the forward's products' (autocast's) type
-    const auto kept = [&](const torch::Tensor& t) { return keep.defined() ? t * keep * (1.0 / (1.0 - dropout)) : t; };
+    // t × keep / (1 − p) in one kernel: dropout's own backward, whose arithmetic is its forward's, so
+    // that dropout(x) made again here is the forward's to the bit.
+    const auto kept = [&](const torch::Tensor& t) {
+      return keep.defined() ? torch::native_dropout_backward(t, keep, 1.0 / (1.0 - dropout)) : t;
+    };
     const auto rank = h.size(-1);
     const auto g = (grads[0].to(type) * scale).reshape({-1, grads[0].size(-1)});
     const auto h2 = h.reshape({-1, rank});
