@@ -107,7 +107,7 @@ std::optional<std::map<std::string, torch::Tensor>> read_safetensors_weights(con
 
 // The format's name, after `convert` has renamed the tensors where they are in its layout.
 std::string converted(std::map<std::string, torch::Tensor>& tensors, const StateDictConversion& convert,
-                      const std::string& format = "PyTorch state_dict") {
+                      const std::string& format) {
   const std::string from = convert ? convert(tensors) : "";
   return from.empty() ? format : format + " in " + from + ", converted";
 }
@@ -138,25 +138,24 @@ void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch
 std::string load_weights(torch::nn::Module& model, const std::string& path,
                          const std::map<std::string, std::string>& tied, const StateDictConversion& convert) {
   if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
-  if (auto tensors = read_safetensors_weights(path)) {
-    const std::string format = converted(*tensors, convert, "safetensors");
-    drop_tied_copies(*tensors, tied, path);
-    copy_state_dict(model, *tensors, path);
-    return format;
+  auto tensors = read_safetensors_weights(path);
+  std::string format = "safetensors";
+  if (!tensors) {
+    std::string archive_error;
+    try {
+      torch::serialize::InputArchive archive;
+      archive.load_from(path, torch::kCPU);
+      model.load(archive);
+      return "LibTorch archive";
+    } catch (const c10::Error& e) {
+      archive_error = e.what_without_backtrace();
+    }
+    tensors = read_state_dict_not_archive(path, archive_error);
+    format = "PyTorch state_dict";
   }
-  std::string archive_error;
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(path, torch::kCPU);
-    model.load(archive);
-    return "LibTorch archive";
-  } catch (const c10::Error& e) {
-    archive_error = e.what_without_backtrace();
-  }
-  auto tensors = read_state_dict_not_archive(path, archive_error);
-  const std::string format = converted(tensors, convert);
-  drop_tied_copies(tensors, tied, path);
-  copy_state_dict(model, tensors, path);
+  format = converted(*tensors, convert, format);
+  drop_tied_copies(*tensors, tied, path);
+  copy_state_dict(model, *tensors, path);
   return format;
 }
 
@@ -199,9 +198,8 @@ PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path
 
   PretrainedLoad r;
   std::map<std::string, torch::Tensor> found;
-  std::string archive_error;
   auto tensors = read_safetensors_weights(path);
-  if (tensors) r.format = converted(*tensors, convert, "safetensors");
+  std::string format = "safetensors";
   if (!tensors) {
     try {
       torch::serialize::InputArchive archive;
@@ -210,14 +208,12 @@ PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path
         if (auto t = archive_tensor(archive, name, target.buffer); t.defined()) found[name] = t;
       r.format = "LibTorch archive";
     } catch (const c10::Error& e) {
-      archive_error = e.what_without_backtrace();
+      tensors = read_state_dict_not_archive(path, e.what_without_backtrace());
+      format = "PyTorch state_dict";
     }
   }
-  if (r.format.empty()) {
-    tensors = read_state_dict_not_archive(path, archive_error);
-    r.format = converted(*tensors, convert);
-  }
   if (tensors) {
+    r.format = converted(*tensors, convert, format);
     drop_tied_copies(*tensors, tied, path);
     for (auto& [name, t] : *tensors) {
       if (targets.count(name))
