@@ -13,13 +13,18 @@
 # once a step, is then spread over ACCUM times the device's work, as ZeRO-Offload's large batches do);
 # HOST_KIB: the host memory to plan for (default: the kernel's MemAvailable). The overlapped rows run
 # 10 steps more and time only their overlapped steps: offload_overlap keeps its first 10 synchronous.
-# Each offload row also gives the host's update a step (FINISHED's offload_host_update_s) and its rate.
+# Each offload row also gives the host's update a step (FINISHED's offload_host_update_s) and its rate,
+# and how long the step waited after its backward for its gradients on the host: the plain offload
+# row streams them during the backward (offload_stream_gradients), the "after backward" row copies
+# them once the backward is done (the share that streamed is given). ROWS=on_gpu,offload,after,overlap
+# picks the rows (default: all four).
 set -euo pipefail
 hardware=${1:-H100}
 sizes=${SIZES:-1b,3b,8b,8b-40l}
 steps=${STEPS:-8}
 batch=${BATCH:-8}
 accum=${ACCUM:-1}
+rows=",${ROWS:-on_gpu,offload,after,overlap},"
 work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -79,7 +84,9 @@ print(json.dumps({"size": sys.argv[2], "label": sys.argv[3], "oom": oom and len(
                   "host_update_s": fin.get("offload_host_update_s", 0),
                   "host_parameters_per_s": fin.get("offload_host_parameters_per_s", 0),
                   "host_threads": fin.get("offload_host_threads", 0),
-                  "overlap_wait_s": fin.get("offload_overlap_wait_s")}))
+                  "overlap_wait_s": fin.get("offload_overlap_wait_s"),
+                  "gradient_wait_s": fin.get("offload_gradient_wait_s"),
+                  "streamed_share": fin.get("offload_streamed_gradient_share")}))
 PY
 }
 
@@ -89,14 +96,22 @@ for size in "${list[@]}"; do
   read -ra spec <<< "$(shape "$size")"
   params=${spec[0]}
   sets=("${spec[@]:1}")
-  run "$size" on_gpu "${sets[@]}" fused_optimizer=fused >> "$work/rows.jsonl"
+  if [[ $rows == *,on_gpu,* ]]; then run "$size" on_gpu "${sets[@]}" fused_optimizer=fused >> "$work/rows.jsonl"; fi
   if ((params * 14 / 1024 > host_kib * 9 / 10)); then
     echo "{\"size\": \"$size\", \"label\": \"offload\", \"host_short\": true}" >> "$work/rows.jsonl"
     continue
   fi
-  run "$size" offload "${sets[@]}" offload_optimizer=true fused_optimizer=off >> "$work/rows.jsonl"
-  run "$size" offload_overlap "${sets[@]}" offload_optimizer=true offload_overlap=true fused_optimizer=off \
-    >> "$work/rows.jsonl"
+  if [[ $rows == *,offload,* ]]; then
+    run "$size" offload "${sets[@]}" offload_optimizer=true fused_optimizer=off >> "$work/rows.jsonl"
+  fi
+  if [[ $rows == *,after,* ]]; then
+    run "$size" offload_after "${sets[@]}" offload_optimizer=true offload_stream_gradients=false \
+      fused_optimizer=off >> "$work/rows.jsonl"
+  fi
+  if [[ $rows == *,overlap,* ]]; then
+    run "$size" offload_overlap "${sets[@]}" offload_optimizer=true offload_overlap=true fused_optimizer=off \
+      >> "$work/rows.jsonl"
+  fi
 done
 
 python3 - "$work/rows.jsonl" "$sizes" "$host_kib" "$batch" "$accum" <<'PY'
@@ -105,8 +120,9 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 order = sys.argv[2].split(",")
 print(f"\nhost memory available: {int(sys.argv[3]) / 2**20:.0f} GiB; {sys.argv[4]} sequences of 2,048 tokens a "
       f"micro-batch, {sys.argv[5]} micro-batch(es) a step\n")
-print("| size | optimizer on the GPU | offload | offload, overlapped | overlapped ÷ on the GPU |")
-print("| --- | --- | --- | --- | ---: |")
+print("| size | optimizer on the GPU | offload (gradients streamed) | offload, gradients after backward "
+      "| offload, overlapped | overlapped ÷ on the GPU |")
+print("| --- | --- | --- | --- | --- | ---: |")
 def cell(r):
     if r is None:
         return ""
@@ -122,15 +138,18 @@ def cell(r):
                  f"({r['host_parameters_per_s'] / 1e9:.2f} G parameters/s, {r['host_threads']} threads)")
     if r.get("overlap_wait_s") is not None:
         text += f", {r['overlap_wait_s']:.2f} s of it waited for"
+    if r.get("gradient_wait_s") is not None:
+        text += (f"; gradients on the host {r['gradient_wait_s']:.3f} s after the backward "
+                 f"({r['streamed_share']:.0%} streamed)")
     return text
 largest = {}
 for size in order:
     by = {r["label"]: r for r in rows if r["size"] == size}
-    on, off, lap = by.get("on_gpu"), by.get("offload"), by.get("offload_overlap")
+    on, off, after, lap = by.get("on_gpu"), by.get("offload"), by.get("offload_after"), by.get("offload_overlap")
     ratio = ""
     if on and lap and on.get("tokens_per_s") and lap.get("tokens_per_s"):
         ratio = f"{lap['tokens_per_s'] / on['tokens_per_s']:.2f}"
-    print(f"| {size} | {cell(on)} | {cell(off)} | {cell(lap)} | {ratio} |")
+    print(f"| {size} | {cell(on)} | {cell(off)} | {cell(after)} | {cell(lap)} | {ratio} |")
     for label, r in (("on the GPU", on), ("with offload", lap or off)):
         if r and r.get("tokens_per_s"):
             largest[label] = size

@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include "test_util.h"
 #include "toy_case.h"
@@ -53,7 +55,7 @@ class TinyVisionCase : public ImageClassificationCase {
   }
 };
 
-std::vector<double> losses(const std::string& overrides, int steps = 6) {
+std::vector<PerfLogEvent> run_events(const std::string& overrides, int steps) {
   TinyVisionCase c;
   const std::string config =
       "synthetic_data: true\nsynthetic_train_samples: 96\nsynthetic_eval_samples: 16\nimage_size: 16\nnum_classes: "
@@ -68,8 +70,12 @@ std::vector<double> losses(const std::string& overrides, int steps = 6) {
   info.vendor = "cpu";
   run_training(c, test::toy_config_for(config), info, out);
   std::istringstream in(out.str());
+  return parse_perflog(in).events;
+}
+
+std::vector<double> losses(const std::string& overrides, int steps = 6) {
   std::vector<double> l;
-  for (const auto& e : parse_perflog(in).events)
+  for (const auto& e : run_events(overrides, steps))
     if (e.event == "STEP_END") l.push_back(e.value["loss"].get<double>());
   return l;
 }
@@ -193,6 +199,81 @@ TEST(Switches, TheOffloadedOptimizerGivesTheReferenceLoss) {
     const auto reference = losses(o + "offload_optimizer: false\n", 20);
     expect_close(losses(o + "offload_optimizer: true\n", 20), reference, 1e-5);
     EXPECT_LT(reference.back(), reference.front());
+  }
+}
+
+// The gradients stream to the host as the step's last backward makes them (one rank, no overlap):
+// with gradient accumulation (.grad holds the first micro-batch's part when the second's arrives)
+// and clipping on the host, the loss is still torch::optim's clipped AdamW's, and FINISHED says
+// that every gradient streamed; with offload_stream_gradients: false none did, with the same loss.
+TEST(Switches, StreamedOffloadGradientsGiveTheReferenceLoss) {
+  const std::string o = "optimizer: adamw\nlr: 0.01\nclip_grad_norm: 0.05\nglobal_batch_size: 32\n";
+  const auto run = [&](const std::string& more) {
+    std::vector<double> l;
+    double share = -1, largest_norm = 0;
+    for (const auto& e : run_events(o + more, 12)) {
+      if (e.event == "STEP_END") {
+        l.push_back(e.value["loss"].get<double>());
+        largest_norm = std::max(largest_norm, e.value.value("grad_norm", 0.0));
+      }
+      if (e.event == "FINISHED") share = e.value.value("offload_streamed_gradient_share", -1.0);
+    }
+    return std::make_tuple(l, share, largest_norm);
+  };
+  const auto [reference, no_share, norm] = run("offload_optimizer: false\n");
+  EXPECT_GT(norm, 0.05) << "the clipping must act for the test to see it";
+  EXPECT_EQ(no_share, -1.0) << "FINISHED speaks of offload only with it";
+  const auto streamed = run("offload_optimizer: true\n");
+  expect_close(std::get<0>(streamed), reference, 1e-5);
+  EXPECT_EQ(std::get<1>(streamed), 1.0);
+  const auto after = run("offload_optimizer: true\noffload_stream_gradients: false\n");
+  expect_close(std::get<0>(after), reference, 1e-5);
+  EXPECT_EQ(std::get<1>(after), 0.0);
+  EXPECT_EQ(std::get<1>(run("offload_optimizer: true\noffload_overlap: true\n")), 0.0)
+      << "the overlapped update still reads the buffer while the next backward runs";
+}
+
+// The streamed gradients of a real backward, on the CPU and (where there is one) on a GPU's copy
+// stream: two micro-batches, the first only accumulating, then clipping inside the step. The weights
+// are those of the gradients copied after the backward, bit for bit, in fp32 and with bf16 weights;
+// in fp32 they are clip-then-AdamW's of torch::optim, step after step.
+TEST(Switches, OffloadStreamsTheLastBackwardsGradientsAndClipsOnTheHost) {
+  std::vector<torch::Device> devices{torch::kCPU};
+  if (torch::cuda::is_available()) devices.emplace_back(torch::kCUDA);
+  for (const auto& device : devices) {
+    for (const bool bf16 : {false, true}) {
+      SCOPED_TRACE(device.str() + (bf16 ? ", bf16" : ", fp32"));
+      torch::manual_seed(6);
+      const auto start = torch::randn({3000});
+      auto q = start.clone().requires_grad_();
+      auto p = start.to(device, false, true).requires_grad_(), r = start.to(device, false, true).requires_grad_();
+      torch::optim::AdamW reference({q}, torch::optim::AdamWOptions(0.05).weight_decay(0.1));
+      const AdamHyper h{true, 0.05, 0.9, 0.999, 1e-8};
+      auto streamed = make_offload_adam(h, 0.1, {p}, {}, bf16, OffloadOverlap{}, true);
+      auto after = make_offload_adam(h, 0.1, {r}, {}, bf16, OffloadOverlap{}, false);
+      for (int step = 0; step < 4; ++step) {
+        streamed->zero_grad(), after->zero_grad(), reference.zero_grad();
+        for (const bool last : {false, true}) {
+          const auto x = torch::randn({3000}) * (step == 2 ? 1e-4 : 1.0);  // one step under the limit
+          streamed->begin_backward(last), after->begin_backward(last);
+          (p * p * x.to(device, p.scalar_type())).sum().backward();
+          (r * r * x.to(device, r.scalar_type())).sum().backward();
+          (q * q * x).sum().backward();
+        }
+        ASSERT_TRUE(streamed->clip_in_step(gradient_norm({p}), 1.0));
+        ASSERT_TRUE(after->clip_in_step(gradient_norm({r}), 1.0));
+        clip_gradients({q}, gradient_norm({q}), 1.0);
+        streamed->step(), after->step(), reference.step();
+        EXPECT_TRUE(torch::equal(p.detach(), r.detach())) << "step " << step;
+        if (!bf16) EXPECT_TRUE(torch::allclose(p.detach().cpu(), q.detach(), 1e-5, 1e-6)) << "step " << step;
+      }
+      nlohmann::json finished;
+      streamed->describe(finished);
+      EXPECT_EQ(finished.value("offload_streamed_gradient_share", -1.0), 1.0);
+      EXPECT_GE(finished.value("offload_gradient_wait_s", -1.0), 0.0);
+      after->describe(finished);
+      EXPECT_EQ(finished.value("offload_streamed_gradient_share", -1.0), 0.0);
+    }
   }
 }
 

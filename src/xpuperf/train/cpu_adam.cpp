@@ -8,6 +8,7 @@ namespace {
 
 // One element's update, in torch::optim's order; `grad` in float.
 inline void adam_element(float grad, float& p, float& m, float& v, const CpuAdamCoefficients& k) {
+  grad = grad * k.gradient_scale;
   float w = p;
   if (k.decoupled)
     w = w * k.decay_factor;

@@ -14,11 +14,12 @@ struct CpuAdamCoefficients {
   float weight_decay, beta1, one_minus_beta1, beta2, one_minus_beta2;
   float sqrt_correction2;  // √(1 − β2^step)
   float eps;
-  float neg_step_size;  // −lr / (1 − β1^step)
+  float neg_step_size;       // −lr / (1 − β1^step)
+  float gradient_scale = 1;  // each gradient multiplied by it first (gradient clipping's factor)
 };
 
-// Elements [begin, end): m·β1 + (1 − β1)·g; v·β2 + (1 − β2)·g·g; p + (−lr / c1)·(m / (√v / √c2 + ε)),
-// the operations of torch::optim in their order.
+// Elements [begin, end), g the gradient times gradient_scale: m·β1 + (1 − β1)·g; v·β2 + (1 − β2)·g·g; p + (−lr / c1)·(m
+// / (√v / √c2 + ε)), the operations of torch::optim in their order.
 void cpu_adam(float* p, float* m, float* v, const float* g, std::int64_t begin, std::int64_t end,
               const CpuAdamCoefficients& c);
 

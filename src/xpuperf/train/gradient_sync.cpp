@@ -21,9 +21,13 @@ class DataParallelSync : public GradientSync {
       if (!experts.count(p.unsafeGetTensorImpl())) shared_.push_back(p);
     if (ctx.settings.overlap_grad_reduce) data_.attach_gradient_hooks(shared_);
     optimizer_ = make_optimizer(ctx.cfg, ctx.model, ctx.optimizer_impl);
+    final_after_backward_ = data_.world_size() == 1 && !groups_.tp && !groups_.pipeline && !groups_.ep;
   }
   void zero_grad() override { optimizer_->zero_grad(); }
-  void begin_backward(bool last) override { data_.begin_step(last); }
+  void begin_backward(bool last) override {
+    data_.begin_step(last);
+    if (final_after_backward_) optimizer_->begin_backward(last);
+  }
   void end_backward() override {}
   void finish_step() override {
     data_.finish_step(shared_);
@@ -67,6 +71,7 @@ class DataParallelSync : public GradientSync {
   const parallel::ParallelGroups& groups_;
   std::vector<torch::Tensor> shared_;  // every rank's same parameters: averaged over the data-parallel ranks
   std::unique_ptr<StepOptimizer> optimizer_;
+  bool final_after_backward_ = false;  // no reduction follows the backward (StepOptimizer::begin_backward)
 };
 
 class ZeroSync : public GradientSync {

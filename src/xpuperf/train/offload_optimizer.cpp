@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdint>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "xpuperf/core/files.h"
@@ -13,6 +15,12 @@
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/host_arena.h"
 #include "xpuperf/train/cpu_adam.h"
+
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace xpuperf::train {
 namespace {
@@ -30,8 +38,9 @@ struct Slot {
 class OffloadAdam : public StepOptimizer {
  public:
   OffloadAdam(const AdamHyper& h, double weight_decay, const std::vector<torch::Tensor>& with_decay,
-              const std::vector<torch::Tensor>& without_decay, bool device_bf16, OffloadOverlap overlap)
-      : h_(h), lr_(h.lr), overlap_(overlap) {
+              const std::vector<torch::Tensor>& without_decay, bool device_bf16, OffloadOverlap overlap,
+              bool stream_gradients)
+      : h_(h), lr_(h.lr), overlap_(overlap), stream_(stream_gradients && !overlap.enabled) {
     const torch::NoGradGuard no_grad;
     const auto stored_bf16 = [&](const torch::Tensor& p) {
       return p.scalar_type() == torch::kBFloat16 || (device_bf16 && p.is_floating_point());
@@ -73,6 +82,8 @@ class OffloadAdam : public StepOptimizer {
     };
     for (const auto& p : with_decay) add(p, weight_decay);
     for (const auto& p : without_decay) add(p, 0.0);
+    streamed_.assign(slots_.size(), 0);
+    if (stream_) attach_streaming_hooks();
   }
 
   void set_lr(double lr) override { lr_ = lr; }
@@ -83,33 +94,74 @@ class OffloadAdam : public StepOptimizer {
 
   ~OffloadAdam() override {
     if (pending_.valid()) pending_.wait();  // the thread reads this object's buffers
+    // The model outlives this optimizer: its later backward passes must not call into it.
+    for (std::size_t i = 0; i < hooks_.size(); ++i) slots_[i].param.remove_hook(hooks_[i]);
+  }
+
+  void begin_backward(bool last) override {
+    if (!stream_) return;
+    const std::lock_guard<std::mutex> lock(stream_mutex_);
+    if (!last) {
+      ++earlier_micro_batches_;
+      return;
+    }
+    accumulated_ = earlier_micro_batches_ > 0;
+    earlier_micro_batches_ = 0;
+    streaming_ = true;
+    std::fill(streamed_.begin(), streamed_.end(), 0);
+  }
+
+  // clip_gradients would rescale every device gradient before step() copies it; here the update
+  // rescales as it reads each one (a streamed gradient left the device unclipped).
+  bool clip_in_step(const torch::Tensor& norm, double max_norm) override {
+    clip_norm_ = norm;
+    max_norm_ = max_norm;
+    return true;
   }
 
   void step() override {
     const torch::NoGradGuard no_grad;
     flush();  // the previous update, if it still runs: its weights before this step's update starts
     ++step_;
-    for (auto& s : slots_) {
-      TORCH_CHECK(s.param.grad().defined(), "a parameter has no gradient: every parameter must take part in the loss");
-      // To the host in the parameter's type, queued, straight into the pinned buffer (a gradient of
-      // another type converted on the device first). A blocking copy converts on the host through a
-      // pageable temporary, a tensor at a time.
-      s.exchange.copy_(s.param.grad().reshape({-1}), /*non_blocking=*/true);
+    const double copies_start = steady_seconds();
+    std::int64_t streamed = 0, elements = 0;
+    {
+      const std::lock_guard<std::mutex> lock(stream_mutex_);
+      streaming_ = false;
+      for (std::size_t i = 0; i < slots_.size(); ++i) {
+        auto& s = slots_[i];
+        TORCH_CHECK(s.param.grad().defined(),
+                    "a parameter has no gradient: every parameter must take part in the loss");
+        elements += s.master.numel();
+        if (streamed_[i] == 1) {
+          streamed += s.master.numel();
+          continue;
+        }
+        // To the host in the parameter's type, queued, straight into the pinned buffer (a gradient of
+        // another type converted on the device first). A blocking copy converts on the host through a
+        // pageable temporary, a tensor at a time. On the copy stream when gradients stream (it may
+        // still write a gradient that arrived twice): in order after that copy.
+        copy_to_host(s.exchange, s.param.grad().reshape({-1}));
+      }
     }
     if (!slots_.empty()) torchrt::synchronize(slots_.front().param.device());  // every gradient has arrived
+    gradient_wait_s_ += steady_seconds() - copies_start;
+    streamed_share_ += elements > 0 ? static_cast<double>(streamed) / static_cast<double>(elements) : 0.0;
+    const float gradient_scale = clip_scale();
     const double lr = lr_;
     const std::int64_t step = step_;
     // The rank's share of the cores (ATen's intra-op threads: the launcher's OMP_NUM_THREADS, or the
     // physical cores), read here: a new thread does not inherit it.
     const int threads = at::get_num_threads();
     if (!overlap_.enabled || step <= overlap_.synchronous_steps) {
-      update(lr, step, threads);
+      update(lr, step, threads, gradient_scale);
       to_device();
       return;
     }
     // Beside the next step, one core fewer: the thread that launches the step's kernels keeps its own.
     const int beside = std::max(1, threads - 1);
-    pending_ = std::async(std::launch::async, [this, lr, step, beside] { update(lr, step, beside); });
+    pending_ = std::async(std::launch::async,
+                          [this, lr, step, beside, gradient_scale] { update(lr, step, beside, gradient_scale); });
   }
 
   void flush() override {
@@ -134,6 +186,10 @@ class OffloadAdam : public StepOptimizer {
     // false: the state came from PyTorch's pinned allocator (sizes rounded up to powers of two).
     finished["offload_host_pinned_exactly"] = pinned_exactly_;
     if (overlap_.enabled) finished["offload_overlap_wait_s"] = waited_s_ / static_cast<double>(updates_);
+    // How long a step waited after its backward for its gradients on the host, and the share of their
+    // elements that had streamed during the backward (0 where they cannot: offload_optimizer.h).
+    finished["offload_gradient_wait_s"] = gradient_wait_s_ / static_cast<double>(step_);
+    finished["offload_streamed_gradient_share"] = streamed_share_ / static_cast<double>(step_);
   }
 
  private:
@@ -141,7 +197,7 @@ class OffloadAdam : public StepOptimizer {
   // tensor of the device (so that it may run beside the next step). The parameters are cut into
   // pieces of kPiece elements that the threads take in turn, so that a few large tensors (the
   // embedding, the output layer) and many small ones (the norms) spread alike.
-  void update(double lr, std::int64_t step, int threads) {
+  void update(double lr, std::int64_t step, int threads, float gradient_scale) {
     constexpr std::int64_t kPiece = 1 << 16;  // 1.9 MB of state a piece (30 bytes an element)
     const double start = steady_seconds();
     threads_ = threads;
@@ -159,7 +215,7 @@ class OffloadAdam : public StepOptimizer {
                               static_cast<float>(h_.beta1), static_cast<float>(1.0 - h_.beta1),
                               static_cast<float>(h_.beta2), static_cast<float>(1.0 - h_.beta2),
                               static_cast<float>(std::sqrt(correction2)), static_cast<float>(h_.eps),
-                              static_cast<float>(-lr / correction1)});
+                              static_cast<float>(-lr / correction1), gradient_scale});
       const auto n = s.master.numel();
       for (std::int64_t begin = 0; begin < n; begin += kPiece)
         pieces.push_back({i, begin, std::min(n, begin + kPiece)});
@@ -191,9 +247,77 @@ class OffloadAdam : public StepOptimizer {
       s.param.copy_((s.bf16() ? s.exchange : s.master).view(s.param.sizes()), /*non_blocking=*/true);
   }
 
+  // Each parameter's hook sees the gradient its backward made, before autograd adds it to .grad
+  // (summed over the parameter's uses in that backward). With earlier micro-batches .grad holds
+  // their sum: the host gets the total, added in autograd's order. The copy runs on a stream of its
+  // own once the gradient is ready, and the gradient's memory is not reused before it has been read.
+  void attach_streaming_hooks() {
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      hooks_.push_back(slots_[i].param.register_hook([this, i](const torch::Tensor& grad) {
+        const std::lock_guard<std::mutex> lock(stream_mutex_);
+        if (!streaming_) return;
+        if (streamed_[i] != 0) {  // a second backward pass for it: step() copies the complete .grad
+          streamed_[i] = 2;
+          return;
+        }
+        streamed_[i] = 1;
+        const torch::NoGradGuard no_grad;
+        const auto& earlier = slots_[i].param.grad();
+        torch::Tensor total = grad.reshape({-1});
+        if (accumulated_ && earlier.defined()) total = earlier.reshape({-1}) + total;
+        copy_to_host(slots_[i].exchange, total);
+      }));
+    }
+  }
+
+  // exchange ← device (or host) tensor `from`, queued where a GPU copies: on the copy stream when
+  // gradients stream, after the work that made `from` on the current stream.
+  void copy_to_host(torch::Tensor& exchange, const torch::Tensor& from) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+    if (from.is_cuda() && stream_) {
+      const auto device = from.device().index();
+      if (!copy_stream_) copy_stream_ = c10::cuda::getStreamFromPool(false, device);
+      at::cuda::CUDAEvent ready;
+      ready.record(c10::cuda::getCurrentCUDAStream(device));
+      ready.block(*copy_stream_);
+      {
+        const c10::cuda::CUDAStreamGuard on_copy_stream(*copy_stream_);
+        exchange.copy_(from, /*non_blocking=*/true);
+      }
+      from.record_stream(*copy_stream_);  // its memory stays unused until the copy has read it
+      return;
+    }
+#endif
+    exchange.copy_(from, /*non_blocking=*/true);
+  }
+
+  // The factor clip_gradients would have multiplied every gradient by (1 without clipping): its
+  // arithmetic, in float, from the norm of this step's gradients.
+  float clip_scale() {
+    if (!clip_norm_.defined()) return 1.0f;
+    const float norm = clip_norm_.to(torch::kFloat).item<float>();
+    clip_norm_ = torch::Tensor();
+    const float coefficient = (1.0f / (norm + 1e-6f)) * static_cast<float>(max_norm_);
+    return std::min(coefficient, 1.0f);
+  }
+
   AdamHyper h_;
   double lr_;
   OffloadOverlap overlap_;
+  // Gradient streaming (offload_optimizer.h): the hooks' state, guarded (autograd's threads run them).
+  bool stream_;
+  std::mutex stream_mutex_;
+  bool streaming_ = false;    // this step's last backward is running
+  bool accumulated_ = false;  // .grad holds earlier micro-batches' sums
+  std::int64_t earlier_micro_batches_ = 0;
+  std::vector<char> streamed_;  // per slot this step: 0 not yet, 1 on its way, 2 arrived twice
+  std::vector<unsigned> hooks_;
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  std::optional<c10::cuda::CUDAStream> copy_stream_;
+#endif
+  torch::Tensor clip_norm_;  // clip_in_step's, for the next step
+  double max_norm_ = 0;
+  double gradient_wait_s_ = 0, streamed_share_ = 0;
   std::int64_t step_ = 0;
   std::vector<Slot> slots_;
   std::future<void> pending_;           // the update running beside the next step (offload_overlap)
@@ -208,8 +332,9 @@ class OffloadAdam : public StepOptimizer {
 std::unique_ptr<StepOptimizer> make_offload_adam(const AdamHyper& h, double weight_decay,
                                                  std::vector<torch::Tensor> with_decay,
                                                  std::vector<torch::Tensor> without_decay, bool device_bf16,
-                                                 OffloadOverlap overlap) {
-  return std::make_unique<OffloadAdam>(h, weight_decay, with_decay, without_decay, device_bf16, overlap);
+                                                 OffloadOverlap overlap, bool stream_gradients) {
+  return std::make_unique<OffloadAdam>(h, weight_decay, with_decay, without_decay, device_bf16, overlap,
+                                       stream_gradients);
 }
 
 }  // namespace xpuperf::train

@@ -15,6 +15,15 @@
 // forward and backward run, and brings its weights to the device at the start of the step after
 // (ZeRO-Offload's delayed parameter update): a step's gradients are those of the weights one update
 // behind. The first steps stay synchronous, while the loss falls fastest.
+//
+// `offload_stream_gradients: true` (the default) sends each gradient to the host as the step's last
+// backward makes it, on a copy stream of its own beside the backward's kernels, instead of all of
+// them after the backward: where the gradients are final when backward ends (one rank, no tensor,
+// pipeline or expert parallelism: begin_backward), in fp32 and bf16 (fp16's loss scale is taken
+// off the gradients after the backward), and without offload_overlap (whose update still reads the
+// exchange buffer while the next backward runs). A gradient that arrives twice in one backward, or
+// not at all, is copied after it as before. Gradient clipping then runs on the host, in the update:
+// the device's gradients are never rescaled (clip_in_step).
 
 #include <cstdint>
 #include <memory>
@@ -36,9 +45,10 @@ struct OffloadOverlap {
 
 // `with_decay` / `without_decay`: the parameters (on any device) and their weight decay groups;
 // `device_bf16`: store the device parameters in bf16 from now on (the master copy stays fp32).
+// `stream_gradients`: the hooks above (taken only without overlap).
 std::unique_ptr<StepOptimizer> make_offload_adam(const AdamHyper& h, double weight_decay,
                                                  std::vector<torch::Tensor> with_decay,
                                                  std::vector<torch::Tensor> without_decay, bool device_bf16,
-                                                 OffloadOverlap overlap = {});
+                                                 OffloadOverlap overlap = {}, bool stream_gradients = false);
 
 }  // namespace xpuperf::train

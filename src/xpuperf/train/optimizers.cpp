@@ -431,8 +431,11 @@ std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<tor
     const bool device_bf16 = cfg.get_string("precision", "fp32") == "bf16";
     OffloadOverlap overlap;
     overlap.enabled = cfg.get_bool("offload_overlap", false);
+    // fp16's gradients are unscaled on the device after the backward; a CUDA graph's replays run no hooks.
+    const bool stream = cfg.get_bool("offload_stream_gradients", true) &&
+                        cfg.get_string("precision", "fp32") != "fp16" && !cfg.get_bool("cuda_graphs", false);
     return make_offload_adam(adam, h.weight_decay, std::move(with_decay), std::move(without_decay), device_bf16,
-                             overlap);
+                             overlap, stream);
   }
   const Groups groups{std::move(with_decay), std::move(without_decay), {}, {}};
   if (impl == OptimizerImpl::Reference) return std::make_unique<ReferenceOptimizer>(h, groups);

@@ -51,6 +51,10 @@ class StepOptimizer {
     (void)norm, (void)max_norm;
     return false;
   }
+  // Before each micro-batch's backward, on a rank whose gradients are final when the backward ends
+  // (nothing reduces or rescales them after it); `last`: the step's last micro-batch. The offloaded
+  // optimizer then takes each gradient to the host as the backward makes it.
+  virtual void begin_backward(bool last) { (void)last; }
   // Applies an update still running beside the next step (offload_overlap), so that the weights are
   // the ones every step so far gives: before an evaluation, a checkpoint, the end of a run.
   virtual void flush() {}
