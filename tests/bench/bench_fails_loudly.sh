@@ -40,16 +40,18 @@ out=$(XPUPERF="$work/oom" SIZES=1b HOST_KIB=1000 WORK="$work/offload-host" bash 
 [[ $out == *"| 1b | out of device memory | host memory too small |"* ]] ||
   fail "a size the host cannot hold offloaded is not said so: $out"
 # Its overlapped rows run past offload_overlap's 10 synchronous steps and time only the overlapped
-# ones; the offload rows give the host's update from FINISHED.
+# ones; the offload rows give the host's update and the gradients' wait from FINISHED, the
+# after-backward row the run with offload_stream_gradients=false.
 cat > "$work/fake" <<'SH'
 #!/bin/sh
 echo "arguments: $*"
-steps=0; offload=0; overlap=0
+steps=0; offload=0; overlap=0; streamed=1
 for a in "$@"; do
   case $a in
     max_steps=*) steps=${a#max_steps=} ;;
     offload_optimizer=true) offload=1 ;;
-    offload_overlap=true) overlap=1 ;;
+    offload_overlap=true) overlap=1; streamed=0 ;;
+    offload_stream_gradients=false) streamed=0 ;;
   esac
 done
 i=1
@@ -60,6 +62,7 @@ while [ "$i" -le "$steps" ]; do
 done
 extra=""
 [ "$offload" = 1 ] && extra=",\"offload_host_update_s\":1.5,\"offload_host_parameters_per_s\":8e8,\"offload_host_threads\":16"
+[ "$offload" = 1 ] && extra="$extra,\"offload_gradient_wait_s\":0.$((2 - streamed))5,\"offload_streamed_gradient_share\":$streamed"
 [ "$overlap" = 1 ] && extra="$extra,\"offload_overlap_wait_s\":0.25"
 echo "[PerfLog] {\"event\":\"FINISHED\",\"value\":{\"peak_device_memory_mib\":2048$extra}}"
 SH
@@ -68,14 +71,17 @@ out=$(XPUPERF="$work/fake" SIZES=1b STEPS=4 HOST_KIB=100000000 WORK="$work/offlo
   bash "$root/bench/offload_capacity.sh" H100 2>&1)
 rc=$?
 [[ $rc == 0 ]] || fail "offload_capacity.sh with good runs: exit $rc: $out"
-row="| 1b | 1,000 tokens/s, 2,048 MiB | 100 tokens/s, 2,048 MiB; host update 1.50 s a step (0.80 G parameters/s, 16 threads)"
-row+=" | 400 tokens/s, 2,048 MiB; host update 1.50 s a step (0.80 G parameters/s, 16 threads), 0.25 s of it waited for | 0.40 |"
+host="host update 1.50 s a step (0.80 G parameters/s, 16 threads)"
+row="| 1b | 1,000 tokens/s, 2,048 MiB | 100 tokens/s, 2,048 MiB; $host; gradients on the host 0.150 s after the backward"
+row+=" (100% streamed) | 100 tokens/s, 2,048 MiB; $host; gradients on the host 0.250 s after the backward (0% streamed)"
+row+=" | 400 tokens/s, 2,048 MiB; $host, 0.25 s of it waited for; gradients on the host 0.250 s after the backward"
+row+=" (0% streamed) | 0.40 |"
 [[ $out == *"$row"* ]] || fail "the offload rows are not the runs' (overlapped steps only, the host's update): $out"
 [[ $(grep -c STEP_END "$work/offload-rows/1b.offload_overlap.out") == 14 ]] ||
   fail "the overlapped row did not run 10 steps more than STEPS"
 XPUPERF="$work/fake" SIZES=1b STEPS=2 BATCH=2 ACCUM=4 HOST_KIB=100000000 WORK="$work/offload-accum" \
   bash "$root/bench/offload_capacity.sh" H100 > /dev/null 2>&1 || fail "offload_capacity.sh with ACCUM=4 failed"
-for row in on_gpu offload offload_overlap; do
+for row in on_gpu offload offload_after offload_overlap; do
   grep -q "train_batch_size=2 --set global_batch_size=8 " "$work/offload-accum/1b.$row.out" ||
     fail "ACCUM=4 does not accumulate 4 micro-batches of BATCH in the $row row"
 done
