@@ -186,8 +186,9 @@ class OffloadAdam : public StepOptimizer {
     // false: the state came from PyTorch's pinned allocator (sizes rounded up to powers of two).
     finished["offload_host_pinned_exactly"] = pinned_exactly_;
     if (overlap_.enabled) finished["offload_overlap_wait_s"] = waited_s_ / static_cast<double>(updates_);
-    // How long a step waited after its backward for its gradients on the host, and the share of their
-    // elements that had streamed during the backward (0 where they cannot: offload_optimizer.h).
+    // How long step() waited for the gradients on the host (from its call, while the device may still
+    // run the backward's last kernels), and the share of their elements that streamed during the
+    // backward (0 where they cannot: offload_optimizer.h).
     finished["offload_gradient_wait_s"] = gradient_wait_s_ / static_cast<double>(step_);
     finished["offload_streamed_gradient_share"] = streamed_share_ / static_cast<double>(step_);
   }
