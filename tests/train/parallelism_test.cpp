@@ -360,6 +360,26 @@ TEST(Accumulation, ComposesWithDataParallelismAndZero) {
       whole.curve, 1e-5);
 }
 
+// ZeRO-Offload on two data-parallel ranks: each bucket's sum goes to the host as its overlapped
+// all-reduce starts, and the host's update divides it by the ranks. With gradient accumulation and
+// clipping, the loss curve is the one of the gradients copied after the reduction, to the bit (two
+// ranks halve exactly), and the one of AdamW on the ranks within 1e-5; FINISHED says what streamed.
+TEST(Accumulation, OffloadStreamsTheReducedBucketsOfTwoRanks) {
+  SKIP_WITHOUT_GLOO();
+  const std::string o = "train_batch_size: 4\nglobal_batch_size: 16\nclip_grad_norm: 0.2\n";
+  const auto on_ranks = run_gpt(o, 2);
+  const auto streamed = run_gpt(o + "offload_optimizer: true\n", 2);
+  const auto after = run_gpt(o + "offload_optimizer: true\noffload_stream_gradients: false\n", 2);
+  expect_same_curve(streamed.curve, on_ranks.curve, 1e-5);
+  EXPECT_EQ(streamed.curve, after.curve);
+  EXPECT_EQ(streamed.finished.value("offload_streamed_gradient_share", -1.0), 1.0);
+  EXPECT_EQ(after.finished.value("offload_streamed_gradient_share", -1.0), 0.0);
+  // Without the overlapped reduction the sums come after the backward: nothing streams.
+  const auto reduced_after = run_gpt(o + "offload_optimizer: true\noverlap_grad_reduce: false\n", 2);
+  EXPECT_EQ(reduced_after.curve, after.curve);
+  EXPECT_EQ(reduced_after.finished.value("offload_streamed_gradient_share", -1.0), 0.0);
+}
+
 // Gradients of every parameter after one backward, from the same seed.
 std::vector<torch::Tensor> gradients(torch::nn::Module& model, const std::function<torch::Tensor()>& loss) {
   model.zero_grad();

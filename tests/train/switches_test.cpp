@@ -251,11 +251,15 @@ TEST(Switches, OffloadStreamsTheLastBackwardsGradientsAndClipsOnTheHost) {
       const AdamHyper h{true, 0.05, 0.9, 0.999, 1e-8};
       auto streamed = make_offload_adam(h, 0.1, {p}, {}, bf16, OffloadOverlap{}, true);
       auto after = make_offload_adam(h, 0.1, {r}, {}, bf16, OffloadOverlap{}, false);
+      GradientTap* tap = streamed->gradient_tap();
+      ASSERT_NE(tap, nullptr);
+      EXPECT_EQ(after->gradient_tap(), nullptr) << "without streaming the step reads .grad";
+      tap->from_backward();
       for (int step = 0; step < 4; ++step) {
         streamed->zero_grad(), after->zero_grad(), reference.zero_grad();
         for (const bool last : {false, true}) {
           const auto x = torch::randn({3000}) * (step == 2 ? 1e-4 : 1.0);  // one step under the limit
-          streamed->begin_backward(last), after->begin_backward(last);
+          tap->begin_backward(last);
           (p * p * x.to(device, p.scalar_type())).sum().backward();
           (r * r * x.to(device, r.scalar_type())).sum().backward();
           (q * q * x).sum().backward();

@@ -310,13 +310,23 @@ struct Distributed::Reducer {
   bool reducing = true;      // false for the micro-batches whose gradients only accumulate
   bool accumulated = false;  // .grad holds earlier micro-batches' sums, to send with this one's
   bool arrived_twice = false;
-  std::mutex mutex;  // hooks may run on autograd's device threads
+  std::mutex mutex;                                    // hooks may run on autograd's device threads
+  std::function<void(const ReducedBucket&)> consumer;  // on_bucket_started's
 
   // Starts every full bucket from `next_launch` on, in order.
   void launch_ready(Collectives& collectives) {
     while (next_launch < buckets.size() && missing[next_launch] == 0) {
       std::vector<at::Tensor> t{flats[next_launch]};
-      work[next_launch] = collectives.allreduce(t, c10d::ReduceOp::SUM);
+      auto started = collectives.allreduce(t, c10d::ReduceOp::SUM);
+      work[next_launch] = started;
+      if (consumer) {
+        ReducedBucket bucket;
+        for (std::size_t k : buckets[next_launch])
+          bucket.parts.emplace_back(params[k],
+                                    flats[next_launch].slice(0, offset_of[k], offset_of[k] + params[k].numel()));
+        bucket.wait = [started] { started->wait(); };
+        consumer(bucket);
+      }
       ++next_launch;
     }
   }
@@ -380,6 +390,12 @@ bool Distributed::overlapping() const {
   return reducer_ && reducer_->enabled;
 }
 
+void Distributed::on_bucket_started(std::function<void(const ReducedBucket&)> consumer) {
+  if (!reducer_) return;
+  std::lock_guard<std::mutex> lock(reducer_->mutex);
+  reducer_->consumer = std::move(consumer);
+}
+
 void Distributed::begin_step(bool reduce) {
   if (!overlapping()) return;
   std::lock_guard<std::mutex> lock(reducer_->mutex);
@@ -425,10 +441,14 @@ void Distributed::finish_step(const std::vector<torch::Tensor>& params) {
   const double inv_world = 1.0 / env_.world_size;
   torch::NoGradGuard no_grad;
   for (std::size_t b = 0; b < r.buckets.size(); ++b) {
-    r.flats[b].mul_(inv_world);
+    // With a consumer the bucket keeps the sum (it may still be reading it): each gradient is then
+    // its slice divided apart, with the same arithmetic (in the bucket's type, rounded once to the
+    // gradient's).
+    if (!r.consumer) r.flats[b].mul_(inv_world);
     for (std::size_t k : r.buckets[b]) {
       auto& p = r.params[k];
-      const auto slice = r.flats[b].slice(0, r.offset_of[k], r.offset_of[k] + p.numel()).view_as(p);
+      auto slice = r.flats[b].slice(0, r.offset_of[k], r.offset_of[k] + p.numel()).view_as(p);
+      if (r.consumer) slice = slice * inv_world;
       if (!p.grad().defined())
         p.mutable_grad() = slice.to(p.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
       else

@@ -29,6 +29,15 @@ struct DistributedOptions {
   bool sum_low_precision_in_fp32 = false;
 };
 
+// A bucket of the overlapped gradient reduction as its all-reduce starts: each parameter beside its
+// part of the bucket's sum over the ranks (not yet divided by them), and `wait`, which makes the
+// current CUDA stream (on the CPU: the caller) wait until the sum is there. The bucket keeps the
+// sum until the next step's backward writes it again: whoever takes it must have read it by then.
+struct ReducedBucket {
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> parts;  // (parameter, its slice of the sum)
+  std::function<void()> wait;
+};
+
 class Distributed {
  public:
   // World size 1 needs no process group; every call below is then a no-op. Throws
@@ -68,6 +77,11 @@ class Distributed {
   // are attached or overlap was turned off).
   void finish_step(const std::vector<torch::Tensor>& params);
   bool overlapping() const;
+  // Calls `consumer` with each bucket of the overlapped reduction as its all-reduce starts (on
+  // autograd's threads, and in finish_step for the buckets left), for one that takes the sums as
+  // they come: the offloaded optimizer streams them to the host. Empty: none. After
+  // attach_gradient_hooks; without it (or with world size 1) no bucket starts.
+  void on_bucket_started(std::function<void(const ReducedBucket&)> consumer);
   // Sums in place over ranks.
   void all_reduce_sum(torch::Tensor& tensor);
   // Max in place over ranks.

@@ -21,16 +21,21 @@ class DataParallelSync : public GradientSync {
       if (!experts.count(p.unsafeGetTensorImpl())) shared_.push_back(p);
     if (ctx.settings.overlap_grad_reduce) data_.attach_gradient_hooks(shared_);
     optimizer_ = make_optimizer(ctx.cfg, ctx.model, ctx.optimizer_impl);
-    final_after_backward_ = data_.world_size() == 1 && !groups_.tp && !groups_.pipeline && !groups_.ep;
+    attach_tap();
+  }
+  ~DataParallelSync() override {
+    if (tap_) data_.on_bucket_started(nullptr);
   }
   void zero_grad() override { optimizer_->zero_grad(); }
   void begin_backward(bool last) override {
     data_.begin_step(last);
-    if (final_after_backward_) optimizer_->begin_backward(last);
+    if (tap_) tap_->begin_backward(last);
   }
   void end_backward() override {}
   void finish_step() override {
+    const bool overlapped = data_.overlapping();
     data_.finish_step(shared_);
+    if (tap_ && overlapped && !data_.overlapping()) tap_->forget_step();
     if (groups_.ep) groups_.ep->reduce_expert_gradients(split_.experts);
   }
   const std::vector<torch::Tensor>& stepped() const override { return split_.params; }
@@ -71,7 +76,24 @@ class DataParallelSync : public GradientSync {
   const parallel::ParallelGroups& groups_;
   std::vector<torch::Tensor> shared_;  // every rank's same parameters: averaged over the data-parallel ranks
   std::unique_ptr<StepOptimizer> optimizer_;
-  bool final_after_backward_ = false;  // no reduction follows the backward (StepOptimizer::begin_backward)
+  GradientTap* tap_ = nullptr;  // the optimizer's, where it takes the gradients as they come
+
+  // The optimizer takes each gradient from the backward where nothing follows it, or each bucket's
+  // sum where the reduction overlaps the backward; not with model parallelism (its parts are
+  // reduced over other groups, or not at all), nor after a reduction that follows the backward.
+  void attach_tap() {
+    GradientTap* tap = optimizer_->gradient_tap();
+    if (!tap || groups_.tp || groups_.pipeline || groups_.ep) return;
+    if (data_.world_size() == 1) {
+      tap->from_backward();
+    } else if (data_.overlapping()) {
+      tap->from_buckets(data_.world_size());
+      data_.on_bucket_started([tap](const torchrt::ReducedBucket& bucket) { tap->take_bucket(bucket); });
+    } else {
+      return;
+    }
+    tap_ = tap;
+  }
 };
 
 class ZeroSync : public GradientSync {

@@ -8,11 +8,13 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/parallel.h"
 #include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/torchrt/host_arena.h"
 #include "xpuperf/train/cpu_adam.h"
 
@@ -35,7 +37,7 @@ struct Slot {
   bool bf16() const { return exchange.scalar_type() == torch::kBFloat16; }
 };
 
-class OffloadAdam : public StepOptimizer {
+class OffloadAdam : public StepOptimizer, public GradientTap {
  public:
   OffloadAdam(const AdamHyper& h, double weight_decay, const std::vector<torch::Tensor>& with_decay,
               const std::vector<torch::Tensor>& without_decay, bool device_bf16, OffloadOverlap overlap,
@@ -83,7 +85,8 @@ class OffloadAdam : public StepOptimizer {
     for (const auto& p : with_decay) add(p, weight_decay);
     for (const auto& p : without_decay) add(p, 0.0);
     streamed_.assign(slots_.size(), 0);
-    if (stream_) attach_streaming_hooks();
+    summed_.assign(slots_.size(), 0);
+    for (std::size_t i = 0; i < slots_.size(); ++i) slot_of_[slots_[i].param.unsafeGetTensorImpl()] = i;
   }
 
   void set_lr(double lr) override { lr_ = lr; }
@@ -98,9 +101,24 @@ class OffloadAdam : public StepOptimizer {
     for (std::size_t i = 0; i < hooks_.size(); ++i) slots_[i].param.remove_hook(hooks_[i]);
   }
 
-  void begin_backward(bool last) override {
-    if (!stream_) return;
+  GradientTap* gradient_tap() override { return stream_ ? this : nullptr; }
+
+  void from_backward() override {
     const std::lock_guard<std::mutex> lock(stream_mutex_);
+    if (tapped_) return;
+    tapped_ = true;
+    attach_streaming_hooks();
+  }
+
+  void from_buckets(int ranks) override {
+    const std::lock_guard<std::mutex> lock(stream_mutex_);
+    tapped_ = true;
+    inverse_ranks_ = 1.0f / static_cast<float>(ranks);
+  }
+
+  void begin_backward(bool last) override {
+    const std::lock_guard<std::mutex> lock(stream_mutex_);
+    if (!tapped_) return;
     if (!last) {
       ++earlier_micro_batches_;
       return;
@@ -109,6 +127,47 @@ class OffloadAdam : public StepOptimizer {
     earlier_micro_batches_ = 0;
     streaming_ = true;
     std::fill(streamed_.begin(), streamed_.end(), 0);
+    std::fill(summed_.begin(), summed_.end(), 0);
+  }
+
+  // Each parameter's part of the bucket's sum, once the all-reduce has made it, to the host on the
+  // copy stream; the update divides it by the ranks.
+  void take_bucket(const torchrt::ReducedBucket& bucket) override {
+    const std::lock_guard<std::mutex> lock(stream_mutex_);
+    if (!streaming_ || bucket.parts.empty()) return;
+    const torch::NoGradGuard no_grad;
+    const auto take = [&] {
+      bucket.wait();
+      for (const auto& [param, sum] : bucket.parts) {
+        const auto it = slot_of_.find(param.unsafeGetTensorImpl());
+        if (it == slot_of_.end()) continue;
+        const std::size_t i = it->second;
+        if (streamed_[i] != 0) {
+          streamed_[i] = 2;
+          continue;
+        }
+        streamed_[i] = 1;
+        summed_[i] = 1;
+        slots_[i].exchange.copy_(sum.reshape({-1}), /*non_blocking=*/true);
+      }
+    };
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+    const auto& first = bucket.parts.front().second;
+    if (first.is_cuda()) {
+      // The copy stream waits for the all-reduce (which waited for the backward's writes), not the
+      // host; the bucket's memory stays the bucket's, so nothing reuses it meanwhile.
+      const c10::cuda::CUDAStreamGuard on_copy_stream(copy_stream(first.device().index()));
+      take();
+      return;
+    }
+#endif
+    take();
+  }
+
+  void forget_step() override {
+    const std::lock_guard<std::mutex> lock(stream_mutex_);
+    std::fill(streamed_.begin(), streamed_.end(), 0);
+    std::fill(summed_.begin(), summed_.end(), 0);
   }
 
   // clip_gradients would rescale every device gradient before step() copies it; here the update
@@ -147,7 +206,11 @@ class OffloadAdam : public StepOptimizer {
     if (!slots_.empty()) torchrt::synchronize(slots_.front().param.device());  // every gradient has arrived
     gradient_wait_s_ += steady_seconds() - copies_start;
     streamed_share_ += elements > 0 ? static_cast<double>(streamed) / static_cast<double>(elements) : 0.0;
-    const float gradient_scale = clip_scale();
+    const float clip = clip_scale();
+    // A gradient taken from a bucket is the sum over the ranks: its share of the average too.
+    std::vector<float> gradient_scale(slots_.size(), clip);
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (streamed_[i] == 1 && summed_[i]) gradient_scale[i] = clip * inverse_ranks_;
     const double lr = lr_;
     const std::int64_t step = step_;
     // The rank's share of the cores (ATen's intra-op threads: the launcher's OMP_NUM_THREADS, or the
@@ -198,7 +261,7 @@ class OffloadAdam : public StepOptimizer {
   // tensor of the device (so that it may run beside the next step). The parameters are cut into
   // pieces of kPiece elements that the threads take in turn, so that a few large tensors (the
   // embedding, the output layer) and many small ones (the norms) spread alike.
-  void update(double lr, std::int64_t step, int threads, float gradient_scale) {
+  void update(double lr, std::int64_t step, int threads, const std::vector<float>& gradient_scale) {
     constexpr std::int64_t kPiece = 1 << 16;  // 1.9 MB of state a piece (30 bytes an element)
     const double start = steady_seconds();
     threads_ = threads;
@@ -216,7 +279,7 @@ class OffloadAdam : public StepOptimizer {
                               static_cast<float>(h_.beta1), static_cast<float>(1.0 - h_.beta1),
                               static_cast<float>(h_.beta2), static_cast<float>(1.0 - h_.beta2),
                               static_cast<float>(std::sqrt(correction2)), static_cast<float>(h_.eps),
-                              static_cast<float>(-lr / correction1), gradient_scale});
+                              static_cast<float>(-lr / correction1), gradient_scale[i]});
       const auto n = s.master.numel();
       for (std::int64_t begin = 0; begin < n; begin += kPiece)
         pieces.push_back({i, begin, std::min(n, begin + kPiece)});
@@ -277,20 +340,27 @@ class OffloadAdam : public StepOptimizer {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
     if (from.is_cuda() && stream_) {
       const auto device = from.device().index();
-      if (!copy_stream_) copy_stream_ = c10::cuda::getStreamFromPool(false, device);
+      const auto stream = copy_stream(device);
       at::cuda::CUDAEvent ready;
       ready.record(c10::cuda::getCurrentCUDAStream(device));
-      ready.block(*copy_stream_);
+      ready.block(stream);
       {
-        const c10::cuda::CUDAStreamGuard on_copy_stream(*copy_stream_);
+        const c10::cuda::CUDAStreamGuard on_copy_stream(stream);
         exchange.copy_(from, /*non_blocking=*/true);
       }
-      from.record_stream(*copy_stream_);  // its memory stays unused until the copy has read it
+      from.record_stream(stream);  // its memory stays unused until the copy has read it
       return;
     }
 #endif
     exchange.copy_(from, /*non_blocking=*/true);
   }
+
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  c10::cuda::CUDAStream copy_stream(c10::DeviceIndex device) {
+    if (!copy_stream_) copy_stream_ = c10::cuda::getStreamFromPool(false, device);
+    return *copy_stream_;
+  }
+#endif
 
   // The factor clip_gradients would have multiplied every gradient by (1 without clipping): its
   // arithmetic, in float, from the norm of this step's gradients.
@@ -308,6 +378,10 @@ class OffloadAdam : public StepOptimizer {
   // Gradient streaming (offload_optimizer.h): the hooks' state, guarded (autograd's threads run them).
   bool stream_;
   std::mutex stream_mutex_;
+  bool tapped_ = false;  // from_backward or from_buckets was called: the step's gradients are taken
+  float inverse_ranks_ = 1;
+  std::unordered_map<const c10::TensorImpl*, std::size_t> slot_of_;
+  std::vector<char> summed_;  // per slot this step: taken from a bucket (a sum over the ranks)
   bool streaming_ = false;    // this step's last backward is running
   bool accumulated_ = false;  // .grad holds earlier micro-batches' sums
   std::int64_t earlier_micro_batches_ = 0;

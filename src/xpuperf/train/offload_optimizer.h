@@ -16,14 +16,16 @@
 // (ZeRO-Offload's delayed parameter update): a step's gradients are those of the weights one update
 // behind. The first steps stay synchronous, while the loss falls fastest.
 //
-// `offload_stream_gradients: true` (the default) sends each gradient to the host as the step's last
-// backward makes it, on a copy stream of its own beside the backward's kernels, instead of all of
-// them after the backward: where the gradients are final when backward ends (one rank, no tensor,
-// pipeline or expert parallelism: begin_backward), in fp32 and bf16 (fp16's loss scale is taken
-// off the gradients after the backward), and without offload_overlap (whose update still reads the
-// exchange buffer while the next backward runs). A gradient that arrives twice in one backward, or
-// not at all, is copied after it as before. Gradient clipping then runs on the host, in the update:
-// the device's gradients are never rescaled (clip_in_step).
+// `offload_stream_gradients: true` (the default) sends the gradients to the host while the step's
+// last backward runs, on a copy stream of its own beside the backward's kernels, instead of all of
+// them after it (the optimizer's GradientTap, which the data-parallel sync drives): on one rank each
+// gradient as the backward makes it (a hook on its parameter); on several, each bucket's sum over
+// the ranks as its overlapped all-reduce starts, divided by the ranks in the host's update. Not with
+// tensor, pipeline or expert parallelism, nor fp16 (the loss scale comes off the gradients after the
+// backward), nor offload_overlap (whose update still reads the exchange buffer while the next
+// backward runs). A gradient that arrives twice in one backward, or not at all, is copied after it as
+// before. Gradient clipping runs on the host, in the update: the device's gradients are never
+// rescaled (clip_in_step).
 
 #include <cstdint>
 #include <memory>

@@ -23,6 +23,10 @@
 
 #include "xpuperf/core/config.h"
 
+namespace xpuperf::torchrt {
+struct ReducedBucket;  // torchrt/distributed.h
+}
+
 namespace xpuperf::train {
 
 enum class OptimizerImpl { Reference, Foreach, Fused };
@@ -31,6 +35,25 @@ enum class OptimizerImpl { Reference, Foreach, Fused };
 // fused kernels are missing (LibTorch 1.13, or SGD/AdamW fused on a device without them).
 OptimizerImpl parse_optimizer_impl(const Config& cfg, const torch::Device& device);
 const char* optimizer_impl_name(OptimizerImpl impl);
+
+// How an optimizer takes a step's gradients as they are made, before step(): the data-parallel sync
+// says once where they will come from and drives it each step. Without it, step() reads .grad.
+class GradientTap {
+ public:
+  virtual ~GradientTap() = default;
+  // From the backward itself: nothing reduces or rescales them after it (one rank, no model
+  // parallelism). Each gradient comes from its parameter's hook.
+  virtual void from_backward() = 0;
+  // From the overlapped reduction of `ranks` data-parallel ranks: each bucket's sum as its all-reduce
+  // starts (take_bucket), to be divided by `ranks`.
+  virtual void from_buckets(int ranks) = 0;
+  // Before each micro-batch's backward; `last`: the step's last (the one whose gradients are taken).
+  virtual void begin_backward(bool last) = 0;
+  virtual void take_bucket(const torchrt::ReducedBucket& bucket) = 0;
+  // The step's gradients changed after they were taken (the reduction fell back to reducing .grad
+  // again): take none of this step's; step() reads them all.
+  virtual void forget_step() = 0;
+};
 
 class StepOptimizer {
  public:
@@ -51,10 +74,9 @@ class StepOptimizer {
     (void)norm, (void)max_norm;
     return false;
   }
-  // Before each micro-batch's backward, on a rank whose gradients are final when the backward ends
-  // (nothing reduces or rescales them after it); `last`: the step's last micro-batch. The offloaded
-  // optimizer then takes each gradient to the host as the backward makes it.
-  virtual void begin_backward(bool last) { (void)last; }
+  // Where the optimizer takes the step's gradients before step() (the offloaded one streams them to
+  // the host): null where it does not.
+  virtual GradientTap* gradient_tap() { return nullptr; }
   // Applies an update still running beside the next step (offload_overlap), so that the weights are
   // the ones every step so far gives: before an evaluation, a checkpoint, the end of a run.
   virtual void flush() {}
