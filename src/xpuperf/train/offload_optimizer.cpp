@@ -85,7 +85,6 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
     for (const auto& p : with_decay) add(p, weight_decay);
     for (const auto& p : without_decay) add(p, 0.0);
     streamed_.assign(slots_.size(), 0);
-    summed_.assign(slots_.size(), 0);
     for (std::size_t i = 0; i < slots_.size(); ++i) slot_of_[slots_[i].param.unsafeGetTensorImpl()] = i;
   }
 
@@ -127,7 +126,6 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
     earlier_micro_batches_ = 0;
     streaming_ = true;
     std::fill(streamed_.begin(), streamed_.end(), 0);
-    std::fill(summed_.begin(), summed_.end(), 0);
   }
 
   // Each parameter's part of the bucket's sum, once the all-reduce has made it, to the host on the
@@ -147,7 +145,6 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
           continue;
         }
         streamed_[i] = 1;
-        summed_[i] = 1;
         slots_[i].exchange.copy_(sum.reshape({-1}), /*non_blocking=*/true);
       }
     };
@@ -167,7 +164,6 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
   void forget_step() override {
     const std::lock_guard<std::mutex> lock(stream_mutex_);
     std::fill(streamed_.begin(), streamed_.end(), 0);
-    std::fill(summed_.begin(), summed_.end(), 0);
   }
 
   // clip_gradients would rescale every device gradient before step() copies it; here the update
@@ -207,10 +203,11 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
     gradient_wait_s_ += steady_seconds() - copies_start;
     streamed_share_ += elements > 0 ? static_cast<double>(streamed) / static_cast<double>(elements) : 0.0;
     const float clip = clip_scale();
-    // A gradient taken from a bucket is the sum over the ranks: its share of the average too.
+    // A gradient that streamed from a bucket is the sum over the ranks: its share of the average too
+    // (one rank's stream from the backward has inverse_ranks_ 1).
     std::vector<float> gradient_scale(slots_.size(), clip);
     for (std::size_t i = 0; i < slots_.size(); ++i)
-      if (streamed_[i] == 1 && summed_[i]) gradient_scale[i] = clip * inverse_ranks_;
+      if (streamed_[i] == 1) gradient_scale[i] = clip * inverse_ranks_;
     const double lr = lr_;
     const std::int64_t step = step_;
     // The rank's share of the cores (ATen's intra-op threads: the launcher's OMP_NUM_THREADS, or the
@@ -378,10 +375,9 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
   // Gradient streaming (offload_optimizer.h): the hooks' state, guarded (autograd's threads run them).
   bool stream_;
   std::mutex stream_mutex_;
-  bool tapped_ = false;  // from_backward or from_buckets was called: the step's gradients are taken
-  float inverse_ranks_ = 1;
+  bool tapped_ = false;      // from_backward or from_buckets was called: the step's gradients are taken
+  float inverse_ranks_ = 1;  // from_buckets': what a streamed sum is multiplied by
   std::unordered_map<const c10::TensorImpl*, std::size_t> slot_of_;
-  std::vector<char> summed_;  // per slot this step: taken from a bucket (a sum over the ranks)
   bool streaming_ = false;    // this step's last backward is running
   bool accumulated_ = false;  // .grad holds earlier micro-batches' sums
   std::int64_t earlier_micro_batches_ = 0;
