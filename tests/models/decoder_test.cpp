@@ -512,6 +512,22 @@ TEST(FusedKernels, EachGivesWhatAtensOperatorsGiveInEveryType) {
       const auto gate_up = torch::randn({3, 5, 2 * width}, o) * 3;
       expect_close(fused::silu_mul(gate_up, true), fused::silu_mul(gate_up, false), "silu_mul");
     }
+    // The row argmax as ATen's: rows of 30,522 (a row starts off 16 bytes), of whole packs and of 5;
+    // equal largest elements (the first wins), a NaN (it wins), a row of −inf; 3 rows: ATen's own.
+    for (const std::int64_t width : {30522, 264, 5}) {
+      for (const std::int64_t rows : {70, 3}) {
+        auto x = torch::randn({rows, width}, o);
+        x.index_put_({0, width - 1}, 9.0);
+        x.index_put_({0, width / 2}, 9.0);
+        x.index_put_({1}, -INFINITY);
+        x.index_put_({2, width - 1}, NAN);
+        const auto got = fused::argmax(x, true);
+        EXPECT_TRUE(torch::equal(got, x.argmax(-1))) << "argmax of rows of " << width << " in " << dtype;
+        EXPECT_EQ(got.index({0}).item<std::int64_t>(), width / 2);
+      }
+      const auto batch = torch::randn({4, 20, width}, o);  // (batch, tokens, vocab)
+      EXPECT_TRUE(torch::equal(fused::argmax(batch, true), batch.argmax(-1)));
+    }
     // The GEMV for a decoding step's 1 to 4 rows (5: ATen's product): 37 weight rows (not whole
     // blocks of 4), widths of whole unrolled passes, a tail, or no whole pack for the half types.
     for (const std::int64_t k : {4096, 1000, 264, 36}) {
@@ -978,16 +994,51 @@ TEST(FusedKernels, BertOnCudaGivesTheSameWithTheKernelsAsWithout) {
   m->eval();
   torch::NoGradGuard no_grad;
   const auto ids = torch::randint(0, 97, {3, 16}).to(torch::kCUDA);
-  const auto keep = torch::ones({3, 16}, torch::TensorOptions().dtype(torch::kBool).device(torch::kCUDA));
+  auto keep = torch::ones({3, 16}, torch::TensorOptions().dtype(torch::kBool).device(torch::kCUDA));
+  keep.index_put_({1, torch::indexing::Slice(9, torch::indexing::None)}, false);  // padding
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
     m->to(dtype);
     m->use_fused_kernels(false);
     const auto without = m->predict_tokens(ids, keep);
     m->use_fused_kernels(true);
+    m->join_projections_for_inference();  // as the bertLarge case does
     const auto with = m->predict_tokens(ids, keep);
     EXPECT_GE(with.eq(without).to(torch::kFloat).mean().item<double>(), dtype == torch::kFloat ? 1.0 : 0.95)
         << "the predicted tokens in " << dtype;
   }
+}
+
+// In inference, q, k and v as one product of the stacked weights compute what the three products
+// did (the parameters become views of the stack); a cast of the model makes copies and the three
+// products run again. The padding's mask is made once, added to the scores.
+TEST(Bert, JoinedProjectionsPredictAsTheThreeProducts) {
+  torch::manual_seed(10);
+  const BertConfig c{97, 32, 2, 2, 64, 4, 128, 0.0, 0.0, 1e-12};
+  BertForMaskedLM m(c);
+  m->eval();
+  torch::NoGradGuard no_grad;
+  const auto ids = torch::randint(0, 97, {3, 16});
+  auto keep = torch::ones({3, 16}, torch::kBool);
+  keep.index_put_({2, torch::indexing::Slice(5, torch::indexing::None)}, false);
+  const auto hidden = m->bert(ids, torch::zeros_like(ids), keep);
+  const auto tokens = m->predict_tokens(ids, keep);
+  const auto state = m->named_parameters().size();
+  m->join_projections_for_inference();
+  auto& attention = *m->bert->encoder->layer[0]->as<BertLayer>()->attention;
+  ASSERT_TRUE(attention.qkv_weight.defined());
+  EXPECT_EQ(attention.self->key->weight.data_ptr(),
+            static_cast<void*>(static_cast<char*>(attention.qkv_weight.data_ptr()) + 64 * 64 * sizeof(float)));
+  EXPECT_EQ(m->named_parameters().size(), state);
+  EXPECT_TRUE(torch::allclose(m->bert(ids, torch::zeros_like(ids), keep), hidden, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::equal(m->predict_tokens(ids, keep), tokens));
+  m->to(torch::kDouble);
+  EXPECT_NE(attention.self->query->weight.data_ptr(), attention.qkv_weight.data_ptr());
+  EXPECT_TRUE(torch::allclose(m->bert(ids, torch::zeros_like(ids), keep).to(torch::kFloat), hidden, 1e-5, 1e-6));
+  // A padded key takes part in no query's attention: changing it changes no real position's output.
+  auto other = ids.clone();
+  other.index_put_({2, 10}, (ids.index({2, 10}) + 1) % 97);
+  EXPECT_TRUE(torch::allclose(m->bert(other, torch::zeros_like(ids), keep).index({2}).narrow(0, 0, 5),
+                              m->bert(ids, torch::zeros_like(ids), keep).index({2}).narrow(0, 0, 5), 1e-9, 1e-9));
 }
 
 // One training step of two copies of a model from the same weights, one on ATen's operators and one on

@@ -64,6 +64,10 @@ class InferenceCase {
   // The model on ctx.device in eval mode, with weights from `checkpoint` ("" = the case's own
   // choice: parameters' checkpoint, else random weights, which the case must say).
   virtual std::shared_ptr<torch::nn::Module> create_model(const InferContext& ctx, const std::string& checkpoint) = 0;
+  // The case's own rewrites of its model for the engines that run it (libtorch, libtorch-graph), after
+  // validation and once the engine has cast it to its precision: e.g. products that read one input
+  // joined into one. The model must compute what it did.
+  virtual void finish_model(torch::nn::Module& /*model*/, const InferContext& /*ctx*/) {}
   // The framework's own forward (step c, validation).
   virtual torch::Tensor model_forward(torch::nn::Module& model, const torch::Tensor& input) = 0;
   // Adds one batch's outputs (moved to the CPU) to `e`.

@@ -14,9 +14,10 @@ void LibTorchEngine::adopt_model(const CompileInputs& in, const std::string& eng
   model_->eval();
 }
 
-void LibTorchEngine::finish_model() {
+void LibTorchEngine::finish_model(const CompileInputs& in) {
   model_->to(dtype_);
   if (channels_last_) make_channels_last(*model_);
+  case_->finish_model(*model_, in.ctx);
 }
 
 torch::Tensor LibTorchEngine::prepare(const torch::Tensor& input) const {
@@ -30,7 +31,7 @@ std::string LibTorchEngine::placement() const {
 
 void LibTorchEngine::compile(const CompileInputs& in) {
   adopt_model(in, "libtorch");
-  finish_model();
+  finish_model(in);
   describe_ = "libtorch eager, " + placement() + (channels_last_ ? ", channels-last" : "") +
               (in.compiled_path.empty() ? "" : ", weights from " + in.compiled_path);
 }

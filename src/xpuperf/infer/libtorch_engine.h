@@ -20,8 +20,9 @@ class LibTorchEngine : public Engine {
   // Takes the case's model (the validated one, or exist_compiler_path's weights) and the settings
   // every LibTorch engine shares: device, precision, channels_last. `engine`: the name in messages.
   void adopt_model(const CompileInputs& in, const std::string& engine);
-  // The model in its final precision and layout, in eval mode.
-  void finish_model();
+  // The model in its final precision and layout, in eval mode, with the case's own rewrites
+  // (InferenceCase::finish_model).
+  void finish_model(const CompileInputs& in);
   // The input as the model takes it: on the device, in the precision, channels-last if the model is.
   torch::Tensor prepare(const torch::Tensor& input) const;
   // ", cuda, channels-last" and the like: what every LibTorch engine's description ends with.

@@ -29,7 +29,7 @@ class LibTorchGraphEngine : public LibTorchEngine {
     const bool cudnn_fusion = device_.is_cuda() && config.get_bool("cudnn_fusion", true);
     const torch::NoGradGuard no_grad;
     const int folded = models::fold_all_batchnorm(*model_, {cudnn_fusion});
-    finish_model();
+    finish_model(in);
     describe_ = "libtorch-graph, " + placement() + ", " + std::to_string(folded) + " blocks with batch norm folded" +
                 (cudnn_fusion && folded ? " (cuDNN conv+bias+add+ReLU fusion)" : "") +
                 (channels_last_ ? ", channels-last" : "");

@@ -4,6 +4,7 @@
 
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/linear.h"
+#include "xpuperf/models/stacked_weights.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/init.h"
@@ -81,7 +82,20 @@ torch::Tensor BertAttentionImpl::attend(const torch::Tensor& q, const torch::Ten
 }
 
 torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
+  if (!is_training() && still_stacked(qkv_weight, self->query->weight) && still_stacked(qkv_bias, self->query->bias)) {
+    const auto qkv = torch::linear(x, qkv_weight, qkv_bias).split(self->query->weight.size(0), -1);
+    return output(attend(qkv[0], qkv[1], qkv[2], keep), x);
+  }
   return output(attend(self->query(x), self->key(x), self->value(x), keep), x);
+}
+
+void BertAttentionImpl::join_projections() {
+  for (const auto* l : {&self->query, &self->key, &self->value})  // whole layers only
+    if ((*l)->has_adapter() || (*l)->is_split() || !(*l)->bias.defined()) return;
+  if (!still_stacked(qkv_weight, self->query->weight))
+    qkv_weight = stack_weights({&self->query->weight, &self->key->weight, &self->value->weight});
+  if (!still_stacked(qkv_bias, self->query->bias))
+    qkv_bias = stack_weights({&self->query->bias, &self->key->bias, &self->value->bias});
 }
 
 std::pair<torch::Tensor, torch::Tensor> BertAttentionImpl::forward_with_copy(const torch::Tensor& x,
@@ -198,6 +212,12 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tens
   if (keep.defined())
     mask = keep.dim() == 3 ? keep.to(torch::kBool).unsqueeze(1)
                            : keep.to(torch::kBool).view({keep.size(0), 1, 1, keep.size(1)});
+  if (mask.defined() && !is_training()) {
+    // In inference, the mask added to the scores (0 or −inf, in the products' type) made once here,
+    // where the attention would turn the boolean one into it in every layer.
+    const auto type = fused::autocast_product_type(x).value_or(x.scalar_type());
+    mask = torch::zeros(mask.sizes(), x.options().dtype(type)).masked_fill(mask.logical_not(), -INFINITY);
+  }
   return encoder->forward(x, mask);
 }
 
@@ -251,6 +271,10 @@ void BertForMaskedLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::Te
   for (const auto& layer : *bert->encoder->layer) layer->as<BertLayer>()->split(tp);
 }
 
+void BertForMaskedLMImpl::join_projections_for_inference() {
+  for (const auto& l : *bert->encoder->layer) l->as<BertLayer>()->attention->join_projections();
+}
+
 void BertForMaskedLMImpl::use_fused_kernels(bool on) {
   fused_kernels = on;
   for (const auto& layer : *bert->encoder->layer) {
@@ -273,7 +297,7 @@ torch::Tensor BertForMaskedLMImpl::head(const torch::Tensor& rows, bool padded) 
 
 torch::Tensor BertForMaskedLMImpl::predict_tokens(const torch::Tensor& ids, const torch::Tensor& keep) {
   const auto hidden = bert(ids, torch::zeros_like(ids), keep);
-  return head(hidden.reshape({-1, hidden.size(-1)}), ids.is_cuda()).argmax(-1).view(ids.sizes());
+  return fused::argmax(head(hidden.reshape({-1, hidden.size(-1)}), ids.is_cuda()), fused_kernels).view(ids.sizes());
 }
 
 BertConfig bert_config_from(const Config& cfg, BertConfig c) {

@@ -76,8 +76,13 @@ struct BertAttentionImpl : torch::nn::Module {
   // Tensor parallelism: keeps this rank's heads (query, key and value's rows of them, the output's
   // columns).
   void split(std::shared_ptr<parallel::TensorParallel> group);
+  // For inference: query, key and value's weights (and biases) made views of one stacked matrix, so
+  // that forward runs them as one product while not training (a whole layer without adapters; a
+  // later move or cast of the model makes copies, and forward then runs three products again).
+  void join_projections();
   std::int64_t heads;  // this rank's
   double attention_dropout;
+  torch::Tensor qkv_weight, qkv_bias;  // join_projections' stacks
   BertSelfAttention self{nullptr};
   BertAddNorm output{nullptr};
 
@@ -186,10 +191,13 @@ struct BertForMaskedLMImpl : torch::nn::Module, parallel::TensorParallelModel {
   explicit BertForMaskedLMImpl(const BertConfig& c = BertConfig::base());
   // Each layer's heads and intermediate units; the embeddings and the prediction head stay whole.
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
-  // CUDA kernels where they apply: each layer's residual add and LayerNorm in inference
-  // (BertAddNorm), the loss's cross entropy in training (fused_ops.h).
+  // CUDA kernels where they apply: in inference each layer's residual add and LayerNorm (BertAddNorm)
+  // and the predicted tokens' argmax; in training the training kernels and the loss's cross entropy
+  // (fused_ops.h).
   void use_fused_kernels(bool on);
   bool fused_kernels = false;
+  // Every layer's BertAttentionImpl::join_projections: q, k and v as one product in inference.
+  void join_projections_for_inference();
   // Logits at the positions where labels >= 0 (the masked ones), in row-major order.
   torch::Tensor predict(const torch::Tensor& hidden, const torch::Tensor& labels);
   // The masked-LM loss (labels: the original id at masked positions, -100 elsewhere) and the share

@@ -62,6 +62,11 @@ enum class Gelu { Tanh, Erf };
 // autocast) is cast to h's first, as the projection would.
 torch::Tensor bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, bool use_kernels, Gelu form = Gelu::Tanh);
 
+// x.argmax(-1), as ATen's (the first of equal largest, NaN largest): for many rows on CUDA (the
+// masked-LM head's vocabulary logits at every position) one block a row, a third faster than ATen's
+// reduction there.
+torch::Tensor argmax(const torch::Tensor& x, bool use_kernels);
+
 // SiLU(gate) × up, where the last dimension of gate_up holds gate then up.
 torch::Tensor silu_mul(const torch::Tensor& gate_up, bool use_kernels);
 // SiLU(gate) × up of two tensors (the gate and up projections' outputs in training), with a backward

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "xpuperf/models/fused_ops.h"
+#include "xpuperf/models/stacked_weights.h"
 #include "xpuperf/models/vocabulary_output.h"
 #include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/init.h"
@@ -22,25 +23,6 @@ Layer linear(std::int64_t in, std::int64_t out) {
   return torchrt::normal_linear<Layer>(in, out, /*bias=*/false, kLlamaInitStd);
 }
 
-// `parts` (out_i, in) stacked into one (Σ out_i, in) matrix; each part's weight becomes its view.
-torch::Tensor stack_weights(const std::vector<torch::Tensor*>& parts) {
-  const torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> values;
-  for (auto* p : parts) values.push_back(*p);
-  const auto stacked = torch::cat(values, 0);
-  std::int64_t at = 0;
-  for (auto* p : parts) {
-    const auto rows = p->size(0);
-    p->set_data(stacked.narrow(0, at, rows));
-    at += rows;
-  }
-  return stacked;
-}
-
-// Still the matrix the weights are views of (a move to another device or type makes copies).
-bool still_stacked(const torch::Tensor& stacked, const torch::Tensor& first) {
-  return stacked.defined() && stacked.data_ptr() == first.data_ptr() && stacked.dtype() == first.dtype();
-}
 }  // namespace
 
 LlamaConfig LlamaConfig::llama3_2_1b() {

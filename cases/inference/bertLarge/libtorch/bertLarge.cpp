@@ -78,6 +78,13 @@ class BertLargeInference : public infer::InferenceCase {
     return model.ptr();
   }
 
+  // With the kernels, q, k and v as one product: joined after the engine has cast the weights (a cast
+  // makes copies, which would undo the join).
+  void finish_model(torch::nn::Module& model, const infer::InferContext& ctx) override {
+    if (ctx.config.get_bool("fused_kernels", false))
+      dynamic_cast<BertForMaskedLMImpl&>(model).join_projections_for_inference();
+  }
+
   torch::Tensor model_forward(torch::nn::Module& model, const torch::Tensor& input) override {
     return dynamic_cast<BertForMaskedLMImpl&>(model).predict_tokens(input.select(1, 0),
                                                                     input.select(1, 1).to(torch::kBool));

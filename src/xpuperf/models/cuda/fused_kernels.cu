@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 
 #include "xpuperf/models/cuda/element.cuh"
@@ -37,6 +38,7 @@ __device__ float stage_added_row(const T* __restrict__ x, const T* __restrict__ 
 template <typename T>
 __global__ void add_rms_norm_kernel(const T* __restrict__ x, const T* __restrict__ delta, const T* __restrict__ weight,
                                     T* __restrict__ sum, T* __restrict__ out, std::int64_t width, float eps) {
+  await_previous_kernel();
   extern __shared__ __align__(16) unsigned char row_bytes[];
   auto* row = reinterpret_cast<Pack<T>*>(row_bytes);
   const std::int64_t packs = width / Pack<T>::kSize;
@@ -59,6 +61,7 @@ template <typename T>
 __global__ void add_layer_norm_kernel(const T* __restrict__ x, const T* __restrict__ delta,
                                       const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ sum,
                                       T* __restrict__ out, std::int64_t width, float eps) {
+  await_previous_kernel();
   extern __shared__ __align__(16) unsigned char row_bytes[];
   auto* row = reinterpret_cast<Pack<T>*>(row_bytes);
   const std::int64_t packs = width / Pack<T>::kSize;
@@ -90,6 +93,7 @@ __global__ void add_layer_norm_kernel(const T* __restrict__ x, const T* __restri
 template <typename T>
 __global__ void silu_mul_kernel(const T* __restrict__ gate_up, T* __restrict__ out, std::int64_t rows,
                                 std::int64_t width) {
+  await_previous_kernel();
   const std::int64_t packs = width / Pack<T>::kSize, total = rows * packs;
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
@@ -109,6 +113,7 @@ __global__ void silu_mul_kernel(const T* __restrict__ gate_up, T* __restrict__ o
 // One thread a pair (i, i + half) of one head of one token.
 template <typename T>
 __global__ void rotary_qkv_kernel(RotaryQkv a) {
+  await_previous_kernel();
   const std::int64_t half = a.head_dim / 2, stacked = a.heads + 2 * a.kv_heads;
   const std::int64_t total = a.batch * a.tokens * stacked * half;
   const std::int64_t idx = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -160,6 +165,7 @@ __global__ void rotary_qkv_kernel(RotaryQkv a) {
 template <typename T, int Rows>
 __global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, std::int64_t n,
                             std::int64_t k) {
+  await_previous_kernel();
   constexpr int kUnroll = 4;
   const int lane = threadIdx.x % 32;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
@@ -285,9 +291,9 @@ void launch_add_rms_norm(const void* x, const void* delta, const void* weight, v
                          std::int64_t width, float eps, cudaStream_t stream) {
   const int threads = row_threads<T>(width);
   const std::size_t shared = static_cast<std::size_t>(width) * sizeof(T);
-  add_rms_norm_kernel<T><<<static_cast<unsigned>(rows), threads, shared, stream>>>(
-      static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight), static_cast<T*>(sum),
-      static_cast<T*>(out), width, eps);
+  launch_overlapping(add_rms_norm_kernel<T>, static_cast<unsigned>(rows), threads, shared, stream,
+                     static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
+                     static_cast<T*>(sum), static_cast<T*>(out), width, eps);
 }
 
 template <typename T>
@@ -295,9 +301,9 @@ void launch_add_layer_norm(const void* x, const void* delta, const void* weight,
                            std::int64_t rows, std::int64_t width, float eps, cudaStream_t stream) {
   const int threads = row_threads<T>(width);
   const std::size_t shared = static_cast<std::size_t>(width) * sizeof(T);
-  add_layer_norm_kernel<T><<<static_cast<unsigned>(rows), threads, shared, stream>>>(
-      static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
-      static_cast<const T*>(bias), static_cast<T*>(sum), static_cast<T*>(out), width, eps);
+  launch_overlapping(add_layer_norm_kernel<T>, static_cast<unsigned>(rows), threads, shared, stream,
+                     static_cast<const T*>(x), static_cast<const T*>(delta), static_cast<const T*>(weight),
+                     static_cast<const T*>(bias), static_cast<T*>(sum), static_cast<T*>(out), width, eps);
 }
 
 template <typename T>
@@ -305,15 +311,15 @@ void launch_silu_mul(const void* gate_up, void* out, std::int64_t rows, std::int
   constexpr int kThreads = 256;
   const std::int64_t packs = rows * (width / Pack<T>::kSize);
   const unsigned blocks = std::min<unsigned>(blocks_for(packs, kThreads), 1u << 20);
-  silu_mul_kernel<T>
-      <<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(gate_up), static_cast<T*>(out), rows, width);
+  launch_overlapping(silu_mul_kernel<T>, blocks, kThreads, 0, stream, static_cast<const T*>(gate_up),
+                     static_cast<T*>(out), rows, width);
 }
 
 template <typename T>
 void launch_rotary_qkv(const RotaryQkv& a, cudaStream_t stream) {
   constexpr int kThreads = 256;
   const std::int64_t pairs = a.batch * a.tokens * (a.heads + 2 * a.kv_heads) * (a.head_dim / 2);
-  rotary_qkv_kernel<T><<<blocks_for(pairs, kThreads), kThreads, 0, stream>>>(a);
+  launch_overlapping(rotary_qkv_kernel<T>, blocks_for(pairs, kThreads), kThreads, 0, stream, a);
 }
 
 template <typename T>
@@ -326,21 +332,75 @@ void launch_gemv(const void* x, const void* weight, void* y, std::int64_t rows, 
   auto* ys = static_cast<T*>(y);
   switch (rows) {
     case 1:
-      gemv_kernel<T, 1><<<blocks, kThreads, 0, stream>>>(xs, w, ys, n, k);
+      launch_overlapping(gemv_kernel<T, 1>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
       break;
     case 2:
-      gemv_kernel<T, 2><<<blocks, kThreads, 0, stream>>>(xs, w, ys, n, k);
+      launch_overlapping(gemv_kernel<T, 2>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
       break;
     case 3:
-      gemv_kernel<T, 3><<<blocks, kThreads, 0, stream>>>(xs, w, ys, n, k);
+      launch_overlapping(gemv_kernel<T, 3>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
       break;
     default:
-      gemv_kernel<T, 4><<<blocks, kThreads, 0, stream>>>(xs, w, ys, n, k);
+      launch_overlapping(gemv_kernel<T, 4>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
       break;
   }
 }
 
 constexpr int kCrossEntropyThreads = 512;  // one row a block
+
+// Whether (v, i) comes before (best, at) in ATen's argmax order: a NaN first, then the larger value,
+// then the smaller index. at = INT64_MAX: no element yet.
+__device__ inline bool argmax_before(float v, std::int64_t i, float best, std::int64_t at) {
+  if (isnan(v)) return !isnan(best) || i < at;
+  if (isnan(best)) return false;
+  return v > best || (v == best && i < at);
+}
+
+// One row a block: the elements before the first 16-byte boundary one a thread, then whole packs,
+// then the rest; each thread's best, then the warps', then the block's.
+template <typename T>
+__global__ void argmax_rows_kernel(const T* __restrict__ x, std::int64_t* __restrict__ out, std::int64_t width) {
+  const T* row = x + static_cast<std::int64_t>(blockIdx.x) * width;
+  float best = -INFINITY;
+  std::int64_t at = INT64_MAX;
+  const auto take = [&](float v, std::int64_t i) {
+    if (argmax_before(v, i, best, at)) {
+      best = v;
+      at = i;
+    }
+  };
+  const auto misaligned = reinterpret_cast<std::uintptr_t>(row) % 16;
+  const std::int64_t to_boundary = misaligned == 0 ? 0 : static_cast<std::int64_t>((16 - misaligned) / sizeof(T));
+  const std::int64_t head = to_boundary < width ? to_boundary : width;
+  for (std::int64_t j = threadIdx.x; j < head; j += blockDim.x) take(to_float(row[j]), j);
+  const std::int64_t packs = (width - head) / Pack<T>::kSize;
+  const auto* ps = reinterpret_cast<const Pack<T>*>(row + head);
+#pragma unroll 4
+  for (std::int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
+    const Pack<T> a = ps[p];
+#pragma unroll
+    for (int k = 0; k < Pack<T>::kSize; ++k) take(to_float(a.v[k]), head + p * Pack<T>::kSize + k);
+  }
+  for (std::int64_t j = head + packs * Pack<T>::kSize + threadIdx.x; j < width; j += blockDim.x)
+    take(to_float(row[j]), j);
+  for (int o = 16; o > 0; o >>= 1) {
+    const float v = __shfl_xor_sync(0xffffffffu, best, o);
+    const auto i = static_cast<std::int64_t>(__shfl_xor_sync(0xffffffffu, static_cast<long long>(at), o));
+    take(v, i);
+  }
+  __shared__ float warp_best[32];
+  __shared__ std::int64_t warp_at[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) {
+    warp_best[warp] = best;
+    warp_at[warp] = at;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < static_cast<int>(blockDim.x / 32); ++w) take(warp_best[w], warp_at[w]);
+    out[blockIdx.x] = at;
+  }
+}
 
 }  // namespace
 
@@ -415,6 +475,19 @@ const char* cross_entropy_backward(Element type, const void* logits, const std::
     cross_entropy_backward_kernel<T>
         <<<static_cast<unsigned>(rows), kCrossEntropyThreads, 0, static_cast<cudaStream_t>(stream)>>>(
             static_cast<const T*>(logits), targets, lse, scale, static_cast<T*>(grad), vocab);
+  });
+  return launch_error();
+}
+
+const char* argmax_rows(Element type, const void* x, std::int64_t* out, std::int64_t rows, std::int64_t width,
+                        void* stream) {
+  if (rows == 0) return nullptr;
+  if (width == 0) return "argmax over rows of no element";
+  if (rows > 0x7fffffff) return "argmax_rows takes at most 2^31 - 1 rows";
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    argmax_rows_kernel<T><<<static_cast<unsigned>(rows), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T*>(x), out, width);
   });
   return launch_error();
 }
