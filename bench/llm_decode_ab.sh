@@ -8,6 +8,8 @@
 #
 # HARDWARE: the nvidia vendor's hardware (default H200); SIZE: 7b (Llama-2-7B's shape, default) or
 # 1b (the case's default, TinyLlama-1.1B's). ROUNDS (default 2); LOGS=DIR keeps each run's output.
+# A_ENV / B_ENV: environment settings for one side's runs (e.g. A_ENV=XPUPERF_SERIAL_LAUNCHES=1 with
+# one binary as both A and B: the same build with and without a runtime switch).
 # A short prefill set, no serving.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,9 +41,11 @@ for s in "${sets[@]}"; do args+=(--set "$s"); done
 for ((r = 1; r <= rounds; ++r)); do
   for side in A B; do
     bin=$a
-    [[ $side == B ]] && bin=$b
+    side_env=${A_ENV:-}
+    [[ $side == B ]] && bin=$b && side_env=${B_ENV:-}
     log=$work/$side$r.log
-    if ! "$bin" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work/out$side$r" "${args[@]}" \
+    # shellcheck disable=SC2086  # A_ENV / B_ENV are lists of NAME=VALUE words
+    if ! env $side_env "$bin" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work/out$side$r" "${args[@]}" \
       >"$log" 2>&1; then
       echo "llm_decode_ab: $bin failed; its output:" >&2
       tail -n 30 "$log" >&2
@@ -53,7 +57,7 @@ for ((r = 1; r <= rounds; ++r)); do
 done
 
 python3 - "$work" "$rounds" "$a" "$b" <<'PY'
-import json, sys
+import json, os, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
 def decode_rows(path):
     for line in open(path):
@@ -64,7 +68,8 @@ def decode_rows(path):
             return {(d["batch_size"], d["sampling"]): d for d in rows}
     sys.exit(f"llm_decode_ab: no FINISHED in {path}")
 runs = {side: [decode_rows(f"{work}/{side}{r}.log") for r in range(1, rounds + 1)] for side in "AB"}
-print(f"A: {sys.argv[3]}\nB: {sys.argv[4]}\n")
+print(f"A: {' '.join(filter(None, [os.environ.get('A_ENV', ''), sys.argv[3]]))}\n"
+      f"B: {' '.join(filter(None, [os.environ.get('B_ENV', ''), sys.argv[4]]))}\n")
 print("| batch | sampling | A TPOT ms (runs) | B TPOT ms (runs) | A mean | B mean | B ÷ A | bound ms | B ÷ bound |")
 print("| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
 for key in sorted(runs["A"][0]):
