@@ -1,10 +1,15 @@
 // The per-operator profile of an inference pass (infer/op_profile.h): counts, inclusive and self
-// times on the CPU's clock.
+// times on the CPU's clock, and on a GPU the inference kernels of our own as operators.
 
 #include "xpuperf/infer/op_profile.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <algorithm>
+#include <string>
+
+#include "xpuperf/models/fused_ops.h"
 
 namespace xpuperf::infer {
 namespace {
@@ -43,6 +48,34 @@ TEST(OpProfile, CallersIncludeTheirCalleesAndSelfTimesAddUpToThePass) {
   // Nothing is recorded once the profile is over, and profiles do not nest.
   EXPECT_TRUE(profile_ops([] {}, torch::kCPU).empty());
   EXPECT_THROW(profile_ops([] { profile_ops([] {}, torch::kCPU); }, torch::kCPU), std::logic_error);
+}
+
+// The inference kernels of our own are operators of their own to the profile, on the GPU's clock,
+// where the ATen operators they replace were: a decoding step's GEMV, norm and SiLU × up, and the
+// masked-LM head's argmax.
+TEST(OpProfile, TheInferenceKernelsAreOperatorsOfTheirOwn) {
+  if (!torch::cuda::is_available() || !models::fused::kernels_built())
+    GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::NoGradGuard no_grad;
+  const auto o = torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16);
+  const auto x = torch::randn({1, 256}, o), w = torch::randn({512, 256}, o), norm = torch::ones({256}, o);
+  const auto logits = torch::randn({70, 1000}, o), gate_up = torch::randn({1, 512}, o);
+  const auto ops = profile_ops(
+      [&] {
+        for (int i = 0; i < 2; ++i) {
+          models::fused::linear(models::fused::add_rms_norm(x, x, norm, 1e-5, true).second, w, true);
+          models::fused::silu_mul(gate_up, true);
+          models::fused::argmax(logits, true);
+        }
+      },
+      torch::kCUDA);
+  for (const std::string name : {"xpuperf::gemv", "xpuperf::add_rms_norm", "xpuperf::silu_mul", "xpuperf::argmax"}) {
+    const auto op = std::find_if(ops.begin(), ops.end(), [&](const OpTime& t) { return t.name == name; });
+    ASSERT_NE(op, ops.end()) << name << " is not in\n" << op_profile_table(ops, 20);
+    EXPECT_EQ(op->calls, 2) << name;
+    EXPECT_GT(op->self_ms, 0) << name;
+  }
+  EXPECT_EQ(std::count_if(ops.begin(), ops.end(), [](const OpTime& t) { return t.name == "aten::argmax"; }), 0);
 }
 
 }  // namespace

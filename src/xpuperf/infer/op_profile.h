@@ -4,7 +4,8 @@
 // the current stream, so the figure is the GPU time of the operator's kernels and the work is not
 // slowed by synchronising; on the CPU by the wall clock). Total time includes the operators an
 // operator calls (aten::linear calls aten::addmm), self time does not, so self times add up to the
-// pass. Operators inside a CUDA graph replay or a compiled package are not ATen calls and do not
+// pass. The models' inference kernels are operators of their own (xpuperf::gemv and the like,
+// models/fused_ops.cpp). Operators inside a CUDA graph replay or a compiled package are not ATen calls and do not
 // show: profile the `libtorch` engine for a per-operator view.
 
 #include <torch/torch.h>

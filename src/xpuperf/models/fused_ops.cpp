@@ -41,6 +41,16 @@ bool packable(const torch::Tensor& t, std::int64_t width, kernels::Element& e) {
   return t.is_cuda() && t.is_contiguous() && element_of(t, e) && width % kernels::pack_elements(e) == 0 && aligned(t);
 }
 
+// Launches an inference kernel (`launch` returns CUDA's error text or null) as an operator of its own
+// to LibTorch's RecordFunction callbacks, so that the op profile (profile_batches) times it between
+// CUDA events as it times the ATen operators the kernel replaces; throws on a launch error. (The
+// training kernels are timed by profile_steps' Kineto profile, by kernel name.)
+template <typename Launch>
+void run_kernel(const char* name, Launch&& launch) {
+  RECORD_FUNCTION(name, std::vector<c10::IValue>());
+  check(launch(), name);
+}
+
 // Each kernel_* runs its kernel and returns the result, or nothing when the tensors are not ones
 // the kernel takes.
 
@@ -57,10 +67,11 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_rms_norm(const
     const c10::cuda::CUDAGuard guard(x.device());
     const auto sum = delta.defined() ? torch::empty_like(x) : x;
     auto out = torch::empty_like(x);
-    check(kernels::add_rms_norm(e, x.data_ptr(), delta.defined() ? delta.data_ptr() : nullptr, weight.data_ptr(),
-                                delta.defined() ? sum.data_ptr() : nullptr, out.data_ptr(), x.numel() / width, width,
-                                static_cast<float>(eps), stream_of(x)),
-          "add_rms_norm");
+    run_kernel("xpuperf::add_rms_norm", [&] {
+      return kernels::add_rms_norm(e, x.data_ptr(), delta.defined() ? delta.data_ptr() : nullptr, weight.data_ptr(),
+                                   delta.defined() ? sum.data_ptr() : nullptr, out.data_ptr(), x.numel() / width, width,
+                                   static_cast<float>(eps), stream_of(x));
+    });
     return std::make_pair(sum, out);
   }
   return std::nullopt;
@@ -83,10 +94,11 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_layer_norm(con
   const c10::cuda::CUDAGuard guard(x.device());
   const auto sum = delta.defined() ? torch::empty_like(x) : x;
   auto out = torch::empty_like(x);
-  check(kernels::add_layer_norm(e, x.data_ptr(), delta.defined() ? delta.data_ptr() : nullptr, weight.data_ptr(),
-                                bias.data_ptr(), delta.defined() ? sum.data_ptr() : nullptr, out.data_ptr(),
-                                x.numel() / width, width, static_cast<float>(eps), stream_of(x)),
-        "add_layer_norm");
+  run_kernel("xpuperf::add_layer_norm", [&] {
+    return kernels::add_layer_norm(e, x.data_ptr(), delta.defined() ? delta.data_ptr() : nullptr, weight.data_ptr(),
+                                   bias.data_ptr(), delta.defined() ? sum.data_ptr() : nullptr, out.data_ptr(),
+                                   x.numel() / width, width, static_cast<float>(eps), stream_of(x));
+  });
   return std::make_pair(sum, out);
 }
 
@@ -423,9 +435,10 @@ std::optional<torch::Tensor> kernel_silu_mul(const torch::Tensor& gate_up) {
     auto sizes = gate_up.sizes().vec();
     sizes.back() = width;
     auto out = torch::empty(sizes, gate_up.options());
-    check(kernels::silu_mul(e, gate_up.data_ptr(), out.data_ptr(), gate_up.numel() / (2 * width), width,
-                            stream_of(gate_up)),
-          "silu_mul");
+    run_kernel("xpuperf::silu_mul", [&] {
+      return kernels::silu_mul(e, gate_up.data_ptr(), out.data_ptr(), gate_up.numel() / (2 * width), width,
+                               stream_of(gate_up));
+    });
     return out;
   }
   return std::nullopt;
@@ -476,7 +489,7 @@ std::optional<RotatedQkv> kernel_rotary_qkv(const torch::Tensor& qkv, std::int64
   }
   a.batch = batch, a.tokens = tokens, a.heads = heads, a.kv_heads = kv_heads, a.head_dim = dim;
   a.cos_batch = cos.size(0);
-  check(kernels::rotary_qkv(e, a, stream_of(qkv)), "rotary_qkv");
+  run_kernel("xpuperf::rotary_qkv", [&] { return kernels::rotary_qkv(e, a, stream_of(qkv)); });
   return out;
 }
 
@@ -571,12 +584,12 @@ std::optional<torch::Tensor> kernel_linear(const torch::Tensor& x, const torch::
   auto sizes = x.sizes().vec();
   sizes.back() = weight.size(0);
   auto y = torch::empty(sizes, x.options());
-  check(kernels::gemv(e, x.data_ptr(), weight.data_ptr(), y.data_ptr(), rows, weight.size(0), width, stream_of(x)),
-        "gemv");
+  run_kernel("xpuperf::gemv", [&] {
+    return kernels::gemv(e, x.data_ptr(), weight.data_ptr(), y.data_ptr(), rows, weight.size(0), width, stream_of(x));
+  });
   return y;
 }
 
-// Timed as an operator of its own by the op profile (profile_batches), where ATen's argmax was.
 // Fewer rows than this: ATen's reduction, which spreads a row over many blocks.
 constexpr std::int64_t kMinArgmaxRows = 64;
 
@@ -585,12 +598,13 @@ std::optional<torch::Tensor> kernel_argmax(const torch::Tensor& x) {
   if (!x.is_cuda() || x.dim() == 0 || !x.is_contiguous() || !element_of(x, e) || x.size(-1) == 0) return std::nullopt;
   const auto width = x.size(-1), rows = x.numel() / width;
   if (rows < kMinArgmaxRows) return std::nullopt;
-  RECORD_FUNCTION("xpuperf::argmax", std::vector<c10::IValue>());
-  const c10::cuda::CUDAGuard on_device(x.device());
+  const c10::cuda::CUDAGuard guard(x.device());
   auto sizes = x.sizes().vec();
   sizes.pop_back();
   auto out = torch::empty(sizes, x.options().dtype(torch::kLong));
-  check(kernels::argmax_rows(e, x.data_ptr(), out.data_ptr<std::int64_t>(), rows, width, stream_of(x)), "argmax_rows");
+  run_kernel("xpuperf::argmax", [&] {
+    return kernels::argmax_rows(e, x.data_ptr(), out.data_ptr<std::int64_t>(), rows, width, stream_of(x));
+  });
   return out;
 }
 
