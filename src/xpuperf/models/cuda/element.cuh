@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 
@@ -94,15 +95,28 @@ __device__ inline void await_previous_kernel() {
 }
 
 // On Hopper and newer, unless XPUPERF_SERIAL_LAUNCHES is set (to 1: for measuring what the overlap
-// brings, or ruling it out).
+// brings, or ruling it out). Each device's answer is kept: an eager decoding step launches some 300
+// kernels, and need not ask CUDA for the compute capability each time.
 inline bool overlapping_launches() {
   static const bool serial = [] {
     const char* v = std::getenv("XPUPERF_SERIAL_LAUNCHES");
     return v != nullptr && *v != '\0' && *v != '0';
   }();
-  int device = 0, major = 0;
-  return !serial && cudaGetDevice(&device) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+  constexpr int kDevicesKept = 64;
+  static std::atomic<signed char> known[kDevicesKept] = {};  // 0: not asked yet, 1: overlaps, -1: does not
+  int device = 0;
+  if (serial || cudaGetDevice(&device) != cudaSuccess) return false;
+  const auto ask = [device] {
+    int major = 0;
+    return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 9;
+  };
+  if (device < 0 || device >= kDevicesKept) return ask();
+  signed char answer = known[device].load(std::memory_order_relaxed);
+  if (answer == 0) {
+    answer = ask() ? 1 : -1;
+    known[device].store(answer, std::memory_order_relaxed);
+  }
+  return answer > 0;
 }
 
 // kernel<<<grid, block, shared, stream>>>(args...), launched to overlap the previous kernel's end where
