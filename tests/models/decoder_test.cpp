@@ -538,6 +538,16 @@ TEST(FusedKernels, EachGivesWhatAtensOperatorsGiveInEveryType) {
         EXPECT_EQ(got.sizes(), (std::vector<std::int64_t>{rows, 1, 37}));
         expect_close(got, fused::linear(x, weight, false), "gemv " + std::to_string(rows) + "x" + std::to_string(k));
       }
+      // The gate and up GEMV with SiLU × up after it: the two kernels' result to the bit.
+      const auto gate_up = torch::randn({2 * 37, k}, o) / std::sqrt(static_cast<double>(k));
+      for (const std::int64_t rows : {1, 4, 5}) {
+        const auto x = torch::randn({rows, 1, k}, o);
+        const auto got = fused::linear_silu_mul(x, gate_up, true);
+        EXPECT_EQ(got.sizes(), (std::vector<std::int64_t>{rows, 1, 37}));
+        EXPECT_TRUE(torch::equal(got, fused::silu_mul(fused::linear(x, gate_up, true), true)))
+            << "gemv_silu_mul " << rows << "x" << k << " in " << dtype;
+        expect_close(got, fused::silu_mul(fused::linear(x, gate_up, false), false), "gemv_silu_mul");
+      }
       const auto transposed = torch::randn({k, 37}, o).t();  // not contiguous: ATen's product
       const auto x = torch::randn({1, k}, o);
       EXPECT_TRUE(torch::equal(fused::linear(x, transposed, true), fused::linear(x, transposed, false)));
@@ -567,6 +577,29 @@ TEST(FusedKernels, EachGivesWhatAtensOperatorsGiveInEveryType) {
       EXPECT_TRUE(torch::equal(cache.v[0].index({0}).narrow(0, 0, tokens), want.v[1]));
       EXPECT_EQ(cache.k[0].index({1}).abs().sum().item<double>(), 0.0) << "slot 1 was not in the step";
       EXPECT_EQ(cache.k[0].narrow(1, tokens, 2).abs().sum().item<double>(), 0.0) << "past the prompts";
+    }
+    // A decoding step's q/k/v product and rotary as one kernel: what the product and then the rotary
+    // kernel give, to the bit (q back; k and v at each row's position in slots 0 and 1).
+    for (const std::int64_t width : {264, 1000}) {
+      const auto weight = torch::randn({(heads + 2 * kv) * dim, width}, o) / std::sqrt(static_cast<double>(width));
+      const auto x = torch::randn({2, 1, width}, o);
+      const auto angles = torch::rand({2, 1, 1, dim / 2}, o.dtype(torch::kFloat)) * 6;
+      const auto emb = torch::cat({angles, angles}, -1);
+      const auto sign = torch::cat({-torch::ones({dim / 2}, emb.options()), torch::ones({dim / 2}, emb.options())});
+      const auto cos = emb.cos().to(dtype), sin = (emb.sin() * sign).to(dtype);
+      const auto positions = torch::tensor({3, 1}, o.dtype(torch::kLong)).view({2, 1});
+      std::vector<KvCache> caches;
+      for (int c = 0; c < 2; ++c) caches.push_back(KvCache::allocate(1, 2, 5, kv, dim, o));
+      const auto fused_step = KvStep::decode(caches[0], positions, 5);
+      const auto plain_step = KvStep::decode(caches[1], positions, 5);
+      const auto got = fused::linear_rotary_qkv(x, weight, heads, kv, dim, cos, sin, &fused_step, 0, true);
+      const auto qkv = fused::linear(x, weight, true).view({2, 1, heads + 2 * kv, dim});
+      const auto want = fused::rotary_qkv(qkv, heads, kv, cos, sin, &plain_step, 0, true);
+      ASSERT_TRUE(got.cached);
+      EXPECT_TRUE(torch::equal(got.q, want.q)) << "q of gemv_rotary_qkv " << width << " in " << dtype;
+      EXPECT_TRUE(torch::equal(caches[0].k[0], caches[1].k[0])) << "k in the cache";
+      EXPECT_TRUE(torch::equal(caches[0].v[0], caches[1].v[0])) << "v in the cache";
+      EXPECT_GT(caches[0].v[0].index({0, 3}).abs().sum().item<double>(), 0.0) << "row 0's v at position 3";
     }
   }
 }

@@ -65,11 +65,13 @@ TEST(OpProfile, TheInferenceKernelsAreOperatorsOfTheirOwn) {
         for (int i = 0; i < 2; ++i) {
           models::fused::linear(models::fused::add_rms_norm(x, x, norm, 1e-5, true).second, w, true);
           models::fused::silu_mul(gate_up, true);
+          models::fused::linear_silu_mul(x, torch::cat({w, w}), true);
           models::fused::argmax(logits, true);
         }
       },
       torch::kCUDA);
-  for (const std::string name : {"xpuperf::gemv", "xpuperf::add_rms_norm", "xpuperf::silu_mul", "xpuperf::argmax"}) {
+  for (const std::string name :
+       {"xpuperf::gemv", "xpuperf::add_rms_norm", "xpuperf::silu_mul", "xpuperf::gemv_silu_mul", "xpuperf::argmax"}) {
     const auto op = std::find_if(ops.begin(), ops.end(), [&](const OpTime& t) { return t.name == name; });
     ASSERT_NE(op, ops.end()) << name << " is not in\n" << op_profile_table(ops, 20);
     EXPECT_EQ(op->calls, 2) << name;

@@ -444,26 +444,58 @@ std::optional<torch::Tensor> kernel_silu_mul(const torch::Tensor& gate_up) {
   return std::nullopt;
 }
 
+// Whether the GEMV takes x (1 to kMaxGemvRows rows) and weight; e: their element type.
+bool gemv_takes(const torch::Tensor& x, const torch::Tensor& weight, kernels::Element& e) {
+  const auto width = x.size(-1);
+  const auto rows = width == 0 ? 0 : x.numel() / width;
+  return rows >= 1 && rows <= kernels::kMaxGemvRows && packable(x, width, e) && weight.dim() == 2 &&
+         weight.size(1) == width && weight.scalar_type() == x.scalar_type() && weight.is_contiguous() &&
+         aligned(weight) && weight.device() == x.device();
+}
+
+// The rotary kernels' arguments for q, k and v of batch × tokens rows of `like`'s type and device:
+// the tables and, with a step, the layer's cache (the outputs' pointers left to the caller), or
+// nothing when the kernels do not take them.
+std::optional<kernels::RotaryQkv> rotary_arguments(const torch::Tensor& like, std::int64_t batch, std::int64_t tokens,
+                                                   std::int64_t heads, std::int64_t kv_heads, std::int64_t dim,
+                                                   const torch::Tensor& cos, const torch::Tensor& sin_signed,
+                                                   const KvStep* step, std::int64_t layer) {
+  const auto same = [&](const torch::Tensor& t) {
+    return t.scalar_type() == like.scalar_type() && t.is_contiguous() && t.device() == like.device();
+  };
+  if (!(dim % 2 == 0 && same(cos) && same(sin_signed) && cos.sizes() == sin_signed.sizes() &&
+        (cos.size(0) == 1 || cos.size(0) == batch) && cos.size(1) == tokens && cos.size(-1) == dim))
+    return std::nullopt;
+  kernels::RotaryQkv a;
+  a.cos = cos.data_ptr();
+  a.sin_signed = sin_signed.data_ptr();
+  if (step) {
+    const auto& k_cache = step->cache->k[static_cast<std::size_t>(layer)];
+    const auto& v_cache = step->cache->v[static_cast<std::size_t>(layer)];
+    if (!(same(k_cache) && same(v_cache) && step->slots.is_contiguous() && step->slots.device() == like.device() &&
+          step->positions.device() == like.device() && step->slots.scalar_type() == torch::kLong &&
+          step->positions.scalar_type() == torch::kLong && (tokens == 1 || step->positions.stride(1) == 1)))
+      return std::nullopt;
+    a.k_cache = k_cache.data_ptr();
+    a.v_cache = v_cache.data_ptr();
+    a.slots = step->slots.data_ptr<std::int64_t>();
+    a.positions = step->positions.data_ptr<std::int64_t>();
+    a.positions_row_stride = step->positions.stride(0);
+    a.max_tokens = k_cache.size(1);
+  }
+  a.batch = batch, a.tokens = tokens, a.heads = heads, a.kv_heads = kv_heads, a.head_dim = dim;
+  a.cos_batch = cos.size(0);
+  return a;
+}
+
 std::optional<RotatedQkv> kernel_rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
                                             const torch::Tensor& cos, const torch::Tensor& sin_signed,
                                             const KvStep* step, std::int64_t layer) {
   const auto batch = qkv.size(0), tokens = qkv.size(1), dim = qkv.size(3);
   kernels::Element e{};
-  const auto same = [&](const torch::Tensor& t) {
-    return t.scalar_type() == qkv.scalar_type() && t.is_contiguous() && t.device() == qkv.device();
-  };
-  bool usable = qkv.is_cuda() && qkv.is_contiguous() && element_of(qkv, e) && dim % 2 == 0 && same(cos) &&
-                same(sin_signed) && cos.sizes() == sin_signed.sizes() && (cos.size(0) == 1 || cos.size(0) == batch) &&
-                cos.size(1) == tokens && cos.size(-1) == dim;
-  torch::Tensor k_cache, v_cache;
-  if (usable && step) {
-    k_cache = step->cache->k[static_cast<std::size_t>(layer)];
-    v_cache = step->cache->v[static_cast<std::size_t>(layer)];
-    usable = same(k_cache) && same(v_cache) && step->slots.is_contiguous() && step->slots.device() == qkv.device() &&
-             step->positions.device() == qkv.device() && step->slots.scalar_type() == torch::kLong &&
-             step->positions.scalar_type() == torch::kLong && (tokens == 1 || step->positions.stride(1) == 1);
-  }
-  if (!usable) return std::nullopt;
+  if (!qkv.is_cuda() || !qkv.is_contiguous() || !element_of(qkv, e)) return std::nullopt;
+  auto a = rotary_arguments(qkv, batch, tokens, heads, kv_heads, dim, cos, sin_signed, step, layer);
+  if (!a) return std::nullopt;
   const c10::cuda::CUDAGuard guard(qkv.device());
   RotatedQkv out;
   out.q = torch::empty({batch, tokens, heads, dim}, qkv.options());
@@ -472,24 +504,34 @@ std::optional<RotatedQkv> kernel_rotary_qkv(const torch::Tensor& qkv, std::int64
     out.k = torch::empty({batch, tokens, kv_heads, dim}, qkv.options());
     out.v = qkv.narrow(2, heads + kv_heads, kv_heads);
   }
-  kernels::RotaryQkv a;
-  a.qkv = qkv.data_ptr();
-  a.cos = cos.data_ptr();
-  a.sin_signed = sin_signed.data_ptr();
-  a.q = out.q.data_ptr();
-  a.k = decoding ? nullptr : out.k.data_ptr();
-  if (step) {
-    a.k_cache = k_cache.data_ptr();
-    a.v_cache = v_cache.data_ptr();
-    a.slots = step->slots.data_ptr<std::int64_t>();
-    a.positions = step->positions.data_ptr<std::int64_t>();
-    a.positions_row_stride = step->positions.stride(0);
-    a.max_tokens = k_cache.size(1);
-    out.cached = true;
-  }
-  a.batch = batch, a.tokens = tokens, a.heads = heads, a.kv_heads = kv_heads, a.head_dim = dim;
-  a.cos_batch = cos.size(0);
-  run_kernel("xpuperf::rotary_qkv", [&] { return kernels::rotary_qkv(e, a, stream_of(qkv)); });
+  a->qkv = qkv.data_ptr();
+  a->q = out.q.data_ptr();
+  a->k = decoding ? nullptr : out.k.data_ptr();
+  out.cached = step != nullptr;
+  run_kernel("xpuperf::rotary_qkv", [&] { return kernels::rotary_qkv(e, *a, stream_of(qkv)); });
+  return out;
+}
+
+// A decoding step's q/k/v GEMV and rotary in one kernel (fused_kernels.h: gemv_rotary_qkv).
+std::optional<RotatedQkv> kernel_linear_rotary_qkv(const torch::Tensor& x, const torch::Tensor& qkv_weight,
+                                                   std::int64_t heads, std::int64_t kv_heads, std::int64_t dim,
+                                                   const torch::Tensor& cos, const torch::Tensor& sin_signed,
+                                                   const KvStep* step, std::int64_t layer) {
+  kernels::Element e{};
+  if (!step || step->fresh || x.dim() != 3 || !gemv_takes(x, qkv_weight, e) ||
+      qkv_weight.size(0) != (heads + 2 * kv_heads) * dim)
+    return std::nullopt;
+  const auto batch = x.size(0), tokens = x.size(1);
+  auto a = rotary_arguments(x, batch, tokens, heads, kv_heads, dim, cos, sin_signed, step, layer);
+  if (!a) return std::nullopt;
+  const c10::cuda::CUDAGuard guard(x.device());
+  RotatedQkv out;
+  out.q = torch::empty({batch, tokens, heads, dim}, x.options());
+  out.cached = true;
+  a->q = out.q.data_ptr();
+  run_kernel("xpuperf::gemv_rotary_qkv", [&] {
+    return kernels::gemv_rotary_qkv(e, x.data_ptr(), qkv_weight.data_ptr(), *a, x.size(-1), stream_of(x));
+  });
   return out;
 }
 
@@ -573,19 +615,30 @@ std::optional<RotatedQkv> kernel_rotary_qkv_with_backward(const torch::Tensor& q
 }
 
 std::optional<torch::Tensor> kernel_linear(const torch::Tensor& x, const torch::Tensor& weight) {
-  const auto width = x.size(-1);
-  const auto rows = width == 0 ? 0 : x.numel() / width;
   kernels::Element e{};
-  if (rows < 1 || rows > kernels::kMaxGemvRows || !packable(x, width, e) || weight.dim() != 2 ||
-      weight.size(1) != width || weight.scalar_type() != x.scalar_type() || !weight.is_contiguous() ||
-      !aligned(weight) || weight.device() != x.device())
-    return std::nullopt;
+  if (!gemv_takes(x, weight, e)) return std::nullopt;
   const c10::cuda::CUDAGuard guard(x.device());
+  const auto width = x.size(-1), rows = x.numel() / width;
   auto sizes = x.sizes().vec();
   sizes.back() = weight.size(0);
   auto y = torch::empty(sizes, x.options());
   run_kernel("xpuperf::gemv", [&] {
     return kernels::gemv(e, x.data_ptr(), weight.data_ptr(), y.data_ptr(), rows, weight.size(0), width, stream_of(x));
+  });
+  return y;
+}
+
+std::optional<torch::Tensor> kernel_linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_up_weight) {
+  kernels::Element e{};
+  if (!gemv_takes(x, gate_up_weight, e) || gate_up_weight.size(0) % 2 != 0) return std::nullopt;
+  const c10::cuda::CUDAGuard guard(x.device());
+  const auto width = x.size(-1), rows = x.numel() / width, units = gate_up_weight.size(0) / 2;
+  auto sizes = x.sizes().vec();
+  sizes.back() = units;
+  auto y = torch::empty(sizes, x.options());
+  run_kernel("xpuperf::gemv_silu_mul", [&] {
+    return kernels::gemv_silu_mul(e, x.data_ptr(), gate_up_weight.data_ptr(), y.data_ptr(), rows, units, width,
+                                  stream_of(x));
   });
   return y;
 }
@@ -729,6 +782,19 @@ torch::Tensor silu_mul(const torch::Tensor& gate_up, [[maybe_unused]] bool use_k
   return torch::silu(gate_up.narrow(-1, 0, width)) * gate_up.narrow(-1, width, width);
 }
 
+RotatedQkv linear_rotary_qkv(const torch::Tensor& x, const torch::Tensor& qkv_weight, std::int64_t heads,
+                             std::int64_t kv_heads, std::int64_t head_dim, const torch::Tensor& cos,
+                             const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer,
+                             bool use_kernels) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels && !recording({x, qkv_weight}))
+    if (auto done = kernel_linear_rotary_qkv(x, qkv_weight, heads, kv_heads, head_dim, cos, sin_signed, step, layer))
+      return *done;
+#endif
+  const auto qkv = linear(x, qkv_weight, use_kernels).view({x.size(0), x.size(1), heads + 2 * kv_heads, head_dim});
+  return rotary_qkv(qkv, heads, kv_heads, cos, sin_signed, step, layer, use_kernels);
+}
+
 RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
                       const torch::Tensor& sin_signed, [[maybe_unused]] const KvStep* step,
                       [[maybe_unused]] std::int64_t layer, [[maybe_unused]] bool use_kernels) {
@@ -748,6 +814,14 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, [[mayb
     if (auto done = kernel_linear(x, weight)) return *done;
 #endif
   return torch::nn::functional::linear(x, weight);
+}
+
+torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_up_weight, bool use_kernels) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (use_kernels && !recording({x, gate_up_weight}))
+    if (auto done = kernel_linear_silu_mul(x, gate_up_weight)) return *done;
+#endif
+  return silu_mul(linear(x, gate_up_weight, use_kernels), use_kernels);
 }
 
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,

@@ -84,6 +84,14 @@ struct RotatedQkv {
 RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
                       const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool use_kernels);
 
+// rotary_qkv of linear(x, qkv_weight) viewed as (batch, tokens, heads + 2 kv_heads, head_dim), x (batch,
+// tokens, in). For a decoding step (a step that is not fresh, of 1 to 4 rows) the product and the
+// rotation are one kernel: q comes back, k and v go into the cache, the values those of the two
+// kernels to the bit.
+RotatedQkv linear_rotary_qkv(const torch::Tensor& x, const torch::Tensor& qkv_weight, std::int64_t heads,
+                             std::int64_t kv_heads, std::int64_t head_dim, const torch::Tensor& cos,
+                             const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool use_kernels);
+
 // x × cos + roll(x, half) × sin_signed over the head width: rotary positions with ATen's operators.
 torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin_signed);
 
@@ -91,6 +99,12 @@ torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const tor
 // GEMV kernel (models/cuda/fused_kernels.h), which streams the weight at the memory's speed where a
 // general matrix product of one row does not; otherwise, and for more rows, ATen's product.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, bool use_kernels);
+
+// SiLU(x × gateᵀ) × (x × upᵀ), gate_up_weight (2 units, in) the gate rows then the up rows (the Llama
+// MLP's stacked weights): for a decoding step's 1 to 4 rows one GEMV that streams each unit's two
+// rows and writes the product, the same to the bit as silu_mul(linear(x, gate_up_weight)) on the
+// kernels; otherwise those two.
+torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_up_weight, bool use_kernels);
 
 // The mean cross entropy of rows of logits (rows, vocab) against targets (rows; −100 ignored),
 // with its gradient. The kernels (CUDA logits whose rows are whole 16-byte packs: the output

@@ -233,8 +233,8 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
   const auto b = x.size(0), t = x.size(1);
   fused::RotatedQkv r;
   if (still_stacked(qkv_weight, q_proj->weight)) {
-    const auto qkv = fused::linear(x, qkv_weight, f.kernels).view({b, t, heads + 2 * kv_heads, head_dim});
-    r = fused::rotary_qkv(qkv, heads, kv_heads, f.cos, f.sin_signed, f.step, layer, f.kernels);
+    r = fused::linear_rotary_qkv(x, qkv_weight, heads, kv_heads, head_dim, f.cos, f.sin_signed, f.step, layer,
+                                 f.kernels);
   } else if (joins_projections(f)) {
     const auto weight = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight});
     const auto qkv = parallel::column_parallel_linear(q_proj->group(), x, weight, torch::Tensor())
@@ -278,7 +278,7 @@ bool LlamaMLPImpl::joins_projections(bool kernels) const {
 
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, bool kernels) {
   if (still_stacked(gate_up_weight, gate_proj->weight)) {
-    const auto units = fused::silu_mul(fused::linear(x, gate_up_weight, kernels), kernels);
+    const auto units = fused::linear_silu_mul(x, gate_up_weight, kernels);
     return down_proj->is_split() || down_proj->has_adapter() ? down_proj(units)
                                                              : fused::linear(units, down_proj->weight, kernels);
   }

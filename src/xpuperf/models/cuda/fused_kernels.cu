@@ -159,45 +159,128 @@ __global__ void rotary_qkv_kernel(RotaryQkv a) {
   dst[i + half] = y2;
 }
 
-// One warp a weight row: lanes take 16-byte packs kUnroll at a time (the loads issued before the
-// arithmetic, so enough bytes are in flight to keep the memory busy), each input row's pack read
-// through L1 (every warp of the block reads the same x), then the lanes' sums are added by shuffles.
-template <typename T, int Rows>
-__global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, std::int64_t n,
-                            std::int64_t k) {
-  await_previous_kernel();
+// A warp's dot products of kParts weight rows w with each of the Rows input rows xs: lanes take 16-byte
+// packs kUnroll at a time (the loads issued before the arithmetic, so enough bytes are in flight to
+// keep the memory busy), each input row's pack read through L1 (every warp of the block reads the same
+// x), then the lanes' sums are added by shuffles: every lane gets the totals.
+template <typename T, int Rows, int kParts>
+__device__ void warp_dot_rows(const uint4* const (&w)[kParts], const Pack<T>* xs, std::int64_t packs,
+                              float (&total)[kParts][Rows]) {
   constexpr int kUnroll = 4;
   const int lane = threadIdx.x % 32;
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (row >= n) return;
-  const std::int64_t packs = k / Pack<T>::kSize;
-  const auto* w = reinterpret_cast<const uint4*>(weight + row * k);
-  const auto* xs = reinterpret_cast<const Pack<T>*>(x);
-  float sum[Rows] = {};
-  const auto accumulate = [&](const uint4& bits, std::int64_t j) {
+  float sum[kParts][Rows] = {};
+  const auto accumulate = [&](int p, const uint4& bits, std::int64_t j) {
     Pack<T> a;
     *reinterpret_cast<uint4*>(&a) = bits;
 #pragma unroll
     for (int r = 0; r < Rows; ++r) {
       const Pack<T> b = xs[r * packs + j];
 #pragma unroll
-      for (int e = 0; e < Pack<T>::kSize; ++e) sum[r] += to_float(a.v[e]) * to_float(b.v[e]);
+      for (int e = 0; e < Pack<T>::kSize; ++e) sum[p][r] += to_float(a.v[e]) * to_float(b.v[e]);
     }
   };
   std::int64_t j = lane;
   for (; j + 32 * (kUnroll - 1) < packs; j += 32 * kUnroll) {
-    uint4 bits[kUnroll];
+    uint4 bits[kParts][kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) bits[u] = __ldcs(w + j + 32 * u);  // streamed: read once a step
+    for (int p = 0; p < kParts; ++p)
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) accumulate(bits[u], j + 32 * u);
+      for (int u = 0; u < kUnroll; ++u) bits[p][u] = __ldcs(w[p] + j + 32 * u);  // streamed: read once a step
+#pragma unroll
+    for (int p = 0; p < kParts; ++p)
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) accumulate(p, bits[p][u], j + 32 * u);
   }
-  for (; j < packs; j += 32) accumulate(__ldcs(w + j), j);
+  for (; j < packs; j += 32)
+#pragma unroll
+    for (int p = 0; p < kParts; ++p) accumulate(p, __ldcs(w[p] + j), j);
+#pragma unroll
+  for (int p = 0; p < kParts; ++p)
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      float v = sum[p][r];
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      total[p][r] = v;
+    }
+}
+
+// One warp an output row. kSiluMul: the weight holds n gate rows then n up rows; a warp streams output
+// `row`'s gate and up rows together and writes SiLU(gate) × up, rounded as the GEMV's two outputs and
+// silu_mul_kernel would round them (one kernel and one round trip of gate_up fewer).
+template <typename T, int Rows, bool kSiluMul>
+__global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, std::int64_t n,
+                            std::int64_t k) {
+  await_previous_kernel();
+  constexpr int kParts = kSiluMul ? 2 : 1;
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= n) return;
+  const uint4* w[kParts];
+#pragma unroll
+  for (int p = 0; p < kParts; ++p) w[p] = reinterpret_cast<const uint4*>(weight + (row + p * n) * k);
+  float total[kParts][Rows];
+  warp_dot_rows<T, Rows, kParts>(w, reinterpret_cast<const Pack<T>*>(x), k / Pack<T>::kSize, total);
+  if (threadIdx.x % 32 != 0) return;
 #pragma unroll
   for (int r = 0; r < Rows; ++r) {
-    float v = sum[r];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0) y[r * n + row] = from_float<T>(v);
+    if constexpr (kSiluMul) {
+      const float gate = rounded<T>(total[0][r]), up = rounded<T>(total[1][r]);
+      y[r * n + row] = from_float<T>(rounded<T>(gate / (1.0f + expf(-gate))) * up);
+    } else {
+      y[r * n + row] = from_float<T>(total[0][r]);
+    }
+  }
+}
+
+// The q/k/v GEMV of a decoding step with rotary_qkv_kernel after it: one warp the pair (i, i + half)
+// of one head, its two weight rows streamed together; the outputs rounded as the GEMV would write
+// them, then rotated (q and k) and written where rotary_qkv_kernel writes them: q, and k and v into
+// the step's cache slots. Input row r is batch r / tokens, token r % tokens.
+template <typename T, int Rows>
+__global__ void gemv_rotary_qkv_kernel(const T* __restrict__ x, const T* __restrict__ weight, RotaryQkv a,
+                                       std::int64_t k) {
+  await_previous_kernel();
+  const std::int64_t half = a.head_dim / 2, stacked = a.heads + 2 * a.kv_heads;
+  const std::int64_t pair = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (pair >= stacked * half) return;
+  const std::int64_t h = pair / half, i = pair % half;
+  const uint4* w[2] = {reinterpret_cast<const uint4*>(weight + (h * a.head_dim + i) * k),
+                       reinterpret_cast<const uint4*>(weight + (h * a.head_dim + i + half) * k)};
+  float total[2][Rows];
+  warp_dot_rows<T, Rows, 2>(w, reinterpret_cast<const Pack<T>*>(x), k / Pack<T>::kSize, total);
+  if (threadIdx.x % 32 != 0) return;
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+    const std::int64_t b = r / a.tokens, t = r % a.tokens;
+    const T x1 = from_float<T>(total[0][r]), x2 = from_float<T>(total[1][r]);
+    std::int64_t cached = -1;  // the element offset of this token's row in a cache layer
+    if (a.k_cache) {
+      const std::int64_t pos = a.positions[b * a.positions_row_stride + t];
+      if (pos >= 0 && pos < a.max_tokens) cached = (a.slots[b] * a.max_tokens + pos) * a.kv_heads;
+    }
+    if (h >= a.heads + a.kv_heads) {  // v: into the cache as it is
+      if (cached >= 0) {
+        T* dst = static_cast<T*>(a.v_cache) + (cached + h - a.heads - a.kv_heads) * a.head_dim;
+        dst[i] = x1;
+        dst[i + half] = x2;
+      }
+      continue;
+    }
+    const std::int64_t table = ((a.cos_batch == 1 ? 0 : b) * a.tokens + t) * a.head_dim;
+    const T* cos = static_cast<const T*>(a.cos) + table;
+    const T* sin = static_cast<const T*>(a.sin_signed) + table;
+    const T y1 = from_float<T>(rounded<T>(to_float(x1) * to_float(cos[i])) + to_float(x2) * to_float(sin[i]));
+    const T y2 =
+        from_float<T>(rounded<T>(to_float(x2) * to_float(cos[i + half])) + to_float(x1) * to_float(sin[i + half]));
+    T* dst = nullptr;
+    if (h < a.heads) {
+      dst = static_cast<T*>(a.q) + ((b * a.tokens + t) * a.heads + h) * a.head_dim;
+    } else if (cached >= 0) {
+      dst = static_cast<T*>(a.k_cache) + (cached + h - a.heads) * a.head_dim;
+    }
+    if (dst) {
+      dst[i] = y1;
+      dst[i + half] = y2;
+    }
   }
 }
 
@@ -322,26 +405,26 @@ void launch_rotary_qkv(const RotaryQkv& a, cudaStream_t stream) {
   launch_overlapping(rotary_qkv_kernel<T>, blocks_for(pairs, kThreads), kThreads, 0, stream, a);
 }
 
-template <typename T>
+template <typename T, bool kSiluMul>
 void launch_gemv(const void* x, const void* weight, void* y, std::int64_t rows, std::int64_t n, std::int64_t k,
                  cudaStream_t stream) {
-  constexpr int kThreads = 128;  // 4 weight rows a block
+  constexpr int kThreads = 128;  // 4 output rows a block
   const unsigned blocks = blocks_for(n * 32, kThreads);
   const auto* xs = static_cast<const T*>(x);
   const auto* w = static_cast<const T*>(weight);
   auto* ys = static_cast<T*>(y);
   switch (rows) {
     case 1:
-      launch_overlapping(gemv_kernel<T, 1>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
+      launch_overlapping(gemv_kernel<T, 1, kSiluMul>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
       break;
     case 2:
-      launch_overlapping(gemv_kernel<T, 2>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
+      launch_overlapping(gemv_kernel<T, 2, kSiluMul>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
       break;
     case 3:
-      launch_overlapping(gemv_kernel<T, 3>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
+      launch_overlapping(gemv_kernel<T, 3, kSiluMul>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
       break;
     default:
-      launch_overlapping(gemv_kernel<T, 4>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
+      launch_overlapping(gemv_kernel<T, 4, kSiluMul>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
       break;
   }
 }
@@ -449,7 +532,50 @@ const char* gemv(Element type, const void* x, const void* weight, void* y, std::
   if (n == 0) return nullptr;
   for_element(type, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    launch_gemv<T>(x, weight, y, rows, n, k, static_cast<cudaStream_t>(stream));
+    launch_gemv<T, false>(x, weight, y, rows, n, k, static_cast<cudaStream_t>(stream));
+  });
+  return launch_error();
+}
+
+const char* gemv_rotary_qkv(Element type, const void* x, const void* qkv_weight, const RotaryQkv& args, std::int64_t k,
+                            void* stream) {
+  const std::int64_t rows = args.batch * args.tokens;
+  if (rows < 1 || rows > kMaxGemvRows) return "gemv_rotary_qkv takes 1 to kMaxGemvRows input rows";
+  if (args.k != nullptr) return "gemv_rotary_qkv writes k into the cache only";
+  const std::int64_t pairs = (args.heads + 2 * args.kv_heads) * (args.head_dim / 2);
+  if (pairs == 0) return nullptr;
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    constexpr int kThreads = 128;  // 4 pairs a block
+    const unsigned blocks = blocks_for(pairs * 32, kThreads);
+    const auto* xs = static_cast<const T*>(x);
+    const auto* w = static_cast<const T*>(qkv_weight);
+    const auto s = static_cast<cudaStream_t>(stream);
+    switch (rows) {
+      case 1:
+        launch_overlapping(gemv_rotary_qkv_kernel<T, 1>, blocks, kThreads, 0, s, xs, w, args, k);
+        break;
+      case 2:
+        launch_overlapping(gemv_rotary_qkv_kernel<T, 2>, blocks, kThreads, 0, s, xs, w, args, k);
+        break;
+      case 3:
+        launch_overlapping(gemv_rotary_qkv_kernel<T, 3>, blocks, kThreads, 0, s, xs, w, args, k);
+        break;
+      default:
+        launch_overlapping(gemv_rotary_qkv_kernel<T, 4>, blocks, kThreads, 0, s, xs, w, args, k);
+        break;
+    }
+  });
+  return launch_error();
+}
+
+const char* gemv_silu_mul(Element type, const void* x, const void* gate_up_weight, void* y, std::int64_t rows,
+                          std::int64_t units, std::int64_t k, void* stream) {
+  if (rows < 1 || rows > kMaxGemvRows) return "gemv_silu_mul takes 1 to kMaxGemvRows input rows";
+  if (units == 0) return nullptr;
+  for_element(type, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    launch_gemv<T, true>(x, gate_up_weight, y, rows, units, k, static_cast<cudaStream_t>(stream));
   });
   return launch_error();
 }

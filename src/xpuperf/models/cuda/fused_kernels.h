@@ -59,6 +59,18 @@ const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream);
 inline constexpr std::int64_t kMaxGemvRows = 4;
 const char* gemv(Element type, const void* x, const void* weight, void* y, std::int64_t rows, std::int64_t n,
                  std::int64_t k, void* stream);
+// rotary_qkv of x × qkv_weightᵀ for a decoding step (batch × tokens = 1 to kMaxGemvRows rows of x,
+// qkv_weight ((heads + 2 kv_heads) × head_dim, k)): q written to args.q, k and v into the cache (args.k
+// must be null: a decoding step reads k from the cache); args.qkv is not read. The values are those
+// of gemv then rotary_qkv to the bit: one kernel fewer, and no qkv round trip. Same rules as gemv.
+const char* gemv_rotary_qkv(Element type, const void* x, const void* qkv_weight, const RotaryQkv& args, std::int64_t k,
+                            void* stream);
+
+// y (rows, units) = SiLU(x × gateᵀ) × (x × upᵀ), gate_up_weight (2 units, k) holding the gate rows
+// then the up rows (the Llama MLP's stacked gate_up): gemv's streaming with each warp reading a unit's
+// two rows, rounded as gemv then silu_mul round, so the result is theirs to the bit. Same rules as gemv.
+const char* gemv_silu_mul(Element type, const void* x, const void* gate_up_weight, void* y, std::int64_t rows,
+                          std::int64_t units, std::int64_t k, void* stream);
 
 // The mean cross entropy's two halves over rows of logits (rows, vocab) and targets (rows; −100:
 // ignored), one row a block, never an fp32 copy of the logits. Forward: each row's log-sum-exp
