@@ -593,8 +593,8 @@ TEST(FusedKernels, EachGivesWhatAtensOperatorsGiveInEveryType) {
       const auto fused_step = KvStep::decode(caches[0], positions, 5);
       const auto plain_step = KvStep::decode(caches[1], positions, 5);
       const auto got = fused::linear_rotary_qkv(x, weight, heads, kv, dim, cos, sin, &fused_step, 0, true);
-      const auto qkv = fused::linear(x, weight, true).view({2, 1, heads + 2 * kv, dim});
-      const auto want = fused::rotary_qkv(qkv, heads, kv, cos, sin, &plain_step, 0, true);
+      const auto product = fused::linear(x, weight, true).view({2, 1, heads + 2 * kv, dim});
+      const auto want = fused::rotary_qkv(product, heads, kv, cos, sin, &plain_step, 0, true);
       ASSERT_TRUE(got.cached);
       EXPECT_TRUE(torch::equal(got.q, want.q)) << "q of gemv_rotary_qkv " << width << " in " << dtype;
       EXPECT_TRUE(torch::equal(caches[0].k[0], caches[1].k[0])) << "k in the cache";
@@ -1016,6 +1016,87 @@ TEST(FusedKernels, LlamaOnCudaDecodesWithTheKernelsAsWithout) {
   // Rotary writing the cache, the residual adds in the norms: prefill and decode as the full forward.
   expect_cached_decoding_matches(*m, *m, ids, {5, 2, 9});
   expect_engine_generates_greedy_tokens(torch::kCUDA, /*kernels=*/true);
+  // Heads of 64 elements: the decoding steps' attention is the split-key kernel's.
+  auto wide_config = small_llama();
+  wide_config.hidden = 128, wide_config.heads = 2, wide_config.kv_heads = 1;
+  auto wide = LlamaForCausalLM(wide_config);
+  wide->to(torch::kCUDA);
+  wide->fuse_for_inference();
+  wide->use_fused_kernels(true);
+  expect_cached_decoding_matches(*wide, *wide, ids, {5, 2, 9});
+}
+
+// XPUPERF_KERNELS_OFF's list: whole names, spaces around them ignored, a name that only starts
+// another's (gemv, gemv_silu_mul) not taken for it.
+TEST(Decoders, TheKernelsOffListNamesWholeKernels) {
+  EXPECT_TRUE(fused::kernel_listed("decode_attention", "decode_attention"));
+  EXPECT_TRUE(fused::kernel_listed("gemv, decode_attention ", "decode_attention"));
+  EXPECT_TRUE(fused::kernel_listed("gemv_silu_mul,gemv", "gemv"));
+  EXPECT_FALSE(fused::kernel_listed("gemv_silu_mul", "gemv"));
+  EXPECT_FALSE(fused::kernel_listed("gemv", "gemv_silu_mul"));
+  EXPECT_FALSE(fused::kernel_listed("", "gemv"));
+  EXPECT_FALSE(fused::kernel_listed(",,", "gemv"));
+}
+
+// The decoding step's attention kernel against ATen's attention with the step's mask, both against
+// the same attention in double: near in float (1e-5), and in bf16 and fp16 as near as ATen's (which
+// rounds the softmax's weights to the type). Heads of 32 to 256 elements; grouped-query heads; rows
+// whose tokens see 1 key, part of a chunk, several chunks, and every visible key (a position past the
+// window); one chunk in all (no combining kernel) and several; two tokens a row.
+TEST(FusedKernels, TheDecodeAttentionKernelIsAtensAttention) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(12);
+  const std::int64_t heads = 4, kv_heads = 2, slots = 5, max_tokens = 300;
+  for (const std::int64_t dim : {32, 64, 128, 256}) {
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+      const auto options = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
+      auto cache = KvCache::allocate(1, slots, max_tokens, kv_heads, dim, options);
+      cache.k[0].normal_();
+      cache.v[0].normal_();
+      auto exact = KvCache::allocate(1, slots, max_tokens, kv_heads, dim, options.dtype(torch::kDouble));
+      exact.k[0].copy_(cache.k[0]);
+      exact.v[0].copy_(cache.v[0]);
+      for (const std::int64_t visible : {40, 260}) {
+        for (const std::int64_t tokens : {1, 2}) {
+          std::vector<std::int64_t> at = {0, 17, 39, 150, 299};
+          auto positions = torch::tensor(at).view({slots, 1}).repeat({1, tokens});
+          if (tokens == 2) positions.select(1, 1).add_(1).clamp_max_(max_tokens - 1);
+          positions = positions.to(torch::kCUDA);
+          const auto q = torch::randn({slots, tokens, heads, dim}, options).transpose(1, 2);
+          const auto step = KvStep::decode(cache, positions, visible);
+          const auto exact_step = KvStep::decode(exact, positions, visible);
+          const auto kernel = fused::decode_attention(q, step, 0);
+          if (dtype == torch::kFloat && dim == 256) {  // 64 packs of 16 bytes: more than a warp's lanes
+            EXPECT_FALSE(kernel.has_value()) << "heads of 256 floats";
+            continue;
+          }
+          ASSERT_TRUE(kernel.has_value()) << "the kernel takes heads of " << dim;
+          const auto aten = decoder_attention(q, {}, {}, 0, &step, /*cached=*/true);
+          const auto truth = decoder_attention(q.to(torch::kDouble), {}, {}, 0, &exact_step, /*cached=*/true);
+          ASSERT_EQ(kernel->sizes(), aten.sizes());
+          const auto kernel_error = (kernel->to(torch::kDouble) - truth).abs();
+          const auto aten_error = (aten.to(torch::kDouble) - truth).abs();
+          const auto what = "heads of " + std::to_string(dim) + ", " + std::string(c10::toString(dtype)) + ", " +
+                            std::to_string(visible) + " visible, " + std::to_string(tokens) + " token(s) a row";
+          if (dtype == torch::kFloat) {
+            EXPECT_LT(kernel_error.max().item<double>(), 1e-5) << what;
+          } else {
+            EXPECT_LE(kernel_error.mean().item<double>(), aten_error.mean().item<double>() * 1.1)
+                << what << ": the mean error";
+            EXPECT_LE(kernel_error.max().item<double>(), aten_error.max().item<double>() * 1.5 + 1e-4)
+                << what << ": the largest error";
+          }
+        }
+      }
+    }
+  }
+  // Not CUDA, or a head size the kernel does not take: nothing, ATen's attention serves.
+  auto cpu = KvCache::allocate(1, 1, 8, 1, 64, torch::kFloat);
+  EXPECT_FALSE(fused::decode_attention(torch::randn({1, 1, 1, 64}),
+                                       KvStep::decode(cpu, torch::zeros({1, 1}, torch::kLong), 8), 0));
+  auto odd = KvCache::allocate(1, 1, 8, 1, 48, torch::TensorOptions().device(torch::kCUDA));
+  EXPECT_FALSE(fused::decode_attention(torch::randn({1, 1, 1, 48}, torch::kCUDA),
+                                       KvStep::decode(odd, torch::zeros({1, 1}, torch::kLong).to(torch::kCUDA), 8), 0));
 }
 
 TEST(FusedKernels, BertOnCudaGivesTheSameWithTheKernelsAsWithout) {

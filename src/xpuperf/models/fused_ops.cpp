@@ -1,10 +1,13 @@
 #include "xpuperf/models/fused_ops.h"
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 #include "xpuperf/models/kv_cache.h"
 #include "xpuperf/torchrt/compat.h"
@@ -51,12 +54,19 @@ void run_kernel(const char* name, Launch&& launch) {
   check(launch(), name);
 }
 
+// Whether XPUPERF_KERNELS_OFF names the kernel (fused_ops.h: kernel_listed).
+bool switched_off(const char* name) {
+  static const char* const list = std::getenv("XPUPERF_KERNELS_OFF");
+  return list != nullptr && kernel_listed(list, name);
+}
+
 // Each kernel_* runs its kernel and returns the result, or nothing when the tensors are not ones
 // the kernel takes.
 
 std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_rms_norm(const torch::Tensor& x,
                                                                            const torch::Tensor& delta,
                                                                            const torch::Tensor& weight, double eps) {
+  if (switched_off("add_rms_norm")) return std::nullopt;
   const auto width = x.size(-1);
   kernels::Element e{};
   if (packable(x, width, e) && width * x.element_size() <= kMaxNormRowBytes &&
@@ -81,6 +91,7 @@ std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_layer_norm(con
                                                                              const torch::Tensor& delta,
                                                                              const torch::Tensor& weight,
                                                                              const torch::Tensor& bias, double eps) {
+  if (switched_off("add_layer_norm")) return std::nullopt;
   const auto width = x.size(-1);
   kernels::Element e{};
   const auto like_row = [&](const torch::Tensor& t) {
@@ -428,6 +439,7 @@ std::optional<torch::Tensor> kernel_silu_mul_with_backward(const torch::Tensor& 
 }
 
 std::optional<torch::Tensor> kernel_silu_mul(const torch::Tensor& gate_up) {
+  if (switched_off("silu_mul")) return std::nullopt;
   const auto width = gate_up.size(-1) / 2;
   kernels::Element e{};
   if (packable(gate_up, width, e)) {
@@ -491,6 +503,7 @@ std::optional<kernels::RotaryQkv> rotary_arguments(const torch::Tensor& like, st
 std::optional<RotatedQkv> kernel_rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads,
                                             const torch::Tensor& cos, const torch::Tensor& sin_signed,
                                             const KvStep* step, std::int64_t layer) {
+  if (switched_off("rotary_qkv")) return std::nullopt;
   const auto batch = qkv.size(0), tokens = qkv.size(1), dim = qkv.size(3);
   kernels::Element e{};
   if (!qkv.is_cuda() || !qkv.is_contiguous() || !element_of(qkv, e)) return std::nullopt;
@@ -517,6 +530,7 @@ std::optional<RotatedQkv> kernel_linear_rotary_qkv(const torch::Tensor& x, const
                                                    std::int64_t heads, std::int64_t kv_heads, std::int64_t dim,
                                                    const torch::Tensor& cos, const torch::Tensor& sin_signed,
                                                    const KvStep* step, std::int64_t layer) {
+  if (switched_off("gemv_rotary_qkv")) return std::nullopt;
   kernels::Element e{};
   if (!step || step->fresh || x.dim() != 3 || !gemv_takes(x, qkv_weight, e) ||
       qkv_weight.size(0) != (heads + 2 * kv_heads) * dim)
@@ -615,6 +629,7 @@ std::optional<RotatedQkv> kernel_rotary_qkv_with_backward(const torch::Tensor& q
 }
 
 std::optional<torch::Tensor> kernel_linear(const torch::Tensor& x, const torch::Tensor& weight) {
+  if (switched_off("gemv")) return std::nullopt;
   kernels::Element e{};
   if (!gemv_takes(x, weight, e)) return std::nullopt;
   const c10::cuda::CUDAGuard guard(x.device());
@@ -629,6 +644,7 @@ std::optional<torch::Tensor> kernel_linear(const torch::Tensor& x, const torch::
 }
 
 std::optional<torch::Tensor> kernel_linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_up_weight) {
+  if (switched_off("gemv_silu_mul")) return std::nullopt;
   kernels::Element e{};
   if (!gemv_takes(x, gate_up_weight, e) || gate_up_weight.size(0) % 2 != 0) return std::nullopt;
   const c10::cuda::CUDAGuard guard(x.device());
@@ -643,10 +659,51 @@ std::optional<torch::Tensor> kernel_linear_silu_mul(const torch::Tensor& x, cons
   return y;
 }
 
+std::optional<torch::Tensor> kernel_decode_attention(const torch::Tensor& q, const KvStep& step, std::int64_t layer) {
+  if (switched_off("decode_attention")) return std::nullopt;
+  const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2), dim = q.size(3);
+  const auto& k_cache = step.cache->k[static_cast<std::size_t>(layer)];
+  const auto& v_cache = step.cache->v[static_cast<std::size_t>(layer)];
+  const auto same = [&](const torch::Tensor& t) {
+    return t.scalar_type() == q.scalar_type() && t.is_contiguous() && t.device() == q.device() && aligned(t);
+  };
+  kernels::Element e{};
+  if (!q.is_cuda() || !element_of(q, e) || !kernels::decode_attention_takes(e, dim) || !same(k_cache) ||
+      !same(v_cache) || k_cache.size(3) != dim || heads % k_cache.size(2) != 0 || batch > k_cache.size(0) ||
+      step.positions.scalar_type() != torch::kLong || step.positions.device() != q.device() ||
+      step.positions.size(0) != batch || step.positions.size(1) != tokens ||
+      (tokens > 1 && step.positions.stride(1) != 1))
+    return std::nullopt;
+  const c10::cuda::CUDAGuard guard(q.device());
+  // The kernel reads q as (batch, tokens, heads, dim), which is how the models make it (a view of the
+  // projection's output): then no copy.
+  const auto rows_first = q.transpose(1, 2).contiguous();
+  if (!aligned(rows_first)) return std::nullopt;
+  auto out = torch::empty_like(rows_first);
+  kernels::DecodeAttention a;
+  a.q = rows_first.data_ptr();
+  a.k_cache = k_cache.data_ptr();
+  a.v_cache = v_cache.data_ptr();
+  a.positions = step.positions.data_ptr<std::int64_t>();
+  a.positions_row_stride = step.positions.stride(0);
+  a.out = out.data_ptr();
+  a.batch = batch, a.tokens = tokens, a.heads = heads, a.kv_heads = k_cache.size(2), a.head_dim = dim;
+  a.max_tokens = k_cache.size(1), a.visible = step.visible;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
+  torch::Tensor partial;
+  if (const auto floats = kernels::decode_attention_workspace(e, a); floats > 0) {
+    partial = torch::empty({floats}, q.options().dtype(torch::kFloat));
+    a.partial = partial.data_ptr<float>();
+  }
+  run_kernel("xpuperf::decode_attention", [&] { return kernels::decode_attention(e, a, stream_of(q)); });
+  return out.transpose(1, 2);
+}
+
 // Fewer rows than this: ATen's reduction, which spreads a row over many blocks.
 constexpr std::int64_t kMinArgmaxRows = 64;
 
 std::optional<torch::Tensor> kernel_argmax(const torch::Tensor& x) {
+  if (switched_off("argmax")) return std::nullopt;
   kernels::Element e{};
   if (!x.is_cuda() || x.dim() == 0 || !x.is_contiguous() || !element_of(x, e) || x.size(-1) == 0) return std::nullopt;
   const auto width = x.size(-1), rows = x.numel() / width;
@@ -675,6 +732,21 @@ namespace {
   return false;
 }
 }  // namespace
+
+bool kernel_listed(const char* list, const char* name) {
+  const std::string_view wanted(name);
+  std::string_view rest(list);
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    auto item = rest.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == wanted) return true;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return false;
+}
 
 bool kernels_built() {
 #ifdef XPUPERF_HAVE_TORCH_CUDA
@@ -822,6 +894,15 @@ torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_
     if (auto done = kernel_linear_silu_mul(x, gate_up_weight)) return *done;
 #endif
   return silu_mul(linear(x, gate_up_weight, use_kernels), use_kernels);
+}
+
+std::optional<torch::Tensor> decode_attention([[maybe_unused]] const torch::Tensor& q,
+                                              [[maybe_unused]] const KvStep& step,
+                                              [[maybe_unused]] std::int64_t layer) {
+#ifdef XPUPERF_HAVE_TORCH_CUDA
+  if (!step.fresh && step.visible > 0 && !recording({q})) return kernel_decode_attention(q, step, layer);
+#endif
+  return std::nullopt;
 }
 
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,

@@ -106,6 +106,14 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, bool u
 // kernels; otherwise those two.
 torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_up_weight, bool use_kernels);
 
+// A decoding step's attention (a step that is not `fresh`) over the layer's cache, q (batch, heads,
+// tokens, head_dim) as decoder_attention takes it: the split-key kernel (models/cuda/fused_kernels.h:
+// decode_attention), the result (batch, heads, tokens, head_dim) as ATen's attention with the step's
+// additive mask gives it (the softmax's weights kept in float, where ATen's rounds them to the type
+// before the weighted sum). Nothing where the kernel does not take the tensors (not CUDA, a head
+// size the kernel does not take (fused_kernels.h), types that differ, autograd recording).
+std::optional<torch::Tensor> decode_attention(const torch::Tensor& q, const KvStep& step, std::int64_t layer);
+
 // The mean cross entropy of rows of logits (rows, vocab) against targets (rows; −100 ignored),
 // with its gradient. The kernels (CUDA logits whose rows are whole 16-byte packs: the output
 // layer's vocabulary padded to a multiple of 64) read the logits once forward and once backward in
@@ -119,6 +127,11 @@ torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& ta
                             bool gradient_in_logits = false);
 
 // Whether this build has the kernels (LibTorch with CUDA).
+// Whether `name` (an inference kernel's operator name without "xpuperf::", e.g. decode_attention)
+// is in `list`, names separated by commas: the list is the environment variable XPUPERF_KERNELS_OFF,
+// read once, whose kernels then step aside for ATen's operators, so that one build can be timed with
+// and without each (bench/llm_decode_ab.sh's A_ENV).
+bool kernel_listed(const char* list, const char* name);
 bool kernels_built();
 
 // Whether the kernels that follow a projection's bias-free product run on its input x: on CUDA, in a

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "xpuperf/models/fused_ops.h"
 #include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
@@ -35,7 +36,7 @@ KvStep KvStep::prefill(KvCache& cache, const torch::Tensor& slots, std::int64_t 
 KvStep KvStep::decode(KvCache& cache, const torch::Tensor& positions, std::int64_t visible) {
   TORCH_CHECK(visible > 0 && visible <= cache.max_tokens(), "KV cache: ", visible, " visible positions, the cache has ",
               cache.max_tokens());
-  const auto batch = positions.size(0), tokens = positions.size(1);
+  const auto batch = positions.size(0);
   TORCH_CHECK(batch <= cache.slots(), "KV cache: a decode batch of ", batch, " rows, the cache has ", cache.slots(),
               " slots");
   KvStep s;
@@ -43,14 +44,22 @@ KvStep KvStep::decode(KvCache& cache, const torch::Tensor& positions, std::int64
   s.slots = torch::arange(batch, positions.options());
   s.positions = positions;
   s.visible = visible;
-  const auto after =
-      torch::arange(visible, positions.options()).view({1, 1, 1, visible}) > positions.view({batch, 1, tokens, 1});
-  s.bias = torch::zeros({batch, 1, tokens, visible}, cache.k[0].options()).masked_fill(after, -INFINITY);
   return s;
 }
 
+const torch::Tensor& KvStep::additive_mask() const {
+  if (!bias_.defined() && !fresh && visible > 0) {
+    const auto batch = positions.size(0), tokens = positions.size(1);
+    const auto after =
+        torch::arange(visible, positions.options()).view({1, 1, 1, visible}) > positions.view({batch, 1, tokens, 1});
+    bias_ = torch::zeros({batch, 1, tokens, visible}, cache->k[0].options()).masked_fill(after, -INFINITY);
+  }
+  return bias_;
+}
+
 torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                std::int64_t layer, const KvStep* step, bool cached, const torch::Tensor& mask) {
+                                std::int64_t layer, const KvStep* step, bool cached, const torch::Tensor& mask,
+                                bool use_kernels) {
   const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2), dim = q.size(3);
   const auto kv_heads = step ? step->cache->k[static_cast<std::size_t>(layer)].size(2) : k.size(1);
   TORCH_CHECK(heads % kv_heads == 0, "attention: ", heads, " query heads are not a multiple of ", kv_heads,
@@ -67,13 +76,16 @@ torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, 
     TORCH_CHECK(!mask.defined() || !step, "attention: a mask is for a forward without a KV cache");
     return compat::attention(q, keys, values, 0.0, false, /*causal=*/!mask.defined(), mask);
   }
+  if (use_kernels)
+    if (auto out = fused::decode_attention(q, *step, layer)) return *out;
   // A group's query heads share their key/value head: stacked as that head's queries.
   const auto read = [&](const torch::Tensor& cache) {
     return cache.narrow(0, 0, batch).narrow(1, 0, step->visible).transpose(1, 2);
   };
   // One token a row (decoding): the row's mask holds for all its group's stacked queries as it is.
-  const auto bias = tokens == 1 ? step->bias
-                                : step->bias.unsqueeze(2)
+  const auto& mask_of_step = step->additive_mask();
+  const auto bias = tokens == 1 ? mask_of_step
+                                : mask_of_step.unsqueeze(2)
                                       .expand({batch, 1, group, tokens, step->visible})
                                       .reshape({batch, 1, group * tokens, step->visible});
   const auto out = compat::attention(q.reshape({batch, kv_heads, group * tokens, dim}),

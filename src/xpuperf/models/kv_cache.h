@@ -33,12 +33,17 @@ struct KvStep {
   // the first `visible` positions (a bucket ≥ the longest row, so that CUDA graphs replay per bucket).
   std::int64_t visible = 0;
   // (batch, 1, tokens, visible): 0 where a key is at or before the token's position, −inf after,
-  // in the cache's type; made once by decode() and added to the scores of every layer.
-  torch::Tensor bias;
+  // in the cache's type; added to the scores of every layer by ATen's attention. Made when a layer
+  // first asks for it: the decoding kernel (fused::decode_attention) reads the positions instead, and
+  // a step that runs only it makes no mask (four kernels a step fewer).
+  const torch::Tensor& additive_mask() const;
 
   static KvStep prefill(KvCache& cache, const torch::Tensor& slots, std::int64_t tokens);
   // positions: (batch, 1), the position of each row's new token.
   static KvStep decode(KvCache& cache, const torch::Tensor& positions, std::int64_t visible);
+
+ private:
+  mutable torch::Tensor bias_;  // additive_mask(), once made
 };
 
 // Attention of one layer: q (batch, heads, tokens, head_dim), k and v (batch, kv_heads, tokens,
@@ -47,9 +52,10 @@ struct KvStep {
 // head once for its group of query heads. `cached`: the step's keys and values are in the cache
 // already (written by a fused kernel); a decoding step then needs no k and v. `mask` (without a
 // step; (batch, 1, tokens, tokens) bool, true where a token may attend): instead of causal.
+// `use_kernels`: a decoding step's attention is fused::decode_attention's kernel where it applies.
 torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                 std::int64_t layer, const KvStep* step, bool cached = false,
-                                const torch::Tensor& mask = {});
+                                const torch::Tensor& mask = {}, bool use_kernels = false);
 
 // A decoder model that generates with a KvCache.
 class CausalDecoder {

@@ -246,10 +246,10 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
     r.v = v_proj(x).view({b, t, kv_heads, head_dim});
   }
   const auto transposed = [](const torch::Tensor& a) { return a.defined() ? a.transpose(1, 2) : a; };
-  const auto y =
-      decoder_attention(r.q.transpose(1, 2), transposed(r.k), transposed(r.v), layer, f.step, r.cached, f.mask)
-          .transpose(1, 2)
-          .reshape({b, t, heads * head_dim});
+  const auto y = decoder_attention(r.q.transpose(1, 2), transposed(r.k), transposed(r.v), layer, f.step, r.cached,
+                                   f.mask, f.kernels)
+                     .transpose(1, 2)
+                     .reshape({b, t, heads * head_dim});
   return o_proj->is_split() || o_proj->has_adapter() ? o_proj(y) : fused::linear(y, o_proj->weight, f.kernels);
 }
 

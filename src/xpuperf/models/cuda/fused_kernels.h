@@ -1,7 +1,8 @@
 #pragma once
 // CUDA kernels for inference passes: what the Llama decoder's element-wise steps do in several ATen
 // kernels (the residual add and RMSNorm, SiLU × up, rotary on q and k with the KV-cache write), the
-// decoding step's GEMV, and the row argmax of a masked-LM head's logits.
+// decoding step's GEMV and its attention over the KV cache, and the row argmax of a masked-LM head's
+// logits.
 // Torch-free: raw pointers to contiguous memory and a cudaStream_t passed as void*, so that this
 // header and its .cu compile without LibTorch. models/fused_ops.h is the tensor-level front with
 // the ATen fallback. Each function returns null when the kernel was launched, else CUDA's error
@@ -71,6 +72,34 @@ const char* gemv_rotary_qkv(Element type, const void* x, const void* qkv_weight,
 // two rows, rounded as gemv then silu_mul round, so the result is theirs to the bit. Same rules as gemv.
 const char* gemv_silu_mul(Element type, const void* x, const void* gate_up_weight, void* y, std::int64_t rows,
                           std::int64_t units, std::int64_t k, void* stream);
+
+// Attention of a decoding step's queries over one layer's key/value cache, split over the keys (as
+// flash decoding splits it): each block takes one query head of one token and a chunk of the keys
+// that token sees, and writes the chunk's running maximum, its sum of exponentials and its weighted
+// values in float to `partial`; a second kernel adds the chunks up (none when one chunk holds all
+// the keys). Row b's token t sees the keys at positions 0 to positions[b × positions_row_stride + t]
+// of slot b, at most the first `visible` (the attention's additive mask in KvStep); a token that
+// sees none gets zeros. Scores, softmax and the weighted sum in float, the output rounded once.
+// A query head h reads key/value head h / (heads / kv_heads). ATen's attention gives a decoding
+// step's one query a block a head and walks the keys in it; spreading the keys over the GPU is
+// what lets the cache's bytes stream at the memory's rate.
+struct DecodeAttention {
+  const void* q = nullptr;        // (batch, tokens, heads, head_dim)
+  const void* k_cache = nullptr;  // one layer's (slots, max_tokens, kv_heads, head_dim); row b reads slot b
+  const void* v_cache = nullptr;
+  const std::int64_t* positions = nullptr;
+  std::int64_t positions_row_stride = 0;
+  void* out = nullptr;       // (batch, tokens, heads, head_dim)
+  float* partial = nullptr;  // decode_attention_workspace floats
+  std::int64_t batch = 0, tokens = 0, heads = 0, kv_heads = 0, head_dim = 0, max_tokens = 0, visible = 0;
+  float scale = 0;  // the scores' (1 / √head_dim for ATen's default)
+};
+// Whether the kernels take this head size: 4, 8, 16 or 32 16-byte packs (32 to 256 elements of bf16
+// or fp16, 16 to 128 of fp32), a key read by that many lanes in 16-byte loads.
+bool decode_attention_takes(Element type, std::int64_t head_dim);
+// The floats `partial` must hold for these arguments.
+std::int64_t decode_attention_workspace(Element type, const DecodeAttention& args);
+const char* decode_attention(Element type, const DecodeAttention& args, void* stream);
 
 // The mean cross entropy's two halves over rows of logits (rows, vocab) and targets (rows; −100:
 // ignored), one row a block, never an fp32 copy of the logits. Forward: each row's log-sum-exp
