@@ -23,8 +23,15 @@ b=$2
 hardware=${3:-H200}
 size=${4:-7b}
 rounds=${ROUNDS:-2}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "llm_decode_ab: ROUNDS must be a whole number of 1 or more, not '$rounds'" >&2; exit 2; }
 for bin in "$a" "$b"; do
   [[ -x $bin ]] || { echo "llm_decode_ab: '$bin' is not an executable" >&2; exit 1; }
+  # Inference runs in xpuperf-torch, which xpuperf finds beside itself: a binary copied alone (to keep
+  # one build while another is made) would fail at its first run.
+  [[ -x $(dirname "$bin")/xpuperf-torch ]] || {
+    echo "llm_decode_ab: '$bin' has no xpuperf-torch beside it, and inference runs there: copy both (e.g. cp build/src/xpuperf build/src/xpuperf-torch DIR/)" >&2
+    exit 1
+  }
 done
 work=$(mktemp -d /tmp/xpuperf-decode-ab.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The training benches refuse to print a table of zeros as if it were a measurement: without the
 # xpuperf binary they stop before anything runs (exit 2, naming the path); with a binary whose run
-# logs no step they still print the table, then name the run and exit 1.
+# logs no step they still print the table, then name the run and exit 1. The decode A/B refuses a
+# binary without xpuperf-torch beside it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
@@ -17,6 +18,15 @@ for bench in vision_train_vs_pytorch.sh language_train_vs_pytorch.sh parallel_tr
   [[ $rc == 2 ]] || fail "$bench without a binary: exit $rc, not 2: $out"
   [[ $out == *"no xpuperf binary at '$work/none'"* ]] || fail "$bench does not name the missing binary: $out"
 done
+
+# The decode A/B: a binary without xpuperf-torch beside it is refused before anything runs, named.
+mkdir -p "$work/alone"
+printf '#!/bin/sh\nexit 0\n' > "$work/alone/xpuperf"
+chmod +x "$work/alone/xpuperf"
+out=$(bash "$root/bench/llm_decode_ab.sh" "$work/alone/xpuperf" "$work/alone/xpuperf" H200 2>&1)
+rc=$?
+[[ $rc == 1 ]] || fail "llm_decode_ab.sh with a binary copied alone: exit $rc, not 1: $out"
+[[ $out == *"'$work/alone/xpuperf' has no xpuperf-torch beside it"* ]] || fail "the lone binary is not named: $out"
 
 printf '#!/bin/sh\necho "xpuperf: error: no CUDA device here" >&2\nexit 1\n' > "$work/broken"
 chmod +x "$work/broken"
