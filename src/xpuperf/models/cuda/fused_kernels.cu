@@ -110,6 +110,42 @@ __global__ void silu_mul_kernel(const T* __restrict__ gate_up, T* __restrict__ o
   }
 }
 
+// Where rotary positions put the pair (i, i + half) of stacked head h of row b's token t, given the
+// projection's values x1, x2 there: v into the cache as it is; q and k rotated (ATen's form: x × cos
+// rounded, then addcmul, one rounding of x × cos + roll(x) × sin), q to a.q, k into the cache and to
+// a.k where given.
+template <typename T>
+__device__ inline void store_rotated_pair(const RotaryQkv& a, std::int64_t b, std::int64_t t, std::int64_t h,
+                                          std::int64_t i, T x1, T x2) {
+  const std::int64_t half = a.head_dim / 2;
+  std::int64_t cached = -1;  // the element offset of this token's row in a cache layer
+  if (a.k_cache) {
+    const std::int64_t pos = a.positions[b * a.positions_row_stride + t];
+    if (pos >= 0 && pos < a.max_tokens) cached = (a.slots[b] * a.max_tokens + pos) * a.kv_heads;
+  }
+  const auto put = [&](T* dst, T first, T second) {
+    dst[i] = first;
+    dst[i + half] = second;
+  };
+  if (h >= a.heads + a.kv_heads) {  // v
+    if (cached >= 0) put(static_cast<T*>(a.v_cache) + (cached + h - a.heads - a.kv_heads) * a.head_dim, x1, x2);
+    return;
+  }
+  const std::int64_t table = ((a.cos_batch == 1 ? 0 : b) * a.tokens + t) * a.head_dim;
+  const T* cos = static_cast<const T*>(a.cos) + table;
+  const T* sin = static_cast<const T*>(a.sin_signed) + table;
+  const T y1 = from_float<T>(rounded<T>(to_float(x1) * to_float(cos[i])) + to_float(x2) * to_float(sin[i]));
+  const T y2 =
+      from_float<T>(rounded<T>(to_float(x2) * to_float(cos[i + half])) + to_float(x1) * to_float(sin[i + half]));
+  if (h < a.heads) {
+    put(static_cast<T*>(a.q) + ((b * a.tokens + t) * a.heads + h) * a.head_dim, y1, y2);
+    return;
+  }
+  const std::int64_t kh = h - a.heads;
+  if (cached >= 0) put(static_cast<T*>(a.k_cache) + (cached + kh) * a.head_dim, y1, y2);
+  if (a.k) put(static_cast<T*>(a.k) + ((b * a.tokens + t) * a.kv_heads + kh) * a.head_dim, y1, y2);
+}
+
 // One thread a pair (i, i + half) of one head of one token.
 template <typename T>
 __global__ void rotary_qkv_kernel(RotaryQkv a) {
@@ -121,42 +157,7 @@ __global__ void rotary_qkv_kernel(RotaryQkv a) {
   const std::int64_t i = idx % half, h = idx / half % stacked, t = idx / (half * stacked) % a.tokens;
   const std::int64_t b = idx / (half * stacked * a.tokens);
   const T* src = static_cast<const T*>(a.qkv) + ((b * a.tokens + t) * stacked + h) * a.head_dim;
-  const T x1 = src[i], x2 = src[i + half];
-  std::int64_t cached = -1;  // the element offset of this token's row in a cache layer
-  if (a.k_cache) {
-    const std::int64_t pos = a.positions[b * a.positions_row_stride + t];
-    if (pos >= 0 && pos < a.max_tokens) cached = (a.slots[b] * a.max_tokens + pos) * a.kv_heads;
-  }
-  if (h >= a.heads + a.kv_heads) {  // v: into the cache as it is
-    if (cached >= 0) {
-      T* dst = static_cast<T*>(a.v_cache) + (cached + h - a.heads - a.kv_heads) * a.head_dim;
-      dst[i] = x1;
-      dst[i + half] = x2;
-    }
-    return;
-  }
-  const std::int64_t table = ((a.cos_batch == 1 ? 0 : b) * a.tokens + t) * a.head_dim;
-  const T* cos = static_cast<const T*>(a.cos) + table;
-  const T* sin = static_cast<const T*>(a.sin_signed) + table;
-  // ATen's form: x × cos rounded, then addcmul (one rounding of x × cos + roll(x) × sin).
-  const T y1 = from_float<T>(rounded<T>(to_float(x1) * to_float(cos[i])) + to_float(x2) * to_float(sin[i]));
-  const T y2 =
-      from_float<T>(rounded<T>(to_float(x2) * to_float(cos[i + half])) + to_float(x1) * to_float(sin[i + half]));
-  T* dst;
-  if (h < a.heads) {
-    dst = static_cast<T*>(a.q) + ((b * a.tokens + t) * a.heads + h) * a.head_dim;
-  } else {
-    const std::int64_t kh = h - a.heads;
-    if (cached >= 0) {
-      T* c = static_cast<T*>(a.k_cache) + (cached + kh) * a.head_dim;
-      c[i] = y1;
-      c[i + half] = y2;
-    }
-    if (!a.k) return;
-    dst = static_cast<T*>(a.k) + ((b * a.tokens + t) * a.kv_heads + kh) * a.head_dim;
-  }
-  dst[i] = y1;
-  dst[i + half] = y2;
+  store_rotated_pair(a, b, t, h, i, src[i], src[i + half]);
 }
 
 // A warp's dot products of kParts weight rows w with each of the Rows input rows xs: lanes take 16-byte
@@ -250,37 +251,7 @@ __global__ void gemv_rotary_qkv_kernel(const T* __restrict__ x, const T* __restr
   if (threadIdx.x % 32 != 0) return;
 #pragma unroll
   for (int r = 0; r < Rows; ++r) {
-    const std::int64_t b = r / a.tokens, t = r % a.tokens;
-    const T x1 = from_float<T>(total[0][r]), x2 = from_float<T>(total[1][r]);
-    std::int64_t cached = -1;  // the element offset of this token's row in a cache layer
-    if (a.k_cache) {
-      const std::int64_t pos = a.positions[b * a.positions_row_stride + t];
-      if (pos >= 0 && pos < a.max_tokens) cached = (a.slots[b] * a.max_tokens + pos) * a.kv_heads;
-    }
-    if (h >= a.heads + a.kv_heads) {  // v: into the cache as it is
-      if (cached >= 0) {
-        T* dst = static_cast<T*>(a.v_cache) + (cached + h - a.heads - a.kv_heads) * a.head_dim;
-        dst[i] = x1;
-        dst[i + half] = x2;
-      }
-      continue;
-    }
-    const std::int64_t table = ((a.cos_batch == 1 ? 0 : b) * a.tokens + t) * a.head_dim;
-    const T* cos = static_cast<const T*>(a.cos) + table;
-    const T* sin = static_cast<const T*>(a.sin_signed) + table;
-    const T y1 = from_float<T>(rounded<T>(to_float(x1) * to_float(cos[i])) + to_float(x2) * to_float(sin[i]));
-    const T y2 =
-        from_float<T>(rounded<T>(to_float(x2) * to_float(cos[i + half])) + to_float(x1) * to_float(sin[i + half]));
-    T* dst = nullptr;
-    if (h < a.heads) {
-      dst = static_cast<T*>(a.q) + ((b * a.tokens + t) * a.heads + h) * a.head_dim;
-    } else if (cached >= 0) {
-      dst = static_cast<T*>(a.k_cache) + (cached + h - a.heads) * a.head_dim;
-    }
-    if (dst) {
-      dst[i] = y1;
-      dst[i + half] = y2;
-    }
+    store_rotated_pair(a, r / a.tokens, r % a.tokens, h, i, from_float<T>(total[0][r]), from_float<T>(total[1][r]));
   }
 }
 
