@@ -376,6 +376,27 @@ void launch_rotary_qkv(const RotaryQkv& a, cudaStream_t stream) {
   launch_overlapping(rotary_qkv_kernel<T>, blocks_for(pairs, kThreads), kThreads, 0, stream, a);
 }
 
+// f(std::integral_constant<int, rows>) for the GEMVs' 1 to kMaxGemvRows input rows (their kernels take
+// the row count as a template argument).
+template <typename F>
+void for_gemv_rows(std::int64_t rows, F&& f) {
+  static_assert(kMaxGemvRows == 4, "for_gemv_rows names each row count");
+  switch (rows) {
+    case 1:
+      f(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      f(std::integral_constant<int, 3>{});
+      break;
+    default:
+      f(std::integral_constant<int, 4>{});
+      break;
+  }
+}
+
 template <typename T, bool kSiluMul>
 void launch_gemv(const void* x, const void* weight, void* y, std::int64_t rows, std::int64_t n, std::int64_t k,
                  cudaStream_t stream) {
@@ -384,20 +405,9 @@ void launch_gemv(const void* x, const void* weight, void* y, std::int64_t rows, 
   const auto* xs = static_cast<const T*>(x);
   const auto* w = static_cast<const T*>(weight);
   auto* ys = static_cast<T*>(y);
-  switch (rows) {
-    case 1:
-      launch_overlapping(gemv_kernel<T, 1, kSiluMul>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
-      break;
-    case 2:
-      launch_overlapping(gemv_kernel<T, 2, kSiluMul>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
-      break;
-    case 3:
-      launch_overlapping(gemv_kernel<T, 3, kSiluMul>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
-      break;
-    default:
-      launch_overlapping(gemv_kernel<T, 4, kSiluMul>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
-      break;
-  }
+  for_gemv_rows(rows, [&](auto r) {
+    launch_overlapping(gemv_kernel<T, decltype(r)::value, kSiluMul>, blocks, kThreads, 0, stream, xs, w, ys, n, k);
+  });
 }
 
 constexpr int kCrossEntropyThreads = 512;  // one row a block
@@ -522,20 +532,9 @@ const char* gemv_rotary_qkv(Element type, const void* x, const void* qkv_weight,
     const auto* xs = static_cast<const T*>(x);
     const auto* w = static_cast<const T*>(qkv_weight);
     const auto s = static_cast<cudaStream_t>(stream);
-    switch (rows) {
-      case 1:
-        launch_overlapping(gemv_rotary_qkv_kernel<T, 1>, blocks, kThreads, 0, s, xs, w, args, k);
-        break;
-      case 2:
-        launch_overlapping(gemv_rotary_qkv_kernel<T, 2>, blocks, kThreads, 0, s, xs, w, args, k);
-        break;
-      case 3:
-        launch_overlapping(gemv_rotary_qkv_kernel<T, 3>, blocks, kThreads, 0, s, xs, w, args, k);
-        break;
-      default:
-        launch_overlapping(gemv_rotary_qkv_kernel<T, 4>, blocks, kThreads, 0, s, xs, w, args, k);
-        break;
-    }
+    for_gemv_rows(rows, [&](auto r) {
+      launch_overlapping(gemv_rotary_qkv_kernel<T, decltype(r)::value>, blocks, kThreads, 0, s, xs, w, args, k);
+    });
   });
   return launch_error();
 }
