@@ -164,6 +164,10 @@ __global__ void rotary_qkv_kernel(RotaryQkv a) {
 // packs kUnroll at a time (the loads issued before the arithmetic, so enough bytes are in flight to
 // keep the memory busy), each input row's pack read through L1 (every warp of the block reads the same
 // x), then the lanes' sums are added by shuffles: every lane gets the totals.
+// The first kUnroll packs of each weight row are loaded before await_previous_kernel(), which this
+// calls: a weight is no kernel's output, so under programmatic dependent launch its stream starts
+// while the kernel before finishes, and the GEMV's ramp overlaps that kernel's tail. Only x waits.
+// (So a GEMV's weight must not be written by the kernel launched just before it.)
 template <typename T, int Rows, int kParts>
 __device__ void warp_dot_rows(const uint4* const (&w)[kParts], const Pack<T>* xs, std::int64_t packs,
                               float (&total)[kParts][Rows]) {
@@ -180,17 +184,27 @@ __device__ void warp_dot_rows(const uint4* const (&w)[kParts], const Pack<T>* xs
       for (int e = 0; e < Pack<T>::kSize; ++e) sum[p][r] += to_float(a.v[e]) * to_float(b.v[e]);
     }
   };
+  uint4 bits[kParts][kUnroll];
+  const auto load = [&](std::int64_t at) {
+#pragma unroll
+    for (int p = 0; p < kParts; ++p)
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) bits[p][u] = __ldcs(w[p] + at + 32 * u);  // streamed: read once a step
+  };
   std::int64_t j = lane;
-  for (; j + 32 * (kUnroll - 1) < packs; j += 32 * kUnroll) {
-    uint4 bits[kParts][kUnroll];
+  const bool whole_rounds = j + 32 * (kUnroll - 1) < packs;
+  if (whole_rounds) load(j);
+  await_previous_kernel();
+  if (whole_rounds) {
+    for (;;) {
 #pragma unroll
-    for (int p = 0; p < kParts; ++p)
+      for (int p = 0; p < kParts; ++p)
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) bits[p][u] = __ldcs(w[p] + j + 32 * u);  // streamed: read once a step
-#pragma unroll
-    for (int p = 0; p < kParts; ++p)
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) accumulate(p, bits[p][u], j + 32 * u);
+        for (int u = 0; u < kUnroll; ++u) accumulate(p, bits[p][u], j + 32 * u);
+      j += 32 * kUnroll;
+      if (j + 32 * (kUnroll - 1) >= packs) break;
+      load(j);
+    }
   }
   for (; j < packs; j += 32)
 #pragma unroll
@@ -211,7 +225,6 @@ __device__ void warp_dot_rows(const uint4* const (&w)[kParts], const Pack<T>* xs
 template <typename T, int Rows, bool kSiluMul>
 __global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ weight, T* __restrict__ y, std::int64_t n,
                             std::int64_t k) {
-  await_previous_kernel();
   constexpr int kParts = kSiluMul ? 2 : 1;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= n) return;
@@ -239,7 +252,6 @@ __global__ void gemv_kernel(const T* __restrict__ x, const T* __restrict__ weigh
 template <typename T, int Rows>
 __global__ void gemv_rotary_qkv_kernel(const T* __restrict__ x, const T* __restrict__ weight, RotaryQkv a,
                                        std::int64_t k) {
-  await_previous_kernel();
   const std::int64_t half = a.head_dim / 2, stacked = a.heads + 2 * a.kv_heads;
   const std::int64_t pair = static_cast<std::int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (pair >= stacked * half) return;

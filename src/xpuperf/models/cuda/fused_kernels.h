@@ -56,7 +56,9 @@ const char* rotary_qkv(Element type, const RotaryQkv& args, void* stream);
 // decoding step (1 to kMaxGemvRows): reading the weight is all the time such a product takes, so
 // each warp streams whole weight rows past every input row once, in 16-byte loads, the sums in
 // float (as cuBLAS's), rounded to the element type at the end. Pointers 16-byte aligned, k a
-// multiple of pack_elements.
+// multiple of pack_elements. On Hopper the weight's first bytes are loaded before the kernel waits
+// for the one launched before it (programmatic dependent launch), so the weight must not be that
+// kernel's output; x may be.
 inline constexpr std::int64_t kMaxGemvRows = 4;
 const char* gemv(Element type, const void* x, const void* weight, void* y, std::int64_t rows, std::int64_t n,
                  std::int64_t k, void* stream);
