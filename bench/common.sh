@@ -32,3 +32,18 @@ bench_finish() {
     exit 1
   fi
 }
+
+# bench_require_pair BINARY...: each must be a program with xpuperf-torch beside it. Training and
+# inference run in xpuperf-torch, which xpuperf finds beside itself, so a binary copied alone (to
+# keep one build while another is made) would fail at its first run; exits 1 naming it.
+bench_require_pair() {
+  local bin
+  for bin in "$@"; do
+    [[ -x $bin ]] || { echo "$bench_name: '$bin' is not an executable" >&2; exit 1; }
+    [[ -x $(dirname "$bin")/xpuperf-torch ]] || {
+      echo "$bench_name: '$bin' has no xpuperf-torch beside it, and the cases run there: copy both" \
+        "(e.g. cp build/src/xpuperf build/src/xpuperf-torch DIR/)" >&2
+      exit 1
+    }
+  done
+}

@@ -12,27 +12,22 @@
 # one binary as both A and B: the same build with and without a runtime switch).
 # A short prefill set, no serving.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
 if (($# < 2)); then
   echo "usage: bench/llm_decode_ab.sh A_BINARY B_BINARY [HARDWARE [SIZE]]" >&2
   exit 2
 fi
-a=$1
-b=$2
+# Paths the caller gave, before the cd to the repository.
+a=$(realpath -m -- "$1")
+b=$(realpath -m -- "$2")
+[[ -n ${LOGS:-} ]] && LOGS=$(realpath -m -- "$LOGS")
+cd "$(dirname "$0")/.."
 hardware=${3:-H200}
 size=${4:-7b}
 rounds=${ROUNDS:-2}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "llm_decode_ab: ROUNDS must be a whole number of 1 or more, not '$rounds'" >&2; exit 2; }
-for bin in "$a" "$b"; do
-  [[ -x $bin ]] || { echo "llm_decode_ab: '$bin' is not an executable" >&2; exit 1; }
-  # Inference runs in xpuperf-torch, which xpuperf finds beside itself: a binary copied alone (to keep
-  # one build while another is made) would fail at its first run.
-  [[ -x $(dirname "$bin")/xpuperf-torch ]] || {
-    echo "llm_decode_ab: '$bin' has no xpuperf-torch beside it, and inference runs there: copy both (e.g. cp build/src/xpuperf build/src/xpuperf-torch DIR/)" >&2
-    exit 1
-  }
-done
+# shellcheck source=bench/common.sh
+source bench/common.sh
+bench_require_pair "$a" "$b"
 work=$(mktemp -d /tmp/xpuperf-decode-ab.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

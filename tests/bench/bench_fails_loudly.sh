@@ -28,6 +28,37 @@ rc=$?
 [[ $rc == 1 ]] || fail "llm_decode_ab.sh with a binary copied alone: exit $rc, not 1: $out"
 [[ $out == *"'$work/alone/xpuperf' has no xpuperf-torch beside it"* ]] || fail "the lone binary is not named: $out"
 
+# The nvJPEG share A/B: the same refusal, and none without JPEGs to decode.
+out=$(DATA="$work" bash "$root/bench/nvjpeg_share_ab.sh" "$work/alone/xpuperf" "$work/alone/xpuperf" 2>&1)
+rc=$?
+[[ $rc == 1 && $out == *"'$work/alone/xpuperf' has no xpuperf-torch beside it"* ]] ||
+  fail "nvjpeg_share_ab.sh with a binary copied alone: exit $rc: $out"
+mkdir -p "$work/pair"
+cat > "$work/pair/xpuperf" <<'SH'
+#!/bin/sh
+# A stand-in run: 1,000 images/s on synthetic data, 970 with one nvJPEG thread; a run with two
+# threads logs no step (as when a rank dies at its start).
+case "$*" in
+  *loader_threads=2*) echo "xpuperf: error: the rank stopped" >&2; exit 1 ;;
+  *synthetic_data=true*) rate=1000 ;;
+  *) rate=970 ;;
+esac
+echo '[PerfLog] {"event":"STEP_END","metadata":{},"value":{"samples_per_second":1}}'
+echo "[PerfLog] {\"event\":\"FINISHED\",\"metadata\":{},\"value\":{\"steady_samples_per_second\":$rate}}"
+SH
+cp "$work/pair/xpuperf" "$work/pair/xpuperf-torch"
+chmod +x "$work/pair/xpuperf" "$work/pair/xpuperf-torch"
+out=$(bash "$root/bench/nvjpeg_share_ab.sh" "$work/pair/xpuperf" "$work/pair/xpuperf" 2>&1)
+rc=$?
+[[ $rc == 2 && $out == *"no JPEGs: set DATA"* ]] || fail "nvjpeg_share_ab.sh without DATA or PHOTOS: exit $rc: $out"
+out=$(DATA="$work" CASES=resnet50 bash "$root/bench/nvjpeg_share_ab.sh" "$work/pair/xpuperf" "$work/pair/xpuperf" H200 resnet50 2>&1)
+rc=$?
+[[ $out == *"| resnet50 | nvJPEG, 1 loader thread(s) | 970 | 970 | 97.0 % | 97.0 % | 1.000 |"* ]] ||
+  fail "nvjpeg_share_ab.sh's share of synthetic is not the runs' (970 of 1,000): $out"
+[[ $rc == 1 && $out == *"| resnet50 | nvJPEG, 2 loader thread(s) | n/a | n/a | n/a | n/a | n/a |"* &&
+  $out == *"resnet50 nvjpeg-2-threads A measured nothing"* ]] ||
+  fail "nvjpeg_share_ab.sh does not name the run that measured nothing and fail: exit $rc: $out"
+
 printf '#!/bin/sh\necho "xpuperf: error: no CUDA device here" >&2\nexit 1\n' > "$work/broken"
 chmod +x "$work/broken"
 echo '{"figure": "versions", "torch": "none"}' > "$work/torch.jsonl"
