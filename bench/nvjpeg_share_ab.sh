@@ -3,7 +3,7 @@
 # images/s on synthetic images and on real JPEGs that nvJPEG decodes, with each loader thread count,
 # and the share of the synthetic rate each keeps (the speed issue's goal: 97 % or more). A and B
 # alternate row by row, so that a change to the GPU loader is shown by its effect on the step.
-# Prints a Markdown table.
+# Prints Markdown tables: the runs, then each side's loader alone (`data decode-rate`).
 #
 #   bench/nvjpeg_share_ab.sh A_BINARY B_BINARY [HARDWARE [CASES]]
 #
@@ -107,6 +107,36 @@ for line in open(sys.argv[1]):
     shares = ("", "") if run == "synthetic" else (share(a, sa), share(b, sb))
     print(f"| {case} | {run} | {rate(a)} | {rate(b)} | {shares[0]} | {shares[1]} | {ratio} |")
 PY
+
+# The loader alone with each thread count (`data decode-rate`): how fast each side's nvJPEG path
+# decodes without a step beside it, to tell a loader too slow from a step disturbed.
+echo
+echo "| loader threads | A crops/s, the loader alone | B crops/s, the loader alone |"
+echo "| ---: | ---: | ---: |"
+for t in "${threads[@]}"; do
+  alone=()
+  for side in A B; do
+    bin=$a env_words=${A_ENV:-}
+    [[ $side == B ]] && bin=$b && env_words=${B_ENV:-}
+    log=$work/decode-rate.$t.$side.log
+    # shellcheck disable=SC2086  # A_ENV / B_ENV are lists of NAME=VALUE words
+    env $env_words "$bin" data decode-rate "$data/train" --decoder nvjpeg --threads "$t" --json >"$log" 2>&1 || true
+    figure=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        print(format(json.loads(line)["images_per_second"], ",.0f"))
+' "$log" 2>/dev/null || true)
+    if [[ -z $figure ]]; then
+      echo "$bench_name: decode-rate with $t thread(s), side $side, measured nothing; its last lines:" >&2
+      tail -n 5 "$log" | sed 's/^/    /' >&2
+      bench_failures+=("decode-rate $t $side")
+      figure=n/a
+    fi
+    alone+=("$figure")
+  done
+  echo "| $t | ${alone[0]} | ${alone[1]} |"
+done
 echo
 echo "A: ${A_ENV:+$A_ENV }$a; B: ${B_ENV:+$B_ENV }$b; $hardware, $steps steps, the first $skip untimed; JPEGs: $data"
 bench_finish

@@ -37,8 +37,9 @@ mkdir -p "$work/pair"
 cat > "$work/pair/xpuperf" <<'SH'
 #!/bin/sh
 # A stand-in run: 1,000 images/s on synthetic data, 970 with one nvJPEG thread; a run with two
-# threads logs no step (as when a rank dies at its start).
+# threads logs no step (as when a rank dies at its start); the loader alone makes 12,345.6 crops/s.
 case "$*" in
+  *decode-rate*) echo '{"decoder":"nvjpeg","images_per_second":12345.6}'; exit 0 ;;
   *loader_threads=2*) echo "xpuperf: error: the rank stopped" >&2; exit 1 ;;
   *synthetic_data=true*) rate=1000 ;;
   *) rate=970 ;;
@@ -55,6 +56,7 @@ out=$(DATA="$work" CASES=resnet50 bash "$root/bench/nvjpeg_share_ab.sh" "$work/p
 rc=$?
 [[ $out == *"| resnet50 | nvJPEG, 1 loader thread(s) | 970 | 970 | 97.0 % | 97.0 % | 1.000 |"* ]] ||
   fail "nvjpeg_share_ab.sh's share of synthetic is not the runs' (970 of 1,000): $out"
+[[ $out == *"| 2 | 12,346 | 12,346 |"* ]] || fail "nvjpeg_share_ab.sh's loader-alone row is not decode-rate's: $out"
 [[ $rc == 1 && $out == *"| resnet50 | nvJPEG, 2 loader thread(s) | n/a | n/a | n/a | n/a | n/a |"* &&
   $out == *"resnet50 nvjpeg-2-threads A measured nothing"* ]] ||
   fail "nvjpeg_share_ab.sh does not name the run that measured nothing and fail: exit $rc: $out"
