@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The CUDA kernels' C++, checked on a machine without nvcc: each .cu file of the models' kernels and
+# of the JPEG crop, its launches (<<<...>>>) made plain calls, goes through g++ -fsyntax-only against
+# stand-ins for CUDA's headers (tests/cuda_host/stubs). Templates are instantiated, so a misspelt
+# member, a wrong argument, a shadowed name or a slip in a refactor fails here, before a GPU
+# machine's build. Device semantics (what nvcc and the GPU tests check) are not checked.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+compiler=${CXX:-g++}
+status=0
+for f in "$root"/src/xpuperf/models/cuda/*.cu "$root"/src/xpuperf/data/gpu_crop.cu; do
+  rel=${f#"$root"/}
+  host=$work/$(basename "$f").cpp
+  # A launch's <<<...>>> becomes a space (its line breaks kept, so the errors' line numbers hold).
+  { printf '#line 1 "%s"\n' "$rel"; perl -0777 -pe 's/<<<(.*?)>>>/" " . ("\n" x ($1 =~ tr!\n!!))/gse' "$f"; } > "$host"
+  if ! "$compiler" -std=c++17 -fsyntax-only -Wall -Wextra -Wno-unused -Wno-unused-parameter -Wno-unknown-pragmas \
+    -Werror -I"$root/tests/cuda_host/stubs" -I"$root/src" "$host" 2> "$work/errors"; then
+    echo "FAILED: $rel is not valid C++ against the stand-in CUDA headers (tests/cuda_host/stubs):" >&2
+    cat "$work/errors" >&2
+    status=1
+  fi
+done
+((status == 0)) && echo "ok"
+exit "$status"
