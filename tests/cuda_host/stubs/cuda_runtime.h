@@ -16,10 +16,18 @@
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 
-struct uint4 { unsigned x, y, z, w; };
-struct float4 { float x, y, z, w; };
-struct float2 { float x, y; };
-struct uint3 { unsigned x, y, z; };
+struct uint4 {
+  unsigned x, y, z, w;
+};
+struct float4 {
+  float x, y, z, w;
+};
+struct float2 {
+  float x, y;
+};
+struct uint3 {
+  unsigned x, y, z;
+};
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
   dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
@@ -27,24 +35,66 @@ struct dim3 {
 extern uint3 threadIdx, blockIdx;
 extern dim3 blockDim, gridDim;
 
-template <typename T> T __shfl_xor_sync(unsigned, T v, int, int = 32) { return v; }
-template <typename T> T __shfl_sync(unsigned, T v, int, int = 32) { return v; }
-template <typename T> T __shfl_down_sync(unsigned, T v, unsigned, int = 32) { return v; }
-template <typename T> T __ldcs(const T* p) { return *p; }
-template <typename T> T __ldg(const T* p) { return *p; }
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int, int = 32) {
+  return v;
+}
+template <typename T>
+T __shfl_sync(unsigned, T v, int, int = 32) {
+  return v;
+}
+template <typename T>
+T __shfl_down_sync(unsigned, T v, unsigned, int = 32) {
+  return v;
+}
+template <typename T>
+T __ldcs(const T* p) {
+  return *p;
+}
+template <typename T>
+T __ldg(const T* p) {
+  return *p;
+}
 inline void __syncthreads() {}
-inline int __syncthreads_or(int v) { return v; }
+inline int __syncthreads_or(int v) {
+  return v;
+}
 inline void __threadfence() {}
-template <typename T> T atomicAdd(T* p, T v) { T old = *p; *p += v; return old; }
-template <typename A, typename B> std::common_type_t<A, B> max(A a, B b) { return a > b ? a : b; }
-template <typename A, typename B> std::common_type_t<A, B> min(A a, B b) { return a < b ? a : b; }
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
-inline double __ddiv_rn(double a, double b) { return a / b; }
-inline int __float2int_rn(float x) { return static_cast<int>(std::nearbyint(x)); }
+template <typename T>
+T atomicAdd(T* p, T v) {
+  T old = *p;
+  *p += v;
+  return old;
+}
+template <typename A, typename B>
+std::common_type_t<A, B> max(A a, B b) {
+  return a > b ? a : b;
+}
+template <typename A, typename B>
+std::common_type_t<A, B> min(A a, B b) {
+  return a < b ? a : b;
+}
+inline float rsqrtf(float x) {
+  return 1.0f / std::sqrt(x);
+}
+inline float __fmul_rn(float a, float b) {
+  return a * b;
+}
+inline float __fadd_rn(float a, float b) {
+  return a + b;
+}
+inline double __dadd_rn(double a, double b) {
+  return a + b;
+}
+inline double __dmul_rn(double a, double b) {
+  return a * b;
+}
+inline double __ddiv_rn(double a, double b) {
+  return a / b;
+}
+inline int __float2int_rn(float x) {
+  return static_cast<int>(std::nearbyint(x));
+}
 using std::isnan;
 
 typedef int cudaError_t;
@@ -57,8 +107,13 @@ cudaError_t cudaGetDevice(int*);
 enum cudaDeviceAttr { cudaDevAttrComputeCapabilityMajor, cudaDevAttrMultiProcessorCount };
 cudaError_t cudaDeviceGetAttribute(int*, cudaDeviceAttr, int);
 enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization };
-struct cudaLaunchAttributeValue { int programmaticStreamSerializationAllowed; };
-struct cudaLaunchAttribute { cudaLaunchAttributeID id; cudaLaunchAttributeValue val; };
+struct cudaLaunchAttributeValue {
+  int programmaticStreamSerializationAllowed;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  cudaLaunchAttributeValue val;
+};
 struct cudaLaunchConfig_t {
   dim3 gridDim, blockDim;
   size_t dynamicSmemBytes;
@@ -67,4 +122,6 @@ struct cudaLaunchConfig_t {
   unsigned numAttrs;
 };
 template <typename... P, typename... A>
-cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t*, void (*)(P...), A&&...) { return 0; }
+cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t*, void (*)(P...), A&&...) {
+  return 0;
+}
