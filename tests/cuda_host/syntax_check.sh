@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA kernels' C++, checked on a machine without nvcc: each .cu file of the models' kernels and
 # of the JPEG crop, its launches (<<<...>>>) made plain calls, goes through g++ -fsyntax-only against
-# stand-ins for CUDA's headers (tests/cuda_host/stubs). Templates are instantiated, so a misspelt
+# stand-ins for CUDA's headers (tests/cuda_host/stubs), and so does the nvJPEG decoder's CUDA half. Templates are instantiated, so a misspelt
 # member, a wrong argument, a shadowed name or a slip in a refactor fails here, before a GPU
 # machine's build. Device semantics (what nvcc and the GPU tests check) are not checked.
 set -uo pipefail
@@ -22,5 +22,12 @@ for f in "$root"/src/xpuperf/models/cuda/*.cu "$root"/src/xpuperf/data/gpu_crop.
     status=1
   fi
 done
+# The nvJPEG decoder's CUDA half (its #ifdef XPUPERF_HAVE_NVJPEG), which this machine's build leaves out.
+if ! "$compiler" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -DXPUPERF_HAVE_NVJPEG -I"$root/tests/cuda_host/stubs" \
+  -I"$root/src" "$root/src/xpuperf/data/gpu_jpeg.cpp" 2> "$work/errors"; then
+  echo "FAILED: src/xpuperf/data/gpu_jpeg.cpp with nvJPEG is not valid C++ against the stand-in headers:" >&2
+  cat "$work/errors" >&2
+  status=1
+fi
 ((status == 0)) && echo "ok"
 exit "$status"
