@@ -47,3 +47,13 @@ bench_require_pair() {
     }
   done
 }
+
+# bench_side SIDE A_BINARY B_BINARY ARGS...: the A/B benches' run of one side: SIDE's binary with
+# ARGS in SIDE's environment (A_ENV / B_ENV: NAME=VALUE words, e.g. one binary with a switch on and off).
+bench_side() {
+  local bin=$2 words=${A_ENV:-}
+  [[ $1 == B ]] && bin=$3 && words=${B_ENV:-}
+  shift 3
+  # shellcheck disable=SC2086  # A_ENV / B_ENV are lists of NAME=VALUE words
+  env $words "$bin" "$@"
+}

@@ -42,14 +42,10 @@ for s in "${sets[@]}"; do args+=(--set "$s"); done
 
 for ((r = 1; r <= rounds; ++r)); do
   for side in A B; do
-    bin=$a
-    side_env=${A_ENV:-}
-    [[ $side == B ]] && bin=$b && side_env=${B_ENV:-}
     log=$work/$side$r.log
-    # shellcheck disable=SC2086  # A_ENV / B_ENV are lists of NAME=VALUE words
-    if ! env $side_env "$bin" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work/out$side$r" "${args[@]}" \
-      >"$log" 2>&1; then
-      echo "llm_decode_ab: $bin failed; its output:" >&2
+    if ! bench_side "$side" "$a" "$b" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work/out$side$r" \
+      "${args[@]}" >"$log" 2>&1; then
+      echo "llm_decode_ab: side $side ($([[ $side == A ]] && echo "$a" || echo "$b")) failed; its output:" >&2
       tail -n 30 "$log" >&2
       exit 1
     fi

@@ -54,12 +54,10 @@ fi
 # run SIDE LABEL CASE --set ...: one run, its output in $work/CASE.LABEL.SIDE.log; a run that
 # logged no step is named (bench_finish fails the bench for it).
 run() {
-  local side=$1 label=$2 case=$3 bin=$a env_words=${A_ENV:-}
+  local side=$1 label=$2 case=$3
   shift 3
-  [[ $side == B ]] && bin=$b && env_words=${B_ENV:-}
   local log=$work/$case.$label.$side.log
-  # shellcheck disable=SC2086  # A_ENV / B_ENV are lists of NAME=VALUE words
-  env $env_words "$bin" train --case "$case" --vendor nvidia --hardware "$hardware" --set max_steps="$steps" \
+  bench_side "$side" "$a" "$b" train --case "$case" --vendor nvidia --hardware "$hardware" --set max_steps="$steps" \
     --set timing_skip_steps="$skip" --set log_freq=20 "$@" >"$log" 2>&1 || true
   if [[ -n ${LOGS:-} ]]; then mkdir -p "$LOGS" && cp "$log" "$LOGS/"; fi
   bench_expect_steps "$log" "$case $label $side"
@@ -67,11 +65,10 @@ run() {
 
 # rate LOG: the run's steady images/s (FINISHED's steady_samples_per_second), nothing without one.
 rate() {
-  python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    if "\"event\":\"FINISHED\"" in line:
-        print(json.loads(line[line.index("{"):])["value"].get("steady_samples_per_second") or "")
+  PYTHONPATH=bench python3 -c '
+import sys
+from perflog import events
+print(events(sys.argv[1])[1].get("steady_samples_per_second") or "")
 ' "$1"
 }
 
@@ -116,11 +113,9 @@ echo "| ---: | ---: | ---: |"
 for t in "${threads[@]}"; do
   alone=()
   for side in A B; do
-    bin=$a env_words=${A_ENV:-}
-    [[ $side == B ]] && bin=$b && env_words=${B_ENV:-}
     log=$work/decode-rate.$t.$side.log
-    # shellcheck disable=SC2086  # A_ENV / B_ENV are lists of NAME=VALUE words
-    env $env_words "$bin" data decode-rate "$data/train" --decoder nvjpeg --threads "$t" --json >"$log" 2>&1 || true
+    bench_side "$side" "$a" "$b" data decode-rate "$data/train" --decoder nvjpeg --threads "$t" --json >"$log" 2>&1 ||
+      true
     figure=$(python3 -c '
 import json, sys
 for line in open(sys.argv[1]):

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The CUDA kernels' C++, checked on a machine without nvcc: each .cu file of the models' kernels and
 # of the JPEG crop, its launches (<<<...>>>) made plain calls, goes through g++ -fsyntax-only against
-# stand-ins for CUDA's headers (tests/cuda_host/stubs), and so does the nvJPEG decoder's CUDA half. Templates are instantiated, so a misspelt
-# member, a wrong argument, a shadowed name or a slip in a refactor fails here, before a GPU
-# machine's build. Device semantics (what nvcc and the GPU tests check) are not checked.
+# stand-ins for CUDA's headers (tests/cuda_host/stubs), and so does the nvJPEG decoder's CUDA half.
+# Templates are instantiated, so a misspelt member, a wrong argument or a slip in a refactor fails
+# here, before a GPU machine's build. Device semantics (what nvcc and the GPU tests check) are not.
+# No -Wshadow or unused warnings: `extern __shared__` arrays and launch configurations, made host
+# C++, would raise them falsely.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
