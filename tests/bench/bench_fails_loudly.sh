@@ -12,7 +12,8 @@ fail() {
   exit 1
 }
 
-for bench in vision_train_vs_pytorch.sh language_train_vs_pytorch.sh parallel_train_vs_pytorch.sh offload_capacity.sh; do
+for bench in vision_train_vs_pytorch.sh language_train_vs_pytorch.sh parallel_train_vs_pytorch.sh offload_capacity.sh \
+  kernel_curves.sh; do
   out=$(XPUPERF="$work/none" bash "$root/bench/$bench" H100 2>&1)
   rc=$?
   [[ $rc == 2 ]] || fail "$bench without a binary: exit $rc, not 2: $out"
@@ -60,6 +61,30 @@ rc=$?
 [[ $rc == 1 && $out == *"| resnet50 | nvJPEG, 2 loader thread(s) | n/a | n/a | n/a | n/a | n/a |"* &&
   $out == *"resnet50 nvjpeg-2-threads A measured nothing"* ]] ||
   fail "nvjpeg_share_ab.sh does not name the run that measured nothing and fail: exit $rc: $out"
+
+# The kernels' loss curves: every run's curve read from FINISHED into the table; a run that
+# records none is named with its last lines, and fails the bench.
+cat > "$work/curves" <<'SH'
+#!/bin/sh
+case "$*" in
+  *seed=2*fused_kernels=false*data_dir=*) echo "xpuperf: error: the rank stopped" >&2; exit 1 ;;
+  *seed=1*) curve="[3.0, 3.0, 2.0, 2.0]" ;;
+  *) curve="[3.2, 3.2, 2.2, 2.2]" ;;
+esac
+echo "[PerfLog] {\"event\":\"FINISHED\",\"metadata\":{},\"value\":{\"loss_curve\":$curve}}"
+SH
+chmod +x "$work/curves"
+out=$(XPUPERF="$work/curves" DATA="$work/no-text" STEPS=4 WINDOW=2 bash "$root/bench/kernel_curves.sh" H200 gpt2 2>&1)
+rc=$?
+[[ $rc == 0 && $out == *"gpt2: synthetic tokens (no $work/no-text)"* &&
+  $out == *"| 3–4 | 2.1000 | 2.1000 | 0.0000 | 0.2000 | yes |"* && $out == *"| gpt2 | 2 of 2 |"* ]] ||
+  fail "kernel_curves.sh's table is not the runs' curves: exit $rc: $out"
+out=$(XPUPERF="$work/curves" DATA="$work" STEPS=4 WINDOW=2 bash "$root/bench/kernel_curves.sh" H200 gpt2 2>&1)
+rc=$?
+[[ $rc == 1 && $out == *"gpt2, kernels off, seed 2 recorded no loss curve"* && $out == *"the rank stopped"* &&
+  $out == *"gpt2 kernels off seed 2"* ]] || fail "kernel_curves.sh does not name the run without a curve: exit $rc: $out"
+out=$(XPUPERF="$work/curves" SEEDS=1 bash "$root/bench/kernel_curves.sh" H200 gpt2 2>&1)
+[[ $? == 2 && $out == *"SEEDS needs two seeds or more"* ]] || fail "kernel_curves.sh with one seed: $out"
 
 printf '#!/bin/sh\necho "xpuperf: error: no CUDA device here" >&2\nexit 1\n' > "$work/broken"
 chmod +x "$work/broken"
