@@ -62,7 +62,9 @@ TEST(Lora, AdaptersStartAtTheBaseModelAndOnlyTheyTrain) {
   }
   EXPECT_LT(m->loss(ids).item<double>(), first - 0.1) << "the adapters learn";
   for (const auto& p : m->named_parameters())
-    if (base.count(p.key())) EXPECT_TRUE(torch::equal(p.value(), base[p.key()])) << p.key() << " moved";
+    if (base.count(p.key())) {
+      EXPECT_TRUE(torch::equal(p.value(), base[p.key()])) << p.key() << " moved";
+    }
 }
 
 TEST(Lora, TheFrozenBaseTakesTheComputeTypeAndTheAdaptersStayFp32) {

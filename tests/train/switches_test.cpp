@@ -269,7 +269,9 @@ TEST(Switches, OffloadStreamsTheLastBackwardsGradientsAndClipsOnTheHost) {
         clip_gradients({q}, gradient_norm({q}), 1.0);
         streamed->step(), after->step(), reference.step();
         EXPECT_TRUE(torch::equal(p.detach(), r.detach())) << "step " << step;
-        if (!bf16) EXPECT_TRUE(torch::allclose(p.detach().cpu(), q.detach(), 1e-5, 1e-6)) << "step " << step;
+        if (!bf16) {
+          EXPECT_TRUE(torch::allclose(p.detach().cpu(), q.detach(), 1e-5, 1e-6)) << "step " << step;
+        }
       }
       nlohmann::json finished;
       streamed->describe(finished);

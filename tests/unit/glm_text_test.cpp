@@ -52,7 +52,9 @@ TEST(BlankInfilling, PartBRegeneratesEachBlankOfPartAFromItsMaskPosition) {
         gaps.push_back({expected_next, static_cast<std::int32_t>(i)});
         expected_next = -1;  // the span's length is part B's to say
       } else {
-        if (expected_next >= 0) ASSERT_EQ(s.ids[i], expected_next);
+        if (expected_next >= 0) {
+          ASSERT_EQ(s.ids[i], expected_next);
+        }
         expected_next = s.ids[i] + 1;
       }
     }
@@ -70,8 +72,10 @@ TEST(BlankInfilling, PartBRegeneratesEachBlankOfPartAFromItsMaskPosition) {
         const auto j = i + static_cast<std::size_t>(k);
         ASSERT_EQ(s.positions[j], at);
         ASSERT_EQ(s.block_positions[j], k + 1);
-        if (k > 0) ASSERT_EQ(s.ids[j], s.targets[j - 1]);
-        if (k > 0) ASSERT_EQ(s.targets[j], s.targets[j - 1] + 1);  // consecutive text tokens
+        if (k > 0) {
+          ASSERT_EQ(s.ids[j], s.targets[j - 1]);
+          ASSERT_EQ(s.targets[j], s.targets[j - 1] + 1);  // consecutive text tokens
+        }
       }
       ASSERT_GE(k, 1);
       // The blank's tokens are the text the mask replaced: the first follows the token before it.

@@ -553,7 +553,9 @@ TEST(TextChunks, AFedTextComesOutWholeInChunksOfBoundedSize) {
   EXPECT_EQ(joined, text);
   ASSERT_GT(chunks.size(), 80u);
   for (std::size_t i = 0; i < chunks.size(); ++i) {
-    if (i + 1 < chunks.size()) EXPECT_GE(chunks[i].size(), least) << "chunk " << i;
+    if (i + 1 < chunks.size()) {
+      EXPECT_GE(chunks[i].size(), least) << "chunk " << i;
+    }
     EXPECT_LT(chunks[i].size(), least + 1024) << "chunk " << i << " of " << chunks.size();
   }
 }
