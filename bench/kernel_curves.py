@@ -7,7 +7,8 @@ window, the seeds' spread is the widest gap between two seeds' means under one s
 or off), and the kernels' gap is the distance between the two settings' means over the seeds. The
 curves overlap where the kernels' gap is no wider than the seeds' spread.
 
-    python3 bench/kernel_curves.py --window 20 CASE:SETTING:SEED:LOG ...   (SETTING: on or off)
+    python3 bench/kernel_curves.py --window 20 [--data CASE=TEXT ...] CASE:SETTING:SEED:LOG ...
+    (SETTING: on or off; --data: what the case trained on, printed under its heading)
 """
 import argparse
 import json
@@ -55,8 +56,10 @@ def compare(curves, width):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=int, default=20)
+    parser.add_argument("--data", action="append", default=[], help="CASE=what it trained on")
     parser.add_argument("runs", nargs="+", help="CASE:SETTING:SEED:LOG")
     args = parser.parse_args()
+    data = dict(d.split("=", 1) for d in args.data if "=" in d)
     if args.window < 1:
         sys.exit("kernel_curves.py: --window must be 1 or more")
     cases = {}
@@ -80,6 +83,8 @@ def main():
         steps = min(len(c) for c in curves.values())
         print(f"\n### {case}: {steps} steps, seeds {', '.join(seeds['on'])}, loss averaged over windows of "
               f"{args.window} steps\n")
+        if case in data:
+            print(f"Data: {data[case]}.\n")
         print("| steps | kernels on (mean of the seeds) | kernels off | kernels' gap | seeds' spread | within |")
         print("| --- | ---: | ---: | ---: | ---: | --- |")
         for r in rows:

@@ -48,6 +48,7 @@ if [[ -z $images && -n ${PHOTOS:-} ]]; then
 fi
 
 runs=()
+notes=()
 for c in "${cases[@]}"; do
   case $c in
     resnet50 | vit | mobilenetv2)
@@ -70,6 +71,7 @@ for c in "${cases[@]}"; do
       ;;
   esac
   echo "$c: $source_of_data" >&2
+  notes+=(--data "$c=$source_of_data")
   for seed in "${seeds[@]}"; do
     for setting in on off; do
       fused=true
@@ -89,7 +91,7 @@ for c in "${cases[@]}"; do
   done
 done
 
-PYTHONPATH=bench python3 bench/kernel_curves.py --window "$window" "${runs[@]}" || {
+PYTHONPATH=bench python3 bench/kernel_curves.py --window "$window" "${notes[@]}" "${runs[@]}" || {
   echo "$bench_name: a run's output is in ${LOGS:-its log (set LOGS=DIR to keep them)}" >&2
   exit 1
 }
