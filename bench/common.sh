@@ -33,6 +33,16 @@ bench_finish() {
   fi
 }
 
+# bench_require_whole_numbers NAMES VALUE...: exits 2 unless every VALUE is a whole number, naming
+# the settings they came from (NAMES, e.g. "STEPS and SKIP") and the first that is not.
+bench_require_whole_numbers() {
+  local names=$1 n
+  shift
+  for n in "$@"; do
+    [[ $n =~ ^[0-9]+$ ]] || { echo "$bench_name: $names take whole numbers, not '$n'" >&2; exit 2; }
+  done
+}
+
 # bench_require_pair BINARY...: each must be a program with xpuperf-torch beside it. Training and
 # inference run in xpuperf-torch, which xpuperf finds beside itself, so a binary copied alone (to
 # keep one build while another is made) would fail at its first run; exits 1 naming it.

@@ -29,9 +29,7 @@ IFS=, read -r -a cases <<<"${2:-gpt2,bert,vit,resnet50,mobilenetv2}"
 IFS=, read -r -a seeds <<<"${SEEDS:-1,2}"
 steps=${STEPS:-200}
 window=${WINDOW:-20}
-for n in "$steps" "$window" "${seeds[@]}"; do
-  [[ $n =~ ^[0-9]+$ ]] || { echo "$bench_name: STEPS, WINDOW and SEEDS take whole numbers, not '$n'" >&2; exit 2; }
-done
+bench_require_whole_numbers "STEPS, WINDOW and SEEDS" "$steps" "$window" "${seeds[@]}"
 ((${#seeds[@]} >= 2)) || { echo "$bench_name: SEEDS needs two seeds or more: their spread is the noise" >&2; exit 2; }
 ((window >= 1 && window <= steps)) || { echo "$bench_name: WINDOW ($window) must be 1 to STEPS ($steps)" >&2; exit 2; }
 text=${DATA:-data/text}

@@ -33,9 +33,7 @@ IFS=, read -r -a cases <<<"${4:-resnet50,mobilenetv2}"
 IFS=, read -r -a threads <<<"${THREADS:-1,2}"
 steps=${STEPS:-300}
 skip=${SKIP:-100}
-for n in "$steps" "$skip" "${threads[@]}"; do
-  [[ $n =~ ^[0-9]+$ ]] || { echo "$bench_name: STEPS, SKIP and THREADS take whole numbers, not '$n'" >&2; exit 2; }
-done
+bench_require_whole_numbers "STEPS, SKIP and THREADS" "$steps" "$skip" "${threads[@]}"
 ((skip < steps)) || { echo "$bench_name: SKIP ($skip) leaves no step of STEPS ($steps) to time" >&2; exit 2; }
 bench_require_pair "$a" "$b"
 if [[ -z ${DATA:-} && -z ${PHOTOS:-} ]]; then
