@@ -444,6 +444,45 @@ std::vector<Probe> probes() {
                -1,  // 1 where this LibTorch has no fp16 autocast on the CPU, else 0 (it trains)
                {},
                {"internal error"}});
+  // A held-out split that comes out empty (8,192 synthetic tokens, seed 2): the empty data is named,
+  // not the target metric it could not give.
+  p.push_back({"AnEmptyHeldOutSplitIsNamedNotTheMetricItLacks",
+               [](Dir, std::string&) {
+                 return std::vector<std::string>{"train",
+                                                 "--case",
+                                                 "gpt2",
+                                                 "--vendor",
+                                                 "cpu",
+                                                 "--hardware",
+                                                 "CPU",
+                                                 "--set",
+                                                 "synthetic_data=true",
+                                                 "--set",
+                                                 "synthetic_tokens=8192",
+                                                 "--set",
+                                                 "vocab_size=256",
+                                                 "--set",
+                                                 "n_layer=1",
+                                                 "--set",
+                                                 "n_embd=16",
+                                                 "--set",
+                                                 "n_head=2",
+                                                 "--set",
+                                                 "seq_length=16",
+                                                 "--set",
+                                                 "train_batch_size=8",
+                                                 "--set",
+                                                 "eval_batch_size=16",
+                                                 "--set",
+                                                 "max_steps=2",
+                                                 "--set",
+                                                 "seed=2",
+                                                 "--set",
+                                                 "eval_interval_steps=0"};
+               },
+               1,
+               {"the evaluation gave no metrics", "held out; 0 sequences of 16 tokens) has 0 samples"},
+               {"internal error", "target_metric"}});
   p.push_back(
       {"SweepStringsWithAnEmptyOrRepeatedSwitchAreRefused",
        [](Dir d, std::string&) {

@@ -365,6 +365,11 @@ void TrainingRun::run_eval() {
   for (const auto& [name, v] : metrics_) value[name] = v;
   XPUPERF_EVENT(perflog_event::kEvaluate, value);
   auto it = metrics_.find(s_.target_metric);
+  // No metric at all: the evaluation had nothing to evaluate (a held-out split that came out empty).
+  if (metrics_.empty())
+    throw ConfigError("the evaluation gave no metrics: its data (" + data_.eval->description() + ") has " +
+                      std::to_string(data_.eval->size()) +
+                      " samples; give it more (a larger dataset, or more synthetic tokens or samples)");
   if (it == metrics_.end())
     throw ConfigError("target_metric '" + s_.target_metric + "' is not among the metrics the case reports");
   if (reached(it->second, s_.target_value, s_.target_mode)) {
