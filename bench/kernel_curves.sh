@@ -3,7 +3,7 @@
 # STEPS steps with its kernels (fused_kernels: true) and without them (false), once with each of
 # SEEDS, on the same GPU; every step's loss recorded (record_loss_curve), averaged over windows of
 # WINDOW steps, and whether the curves with and without the kernels differ by no more than the
-# seeds' curves do (bench/kernel_curves.py says how). Prints Markdown tables, a case each, then one
+# seeds' curves do, over the windows on average (bench/kernel_curves.py says how). Prints Markdown tables, a case each, then one
 # line a case; exits 1 when a run recorded no curve, naming it.
 #
 #   bench/kernel_curves.sh [HARDWARE [CASES]]

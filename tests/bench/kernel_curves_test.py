@@ -38,6 +38,17 @@ class KernelCurves(unittest.TestCase):
         self.assertAlmostEqual(rows[0]["spread"], 0.2)
         self.assertTrue(summary["overlap"])
         self.assertEqual((summary["within"], summary["windows"]), (2, 2))
+        self.assertAlmostEqual(summary["mean_gap"], 0.05)
+        self.assertAlmostEqual(summary["mean_spread"], 0.2)
+
+    def test_one_window_without_spread_is_not_the_verdict(self):
+        # The seeds meet in the first window (spread 0), so its small gap is outside it; over both
+        # windows the gap (0.01) is well within the spread (0.1).
+        curves = {("off", "1"): [4.0, 4.0, 3.0, 3.0], ("off", "2"): [4.0, 4.0, 3.2, 3.2],
+                  ("on", "1"): [4.01, 4.01, 3.01, 3.01], ("on", "2"): [4.01, 4.01, 3.21, 3.21]}
+        rows, summary = kcurves.compare(curves, 2)
+        self.assertEqual([r["within"] for r in rows], [False, True])
+        self.assertTrue(summary["overlap"])
 
     def test_a_gap_wider_than_the_seeds_spread_does_not(self):
         # The kernels' curve ends 0.5 higher in the second window, where the seeds agree to 0.1.
@@ -59,7 +70,7 @@ class KernelCurves(unittest.TestCase):
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertIn("### gpt2: 4 steps, seeds 1, 2", out.stdout)
             self.assertIn("| 1–2 | 3.1500 | 3.1500 | 0.0000 | 0.1000 | yes |", out.stdout)
-            self.assertIn("| gpt2 | 2 of 2 | 0.0000 | 0.1000 | yes |", out.stdout)
+            self.assertIn("| gpt2 | 0.0000 | 0.1000 | 2 of 2 | 0.0000 / 0.1000 | yes |", out.stdout)
             broken = runs[:3] + ["gpt2:off:2:" + finished_log(d, "crashed", None)]
             out = subprocess.run([sys.executable, script, *broken], capture_output=True, text=True)
             self.assertEqual(out.returncode, 1)
