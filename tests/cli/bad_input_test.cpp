@@ -117,36 +117,23 @@ std::string token_dataset(const test::TempDir& dir, const std::vector<std::vecto
   return prefix;
 }
 
+// `xpuperf train --case NAME` on the CPU with each of `sets` as a `--set`.
+std::vector<std::string> cpu_train(const std::string& name, const std::vector<std::string>& sets) {
+  std::vector<std::string> args = {"train", "--case", name, "--vendor", "cpu", "--hardware", "CPU"};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  return args;
+}
+
 std::vector<std::string> gpt2_train(const std::string& data_dir, const std::string& train_data) {
-  return {"train",
-          "--case",
-          "gpt2",
-          "--vendor",
-          "cpu",
-          "--hardware",
-          "CPU",
-          "--data-dir",
-          data_dir,
-          "--set",
-          "train_data=" + train_data,
-          "--set",
-          "n_layer=1",
-          "--set",
-          "n_embd=16",
-          "--set",
-          "n_head=2",
-          "--set",
-          "seq_length=8",
-          "--set",
-          "max_steps=1",
-          "--set",
-          "eval_data=" + train_data};
+  auto args = cpu_train("gpt2", {"train_data=" + train_data, "n_layer=1", "n_embd=16", "n_head=2", "seq_length=8",
+                                 "max_steps=1", "eval_data=" + train_data});
+  args.insert(args.end(), {"--data-dir", data_dir});
+  return args;
 }
 
 // `xpuperf train --case llama` on synthetic tokens with one setting (the model is built at its default size).
 std::vector<std::string> synthetic_llama_train(const std::string& set) {
-  return {"train", "--case", "llama", "--vendor", "cpu", "--hardware", "CPU", "--set", "synthetic_data=true",
-          "--set", set};
+  return cpu_train("llama", {"synthetic_data=true", set});
 }
 
 std::vector<std::string> check_plan(const test::TempDir& dir, const std::string& cases) {
@@ -448,37 +435,9 @@ std::vector<Probe> probes() {
   // not the target metric it could not give.
   p.push_back({"AnEmptyHeldOutSplitIsNamedNotTheMetricItLacks",
                [](Dir, std::string&) {
-                 return std::vector<std::string>{"train",
-                                                 "--case",
-                                                 "gpt2",
-                                                 "--vendor",
-                                                 "cpu",
-                                                 "--hardware",
-                                                 "CPU",
-                                                 "--set",
-                                                 "synthetic_data=true",
-                                                 "--set",
-                                                 "synthetic_tokens=8192",
-                                                 "--set",
-                                                 "vocab_size=256",
-                                                 "--set",
-                                                 "n_layer=1",
-                                                 "--set",
-                                                 "n_embd=16",
-                                                 "--set",
-                                                 "n_head=2",
-                                                 "--set",
-                                                 "seq_length=16",
-                                                 "--set",
-                                                 "train_batch_size=8",
-                                                 "--set",
-                                                 "eval_batch_size=16",
-                                                 "--set",
-                                                 "max_steps=2",
-                                                 "--set",
-                                                 "seed=2",
-                                                 "--set",
-                                                 "eval_interval_steps=0"};
+                 return cpu_train("gpt2", {"synthetic_data=true", "synthetic_tokens=8192", "vocab_size=256",
+                                           "n_layer=1", "n_embd=16", "n_head=2", "seq_length=16", "train_batch_size=8",
+                                           "eval_batch_size=16", "max_steps=2", "seed=2", "eval_interval_steps=0"});
                },
                1,
                {"the evaluation gave no metrics", "held out; 0 sequences of 16 tokens) has 0 samples"},
