@@ -96,15 +96,12 @@ bool have_gpu_jpeg() {
 
 struct GpuJpegDecoder::State {
   int device = 0, out_size = 0;
-  bool hardware = false;
   // The batch's files, copied into pinned memory: nvJPEG's copies of pageable bytes hold the loader
   // thread for each file (+1–2 % ResNet-50 img/s beside the step on an H100).
   unsigned char* staged = nullptr;
   std::size_t staged_bytes = 0;
   std::shared_ptr<SharedHandle> shared;
-  nvjpegHandle_t handle = nullptr;        // shared's
   nvjpegJpegState_t own_state = nullptr;  // the CUDA back end's; the hardware back end uses shared's
-  nvjpegJpegState_t state = nullptr;      // the one decode_crops uses
   nvjpegJpegStream_t stream_info = nullptr;
   cudaStream_t stream = nullptr;
   std::uint8_t* decoded = nullptr;  // the batch's decoded images, one after another
@@ -160,15 +157,9 @@ GpuJpegDecoder::GpuJpegDecoder(int device, int out_size, bool allow_hardware) : 
                       std::to_string(devices) + ")");
     check_cuda(cudaSetDevice(device), "nvJPEG decoder: cudaSetDevice");
     s_->shared = shared_handle(device, allow_hardware);
-    s_->handle = s_->shared->handle;
-    s_->hardware = s_->shared->hardware;
-    if (s_->hardware) {
-      s_->state = s_->shared->hardware_state;
-    } else {
-      check_nvjpeg(nvjpegJpegStateCreate(s_->handle, &s_->own_state), "nvjpegJpegStateCreate");
-      s_->state = s_->own_state;
-    }
-    check_nvjpeg(nvjpegJpegStreamCreate(s_->handle, &s_->stream_info), "nvjpegJpegStreamCreate");
+    if (!s_->shared->hardware)
+      check_nvjpeg(nvjpegJpegStateCreate(s_->shared->handle, &s_->own_state), "nvjpegJpegStateCreate");
+    check_nvjpeg(nvjpegJpegStreamCreate(s_->shared->handle, &s_->stream_info), "nvjpegJpegStreamCreate");
     // The highest priority: a batch's few small kernels go ahead of the training step's queued
     // blocks instead of waiting behind them, so the loader keeps ahead on a busy GPU.
     int least = 0, greatest = 0;
@@ -197,11 +188,11 @@ GpuJpegDecoder::~GpuJpegDecoder() {
 }
 
 std::string GpuJpegDecoder::backend() const {
-  return s_->hardware ? "nvJPEG hardware decoder" : "nvJPEG CUDA decoder";
+  return s_->shared->hardware ? "nvJPEG hardware decoder" : "nvJPEG CUDA decoder";
 }
 
 bool GpuJpegDecoder::hardware() const {
-  return s_->hardware;
+  return s_->shared->hardware;
 }
 
 bool GpuJpegDecoder::probe(const std::uint8_t* data, std::size_t size, GpuJpegShape& shape, bool& batchable,
@@ -209,7 +200,7 @@ bool GpuJpegDecoder::probe(const std::uint8_t* data, std::size_t size, GpuJpegSh
   int components = 0;
   nvjpegChromaSubsampling_t subsampling{};
   int widths[NVJPEG_MAX_COMPONENT] = {}, heights[NVJPEG_MAX_COMPONENT] = {};
-  const auto status = nvjpegGetImageInfo(s_->handle, data, size, &components, &subsampling, widths, heights);
+  const auto status = nvjpegGetImageInfo(s_->shared->handle, data, size, &components, &subsampling, widths, heights);
   if (status != NVJPEG_STATUS_SUCCESS || widths[0] <= 0 || heights[0] <= 0) {
     error = "not a JPEG nvJPEG can read (status " + std::to_string(status) + ")";
     return false;
@@ -221,11 +212,12 @@ bool GpuJpegDecoder::probe(const std::uint8_t* data, std::size_t size, GpuJpegSh
   shape.chroma_height = shape.grey ? shape.height : heights[1];
   // Grey and YCbCr only: CMYK and odd layouts are the CPU decoder's.
   batchable = (components == 1 || components == 3) && subsampling != NVJPEG_CSS_UNKNOWN;
-  if (batchable && s_->hardware) {
+  if (batchable && s_->shared->hardware) {
     int supported = -1;
-    batchable = nvjpegJpegStreamParseHeader(s_->handle, data, size, s_->stream_info) == NVJPEG_STATUS_SUCCESS &&
-                nvjpegDecodeBatchedSupported(s_->handle, s_->stream_info, &supported) == NVJPEG_STATUS_SUCCESS &&
-                supported == 0;
+    batchable =
+        nvjpegJpegStreamParseHeader(s_->shared->handle, data, size, s_->stream_info) == NVJPEG_STATUS_SUCCESS &&
+        nvjpegDecodeBatchedSupported(s_->shared->handle, s_->stream_info, &supported) == NVJPEG_STATUS_SUCCESS &&
+        supported == 0;
   }
   return true;
 }
@@ -278,10 +270,11 @@ bool GpuJpegDecoder::decode_crops(const std::vector<GpuCropJob>& jobs, const std
   const int n = static_cast<int>(jobs.size());
   // Held until the crops are written (synchronize below): the shared state is busy until then.
   std::unique_lock<std::mutex> one_decode_at_a_time(s_->shared->decoding, std::defer_lock);
-  if (s_->hardware) one_decode_at_a_time.lock();
-  auto status = nvjpegDecodeBatchedInitialize(s_->handle, s_->state, n, 1, NVJPEG_OUTPUT_YUV);
+  if (s_->shared->hardware) one_decode_at_a_time.lock();
+  const nvjpegJpegState_t state = s_->shared->hardware ? s_->shared->hardware_state : s_->own_state;
+  auto status = nvjpegDecodeBatchedInitialize(s_->shared->handle, state, n, 1, NVJPEG_OUTPUT_YUV);
   if (status == NVJPEG_STATUS_SUCCESS)
-    status = nvjpegDecodeBatched(s_->handle, s_->state, data.data(), sizes.data(), images.data(), s_->stream);
+    status = nvjpegDecodeBatched(s_->shared->handle, state, data.data(), sizes.data(), images.data(), s_->stream);
   if (status != NVJPEG_STATUS_SUCCESS) {
     cudaStreamSynchronize(s_->stream);
     cudaGetLastError();
