@@ -12,8 +12,10 @@
 # (default gpt2,bert,vit,resnet50,mobilenetv2). STEPS (200), WINDOW (20), SEEDS (1,2). Data: the
 # language cases read DATA (default data/text, `make language-data`); the vision cases a folder in
 # ImageNet's layout, IMAGES=DIR, or crops of PHOTOS=DIR that `data photos` makes (100 classes). A
-# case without its data runs on synthetic data, and its table says so. LOGS=DIR keeps each run's
-# output. XPUPERF: the binary (default build/src/xpuperf).
+# case without its data runs on synthetic data, and its table says so. SETS="key=value ...": more
+# settings for every run, after the bench's own (e.g. "warmup_epochs=0 warmup_steps=20", so that a
+# recipe with a long warm-up learns within the steps), named in each table. LOGS=DIR keeps each
+# run's output. XPUPERF: the binary (default build/src/xpuperf).
 set -euo pipefail
 [[ -n ${IMAGES:-} ]] && IMAGES=$(realpath -m -- "$IMAGES")
 [[ -n ${PHOTOS:-} ]] && PHOTOS=$(realpath -m -- "$PHOTOS")
@@ -33,6 +35,10 @@ bench_require_whole_numbers "STEPS, WINDOW and SEEDS" "$steps" "$window" "${seed
 ((${#seeds[@]} >= 2)) || { echo "$bench_name: SEEDS needs two seeds or more: their spread is the noise" >&2; exit 2; }
 ((window >= 1 && window <= steps)) || { echo "$bench_name: WINDOW ($window) must be 1 to STEPS ($steps)" >&2; exit 2; }
 text=${DATA:-data/text}
+read -r -a extra_sets <<<"${SETS:-}"
+for s in "${extra_sets[@]}"; do
+  [[ $s == ?*=* ]] || { echo "$bench_name: SETS takes key=value pairs, got '$s'" >&2; exit 2; }
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 logs=${LOGS:-$work/logs}
@@ -68,6 +74,7 @@ for c in "${cases[@]}"; do
       fi
       ;;
   esac
+  if ((${#extra_sets[@]})); then source_of_data+="; also set: ${extra_sets[*]}"; fi
   echo "$c: $source_of_data" >&2
   notes+=(--data "$c=$source_of_data")
   for seed in "${seeds[@]}"; do
@@ -76,7 +83,7 @@ for c in "${cases[@]}"; do
       [[ $setting == off ]] && fused=false
       log=$logs/$c.kernels-$setting.seed-$seed.out
       sets=()
-      for s in "max_steps=$steps" record_loss_curve=true log_freq=0 "seed=$seed" "fused_kernels=$fused" "${data[@]}"; do
+      for s in "max_steps=$steps" record_loss_curve=true log_freq=0 "seed=$seed" "fused_kernels=$fused" "${data[@]}" "${extra_sets[@]}"; do
         sets+=(--set "$s")
       done
       "$xpuperf" train --case "$c" --vendor nvidia --hardware "$hardware" "${sets[@]}" > "$log" 2>&1 || true

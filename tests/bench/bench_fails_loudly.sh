@@ -83,6 +83,12 @@ out=$(XPUPERF="$work/curves" DATA="$work" STEPS=4 WINDOW=2 bash "$root/bench/ker
 rc=$?
 [[ $rc == 1 && $out == *"gpt2, kernels off, seed 2 recorded no loss curve"* && $out == *"the rank stopped"* &&
   $out == *"gpt2 kernels off seed 2"* ]] || fail "kernel_curves.sh does not name the run without a curve: exit $rc: $out"
+out=$(XPUPERF="$work/curves" DATA="$work/no-text" STEPS=4 WINDOW=2 SETS="warmup_steps=20 lr=0.5" \
+  bash "$root/bench/kernel_curves.sh" H200 gpt2 2>&1)
+[[ $? == 0 && $out == *"random text; also set: warmup_steps=20 lr=0.5."* && $out == *"| gpt2 | 0.0000 | 0.2000 | 2 of 2 |"* ]] ||
+  fail "kernel_curves.sh does not pass SETS or name them: $out"
+out=$(XPUPERF="$work/curves" SETS="warmup_steps" bash "$root/bench/kernel_curves.sh" H200 gpt2 2>&1)
+[[ $? == 2 && $out == *"SETS takes key=value pairs, got 'warmup_steps'"* ]] || fail "kernel_curves.sh with a bad SETS: $out"
 out=$(XPUPERF="$work/curves" SEEDS=1 bash "$root/bench/kernel_curves.sh" H200 gpt2 2>&1)
 [[ $? == 2 && $out == *"SEEDS needs two seeds or more"* ]] || fail "kernel_curves.sh with one seed: $out"
 
