@@ -6,8 +6,13 @@ Each curve is averaged over windows of WINDOW steps (one step's loss is one batc
 window, the seeds' spread is the widest gap between two seeds' means under one setting (kernels on,
 or off), and the kernels' gap is the distance between the two settings' means over the seeds. The
 curves overlap when the kernels' gap, averaged over the windows, is no wider than the seeds' spread
-averaged the same way. A single window is not the verdict: with two seeds its spread is one
-difference, which can come out near zero by chance; the table still shows each window.
+averaged the same way, and no more than half the windows have their gap outside their spread. A
+single window is not the verdict: with two seeds its spread is one difference, which can come out
+near zero by chance (with no difference between the settings, a window's gap is outside its spread
+about one time in five with two seeds, one in twenty with three; more than five windows of ten
+outside, about one time in a hundred with two seeds). When the averages agree but most windows do
+not, the verdict is unclear: a steady offset late in training that a wide early spread averages
+away looks like that, and so does chance; more seeds tell them apart.
 
     python3 bench/kernel_curves.py --window 20 [--data CASE=TEXT ...] CASE:SETTING:SEED:LOG ...
     (SETTING: on or off; --data: what the case trained on, printed under its heading)
@@ -51,11 +56,24 @@ def compare(curves, width):
     within = sum(r["within"] for r in rows)
     mean_gap = sum(r["gap"] for r in rows) / len(rows) if rows else math.nan
     mean_spread = sum(r["spread"] for r in rows) / len(rows) if rows else math.nan
+    if not rows or mean_gap > mean_spread:
+        verdict = "no"
+    elif 2 * (len(rows) - within) > len(rows):
+        verdict = "unclear"
+    else:
+        verdict = "yes"
     summary = {"windows": len(rows), "within": within, "mean_gap": mean_gap, "mean_spread": mean_spread,
-               "overlap": bool(rows) and mean_gap <= mean_spread,
+               "verdict": verdict, "overlap": verdict == "yes",
                "largest_gap": max((r["gap"] for r in rows), default=math.nan),
                "largest_spread": max((r["spread"] for r in rows), default=math.nan)}
     return rows, summary
+
+
+def verdict_text(summary):
+    if summary["verdict"] != "unclear":
+        return summary["verdict"]
+    outside = summary["windows"] - summary["within"]
+    return f"unclear: {outside} of {summary['windows']} windows outside the spread; run more SEEDS"
 
 
 def main():
@@ -103,7 +121,7 @@ def main():
         print("| --- | ---: | ---: | ---: | ---: | --- |")
         for case, s in verdicts:
             print(f"| {case} | {s['mean_gap']:.4f} | {s['mean_spread']:.4f} | {s['within']} of {s['windows']} | "
-                  f"{s['largest_gap']:.4f} / {s['largest_spread']:.4f} | {'yes' if s['overlap'] else 'no'} |")
+                  f"{s['largest_gap']:.4f} / {s['largest_spread']:.4f} | {verdict_text(s)} |")
     if failed:
         print("kernel_curves.py: no loss curve from: " + "; ".join(failed), file=sys.stderr)
         sys.exit(1)

@@ -57,8 +57,24 @@ class KernelCurves(unittest.TestCase):
         rows, summary = kcurves.compare(curves, 2)
         self.assertEqual([r["within"] for r in rows], [True, False])
         self.assertFalse(summary["overlap"])
+        self.assertEqual(kcurves.verdict_text(summary), "no")
         self.assertAlmostEqual(summary["largest_gap"], 0.5)
         self.assertAlmostEqual(summary["largest_spread"], 0.1)
+
+    def test_an_offset_in_most_windows_is_unclear_though_the_averages_overlap(self):
+        # A wide spread in the first window (1.0) carries the averages; in the other two the kernels'
+        # curve lies 0.1 above the other while the seeds agree to 0.02.
+        curves = {("off", "1"): [5.0, 3.0, 2.0], ("off", "2"): [6.0, 3.02, 2.02],
+                  ("on", "1"): [5.0, 3.1, 2.1], ("on", "2"): [6.0, 3.12, 2.12]}
+        rows, summary = kcurves.compare(curves, 1)
+        self.assertEqual([r["within"] for r in rows], [True, False, False])
+        self.assertLess(summary["mean_gap"], summary["mean_spread"])
+        self.assertEqual(summary["verdict"], "unclear")
+        self.assertFalse(summary["overlap"])
+        self.assertEqual(kcurves.verdict_text(summary), "unclear: 2 of 3 windows outside the spread; run more SEEDS")
+        # Half the windows outside is still an overlap: with two seeds a window's spread is often small.
+        rows, summary = kcurves.compare({k: v[:2] for k, v in curves.items()}, 1)
+        self.assertEqual(summary["verdict"], "yes")
 
     def test_the_table_and_a_run_without_a_curve(self):
         here = os.path.dirname(__file__)
