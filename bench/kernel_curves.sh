@@ -83,7 +83,8 @@ for c in "${cases[@]}"; do
       [[ $setting == off ]] && fused=false
       log=$logs/$c.kernels-$setting.seed-$seed.out
       sets=()
-      for s in "max_steps=$steps" record_loss_curve=true log_freq=0 "seed=$seed" "fused_kernels=$fused" "${data[@]}" "${extra_sets[@]}"; do
+      for s in "max_steps=$steps" record_loss_curve=true log_freq=0 "seed=$seed" "fused_kernels=$fused" \
+        "${data[@]}" "${extra_sets[@]}"; do
         sets+=(--set "$s")
       done
       "$xpuperf" train --case "$c" --vendor nvidia --hardware "$hardware" "${sets[@]}" > "$log" 2>&1 || true
