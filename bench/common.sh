@@ -67,3 +67,13 @@ bench_side() {
   # shellcheck disable=SC2086  # A_ENV / B_ENV are lists of NAME=VALUE words
   env $words "$bin" "$@"
 }
+
+# Sets the array bench_sets from SETS ("key=value ...", settings a bench adds to every run); exits 2
+# naming the first word that is not key=value.
+bench_read_sets() {
+  local s
+  read -r -a bench_sets <<<"${SETS:-}"
+  for s in "${bench_sets[@]}"; do
+    [[ $s == ?*=* ]] || { echo "$bench_name: SETS takes key=value pairs, got '$s'" >&2; exit 2; }
+  done
+}

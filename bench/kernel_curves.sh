@@ -35,10 +35,7 @@ bench_require_whole_numbers "STEPS, WINDOW and SEEDS" "$steps" "$window" "${seed
 ((${#seeds[@]} >= 2)) || { echo "$bench_name: SEEDS needs two seeds or more: their spread is the noise" >&2; exit 2; }
 ((window >= 1 && window <= steps)) || { echo "$bench_name: WINDOW ($window) must be 1 to STEPS ($steps)" >&2; exit 2; }
 text=${DATA:-data/text}
-read -r -a extra_sets <<<"${SETS:-}"
-for s in "${extra_sets[@]}"; do
-  [[ $s == ?*=* ]] || { echo "$bench_name: SETS takes key=value pairs, got '$s'" >&2; exit 2; }
-done
+bench_read_sets
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 logs=${LOGS:-$work/logs}
@@ -74,7 +71,7 @@ for c in "${cases[@]}"; do
       fi
       ;;
   esac
-  if ((${#extra_sets[@]})); then source_of_data+="; also set: ${extra_sets[*]}"; fi
+  if ((${#bench_sets[@]})); then source_of_data+="; also set: ${bench_sets[*]}"; fi
   echo "$c: $source_of_data" >&2
   notes+=(--data "$c=$source_of_data")
   for seed in "${seeds[@]}"; do
@@ -84,7 +81,7 @@ for c in "${cases[@]}"; do
       log=$logs/$c.kernels-$setting.seed-$seed.out
       sets=()
       for s in "max_steps=$steps" record_loss_curve=true log_freq=0 "seed=$seed" "fused_kernels=$fused" \
-        "${data[@]}" "${extra_sets[@]}"; do
+        "${data[@]}" "${bench_sets[@]}"; do
         sets+=(--set "$s")
       done
       "$xpuperf" train --case "$c" --vendor nvidia --hardware "$hardware" "${sets[@]}" > "$log" 2>&1 || true

@@ -13,7 +13,7 @@ fail() {
 }
 
 for bench in vision_train_vs_pytorch.sh language_train_vs_pytorch.sh parallel_train_vs_pytorch.sh offload_capacity.sh \
-  kernel_curves.sh; do
+  kernel_curves.sh vision_curve_vs_torchvision.sh; do
   out=$(XPUPERF="$work/none" bash "$root/bench/$bench" H100 2>&1)
   rc=$?
   [[ $rc == 2 ]] || fail "$bench without a binary: exit $rc, not 2: $out"
@@ -91,6 +91,39 @@ out=$(XPUPERF="$work/curves" SETS="warmup_steps" bash "$root/bench/kernel_curves
 [[ $? == 2 && $out == *"SETS takes key=value pairs, got 'warmup_steps'"* ]] || fail "kernel_curves.sh with a bad SETS: $out"
 out=$(XPUPERF="$work/curves" SEEDS=1 bash "$root/bench/kernel_curves.sh" H200 gpt2 2>&1)
 [[ $? == 2 && $out == *"SEEDS needs two seeds or more"* ]] || fail "kernel_curves.sh with one seed: $out"
+
+# A vision case's curve beside torchvision's: the folder and a Python with torchvision are asked for
+# by name; both runs' curves reach the table; a run without one is named with its output.
+cat > "$work/vcurve" <<'SH'
+#!/bin/sh
+case "$1" in
+  config) echo "seed: 1  # --set seed=1"; echo "max_steps: 4  # --set max_steps=4" ;;
+  train) echo "[PerfLog] {\"event\":\"FINISHED\",\"metadata\":{},\"value\":{\"loss_curve\":[2.0,4.0,1.0,1.0]}}" ;;
+esac
+SH
+cat > "$work/tvpython" <<'SH'
+#!/bin/sh
+[ "$1" = -c ] && exit 0
+[ -n "${TV_BROKEN:-}" ] && { echo "RuntimeError: out of memory" >&2; exit 1; }
+echo '{"loss_curve": [2.0, 3.0, 2.0, 1.0], "torch": "9.9", "torchvision": "0.9", "device": "cpu"}'
+SH
+chmod +x "$work/vcurve" "$work/tvpython"
+mkdir -p "$work/folder/train/a"
+out=$(XPUPERF="$work/vcurve" PYTHON="$work/tvpython" bash "$root/bench/vision_curve_vs_torchvision.sh" 2>&1)
+[[ $? == 2 && $out == *"IMAGES must name an ImageNet-layout folder"* ]] || fail "vision_curve without IMAGES: $out"
+out=$(XPUPERF="$work/vcurve" PYTHON=/bin/false IMAGES="$work/folder" bash "$root/bench/vision_curve_vs_torchvision.sh" 2>&1)
+[[ $? == 2 && $out == *"/bin/false cannot import torchvision: set PYTHON"* ]] || fail "vision_curve without torchvision: $out"
+out=$(XPUPERF="$work/vcurve" PYTHON="$work/tvpython" IMAGES="$work/folder" STEPS=4 WINDOW=2 SETS="image_size=32" \
+  bash "$root/bench/vision_curve_vs_torchvision.sh" resnet50 2>&1)
+rc=$?
+[[ $rc == 0 && $out == *"| 1–2 | 3.0000 | 2.5000 | +0.5000 |"* && $out == *"| 3–4 | 1.0000 | 1.5000 | -0.5000 |"* &&
+  $out == *"xpuperf: highest loss 4.0000 at step 2"* && $out == *"torchvision 0.9 on PyTorch 9.9, cpu"* &&
+  $out == *"Settings: image_size=32"* ]] || fail "vision_curve's table is not the two runs' curves: exit $rc: $out"
+out=$(TV_BROKEN=1 XPUPERF="$work/vcurve" PYTHON="$work/tvpython" IMAGES="$work/folder" STEPS=4 WINDOW=2 \
+  bash "$root/bench/vision_curve_vs_torchvision.sh" resnet50 2>&1)
+rc=$?
+[[ $rc == 1 && $out == *"no loss curve from torchvision"* && $out == *"RuntimeError: out of memory"* ]] ||
+  fail "vision_curve does not name the run without a curve: exit $rc: $out"
 
 printf '#!/bin/sh\necho "xpuperf: error: no CUDA device here" >&2\nexit 1\n' > "$work/broken"
 chmod +x "$work/broken"
