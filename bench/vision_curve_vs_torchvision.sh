@@ -10,10 +10,10 @@
 #   IMAGES=DIR bench/vision_curve_vs_torchvision.sh [CASE [VENDOR [HARDWARE]]]
 #
 # CASE: resnet50 (default), mobilenetv2 or vit; VENDOR and HARDWARE: the vendor config to run
-# (default cpu CPU; nvidia H200 on a GPU machine). IMAGES: the folder (train/<class>/*.JPEG, e.g.
-# `xpuperf data fashion-mnist -o DIR --size 64`). STEPS (200), WINDOW (20), SEED (1). SETS="key=value
-# ...": settings for both sides (e.g. "image_size=64 num_classes=10 warmup_epochs=0
-# warmup_steps=100"). PYTHON: a Python with torchvision (default python3, else Debian's
+# (default cpu CPU; nvidia H200 on a GPU machine). IMAGES: the folder (train/ and val/, each
+# <class>/*.JPEG, e.g. `xpuperf data fashion-mnist -o DIR --size 64`). STEPS (200), WINDOW (20),
+# SEED (1). SETS="key=value ...": settings for both sides (e.g. "image_size=64 num_classes=10
+# warmup_epochs=0 warmup_steps=100"). PYTHON: a Python with torchvision (default python3, else Debian's
 # /usr/bin/python3). LOGS=DIR keeps both runs' output. XPUPERF: the binary (default build/src/xpuperf).
 set -euo pipefail
 [[ -n ${IMAGES:-} ]] && IMAGES=$(realpath -m -- "$IMAGES")
@@ -33,8 +33,9 @@ bench_require_whole_numbers "STEPS, WINDOW and SEED" "$steps" "$window" "$seed"
 ((steps >= 1 && window >= 1 && window <= steps)) ||
   { echo "$bench_name: STEPS ($steps) must be 1 or more and WINDOW ($window) 1 to STEPS" >&2; exit 2; }
 [[ -d ${IMAGES:-} ]] || {
-  echo "$bench_name: IMAGES must name an ImageNet-layout folder (train/<class>/*.JPEG), e.g. one that" \
-    "\`xpuperf data fashion-mnist -o DIR --size 64\` writes; got '${IMAGES:-}'" >&2
+  echo "$bench_name: IMAGES must name an ImageNet-layout folder (train/ and val/, each <class>/*.JPEG;" \
+    "xpuperf evaluates once at the end), e.g. one that \`xpuperf data fashion-mnist -o DIR --size 64\` writes;" \
+    "got '${IMAGES:-}'" >&2
   exit 2
 }
 bench_read_sets
