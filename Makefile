@@ -51,10 +51,11 @@ configure: deps
 # What the main job needs: the xpuperf binary, not the tests.
 run-build: configure-run
 	@echo "Building xpuperf (CMake shows its progress; README, Build time: how long on 2 cores)"
-	@cmake --build $(BUILD_DIR) -j$(JOBS) --target xpuperf
+	@scripts/build.sh $(BUILD_DIR) $(JOBS) xpuperf
 
+# scripts/build.sh: builds, and builds the precompiled header again where a package upgrade left it stale.
 build: configure
-	@cmake --build $(BUILD_DIR) -j$(JOBS)
+	@scripts/build.sh $(BUILD_DIR) $(JOBS)
 
 # The main job: the quickstart plan (hardware figures, then LeNet-5 on Fashion-MNIST on this
 # machine's CPU); `xpuperf run` ends with where report.html is.

@@ -16,6 +16,7 @@ ours() {  # metric, figure name, [--set ...] → the figure's value from FINISHE
   local metric=$1 figure=$2
   shift 2
   "$xpuperf" base "$metric" --vendor nvidia --hardware "$hardware" "$@" > "$work/out" 2>&1 || true
+  bench_expect_finished "$work/out" "base $metric $figure"
   python3 - "$work/out" "$figure" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
@@ -77,3 +78,4 @@ for key, (label, unit, how) in names.items():
     ratio = a / b if b and not math.isnan(b) else float("nan")
     print("| %s | %s | %.1f | %.1f | %s | %.3f |" % (label, unit, a, b, how, ratio))
 PY
+bench_finish

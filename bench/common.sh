@@ -2,7 +2,8 @@
 # says so and exits non-zero, instead of printing a table of zeros and NaNs and exiting 0.
 
 bench_name=$(basename "$0")
-bench_failures=()
+# The runs that measured nothing, one a line: a file, so that a row run in a $(...) subshell counts.
+bench_failures_file=$(mktemp "${TMPDIR:-/tmp}/xpuperf-bench-failures.XXXXXX")
 
 # Sets $xpuperf (XPUPERF, else build/src/xpuperf); exits 2 naming the path when it is not a program.
 bench_require_xpuperf() {
@@ -14,21 +15,44 @@ bench_require_xpuperf() {
   fi
 }
 
+# bench_error_line LOG: the line that says why a run failed: its last "error" line, else its last
+# line that is not empty.
+bench_error_line() {
+  local line
+  line=$(grep -E 'error|Error|ERROR' "$1" 2>/dev/null | tail -n 1)
+  [[ -n $line ]] || line=$(grep -v '^[[:space:]]*$' "$1" 2>/dev/null | tail -n 1)
+  echo "${line:-(the log is empty)}"
+}
+
 # bench_expect_steps LOG LABEL: a training run whose LOG has no STEP_END measured nothing; says so
-# with the log's last lines and remembers LABEL for bench_finish.
+# with the line that says why and the log's last lines, and remembers LABEL for bench_finish.
 bench_expect_steps() {
   if ! grep -q '"event":"STEP_END"' "$1"; then
+    echo "$bench_name: $2 failed: $(bench_error_line "$1")" >&2
     echo "$bench_name: $2 measured nothing (no STEP_END in $1); its last lines:" >&2
     tail -n 8 "$1" | sed 's/^/    /' >&2
-    bench_failures+=("$2")
+    echo "$2" >>"$bench_failures_file"
   fi
 }
 
-# After the table: exits 1 naming every run that measured nothing (their rows read 0 or nan).
+# bench_expect_finished LOG LABEL: the same for a run that ends in a FINISHED event (inference,
+# base cases): without it the row's figures are not figures.
+bench_expect_finished() {
+  if ! grep -q '"event":"FINISHED"' "$1"; then
+    echo "$bench_name: $2 failed: $(bench_error_line "$1")" >&2
+    echo "$2" >>"$bench_failures_file"
+  fi
+}
+
+# After the table: exits 1 naming every run that measured nothing (their rows read failed, 0 or nan),
+# so that a bench whose xpuperf rows failed never exits 0.
 bench_finish() {
-  if ((${#bench_failures[@]} > 0)); then
-    echo "$bench_name: ${#bench_failures[@]} run(s) measured nothing, their figures above are not figures:" \
-      "${bench_failures[*]}" >&2
+  local failed=()
+  mapfile -t failed <"$bench_failures_file"
+  rm -f "$bench_failures_file"
+  if ((${#failed[@]} > 0)); then
+    echo "$bench_name: ${#failed[@]} run(s) measured nothing, their figures above are not figures:" \
+      "$(IFS=';'; echo "${failed[*]}")" >&2
     exit 1
   fi
 }

@@ -24,6 +24,7 @@ ours() {  # label, --set ... → one JSON line of the FINISHED figures
   for s in "$@"; do args+=(--set "$s"); done
   "$xpuperf" infer --case resnet50 --vendor nvidia --hardware "$hardware" --out "$work" --set synthetic_data=true \
     --set checkpoint="$work/resnet50.pth" "${args[@]}" > "$work/$label.out" 2>&1 || true
+  bench_expect_finished "$work/$label.out" "resnet50 $label"
   python3 - "$work/$label.out" "$label" <<'PY'
 import json, sys
 v = {}
@@ -74,3 +75,4 @@ for q in (50, 99):
     print(f"| bs1 p{q} ms, libtorch-graph | {mine:.3f} | {ref.get(f'compile_bs1_p{q}_ms', 0):.3f} | torch.compile | "
           f"{mine / ref.get(f'compile_bs1_p{q}_ms', 1):.3f} |")
 PY
+bench_finish

@@ -125,7 +125,7 @@ if [[ -n ${OURS_PROFILE:-} ]]; then
       --set synthetic_tokens=4194304 --set max_steps=30 --set timing_skip_steps=10 --set profile_steps=10 \
       --set log_freq=10 --set eval_interval_steps=0 "${extra[@]}" > "$work/$c.profile.out" 2>&1 || true
     echo; echo "xpuperf's kernels ($c, steps 11-20 of 30), then a step's GPU time by class beside Hugging Face's (PROFILE=$c):"
-    python3 "$here/run_kernels.py" "$c" "$work/$c.profile.out" "$work/torch.jsonl" || bench_failures+=("$c profile")
+    python3 "$here/run_kernels.py" "$c" "$work/$c.profile.out" "$work/torch.jsonl" || echo "$c profile" >>"$bench_failures_file"
   done
 fi
 

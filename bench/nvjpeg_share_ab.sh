@@ -123,7 +123,7 @@ for line in open(sys.argv[1]):
     if [[ -z $figure ]]; then
       echo "$bench_name: decode-rate with $t thread(s), side $side, measured nothing; its last lines:" >&2
       tail -n 5 "$log" | sed 's/^/    /' >&2
-      bench_failures+=("decode-rate $t $side")
+      echo "decode-rate $t $side" >>"$bench_failures_file"
       figure=n/a
     fi
     alone+=("$figure")

@@ -61,7 +61,7 @@ theirs() {  # case mode → rank 0's JSON line; a run out of device memory is a 
   else
     echo "$bench_name: torchrun $1 $2 failed; its last lines:" >&2
     tail -n 8 "$out" | sed 's/^/    /' >&2
-    bench_failures+=("torch $1 $2")
+    echo "torch $1 $2" >>"$bench_failures_file"
   fi
 }
 

@@ -17,8 +17,21 @@ set(XPUPERF_UNITY_BATCH 6 CACHE STRING "Sources a unity batch holds (0: the whol
 # time for our LibTorch files, which is why `make` picks clang++ where it is installed.
 set(XPUPERF_TORCH_UNITY_BATCH 4 CACHE STRING "LibTorch sources a unity batch holds (1: no unity build)")
 
+# The header precompiled; the build's own test (tests/build/pch_inputs_test.sh) sets a small one.
+set(XPUPERF_PCH_HEADER "<torch/torch.h>" CACHE STRING "The header xpuperf_torch_pch precompiles")
+
+# Clang refuses a precompiled header when the mtime of any header it read differs from the one it
+# recorded, and make cannot see that: the installer (apt) gives a header the mtime it has in its
+# package, older than the build. Comparing contents where the mtimes differ keeps the header
+# usable after a reinstall; a real change of contents is caught by scripts/build.sh, which then
+# removes the stale header so that it is built again.
+set(XPUPERF_PCH_OPTIONS "")
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  set(XPUPERF_PCH_OPTIONS -fpch-validate-input-files-content)
+endif()
+
 # xpuperf_torch_pch(TARGET): the first target called with makes the precompiled header
-# (<torch/torch.h>); the others reuse it. GCC falls back to the plain header when the precompiled
+# (XPUPERF_PCH_HEADER); the others reuse it. GCC falls back to the plain header when the precompiled
 # one does not fit a target's flags; -Winvalid-pch says so in the build log. The target is built
 # in unity batches of XPUPERF_TORCH_UNITY_BATCH sources.
 function(xpuperf_torch_pch target)
@@ -30,12 +43,15 @@ function(xpuperf_torch_pch target)
   endif()
   get_property(owner GLOBAL PROPERTY XPUPERF_TORCH_PCH_OWNER)
   if(NOT owner)
-    target_precompile_headers(${target} PRIVATE <torch/torch.h>)
+    target_precompile_headers(${target} PRIVATE ${XPUPERF_PCH_HEADER})
     set_property(GLOBAL PROPERTY XPUPERF_TORCH_PCH_OWNER ${target})
   else()
     target_precompile_headers(${target} REUSE_FROM ${owner})
   endif()
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Winvalid-pch>)
+  foreach(option IN LISTS XPUPERF_PCH_OPTIONS)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${option}>)
+  endforeach()
 endfunction()
 
 # xpuperf_unity(TARGET...): torch-free targets only (a LibTorch unity batch would be one long,

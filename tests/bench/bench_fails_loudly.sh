@@ -192,4 +192,20 @@ for row in on_gpu offload offload_after offload_overlap; do
   grep -q "train_batch_size=2 --set global_batch_size=8 " "$work/offload-accum/1b.$row.out" ||
     fail "ACCUM=4 does not accumulate 4 micro-batches of BATCH in the $row row"
 done
+# The inference zoo: a row that fails prints its error line, and the bench exits 1 though it printed
+# its table; without the token dataset bertLarge runs on synthetic tokens and says so.
+cat > "$work/infer-fails" <<'SH'
+#!/bin/sh
+echo "xpuperf: error: data_dir is empty: make language-data" >&2
+exit 1
+SH
+chmod +x "$work/infer-fails"
+out=$(XPUPERF="$work/infer-fails" TORCH=0 DATA="$work/no-text" bash "$root/bench/infer_zoo_vs_pytorch.sh" H200 bert 2>&1)
+rc=$?
+[[ $rc == 1 ]] || fail "infer_zoo_vs_pytorch.sh whose rows all failed: exit $rc, not 1: $out"
+[[ $out == *"bertLarge libtorch (synthetic tokens) failed: xpuperf: error: data_dir is empty"* ]] ||
+  fail "infer_zoo_vs_pytorch.sh does not print a failed row's error: $out"
+[[ $out == *"bertLarge runs on synthetic tokens"* ]] || fail "the synthetic fallback is not said: $out"
+[[ $out == *"3 run(s) measured nothing"* ]] || fail "the failed rows are not counted: $out"
+
 echo "ok"

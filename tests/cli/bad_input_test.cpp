@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <thread>
 
 #include "cli_util.h"
+#include "xpuperf/core/host_memory.h"
 #include "xpuperf/data/jpeg.h"
 #include "xpuperf/text/token_file.h"
 
@@ -139,6 +141,66 @@ std::vector<std::string> synthetic_llama_train(const std::string& set) {
 std::vector<std::string> check_plan(const test::TempDir& dir, const std::string& cases) {
   return {"--root", kSource, "check",
           dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() + "/results\ncases:\n" + cases)};
+}
+
+// A safetensors file of F32 tensors from its header's JSON (the data, `data_bytes` of zeros,
+// follows): for files whose header lies.
+std::string safetensors_file(const test::TempDir& dir, const std::string& name, const std::string& header,
+                             std::size_t data_bytes) {
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  bytes += header + std::string(data_bytes, '\0');
+  return dir.write(name, bytes);
+}
+
+// LeNet-5's weights (conv1 ... fc3, the case's names and shapes) as safetensors, all zeros but
+// one NaN in fc3.bias.
+std::string lenet5_weights_with_a_nan(const test::TempDir& dir) {
+  const std::vector<std::pair<std::string, std::vector<int>>> shapes = {
+      {"conv1.weight", {6, 1, 5, 5}}, {"conv1.bias", {6}}, {"conv2.weight", {16, 6, 5, 5}}, {"conv2.bias", {16}},
+      {"fc1.weight", {120, 400}},     {"fc1.bias", {120}}, {"fc2.weight", {84, 120}},       {"fc2.bias", {84}},
+      {"fc3.weight", {10, 84}},       {"fc3.bias", {10}}};
+  std::string header = "{";
+  std::size_t at = 0;
+  for (const auto& [name, shape] : shapes) {
+    std::size_t n = 4;
+    std::string dims;
+    for (const int d : shape) {
+      n *= static_cast<std::size_t>(d);
+      dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    }
+    header += (at ? "," : "") + std::string("\"") + name + "\":{\"dtype\":\"F32\",\"shape\":[" + dims +
+              "],\"data_offsets\":[" + std::to_string(at) + "," + std::to_string(at + n) + "]}";
+    at += n;
+  }
+  header += "}";
+  std::string path = safetensors_file(dir, "lenet5.safetensors", header, at);
+  // fc3.bias is last: its first value becomes NaN.
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  f.seekp(static_cast<std::streamoff>(8 + header.size() + at - 40));
+  f.write(reinterpret_cast<const char*>(&nan), 4);
+  return path;
+}
+
+// `xpuperf config gpt2:libtorch:CPU:1:1:1` with one --set.
+std::vector<std::string> config_set(const std::string& set) {
+  return {"config", "gpt2:libtorch:CPU:1:1:1", "--vendor", "cpu", "--set", set};
+}
+
+// `xpuperf train --case lenet5` on synthetic data with one more setting.
+std::vector<std::string> synthetic_lenet5_train(const std::vector<std::string>& sets) {
+  std::vector<std::string> all = {"synthetic_data=true", "max_steps=3"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  return cpu_train("lenet5", all);
+}
+
+// A token dataset under `dir` whose PREFIX.json is `meta` (what tokenised it, its special ids).
+std::string token_dataset_with(const test::TempDir& dir, const std::vector<std::vector<std::int32_t>>& documents,
+                               const std::string& meta) {
+  const std::string prefix = token_dataset(dir, documents);
+  std::ofstream(prefix + ".json") << meta;
+  return prefix;
 }
 
 // --- the table ------------------------------------------------------------------------------------
@@ -317,7 +379,7 @@ std::vector<Probe> probes() {
   p.push_back({"ALlamaWithOneExpertIsNamed",
                [](Dir, std::string&) { return synthetic_llama_train("num_local_experts=1"); },
                1,
-               {"num_local_experts 1", "0 experts (dense) or 2 or more"},
+               {"'num_local_experts' must be 0 (a dense model) or 2 or more, got 1"},
                {"internal error"}});
   p.push_back({"LoraWithTensorParallelismIsRefusedAtCheck",
                [](Dir d, std::string&) {
@@ -396,6 +458,285 @@ std::vector<Probe> probes() {
                },
                1,
                {"tokens.json", "synthetic"},
+               {"internal error"}});
+
+  // Long, odd and hostile values: a clean error naming the key, never a crash or an internal error.
+  const std::string digits(50000, '1'), letters(50000, 'a');
+  p.push_back({"AValueOf50000DigitsIsRefusedNotACrash",
+               [digits](Dir, std::string&) { return config_set("lr=" + digits); },
+               1,
+               {"'lr' must be a finite number", "(50000 characters)"},
+               {"internal error", digits}});
+  p.push_back({"AValueOf50000LettersIsCutInTheMessage",
+               [letters](Dir, std::string&) { return config_set("lr=" + letters); },
+               1,
+               {"'lr' must be a number", "(50000 characters)"},
+               {"internal error", letters}});
+  p.push_back({"ANumberPastADoubleIsRefused",
+               [](Dir, std::string&) { return config_set("lr=1e400"); },
+               1,
+               {"'lr' must be a finite number, got 1e400"},
+               {"internal error"}});
+  p.push_back({"AnIntegerOf20000DigitsIsRefused",
+               [](Dir, std::string&) { return config_set("max_steps=" + std::string(20000, '7')); },
+               1,
+               {"'max_steps' must be a finite number", "an integer larger than any number can hold"},
+               {"internal error"}});
+  p.push_back({"HexadecimalAndOctalAreNumbers",
+               [](Dir, std::string&) {
+                 auto args = config_set("lr=0x10");
+                 args.insert(args.end(), {"--set", "weight_decay=0o17"});
+                 return args;
+               },
+               0,
+               {"lr: 0x10", "weight_decay: 0o17"},
+               {"internal error"}});
+  p.push_back({"InfinityIsRefused",
+               [](Dir, std::string&) { return config_set("lr=.inf"); },
+               1,
+               {"'lr' must be a finite number, got .inf"},
+               {"internal error"}});
+  p.push_back({"ControlCharactersAreEscapedInMessages",
+               [](Dir, std::string&) { return config_set("lr=1\x1b[2J\x07"); },
+               1,
+               {"\\x1b[2J\\x07"},
+               {"\x1b", "\x07", "internal error"}});
+  p.push_back({"ALongDurationInAPlanIsRefused",
+               [digits](Dir d, std::string&) {
+                 auto args = check_plan(d, "  \"lenet5:libtorch:CPU:1:1:1\": " + d.path() + "\n");
+                 std::ofstream(args.back(), std::ios::app) << "case_time_limit: " << digits << digits << "\n";
+                 return args;
+               },
+               1,
+               {"'case_time_limit' must be a duration like 3600", "(100000 characters)"},
+               {"internal error"}});
+  p.push_back({"ALongImageNameInAPlanIsRefused",
+               [letters](Dir d, std::string&) {
+                 auto args = check_plan(d, "  \"lenet5:libtorch:CPU:1:1:1\": " + d.path() + "\n");
+                 std::ofstream(args.back(), std::ios::app)
+                     << "container: {engine: podman, image: " << letters << letters << "}\n";
+                 return args;
+               },
+               1,
+               {"the image name is 100000 characters long"},
+               {"internal error"}});
+  p.push_back({"AConfigThatNeverEndsIsRefused",
+               [](Dir, std::string&) {
+                 return std::vector<std::string>{"--root", kSource, "check", "/dev/zero"};
+               },
+               1,
+               {"/dev/zero", "is larger than 16 MiB"},
+               {"internal error"}});
+  p.push_back({"ASetWithoutAnEqualsSignStopsTrainBeforeItStarts",
+               [](Dir, std::string&) { return synthetic_lenet5_train({"max_steps"}); },
+               1,
+               {"expected key=value"},
+               {"INIT_START", "internal error"}});
+  p.push_back(
+      {"CheckListsEveryBadSwitchValueOfAPlan",
+       [](Dir d, std::string&) {
+         return check_plan(d, "  \"llama:libtorch:CPU:1:1:1\": {data_dir: " + d.path() +
+                                  ", lora_rank: 4, lora_alpha: -5, lora_targets: [nope], num_local_experts: -2, "
+                                  "moe_capacity_factor: -1, precision: fp16, zero_stage: 1, zero_stage: 2}\n"
+                                  "  \"mixtral:libtorch:CPU:1:1:1\": {data_dir: " +
+                                  d.path() + ", num_experts_per_tok: 9, moe_capacity_factor: .nan, tokenizer: foo}\n");
+       },
+       1,
+       {"lora_alpha must be positive", "lora_targets: no layer of the model is named 'nope'",
+        "'num_local_experts' must be 0 (a dense model) or 2 or more, got -2",
+        "'moe_capacity_factor' must be 0 (no cap: every routed token is kept) or more, got -1",
+        "'num_experts_per_tok' must be 1 to the 8 experts", "'tokenizer' must be llama3 or sentencepiece, got 'foo'",
+        "precision: fp16 needs a CUDA device with this LibTorch", "'zero_stage' is set twice",
+        "'moe_capacity_factor' must be a finite number, got .nan"},
+       {"internal error"}});
+
+  // Weights files.
+  p.push_back(
+      {"ACheckpointWithNanWeightsIsRefused",
+       [](Dir d, std::string&) { return synthetic_lenet5_train({"init_checkpoint=" + lenet5_weights_with_a_nan(d)}); },
+       1,
+       {"lenet5.safetensors: fc3.bias holds 1 values that are infinite or not a number"},
+       {"internal error", "CONVERGED"}});
+  p.push_back({"ARunWhoseLossBecomesNanFailsNamingTheStep",
+               [](Dir, std::string&) {
+                 return synthetic_lenet5_train({"lr=1e30", "max_steps=20"});
+               },
+               1,
+               {"the run failed: the training loss became infinite or not a number at step"},
+               {"internal error", "NOT CONVERGED", "\"event\":\"FINISHED\""}});
+  p.push_back(
+      {"ASafetensorsShapePast64BitsIsRefused",
+       [](Dir d, std::string&) {
+         return synthetic_lenet5_train(
+             {"init_checkpoint=" +
+              safetensors_file(d, "w.safetensors",
+                               R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0)});
+       },
+       1,
+       {"w.safetensors: not a safetensors file: a's shape [4294967296, 4294967296] holds more bytes"},
+       {"internal error"}});
+  p.push_back({"ASafetensorsNegativeShapeIsRefused",
+               [](Dir d, std::string&) {
+                 return synthetic_lenet5_train(
+                     {"init_checkpoint=" +
+                      safetensors_file(d, "w.safetensors",
+                                       R"({"a":{"dtype":"F32","shape":[-1,-1],"data_offsets":[0,4]}})", 4)});
+               },
+               1,
+               {"a's shape [-1, -1] has a negative dimension"},
+               {"internal error"}});
+  p.push_back({"ASafetensorsFileCutShortSaysWhereItEnds",
+               [](Dir d, std::string&) {
+                 return synthetic_lenet5_train(
+                     {"init_checkpoint=" +
+                      safetensors_file(d, "w.safetensors",
+                                       R"({"a":{"dtype":"F32","shape":[1000],"data_offsets":[0,4000]}})", 100)});
+               },
+               1,
+               {"the file ends at byte", "but a's bytes run to byte", "cut short"},
+               {"internal error"}});
+  p.push_back({"AShardIndexWithANumberIsNamed",
+               [](Dir d, std::string&) {
+                 return synthetic_lenet5_train(
+                     {"init_checkpoint=" + d.write("model.safetensors.index.json", R"({"weight_map": {"a": 5}})")});
+               },
+               1,
+               {"weight_map[\"a\"] must name a shard file, got 5"},
+               {"internal error"}});
+  p.push_back({"AShardOutsideTheCheckpointFolderIsRefused",
+               [](Dir d, std::string&) {
+                 return synthetic_lenet5_train(
+                     {"init_checkpoint=" +
+                      d.write("model.safetensors.index.json", R"({"weight_map": {"a": "../../../../etc/passwd"}})")});
+               },
+               1,
+               {"names '../../../../etc/passwd', which is not a file name beside the index"},
+               {"internal error"}});
+  p.push_back({"AnInitCheckpointThatIsAFolderIsSaidToBeOne",
+               [](Dir d, std::string&) {
+                 fs::create_directories(d.path() + "/weights");
+                 return synthetic_lenet5_train({"init_checkpoint=" + d.path() + "/weights"});
+               },
+               1,
+               {"/weights' is a folder: give the file in it"},
+               {"internal error"}});
+
+  // Vocabularies and inputs of `data tokenize`.
+  p.push_back({"AMergesFolderIsSaidToBeOne",
+               [vocab_skip](Dir d, std::string& skip) {
+                 if (vocab_skip(skip)) return std::vector<std::string>{};
+                 fs::create_directories(d.path() + "/merges");
+                 return std::vector<std::string>{"data",
+                                                 "tokenize",
+                                                 "--tokenizer",
+                                                 "gpt2",
+                                                 "--vocab",
+                                                 kVocab + "/gpt2/encoder.json",
+                                                 "--merges",
+                                                 d.path() + "/merges",
+                                                 d.write("a.txt", "Words.\n"),
+                                                 "-o",
+                                                 d.path() + "/ds"};
+               },
+               1,
+               {"--merges ", "/merges is a folder: give the vocabulary file in it"},
+               {"internal error"}});
+  for (const std::string tokenizer : {"wordpiece", "llama3", "sentencepiece"})
+    p.push_back({"AVocabularyFolderIsSaidToBeOneFor_" + tokenizer,
+                 [tokenizer](Dir d, std::string&) {
+                   fs::create_directories(d.path() + "/vocabulary");
+                   return std::vector<std::string>{"data",
+                                                   "tokenize",
+                                                   "--tokenizer",
+                                                   tokenizer,
+                                                   tokenizer == "sentencepiece" ? "--model" : "--vocab",
+                                                   d.path() + "/vocabulary",
+                                                   d.write("a.txt", "Words.\n"),
+                                                   "-o",
+                                                   d.path() + "/ds"};
+                 },
+                 1,
+                 {"/vocabulary is a folder: give the vocabulary file in it"},
+                 {"internal error"}});
+  p.push_back({"NegativeSyntheticTokensAreRefusedByName",
+               [](Dir d, std::string&) {
+                 return std::vector<std::string>{"data", "tokenize", "--synthetic-tokens",
+                                                 "-5",   "-o",       d.path() + "/ds"};
+               },
+               1,
+               {"--synthetic-tokens"},
+               {"no inputs", "internal error"}});
+  p.push_back({"AStreamInputIsSaidToBeOne",
+               [vocab_skip](Dir d, std::string& skip) {
+                 if (vocab_skip(skip)) return std::vector<std::string>{};
+                 return tokenize_args("/dev/stdin", d.path() + "/ds");
+               },
+               1,
+               {"/dev/stdin: not a regular file or folder"},
+               {"no such file", "internal error"}});
+
+  // Token datasets whose special ids lie outside the model's vocabulary.
+  p.push_back({"SpecialIdsOutsideTheVocabularyAreNamed",
+               [](Dir d, std::string&) {
+                 const std::string prefix = token_dataset_with(
+                     d, {{5, 6, 7}, {8, 9, 10}}, R"({"tokenizer": "wordpiece", "special_ids": {"cls": 99999}})");
+                 return std::vector<std::string>{"train",
+                                                 "--case",
+                                                 "bert",
+                                                 "--vendor",
+                                                 "cpu",
+                                                 "--hardware",
+                                                 "CPU",
+                                                 "--data-dir",
+                                                 d.path(),
+                                                 "--set",
+                                                 "train_data=" + fs::path(prefix).filename().string()};
+               },
+               1,
+               {"tokens.json: special_ids/cls is 99999, but ids must be below 30522 (the model's vocab_size)"},
+               {"index out of range", "internal error"}});
+  p.push_back(
+      {"GlmTextIdsAreBoundedBySopIdNotVocabSize",
+       [](Dir d, std::string&) {
+         const std::string prefix = token_dataset_with(d, {{5, 30530, 7}, {8, 9, 10}}, R"({"tokenizer": "wordpiece"})");
+         return std::vector<std::string>{"train",
+                                         "--case",
+                                         "glm",
+                                         "--vendor",
+                                         "cpu",
+                                         "--hardware",
+                                         "CPU",
+                                         "--data-dir",
+                                         d.path(),
+                                         "--set",
+                                         "train_data=" + fs::path(prefix).filename().string()};
+       },
+       1,
+       {"holds token id 30530, but ids must be below 30522 (sop_id and eop_id"},
+       {"internal error"}});
+
+  // Image folders: a bomb with no pixel limit, and a limit below 0.
+  p.push_back(
+      {"AJpegBombWithNoPixelLimitIsRefusedNotAllocated",
+       [](Dir d, std::string& skip) {
+         if (host_memory_available_bytes() > 2 * std::int64_t{65000} * 65000 * 3) {
+           skip = "this machine could decode a 65000x65000 image";
+           return std::vector<std::string>{};
+         }
+         return std::vector<std::string>{
+             "data",      "check", image_folder(d, {{"00_bomb.JPEG", with_frame_size(small_jpeg(), 65000, 65000)}}),
+             "--threads", "1",     "--max-image-pixels",
+             "0"};
+       },
+       2,
+       {"00_bomb.JPEG", "65000x65000", "more than half of this machine's available memory"},
+       {"internal error", "bad_alloc"}});
+  p.push_back({"ANegativePixelLimitIsRefused",
+               [](Dir d, std::string&) {
+                 return std::vector<std::string>{"data", "check", image_folder(d, {}), "--max-image-pixels", "-1"};
+               },
+               1,
+               {"--max-image-pixels"},
                {"internal error"}});
 
   // Configs and plans.
@@ -499,7 +840,7 @@ std::vector<Probe> probes() {
   p.push_back({"AReportThatCannotBeWrittenSaysWhichFile",
                [](Dir d, std::string&) {
                  const std::string run = run_copy(d);
-                 fs::create_directories(run + "/summary.md.tmp");  // in the way of the write
+                 fs::create_directories(run + "/summary.md/in_the_way");  // a folder the rename cannot replace
                  return std::vector<std::string>{"report", run};
                },
                1,
@@ -555,6 +896,106 @@ TEST(BadInputSignals, CtrlCInTokenizeLeavesNothing) {
   EXPECT_TRUE(has(test::read_file(spec.log_path), "interrupted: nothing was written under"))
       << test::read_file(spec.log_path);
   EXPECT_TRUE(fs::is_empty(dir.path() + "/ds"));
+}
+
+// XPUPERF_ROOT pointing nowhere is named, not taken for an empty checkout.
+TEST(BadInputEnvironment, AnXpuperfRootThatIsNoCheckoutIsNamed) {
+  test::TempDir dir;
+  const Result r = xpuperf({"list"}, dir.path(), {{"XPUPERF_ROOT", dir.path() + "/nowhere"}});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "XPUPERF_ROOT=" + dir.path() + "/nowhere has no cases/ folder")) << r.output;
+}
+
+// Every output xpuperf writes under a name the user gives replaces a symbolic link there, and never
+// writes through it: in a shared results folder the link could point at any file.
+TEST(BadInputSymlinks, NoOutputIsWrittenThroughASymbolicLink) {
+  test::TempDir dir;
+  const std::string sentinel = dir.write("sentinel.txt", "not to be overwritten\n");
+  const auto link = [&](const std::string& name) {
+    fs::create_symlink(sentinel, dir.path() + "/" + name);
+    return dir.path() + "/" + name;
+  };
+  // compare --html
+  const std::string run = run_copy(dir);
+  const Result compare = xpuperf({"compare", run, run, "--html", link("compare.html")}, kSource);
+  EXPECT_EQ(compare.code, 0) << compare.output;
+  // a training run's save_checkpoint
+  const Result train =
+      xpuperf(synthetic_lenet5_train({"max_steps=1", "save_checkpoint=" + link("lenet5.pt")}), kSource);
+  EXPECT_EQ(train.code, 0) << train.output;
+  // report's summary files
+  for (const char* name : {"summary.json", "summary.md", "report.html"}) {
+    fs::remove(run + "/" + name);
+    fs::create_symlink(sentinel, run + "/" + name);
+  }
+  const Result report = xpuperf({"report", run}, kSource);
+  EXPECT_EQ(report.code, 0) << report.output;
+  EXPECT_EQ(test::read_file(sentinel), "not to be overwritten\n");
+  for (const std::string path : {dir.path() + "/compare.html", dir.path() + "/lenet5.pt", run + "/summary.md"}) {
+    EXPECT_FALSE(fs::is_symlink(path)) << path;
+    EXPECT_TRUE(fs::is_regular_file(path)) << path;
+  }
+}
+
+// Long and odd scalars through a --set, a plan's values and a case's overrides: each is a value
+// or a clean error, never a crash (139), an internal error (70) or a raw control character.
+TEST(BadInputFuzz, OddScalarsNeverCrashConfigPlanOrSet) {
+  std::vector<std::string> values = {"",
+                                     "-",
+                                     "+",
+                                     ".",
+                                     "e",
+                                     "1e",
+                                     "1e+",
+                                     ".e1",
+                                     "0x",
+                                     "0o",
+                                     "0x1g",
+                                     "0o8",
+                                     "--1",
+                                     "1..2",
+                                     "1e99999",
+                                     "-1e99999",
+                                     "0x" + std::string(40, 'f'),
+                                     "0o" + std::string(40, '7'),
+                                     ".NaN",
+                                     "-.Inf",
+                                     "~",
+                                     "null",
+                                     "[",
+                                     "{",
+                                     "]",
+                                     "&a",
+                                     "*a",
+                                     "!!int x",
+                                     "'",
+                                     "\"",
+                                     "\xff\xfe",
+                                     "\xe2\x82",
+                                     "a\tb",
+                                     "\x1b]0;title\x07",
+                                     std::string(70000, '9'),
+                                     std::string(70000, '.'),
+                                     std::string(70000, '[')};
+  for (int i = 0; i < 4; ++i) values.push_back(std::string(30000 * (i + 1), "1a.e"[i]));
+  test::TempDir dir;
+  for (const auto& v : values) {
+    SCOPED_TRACE("value of " + std::to_string(v.size()) + " bytes: " + v.substr(0, 20));
+    const Result set = xpuperf(config_set("lr=" + v), kSource);
+    EXPECT_TRUE(set.code == 0 || set.code == 1) << set.code << ": " << set.output.substr(0, 400);
+    EXPECT_EQ(set.output.find('\x1b'), std::string::npos);
+    // The same value as YAML in a plan: quoted (a string) and plain, as case_time_limit and as an override.
+    std::string quoted;
+    for (const char c : v) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    for (const std::string& text : {"\"" + quoted + "\"", v}) {
+      std::string plan = "vendor: cpu\nlog_dir: " + dir.path() + "/results\ncase_time_limit: " + text +
+                         "\ncases:\n  \"lenet5:libtorch:CPU:1:1:1\": {data_dir: " + dir.path() + ", lr: " + text +
+                         "}\n";
+      const Result check = xpuperf({"--root", kSource, "check", dir.write("plan.yaml", plan)}, kSource);
+      EXPECT_TRUE(check.code == 0 || check.code == 1) << check.code << ": " << check.output.substr(0, 400);
+      EXPECT_EQ(check.output.find('\x1b'), std::string::npos);
+    }
+  }
 }
 
 }  // namespace

@@ -364,6 +364,23 @@ TEST(InferResNet50, ReadsAnImageNetStyleFolder) {
   EXPECT_TRUE(has(none.output, "resnet50 needs data_dir")) << none.output;
 }
 
+TEST_F(InferCli, TheExportReplacesASymlinkAndNeverWritesThroughIt) {
+  const std::string sentinel = out.write("sentinel.txt", "not to be overwritten\n");
+  fs::create_symlink(sentinel, out.path() + "/lenet5.onnx");
+  const Result r = infer({"checkpoint=" + checkpoint(), "compiler=null", "latency_batch_sizes=[]"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(test::read_file(sentinel), "not to be overwritten\n");
+  EXPECT_FALSE(fs::is_symlink(out.path() + "/lenet5.onnx"));
+  EXPECT_GT(fs::file_size(out.path() + "/lenet5.onnx"), 1000u);
+}
+
+TEST_F(InferCli, NoLatencyQueriesIsRefusedNotReportedAsZero) {
+  const Result r = infer({"checkpoint=" + checkpoint(), "latency_queries=0"});
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "latency_queries must be 1 or more, got 0")) << r.output;
+  EXPECT_FALSE(has(r.output, "0.000")) << r.output;
+}
+
 TEST_F(InferCli, ErrorsNameTheKeyAndWhatToDo) {
   const Result engine = infer({"compiler=tensorrt-nope"});
   EXPECT_EQ(engine.code, 1);

@@ -1,6 +1,7 @@
 // `xpuperf train` end to end: real LeNet-5 training on Fashion-MNIST, and the errors a user can cause.
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <zlib.h>
 
 #include <cstdlib>
@@ -137,15 +138,33 @@ namespace xpuperf {
 namespace {
 
 TEST(Crash, ARankKilledByASegmentationFaultSaysWhereBeforeItDies) {
-  // A training run killed by a segmentation fault a second in stands in for any crash.
+  // A training run killed by a segmentation fault once it has started stands in for any crash. The
+  // signal comes after the run's first PerfLog line, so after main() installed the crash report
+  // (a fixed sleep sent it too soon on a busy machine).
   test::TempDir dir;
-  const std::string script = "'" + std::string(XPUPERF_BINARY) + "' --root '" + XPUPERF_SOURCE_DIR +
-                             "' train --case lenet5 --vendor cpu --hardware CPU --set synthetic_data=true --set "
-                             "max_steps=1000000 > '" +
-                             dir.path() + "/out.log' 2>&1 & pid=$!; sleep 2; kill -SEGV $pid; wait $pid";
-  const int status = std::system(("bash '" + dir.write("crash.sh", script + "\n") + "'").c_str());
-  EXPECT_NE(status, 0);
-  const std::string out = test::read_file(dir.path() + "/out.log");
+  ProcessSpec spec;
+  spec.argv = {XPUPERF_BINARY,
+               "--root",
+               XPUPERF_SOURCE_DIR,
+               "train",
+               "--case",
+               "lenet5",
+               "--vendor",
+               "cpu",
+               "--hardware",
+               "CPU",
+               "--set",
+               "synthetic_data=true",
+               "--set",
+               "max_steps=1000000"};
+  spec.log_path = dir.path() + "/out.log";
+  auto p = Process::start(spec);
+  ASSERT_TRUE(wait_until(*p, [&] { return has(test::read_file(spec.log_path), "[PerfLog]"); }))
+      << test::read_file(spec.log_path);
+  ::kill(p->pid(), SIGSEGV);
+  const ExitStatus status = p->wait(std::nullopt);
+  EXPECT_FALSE(status.ok());
+  const std::string out = test::read_file(spec.log_path);
   EXPECT_TRUE(has(out, "xpuperf: crashed: Segmentation fault\n  fault address ")) << out;
   EXPECT_TRUE(has(out, "  call stack (innermost first):\n")) << out;
 }

@@ -13,8 +13,10 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "test_util.h"
+#include "xpuperf/core/model_splits.h"
 #include "xpuperf/models/llama.h"
 #include "xpuperf/torchrt/safetensors.h"
 
@@ -120,6 +122,24 @@ TEST(Lora, ATargetTheModelLacksNamesTheLayersItHas) {
   }
 }
 
+// model_splits.yaml's lora_layers, which `xpuperf check` refuses lora_targets by, are the layers the
+// model has: Llama's, and Mixtral's (whose experts' layers are not adaptable).
+TEST(Lora, TheCheckKnowsTheLayersTheModelHas) {
+  for (const std::string name : {"llama", "mixtral"}) {
+    auto c = tiny();
+    if (name == "mixtral") c.moe.experts = 4, c.moe.top_k = 2;
+    auto m = models::LlamaForCausalLM(c);
+    std::set<std::string> layers;
+    for (const auto& item : m->named_modules("", false))
+      if (dynamic_cast<LowRankAdaptable*>(item.value().get()))
+        layers.insert(item.key().substr(item.key().rfind('.') + 1));
+    Diagnostics diags;
+    const auto splits = load_model_splits(Repo(XPUPERF_SOURCE_DIR), name, "libtorch", diags);
+    ASSERT_TRUE(splits && splits->lora_layers) << name << ": " << diags.format();
+    EXPECT_EQ(std::set<std::string>(splits->lora_layers->begin(), splits->lora_layers->end()), layers) << name;
+  }
+}
+
 TEST(Lora, SavedAsPeftSavesThem) {
   torch::manual_seed(3);
   auto m = models::LlamaForCausalLM(tiny());
@@ -193,7 +213,8 @@ TEST(Lora, ADamagedSafetensorsFileIsRefusedSayingWhy) {
     }
   };
   refused(good.substr(0, 5), "shorter than its 8-byte header length");
-  refused(good.substr(0, good.size() - 2), "do not follow the previous tensor's or do not match its shape");
+  refused(good.substr(0, good.size() - 2), "the file ends at byte " + std::to_string(good.size() - 2) +
+                                               ", but b's bytes run to byte " + std::to_string(good.size()));
   refused(good + "xx", "bytes after the last tensor");
   std::string not_json = good;
   not_json[8] = '[';

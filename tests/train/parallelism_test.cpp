@@ -436,7 +436,7 @@ TEST(ActivationCheckpointing, AModelWithoutBlocksIsRefused) {
 }
 
 // What the gpt2 case declares.
-const ModelSplits kGptSplits{true, {{"n_head", "attention heads"}}, true, {{"n_layer", "blocks"}}};
+const ModelSplits kGptSplits{true, {{"n_head", "attention heads"}}, true, {{"n_layer", "blocks"}}, std::nullopt};
 
 std::vector<std::string> switch_errors(const std::string& yaml, int world_size,
                                        const ModelSplits* splits = &kGptSplits) {
@@ -508,8 +508,11 @@ TEST(SwitchCheck, TheCasesModelSaysWhatItCanSplit) {
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find("has no blocks to split into stages"), std::string::npos) << e[0];
   // Every size the model declares is held to the split, each named by its own key.
-  const ModelSplits bert{
-      true, {{"num_attention_heads", "attention heads"}, {"intermediate_size", "intermediate units"}}, false, {}};
+  const ModelSplits bert{true,
+                         {{"num_attention_heads", "attention heads"}, {"intermediate_size", "intermediate units"}},
+                         false,
+                         {},
+                         std::nullopt};
   e = switch_errors("num_attention_heads: 4\nintermediate_size: 6\ntensor_parallel: 4\n", 4, &bert);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find(":3: 'tensor_parallel' 4 does not divide the model's 6 intermediate units (intermediate_size)"),

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "test_util.h"
 
 namespace xpuperf {
@@ -153,6 +155,39 @@ TEST(Config, AnnotatedYamlIsGolden) {
   auto back = load_config_text(c.to_annotated_yaml("h"), "back.yaml", again);
   ASSERT_TRUE(back);
   for (const auto& key : c.keys()) EXPECT_TRUE(values_equal(c.at(key).value, back->at(key).value)) << key;
+}
+
+// The hand-written scanners follow YAML 1.2's core schema, on values of any length (std::regex
+// recursed once a character and crashed on 50,000 digits).
+TEST(Config, ClassifiesScalarsOfAnyLengthByTheCoreSchema) {
+  const auto kind = [](const std::string& text) { return value_kind(parse_scalar_text(text)); };
+  for (const char* i : {"0", "-3", "+12", "0x1F", "0o17"}) EXPECT_EQ(kind(i), ValueKind::Int) << i;
+  for (const char* f : {"1.", ".5", "1e3", "-1.5E-3", "+.inf", "-.Inf", ".nan", "1e400"})
+    EXPECT_EQ(kind(f), ValueKind::Float) << f;
+  for (const char* s : {"0x", "0o8", "1e", ".", "1..2", ".e1", "0x1g", "--1", "1 2", "inf", "NaN"})
+    EXPECT_EQ(kind(s), ValueKind::String) << s;
+  EXPECT_EQ(kind(std::string(200000, '7')), ValueKind::Int);
+  EXPECT_EQ(kind("1." + std::string(200000, '0') + "e5"), ValueKind::Float);
+  EXPECT_EQ(kind(std::string(200000, '7') + "x"), ValueKind::String);
+  EXPECT_EQ(number_of(parse_scalar_text("0x10")), 16.0);
+  EXPECT_EQ(number_of(parse_scalar_text("0o17")), 15.0);
+  EXPECT_TRUE(std::isinf(number_of(parse_scalar_text("1e400"))));
+  EXPECT_TRUE(std::isinf(number_of(parse_scalar_text(std::string(20000, '9')))));
+  EXPECT_TRUE(std::isnan(number_of(parse_scalar_text(".NaN"))));
+}
+
+// Values quoted in messages: control characters escaped, long ones cut with their length.
+TEST(Config, MessagesShowValuesSafely) {
+  EXPECT_EQ(quoted_value_text(string_node("a\x1b[2Jb")), "\"a\\x1b[2Jb\"");
+  const std::string text = value_text(parse_scalar_text(std::string(50000, '1')));
+  EXPECT_LT(text.size(), 200u);
+  EXPECT_NE(text.find("(50000 characters)"), std::string::npos) << text;
+  // A cut falls between the bytes of a UTF-8 character, never inside one.
+  std::string wide = "x";  // the é that follow start at odd bytes
+  for (int i = 0; i < 200; ++i) wide += "\xc3\xa9";
+  const std::string cut = quoted_value_text(string_node(wide));
+  EXPECT_EQ(cut.find("\xc3..."), std::string::npos) << cut;
+  EXPECT_EQ(cut.find("...\xa9"), std::string::npos) << cut;
 }
 
 TEST(Config, ClosestMatchSuggestsNearNamesOnly) {

@@ -1,10 +1,15 @@
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "test_util.h"
+#include "xpuperf/report/history.h"
 #include "xpuperf/report/stats.h"
 #include "xpuperf/report/summary.h"
 #include "xpuperf/report/summary_csv.h"
@@ -37,6 +42,22 @@ TEST(Stats, SmallSamples) {
   EXPECT_EQ(aggregate({}).n, 0u);
   EXPECT_DOUBLE_EQ(t_975(1), 12.706);
   EXPECT_DOUBLE_EQ(t_975(1000), 1.960);
+}
+
+// With HOME unset (cron, env -i) the history goes to the account's home, never into the working folder.
+TEST(History, WithoutHomeTheStoreIsInTheAccountsHome) {
+  const auto keep = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::make_pair(std::string(name), v ? std::optional<std::string>(v) : std::nullopt);
+  };
+  const auto saved = {keep("HOME"), keep("XDG_DATA_HOME"), keep("XPUPERF_HISTORY")};
+  for (const auto& [name, value] : saved) ::unsetenv(name.c_str());
+  const std::string path = default_history_path();
+  for (const auto& [name, value] : saved)
+    if (value) ::setenv(name.c_str(), value->c_str(), 1);
+  const passwd* account = ::getpwuid(::getuid());
+  ASSERT_NE(account, nullptr);
+  EXPECT_EQ(path, std::string(account->pw_dir) + "/.local/share/xpuperf/history.db");
 }
 
 TEST(Summary, RebuiltFromAResultTreeIsGolden) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "xpuperf/cli/commands.h"
+#include "xpuperf/core/files.h"
 #include "xpuperf/report/compare.h"
 #include "xpuperf/report/html.h"
 #include "xpuperf/report/summary.h"
@@ -67,9 +68,11 @@ int run_compare(const std::string& run_a, const std::string& run_b, double fail_
               << std::defaultfloat;
   }
   if (!html.empty()) {
-    std::ofstream out(html);
-    out << report::compare_html(a, b, run_a, run_b, rows, fail_percent);
-    if (!out) throw CommandError("cannot write " + html + ": " + std::strerror(errno));
+    try {
+      write_text_file(html, report::compare_html(a, b, run_a, run_b, rows, fail_percent));
+    } catch (const std::runtime_error& e) {
+      throw CommandError(std::string("--html ") + e.what());
+    }
     std::cout << "\nWrote " << html << " (open it in a browser).\n";
   }
   if (regressions > 0) {

@@ -318,7 +318,8 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   c->add_option("--max-image-pixels", *max_pixels,
                 "Refuse (without decoding) an image whose header claims more pixels: a decompression bomb (0: no "
                 "limit; the training cases' key is max_image_pixels)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   c->footer(
       "Exit codes: 0 every image decodes, 1 the folder cannot be read, 2 unreadable files or a wrong class count.");
   c->callback([&exit_code, dir, threads, classes, show, max_pixels] {
@@ -344,7 +345,8 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   r->add_option("--size", rate->image_size, "Crop size")->capture_default_str();
   r->add_option("--max-image-pixels", rate->max_image_pixels,
                 "Skip (without decoding) an image whose header claims more pixels (0: no limit)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   r->add_flag("--json", rate->json, "One JSON line a decoder");
   r->callback([&exit_code, rate] { exit_code = run_decode_rate(*rate); });
 
@@ -376,7 +378,8 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
       ->capture_default_str();
   t->add_option("--threads", tok->threads, "Tokenising threads (0: every core)")->capture_default_str();
   t->add_option("--synthetic-tokens", tok->synthetic_tokens,
-                "Instead of text: this many random token ids (labelled synthetic in PREFIX.json)");
+                "Instead of text: this many random token ids (labelled synthetic in PREFIX.json)")
+      ->check(CLI::PositiveNumber);
   t->add_option("--vocab-size", tok->vocab_size, "Synthetic: ids below this")->capture_default_str();
   t->add_option("--seed", tok->seed, "Synthetic: which ids")->capture_default_str();
   t->footer(

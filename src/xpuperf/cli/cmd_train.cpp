@@ -48,7 +48,7 @@ int run_train(const GlobalOptions& global, const TrainOptions& opts, const std::
   std::optional<Config> config;
   if (key) config = load_training_config(repo, request, diags);
   if (!launched_as_rank() || std::getenv("RANK") == std::string("0")) std::cerr << diags.format(Severity::Warning);
-  if (!config) return 1;
+  if (!config || diags.has_errors()) return 1;
 
   if (!torch_entry() && torch_binary().empty()) throw CommandError(without_torch("train"));
   if (!launched_as_rank() && key->world_size() > 1) {

@@ -8,6 +8,7 @@
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/core/config.h"
 #include "xpuperf/core/crash_report.h"
+#include "xpuperf/core/strings.h"
 #include "xpuperf/core/version.h"
 
 namespace xpuperf::cli {
@@ -17,6 +18,11 @@ Repo find_repo(const GlobalOptions& global, const std::string& near) {
     std::error_code ec;
     if (!global.root.empty() && !std::filesystem::is_directory(global.root + "/" + dir, ec))
       throw CommandError("--root " + global.root + " has no " + dir + "/ folder; point it at an xpuperf checkout");
+    // The same check for XPUPERF_ROOT, which Repo::discover takes as it is (an empty `list` otherwise).
+    const char* env = std::getenv("XPUPERF_ROOT");
+    if (global.root.empty() && env && *env && !std::filesystem::is_directory(std::string(env) + "/" + dir, ec))
+      throw CommandError(std::string("XPUPERF_ROOT=") + env + " has no " + dir +
+                         "/ folder; point it at an xpuperf checkout, or unset it");
   }
   auto repo = Repo::discover(global.root, near);
   if (!repo)
@@ -92,18 +98,18 @@ int main(int argc, char** argv) {
     // CLI11's own codes (105, 106, 109, ...) say "bad input" in many ways; the README promises 1.
     return app.exit(e) == 0 ? 0 : 1;
   } catch (const cli::CommandError& e) {
-    std::cerr << "xpuperf: error: " << e.what() << "\n";
+    std::cerr << "xpuperf: error: " << terminal_safe(e.what()) << "\n";
     return e.exit_code();
   } catch (const ConfigError& e) {
-    std::cerr << "xpuperf: error: " << e.what() << "\n";
+    std::cerr << "xpuperf: error: " << terminal_safe(e.what()) << "\n";
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {
     // A folder without rights, a symlink loop, a path under a regular file: the machine's state,
     // not a bug. The library's message names the path(s) and the system's reason.
-    std::cerr << "xpuperf: error: " << e.what() << "\n";
+    std::cerr << "xpuperf: error: " << terminal_safe(e.what()) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "xpuperf: internal error: " << e.what() << "\n"
+    std::cerr << "xpuperf: internal error: " << terminal_safe(e.what()) << "\n"
               << "This is a bug in xpuperf; please report it with the command you ran.\n";
     return 70;
   }

@@ -1,12 +1,14 @@
 #include "xpuperf/core/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
+
+#include "xpuperf/core/strings.h"
 
 namespace xpuperf {
 namespace fs = std::filesystem;
@@ -17,14 +19,61 @@ bool is_quoted(const YAML::Node& node) {
   return node.Tag() == "!";
 }
 
-bool matches(const std::string& text, const std::regex& pattern) {
-  return std::regex_match(text, pattern);
+// YAML 1.2's core schema, scanned by hand: std::regex recurses once a character and a long value
+// (50,000 digits) overflowed the stack.
+bool all_of_class(const std::string& s, std::size_t from, int (*in_class)(int)) {
+  if (from >= s.size()) return false;
+  for (std::size_t i = from; i < s.size(); ++i)
+    if (!in_class(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+int is_octal_digit(int c) {
+  return c >= '0' && c <= '7';
+}
+std::size_t sign_length(const std::string& s) {
+  return !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+}
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
 }
 
-const std::regex kIntPattern("[-+]?[0-9]+|0x[0-9a-fA-F]+|0o[0-7]+");
-const std::regex kFloatPattern(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-const std::regex kInfPattern(R"([-+]?\.(inf|Inf|INF))");
-const std::regex kNanPattern(R"(\.(nan|NaN|NAN))");
+// [-+]?[0-9]+ | 0x[0-9a-fA-F]+ | 0o[0-7]+
+bool int_syntax(const std::string& s) {
+  if (starts_with(s, "0x")) return all_of_class(s, 2, isxdigit);
+  if (starts_with(s, "0o")) return all_of_class(s, 2, is_octal_digit);
+  return all_of_class(s, sign_length(s), isdigit);
+}
+
+// [-+]? ( \.[0-9]+ | [0-9]+ ( \.[0-9]* )? ) ( [eE][-+]?[0-9]+ )?
+bool float_syntax(const std::string& s) {
+  std::size_t i = sign_length(s);
+  const auto digits = [&] {
+    const std::size_t from = i;
+    while (i < s.size() && isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i - from;
+  };
+  const std::size_t whole = digits();
+  std::size_t fraction = 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    fraction = digits();
+  }
+  if (whole == 0 && fraction == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == s.size();
+}
+
+bool inf_syntax(const std::string& s) {
+  const std::string rest = s.substr(sign_length(s));
+  return rest == ".inf" || rest == ".Inf" || rest == ".INF";
+}
+bool nan_syntax(const std::string& s) {
+  return s == ".nan" || s == ".NaN" || s == ".NAN";
+}
 
 bool plain_null(const std::string& s) {
   return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
@@ -36,20 +85,10 @@ bool plain_false(const std::string& s) {
   return s == "false" || s == "False" || s == "FALSE";
 }
 bool plain_int(const std::string& s) {
-  return matches(s, kIntPattern);
+  return int_syntax(s);
 }
 bool plain_float(const std::string& s) {
-  return matches(s, kFloatPattern) || matches(s, kInfPattern) || matches(s, kNanPattern);
-}
-
-double number_of(const YAML::Node& node) {
-  // strtod/strtoll never throw: an out-of-range value becomes ±inf or the largest integer.
-  const std::string& s = node.Scalar();
-  if (s.size() > 2 && s[0] == '0' && s[1] == 'x') return static_cast<double>(std::strtoll(s.c_str() + 2, nullptr, 16));
-  if (s.size() > 2 && s[0] == '0' && s[1] == 'o') return static_cast<double>(std::strtoll(s.c_str() + 2, nullptr, 8));
-  if (matches(s, kInfPattern)) return s[0] == '-' ? -INFINITY : INFINITY;
-  if (matches(s, kNanPattern)) return NAN;
-  return std::strtod(s.c_str(), nullptr);
+  return float_syntax(s) || inf_syntax(s) || nan_syntax(s);
 }
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
@@ -68,6 +107,16 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+double number_of(const YAML::Node& node) {
+  // strtod/strtoll never throw: an out-of-range value becomes ±inf or the largest integer.
+  const std::string& s = node.Scalar();
+  if (s.size() > 2 && s[0] == '0' && s[1] == 'x') return static_cast<double>(std::strtoull(s.c_str() + 2, nullptr, 16));
+  if (s.size() > 2 && s[0] == '0' && s[1] == 'o') return static_cast<double>(std::strtoull(s.c_str() + 2, nullptr, 8));
+  if (inf_syntax(s)) return s[0] == '-' ? -INFINITY : INFINITY;
+  if (nan_syntax(s)) return NAN;
+  return std::strtod(s.c_str(), nullptr);
+}
 
 ValueKind value_kind(const YAML::Node& node) {
   switch (node.Type()) {
@@ -116,11 +165,11 @@ std::string value_text(const YAML::Node& node) {
   out.SetMapFormat(YAML::Flow);
   out.SetSeqFormat(YAML::Flow);
   out << node;
-  return out.c_str();
+  return printable(out.c_str());
 }
 
 std::string quoted_value_text(const YAML::Node& node) {
-  if (value_kind(node) == ValueKind::String) return "\"" + node.Scalar() + "\"";
+  if (value_kind(node) == ValueKind::String) return "\"" + printable(node.Scalar()) + "\"";
   return value_text(node);
 }
 
@@ -356,9 +405,19 @@ std::optional<std::string> read_text_file(const std::string& path, Diagnostics& 
     diags.error({name, 0}, "cannot be read (permission denied?)");
     return std::nullopt;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // Bounded: a config is a few kilobytes, and /dev/zero or a dataset named by mistake must not be
+  // read until memory runs out.
+  constexpr std::size_t kMaxConfigBytes = 16u << 20;
+  std::string text;
+  char chunk[1 << 16];
+  while (text.size() <= kMaxConfigBytes && in.read(chunk, sizeof chunk).gcount() > 0)
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes) {
+    diags.error({name, 0}, "is larger than 16 MiB: not a YAML config (a device or a data file?)",
+                "name the plan or config file");
+    return std::nullopt;
+  }
+  return text;
 }
 
 std::optional<Config> load_config_file(const std::string& path, Diagnostics& diags) {

@@ -28,7 +28,11 @@ enum class ValueKind { Null, Bool, Int, Float, String, List, Map };
 
 ValueKind value_kind(const YAML::Node& node);
 const char* value_kind_name(ValueKind kind);
-// A value as one line of YAML (flow style for lists and maps), for messages and output.
+// The number an Int or Float value holds (0x1F, 0o17, 1e400 = inf, .nan); never throws, where
+// yaml-cpp's as<double>() throws on hexadecimal, octal and out-of-range values.
+double number_of(const YAML::Node& node);
+// A value as one line of YAML (flow style for lists and maps), for messages: control characters
+// escaped and a long value cut (strings.h, printable).
 std::string value_text(const YAML::Node& node);
 // The same, with strings in double quotes so that `"fast"` and `fast` read as what they are.
 std::string quoted_value_text(const YAML::Node& node);

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "xpuperf/core/strings.h"
+
 namespace xpuperf {
 
 std::string Source::str() const {
@@ -27,7 +29,7 @@ std::string format_diagnostic(const Diagnostic& d) {
   out += severity_name(d.severity);
   out += ": " + d.message;
   if (!d.hint.empty()) out += "\n    fix: " + d.hint;
-  return out;
+  return terminal_safe(out);
 }
 
 void Diagnostics::add(Severity severity, Source where, std::string message, std::string hint) {

@@ -1,10 +1,13 @@
 #include "xpuperf/core/files.h"
 
 #include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -27,8 +30,26 @@ void remove_tree(const std::string& path) {
       FTW_DEPTH | FTW_PHYS);
 }
 
+std::string temporary_beside(const std::string& path) {
+  std::string name = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) throw std::runtime_error(path + ": cannot be written (" + std::strerror(errno) + ")");
+  ::fchmod(fd, 0644);  // mkstemp makes it 0600; an output is read by others as any file the tool writes
+  ::close(fd);
+  return name;
+}
+
+void commit_file(const std::string& temporary, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::remove(temporary.c_str());
+    throw std::runtime_error(path + ": cannot be written (" + ec.message() + ")");
+  }
+}
+
 void write_text_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temporary_beside(path);
   std::ofstream out(tmp, std::ios::trunc);
   const int open_errno = errno;
   out << text;
@@ -38,12 +59,7 @@ void write_text_file(const std::string& path, const std::string& text) {
     throw std::runtime_error(path + ": cannot be written (" +
                              std::string(std::strerror(open_errno ? open_errno : EIO)) + ")");
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot be written (" + ec.message() + ")");
-  }
+  commit_file(tmp, path);
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& value) {

@@ -15,10 +15,18 @@ std::string read_file_or_empty(const std::string& path);
 // printed last is usually why it failed.
 std::string first_line_of(const std::string& path);
 std::string last_line_of(const std::string& path);
-// Writes a file through a temporary file and a rename, so a reader never sees half of it; throws
-// std::runtime_error naming the file and the system's reason when it cannot.
+// Writes a file through a temporary file and a rename, so a reader never sees half of it and a
+// symbolic link at `path` is replaced, never written through (in a shared results folder a link
+// could point at any file the benchmark's user may write); throws std::runtime_error naming the
+// file and the system's reason when it cannot.
 void write_text_file(const std::string& path, const std::string& text);
 void write_json_file(const std::string& path, const nlohmann::json& value);
+// For writers that need a file name (a LibTorch archive, a protobuf stream): a new, empty file
+// beside `path` that did not exist before (mkstemp: never an existing file or link), then
+// commit_file renames it over `path` (and removes it when it cannot). Both throw
+// std::runtime_error naming `path`.
+std::string temporary_beside(const std::string& path);
+void commit_file(const std::string& temporary, const std::string& path);
 // A JSON file's value; nothing when it cannot be read or is not JSON.
 std::optional<nlohmann::json> read_json_file(const std::string& path);
 // Removes a file or a folder with everything in it; no error when it is not there. Use it, not

@@ -39,14 +39,22 @@ std::optional<ModelSplits> load_model_splits(const Repo& repo, const std::string
   const auto file = load_config_file(path, diags);
   if (!file) return std::nullopt;
   for (const auto& key : file->keys())
-    if (key != "tensor_parallel" && key != "pipeline_parallel") {
-      const std::string near = closest_match(key, {"tensor_parallel", "pipeline_parallel"});
-      diags.error(file->at(key).source, "'" + key + "' is not a parallelism a model declares",
-                  near.empty() ? "the keys are tensor_parallel and pipeline_parallel" : "did you mean '" + near + "'?");
+    if (key != "tensor_parallel" && key != "pipeline_parallel" && key != "lora_layers") {
+      const std::string near = closest_match(key, {"tensor_parallel", "pipeline_parallel", "lora_layers"});
+      diags.error(file->at(key).source, "'" + key + "' is not what a model declares",
+                  near.empty() ? "the keys are tensor_parallel, pipeline_parallel and lora_layers"
+                               : "did you mean '" + near + "'?");
     }
   ModelSplits splits;
   splits.tensor_parallel = read_sizes(*file, "tensor_parallel", splits.tensor_divides, diags);
   splits.pipeline_parallel = read_sizes(*file, "pipeline_parallel", splits.pipeline_divides, diags);
+  if (const ConfigEntry* layers = file->find("lora_layers")) {
+    try {
+      splits.lora_layers = file->get_string_list("lora_layers");
+    } catch (const ConfigError& e) {
+      diags.error(layers->source, e.what(), "e.g. lora_layers: [q_proj, k_proj, v_proj, o_proj]");
+    }
+  }
   return splits;
 }
 

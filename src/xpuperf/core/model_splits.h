@@ -11,6 +11,7 @@
 //     n_head: attention heads
 //   pipeline_parallel:      # its blocks split into stages
 //     n_layer: blocks
+//   lora_layers: [c_attn, c_fc, c_proj]   # the linear layers LoRA can adapt (lora_targets)
 //
 // A parallelism the file leaves out is one the model cannot do; `{}` declares neither.
 
@@ -33,6 +34,8 @@ struct ModelSplits {
   std::vector<ModelSize> tensor_divides;    // sizes a tensor-parallel group's size must divide
   bool pipeline_parallel = false;           // the model's blocks split into stages
   std::vector<ModelSize> pipeline_divides;  // sizes the number of stages must divide
+  // The last name parts of the layers LoRA can adapt; nothing when the file does not say.
+  std::optional<std::vector<std::string>> lora_layers;
 };
 
 // The case's model_splits.yaml; nothing when the case has none. A file that does not say what

@@ -1,6 +1,8 @@
 #include "xpuperf/core/plan.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
@@ -8,6 +10,7 @@
 
 #include "xpuperf/core/base_config.h"
 #include "xpuperf/core/inference_config.h"
+#include "xpuperf/core/strings.h"
 #include "xpuperf/core/training_config.h"
 
 namespace xpuperf {
@@ -34,16 +37,36 @@ bool is_local_host(const std::string& host) {
 }
 
 std::optional<double> parse_duration(const std::string& text) {
-  static const std::regex pattern(R"(([0-9]+(\.[0-9]+)?)\s*(s|m|h|d)?)");
-  std::smatch m;
-  if (!std::regex_match(text, m, pattern)) return std::nullopt;
-  double value = std::strtod(m[1].str().c_str(), nullptr);
-  const std::string unit = m[3].str();
+  // [0-9]+(\.[0-9]+)? spaces? (s|m|h|d)?, scanned by hand: std::regex recursed once a character
+  // and a 100,000-character value overflowed the stack.
+  std::size_t i = 0;
+  const auto digits = [&] {
+    const std::size_t from = i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    return i - from;
+  };
+  if (digits() == 0) return std::nullopt;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    if (digits() == 0) return std::nullopt;
+  }
+  const std::size_t number_end = i;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  const std::string unit = text.substr(i);
+  if (!unit.empty() && unit != "s" && unit != "m" && unit != "h" && unit != "d") return std::nullopt;
+  double value = std::strtod(text.substr(0, number_end).c_str(), nullptr);
   if (unit == "m") value *= 60;
   if (unit == "h") value *= 3600;
   if (unit == "d") value *= 86400;
-  if (value <= 0) return std::nullopt;
+  if (!(value > 0) || !std::isfinite(value)) return std::nullopt;
   return value;
+}
+
+bool is_variable_name(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (const char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
 }
 
 namespace {
@@ -180,7 +203,7 @@ void read_ssh(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
   r.string("identity_file", plan.ssh.identity_file);
   r.integer("connect_timeout", plan.ssh.connect_timeout_s, 1, 600);
   if (!plan.ssh.user.empty() && !is_safe_name(plan.ssh.user))
-    diags.error(ssh.at("user").source, "'" + plan.ssh.user + "' is not a valid user name");
+    diags.error(ssh.at("user").source, "'" + printable(plan.ssh.user) + "' is not a valid user name");
 }
 
 // A list of strings (each a scalar) at `key` of a section config.
@@ -210,8 +233,13 @@ void read_container(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
   r.choice("engine", c.engine, {"none", "docker", "podman"});
   r.string("image", c.image);
   static const std::regex image_name(R"([a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?)");
-  if (!c.image.empty() && !std::regex_match(c.image, image_name))
-    diags.error(section.at("image").source, "'" + c.image + "' is not an image name",
+  // A reference is at most 255 characters of name, 128 of tag and a digest; checking the length
+  // first keeps std::regex (one stack frame a character) off an unbounded value.
+  if (c.image.size() > 512)
+    diags.error(section.at("image").source, "the image name is " + std::to_string(c.image.size()) + " characters long",
+                "an image reference has at most 255 characters of name and 128 of tag");
+  else if (!c.image.empty() && !std::regex_match(c.image, image_name))
+    diags.error(section.at("image").source, "'" + printable(c.image) + "' is not an image name",
                 "e.g. xpuperf-nvidia:latest or registry.example.com/team/image:tag");
   r.boolean("build", c.build);
   r.boolean("privileged", c.privileged);
@@ -219,16 +247,17 @@ void read_container(const ConfigEntry* e, Plan& plan, Diagnostics& diags) {
   string_list(section, "mounts", c.mounts, "mounts: [/data:/data:ro]", diags);
   for (const auto& m : c.mounts)
     if (m.find(':') == std::string::npos || m[0] != '/')
-      diags.error(section.at("mounts").source, "mount '" + m + "' must be /host/path:/container/path[:options]");
+      diags.error(section.at("mounts").source,
+                  "mount '" + printable(m) + "' must be /host/path:/container/path[:options]");
   if (const ConfigEntry* env = section.find("env")) {
     if (!env->value.IsMap()) {
       diags.error(env->source, "'container.env' must map variable names to values", "e.g. env: {NCCL_DEBUG: INFO}");
     } else {
       for (const auto& kv : env->value) {
         const std::string name = kv.first.Scalar();
-        if (!std::regex_match(name, std::regex("[A-Za-z_][A-Za-z0-9_]*")) || !kv.second.IsScalar())
+        if (!is_variable_name(name) || !kv.second.IsScalar())
           diags.error(line_of(kv.first, env->source.file),
-                      "container.env: '" + name + "' must be a variable name with a scalar value");
+                      "container.env: '" + printable(name) + "' must be a variable name with a scalar value");
         else
           c.env.emplace_back(name, kv.second.Scalar());
       }
@@ -313,8 +342,14 @@ void read_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
     // is allowed but warned about: the results are then not the standard case's).
     PlanCase c{*key, "", where, {}};
     if (kv.second.IsMap()) {
+      std::set<std::string> names;  // YAML keeps the last of two equal keys without a word
       for (const auto& o : kv.second) {
         const std::string name = o.first.Scalar();
+        if (!names.insert(name).second) {
+          diags.error(line_of(o.first, e->source.file),
+                      "'" + name + "' is set twice in case '" + text + "'; the second would win unseen", "keep one");
+          continue;
+        }
         if (name == "data_dir" && o.second.IsScalar()) {
           c.data_dir = o.second.Scalar();
         } else if (o.second.IsScalar() || o.second.IsSequence()) {
@@ -358,7 +393,7 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
   PlanReader r(*raw, diags);
   r.string("vendor", plan.vendor, true);
   if (!plan.vendor.empty() && !is_safe_name(plan.vendor))
-    diags.error(raw->at("vendor").source, "'" + plan.vendor + "' is not a valid vendor name");
+    diags.error(raw->at("vendor").source, "'" + printable(plan.vendor) + "' is not a valid vendor name");
   r.string("log_dir", plan.log_dir);
   r.choice("log_level", plan.log_level, {"debug", "info", "warning", "error"});
   read_hosts(*raw, plan, diags);
@@ -374,12 +409,18 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
   r.string("slurm_partition", plan.slurm_partition);
   r.integer("master_port", plan.master_port, 1, 65535);
   r.string("visible_devices_env", plan.visible_devices_env);
-  if (!std::regex_match(plan.visible_devices_env, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
+  if (!is_variable_name(plan.visible_devices_env))
     diags.error(raw->at("visible_devices_env").source,
-                "'" + plan.visible_devices_env + "' is not an environment variable name");
+                "'" + printable(plan.visible_devices_env) + "' is not an environment variable name");
   r.string("shm_size", plan.shm_size);
-  if (!std::regex_match(plan.shm_size, std::regex("[0-9]+[bkmgBKMG]?")))
-    diags.error(raw->at("shm_size").source, "'shm_size' must be a size like 32G or 512m, got '" + plan.shm_size + "'");
+  const std::size_t shm_digits = plan.shm_size.find_first_not_of("0123456789");
+  const bool shm_ok =
+      shm_digits != 0 && !plan.shm_size.empty() &&
+      (shm_digits == std::string::npos || (shm_digits + 1 == plan.shm_size.size() &&
+                                           std::string("bkmgBKMG").find(plan.shm_size.back()) != std::string::npos));
+  if (!shm_ok)
+    diags.error(raw->at("shm_size").source,
+                "'shm_size' must be a size like 32G or 512m, got '" + printable(plan.shm_size) + "'");
   r.boolean("clear_caches", plan.clear_caches);
   if (const ConfigEntry* e = raw->find("case_time_limit")) {
     const auto seconds = e->value.IsScalar() ? parse_duration(e->value.Scalar()) : std::nullopt;

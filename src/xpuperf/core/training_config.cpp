@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "xpuperf/core/strings.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf {
@@ -21,7 +22,7 @@ bool kind_compatible(const YAML::Node& base, const YAML::Node& value, std::strin
       expected = "an integer";
       if (v == ValueKind::Int) return true;
       if (v == ValueKind::Float) {
-        const double d = value.as<double>(0.5);
+        const double d = number_of(value);
         return d == static_cast<double>(static_cast<long long>(d));
       }
       return false;
@@ -68,7 +69,7 @@ bool check_against_base(const Config& base, const std::string& key, const YAML::
 
 std::optional<Override> parse_set_override(const std::string& text, Diagnostics& diags) {
   const auto eq = text.find('=');
-  const Source where{"--set " + text, 0};
+  const Source where{"--set " + printable(text), 0};
   if (eq == std::string::npos || eq == 0) {
     diags.error(where, "expected key=value", "write e.g. --set train_batch_size=64");
     return std::nullopt;

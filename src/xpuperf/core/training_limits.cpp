@@ -86,7 +86,7 @@ std::optional<double> number(const Config& cfg, const std::string& key) {
   if (!e) return std::nullopt;
   const ValueKind kind = value_kind(e->value);
   if (kind != ValueKind::Int && kind != ValueKind::Float) return std::nullopt;
-  return e->value.as<double>();
+  return number_of(e->value);
 }
 
 std::string text_of(double v) {
@@ -100,6 +100,7 @@ void check_training_limits(const Config& cfg, Diagnostics& diags) {
   for (const auto& limit : kNumberLimits) {
     const auto v = number(cfg, limit.key);
     if (!v) continue;
+    if (!std::isfinite(*v)) continue;  // refused below, as every key's
     std::string wanted;
     switch (limit.rule) {
       case Rule::Positive:
@@ -119,6 +120,17 @@ void check_training_limits(const Config& cfg, Diagnostics& diags) {
       diags.error(cfg.at(limit.key).source,
                   "'" + std::string(limit.key) + "' must be " + wanted + ", got " + text_of(*v),
                   std::string(limit.key) + ": " + limit.meaning);
+  }
+  // No setting means infinity or not-a-number: .inf and .nan pass a range check written as
+  // "at least 0" or "not above 1", and then train nothing.
+  for (const auto& key : cfg.keys()) {
+    const ConfigEntry& e = cfg.at(key);
+    const ValueKind kind = value_kind(e.value);
+    if ((kind != ValueKind::Float && kind != ValueKind::Int) || std::isfinite(number_of(e.value))) continue;
+    diags.error(e.source,
+                "'" + key + "' must be a finite number, got " + value_text(e.value) +
+                    (kind == ValueKind::Int ? ", an integer larger than any number can hold" : ""),
+                "write a number such as 0.5 or 1e-4");
   }
   for (const auto& choice : kChoices) {
     const ConfigEntry* e = cfg.find(choice.key);

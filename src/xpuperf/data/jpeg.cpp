@@ -4,7 +4,10 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <stdexcept>
+
+#include "xpuperf/core/host_memory.h"
 
 #ifdef XPUPERF_HAVE_TURBOJPEG
 #include <turbojpeg.h>
@@ -81,7 +84,26 @@ bool JpegCodec::decode_with_handle(const std::uint8_t* data, std::size_t size, R
   if (!within_pixel_limit(width, height, max_pixels_, error)) return false;
   out.width = width;
   out.height = height;
-  out.pixels.resize(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3);
+  // With no limit (max_image_pixels 0) a header may still claim more than memory holds: refused
+  // undecoded rather than zero-filling gigabytes first.
+  const std::int64_t bytes = static_cast<std::int64_t>(width) * height * 3;
+  const std::int64_t available = host_memory_available_bytes();
+  if (available > 0 && bytes > available / 2) {
+    error = "its header claims " + std::to_string(width) + "x" + std::to_string(height) + " pixels, " +
+            std::to_string(bytes >> 20) + " MiB decoded, more than half of this machine's available memory " +
+            std::to_string(available >> 20) + " MiB";
+    return false;
+  }
+  try {
+    out.pixels.resize(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) * 3);
+  } catch (const std::bad_alloc&) {
+    // No limit (max_image_pixels 0) and a header that claims more than memory holds.
+    error = "its header claims " + std::to_string(width) + "x" + std::to_string(height) +
+            " pixels, more than this machine's memory holds decoded (set max_image_pixels to refuse such files "
+            "undecoded)";
+    out.pixels = {};
+    return false;
+  }
   // A truncated file decodes with a warning (the missing rows grey); ImageNet pipelines reject it.
   if (tjDecompress2(decoder_, data, static_cast<unsigned long>(size), out.pixels.data(), width, 0, height, TJPF_RGB,
                     TJFLAG_STOPONWARNING) != 0) {

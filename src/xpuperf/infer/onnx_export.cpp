@@ -6,6 +6,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "xpuperf/core/files.h"
+
 namespace xpuperf::infer::onnx_export {
 
 struct Graph::Impl {
@@ -80,8 +82,16 @@ void Graph::save(const std::string& path) const {
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("the exported ONNX model fails ONNX's checker: ") + e.what());
   }
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !impl_->model.SerializeToOstream(&out)) throw std::runtime_error("cannot write " + path);
+  // Beside and renamed: a symbolic link at `path` is replaced, not written through.
+  const std::string temporary = temporary_beside(path);
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out || !impl_->model.SerializeToOstream(&out) || !out.flush()) {
+      std::remove(temporary.c_str());
+      throw std::runtime_error("cannot write " + path);
+    }
+  }
+  commit_file(temporary, path);
 }
 
 }  // namespace xpuperf::infer::onnx_export

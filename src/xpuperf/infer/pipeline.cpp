@@ -187,6 +187,10 @@ class InferenceRun {
   void load_data_and_model() {
     batches_ = c_.build_dataloader(ctx());
     latency_sizes_ = latency_batch_sizes(config_, batches_);
+    if (!latency_sizes_.empty() && config_.get_int("latency_queries") < 1)
+      throw ConfigError(config_.at("latency_queries").source.str() + ": latency_queries must be 1 or more, got " +
+                        std::to_string(config_.get_int("latency_queries")) +
+                        " (no query gives no latency); set latency_batch_sizes: [] to leave latency out");
     if (!no_validation_) model_ = c_.create_model(ctx(), "");
     samples_ = static_cast<double>(batches_.samples) * repeat_;
     step("b_data_model", "ran: " + batches_.description + (model_ ? "" : "; no model (no_validation)"));

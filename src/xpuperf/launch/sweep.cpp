@@ -48,7 +48,8 @@ std::optional<std::vector<std::string>> token_sets(const std::string& token, con
   if (token == "offload") return std::vector<std::string>{"offload_optimizer=true"};
   if (token == "pack") return std::vector<std::string>{"sequence_packing=true"};
   if (token == "fused" || token == "foreach") return std::vector<std::string>{"fused_optimizer=" + token};
-  if (std::regex_match(token, m, kParallel)) {
+  // Short tokens only: std::regex takes a stack frame a character, and stoi throws past 2^31.
+  if (token.size() <= 12 && std::regex_match(token, m, kParallel)) {
     const std::string kind = m[1];
     const int n = std::stoi(m[2]);
     if (kind == "zero" && n <= 3) return std::vector<std::string>{"zero_stage=" + std::to_string(n)};
@@ -215,8 +216,9 @@ int run_sweep(const Repo& repo, const SweepOptions& o) {
   static const std::regex kHardware("(.+)x([0-9]+)x([0-9]+)");
   std::smatch m;
   std::optional<CaseKey> key;
-  if (!std::regex_match(o.hardware, m, kHardware)) {
-    diags.error({"--hardware", 0}, "'" + o.hardware + "' is not HWxNODESxPROCS", "e.g. --hardware H200x1x2");
+  if (o.hardware.size() > 128 || !std::regex_match(o.hardware, m, kHardware) || m[2].length() > 6 ||
+      m[3].length() > 6) {
+    diags.error({"--hardware", 0}, "'" + printable(o.hardware) + "' is not HWxNODESxPROCS", "e.g. --hardware H200x1x2");
   } else if (std::stoi(m[2]) != 1) {
     diags.error({"--hardware", 0}, "a sweep runs on this host: give " + std::string(m[1]) + "x1x" + std::string(m[3]));
   } else {

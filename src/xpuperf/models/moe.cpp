@@ -39,7 +39,7 @@ bool split_fused_experts(std::map<std::string, torch::Tensor>& tensors) {
   std::vector<std::pair<std::string, std::string>> layers;  // (the layer, the block's name there)
   for (const auto& [name, tensor] : tensors) {
     std::smatch m;
-    if (std::regex_match(name, m, kFused)) layers.emplace_back(m[1], m[2]);
+    if (name.size() < 4096 && std::regex_match(name, m, kFused)) layers.emplace_back(m[1], m[2]);
   }
   for (const auto& [layer, block] : layers) {
     const std::string from = layer + "." + block + ".", to = layer + ".block_sparse_moe.";
@@ -72,7 +72,8 @@ bool stack_hugging_face_experts(std::map<std::string, torch::Tensor>& tensors) {
   std::map<std::string, std::map<std::int64_t, std::map<std::string, std::string>>> layers;
   for (const auto& [name, tensor] : tensors) {
     std::smatch m;
-    if (std::regex_match(name, m, kExpert)) layers[m[1]][std::stoll(m[2])][m[3]] = name;
+    if (name.size() < 4096 && std::regex_match(name, m, kExpert) && m[2].length() <= 9)
+      layers[m[1]][std::stoll(m[2])][m[3]] = name;
   }
   for (const auto& [prefix, experts] : layers) {
     const auto count = static_cast<std::int64_t>(experts.size());

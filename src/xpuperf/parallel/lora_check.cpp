@@ -1,6 +1,7 @@
 // The check of the LoRA switch (lora.h): torch-free, so that `xpuperf check` and `xpuperf run`
 // refuse a config that cannot run without loading LibTorch (core/training_switches.h).
 
+#include <algorithm>
 #include <string>
 
 #include "xpuperf/core/training_switches.h"
@@ -20,8 +21,19 @@ void check_lora(const SwitchCheckInput& in, Diagnostics& diags) {
   if (dropout < 0 || dropout >= 1)
     diags.error(in.source("lora_dropout"), "lora_dropout must be in [0, 1) (got " + std::to_string(dropout) + ")");
   try {
-    if (in.cfg.get_string_list("lora_targets").empty())
+    const auto targets = in.cfg.get_string_list("lora_targets");
+    if (targets.empty())
       diags.error(in.source("lora_targets"), "lora_targets: name the layers to adapt, e.g. [q_proj, v_proj]");
+    // The case's model_splits.yaml lists its adaptable layers; the model says the same when built.
+    if (in.splits && in.splits->lora_layers) {
+      const auto& layers = *in.splits->lora_layers;
+      std::string known;
+      for (const auto& l : layers) known += (known.empty() ? "" : ", ") + l;
+      for (const auto& t : targets)
+        if (std::find(layers.begin(), layers.end(), t) == layers.end())
+          diags.error(in.source("lora_targets"), "lora_targets: no layer of the model is named '" + t + "'",
+                      "its linear layers are " + (known.empty() ? "none" : known));
+    }
   } catch (const ConfigError& e) {
     diags.error(in.source("lora_targets"), std::string("lora_targets: ") + e.what(),
                 "a list of layer names, e.g. [q_proj, v_proj]");

@@ -1,6 +1,8 @@
 #include "xpuperf/report/history.h"
 
+#include <pwd.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -65,8 +67,15 @@ const char* kSchema =
 std::string default_history_path() {
   if (const char* p = std::getenv("XPUPERF_HISTORY"); p && *p) return p;
   if (const char* d = std::getenv("XDG_DATA_HOME"); d && *d) return std::string(d) + "/xpuperf/history.db";
+  // HOME unset (a cron job, `env -i`): the account's home from the password database, never the
+  // working folder, which would scatter a .local/ into wherever the run started.
   const char* home = std::getenv("HOME");
-  return std::string(home ? home : ".") + "/.local/share/xpuperf/history.db";
+  std::string folder = home && *home ? home : "";
+  if (folder.empty())
+    if (const passwd* account = ::getpwuid(::getuid()); account && account->pw_dir && *account->pw_dir)
+      folder = account->pw_dir;
+  if (folder.empty()) folder = "/tmp";
+  return folder + "/.local/share/xpuperf/history.db";
 }
 
 void record_run(const std::string& db_path, const nlohmann::json& summary, const std::string& run_dir) {

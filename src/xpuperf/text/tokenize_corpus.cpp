@@ -64,6 +64,12 @@ std::vector<std::string> list_inputs(const TokenizeOptions& o) {
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::is_regular_file(input, ec)) {
       files.push_back(input);
+    } else if (fs::exists(input, ec)) {
+      // /dev/stdin, a pipe, a device: read twice (a count for the progress, then the text), which a
+      // stream cannot be.
+      throw TokenizerError(input +
+                           ": not a regular file or folder (a pipe or device cannot be read twice); save the "
+                           "text to a file and name that");
     } else {
       throw TokenizerError(input + ": no such file or folder");
     }
@@ -193,6 +199,15 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
     if (o.tokenizer == "llama3" && !o.merges.empty())
       throw TokenizerError(
           "--merges is GPT-2's vocab.bpe: Llama 3's tokenizer.json or tokenizer.model holds its merges");
+    // A folder where a file is meant is said to be one, not read as an empty or wrong vocabulary.
+    for (const auto& [option, path] :
+         {std::pair<const char*, std::string>{spm ? "--model" : "--vocab", o.vocab}, {"--merges", o.merges}}) {
+      std::error_code ec;
+      if (path.empty()) continue;
+      if (fs::is_directory(path, ec))
+        throw TokenizerError(std::string(option) + " " + path + " is a folder: give the vocabulary file in it");
+      if (!fs::exists(path, ec)) throw TokenizerError(std::string(option) + " " + path + ": no such file");
+    }
     std::unique_ptr<ByteBpe> bpe;
     std::unique_ptr<WordPiece> wordpiece;
     std::unique_ptr<SentencePiece> sentencepiece;

@@ -101,12 +101,26 @@ NamedTensors read_safetensors(const std::string& path) {
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.begin < b.begin; });
   std::uint64_t at = 0;
   for (const auto& e : entries) {
+    // Checked products: a shape of [2^32, 2^32] wrapped the count to 0 and passed.
     std::uint64_t elements = 1;
-    for (const auto d : e.shape) elements *= static_cast<std::uint64_t>(d);
-    const std::uint64_t size = elements * c10::elementSize(e.type);
-    if (e.begin != at || e.end < e.begin || e.end - e.begin != size || e.end > data_size)
+    bool too_large = false;
+    for (const auto d : e.shape) {
+      if (d < 0) throw fail(e.name + "'s shape " + c10::str(c10::IntArrayRef(e.shape)) + " has a negative dimension");
+      const auto n = static_cast<std::uint64_t>(d);
+      if (n != 0 && elements > UINT64_MAX / n) too_large = true;
+      elements *= n;
+    }
+    const std::uint64_t element_size = c10::elementSize(e.type);
+    if (too_large || elements > UINT64_MAX / element_size)
+      throw fail(e.name + "'s shape " + c10::str(c10::IntArrayRef(e.shape)) + " holds more bytes than any file can");
+    const std::uint64_t size = elements * element_size;
+    if (e.end > data_size)
+      throw fail("the file ends at byte " + std::to_string(file_size) + ", but " + e.name + "'s bytes run to byte " +
+                 std::to_string(data_begin + e.end) + " (a file cut short?)");
+    if (e.begin != at || e.end < e.begin || e.end - e.begin != size)
       throw fail(e.name + "'s bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                 ") do not follow the previous tensor's or do not match its shape");
+                 ") do not follow the previous tensor's or do not match its shape " +
+                 c10::str(c10::IntArrayRef(e.shape)));
     at = e.end;
   }
   if (at != data_size) throw fail("bytes after the last tensor");

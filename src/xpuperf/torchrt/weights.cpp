@@ -15,6 +15,44 @@ namespace xpuperf::torchrt {
 
 namespace {
 
+// A weights file must name a file: a folder is said to be one, not "missing".
+void require_weights_file(const std::string& path) {
+  if (std::filesystem::is_directory(path))
+    throw std::runtime_error("weights file '" + path +
+                             "' is a folder: give the file in it (model.safetensors, model.safetensors.index.json, "
+                             "a LibTorch archive or a PyTorch state_dict)");
+  if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
+}
+
+// Loaded weights that are infinite or not a number would train to a "not converged" nan; a
+// damaged checkpoint is said to be one, naming its first such tensor.
+void require_finite(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& loaded) {
+  std::size_t bad_tensors = 0;
+  std::string first;
+  std::int64_t first_count = 0;
+  for (const auto& [name, t] : loaded) {
+    if (!t.defined() || !t.is_floating_point()) continue;
+    const std::int64_t count = t.isfinite().logical_not().sum().item<std::int64_t>();
+    if (count == 0) continue;
+    if (bad_tensors++ == 0) {
+      first = name;
+      first_count = count;
+    }
+  }
+  if (bad_tensors > 0)
+    throw std::runtime_error(path + ": " + first + " holds " + std::to_string(first_count) +
+                             " values that are infinite or not a number" +
+                             (bad_tensors > 1 ? " (and " + std::to_string(bad_tensors - 1) + " more tensors do)" : "") +
+                             ": the checkpoint is damaged or was saved from a diverged run");
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> model_tensors(const torch::nn::Module& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : model.named_parameters()) out.emplace_back(p.key(), p.value());
+  for (const auto& b : model.named_buffers()) out.emplace_back(b.key(), b.value());
+  return out;
+}
+
 std::string ordered_dict_advice(const std::string& path) {
   return path +
          " looks like torch.save(model.state_dict()): LibTorch cannot read the OrderedDict a state_dict is; save a "
@@ -91,7 +129,19 @@ std::optional<std::map<std::string, torch::Tensor>> read_safetensors_weights(con
     if (!index.contains("weight_map") || !index["weight_map"].is_object())
       throw std::runtime_error(path + ": a safetensors index has a weight_map (tensor → shard file); this has none");
     std::set<std::string> shards;
-    for (const auto& [name, shard] : index["weight_map"].items()) shards.insert(shard.get<std::string>());
+    // Hugging Face's shards are plain file names beside the index; a path that leaves the folder
+    // (../../etc/passwd) is not a checkpoint's.
+    for (const auto& [name, shard] : index["weight_map"].items()) {
+      if (!shard.is_string())
+        throw std::runtime_error(path + ": weight_map[\"" + name + "\"] must name a shard file, got " +
+                                 shard.dump().substr(0, 80));
+      const auto file = shard.get<std::string>();
+      if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos)
+        throw std::runtime_error(path + ": weight_map[\"" + name + "\"] names '" + file.substr(0, 200) +
+                                 "', which is not a file name beside the index (shards sit in the index's folder, "
+                                 "e.g. model-00001-of-00002.safetensors)");
+      shards.insert(file);
+    }
     const auto folder = std::filesystem::path(path).parent_path();
     for (const auto& shard : shards) files.push_back((folder / shard).string());
   } else {
@@ -137,7 +187,7 @@ void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch
 
 std::string load_weights(torch::nn::Module& model, const std::string& path,
                          const std::map<std::string, std::string>& tied, const StateDictConversion& convert) {
-  if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
+  require_weights_file(path);
   auto tensors = read_safetensors_weights(path);
   std::string format = "safetensors";
   if (!tensors) {
@@ -146,6 +196,7 @@ std::string load_weights(torch::nn::Module& model, const std::string& path,
       torch::serialize::InputArchive archive;
       archive.load_from(path, torch::kCPU);
       model.load(archive);
+      require_finite(path, model_tensors(model));
       return "LibTorch archive";
     } catch (const c10::Error& e) {
       archive_error = e.what_without_backtrace();
@@ -156,6 +207,7 @@ std::string load_weights(torch::nn::Module& model, const std::string& path,
   format = converted(*tensors, convert, format);
   drop_tied_copies(*tensors, tied, path);
   copy_state_dict(model, *tensors, path);
+  require_finite(path, model_tensors(model));
   return format;
 }
 
@@ -187,7 +239,7 @@ torch::Tensor archive_tensor(torch::serialize::InputArchive& root, const std::st
 
 PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path,
                                const std::map<std::string, std::string>& tied, const StateDictConversion& convert) {
-  if (!std::filesystem::is_regular_file(path)) throw std::runtime_error("weights file '" + path + "' does not exist");
+  require_weights_file(path);
   struct Target {
     torch::Tensor tensor;
     bool buffer;
@@ -230,6 +282,7 @@ PretrainedLoad load_pretrained(torch::nn::Module& model, const std::string& path
   if (!problems.empty()) throw std::runtime_error(path + " does not fit the model:" + problems);
   if (found.empty())
     throw std::runtime_error(path + " (a " + r.format + ") has no tensor this model names: not its pretrained weights");
+  require_finite(path, {found.begin(), found.end()});
   const torch::NoGradGuard no_grad;
   for (auto& [name, target] : targets) {
     const auto it = found.find(name);

@@ -57,6 +57,8 @@ int run_rank(const RankRequest& request) {
     return 0;
   } catch (const ConfigError& e) {
     std::cerr << "xpuperf: error: " << who << e.what() << "\n";
+  } catch (const RunFailed& e) {
+    std::cerr << "xpuperf: error: " << who << "the run failed: " << e.what() << "\n";
   } catch (const data::DataError& e) {
     std::cerr << "xpuperf: error: " << who << "data: " << e.what() << "\n";
   } catch (const torchrt::DistributedError& e) {

@@ -8,6 +8,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
@@ -212,6 +213,7 @@ class TrainingRun {
   }
   bool step(std::int64_t& batches_left, Clock::time_point& log_start, std::int64_t& log_samples);
   void run_eval();
+  void fail_if_not_finite() const;  // throws RunFailed naming the first step whose loss was not finite
   // Device work still queued counts as training time, also when an evaluation or the end waits for it.
   void settle();
 
@@ -246,6 +248,9 @@ class TrainingRun {
   bool converged_ = false, stop_ = false;
   StopReason reason_ = StopReason::MaxEpochs;
   double last_loss_ = std::nan("");
+  // The first step whose loss was not finite (-1: none yet), kept on the device so that no step
+  // waits for it; read where the run synchronises anyway (a logged step, an evaluation).
+  torch::Tensor first_nonfinite_step_;
   std::vector<torch::Tensor> loss_curve_;  // one loss a step, on the device, when recorded
   // The steady state: steps after the first timing_skip_steps (CUDA graph capture, allocator and
   // cuDNN warm-up), for sweeps that compare strategies.
@@ -351,8 +356,20 @@ void TrainingRun::settle() {
   if (global_step_ > s_.timing_skip_steps) timed_seconds_ += pending;
 }
 
+void TrainingRun::fail_if_not_finite() const {
+  if (first_nonfinite_step_.defined()) {
+    const auto step = first_nonfinite_step_.item<std::int64_t>();
+    if (step >= 0)
+      throw RunFailed("the training loss became infinite or not a number at step " + std::to_string(step) + " (of " +
+                      std::to_string(global_step_) +
+                      " taken): the model diverged, so the run has no result (it is not reported as 'not "
+                      "converged'); lower lr, check init_checkpoint and the data, or use fp32");
+  }
+}
+
 void TrainingRun::run_eval() {
   settle();
+  fail_if_not_finite();
   sync_->flush_optimizer();  // an update running beside the training (offload_overlap) is applied first
   // With pipeline stages only the last holds metrics (its tensor-parallel place 0: the others copy it).
   const auto& pipeline = groups_.pipeline;
@@ -372,6 +389,12 @@ void TrainingRun::run_eval() {
                       " samples; give it more (a larger dataset, or more synthetic tokens or samples)");
   if (it == metrics_.end())
     throw ConfigError("target_metric '" + s_.target_metric + "' is not among the metrics the case reports");
+  for (const auto& [name, v] : metrics_)
+    if (!std::isfinite(v))
+      throw RunFailed("the evaluation at step " + std::to_string(global_step_) + " gave " + name + " " +
+                      std::to_string(v) +
+                      ": the model's outputs are not finite, so the run has no result (it is "
+                      "not reported as 'not converged'); lower lr, or check init_checkpoint and the data");
   if (reached(it->second, s_.target_value, s_.target_mode)) {
     converged_ = true;
     reason_ = StopReason::TargetReached;
@@ -457,10 +480,21 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
   if (s_.record_loss_curve) loss_curve_.push_back(loss.detach().reshape({1}).to(torch::kFloat, false, true));
 
   ++global_step_;
+  {
+    const auto bad = step_loss->detach().isfinite().logical_not();
+    if (!first_nonfinite_step_.defined())
+      first_nonfinite_step_ = torch::full({}, -1, torch::TensorOptions().dtype(torch::kLong).device(bad.device()));
+    first_nonfinite_step_.masked_fill_(bad.logical_and(first_nonfinite_step_.lt(0)), global_step_);
+  }
   const std::int64_t batch_samples = step_rows * data_dist_->world_size();
   trained_samples_ += batch_samples;
   log_samples += batch_samples;
   if (log_now) last_loss_ = loss.item<double>();  // synchronises, so the time below is real
+  if (log_now && !std::isfinite(last_loss_)) {
+    fail_if_not_finite();  // names the first such step where this rank saw it
+    throw RunFailed("the training loss over the ranks is " + std::to_string(last_loss_) + " at step " +
+                    std::to_string(global_step_) + ": the model diverged on another rank, so the run has no result");
+  }
   if (global_step_ == s_.timing_skip_steps) {
     const double untimed = seconds_since(step_start);
     settle();  // the steps after this one are the steady state
@@ -529,7 +563,19 @@ TrainingOutcome TrainingRun::finish() {
     } else {
       torch::serialize::OutputArchive archive;
       model_->save(archive);
-      archive.save_to(s_.save_checkpoint);
+      // Beside and renamed: a symbolic link at the path is replaced, not written through.
+      try {
+        const std::string temporary = temporary_beside(s_.save_checkpoint);
+        try {
+          archive.save_to(temporary);
+        } catch (const c10::Error& e) {
+          std::remove(temporary.c_str());
+          throw std::runtime_error(s_.save_checkpoint + ": cannot be written (" + e.what_without_backtrace() + ")");
+        }
+        commit_file(temporary, s_.save_checkpoint);
+      } catch (const std::runtime_error& e) {
+        throw ConfigError(std::string("save_checkpoint: ") + e.what());
+      }
     }
   }
 

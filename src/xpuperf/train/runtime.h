@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 
 #include "xpuperf/core/config.h"
@@ -30,9 +31,16 @@ struct TrainingOutcome {
   std::map<std::string, double> final_metrics;
 };
 
+// A run that cannot give a result: its loss or an evaluation became infinite or not a number.
+// It is a failed run, not one that did not converge; the message names the step.
+class RunFailed : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Runs the case to the end. Events go to `out` (rank 0 writes the training events; every rank
 // writes INIT_START/INIT_END). Throws ConfigError for bad parameters, data::DataError for bad
-// data, DistributedError when ranks cannot meet.
+// data, DistributedError when ranks cannot meet, RunFailed when the loss or a metric is not finite.
 TrainingOutcome run_training(TrainingCase& training_case, const Config& config, const RunInfo& info, std::ostream& out);
 
 // Learning rate at `step` of `total_steps`: linear warm-up, then constant, cosine or linear decay,

@@ -17,6 +17,13 @@ void check_precision(const SwitchCheckInput& in, Diagnostics& diags) {
   if (!kPrecisions.count(p))
     diags.error(in.source("precision"), "'precision' must be fp32, tf32, bf16 or fp16, got '" + p + "'",
                 "fp32 keeps TF32 off; bf16 and fp16 are autocast (fp16 with a dynamic loss scaler)");
+  // The run's own refusal (runtime.cpp), said at check time where the device is known to be the CPU.
+  const bool on_cpu = in.get_string("device", "auto") == "cpu" || in.get_string("vendor", "") == "cpu";
+  if (p == "fp16" && on_cpu && !XPUPERF_CPU_AUTOCAST_FP16)
+    diags.error(in.source("precision"),
+                "precision: fp16 needs a CUDA device with this LibTorch (1.13's CPU autocast has "
+                "no fp16)",
+                "use bf16 or fp32 on the CPU");
 }
 
 const bool precision_check_registered = register_switch_check("precision", check_precision);

@@ -88,7 +88,7 @@ std::string tokenizer_of(const json& meta) {
 
 // Refuses a dataset another tokeniser made, or with ids the model has no row for.
 void check_vocabulary(const text::TokenFile& file, const json& meta, const std::string& prefix,
-                      const std::string& tokenizer, std::int64_t vocab_size) {
+                      const std::string& tokenizer, std::int64_t vocab_size, const std::string& bound) {
   if (const std::string made_by = tokenizer_of(meta); !made_by.empty() && made_by != tokenizer)
     throw data::DataError(prefix + ".json: the dataset was tokenised with " + made_by + ", this case's model reads " +
                           tokenizer + " ids; tokenise the text again with --tokenizer " + tokenizer);
@@ -97,8 +97,15 @@ void check_vocabulary(const text::TokenFile& file, const json& meta, const std::
     throw data::DataError(prefix + ".bin: holds token id " + std::to_string(min_id) +
                           ": ids are never negative; the file is damaged or was not written as token ids");
   if (max_id >= vocab_size)
-    throw data::DataError(prefix + ".bin: holds token id " + std::to_string(max_id) + ", the model has " +
-                          std::to_string(vocab_size) + " (vocab_size); the dataset was made with another vocabulary");
+    throw data::DataError(prefix + ".bin: holds token id " + std::to_string(max_id) + ", but ids must be below " +
+                          std::to_string(vocab_size) + " (" + bound +
+                          "); the dataset was made with another vocabulary");
+  if (meta.contains("special_ids") && meta["special_ids"].is_object())
+    for (const auto& [name, id] : meta["special_ids"].items())
+      if (id.is_number_integer() && (id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= vocab_size))
+        throw data::DataError(prefix + ".json: special_ids/" + name + " is " + std::to_string(id.get<std::int64_t>()) +
+                              ", but ids must be below " + std::to_string(vocab_size) + " (" + bound +
+                              "); the dataset was made with another vocabulary");
 }
 
 std::string describe(const std::string& name, const text::TokenFile& file, text::DocumentRange docs, const json& meta,
@@ -113,7 +120,8 @@ std::string describe(const std::string& name, const text::TokenFile& file, text:
 
 }  // namespace
 
-TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokenizer, std::int64_t vocab_size) {
+TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokenizer, std::int64_t vocab_size,
+                              const std::string& bound) {
   const Config& cfg = ctx.config;
   TokenCorpus corpus;
   const double valid_share = cfg.get_number("valid_share", 0.02);
@@ -161,7 +169,7 @@ TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokeniz
   const std::string train_prefix = token_prefix(data_dir, train_name);
   auto train_file = open_file(train_prefix, "train_data");
   const json meta = read_metadata(train_prefix);
-  check_vocabulary(*train_file, meta, train_prefix, tokenizer, vocab_size);
+  check_vocabulary(*train_file, meta, train_prefix, tokenizer, vocab_size, bound);
   if (meta.contains("special_ids")) {
     const json& s = meta["special_ids"];
     corpus.cls = s.value("cls", corpus.cls);
@@ -181,7 +189,7 @@ TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokeniz
     const std::string eval_prefix = token_prefix(data_dir, eval_name);
     auto eval_file = open_file(eval_prefix, "eval_data");
     const json eval_meta = read_metadata(eval_prefix);
-    check_vocabulary(*eval_file, eval_meta, eval_prefix, tokenizer, vocab_size);
+    check_vocabulary(*eval_file, eval_meta, eval_prefix, tokenizer, vocab_size, bound);
     corpus.train = {train_file, {0, train_file->documents()}, ""};
     corpus.eval = {eval_file, {0, eval_file->documents()}, ""};
     corpus.train.description = describe(name, *train_file, corpus.train.documents, meta, "all documents");

@@ -33,8 +33,10 @@ struct TokenCorpus {
 // The case's token datasets, from config keys data_dir, train_data, eval_data, valid_share,
 // synthetic_data, synthetic_tokens and seed. `tokenizer` is the one the case's model was made
 // for ("gpt2" or "wordpiece"): a dataset that says another made it is refused, and so is one with
-// ids of `vocab_size` or more. Errors name the file and the key to change.
-TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokenizer, std::int64_t vocab_size);
+// ids of `vocab_size` or more, or special ids (PREFIX.json's special_ids) outside it; `bound`
+// names where that limit comes from for the message. Errors name the file and the key to change.
+TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokenizer, std::int64_t vocab_size,
+                              const std::string& bound = "the model's vocab_size");
 
 // GPT: samples of `length` + 1 consecutive tokens (inputs and next-token targets), one int64
 // tensor (batch, length + 1); with `documents` (sequence_packing: true) a second, each token's

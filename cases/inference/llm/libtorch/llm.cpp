@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "xpuperf/core/log.h"
 #include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/generation.h"
 #include "xpuperf/infer/inference_case.h"
@@ -155,6 +156,10 @@ class LlmInference : public infer::InferenceCase {
                           std::to_string(s.decoder.slots) + ")");
       s.decode_batch_sizes.push_back(static_cast<std::int64_t>(b));
     }
+    if (s.decode_batch_sizes.empty())
+      log::warning(
+          "decode_batch_sizes: [] leaves out the static decode run (its tokens/s and bandwidth bound); "
+          "list batch sizes, e.g. [1, 64], to measure it");
     s.decode_prompt_tokens = positive(cfg, "decode_prompt_tokens");
     s.decode_output_tokens = positive(cfg, "decode_output_tokens");
     if (s.decode_prompt_tokens + s.decode_output_tokens > s.decoder.max_tokens)

@@ -19,7 +19,8 @@ class GlmCase : public train::GlmCaseBase {
   train::Datasets datasets(const train::CaseContext& ctx) override {
     read_sizes(ctx.config);
     // The text's ids must lie below GLM's added tokens, so that none is read as [sop] or [eop].
-    const auto corpus = train::open_token_corpus(ctx, "wordpiece", std::min(sop_, eop_));
+    const auto corpus = train::open_token_corpus(ctx, "wordpiece", std::min(sop_, eop_),
+                                                 "sop_id and eop_id, GLM's tokens after the text's");
     const text::BlankSpecial special{corpus.cls, corpus.mask, sop_, eop_, corpus.pad};
     const auto seed = static_cast<std::uint64_t>(ctx.config.get_int("seed", 1234));
     train_ = std::make_shared<train::BlankInfillingDataset>(corpus.train, length_, special, seed, true);
