@@ -24,7 +24,7 @@ deps:
 # A fresh build folder compiles with clang++ where it is installed (the installer installs it):
 # CMake then builds LibTorch's precompiled header with its templates instantiated once
 # (-fpch-instantiate-templates), and a LibTorch file compiles in about a third of GCC 12's time
-# (README, Build time). `make CXX=g++ ...` on a fresh folder keeps GCC; a configured folder keeps
+# (docs/DEVELOPING.md, Build time). `make CXX=g++ ...` on a fresh folder keeps GCC; a configured folder keeps
 # the compiler it has.
 ifeq ($(origin CXX),default)
   CXX := $(shell command -v clang++ 2>/dev/null || echo c++)
@@ -50,7 +50,7 @@ configure: deps
 
 # What the main job needs: the xpuperf binary, not the tests.
 run-build: configure-run
-	@echo "Building xpuperf (CMake shows its progress; README, Build time: how long on 2 cores)"
+	@echo "Building xpuperf (CMake shows its progress; docs/DEVELOPING.md, Build time: how long on 2 cores)"
 	@scripts/build.sh $(BUILD_DIR) $(JOBS) xpuperf
 
 # scripts/build.sh: builds, and builds the precompiled header again where a package upgrade left it stale.

@@ -208,4 +208,24 @@ rc=$?
 [[ $out == *"bertLarge runs on synthetic tokens"* ]] || fail "the synthetic fallback is not said: $out"
 [[ $out == *"3 run(s) measured nothing"* ]] || fail "the failed rows are not counted: $out"
 
+# Each kernel off in turn: the table's rows are the runs' last evaluations, and a run that evaluated
+# nothing is named and fails the bench.
+cat > "$work/each-off" <<'SH'
+#!/bin/sh
+end=4.00
+case "$*" in *fused_kernels=true*) end=4.03 ;; esac
+[ "$XPUPERF_KERNELS_OFF" = bias_gelu ] && end=3.99
+[ "$XPUPERF_KERNELS_OFF" = cross_entropy ] && { echo "xpuperf: error: the rank stopped" >&2; exit 1; }
+echo "[PerfLog] {\"event\":\"EVALUATE\",\"value\":{\"global_steps\":200,\"loss\":4.8}}"
+echo "[PerfLog] {\"event\":\"EVALUATE\",\"value\":{\"global_steps\":400,\"loss\":$end}}"
+SH
+chmod +x "$work/each-off"
+out=$(XPUPERF="$work/each-off" bash "$root/bench/kernel_each_off.sh" H200 glm 2>&1)
+rc=$?
+[[ $rc == 1 ]] || fail "kernel_each_off.sh with a failed run: exit $rc, not 1: $out"
+[[ $out == *"| off:bias_gelu | 1 | 3.9900 | 3.9900 | 3.9900 | -0.0400 |"* ]] ||
+  fail "kernel_each_off.sh's rows are not the runs' last evaluations: $out"
+[[ $out == *"glm off:cross_entropy seed 1234 failed: xpuperf: error: the rank stopped"* ]] ||
+  fail "kernel_each_off.sh does not name the failed run: $out"
+
 echo "ok"

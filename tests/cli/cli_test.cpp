@@ -265,7 +265,7 @@ TEST(Cli, CompareTwoRuns) {
   EXPECT_TRUE(has(page, "no significant change")) << page;
   r = xpuperf({"compare", run, run, "--html", "/nonexistent/dir/compare.html"});
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_TRUE(has(r.output, "xpuperf: error: cannot write /nonexistent/dir/compare.html")) << r.output;
+  EXPECT_TRUE(has(r.output, "xpuperf: error: --html /nonexistent/dir/compare.html: cannot be written")) << r.output;
   r = xpuperf({"compare", run, "/nonexistent"});
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(has(r.output, "xpuperf: error: /nonexistent is not a run folder")) << r.output;

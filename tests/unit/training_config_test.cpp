@@ -224,7 +224,7 @@ TEST(ModelSplits, AreReadFromTheCasesFileAndABadFileIsNamed) {
   dir.write("cases/training/toy/libtorch/model_splits.yaml",
             "tensor_paralel:\n  n_head: heads\npipeline_parallel: 4\n");
   load_model_splits(Repo(dir.path()), "toy", "libtorch", diags);
-  EXPECT_NE(diags.format().find("model_splits.yaml:1: error: 'tensor_paralel' is not a parallelism a model declares"),
+  EXPECT_NE(diags.format().find("model_splits.yaml:1: error: 'tensor_paralel' is not what a model declares"),
             std::string::npos)
       << diags.format();
   EXPECT_NE(diags.format().find("did you mean 'tensor_parallel'?"), std::string::npos) << diags.format();

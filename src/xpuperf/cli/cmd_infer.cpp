@@ -69,7 +69,7 @@ void add_infer_command(CLI::App& app, const GlobalOptions& global, int& exit_cod
   cmd->footer(
       "Config: cases/inference/<case>/{configurations,parameters}.yaml < vendors/<v>/inference/"
       "<case>_configurations.yaml < --data-dir, --set. The switches compiler, no_validation, exist_onnx_path and "
-      "exist_compiler_path choose which steps run (README, Inference).\nExit codes: 0 done, 1 bad input or failure, 3 "
+      "exist_compiler_path choose which steps run (docs/INFERENCE.md).\nExit codes: 0 done, 1 bad input or failure, 3 "
       "case not built into this binary.");
   auto opts = std::make_shared<InferOptions>();
   cmd->add_option("--case", opts->name, "Inference case, e.g. lenet5 or lenet5:libtorch")->required();

@@ -3,7 +3,7 @@
 // every batch size the run will see; inputs and outputs stay on the GPU (LibTorch tensors).
 // Built only where TensorRT's headers and libraries are found (TensorRT 10 API). No machine this
 // project is built or tested on has TensorRT: this file has not been compiled by the project's
-// CI (README, "Inference").
+// CI (docs/INFERENCE.md).
 
 #include <ATen/cuda/CUDAContext.h>
 #include <NvInfer.h>

@@ -153,6 +153,7 @@ struct KernelCrossEntropy : torch::autograd::Function<KernelCrossEntropy> {
 
 std::optional<torch::Tensor> kernel_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets,
                                                   bool gradient_in_logits) {
+  if (switched_off("cross_entropy")) return std::nullopt;
   kernels::Element e{};
   if (logits.dim() != 2 || !packable(logits, logits.size(1), e) || targets.dim() != 1 ||
       targets.size(0) != logits.size(0) || targets.scalar_type() != torch::kLong || targets.device() != logits.device())
@@ -344,6 +345,7 @@ std::optional<torch::Tensor> optional_tensor(const torch::Tensor& t) {
 std::optional<std::pair<torch::Tensor, torch::Tensor>> kernel_add_norm_with_backward(
     const torch::Tensor& x, const torch::Tensor& delta, const torch::Tensor& weight, const torch::Tensor& bias,
     double eps, double dropout = 0, std::optional<torch::ScalarType> out_type = std::nullopt) {
+  if (switched_off("add_norm_with_backward")) return std::nullopt;
   const auto out = out_type.value_or(x.scalar_type());
   if (!norm_kernel_takes(x, delta, weight, bias, out)) return std::nullopt;
   const auto outs =
@@ -392,6 +394,7 @@ struct KernelBiasGelu : torch::autograd::Function<KernelBiasGelu> {
 };
 
 std::optional<torch::Tensor> kernel_bias_gelu(const torch::Tensor& h, const torch::Tensor& bias, bool erf) {
+  if (switched_off("bias_gelu")) return std::nullopt;
   const auto width = h.size(-1);
   kernels::Element e{};
   if (!packable(h, width, e) || !bias.is_contiguous() || !aligned(bias) || bias.numel() != width ||

@@ -127,10 +127,11 @@ torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& ta
                             bool gradient_in_logits = false);
 
 // Whether this build has the kernels (LibTorch with CUDA).
-// Whether `name` (an inference kernel's operator name without "xpuperf::", e.g. decode_attention)
-// is in `list`, names separated by commas: the list is the environment variable XPUPERF_KERNELS_OFF,
-// read once, whose kernels then step aside for ATen's operators, so that one build can be timed with
-// and without each (bench/llm_decode_ab.sh's A_ENV).
+// Whether `name` (a kernel's operator name without "xpuperf::", e.g. decode_attention; the training
+// kernels: add_norm_with_backward, bias_gelu, cross_entropy) is in `list`, names separated by
+// commas: the list is the environment variable XPUPERF_KERNELS_OFF, read once, whose kernels then
+// step aside for ATen's operators, so that one build can be timed with and without each
+// (bench/llm_decode_ab.sh's A_ENV), or a loss curve told apart kernel by kernel (kernel_curves.sh).
 bool kernel_listed(const char* list, const char* name);
 bool kernels_built();
 

@@ -18,7 +18,7 @@ std::string data_file(const Config& cfg, const std::string& key) {
   const std::string dir = cfg.get_string("data_dir", "");
   if (dir.empty())
     throw ConfigError("data_dir is empty: set it to the folder holding " + key + " '" + value +
-                      "' (scripts/linux-doc-datasets.sh makes linux-doc-topics, README)");
+                      "' (scripts/linux-doc-datasets.sh makes linux-doc-topics, docs/DATA.md)");
   return (std::filesystem::path(dir) / value).string();
 }
 

@@ -68,7 +68,7 @@ std::shared_ptr<const text::TokenFile> open_file(const std::string& prefix, cons
   if (!fs::exists(prefix + ".bin") && !fs::exists(prefix + ".idx"))
     throw data::DataError(key + ": no token dataset " + prefix +
                           ".bin / .idx (make one with `xpuperf data tokenize`, " +
-                          "README: the language cases' data), or set synthetic_data: true");
+                          "docs/DATA.md; `make language-data` makes data/text), or set synthetic_data: true");
   std::shared_ptr<const text::TokenFile> file;
   try {
     file = std::make_shared<const text::TokenFile>(prefix);
@@ -165,7 +165,7 @@ TokenCorpus open_token_corpus(const CaseContext& ctx, const std::string& tokeniz
     throw ConfigError(
         "data_dir is empty: set it to the folder holding the token dataset train_data names (`xpuperf "
         "data tokenize ... -o DIR/" +
-        train_name + "`, README), or set synthetic_data: true");
+        train_name + "`, docs/DATA.md; `make language-data` makes data/text), or set synthetic_data: true");
   const std::string train_prefix = token_prefix(data_dir, train_name);
   auto train_file = open_file(train_prefix, "train_data");
   const json meta = read_metadata(train_prefix);
