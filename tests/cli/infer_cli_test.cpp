@@ -498,6 +498,14 @@ TEST(InferLlm, LlamaAndGptPrefillDecodeAndServeWithSyntheticWeightsSaidSo) {
   }
 }
 
+// An empty decode_batch_sizes leaves the static decode run out, and says so rather than dropping it silently.
+TEST(InferLlm, NoDecodeBatchSizesIsSaidNotSilent) {
+  test::TempDir dir;
+  const Result r = llm(dir.path(), {"decode_batch_sizes=[]", "offline_queries=0"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "decode_batch_sizes: [] leaves out the static decode run")) << r.output;
+}
+
 TEST(InferLlm, SettingsThatCannotRunNameTheirKey) {
   test::TempDir dir;
   const auto error_of = [&](const std::string& set) {
