@@ -26,8 +26,12 @@ deps:
 # (-fpch-instantiate-templates), and a LibTorch file compiles in about a third of GCC 12's time
 # (docs/DEVELOPING.md, Build time). `make CXX=g++ ...` on a fresh folder keeps GCC; a configured folder keeps
 # the compiler it has.
+# The choice is made when the recipe runs, after the installer: on a bare machine clang++ is not
+# there yet when make reads this file, and the first build then took GCC (515 s for `make run`).
 ifeq ($(origin CXX),default)
-  CXX := $(shell command -v clang++ 2>/dev/null || echo c++)
+  CXX_CHOICE = $$(command -v clang++ 2>/dev/null || echo c++)
+else
+  CXX_CHOICE = $(CXX)
 endif
 
 # Configuring every time keeps the git hash in `xpuperf --version` current; it is quick.
@@ -35,7 +39,7 @@ endif
 define configure_build
 	@mkdir -p $(BUILD_DIR)
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(if $(1),-DXPUPERF_CASES=$(1)) \
-	  $(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,-DCMAKE_CXX_COMPILER=$(CXX)) $(CMAKE_ARGS) \
+	  $(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,-DCMAKE_CXX_COMPILER=$(CXX_CHOICE)) $(CMAKE_ARGS) \
 	  >$(BUILD_DIR)/configure.log 2>&1 || { cat $(BUILD_DIR)/configure.log; exit 1; }
 	@grep -- '^-- xpuperf' $(BUILD_DIR)/configure.log || true
 endef
