@@ -14,8 +14,9 @@ if [[ $mode != run && $mode != test ]]; then
 fi
 
 packages=(
-  # build (clang++ compiles our LibTorch files in a third of GCC's time; g++ brings the C++ library)
-  g++ clang make cmake git
+  # build (clang++ compiles our LibTorch files in a third of GCC's time; g++ brings the C++ library;
+  # libomp-dev is clang's OpenMP, without which the CPU memory base cases are not built)
+  g++ clang libomp-dev make cmake git
   # libraries (DESIGN.md, "Libraries")
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev zlib1g-dev
   libsqlite3-dev
