@@ -5,6 +5,16 @@ bench_name=$(basename "$0")
 # The runs that measured nothing, one a line: a file, so that a row run in a $(...) subshell counts.
 bench_failures_file=$(mktemp "${TMPDIR:-/tmp}/xpuperf-bench-failures.XXXXXX")
 
+# bench_absolute_paths NAME...: each variable NAME that is set becomes an absolute path, so that
+# the paths a user gave still hold after the bench changes folder.
+bench_absolute_paths() {
+  local name
+  for name in "$@"; do
+    [[ -n ${!name:-} ]] && printf -v "$name" '%s' "$(realpath -m -- "${!name}")"
+  done
+  return 0
+}
+
 # Sets $xpuperf (XPUPERF, else build/src/xpuperf); exits 2 naming the path when it is not a program.
 bench_require_xpuperf() {
   xpuperf=${XPUPERF:-build/src/xpuperf}

@@ -17,14 +17,10 @@
 # recipe with a long warm-up learns within the steps), named in each table. LOGS=DIR keeps each
 # run's output. XPUPERF: the binary (default build/src/xpuperf).
 set -euo pipefail
-[[ -n ${IMAGES:-} ]] && IMAGES=$(realpath -m -- "$IMAGES")
-[[ -n ${PHOTOS:-} ]] && PHOTOS=$(realpath -m -- "$PHOTOS")
-[[ -n ${LOGS:-} ]] && LOGS=$(realpath -m -- "$LOGS")
-[[ -n ${XPUPERF:-} ]] && XPUPERF=$(realpath -m -- "$XPUPERF")
-[[ -n ${DATA:-} ]] && DATA=$(realpath -m -- "$DATA")
-cd "$(dirname "$0")/.."
 # shellcheck source=bench/common.sh
-source bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_absolute_paths IMAGES PHOTOS LOGS XPUPERF DATA
+cd "$(dirname "$0")/.."
 bench_require_xpuperf
 hardware=${1:-H200}
 IFS=, read -r -a cases <<<"${2:-gpt2,bert,vit,resnet50,mobilenetv2}"

@@ -14,12 +14,10 @@
 # ...": more settings for every run (e.g. "max_epochs=1"), METRIC (default loss). LOGS=DIR keeps the
 # runs' output. XPUPERF: the binary (default build/src/xpuperf).
 set -euo pipefail
-[[ -n ${LOGS:-} ]] && LOGS=$(realpath -m -- "$LOGS")
-[[ -n ${XPUPERF:-} ]] && XPUPERF=$(realpath -m -- "$XPUPERF")
-[[ -n ${DATA:-} ]] && DATA=$(realpath -m -- "$DATA")
-cd "$(dirname "$0")/.."
 # shellcheck source=bench/common.sh
-source bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_absolute_paths LOGS XPUPERF DATA
+cd "$(dirname "$0")/.."
 bench_require_xpuperf
 hardware=${1:-H200}
 case_name=${2:-glm}

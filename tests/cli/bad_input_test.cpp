@@ -195,6 +195,12 @@ std::vector<std::string> synthetic_lenet5_train(const std::vector<std::string>& 
   return cpu_train("lenet5", all);
 }
 
+// LeNet-5 trained from a safetensors file whose header is `header` (then `data_bytes` of zeros).
+std::vector<std::string> synthetic_lenet5_from_safetensors(const test::TempDir& dir, const std::string& header,
+                                                           std::size_t data_bytes) {
+  return synthetic_lenet5_train({"init_checkpoint=" + safetensors_file(dir, "w.safetensors", header, data_bytes)});
+}
+
 // A token dataset under `dir` whose PREFIX.json is `meta` (what tokenised it, its special ids).
 std::string token_dataset_with(const test::TempDir& dir, const std::vector<std::vector<std::int32_t>>& documents,
                                const std::string& meta) {
@@ -564,33 +570,26 @@ std::vector<Probe> probes() {
                1,
                {"the run failed: the training loss became infinite or not a number at step"},
                {"internal error", "NOT CONVERGED", "\"event\":\"FINISHED\""}});
-  p.push_back(
-      {"ASafetensorsShapePast64BitsIsRefused",
-       [](Dir d, std::string&) {
-         return synthetic_lenet5_train(
-             {"init_checkpoint=" +
-              safetensors_file(d, "w.safetensors",
-                               R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0)});
-       },
-       1,
-       {"w.safetensors: not a safetensors file: a's shape [4294967296, 4294967296] holds more bytes"},
-       {"internal error"}});
+  p.push_back({"ASafetensorsShapePast64BitsIsRefused",
+               [](Dir d, std::string&) {
+                 return synthetic_lenet5_from_safetensors(
+                     d, R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0);
+               },
+               1,
+               {"w.safetensors: not a safetensors file: a's shape [4294967296, 4294967296] holds more bytes"},
+               {"internal error"}});
   p.push_back({"ASafetensorsNegativeShapeIsRefused",
                [](Dir d, std::string&) {
-                 return synthetic_lenet5_train(
-                     {"init_checkpoint=" +
-                      safetensors_file(d, "w.safetensors",
-                                       R"({"a":{"dtype":"F32","shape":[-1,-1],"data_offsets":[0,4]}})", 4)});
+                 return synthetic_lenet5_from_safetensors(
+                     d, R"({"a":{"dtype":"F32","shape":[-1,-1],"data_offsets":[0,4]}})", 4);
                },
                1,
                {"a's shape [-1, -1] has a negative dimension"},
                {"internal error"}});
   p.push_back({"ASafetensorsFileCutShortSaysWhereItEnds",
                [](Dir d, std::string&) {
-                 return synthetic_lenet5_train(
-                     {"init_checkpoint=" +
-                      safetensors_file(d, "w.safetensors",
-                                       R"({"a":{"dtype":"F32","shape":[1000],"data_offsets":[0,4000]}})", 100)});
+                 return synthetic_lenet5_from_safetensors(
+                     d, R"({"a":{"dtype":"F32","shape":[1000],"data_offsets":[0,4000]}})", 100);
                },
                1,
                {"the file ends at byte", "but a's bytes run to byte", "cut short"},
@@ -931,7 +930,7 @@ TEST(BadInputSymlinks, NoOutputIsWrittenThroughASymbolicLink) {
   const Result report = xpuperf({"report", run}, kSource);
   EXPECT_EQ(report.code, 0) << report.output;
   EXPECT_EQ(test::read_file(sentinel), "not to be overwritten\n");
-  for (const std::string path : {dir.path() + "/compare.html", dir.path() + "/lenet5.pt", run + "/summary.md"}) {
+  for (const auto& path : {dir.path() + "/compare.html", dir.path() + "/lenet5.pt", run + "/summary.md"}) {
     EXPECT_FALSE(fs::is_symlink(path)) << path;
     EXPECT_TRUE(fs::is_regular_file(path)) << path;
   }

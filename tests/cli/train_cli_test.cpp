@@ -143,20 +143,9 @@ TEST(Crash, ARankKilledByASegmentationFaultSaysWhereBeforeItDies) {
   // (a fixed sleep sent it too soon on a busy machine).
   test::TempDir dir;
   ProcessSpec spec;
-  spec.argv = {XPUPERF_BINARY,
-               "--root",
-               XPUPERF_SOURCE_DIR,
-               "train",
-               "--case",
-               "lenet5",
-               "--vendor",
-               "cpu",
-               "--hardware",
-               "CPU",
-               "--set",
-               "synthetic_data=true",
-               "--set",
-               "max_steps=1000000"};
+  spec.argv = {XPUPERF_BINARY, "--root", XPUPERF_SOURCE_DIR};
+  for (const auto& a : train_args({"--set", "synthetic_data=true", "--set", "max_steps=1000000"}))
+    spec.argv.push_back(a);
   spec.log_path = dir.path() + "/out.log";
   auto p = Process::start(spec);
   ASSERT_TRUE(wait_until(*p, [&] { return has(test::read_file(spec.log_path), "[PerfLog]"); }))

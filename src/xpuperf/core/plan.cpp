@@ -62,6 +62,14 @@ std::optional<double> parse_duration(const std::string& text) {
   return value;
 }
 
+// [0-9]+[bkmgBKMG]?: a size as docker's and podman's --shm-size take it.
+bool is_size_text(const std::string& text) {
+  const std::size_t digits = text.find_first_not_of("0123456789");
+  if (digits == 0 || text.empty()) return false;
+  return digits == std::string::npos ||
+         (digits + 1 == text.size() && std::string("bkmgBKMG").find(text.back()) != std::string::npos);
+}
+
 bool is_variable_name(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
   for (const char c : name)
@@ -413,12 +421,7 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
     diags.error(raw->at("visible_devices_env").source,
                 "'" + printable(plan.visible_devices_env) + "' is not an environment variable name");
   r.string("shm_size", plan.shm_size);
-  const std::size_t shm_digits = plan.shm_size.find_first_not_of("0123456789");
-  const bool shm_ok =
-      shm_digits != 0 && !plan.shm_size.empty() &&
-      (shm_digits == std::string::npos || (shm_digits + 1 == plan.shm_size.size() &&
-                                           std::string("bkmgBKMG").find(plan.shm_size.back()) != std::string::npos));
-  if (!shm_ok)
+  if (!is_size_text(plan.shm_size))
     diags.error(raw->at("shm_size").source,
                 "'shm_size' must be a size like 32G or 512m, got '" + printable(plan.shm_size) + "'");
   r.boolean("clear_caches", plan.clear_caches);

@@ -86,8 +86,9 @@ bool JpegCodec::decode_with_handle(const std::uint8_t* data, std::size_t size, R
   out.height = height;
   // With no limit (max_image_pixels 0) a header may still claim more than memory holds: refused
   // undecoded rather than zero-filling gigabytes first.
+  // Read only for large images: /proc/meminfo is not to be read once a decoded file.
   const std::int64_t bytes = static_cast<std::int64_t>(width) * height * 3;
-  const std::int64_t available = host_memory_available_bytes();
+  const std::int64_t available = bytes > (std::int64_t{256} << 20) ? host_memory_available_bytes() : 0;
   if (available > 0 && bytes > available / 2) {
     error = "its header claims " + std::to_string(width) + "x" + std::to_string(height) + " pixels, " +
             std::to_string(bytes >> 20) + " MiB decoded, more than half of this machine's available memory " +
