@@ -1,5 +1,6 @@
 #include "xpuperf/torchrt/weights.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -9,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "xpuperf/core/files.h"
 #include "xpuperf/torchrt/safetensors.h"
 
 namespace xpuperf::torchrt {
@@ -184,6 +186,19 @@ void copy_state_dict(torch::nn::Module& model, const std::map<std::string, torch
 }
 
 }  // namespace
+
+void save_archive(torch::nn::Module& model, const std::string& path) {
+  torch::serialize::OutputArchive archive;
+  model.save(archive);
+  const std::string temporary = temporary_beside(path);
+  try {
+    archive.save_to(temporary);
+  } catch (const c10::Error& e) {
+    std::remove(temporary.c_str());
+    throw std::runtime_error(path + ": cannot be written (" + e.what_without_backtrace() + ")");
+  }
+  commit_file(temporary, path);
+}
 
 std::string load_weights(torch::nn::Module& model, const std::string& path,
                          const std::map<std::string, std::string>& tied, const StateDictConversion& convert) {

@@ -15,6 +15,11 @@
 
 namespace xpuperf::torchrt {
 
+// Saves `model` as a LibTorch archive (what load_weights reads back) through a new file beside
+// `path` and a rename, so that a symbolic link at `path` is replaced, never written through; throws
+// std::runtime_error naming `path` when it cannot be written.
+void save_archive(torch::nn::Module& model, const std::string& path);
+
 // Renames a PyTorch state_dict saved in another project's names to the model's, in place, before
 // it is matched (CPM-1's Megatron names for the GPT model); returns what it converted from, or ""
 // when the file is not in that layout and stays as it is.

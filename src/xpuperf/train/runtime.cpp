@@ -8,7 +8,6 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
-#include "xpuperf/core/files.h"
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
@@ -18,10 +17,12 @@
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/torchrt/weights.h"
+#include "xpuperf/train/divergence_watch.h"
 #include "xpuperf/train/evaluation.h"
 #include "xpuperf/train/gradient_sync.h"
 #include "xpuperf/train/image_dataset.h"
 #include "xpuperf/train/optimizers.h"
+#include "xpuperf/train/run_setup.h"
 #include "xpuperf/train/step_graph.h"
 #include "xpuperf/train/step_precision.h"
 #include "xpuperf/train/step_profile.h"
@@ -87,95 +88,6 @@ bool reached(double value, double target, const std::string& mode) {
   return mode == "min" ? value <= target : value >= target;
 }
 
-std::string resolve_in(const std::string& dir, const std::string& path) {
-  if (path.empty() || fs::path(path).is_absolute() || dir.empty()) return path;
-  return (fs::path(dir) / path).string();
-}
-
-// The process's side of the settings: the device, its numerics switches, the seeds, the threads.
-torch::Device prepare_process(const Config& cfg, const TrainingSettings& s, const RunInfo& info) {
-  prepare_gpu_decoding(cfg, info.env.local_world_size);
-  const torch::Device device = torchrt::choose_device(s.device, info.env.local_rank);
-  if (s.precision == Precision::FP16 && !device.is_cuda() && !compat::cpu_autocast_supports_fp16())
-    throw ConfigError(cfg.at("precision").source.str() + ": precision: fp16 needs a CUDA device with this LibTorch (" +
-                      "this run is on " + device.str() + "); use bf16 or fp32 on the CPU");
-  if (!device.is_cuda()) keep_freed_host_memory();
-  apply_tf32_setting(s.precision);
-  // Lets cuDNN time its convolution algorithms on the first batch of each shape and keep the fastest.
-  if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(s.cudnn_benchmark);
-  if (device.is_cuda()) torch::cuda::manual_seed_all(static_cast<std::uint64_t>(s.seed));
-  torch::manual_seed(static_cast<std::uint64_t>(s.seed));
-  if (s.num_threads > 0) {
-    torchrt::set_cpu_threads(static_cast<int>(s.num_threads));
-  } else {
-    // LibTorch may default to one thread; share the cores between the ranks of this host.
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    torchrt::set_cpu_threads(static_cast<int>(std::max(1u, cores / static_cast<unsigned>(info.env.local_world_size))));
-  }
-  return device;
-}
-
-parallel::LoraSettings lora_settings(const TrainingSettings& s) {
-  return {s.lora_rank, s.lora_alpha, s.lora_dropout, s.lora_targets};
-}
-
-// The model as this rank trains it: the case's, with its starting weights, LoRA adapters, layout
-// and block hooks, the same on every rank, then split over the model-parallel groups.
-std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseContext& ctx, const TrainingSettings& s,
-                                                 const std::string& case_name) {
-  const Config& cfg = ctx.config;
-  // LoRA builds the model on the host and casts the frozen base to the compute type there, so the
-  // device never holds the fp32 base (a 7B model's 27 GB, for 13.5 GB of bf16 that train).
-  const bool build_on_host = s.lora_rank > 0 && !ctx.device.is_cpu();
-  const CaseContext host_ctx{ctx.config, torch::Device(torch::kCPU), ctx.rank, ctx.world_size, ctx.local_world_size};
-  auto model = c.model(build_on_host ? host_ctx : ctx);
-  if (!s.init_checkpoint.empty()) {
-    const std::string path = resolve_in(s.data_dir, s.init_checkpoint);
-    if (!fs::exists(path))
-      throw ConfigError(cfg.at("init_checkpoint").source.str() + ": init_checkpoint '" + path + "' does not exist");
-    const torchrt::StateDictConversion convert = [&c](std::map<std::string, torch::Tensor>& tensors) {
-      return c.convert_checkpoint(tensors);
-    };
-    try {
-      if (c.starts_from_pretrained()) {
-        const auto r = torchrt::load_pretrained(*model, path, c.tied_weights(), convert);
-        std::string fresh;
-        for (const auto& name : r.fresh) fresh += (fresh.empty() ? "" : ", ") + name;
-        log::info("init_checkpoint " + path + " (" + r.format + "): " + std::to_string(r.loaded.size()) +
-                  " tensors loaded; new, as initialised: " + (fresh.empty() ? "none" : fresh) +
-                  (r.unused.empty() ? "" : "; " + std::to_string(r.unused.size()) + " of the file's left out"));
-      } else {
-        // A LibTorch archive or a state_dict saved in Python.
-        log::info("init_checkpoint " + path + ": " + torchrt::load_weights(*model, path, c.tied_weights(), convert));
-      }
-    } catch (const std::runtime_error& e) {
-      throw ConfigError(std::string("init_checkpoint: ") + e.what());
-    }
-  }
-  if (s.lora_rank > 0) {
-    // The base model frozen in the step's compute type; only the adapters train.
-    const auto frozen = s.precision == Precision::BF16   ? torch::kBFloat16
-                        : s.precision == Precision::FP16 ? torch::kHalf
-                                                         : torch::kFloat;
-    try {
-      parallel::apply_lora(*model, lora_settings(s), frozen);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError(cfg.at("lora_targets").source.str() + ": " + e.what());
-    }
-    if (build_on_host) model->to(ctx.device);
-  }
-  if (s.channels_last) {
-    // Convolution weights in NHWC, as the inputs will be: the layout Tensor Cores read directly.
-    torch::NoGradGuard no_grad;
-    for (auto& p : model->parameters())
-      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
-  }
-  if (s.activation_checkpointing && parallel::set_activation_checkpointing(*model, true) == 0)
-    throw ConfigError(cfg.at("activation_checkpointing").source.str() + ": activation_checkpointing: the model of " +
-                      case_name + " has no blocks to checkpoint; set activation_checkpointing: false");
-  return model;
-}
-
 // A micro-batch's forward and backward as the run asks: eagerly, or by replaying a CUDA graph.
 MicroBatchRunner make_runner(const Config& cfg, const TrainingSettings& s, const torch::Device& device,
                              const std::vector<torch::Tensor>& params, std::unique_ptr<StepGraph>& graph,
@@ -213,7 +125,6 @@ class TrainingRun {
   }
   bool step(std::int64_t& batches_left, Clock::time_point& log_start, std::int64_t& log_samples);
   void run_eval();
-  void fail_if_not_finite() const;  // throws RunFailed naming the first step whose loss was not finite
   // Device work still queued counts as training time, also when an evaluation or the end waits for it.
   void settle();
 
@@ -248,9 +159,7 @@ class TrainingRun {
   bool converged_ = false, stop_ = false;
   StopReason reason_ = StopReason::MaxEpochs;
   double last_loss_ = std::nan("");
-  // The first step whose loss was not finite (-1: none yet), kept on the device so that no step
-  // waits for it; read where the run synchronises anyway (a logged step, an evaluation).
-  torch::Tensor first_nonfinite_step_;
+  DivergenceWatch divergence_;
   std::vector<torch::Tensor> loss_curve_;  // one loss a step, on the device, when recorded
   // The steady state: steps after the first timing_skip_steps (CUDA graph capture, allocator and
   // cuDNN warm-up), for sweeps that compare strategies.
@@ -356,20 +265,9 @@ void TrainingRun::settle() {
   if (global_step_ > s_.timing_skip_steps) timed_seconds_ += pending;
 }
 
-void TrainingRun::fail_if_not_finite() const {
-  if (first_nonfinite_step_.defined()) {
-    const auto step = first_nonfinite_step_.item<std::int64_t>();
-    if (step >= 0)
-      throw RunFailed("the training loss became infinite or not a number at step " + std::to_string(step) + " (of " +
-                      std::to_string(global_step_) +
-                      " taken): the model diverged, so the run has no result (it is not reported as 'not "
-                      "converged'); lower lr, check init_checkpoint and the data, or use fp32");
-  }
-}
-
 void TrainingRun::run_eval() {
   settle();
-  fail_if_not_finite();
+  divergence_.check(global_step_);
   sync_->flush_optimizer();  // an update running beside the training (offload_overlap) is applied first
   // With pipeline stages only the last holds metrics (its tensor-parallel place 0: the others copy it).
   const auto& pipeline = groups_.pipeline;
@@ -480,21 +378,12 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
   if (s_.record_loss_curve) loss_curve_.push_back(loss.detach().reshape({1}).to(torch::kFloat, false, true));
 
   ++global_step_;
-  {
-    const auto bad = step_loss->detach().isfinite().logical_not();
-    if (!first_nonfinite_step_.defined())
-      first_nonfinite_step_ = torch::full({}, -1, torch::TensorOptions().dtype(torch::kLong).device(bad.device()));
-    first_nonfinite_step_.masked_fill_(bad.logical_and(first_nonfinite_step_.lt(0)), global_step_);
-  }
+  divergence_.record(*step_loss, global_step_);
   const std::int64_t batch_samples = step_rows * data_dist_->world_size();
   trained_samples_ += batch_samples;
   log_samples += batch_samples;
   if (log_now) last_loss_ = loss.item<double>();  // synchronises, so the time below is real
-  if (log_now && !std::isfinite(last_loss_)) {
-    fail_if_not_finite();  // names the first such step where this rank saw it
-    throw RunFailed("the training loss over the ranks is " + std::to_string(last_loss_) + " at step " +
-                    std::to_string(global_step_) + ": the model diverged on another rank, so the run has no result");
-  }
+  if (log_now) divergence_.check_logged(last_loss_, global_step_);
   if (global_step_ == s_.timing_skip_steps) {
     const double untimed = seconds_since(step_start);
     settle();  // the steps after this one are the steady state
@@ -561,18 +450,8 @@ TrainingOutcome TrainingRun::finish() {
       // The adapters alone, as PEFT saves them (a folder), for Hugging Face to load on the base model.
       parallel::save_lora_adapters(*model_, lora_settings(s_), s_.save_checkpoint, c_.peft_task_type());
     } else {
-      torch::serialize::OutputArchive archive;
-      model_->save(archive);
-      // Beside and renamed: a symbolic link at the path is replaced, not written through.
       try {
-        const std::string temporary = temporary_beside(s_.save_checkpoint);
-        try {
-          archive.save_to(temporary);
-        } catch (const c10::Error& e) {
-          std::remove(temporary.c_str());
-          throw std::runtime_error(s_.save_checkpoint + ": cannot be written (" + e.what_without_backtrace() + ")");
-        }
-        commit_file(temporary, s_.save_checkpoint);
+        torchrt::save_archive(*model_, s_.save_checkpoint);
       } catch (const std::runtime_error& e) {
         throw ConfigError(std::string("save_checkpoint: ") + e.what());
       }
