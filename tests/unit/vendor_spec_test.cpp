@@ -57,11 +57,11 @@ TEST(VendorSpec, RefusesWhatCannotWork) {
   EXPECT_NE(error_of("device_type: cpu\ncollective_backend: hccl\n").find("not one LibTorch brings"),
             std::string::npos);
   EXPECT_NE(error_of("device_type: cpu\nmonitor: smi\n").find("unknown monitor 'smi'"), std::string::npos);
-  EXPECT_NE(error_of("device_type: cpu\ndevcie_name: x\n").find("vendors/acme/vendor.yaml:2: unknown key 'devcie_name'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("device_type: cpu\ndevcie_name: x\n").find("vendors/acme/vendor.yaml:2: unknown key 'devcie_name'"),
+      std::string::npos);
   EXPECT_NE(error_of("device_type: [cpu]\n").find("must be a single value"), std::string::npos);
-  EXPECT_NE(error_of("device_type: cpu\nplugin: ../x y\n").find("must be builtin, a library name"),
-            std::string::npos);
+  EXPECT_NE(error_of("device_type: cpu\nplugin: ../x y\n").find("must be builtin, a library name"), std::string::npos);
 }
 
 TEST(VendorSpec, AFolderWithConfigsOnlyIsUndeclared) {

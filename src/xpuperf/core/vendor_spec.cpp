@@ -35,7 +35,8 @@ std::string joined(const std::vector<std::string>& items) {
 // digits and '_', starting with a letter.
 bool is_identifier(const std::string& s) {
   if (s.empty() || s.size() > 64 || !(s[0] >= 'a' && s[0] <= 'z')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
 }
 
 std::string where(const Config& config, const std::string& key) {
@@ -51,9 +52,9 @@ std::string text_of(const Config& config, const std::string& key, const std::str
 }
 
 VendorSpec spec_from(const Config& config, const std::string& vendor, const std::string& file) {
-  static const std::set<std::string> keys{"device_type",        "device_name", "visible_devices_env",
-                                          "container_device_options", "collective_backend", "monitor",
-                                          "plugin"};
+  static const std::set<std::string> keys{
+      "device_type", "device_name", "visible_devices_env", "container_device_options", "collective_backend",
+      "monitor",     "plugin"};
   for (const auto& key : config.keys())
     if (!keys.count(key))
       throw ConfigError(where(config, key) + ": unknown key '" + printable(key) +
@@ -73,14 +74,16 @@ VendorSpec spec_from(const Config& config, const std::string& vendor, const std:
   spec.plugin = text_of(config, "plugin", "");
   if (spec.device_type == "privateuse1") {
     if (!config.has("device_name"))
-      throw ConfigError(file + ": 'device_name' is missing: a privateuse1 device needs the name it goes by (npu, mlu, sim)");
+      throw ConfigError(file +
+                        ": 'device_name' is missing: a privateuse1 device needs the name it goes by (npu, mlu, sim)");
     spec.device_name = text_of(config, "device_name", "");
     if (!is_identifier(spec.device_name) || contains(known_device_types(), spec.device_name))
       throw ConfigError(where(config, "device_name") + ": device_name '" + printable(spec.device_name) +
                         "' must be a lower-case name of letters, digits and '_' other than cpu, cuda and privateuse1");
     if (!spec.has_plugin())
-      throw ConfigError(file + ": a privateuse1 device needs 'plugin': the library that brings the device to "
-                               "LibTorch (docs/VENDORS.md)");
+      throw ConfigError(file +
+                        ": a privateuse1 device needs 'plugin': the library that brings the device to "
+                        "LibTorch (docs/VENDORS.md)");
   } else {
     spec.device_name = text_of(config, "device_name", spec.device_type);
     if (spec.device_name != spec.device_type)
@@ -88,7 +91,8 @@ VendorSpec spec_from(const Config& config, const std::string& vendor, const std:
                         spec.device_type + "', not '" + printable(spec.device_name) + "'");
   }
   spec.visible_devices_env = text_of(config, "visible_devices_env", "");
-  if (config.has("container_device_options")) spec.container_device_options = config.get_string_list("container_device_options");
+  if (config.has("container_device_options"))
+    spec.container_device_options = config.get_string_list("container_device_options");
   spec.collective_backend =
       text_of(config, "collective_backend", spec.device_type == "cuda" ? std::string("nccl") : std::string("gloo"));
   if (!is_identifier(spec.collective_backend))
@@ -124,8 +128,8 @@ VendorSpec load_vendor_spec(const Repo& repo, const std::string& vendor) {
   const std::string file = dir + "/vendor.yaml";
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
-    throw ConfigError("unknown vendor '" + printable(vendor) + "': " + dir + " does not exist (vendors: " +
-                      join_or_none(repo.vendors()) + ")");
+    throw ConfigError("unknown vendor '" + printable(vendor) + "': " + dir +
+                      " does not exist (vendors: " + join_or_none(repo.vendors()) + ")");
   if (!std::filesystem::exists(file, ec)) {
     VendorSpec undeclared;
     undeclared.vendor = vendor;

@@ -19,10 +19,10 @@ struct VendorSpec {
   std::string device_type = "cpu";
   // What the device is called ("sim" gives sim:0); cpu and cuda are called by their type.
   std::string device_name = "cpu";
-  std::string visible_devices_env;                // CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES, ...
+  std::string visible_devices_env;                    // CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES, ...
   std::vector<std::string> container_device_options;  // options a container needs to see the devices
-  std::string collective_backend = "gloo";        // gloo, nccl, or one the plug-in registers
-  std::string monitor = "host";                   // host, nvml, command (vendors/<v>/monitor.yaml)
+  std::string collective_backend = "gloo";            // gloo, nccl, or one the plug-in registers
+  std::string monitor = "host";                       // host, nvml, command (vendors/<v>/monitor.yaml)
   // The plug-in library: empty for none, "builtin" for one linked into xpuperf-torch (nvidia), else
   // a library name (lib<name>.so beside xpuperf-torch) or a path to a .so, relative to the vendor's folder.
   std::string plugin;

@@ -11,6 +11,16 @@ namespace xpuperf::compat {
 
 inline constexpr bool kTorch2 = TORCH_VERSION_MAJOR >= 2;
 
+// Gives PrivateUse1 the vendor's name, so that LibTorch itself says "npu:0" and parses "npu"
+// (2.1 and later). LibTorch 1.13 keeps "privateuseone"; device_text() translates for it.
+inline void name_privateuse1(const std::string& name) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+  c10::register_privateuse1_backend(name);
+#else
+  (void)name;
+#endif
+}
+
 inline bool autocast_enabled(c10::DeviceType device) {
 #if TORCH_VERSION_MAJOR >= 2
   return at::autocast::is_autocast_enabled(device);

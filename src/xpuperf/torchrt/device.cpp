@@ -1,8 +1,10 @@
 #include "xpuperf/torchrt/device.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <dlfcn.h>
 
 #include "xpuperf/core/config.h"
+#include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::torchrt {
 
@@ -15,15 +17,44 @@ void set_cpu_threads(int threads) {
 }
 
 void synchronize(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+  if (device.is_cpu()) return;
+  if (device.is_cuda()) return torch::cuda::synchronize(device.index());
+  // Any other device: its default stream's queued work, through the device's guard.
+  const auto* guard = c10::impl::getDeviceGuardImpl(device.type());
+  guard->synchronizeStream(guard->getStream(device));
 }
+
+namespace {
+
+// The plug-in's device (vendor.yaml's device_type: privateuse1), device `local_rank` of those visible.
+torch::Device plugin_device(const ActiveVendor& vendor, int local_rank) {
+  const auto type = c10::DeviceType::PrivateUse1;
+  if (!c10::impl::hasDeviceGuardImpl(type))
+    throw ConfigError(vendor.spec.file + ": the plug-in " + vendor.plugin_path + " registered no device guard for " +
+                      vendor.device_name + " (C10_REGISTER_GUARD_IMPL(PrivateUse1, ...); docs/VENDORS.md)");
+  const int count = c10::impl::getDeviceGuardImpl(type)->deviceCount();
+  if (local_rank >= count)
+    throw ConfigError("LOCAL_RANK " + std::to_string(local_rank) + " has no " + vendor.device_name + " device (" +
+                      std::to_string(count) + " visible); lower nproc or check " +
+                      (vendor.spec.visible_devices_env.empty() ? std::string("the visible-devices variable")
+                                                               : vendor.spec.visible_devices_env));
+  return torch::Device(type, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+}  // namespace
 
 torch::Device choose_device(const std::string& name, int local_rank) {
   if (name == "cpu") return torch::kCPU;
+  const ActiveVendor* vendor = active_vendor();
+  const bool plugin = vendor && vendor->spec.device_type == "privateuse1";
+  if (plugin && (name == "auto" || name == vendor->device_name)) return plugin_device(*vendor, local_rank);
   const bool have_cuda = torch::cuda::is_available();
   if (name == "cuda" && !have_cuda)
     throw ConfigError("device: cuda was asked for, but this LibTorch build or machine has no CUDA device");
-  if (name != "cuda" && name != "auto") throw ConfigError("'device' must be auto, cpu or cuda, got '" + name + "'");
+  if (name != "cuda" && name != "auto")
+    throw ConfigError("'device' must be auto, cpu" + std::string(plugin ? ", " + vendor->device_name : "") +
+                      " or cuda, got '" + name + "'" +
+                      (plugin ? "" : " (a vendor's own device needs that vendor: --vendor)"));
   if (!have_cuda) return torch::kCPU;
   const auto count = static_cast<int>(torch::cuda::device_count());
   if (local_rank >= count)

@@ -17,22 +17,11 @@
 #include <type_traits>
 
 #include "xpuperf/core/log.h"
+#include "xpuperf/torchrt/collective_group.h"
+#include "xpuperf/torchrt/vendor_registry.h"
+#include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::torchrt {
-
-// The process-group calls we make, over whichever concrete group backs them (1.13 and 2.x
-// differ in the base class, not in these methods).
-struct Distributed::Collectives {
-  virtual ~Collectives() = default;
-  virtual c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, c10d::ReduceOp op) = 0;
-  virtual c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t) = 0;
-  virtual c10::intrusive_ptr<c10d::Work> barrier() = 0;
-  virtual c10::intrusive_ptr<c10d::Work> all_gather(at::Tensor& out, at::Tensor& in) = 0;
-  virtual c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) = 0;
-  virtual c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in) = 0;
-  virtual c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& t, int to) = 0;
-  virtual c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& t, int from) = 0;
-};
 
 struct Distributed::Rendezvous {
   c10::intrusive_ptr<c10d::Store> store;
@@ -40,57 +29,22 @@ struct Distributed::Rendezvous {
 
 namespace {
 
-template <typename Group>
-struct GroupCollectives : Distributed::Collectives {
-  c10::intrusive_ptr<Group> group;
-  explicit GroupCollectives(c10::intrusive_ptr<Group> g) : group(std::move(g)) {}
-  ~GroupCollectives() override {
-#if defined(XPUPERF_HAVE_NCCL) && TORCH_VERSION_MAJOR >= 2
-    // LibTorch 2.x warns (and may leak) when an NCCL group is destroyed without shutdown().
-    if constexpr (std::is_same_v<Group, c10d::ProcessGroupNCCL>) {
-      try {
-        group->shutdown();
-      } catch (const std::exception&) {
-      }
+// NCCL's group, shut down when it goes: LibTorch 2.x warns (and may leak) when one is destroyed
+// without shutdown().
+#ifdef XPUPERF_HAVE_NCCL
+class NcclCollectives : public ProcessGroupCollectives<c10d::ProcessGroupNCCL> {
+ public:
+  using ProcessGroupCollectives::ProcessGroupCollectives;
+  ~NcclCollectives() override {
+#if TORCH_VERSION_MAJOR >= 2
+    try {
+      group()->shutdown();
+    } catch (const std::exception&) {
     }
 #endif
   }
-  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, c10d::ReduceOp op) override {
-    c10d::AllreduceOptions options;
-    options.reduceOp = op;
-    return group->allreduce(t, options);
-  }
-  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t) override {
-    return group->broadcast(t);
-  }
-  c10::intrusive_ptr<c10d::Work> barrier() override {
-    return group->barrier();
-  }
-  c10::intrusive_ptr<c10d::Work> all_gather(at::Tensor& out, at::Tensor& in) override {
-    try {
-      return group->_allgather_base(out, in);
-    } catch (const c10::Error&) {
-      // Gloo (LibTorch 1.13) has only the list form.
-      std::vector<std::vector<at::Tensor>> outs{out.chunk(group->getSize())};
-      std::vector<at::Tensor> ins{in};
-      return group->allgather(outs, ins);
-    }
-  }
-  c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) override {
-    return group->_reduce_scatter_base(out, in);
-  }
-  c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in) override {
-    std::vector<std::int64_t> even;  // empty: equal chunks
-    return group->alltoall_base(out, in, even, even);
-  }
-  // One tag: messages between two ranks arrive in the order they were sent.
-  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& t, int to) override {
-    return group->send(t, to, 0);
-  }
-  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& t, int from) override {
-    return group->recv(t, from, 0);
-  }
 };
+#endif
 
 #ifdef XPUPERF_HAVE_GLOO
 std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
@@ -110,27 +64,21 @@ std::shared_ptr<Distributed::Collectives> make_collectives(const std::string& ba
                                                            const c10::intrusive_ptr<c10d::Store>& store,
                                                            const RankEnv& env, int rank, int size,
                                                            const DistributedOptions& options) {
-  if (backend == "gloo") {
-#ifdef XPUPERF_HAVE_GLOO
-    auto gloo_options = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    gloo_options->devices.push_back(gloo_device(env));
-    gloo_options->threads = 2;
-    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, gloo_options);
-    return std::make_shared<GroupCollectives<c10d::ProcessGroupGloo>>(group);
+  const CollectiveContext context{store, env, rank, size, options.timeout};
+  if (backend == "gloo") return make_gloo_group(context);
+  if (backend == "nccl") {
+#ifdef XPUPERF_HAVE_NCCL
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = options.timeout;
+    return std::make_shared<NcclCollectives>(
+        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, nccl_options));
 #else
-    (void)store, (void)env, (void)rank, (void)size, (void)options;
-    throw DistributedError("this build of xpuperf has no Gloo (its headers were missing); use dist_backend: nccl");
+    throw DistributedError("this build of xpuperf has no NCCL; use dist_backend: gloo");
 #endif
   }
-#ifdef XPUPERF_HAVE_NCCL
-  auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-  nccl_options->timeout = options.timeout;
-  auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, nccl_options);
-  return std::make_shared<GroupCollectives<c10d::ProcessGroupNCCL>>(group);
-#else
-  (void)store, (void)env, (void)rank, (void)size, (void)options;
-  throw DistributedError("this build of xpuperf has no NCCL; use dist_backend: gloo");
-#endif
+  const CollectiveFactory* factory = find_collective_backend(backend);
+  if (!factory) throw DistributedError("no collective backend '" + backend + "' (neither LibTorch's nor a plug-in's)");
+  return (*factory)(context);
 }
 
 std::string where(const RankEnv& env) {
@@ -145,6 +93,19 @@ torch::ScalarType sum_type(torch::ScalarType type, const DistributedOptions& opt
 
 }  // namespace
 
+std::shared_ptr<CollectiveGroup> make_gloo_group(const CollectiveContext& context) {
+#ifdef XPUPERF_HAVE_GLOO
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(context.timeout);
+  gloo_options->devices.push_back(gloo_device(context.env));
+  gloo_options->threads = 2;
+  auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(context.store, context.rank, context.size, gloo_options);
+  return std::make_shared<ProcessGroupCollectives<c10d::ProcessGroupGloo>>(group);
+#else
+  (void)context;
+  throw DistributedError("this build of xpuperf has no Gloo (its headers were missing); use dist_backend: nccl");
+#endif
+}
+
 bool Distributed::has_backend(const std::string& name) {
 #ifdef XPUPERF_HAVE_GLOO
   if (name == "gloo") return true;
@@ -152,7 +113,7 @@ bool Distributed::has_backend(const std::string& name) {
 #ifdef XPUPERF_HAVE_NCCL
   if (name == "nccl") return true;
 #endif
-  return false;
+  return find_collective_backend(name) != nullptr;
 }
 
 std::vector<std::vector<std::size_t>> plan_buckets(const std::vector<torch::Tensor>& tensors,
@@ -184,9 +145,16 @@ std::unique_ptr<Distributed> Distributed::create(const RankEnv& env, torch::Devi
   if (env.world_size == 1) return dist;
 
   std::string backend = options.backend;
-  if (backend == "auto") backend = device.is_cuda() ? "nccl" : "gloo";
-  if (backend != "gloo" && backend != "nccl")
-    throw DistributedError("'dist_backend' must be auto, gloo or nccl, got '" + backend + "'");
+  const ActiveVendor* vendor = active_vendor();
+  if (backend == "auto")
+    backend = device.is_cuda()                                          ? "nccl"
+              : device.type() == c10::DeviceType::PrivateUse1 && vendor ? vendor->spec.collective_backend
+                                                                        : "gloo";
+  if (backend != "gloo" && backend != "nccl" && !find_collective_backend(backend)) {
+    std::string known = "auto, gloo, nccl";
+    for (const auto& name : registered_collective_backends()) known += ", " + name;
+    throw DistributedError("'dist_backend' must be one of " + known + ", got '" + backend + "'");
+  }
   if (backend == "nccl" && !device.is_cuda())
     throw DistributedError("the nccl backend needs CUDA devices; use gloo on the CPU");
 

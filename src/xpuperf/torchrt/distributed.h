@@ -15,13 +15,17 @@
 
 namespace xpuperf::torchrt {
 
+class CollectiveGroup;  // collective_group.h
+
 class DistributedError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 struct DistributedOptions {
-  std::string backend = "auto";                                // auto (nccl on CUDA, gloo on CPU), gloo, nccl
+  // auto (nccl on CUDA, the vendor's collective_backend on its device, gloo on the CPU), gloo, nccl,
+  // or a backend the vendor's plug-in registered.
+  std::string backend = "auto";
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // rendezvous and collectives
   std::int64_t bucket_bytes = 25 << 20;                        // gradient bucket size
   // bf16 and fp16 gradients summed over the ranks in fp32 buckets and rounded once as they are
@@ -49,7 +53,7 @@ class Distributed {
   // same rendezvous store: the ranks listed call it with the same `name` and `ranks`, in the same
   // order; this rank must be among them. Its rank() is this rank's index in `ranks`.
   std::unique_ptr<Distributed> subgroup(const std::string& name, const std::vector<int>& ranks) const;
-  // Whether this build has the backend ("gloo", "nccl").
+  // Whether this build or the vendor's plug-in has the backend ("gloo", "nccl", "hccl", ...).
   static bool has_backend(const std::string& name);
 
   int rank() const { return env_.rank; }
@@ -111,7 +115,7 @@ class Distributed {
   // How many buckets the last average_gradients used (for tests and logs).
   int last_bucket_count() const { return last_buckets_; }
 
-  struct Collectives;  // the process group's calls (distributed.cpp)
+  using Collectives = CollectiveGroup;  // the process group's calls
 
  protected:
   Distributed(const RankEnv& env, DistributedOptions options) : env_(env), options_(std::move(options)) {}

@@ -6,6 +6,7 @@
 #include "xpuperf/core/version.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/torchrt/distributed.h"
+#include "xpuperf/torchrt/vendor_runtime.h"
 #include "xpuperf/train/runtime.h"
 
 namespace xpuperf::train {
@@ -52,6 +53,7 @@ int run_rank(const RankRequest& request) {
   info.vendor = request.vendor;
   info.env = request.env;
   try {
+    torchrt::activate_vendor(request.vendor_spec);
     const TrainingOutcome outcome = run_training(*training_case, request.config, info, std::cout);
     if (request.env.rank == 0) print_summary(name, request, outcome);
     return 0;
@@ -61,6 +63,8 @@ int run_rank(const RankRequest& request) {
     std::cerr << "xpuperf: error: " << who << "the run failed: " << e.what() << "\n";
   } catch (const data::DataError& e) {
     std::cerr << "xpuperf: error: " << who << "data: " << e.what() << "\n";
+  } catch (const torchrt::VendorError& e) {
+    std::cerr << "xpuperf: error: " << who << e.what() << "\n";
   } catch (const torchrt::DistributedError& e) {
     std::cerr << "xpuperf: error: " << who << e.what() << "\n";
   } catch (const c10::Error& e) {

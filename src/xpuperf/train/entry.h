@@ -7,6 +7,7 @@
 
 #include "xpuperf/core/config.h"
 #include "xpuperf/core/rank_env.h"
+#include "xpuperf/core/vendor_spec.h"
 
 namespace xpuperf::train {
 
@@ -16,6 +17,7 @@ struct RankRequest {
   std::string vendor;
   Config config;  // merged (training_config.h)
   RankEnv env;
+  VendorSpec vendor_spec;  // vendors/<vendor>/vendor.yaml: its plug-in is loaded before the first tensor
 };
 
 // Runs one rank of a training case and prints its PerfLog to stdout. Returns the exit code:

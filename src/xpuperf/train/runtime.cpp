@@ -16,6 +16,7 @@
 #include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/distributed.h"
+#include "xpuperf/torchrt/vendor_runtime.h"
 #include "xpuperf/torchrt/weights.h"
 #include "xpuperf/train/divergence_watch.h"
 #include "xpuperf/train/evaluation.h"
@@ -232,29 +233,33 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
 
   init_time_ = seconds_since(init_start_);
   log_.log(perflog_event::kInitEnd, {{"init_time", init_time_}}, "runtime.cpp", __LINE__);
-  XPUPERF_EVENT(perflog_event::kSubmitInfo, {{"case", info.case_name},
-                                             {"vendor", info.vendor},
-                                             {"world_size", info.env.world_size},
-                                             {"device", device_.str()},
-                                             {"dist_backend", dist_->backend()},
-                                             {"tensor_parallel", s_.tensor_parallel},
-                                             {"pipeline_parallel", s_.pipeline_parallel},
-                                             {"expert_parallel", s_.expert_parallel},
-                                             {"precision", precision_name(s_.precision)},
-                                             {"train_batch_size", s_.train_batch},
-                                             {"global_batch_size", micro_batches_per_step_ * accumulation_},
-                                             {"accumulation_steps", accumulation_},
-                                             {"zero_stage", s_.zero_stage},
-                                             {"offload_optimizer", s_.offload_optimizer},
-                                             {"offload_overlap", s_.offload_overlap},
-                                             {"activation_checkpointing", s_.activation_checkpointing},
-                                             {"channels_last", s_.channels_last},
-                                             {"cudnn_benchmark", s_.cudnn_benchmark && device_.is_cuda()},
-                                             {"fused_optimizer", optimizer_impl_name(optimizer_impl_)},
-                                             {"bf16_weights", s_.bf16_weights},
-                                             {"cuda_graphs", s_.cuda_graphs},
-                                             {"train_data", data_.train->description()},
-                                             {"eval_data", data_.eval->description()}});
+  nlohmann::json submit{{"case", info.case_name},
+                        {"vendor", info.vendor},
+                        {"world_size", info.env.world_size},
+                        {"device", torchrt::device_text(device_.str())},
+                        {"dist_backend", dist_->backend()},
+                        {"tensor_parallel", s_.tensor_parallel},
+                        {"pipeline_parallel", s_.pipeline_parallel},
+                        {"expert_parallel", s_.expert_parallel},
+                        {"precision", precision_name(s_.precision)},
+                        {"train_batch_size", s_.train_batch},
+                        {"global_batch_size", micro_batches_per_step_ * accumulation_},
+                        {"accumulation_steps", accumulation_},
+                        {"zero_stage", s_.zero_stage},
+                        {"offload_optimizer", s_.offload_optimizer},
+                        {"offload_overlap", s_.offload_overlap},
+                        {"activation_checkpointing", s_.activation_checkpointing},
+                        {"channels_last", s_.channels_last},
+                        {"cudnn_benchmark", s_.cudnn_benchmark && device_.is_cuda()},
+                        {"fused_optimizer", optimizer_impl_name(optimizer_impl_)},
+                        {"bf16_weights", s_.bf16_weights},
+                        {"cuda_graphs", s_.cuda_graphs},
+                        {"train_data", data_.train->description()},
+                        {"eval_data", data_.eval->description()}};
+  // The plug-in that brought the device, where one did: its name and version belong to the result.
+  if (const auto* vendor = torchrt::active_vendor(); vendor && !vendor->plugin_name.empty())
+    submit["plugin"] = vendor->plugin_name + " " + vendor->plugin_version;
+  XPUPERF_EVENT(perflog_event::kSubmitInfo, submit);
 }
 
 void TrainingRun::settle() {
