@@ -1,0 +1,141 @@
+// The vendor plug-in end to end: the simulated accelerator (vendors/sim) trains as the CPU does,
+// and a plug-in that cannot be used stops the run before anything starts, saying which file and
+// what to do.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "cli_util.h"
+#include "perflog_util.h"
+
+namespace xpuperf {
+namespace {
+
+const char* kData = "/usr/share/datasets/fashion-mnist";
+
+std::vector<std::string> lenet5(const std::string& vendor, const std::string& hardware,
+                                std::vector<std::string> extra) {
+  std::vector<std::string> args = {"train",
+                                   "--case",
+                                   "lenet5",
+                                   "--vendor",
+                                   vendor,
+                                   "--hardware",
+                                   hardware,
+                                   "--data-dir",
+                                   kData,
+                                   "--set",
+                                   "record_loss_curve=true",
+                                   "--set",
+                                   "num_threads=1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<double> loss_curve(const std::string& output) {
+  const auto events = events_of(output);
+  const auto* finished = event_value(events, "FINISHED");
+  if (!finished || !finished->contains("loss_curve")) return {};
+  return (*finished)["loss_curve"].get<std::vector<double>>();
+}
+
+void expect_same_curve(const std::vector<double>& sim, const std::vector<double>& cpu) {
+  ASSERT_FALSE(cpu.empty());
+  ASSERT_EQ(sim.size(), cpu.size());
+  for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(sim[i], cpu[i], 1e-6) << "step " << i + 1;
+}
+
+class VendorSim : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(std::string(kData) + "/train-images-idx3-ubyte.gz"))
+      GTEST_SKIP() << "Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)";
+  }
+};
+
+TEST_F(VendorSim, Lenet5TrainsOnTheSimDeviceWithTheCpusCurve) {
+  const Result sim = xpuperf(lenet5("sim", "SIM", {"--set", "max_steps=30"}), XPUPERF_SOURCE_DIR);
+  ASSERT_EQ(sim.code, 0) << sim.output;
+  const Result cpu = xpuperf(lenet5("cpu", "CPU", {"--set", "max_steps=30"}), XPUPERF_SOURCE_DIR);
+  ASSERT_EQ(cpu.code, 0) << cpu.output;
+  expect_same_curve(loss_curve(sim.output), loss_curve(cpu.output));
+  const auto events = events_of(sim.output);
+  const auto* submit = event_value(events, "SUBMIT_INFO");
+  ASSERT_TRUE(submit) << sim.output;
+  EXPECT_EQ((*submit)["device"], "sim:0");
+  EXPECT_EQ((*submit)["vendor"], "sim");
+  EXPECT_EQ((*submit)["plugin"], "xpuperf-sim 1.0");
+}
+
+TEST_F(VendorSim, TwoRanksTrainThroughTheSimCollectivesWithTheCurveOfTwoCpuRanks) {
+  const Result sim = xpuperf(lenet5("sim", "SIM", {"--nproc", "2", "--set", "max_steps=20"}), XPUPERF_SOURCE_DIR);
+  ASSERT_EQ(sim.code, 0) << sim.output;
+  const Result cpu = xpuperf(lenet5("cpu", "CPU", {"--nproc", "2", "--set", "max_steps=20"}), XPUPERF_SOURCE_DIR);
+  ASSERT_EQ(cpu.code, 0) << cpu.output;
+  expect_same_curve(loss_curve(sim.output), loss_curve(cpu.output));
+  EXPECT_TRUE(has(sim.output, "\"dist_backend\":\"sim\"")) << sim.output;
+}
+
+// A content tree whose vendor "bad" names `plugin`: the standard cases, and a vendor folder of its own.
+struct BadVendorTree {
+  test::TempDir dir;
+  explicit BadVendorTree(const std::string& vendor_yaml) {
+    std::filesystem::create_directory_symlink(std::string(XPUPERF_SOURCE_DIR) + "/cases", dir.path() + "/cases");
+    dir.write("vendors/bad/vendor.yaml", vendor_yaml);
+    dir.write("vendors/bad/training/lenet5-libtorch/config/config_BADx1x1.yaml", "vendor: bad\n");
+  }
+  Result train() const {
+    return xpuperf({"train", "--case", "lenet5", "--vendor", "bad", "--hardware", "BAD", "--set", "synthetic_data=true",
+                    "--set", "max_steps=1"},
+                   dir.path());
+  }
+};
+
+std::string yaml_for(const std::string& plugin) {
+  return "device_type: privateuse1\ndevice_name: bad\ncollective_backend: gloo\nplugin: " + plugin + "\n";
+}
+
+TEST(VendorPlugin, APluginThatCannotBeUsedStopsTheRunNamingTheFileAndTheFix) {
+  const std::string libs = BAD_PLUGIN_DIR;
+  struct Probe {
+    std::string plugin, expected;
+  };
+  const std::vector<Probe> probes = {
+      {"xpuperf_vendor_nosuch", "plugin 'xpuperf_vendor_nosuch' not found (looked for "},
+      {libs + "/libbad_plugin_undefined_symbol.so", "most likely built against another LibTorch or another xpuperf"},
+      {libs + "/libbad_plugin_no_entry.so", "is not an xpuperf plug-in: it exports no xpuperf_vendor_plugin_v1"},
+      {libs + "/libbad_plugin_interface_v2.so", "is written for xpuperf's plug-in interface 2"},
+      {libs + "/libbad_plugin_torch_version.so", "was built against LibTorch 0.9.0"},
+      {libs + "/libbad_plugin_init_throws.so", "failed to start: no device found: is the driver loaded?"},
+      {libs + "/libbad_plugin_wrong_device.so", "device_name is 'bad', but the plug-in"},
+  };
+  for (const auto& probe : probes) {
+    SCOPED_TRACE(probe.plugin);
+    const BadVendorTree tree(yaml_for(probe.plugin));
+    const Result r = tree.train();
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_TRUE(has(r.output, "vendors/bad/vendor.yaml: ")) << r.output;
+    EXPECT_TRUE(has(r.output, probe.expected)) << r.output;
+    EXPECT_FALSE(has(r.output, "TRAIN_START")) << r.output;
+  }
+}
+
+TEST(VendorPlugin, AVendorYamlPromisingABackendThePluginLacksIsRefused) {
+  const BadVendorTree tree("device_type: privateuse1\ndevice_name: bad\ncollective_backend: hccl\nplugin: " +
+                           std::string(BAD_PLUGIN_DIR) + "/libbad_plugin_good.so\n");
+  const Result r = tree.train();
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "collective_backend is 'hccl', but the plug-in")) << r.output;
+}
+
+TEST(VendorPlugin, AnUnknownDeviceTypeIsRefusedBeforeLibTorchStarts) {
+  const BadVendorTree tree("device_type: npu\n");
+  const Result r = tree.train();
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "vendors/bad/vendor.yaml:1: unknown device_type 'npu'")) << r.output;
+}
+
+}  // namespace
+}  // namespace xpuperf
