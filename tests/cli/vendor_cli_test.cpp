@@ -139,3 +139,45 @@ TEST(VendorPlugin, AnUnknownDeviceTypeIsRefusedBeforeLibTorchStarts) {
 
 }  // namespace
 }  // namespace xpuperf
+
+namespace xpuperf {
+namespace {
+
+// A base case both ways on the sim vendor: PyTorch's primitives on sim:0 and the plug-in's own
+// implementation, each checked and beside the sim datasheet.
+TEST(VendorBase, TheSimVendorRunsABaseCaseThroughPyTorchAndThroughItsPlugin) {
+  const std::vector<std::string> base = {"base",       "main_memory-bandwidth",
+                                         "--vendor",   "sim",
+                                         "--hardware", "SIM",
+                                         "--set",      "repeats=2",
+                                         "--set",      "torch_array_mib=8",
+                                         "--set",      "cpu_array_mib=8"};
+  auto with_backend = [&](const std::string& backend) {
+    auto args = base;
+    args.insert(args.end(), {"--backend", backend});
+    return xpuperf(args, XPUPERF_SOURCE_DIR);
+  };
+  const Result torch = with_backend("torch");
+  ASSERT_EQ(torch.code, 0) << torch.output;
+  EXPECT_TRUE(has(torch.output, "main_memory-bandwidth (torch, LibTorch tensor operations on sim:0")) << torch.output;
+  const Result own = with_backend("auto");
+  ASSERT_EQ(own.code, 0) << own.output;
+  EXPECT_TRUE(has(own.output, "main_memory-bandwidth (sim, the sim plug-in's own loops")) << own.output;
+  for (const auto* r : {&torch, &own}) {
+    const auto events = events_of(r->output);
+    const auto* finished = event_value(events, "FINISHED");
+    ASSERT_TRUE(finished) << r->output;
+    EXPECT_TRUE((*finished)["correct"].get<bool>()) << r->output;
+    EXPECT_EQ((*finished)["vendor"], "sim");
+    EXPECT_EQ((*finished)["figures"][0]["datasheet_value"], 50.0) << r->output;  // vendors/sim/specs.yaml
+  }
+  const Result gemm = xpuperf({"base", "computation-FP32", "--vendor", "sim", "--hardware", "SIM", "--set", "repeats=1",
+                               "--set", "seconds=0.05", "--set", "torch_size=64", "--set", "warmup=1"},
+                              XPUPERF_SOURCE_DIR);
+  ASSERT_EQ(gemm.code, 0) << gemm.output;
+  EXPECT_TRUE(has(gemm.output, "LibTorch mm on sim:0")) << gemm.output;
+  EXPECT_TRUE(has(gemm.output, "0 wrong of 64 sampled elements")) << gemm.output;
+}
+
+}  // namespace
+}  // namespace xpuperf

@@ -11,6 +11,7 @@
 #include "xpuperf/base/gemm_check.h"
 #include "xpuperf/core/base_config.h"
 #include "xpuperf/core/plan.h"
+#include "xpuperf/core/vendor_spec.h"
 #include "xpuperf/monitor/analysis.h"
 
 namespace xpuperf::base {
@@ -127,9 +128,20 @@ TEST(BaseRunner, DatasheetRatiosFromTheVendorsSpecs) {
   EXPECT_DOUBLE_EQ(figures[1]["ratio"], 0.75);
   EXPECT_FALSE(figures[2].contains("ratio"));
   EXPECT_FALSE(figures[3].contains("ratio"));
-  EXPECT_EQ(resolve_backend("auto", "cpu"), "cpu");
-  EXPECT_EQ(resolve_backend("auto", "nvidia"), "cuda");
-  EXPECT_EQ(resolve_backend("cpu", "nvidia"), "cpu");
+  const auto spec = [](const std::string& yaml, const std::string& vendor) {
+    return parse_vendor_spec(yaml, vendor, "vendors/" + vendor + "/vendor.yaml");
+  };
+  VendorSpec undeclared;
+  undeclared.vendor = "acme";
+  undeclared.declared = false;
+  EXPECT_EQ(resolve_backend("auto", "computation-FP32", spec("device_type: cpu\n", "cpu")), "cpu");
+  EXPECT_EQ(resolve_backend("auto", "computation-FP32", spec("device_type: cuda\n", "nvidia")), "cuda");
+  EXPECT_EQ(resolve_backend("cpu", "computation-FP32", spec("device_type: cuda\n", "nvidia")), "cpu");
+  EXPECT_EQ(resolve_backend("auto", "computation-FP32", undeclared), "cuda");
+  // A plug-in's device without an implementation of its own for the metric: PyTorch's primitives.
+  EXPECT_EQ(resolve_backend("auto", "computation-FP32",
+                            spec("device_type: privateuse1\ndevice_name: npu\nplugin: x\n", "acme")),
+            "torch");
 }
 
 TEST(BaseRunner, MeanPowerInTheMeasuredWindowOfTheUsedDevices) {

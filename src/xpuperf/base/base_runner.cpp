@@ -1,5 +1,6 @@
 #include "xpuperf/base/base_runner.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -12,9 +13,12 @@ namespace xpuperf::base {
 
 using nlohmann::json;
 
-std::string resolve_backend(const std::string& backend, const std::string& vendor) {
+std::string resolve_backend(const std::string& backend, const std::string& metric, const VendorSpec& vendor) {
   if (backend != "auto") return backend;
-  return vendor == "cpu" ? "cpu" : "cuda";
+  if (!vendor.declared) return vendor.vendor == "cpu" ? "cpu" : "cuda";
+  if (vendor.device_type != "privateuse1") return vendor.device_type;
+  const auto built = base_backends(metric);
+  return std::find(built.begin(), built.end(), vendor.vendor) != built.end() ? vendor.vendor : "torch";
 }
 
 void add_datasheet(const Repo& repo, const std::string& vendor, const std::string& hardware, json& figures) {
@@ -66,7 +70,7 @@ int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, st
   if (lead) err << diags.format(Severity::Warning);
   if (!config) return kBaseBadInput;
 
-  const std::string backend = resolve_backend(request.backend, request.vendor);
+  const std::string backend = resolve_backend(request.backend, request.metric, request.vendor_spec);
   auto bench = make_base(request.metric, backend);
   if (!bench) {
     err << "xpuperf base: " << request.metric << " has no " << backend
@@ -94,6 +98,7 @@ int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, st
   add_datasheet(repo, request.vendor, request.hardware, figures);
   json value = {{"base", request.metric},
                 {"backend", backend},
+                {"vendor", request.vendor},
                 {"hardware", request.hardware},
                 {"implementation", result.implementation},
                 {"figures", figures},

@@ -10,6 +10,7 @@
 
 #include "xpuperf/core/rank_env.h"
 #include "xpuperf/core/repo.h"
+#include "xpuperf/core/vendor_spec.h"
 
 namespace xpuperf::base {
 
@@ -21,6 +22,7 @@ struct BaseRequest {
   int device = -1;                // -1: the local rank's
   std::vector<std::string> sets;  // key=value
   RankEnv env;
+  VendorSpec vendor_spec;  // vendors/<vendor>/vendor.yaml
 };
 
 // Exit codes.
@@ -31,8 +33,11 @@ inline constexpr int kBaseCannotRun = 3;  // not built in for the backend, or it
 
 int run_base(const Repo& repo, const BaseRequest& request, std::ostream& out, std::ostream& err);
 
-// The backend "auto" means for a vendor.
-std::string resolve_backend(const std::string& backend, const std::string& vendor);
+// The backend "auto" means for a vendor and a metric: cpu for a CPU vendor, cuda for a CUDA one;
+// for a plug-in's device the plug-in's own implementation (registered under the vendor's name)
+// where it has one for the metric, else "torch" (PyTorch's primitives on the device). A vendor
+// folder without vendor.yaml: cpu for the vendor named cpu, else cuda.
+std::string resolve_backend(const std::string& backend, const std::string& metric, const VendorSpec& vendor);
 
 // Adds datasheet_value and ratio to each figure of `figures` (JSON as FINISHED carries them)
 // from chips.<hardware> of the vendor's specs.yaml, when it lists the figure's datasheet path.

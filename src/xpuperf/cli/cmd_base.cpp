@@ -9,6 +9,7 @@
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/cli/local_ranks.h"
 #include "xpuperf/cli/torch_entry.h"
+#include "xpuperf/core/vendor_spec.h"
 
 namespace xpuperf::cli {
 
@@ -43,10 +44,21 @@ int run_base_command(const GlobalOptions& global, const BaseOptions& opts) {
   }
   if (opts.metric.empty()) throw CommandError("name a base case (e.g. xpuperf base computation-FP32), or --list them");
   if (!launched_as_rank() && opts.nproc > 1) return spawn_local_ranks(opts.nproc, opts.master_port, global.argv);
-  // The collectives and the CPU's BF16 GEMM are LibTorch's: they run in xpuperf-torch.
+  // The collectives, the CPU's BF16 GEMM, PyTorch's primitives and whatever a vendor's plug-in
+  // brings are LibTorch's: they run in xpuperf-torch, which loads the plug-in first.
+  const VendorSpec vendor = load_vendor_spec(repo, opts.vendor);
   const auto here = base::base_backends(opts.metric);
-  if (std::find(here.begin(), here.end(), base::resolve_backend(opts.backend, opts.vendor)) == here.end())
+  if ((vendor.has_plugin() && !vendor.is_builtin_plugin()) ||
+      std::find(here.begin(), here.end(), base::resolve_backend(opts.backend, opts.metric, vendor)) == here.end())
     hand_over_to_torch(global.argv);
+  if (torch_entry() && torch_entry()->activate_vendor) {
+    try {
+      torch_entry()->activate_vendor(vendor);
+    } catch (const std::exception& e) {
+      std::cerr << "xpuperf: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
   Diagnostics diags;
   auto env = read_rank_env(diags);
   if (!env) {
@@ -61,6 +73,7 @@ int run_base_command(const GlobalOptions& global, const BaseOptions& opts) {
   request.device = opts.device;
   request.sets = opts.sets;
   request.env = *env;
+  request.vendor_spec = vendor;
   return base::run_base(repo, request, std::cout, std::cerr);
 }
 
@@ -79,9 +92,11 @@ void add_base_command(CLI::App& app, const GlobalOptions& global, int& exit_code
   cmd->add_option("--vendor", opts->vendor, "Vendor (its specs.yaml and vendors/<v>/base/<metric>.yaml)")
       ->capture_default_str();
   cmd->add_option("--hardware", opts->hardware, "Chip name in the vendor's specs.yaml (default CPU for cpu)");
-  cmd->add_option("--backend", opts->backend, "auto (cpu for the cpu vendor, else cuda), cpu, cuda")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_option("--backend", opts->backend,
+                  "auto (the vendor's device: cpu, cuda, or a plug-in's own implementation where it has one, else "
+                  "torch), cpu, cuda, torch (PyTorch's primitives on the vendor's device: any chip), or the name "
+                  "a plug-in registers its own under (its vendor's)")
+      ->capture_default_str();
   cmd->add_option("--device", opts->device, "Accelerator index (default: the local rank's)");
   cmd->add_option("--nproc", opts->nproc, "Ranks on this host (collectives)")
       ->capture_default_str()

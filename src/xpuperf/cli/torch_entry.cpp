@@ -2,13 +2,19 @@
 
 #include "xpuperf/cli/torch_entry.h"
 
+#include "xpuperf/torchrt/vendor_runtime.h"
+
 namespace xpuperf::cli {
 namespace {
 
+void activate_vendor(const VendorSpec& spec) {
+  torchrt::activate_vendor(spec);
+}
+
 #ifdef XPUPERF_HAVE_INFER
-const TorchEntry kEntry{&train::run_rank, &infer::run_inference};
+const TorchEntry kEntry{&train::run_rank, &infer::run_inference, &activate_vendor};
 #else
-const TorchEntry kEntry{&train::run_rank, nullptr};
+const TorchEntry kEntry{&train::run_rank, nullptr, &activate_vendor};
 #endif
 
 const bool entry_set = set_torch_entry(&kEntry);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "xpuperf/core/vendor_spec.h"
 #include "xpuperf/infer/entry.h"
 #include "xpuperf/train/entry.h"
 
@@ -19,6 +20,9 @@ struct TorchEntry {
   int (*train_rank)(const train::RankRequest&) = nullptr;
   // Null in a build of the quickstart's cases only (XPUPERF_CASES=quickstart).
   int (*infer)(const infer::InferRequest&, std::ostream&, std::ostream&) = nullptr;
+  // Makes the vendor this process's (its plug-in loaded): before a base case, whose implementations
+  // the plug-in may bring. Throws std::runtime_error with the message for the user.
+  void (*activate_vendor)(const VendorSpec&) = nullptr;
 };
 
 // The entry of this binary: null in `xpuperf`, set in `xpuperf-torch`.

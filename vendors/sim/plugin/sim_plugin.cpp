@@ -7,12 +7,17 @@
 #include "sim_device.h"
 #include "xpuperf/torchrt/vendor_plugin_api.h"
 
+namespace xpuperf::sim {
+void register_base_cases();  // sim_base.cpp
+}
+
 namespace {
 
 void init_sim(xpuperf::torchrt::Registrar& registrar) {
   xpuperf::sim::register_device();
   registrar.device("sim");
   registrar.collective_backend("sim", &xpuperf::sim::make_collectives);
+  xpuperf::sim::register_base_cases();
 }
 
 }  // namespace
