@@ -181,3 +181,25 @@ TEST(VendorBase, TheSimVendorRunsABaseCaseThroughPyTorchAndThroughItsPlugin) {
 
 }  // namespace
 }  // namespace xpuperf
+
+namespace xpuperf {
+namespace {
+
+// lenet5 inference on the sim vendor goes through the engine its plug-in registers (its vendor
+// config says compiler: sim), on sim:0, and agrees with the validation run.
+TEST_F(VendorSim, Lenet5InfersThroughTheEngineThePluginRegisters) {
+  test::TempDir out;
+  const Result r = xpuperf({"infer", "--case", "lenet5", "--vendor", "sim", "--hardware", "SIM", "--data-dir", kData,
+                            "--out", out.path(), "--set", "latency_queries=20"},
+                           XPUPERF_SOURCE_DIR);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "compiler sim, device sim:0")) << r.output;
+  EXPECT_TRUE(has(r.output, "ran: sim: the case's model on sim:0 in float32")) << r.output;
+  const auto events = events_of(r.output);
+  const auto* finished = event_value(events, "FINISHED");
+  ASSERT_TRUE(finished) << r.output;
+  EXPECT_EQ((*finished)["vendor"], "sim");
+}
+
+}  // namespace
+}  // namespace xpuperf

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "xpuperf/core/config.h"
+#include "xpuperf/core/vendor_spec.h"
 
 namespace xpuperf::infer {
 
@@ -17,6 +18,7 @@ struct InferRequest {
   Config config;           // merged (core/inference_config.h), with --set applied
   double peak_tflops = 0;  // the chip's peak at the case's precision, for MFU; 0: unknown
   std::string out_dir;     // where an exported model goes
+  VendorSpec vendor_spec;  // vendors/<vendor>/vendor.yaml: its plug-in is loaded before the engine is made
 };
 
 // Runs the pipeline, printing PerfLog events (one INFER_STEP per step, ran or skipped and why,

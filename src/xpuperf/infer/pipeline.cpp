@@ -24,6 +24,7 @@
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/infer/op_profile.h"
 #include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::infer {
 
@@ -177,7 +178,7 @@ class InferenceRun {
     dtype_ = engine_dtype(config_, device_);
     repeat_ = static_cast<int>(std::max<std::int64_t>(1, config_.get_int("repeat")));
     step("a_config", "ran: case " + name_ + ", vendor " + request_.vendor + ", compiler " +
-                         (compiler_.empty() ? "null" : compiler_) + ", device " + (device_.is_cuda() ? "cuda" : "cpu"));
+                         (compiler_.empty() ? "null" : compiler_) + ", device " + torchrt::device_text(device_.str()));
   }
 
   // One context for the whole run: cases and engines may keep a reference to it.
@@ -407,6 +408,7 @@ int run_inference(const InferRequest& request, std::ostream& out, std::ostream& 
     return 3;
   }
   try {
+    torchrt::activate_vendor(request.vendor_spec);
     InferenceRun(request, *c, out).run();
     return 0;
   } catch (const ConfigError& e) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "sim_engine.h"
 #include "sim_memory.h"
 #include "xpuperf/base/base_benchmark.h"
 

@@ -5,11 +5,8 @@
 
 #include "sim_collectives.h"
 #include "sim_device.h"
+#include "sim_engine.h"
 #include "xpuperf/torchrt/vendor_plugin_api.h"
-
-namespace xpuperf::sim {
-void register_base_cases();  // sim_base.cpp
-}
 
 namespace {
 
@@ -18,6 +15,7 @@ void init_sim(xpuperf::torchrt::Registrar& registrar) {
   registrar.device("sim");
   registrar.collective_backend("sim", &xpuperf::sim::make_collectives);
   xpuperf::sim::register_base_cases();
+  xpuperf::sim::register_engine();
 }
 
 }  // namespace
