@@ -203,3 +203,35 @@ TEST_F(VendorSim, Lenet5InfersThroughTheEngineThePluginRegisters) {
 
 }  // namespace
 }  // namespace xpuperf
+
+namespace xpuperf {
+namespace {
+
+// `xpuperf vendor check sim`: the device, every operator and dtype, every collective over two
+// ranks through the sim backend, and LeNet-5's curve against the CPU's, all passing.
+TEST(VendorCheck, TheSimVendorPassesItsConformance) {
+  const Result r = xpuperf({"vendor", "check", "sim", "--steps", "5"}, XPUPERF_SOURCE_DIR);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "vendor sim, device sim:0, plug-in xpuperf-sim 1.0")) << r.output;
+  for (const char* row : {"| device | copy host to device and back | float32 | 0 | 0 | pass |",
+                          "| operators | add_rms_norm (gradients) | bfloat16 |",
+                          "| collectives | form the group | - | 0 | 0 | pass: backend sim |",
+                          "| collectives | reduce_scatter (sum) | float32 | 0 | 0 | pass |",
+                          "| training | LeNet-5, 5 steps on synthetic images, against the CPU | float32 | 0 |"})
+    EXPECT_TRUE(has(r.output, row)) << row << "\n" << r.output;
+  EXPECT_FALSE(has(r.output, "FAIL")) << r.output;
+}
+
+// A plug-in that cannot start fails the check, with its message, instead of passing what never ran.
+TEST(VendorCheck, APluginThatCannotStartFailsTheCheckWithItsMessage) {
+  const BadVendorTree tree(yaml_for(std::string(BAD_PLUGIN_DIR) + "/libbad_plugin_init_throws.so"));
+  const Result r = xpuperf({"vendor", "check", "bad", "--nproc", "1", "--steps", "2"}, tree.dir.path());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "| ranks | rank 0 ran to its end | - | - | 0 | FAIL: exited with code 1")) << r.output;
+  EXPECT_TRUE(has(r.output, "failed to start: no device found: is the driver loaded?")) << r.output;
+  EXPECT_TRUE(has(r.output, "| training | LeNet-5")) << r.output;
+  EXPECT_TRUE(has(r.output, "0 of 2 checks passed")) << r.output;
+}
+
+}  // namespace
+}  // namespace xpuperf

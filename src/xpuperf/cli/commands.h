@@ -57,5 +57,6 @@ void add_history_command(CLI::App& app, const GlobalOptions& global, int& exit_c
 void add_base_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_infer_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_data_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_vendor_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace xpuperf::cli

@@ -3,6 +3,9 @@
 #include "xpuperf/cli/torch_entry.h"
 
 #include "xpuperf/torchrt/vendor_runtime.h"
+#ifdef XPUPERF_HAVE_INFER
+#include "xpuperf/base/conformance.h"
+#endif
 
 namespace xpuperf::cli {
 namespace {
@@ -12,9 +15,9 @@ void activate_vendor(const VendorSpec& spec) {
 }
 
 #ifdef XPUPERF_HAVE_INFER
-const TorchEntry kEntry{&train::run_rank, &infer::run_inference, &activate_vendor};
+const TorchEntry kEntry{&train::run_rank, &infer::run_inference, &activate_vendor, &base::run_conformance_rank};
 #else
-const TorchEntry kEntry{&train::run_rank, nullptr, &activate_vendor};
+const TorchEntry kEntry{&train::run_rank, nullptr, &activate_vendor, nullptr};
 #endif
 
 const bool entry_set = set_torch_entry(&kEntry);

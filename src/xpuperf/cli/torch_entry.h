@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "xpuperf/core/rank_env.h"
 #include "xpuperf/core/vendor_spec.h"
 #include "xpuperf/infer/entry.h"
 #include "xpuperf/train/entry.h"
@@ -23,6 +24,8 @@ struct TorchEntry {
   // Makes the vendor this process's (its plug-in loaded): before a base case, whose implementations
   // the plug-in may bring. Throws std::runtime_error with the message for the user.
   void (*activate_vendor)(const VendorSpec&) = nullptr;
+  // One rank of `xpuperf vendor check` (base/conformance.h); null in the quickstart's build.
+  int (*vendor_check_rank)(const VendorSpec&, const RankEnv&, std::ostream&, std::ostream&) = nullptr;
 };
 
 // The entry of this binary: null in `xpuperf`, set in `xpuperf-torch`.

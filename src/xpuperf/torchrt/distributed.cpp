@@ -431,7 +431,8 @@ std::function<void()> Distributed::start_reduce_scatter_sum(torch::Tensor out, t
     out.copy_(in);
     return [] {};
   }
-  if (backend_ == "nccl") {
+  // Gloo may lack a reduce-scatter (LibTorch 1.13's has none); NCCL and the plug-ins' backends have one.
+  if (backend_ != "gloo") {
     auto work = collectives_->reduce_scatter(out, in);
     return [work] { work->wait(); };
   }
@@ -497,6 +498,7 @@ void Distributed::reduce_scatter_sum(torch::Tensor& out, torch::Tensor& in) {
     out.copy_(in);
     return;
   }
+  if (backend_ == "gloo") return start_reduce_scatter_sum(out, in.clone())();  // keeps `in` as it was
   collectives_->reduce_scatter(out, in)->wait();
 }
 

@@ -35,7 +35,7 @@ std::vector<at::Tensor> to_host(const std::vector<at::Tensor>& tensors) {
 // host and a Gloo group, as a vendor bringing up its collectives library might at first.
 class SimCollectives : public torchrt::CollectiveGroup {
  public:
-  explicit SimCollectives(std::shared_ptr<torchrt::CollectiveGroup> host) : host_(std::move(host)) {}
+  SimCollectives(std::shared_ptr<torchrt::CollectiveGroup> host, int rank) : host_(std::move(host)), rank_(rank) {}
 
   c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& t, c10d::ReduceOp op) override {
     auto host = std::make_shared<std::vector<at::Tensor>>(to_host(t));
@@ -49,8 +49,15 @@ class SimCollectives : public torchrt::CollectiveGroup {
   c10::intrusive_ptr<c10d::Work> all_gather(at::Tensor& out, at::Tensor& in) override {
     return one_out(out, in, [this](at::Tensor& o, at::Tensor& i) { return host_->all_gather(o, i); });
   }
+  // Gloo has no reduce-scatter in every LibTorch: the sum of the whole input, of which this rank keeps its share.
   c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) override {
-    return one_out(out, in, [this](at::Tensor& o, at::Tensor& i) { return host_->reduce_scatter(o, i); });
+    auto host = std::make_shared<std::vector<at::Tensor>>(std::vector<at::Tensor>{in.cpu()});
+    auto work = host_->allreduce(*host, c10d::ReduceOp::SUM);
+    at::Tensor target = out;
+    const std::int64_t share = out.numel(), rank = rank_;
+    return c10::make_intrusive<StagedWork>(std::move(work), [target, host, share, rank]() mutable {
+      target.copy_((*host)[0].reshape(-1).narrow(0, rank * share, share).view_as(target));
+    });
   }
   c10::intrusive_ptr<c10d::Work> all_to_all(at::Tensor& out, at::Tensor& in) override {
     return one_out(out, in, [this](at::Tensor& o, at::Tensor& i) { return host_->all_to_all(o, i); });
@@ -84,12 +91,13 @@ class SimCollectives : public torchrt::CollectiveGroup {
   }
 
   std::shared_ptr<torchrt::CollectiveGroup> host_;
+  int rank_;
 };
 
 }  // namespace
 
 std::shared_ptr<torchrt::CollectiveGroup> make_collectives(const torchrt::CollectiveContext& context) {
-  return std::make_shared<SimCollectives>(torchrt::make_gloo_group(context));
+  return std::make_shared<SimCollectives>(torchrt::make_gloo_group(context), context.rank);
 }
 
 }  // namespace xpuperf::sim
