@@ -230,9 +230,9 @@ int run_conformance_rank(const VendorSpec& vendor, const RankEnv& env, std::ostr
     return 1;
   }
   Rows rows{out, env.rank};
-  check_device(rows, device);
-  if (env.rank == 0) check_operators(rows, device);
-  check_collectives(rows, device, env);
+  rows.guarded("device", "the device's checks", "-", [&] { check_device(rows, device); });
+  if (env.rank == 0) rows.guarded("operators", "the operators' checks", "-", [&] { check_operators(rows, device); });
+  rows.guarded("collectives", "the collectives' checks", "-", [&] { check_collectives(rows, device, env); });
   out.flush();
   return 0;
 }

@@ -171,8 +171,8 @@ const ActiveVendor& activate_vendor(const VendorSpec& spec, const std::string& l
     log::info("vendor " + spec.vendor + ": plug-in " + vendor->plugin_name + " " + vendor->plugin_version + " (" +
               vendor->plugin_path + ")");
   } else if (spec.is_builtin_plugin()) {
-    vendor->plugin_name = spec.vendor;
-    vendor->plugin_version = TORCH_VERSION;
+    vendor->plugin_name = spec.vendor + " (built in)";
+    vendor->plugin_version = "LibTorch " + std::string(TORCH_VERSION);
     vendor->plugin_path = "builtin";
   }
   active = std::move(vendor);

@@ -14,6 +14,11 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 #include <torch/version.h>
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/detail/PrivateUse1HooksInterface.h>
+#define XPUPERF_SIM_HOOKS 1
+#endif
 
 #include <cstdlib>
 #include <string>
@@ -217,10 +222,34 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
 }
 
+#ifdef XPUPERF_SIM_HOOKS
+// What LibTorch 2.x asks of an out-of-tree device beyond its guard (whether it is there, how many,
+// which owns a pointer); 1.13 asks none of it.
+struct SimHooks final : at::PrivateUse1HooksInterface {
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return true; }
+  bool hasPrimaryContext(c10::DeviceIndex) const override { return true; }
+  c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count()); }
+  bool isPinnedPtr(const void*) const override { return false; }
+  c10::Device getDeviceFromPtr(void*) const override { return c10::Device(kSim, t_device); }
+  // Random operators run on the host through the fallback, with the CPU's generator; this one
+  // exists because seeding (torch::manual_seed) seeds every device's.
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override {
+    static const at::Generator generator = at::make_generator<at::CPUGeneratorImpl>();
+    return generator;
+  }
+  at::Generator getNewGenerator(c10::DeviceIndex) const override { return at::make_generator<at::CPUGeneratorImpl>(); }
+};
+#endif
+
 }  // namespace
 
 void register_device() {
   c10::SetAllocator(kSim, &g_allocator);
+#ifdef XPUPERF_SIM_HOOKS
+  static SimHooks hooks;  // lives as long as the process, as LibTorch expects
+  at::RegisterPrivateUse1HooksInterface(&hooks);
+#endif
   install_fault_handler();
 }
 
