@@ -235,3 +235,31 @@ TEST(VendorCheck, APluginThatCannotStartFailsTheCheckWithItsMessage) {
 
 }  // namespace
 }  // namespace xpuperf
+
+namespace xpuperf {
+namespace {
+
+// A plan on the sim vendor: its report names the vendor, the device and the plug-in with its
+// version, and the host's monitor sampled the rounds.
+TEST_F(VendorSim, APlanOnTheSimVendorWritesAReportNamingDeviceAndPlugin) {
+  test::TempDir dir;
+  dir.write("plan.yaml", std::string("vendor: sim\nlog_dir: results\nhosts: [localhost]\nlauncher: local\n"
+                                     "base:\n  \"main_memory-bandwidth:SIM:1:1:1\": {repeats: 2, cpu_array_mib: 8}\n"
+                                     "cases:\n  \"lenet5:libtorch:SIM:1:1:1\": {data_dir: ") +
+                             kData + ", max_steps: 10}\n");
+  const Result r = xpuperf({"--root", XPUPERF_SOURCE_DIR, "run", "plan.yaml"}, dir.path());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string run = run_folder_in(dir.path() + "/results");
+  const std::string summary = test::read_file(run + "/summary.md");
+  EXPECT_TRUE(has(summary, "Vendor `sim` (device sim:0, plug-in xpuperf-sim 1.0)")) << summary;
+  EXPECT_TRUE(has(summary, "| main_memory-bandwidth:SIM:1:1:1 | 1 / 1 |")) << summary;
+  EXPECT_TRUE(has(summary, "| lenet5:libtorch:SIM:1:1:1 | 1 / 1 |")) << summary;
+  std::string monitor;
+  for (const auto& node : std::filesystem::directory_iterator(run + "/lenet5_libtorch_SIM_1_1_1/round1"))
+    if (std::filesystem::exists(node.path() / "monitor.csv"))
+      monitor = test::read_file((node.path() / "monitor.csv").string());
+  EXPECT_TRUE(has(monitor, ",cpu,util_percent,")) << monitor.substr(0, 400);
+}
+
+}  // namespace
+}  // namespace xpuperf

@@ -125,8 +125,14 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
     for (const auto& log : logs) {
       std::ifstream in(log);
       const auto events = parse_perflog(in).events;
-      for (const auto& e : events)
+      for (const auto& e : events) {
         if (e.event == perflog_event::kFinished) finished = FinishedInfo::from_json(e.value);
+        // The device the round ran on and the vendor plug-in that brought it (the leader's).
+        if (e.event == perflog_event::kSubmitInfo && e.value.is_object() && !r.contains("device")) {
+          if (e.value.contains("device") && e.value["device"].is_string()) r["device"] = e.value["device"];
+          if (e.value.contains("plugin") && e.value["plugin"].is_string()) r["plugin"] = e.value["plugin"];
+        }
+      }
       if (!curves) {
         TrainingCurves c = training_curves(events);
         if (!c.empty()) curves = std::move(c);
@@ -484,13 +490,30 @@ bool any_generation(const json& s) {
   return false;
 }
 
+namespace {
+
+// " (device sim:0, plug-in xpuperf-sim 1.0)": what the first round that names them ran on.
+std::string device_words(const json& s) {
+  for (const auto& c : s["cases"])
+    for (const auto& r : c.value("rounds", json::array()))
+      if (r.contains("device")) {
+        std::string words = " (device " + r["device"].get<std::string>();
+        if (r.contains("plugin")) words += ", plug-in " + r["plugin"].get<std::string>();
+        return words + ")";
+      }
+  return "";
+}
+
+}  // namespace
+
 std::string summary_markdown(const json& s) {
   std::ostringstream md;
   md << "# xpuperf " << s.value("run", "") << "\n\n";
   if (s.value("source", "") == "flagperf")
     md << "A FlagPerf result tree, read by xpuperf " << s.value("xpuperf_version", "");
   else
-    md << "Vendor `" << s["plan"].value("vendor", "") << "`, launcher `" << s["plan"].value("launcher", "") << "`";
+    md << "Vendor `" << s["plan"].value("vendor", "") << "`" << device_words(s) << ", launcher `"
+       << s["plan"].value("launcher", "") << "`";
   if (s.contains("system"))
     md << "; " << s["system"].value("cpu_model", "") << ", " << s["system"].value("cpu_cores", 0) << " cores, "
        << s["system"].value("os", "");
