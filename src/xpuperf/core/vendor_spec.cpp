@@ -19,7 +19,8 @@ const std::vector<std::string>& builtin_collective_backends() {
   return backends;
 }
 
-namespace {
+// Named, not anonymous: the unity build compiles this file with others that have helpers of these names.
+namespace vendor_yaml {
 
 bool contains(const std::vector<std::string>& items, const std::string& item) {
   return std::find(items.begin(), items.end(), item) != items.end();
@@ -114,13 +115,13 @@ VendorSpec spec_from(const Config& config, const std::string& vendor, const std:
   return spec;
 }
 
-}  // namespace
+}  // namespace vendor_yaml
 
 VendorSpec parse_vendor_spec(const std::string& text, const std::string& vendor, const std::string& file) {
   Diagnostics diags;
   const auto config = load_config_text(text, file, diags);
   if (!config) throw ConfigError(diags.format(Severity::Error));
-  return spec_from(*config, vendor, file);
+  return vendor_yaml::spec_from(*config, vendor, file);
 }
 
 VendorSpec load_vendor_spec(const Repo& repo, const std::string& vendor) {
@@ -140,7 +141,7 @@ VendorSpec load_vendor_spec(const Repo& repo, const std::string& vendor) {
   Diagnostics diags;
   const auto config = load_config_file(file, diags);
   if (!config) throw ConfigError(diags.format(Severity::Error));
-  return spec_from(*config, vendor, file);
+  return vendor_yaml::spec_from(*config, vendor, file);
 }
 
 }  // namespace xpuperf
