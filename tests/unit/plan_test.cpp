@@ -281,3 +281,36 @@ TEST(Plan, TrainingCasesTakeADataFolderOrOverrides) {
 
 }  // namespace
 }  // namespace xpuperf
+
+namespace xpuperf {
+namespace {
+
+// The vendor's vendor.yaml fills what the plan leaves out: the visible-devices variable and the
+// container's device options; what the plan says stays.
+TEST(PlanVendorDefaults, TheVendorYamlFillsWhatThePlanLeavesOut) {
+  test::TempDir dir;
+  dir.write("cases/.keep", "");
+  dir.write("vendors/acme/vendor.yaml",
+            "device_type: privateuse1\ndevice_name: npu\nvisible_devices_env: ASCEND_RT_VISIBLE_DEVICES\n"
+            "container_device_options: [--device, /dev/davinci0]\ncollective_backend: hccl\nplugin: acme\n");
+  Diagnostics diags;
+  auto plan = load_plan_text("vendor: acme\ncontainer: {engine: podman, image: x}\ncases: {\"lenet5:libtorch:X:1:1:1\": /tmp}\n", "p.yaml", diags);
+  ASSERT_TRUE(plan) << diags.format();
+  apply_vendor_defaults(*plan, Repo(dir.path()), diags);
+  EXPECT_EQ(plan->visible_devices_env, "ASCEND_RT_VISIBLE_DEVICES");
+  EXPECT_EQ(plan->container.run_options, (std::vector<std::string>{"--device", "/dev/davinci0"}));
+  auto own = load_plan_text("vendor: acme\nvisible_devices_env: MY_DEVICES\ncases: {\"lenet5:libtorch:X:1:1:1\": /tmp}\n", "p.yaml", diags);
+  ASSERT_TRUE(own);
+  apply_vendor_defaults(*own, Repo(dir.path()), diags);
+  EXPECT_EQ(own->visible_devices_env, "MY_DEVICES");
+  dir.write("vendors/acme/vendor.yaml", "device_type: npu\n");
+  Diagnostics bad;
+  auto broken = load_plan_text("vendor: acme\ncases: {\"lenet5:libtorch:X:1:1:1\": /tmp}\n", "p.yaml", bad);
+  ASSERT_TRUE(broken);
+  apply_vendor_defaults(*broken, Repo(dir.path()), bad);
+  EXPECT_NE(bad.format().find("/vendors/acme/vendor.yaml:1: unknown device_type"), std::string::npos) << bad.format();
+  EXPECT_NE(bad.format().find("unknown device_type 'npu'"), std::string::npos) << bad.format();
+}
+
+}  // namespace
+}  // namespace xpuperf

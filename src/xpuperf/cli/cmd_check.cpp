@@ -39,6 +39,7 @@ int run_check(const GlobalOptions& global, const std::string& plan_path, bool qu
   if (auto text = read_text_file(plan_path, diags)) plan = read_plan_partially(*text, display_path(plan_path), diags);
   if (plan) {
     const Repo repo = find_repo(global, plan_path);
+    apply_vendor_defaults(*plan, repo, diags);
     check_plan(*plan, repo, diags);
   }
   for (const auto& d : in_file_order(diags)) {

@@ -12,6 +12,7 @@
 #include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/strings.h"
 #include "xpuperf/core/training_config.h"
+#include "xpuperf/core/vendor_spec.h"
 
 namespace xpuperf {
 namespace fs = std::filesystem;
@@ -468,6 +469,21 @@ std::optional<Plan> load_plan(const std::string& path, Diagnostics& diags) {
   auto text = read_text_file(path, diags);
   if (!text) return std::nullopt;
   return load_plan_text(*text, display_path(path), diags);
+}
+
+void apply_vendor_defaults(Plan& plan, const Repo& repo, Diagnostics& diags) {
+  if (plan.vendor.empty() || !fs::is_directory(repo.vendor_dir(plan.vendor))) return;  // check_plan says so
+  const Source where = plan.raw.has("vendor") ? plan.raw.at("vendor").source : Source{plan.file, 0};
+  try {
+    const VendorSpec vendor = load_vendor_spec(repo, plan.vendor);
+    if (!vendor.declared) return;
+    if (!plan.raw.has("visible_devices_env") && !vendor.visible_devices_env.empty())
+      plan.visible_devices_env = vendor.visible_devices_env;
+    if (plan.container.enabled() && plan.container.run_options.empty())
+      plan.container.run_options = vendor.container_device_options;
+  } catch (const ConfigError& e) {
+    diags.error(where, e.what());
+  }
 }
 
 void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags) {

@@ -82,6 +82,11 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
 // the data folders exist.
 void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags);
 
+// What the vendor's vendor.yaml says where the plan is silent: visible_devices_env, and the
+// container's run_options (container_device_options) when the plan runs in containers and gives
+// none. A vendor.yaml that cannot be read is an error at the plan's vendor line.
+void apply_vendor_defaults(Plan& plan, const Repo& repo, Diagnostics& diags);
+
 // A host name, IPv4 or IPv6 address; rejects anything a shell could read as syntax.
 bool is_valid_host(const std::string& host);
 // "90", "90s", "15m", "2h", "1d" → seconds.

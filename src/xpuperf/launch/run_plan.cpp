@@ -349,6 +349,7 @@ int run_plan(const Repo& repo, const RunOptions& options) {
   std::cout << "Step 1: Check environment and configs (" << display_path(plan_path) << ") ..." << std::flush;
   Diagnostics diags;
   auto plan = load_plan(plan_path, diags);
+  if (plan) apply_vendor_defaults(*plan, repo, diags);
   if (plan) check_plan(*plan, repo, diags);
   std::unique_ptr<Launcher> launcher;
   Deployment deployment;
