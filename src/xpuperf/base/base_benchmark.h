@@ -4,6 +4,7 @@
 // runner (base_runner.h) picks one, runs it and reports figures beside the datasheet's.
 // Torch-free and CUDA-free: the .cu files and the collectives (LibTorch) implement it.
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -62,8 +63,16 @@ std::unique_ptr<BaseBenchmark> make_base(const std::string& metric, const std::s
 std::vector<std::string> base_backends(const std::string& metric);
 
 // Median and best (largest) of a list of rates; empty lists give 0.
-double median_of(std::vector<double> values);
-double best_of(const std::vector<double>& values);
+// Inline: vendors' plug-ins use them without linking xpuperf.
+inline double median_of(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+inline double best_of(const std::vector<double>& values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
 
 }  // namespace xpuperf::base
 
