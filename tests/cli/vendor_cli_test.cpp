@@ -259,6 +259,8 @@ TEST_F(VendorSim, APlanOnTheSimVendorWritesAReportNamingDeviceAndPlugin) {
     if (std::filesystem::exists(node.path() / "monitor.csv"))
       monitor = test::read_file((node.path() / "monitor.csv").string());
   EXPECT_TRUE(has(monitor, ",cpu,util_percent,")) << monitor.substr(0, 400);
+  // The sim's monitor library (vendor.yaml: monitor: library): the device's memory in use.
+  EXPECT_TRUE(has(monitor, ",sim0,mem_used_bytes,")) << monitor;
 }
 
 }  // namespace

@@ -205,3 +205,21 @@ TEST(Analysis, ChargesARoundOnlyWithTheAcceleratorsItUsed) {
 
 }  // namespace
 }  // namespace xpuperf::monitor
+
+namespace xpuperf::monitor {
+namespace {
+
+TEST(LibrarySampler, ReadsTheLinesAVendorsLibraryWritesAndRefusesWhatIsNotOne) {
+  const auto samples = parse_sample_lines("sim0,mem_used_bytes,1048576\nbroken line\n,x,1\nsim1,util_percent,12.5\n");
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].device, "sim0");
+  EXPECT_EQ(samples[0].metric, "mem_used_bytes");
+  EXPECT_EQ(samples[0].value, 1048576);
+  EXPECT_EQ(samples[1].value, 12.5);
+  std::string error;
+  EXPECT_FALSE(load_library_sampler("/no/such/libmonitor.so", error));
+  EXPECT_NE(error.find("cannot load the monitor library /no/such/libmonitor.so"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace xpuperf::monitor

@@ -294,12 +294,15 @@ TEST(PlanVendorDefaults, TheVendorYamlFillsWhatThePlanLeavesOut) {
             "device_type: privateuse1\ndevice_name: npu\nvisible_devices_env: ASCEND_RT_VISIBLE_DEVICES\n"
             "container_device_options: [--device, /dev/davinci0]\ncollective_backend: hccl\nplugin: acme\n");
   Diagnostics diags;
-  auto plan = load_plan_text("vendor: acme\ncontainer: {engine: podman, image: x}\ncases: {\"lenet5:libtorch:X:1:1:1\": /tmp}\n", "p.yaml", diags);
+  auto plan = load_plan_text(
+      "vendor: acme\ncontainer: {engine: podman, image: x}\ncases: {\"lenet5:libtorch:X:1:1:1\": /tmp}\n", "p.yaml",
+      diags);
   ASSERT_TRUE(plan) << diags.format();
   apply_vendor_defaults(*plan, Repo(dir.path()), diags);
   EXPECT_EQ(plan->visible_devices_env, "ASCEND_RT_VISIBLE_DEVICES");
   EXPECT_EQ(plan->container.run_options, (std::vector<std::string>{"--device", "/dev/davinci0"}));
-  auto own = load_plan_text("vendor: acme\nvisible_devices_env: MY_DEVICES\ncases: {\"lenet5:libtorch:X:1:1:1\": /tmp}\n", "p.yaml", diags);
+  auto own = load_plan_text(
+      "vendor: acme\nvisible_devices_env: MY_DEVICES\ncases: {\"lenet5:libtorch:X:1:1:1\": /tmp}\n", "p.yaml", diags);
   ASSERT_TRUE(own);
   apply_vendor_defaults(*own, Repo(dir.path()), diags);
   EXPECT_EQ(own->visible_devices_env, "MY_DEVICES");

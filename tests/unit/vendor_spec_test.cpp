@@ -60,6 +60,9 @@ TEST(VendorSpec, RefusesWhatCannotWork) {
   EXPECT_NE(
       error_of("device_type: cpu\ndevcie_name: x\n").find("vendors/acme/vendor.yaml:2: unknown key 'devcie_name'"),
       std::string::npos);
+  EXPECT_NE(error_of("device_type: cpu\nmonitor: library\n").find("needs 'monitor_library'"), std::string::npos);
+  EXPECT_NE(error_of("device_type: cpu\nmonitor_library: x\n").find("read only with monitor: library"),
+            std::string::npos);
   EXPECT_NE(error_of("device_type: [cpu]\n").find("must be a single value"), std::string::npos);
   EXPECT_NE(error_of("device_type: cpu\nplugin: ../x y\n").find("must be builtin, a library name"), std::string::npos);
 }

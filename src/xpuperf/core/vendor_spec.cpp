@@ -54,13 +54,14 @@ std::string text_of(const Config& config, const std::string& key, const std::str
 
 VendorSpec spec_from(const Config& config, const std::string& vendor, const std::string& file) {
   static const std::set<std::string> keys{
-      "device_type", "device_name", "visible_devices_env", "container_device_options", "collective_backend",
-      "monitor",     "plugin"};
+      "device_type",        "device_name", "visible_devices_env", "container_device_options",
+      "collective_backend", "monitor",     "monitor_library",     "plugin"};
   for (const auto& key : config.keys())
     if (!keys.count(key))
-      throw ConfigError(where(config, key) + ": unknown key '" + printable(key) +
-                        "' in a vendor.yaml (known: device_type, device_name, visible_devices_env, "
-                        "container_device_options, collective_backend, monitor, plugin; docs/VENDORS.md)");
+      throw ConfigError(
+          where(config, key) + ": unknown key '" + printable(key) +
+          "' in a vendor.yaml (known: device_type, device_name, visible_devices_env, "
+          "container_device_options, collective_backend, monitor, monitor_library, plugin; docs/VENDORS.md)");
   VendorSpec spec;
   spec.vendor = vendor;
   spec.file = file;
@@ -104,10 +105,18 @@ VendorSpec spec_from(const Config& config, const std::string& vendor, const std:
                       "' is not one LibTorch brings (" + joined(builtin_collective_backends()) +
                       "), and no 'plugin' is named to register it");
   spec.monitor = text_of(config, "monitor", "host");
-  static const std::vector<std::string> monitors{"host", "nvml", "command"};
+  static const std::vector<std::string> monitors{"host", "nvml", "command", "library"};
   if (!contains(monitors, spec.monitor))
     throw ConfigError(where(config, "monitor") + ": unknown monitor '" + printable(spec.monitor) +
-                      "' (known: host, nvml, command: the sampler in the vendor's monitor.yaml)");
+                      "' (known: host, nvml, command: the tool in the vendor's monitor.yaml, library: "
+                      "monitor_library's sampler)");
+  spec.monitor_library = text_of(config, "monitor_library", "");
+  if (spec.monitor == "library" && spec.monitor_library.empty())
+    throw ConfigError(where(config, "monitor") +
+                      ": monitor: library needs 'monitor_library': the sampler library "
+                      "(monitor/sampler_plugin.h)");
+  if (spec.monitor != "library" && !spec.monitor_library.empty())
+    throw ConfigError(where(config, "monitor_library") + ": monitor_library is read only with monitor: library");
   if (spec.has_plugin() && !spec.is_builtin_plugin() && !is_identifier(spec.plugin) &&
       spec.plugin.find(".so") == std::string::npos)
     throw ConfigError(where(config, "plugin") + ": plugin '" + printable(spec.plugin) +

@@ -22,7 +22,11 @@ struct VendorSpec {
   std::string visible_devices_env;                    // CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES, ...
   std::vector<std::string> container_device_options;  // options a container needs to see the devices
   std::string collective_backend = "gloo";            // gloo, nccl, or one the plug-in registers
-  std::string monitor = "host";                       // host, nvml, command (vendors/<v>/monitor.yaml)
+  // host, nvml, command (vendors/<v>/monitor.yaml's tool), library (monitor_library's sampler)
+  std::string monitor = "host";
+  // monitor: library: the vendor's monitor library (monitor/sampler_plugin.h), lib<name>.so beside
+  // xpuperf or a path to a .so relative to the vendor's folder.
+  std::string monitor_library;
   // The plug-in library: empty for none, "builtin" for one linked into xpuperf-torch (nvidia), else
   // a library name (lib<name>.so beside xpuperf-torch) or a path to a .so, relative to the vendor's folder.
   std::string plugin;

@@ -21,6 +21,7 @@
 #include "xpuperf/core/rank_env.h"
 #include "xpuperf/core/repo.h"
 #include "xpuperf/core/training_config.h"
+#include "xpuperf/core/vendor_spec.h"
 #include "xpuperf/launch/container.h"
 #include "xpuperf/launch/sys_info.h"
 #include "xpuperf/monitor/sampler.h"
@@ -30,6 +31,37 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// The sampler of vendor.yaml's monitor_library, where the vendor declares one: lib<name>.so beside
+// this binary or in the vendor's folder, or a path relative to that folder. Null (and `error` set
+// when something is wrong) otherwise.
+std::unique_ptr<monitor::Sampler> vendor_monitor_library(const Repo& repo, const std::string& vendor,
+                                                         std::string& error) {
+  error.clear();
+  VendorSpec spec;
+  try {
+    spec = load_vendor_spec(repo, vendor);
+  } catch (const ConfigError& e) {
+    error = e.what();
+    return nullptr;
+  }
+  if (!spec.declared || spec.monitor != "library") return nullptr;
+  const fs::path vendor_dir = repo.vendor_dir(vendor);
+  const std::string& name = spec.monitor_library;
+  std::vector<fs::path> candidates;
+  if (name.find('/') != std::string::npos || name.find(".so") != std::string::npos) {
+    candidates.push_back(fs::path(name).is_absolute() ? fs::path(name) : vendor_dir / name);
+  } else {
+    std::error_code ec;
+    const auto exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) candidates.push_back(exe.parent_path() / ("lib" + name + ".so"));
+    candidates.push_back(vendor_dir / ("lib" + name + ".so"));
+  }
+  for (const auto& c : candidates)
+    if (std::error_code ec; fs::exists(c, ec)) return monitor::load_library_sampler(c.string(), error);
+  error = spec.file + ": monitor_library '" + name + "' not found (looked for " + candidates.front().string() + ")";
+  return nullptr;
+}
 
 std::atomic<int> g_stop_signal{0};
 
@@ -419,6 +451,10 @@ int run_node(const NodeRequest& original) {
         monitor::load_command_sampler(Repo(request.root).vendor_dir(request.vendor) + "/monitor.yaml", error);
     if (vendor_sampler) monitors->add(std::move(vendor_sampler));
     if (!error.empty()) std::cerr << "xpuperf node: vendor monitor left out: " << error << "\n";
+    // A vendor's monitor library (vendor.yaml: monitor: library).
+    if (auto library = vendor_monitor_library(Repo(request.root), request.vendor, error))
+      monitors->add(std::move(library));
+    if (!error.empty()) std::cerr << "xpuperf node: vendor monitor library left out: " << error << "\n";
     if (request.first_device >= 0 && !config->get_bool("whole_host", false)) {
       std::set<std::string> mine;
       json devices = json::array();

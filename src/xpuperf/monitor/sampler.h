@@ -175,6 +175,11 @@ class CommandSampler : public Sampler {
 // the file does not exist.
 std::unique_ptr<Sampler> load_command_sampler(const std::string& path, std::string& error);
 
+// A vendor's monitor library (sampler_plugin.h) at `path`; null with `error` set when it cannot be loaded.
+std::unique_ptr<Sampler> load_library_sampler(const std::string& path, std::string& error);
+// Lines "device,metric,value" as samples; malformed lines are left out.
+std::vector<Sample> parse_sample_lines(const std::string& text);
+
 // The samplers this host has: CPU, memory, disks, network, RAPL and IPMI when present, and
 // accelerators through NVML when its library loads.
 std::vector<std::unique_ptr<Sampler>> default_samplers();

@@ -43,6 +43,14 @@ constexpr auto kSim = c10::DeviceType::PrivateUse1;
 
 thread_local c10::DeviceIndex t_device = 0;
 
+}  // namespace
+
+int current_device() {
+  return t_device;
+}
+
+namespace {
+
 void delete_block(void* block) {
   free_block(block);
 }

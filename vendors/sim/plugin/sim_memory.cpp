@@ -12,6 +12,8 @@
 #include <mutex>
 #include <string>
 
+#include "sim_stats.h"
+
 namespace xpuperf::sim {
 namespace {
 
@@ -50,6 +52,15 @@ Arena& arena() {
 }
 
 thread_local MemoryGuard* t_guard = nullptr;
+
+// The figures the sim's monitor library reads (sim_stats.h).
+void publish(const Arena& a) {
+  if (DeviceStats* stats = process_stats()) {
+    stats->bytes_in_use = a.in_use;
+    stats->peak_bytes = a.peak;
+    stats->device = current_device();
+  }
+}
 
 void set_access(char* block, std::size_t bytes, bool open) {
   TORCH_CHECK(::mprotect(block, bytes, open ? PROT_READ | PROT_WRITE : PROT_NONE) == 0,
@@ -101,6 +112,7 @@ void* allocate_block(std::size_t bytes) {
   a.blocks[block] = size;
   a.in_use += size;
   a.peak = std::max(a.peak, a.in_use);
+  publish(a);
   if (t_guard) t_guard->open(block);
   return block;
 }
@@ -119,6 +131,7 @@ void free_block(void* block) {
   a.blocks.erase(it);
   a.free_blocks.emplace(size, p);
   a.in_use -= size;
+  publish(a);
 }
 
 bool is_sim_address(const void* address) {

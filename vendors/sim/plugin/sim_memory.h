@@ -39,6 +39,9 @@ class MemoryGuard {
   MemoryGuard* outer_ = nullptr;
 };
 
+// The device this thread computes on (the device guard's), for the published figures.
+int current_device();
+
 // Installs the handler that names a host access to sim memory before the process dies.
 void install_fault_handler();
 
