@@ -32,6 +32,16 @@ using nlohmann::json;
 
 namespace {
 
+// Whether the vendor's devices are sampled through NVML: vendor.yaml's monitor: nvml, or no vendor.yaml.
+bool wants_nvml(const Repo& repo, const std::string& vendor) {
+  try {
+    const VendorSpec spec = load_vendor_spec(repo, vendor);
+    return !spec.declared || spec.monitor == "nvml";
+  } catch (const ConfigError&) {
+    return true;  // vendor_monitor_library says what is wrong
+  }
+}
+
 // The sampler of vendor.yaml's monitor_library, where the vendor declares one: lib<name>.so beside
 // this binary or in the vendor's folder, or a path relative to that folder. Null (and `error` set
 // when something is wrong) otherwise.
@@ -444,7 +454,9 @@ int run_node(const NodeRequest& original) {
   if (request.monitor_period_s > 0) {
     const std::string node = request.node_addr.empty() ? "node" + std::to_string(request.node_rank) : request.node_addr;
     monitors = std::make_unique<monitor::Monitor>(request.out_dir + "/monitor.csv", node, request.monitor_period_s);
-    for (auto& sampler : monitor::default_samplers()) monitors->add(std::move(sampler));
+    // NVML's GPUs where the vendor monitors with NVML, or says nothing (a folder without vendor.yaml).
+    const bool nvml = wants_nvml(Repo(request.root), request.vendor);
+    for (auto& sampler : monitor::default_samplers(nvml)) monitors->add(std::move(sampler));
     // A vendor's own tool, declared without C++ (vendors/<v>/monitor.yaml).
     std::string error;
     auto vendor_sampler =

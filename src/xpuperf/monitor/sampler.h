@@ -182,7 +182,7 @@ std::vector<Sample> parse_sample_lines(const std::string& text);
 
 // The samplers this host has: CPU, memory, disks, network, RAPL and IPMI when present, and
 // accelerators through NVML when its library loads.
-std::vector<std::unique_ptr<Sampler>> default_samplers();
+std::vector<std::unique_ptr<Sampler>> default_samplers(bool with_nvml = true);
 
 // Runs a command and returns what it printed (stdout and stderr), or nothing when it could not
 // run or failed.
