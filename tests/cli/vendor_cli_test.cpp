@@ -137,12 +137,6 @@ TEST(VendorPlugin, AnUnknownDeviceTypeIsRefusedBeforeLibTorchStarts) {
   EXPECT_TRUE(has(r.output, "vendors/bad/vendor.yaml:1: unknown device_type 'npu'")) << r.output;
 }
 
-}  // namespace
-}  // namespace xpuperf
-
-namespace xpuperf {
-namespace {
-
 // A base case both ways on the sim vendor: PyTorch's primitives on sim:0 and the plug-in's own
 // implementation, each checked and beside the sim datasheet.
 TEST(VendorBase, TheSimVendorRunsABaseCaseThroughPyTorchAndThroughItsPlugin) {
@@ -179,12 +173,6 @@ TEST(VendorBase, TheSimVendorRunsABaseCaseThroughPyTorchAndThroughItsPlugin) {
   EXPECT_TRUE(has(gemm.output, "0 wrong of 64 sampled elements")) << gemm.output;
 }
 
-}  // namespace
-}  // namespace xpuperf
-
-namespace xpuperf {
-namespace {
-
 // lenet5 inference on the sim vendor goes through the engine its plug-in registers (its vendor
 // config says compiler: sim), on sim:0, and agrees with the validation run.
 TEST_F(VendorSim, Lenet5InfersThroughTheEngineThePluginRegisters) {
@@ -200,12 +188,6 @@ TEST_F(VendorSim, Lenet5InfersThroughTheEngineThePluginRegisters) {
   ASSERT_TRUE(finished) << r.output;
   EXPECT_EQ((*finished)["vendor"], "sim");
 }
-
-}  // namespace
-}  // namespace xpuperf
-
-namespace xpuperf {
-namespace {
 
 // `xpuperf vendor check sim`: the device, every operator and dtype, every collective over two
 // ranks through the sim backend, and LeNet-5's curve against the CPU's, all passing.
@@ -233,12 +215,6 @@ TEST(VendorCheck, APluginThatCannotStartFailsTheCheckWithItsMessage) {
   EXPECT_TRUE(has(r.output, "0 of 2 checks passed")) << r.output;
 }
 
-}  // namespace
-}  // namespace xpuperf
-
-namespace xpuperf {
-namespace {
-
 // A plan on the sim vendor: its report names the vendor, the device and the plug-in with its
 // version, and the host's monitor sampled the rounds.
 TEST_F(VendorSim, APlanOnTheSimVendorWritesAReportNamingDeviceAndPlugin) {
@@ -262,12 +238,6 @@ TEST_F(VendorSim, APlanOnTheSimVendorWritesAReportNamingDeviceAndPlugin) {
   // The sim's monitor library (vendor.yaml: monitor: library): the device's memory in use.
   EXPECT_TRUE(has(monitor, ",sim0,mem_used_bytes,")) << monitor;
 }
-
-}  // namespace
-}  // namespace xpuperf
-
-namespace xpuperf {
-namespace {
 
 // Tiny GPT-2 and Llama with fused_kernels: true (their _base.yaml's) on sim:0: xpuperf's operators
 // take the device's registered form (the composite one on the sim) and the curve is the CPU's.

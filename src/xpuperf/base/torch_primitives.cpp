@@ -10,6 +10,7 @@
 
 #include "xpuperf/base/base_benchmark.h"
 #include "xpuperf/base/gemm_check.h"
+#include "xpuperf/base/stream_kernels.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/vendor_runtime.h"
 
@@ -116,14 +117,8 @@ class TorchBandwidth : public BaseBenchmark {
     torch::Tensor a = torch::full({n}, 1.0, options), b = torch::full({n}, 2.0, options),
                   c = torch::zeros({n}, options);
     torch::Tensor sum = torch::zeros({}, options);
-    const double bytes = static_cast<double>(n) * 8, scalar = 0.4;
-    struct Kernel {
-      std::string name;
-      double bytes;
-      std::vector<double> rates;
-    };
-    std::vector<Kernel> kernels = {
-        {"read", bytes, {}}, {"write", bytes, {}}, {"copy", 2 * bytes, {}}, {"triad", 3 * bytes, {}}};
+    const double scalar = kStreamScalar;
+    std::vector<StreamKernel> kernels = stream_kernels(static_cast<double>(n) * 8);
     BaseResult r;
     r.started_unix = unix_seconds();
     const std::int64_t repeats = ctx.config.get_int("repeats");
@@ -142,23 +137,15 @@ class TorchBandwidth : public BaseBenchmark {
         k.rates.push_back(k.bytes / seconds / 1e9);
       }
     r.ended_unix = unix_seconds();
-    double ea = 1.0, ec = 0.0;
-    for (std::int64_t rep = 0; rep < repeats; ++rep) {
-      ec = ea;
-      ea = 2.0 + scalar * ec;
-    }
+    const StreamExpected expected = stream_expected(repeats);
+    const double ea = expected.a, ec = expected.c;
     const double wrong_a = (a.cpu() - ea).abs().max().item<double>(),
                  wrong_c = (c.cpu() - ec).abs().max().item<double>();
     r.correct = wrong_a <= 1e-12 * ea && wrong_c <= 1e-12 * ec;
     r.check = "every element of a and c after " + std::to_string(repeats) +
               " rounds against the recurrence (largest errors " + std::to_string(wrong_a) + ", " +
               std::to_string(wrong_c) + ")";
-    for (const auto& k : kernels) {
-      const bool against_sheet = k.name != "write";
-      r.figures.push_back({k.name + " best", best_of(k.rates), "GB/s", against_sheet ? "memory_bandwidth_gbps" : ""});
-      r.figures.push_back({k.name + " median", median_of(k.rates), "GB/s", ""});
-    }
-    std::rotate(r.figures.begin(), r.figures.begin() + 6, r.figures.begin() + 8);  // triad best first
+    add_stream_figures(kernels, {"read", "copy", "triad"}, r);
     r.implementation = "LibTorch tensor operations on " + device_words(device) + ", arrays of " +
                        std::to_string(ctx.config.get_int("torch_array_mib")) + " MiB";
     return r;

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -20,6 +19,7 @@
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/cli/torch_entry.h"
+#include "xpuperf/core/files.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/process.h"
 #include "xpuperf/core/rank_env.h"
@@ -61,13 +61,6 @@ struct ScratchDir {
     fs::remove_all(path, ec);
   }
 };
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // The last lines of a run's output, for a failure's note.
 std::string tail_of(const std::string& text, std::size_t lines = 3) {
@@ -130,7 +123,7 @@ void run_ranks(const Repo& repo, const VendorOptions& opts, const std::string& s
   }
   const GroupOutcome outcome = wait_all(ranks, std::chrono::minutes(10), nullptr);
   for (int r = 0; r < opts.nproc; ++r) {
-    const std::string text = read_all(scratch + "/rank" + std::to_string(r) + ".log");
+    const std::string text = read_file_or_empty(scratch + "/rank" + std::to_string(r) + ".log");
     merge_rank_rows(text, rows, device, plugin);
     const ExitStatus& s = outcome.statuses[static_cast<std::size_t>(r)];
     if (!s.ok())
@@ -160,7 +153,7 @@ void check_training_curve(const Repo& repo, const VendorOptions& opts, const std
     spec.unset_env = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"};
     spec.log_path = scratch + "/train-" + vendor + ".log";
     const ExitStatus s = run_process(spec, std::chrono::minutes(10));
-    const std::string text = read_all(spec.log_path);
+    const std::string text = read_file_or_empty(spec.log_path);
     if (!s.ok()) throw std::runtime_error("xpuperf train on " + vendor + " " + s.describe() + ": " + tail_of(text));
     return loss_curve_of(text);
   };

@@ -26,12 +26,6 @@ bool contains(const std::vector<std::string>& items, const std::string& item) {
   return std::find(items.begin(), items.end(), item) != items.end();
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 // A name that can stand in a device string ("sim:0") and a library name: lower-case letters,
 // digits and '_', starting with a letter.
 bool is_identifier(const std::string& s) {
@@ -67,11 +61,11 @@ VendorSpec spec_from(const Config& config, const std::string& vendor, const std:
   spec.file = file;
   if (!config.has("device_type"))
     throw ConfigError(file + ": 'device_type' is missing: say which device the vendor runs on (" +
-                      joined(known_device_types()) + ")");
+                      join_or_none(known_device_types()) + ")");
   spec.device_type = text_of(config, "device_type", "");
   if (!contains(known_device_types(), spec.device_type))
     throw ConfigError(where(config, "device_type") + ": unknown device_type '" + printable(spec.device_type) +
-                      "' (known: " + joined(known_device_types()) +
+                      "' (known: " + join_or_none(known_device_types()) +
                       "; a chip with its own PyTorch backend, such as torch_npu or torch_mlu, is privateuse1)");
   spec.plugin = text_of(config, "plugin", "");
   if (spec.device_type == "privateuse1") {
@@ -102,7 +96,7 @@ VendorSpec spec_from(const Config& config, const std::string& vendor, const std:
                       printable(spec.collective_backend) + "' must be a lower-case name (gloo, nccl, hccl, ...)");
   if (!contains(builtin_collective_backends(), spec.collective_backend) && !spec.has_plugin())
     throw ConfigError(where(config, "collective_backend") + ": collective_backend '" + spec.collective_backend +
-                      "' is not one LibTorch brings (" + joined(builtin_collective_backends()) +
+                      "' is not one LibTorch brings (" + join_or_none(builtin_collective_backends()) +
                       "), and no 'plugin' is named to register it");
   spec.monitor = text_of(config, "monitor", "host");
   static const std::vector<std::string> monitors{"host", "nvml", "command", "library"};
@@ -125,6 +119,33 @@ VendorSpec spec_from(const Config& config, const std::string& vendor, const std:
 }
 
 }  // namespace vendor_yaml
+
+std::string find_vendor_library(const VendorSpec& spec, const std::string& name, std::string& looked_for,
+                                const std::string& binary_dir) {
+  namespace fs = std::filesystem;
+  const fs::path vendor_dir = fs::path(spec.file).parent_path();
+  std::vector<fs::path> candidates;
+  const bool is_path =
+      name.find('/') != std::string::npos || (name.size() > 3 && name.compare(name.size() - 3, 3, ".so") == 0);
+  if (is_path) {
+    candidates.push_back(fs::path(name).is_absolute() ? fs::path(name) : vendor_dir / name);
+  } else {
+    fs::path here = binary_dir;
+    if (here.empty()) {
+      std::error_code ec;
+      const auto exe = fs::read_symlink("/proc/self/exe", ec);
+      here = ec ? fs::path(".") : exe.parent_path();
+    }
+    candidates.push_back(here / ("lib" + name + ".so"));
+    candidates.push_back(vendor_dir / ("lib" + name + ".so"));
+  }
+  looked_for.clear();
+  for (const auto& c : candidates) {
+    if (std::error_code ec; fs::exists(c, ec)) return c.string();
+    looked_for += (looked_for.empty() ? "" : ", ") + c.string();
+  }
+  return "";
+}
 
 VendorSpec parse_vendor_spec(const std::string& text, const std::string& vendor, const std::string& file) {
   Diagnostics diags;

@@ -46,6 +46,13 @@ VendorSpec load_vendor_spec(const Repo& repo, const std::string& vendor);
 // The same from text (tests): `file` names it in messages.
 VendorSpec parse_vendor_spec(const std::string& text, const std::string& vendor, const std::string& file);
 
+// Finds a library vendor.yaml names (`plugin`, `monitor_library`): a path (with '/' or ending in
+// .so) is relative to the vendor's folder; a bare name is lib<name>.so in `binary_dir` (this
+// program's folder when empty), then in the vendor's folder. The first that exists, or "" with
+// `looked_for` listing where it looked.
+std::string find_vendor_library(const VendorSpec& spec, const std::string& name, std::string& looked_for,
+                                const std::string& binary_dir = "");
+
 // The device types a vendor.yaml may name.
 const std::vector<std::string>& known_device_types();
 // The collective backends LibTorch brings; a plug-in may register others.

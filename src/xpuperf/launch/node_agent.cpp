@@ -32,44 +32,15 @@ using nlohmann::json;
 
 namespace {
 
-// Whether the vendor's devices are sampled through NVML: vendor.yaml's monitor: nvml, or no vendor.yaml.
-bool wants_nvml(const Repo& repo, const std::string& vendor) {
-  try {
-    const VendorSpec spec = load_vendor_spec(repo, vendor);
-    return !spec.declared || spec.monitor == "nvml";
-  } catch (const ConfigError&) {
-    return true;  // vendor_monitor_library says what is wrong
-  }
-}
-
-// The sampler of vendor.yaml's monitor_library, where the vendor declares one: lib<name>.so beside
-// this binary or in the vendor's folder, or a path relative to that folder. Null (and `error` set
-// when something is wrong) otherwise.
-std::unique_ptr<monitor::Sampler> vendor_monitor_library(const Repo& repo, const std::string& vendor,
-                                                         std::string& error) {
+// The sampler of vendor.yaml's monitor_library (find_vendor_library), where the vendor declares
+// one. Null (and `error` set when something is wrong) otherwise.
+std::unique_ptr<monitor::Sampler> vendor_monitor_library(const VendorSpec& spec, std::string& error) {
   error.clear();
-  VendorSpec spec;
-  try {
-    spec = load_vendor_spec(repo, vendor);
-  } catch (const ConfigError& e) {
-    error = e.what();
-    return nullptr;
-  }
   if (!spec.declared || spec.monitor != "library") return nullptr;
-  const fs::path vendor_dir = repo.vendor_dir(vendor);
-  const std::string& name = spec.monitor_library;
-  std::vector<fs::path> candidates;
-  if (name.find('/') != std::string::npos || name.find(".so") != std::string::npos) {
-    candidates.push_back(fs::path(name).is_absolute() ? fs::path(name) : vendor_dir / name);
-  } else {
-    std::error_code ec;
-    const auto exe = fs::read_symlink("/proc/self/exe", ec);
-    if (!ec) candidates.push_back(exe.parent_path() / ("lib" + name + ".so"));
-    candidates.push_back(vendor_dir / ("lib" + name + ".so"));
-  }
-  for (const auto& c : candidates)
-    if (std::error_code ec; fs::exists(c, ec)) return monitor::load_library_sampler(c.string(), error);
-  error = spec.file + ": monitor_library '" + name + "' not found (looked for " + candidates.front().string() + ")";
+  std::string looked_for;
+  const std::string path = find_vendor_library(spec, spec.monitor_library, looked_for);
+  if (!path.empty()) return monitor::load_library_sampler(path, error);
+  error = spec.file + ": monitor_library '" + spec.monitor_library + "' not found (looked for " + looked_for + ")";
   return nullptr;
 }
 
@@ -454,8 +425,14 @@ int run_node(const NodeRequest& original) {
   if (request.monitor_period_s > 0) {
     const std::string node = request.node_addr.empty() ? "node" + std::to_string(request.node_rank) : request.node_addr;
     monitors = std::make_unique<monitor::Monitor>(request.out_dir + "/monitor.csv", node, request.monitor_period_s);
+    std::optional<VendorSpec> vendor;
+    try {
+      vendor = load_vendor_spec(Repo(request.root), request.vendor);
+    } catch (const ConfigError& e) {
+      std::cerr << "xpuperf node: the vendor's monitors left out: " << e.what() << "\n";
+    }
     // NVML's GPUs where the vendor monitors with NVML, or says nothing (a folder without vendor.yaml).
-    const bool nvml = wants_nvml(Repo(request.root), request.vendor);
+    const bool nvml = !vendor || !vendor->declared || vendor->monitor == "nvml";
     for (auto& sampler : monitor::default_samplers(nvml)) monitors->add(std::move(sampler));
     // A vendor's own tool, declared without C++ (vendors/<v>/monitor.yaml).
     std::string error;
@@ -464,8 +441,9 @@ int run_node(const NodeRequest& original) {
     if (vendor_sampler) monitors->add(std::move(vendor_sampler));
     if (!error.empty()) std::cerr << "xpuperf node: vendor monitor left out: " << error << "\n";
     // A vendor's monitor library (vendor.yaml: monitor: library).
-    if (auto library = vendor_monitor_library(Repo(request.root), request.vendor, error))
-      monitors->add(std::move(library));
+    error.clear();
+    if (vendor)
+      if (auto library = vendor_monitor_library(*vendor, error)) monitors->add(std::move(library));
     if (!error.empty()) std::cerr << "xpuperf node: vendor monitor library left out: " << error << "\n";
     if (request.first_device >= 0 && !config->get_bool("whole_host", false)) {
       std::set<std::string> mine;

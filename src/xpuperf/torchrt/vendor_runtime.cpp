@@ -28,24 +28,6 @@ std::unique_ptr<ActiveVendor>& active_slot() {
   return active;
 }
 
-std::string this_binary_dir() {
-  std::error_code ec;
-  const auto exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : exe.parent_path().string();
-}
-
-// Where the library named by `plugin` may be: a path (anything with '/' or ending in .so) is
-// relative to the vendor's folder; a bare name is lib<name>.so beside xpuperf-torch, then there.
-std::vector<std::string> candidate_paths(const VendorSpec& spec, const std::string& library_dir) {
-  const fs::path vendor_dir = fs::path(spec.file).parent_path();
-  const std::string& p = spec.plugin;
-  const bool is_path = p.find('/') != std::string::npos || (p.size() > 3 && p.compare(p.size() - 3, 3, ".so") == 0);
-  if (is_path) return {fs::path(p).is_absolute() ? p : (vendor_dir / p).string()};
-  const std::string file = "lib" + p + ".so";
-  return {(fs::path(library_dir.empty() ? this_binary_dir() : library_dir) / file).string(),
-          (vendor_dir / file).string()};
-}
-
 class CollectingRegistrar : public Registrar {
  public:
   void device(const std::string& name) override { devices.push_back(name); }
@@ -61,15 +43,9 @@ using EntryPoint = const XpuperfVendorPluginV1* (*)();
 // The plug-in's descriptor: from the library, or for "builtin" none (the device and collectives
 // are LibTorch's own: CUDA and NCCL).
 const XpuperfVendorPluginV1* open_plugin(const VendorSpec& spec, const std::string& library_dir, std::string& path) {
-  const auto candidates = candidate_paths(spec, library_dir);
-  for (const auto& c : candidates)
-    if (std::error_code ec; fs::exists(c, ec)) {
-      path = c;
-      break;
-    }
+  std::string tried;
+  path = find_vendor_library(spec, spec.plugin, tried, library_dir);
   if (path.empty()) {
-    std::string tried;
-    for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
     throw VendorError(spec.file + ": plugin '" + spec.plugin + "' not found (looked for " + tried +
                       "): build it (`make build` builds vendors/*/plugin) or correct 'plugin'");
   }

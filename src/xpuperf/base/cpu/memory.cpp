@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "xpuperf/base/base_benchmark.h"
+#include "xpuperf/base/stream_kernels.h"
 #include "xpuperf/core/host_memory.h"
 
 namespace xpuperf::base {
@@ -31,21 +32,15 @@ class CpuBandwidth : public BaseBenchmark {
     for (std::int64_t i = 0; i < sn; ++i) a[i] = 1.0, b[i] = 2.0, c[i] = 0.0;  // first touch by the user thread
 
     const double bytes = static_cast<double>(n * sizeof(double));
-    const double scalar = 0.4;
+    const double scalar = kStreamScalar;
     double sink = 0;
-    struct Kernel {
-      const char* name;
-      double bytes;
-      std::vector<double> rates;
-    };
-    std::vector<Kernel> kernels = {
-        {"read", bytes, {}}, {"write", bytes, {}}, {"copy", 2 * bytes, {}}, {"triad", 3 * bytes, {}}};
+    std::vector<StreamKernel> kernels = stream_kernels(bytes);
     BaseResult r;
     r.started_unix = unix_seconds();
     for (int rep = 0; rep < ctx.config.get_int("repeats"); ++rep) {
       for (auto& k : kernels) {
         const double t0 = steady_seconds();
-        const std::string name = k.name;
+        const std::string& name = k.name;
         if (name == "read") {
           double sum = 0;
 #pragma omp parallel for schedule(static) reduction(+ : sum)
@@ -65,14 +60,9 @@ class CpuBandwidth : public BaseBenchmark {
       }
     }
     r.ended_unix = unix_seconds();
-    // Each repeat runs read (sum a), write (c = s), copy (c = a), triad (a = b + s*c): the same
-    // recurrence on scalars gives what every element must hold (to rounding: triad may use an FMA).
-    double ea = 1.0, ec = 0.0, expected_sum = 0;
-    for (int rep = 0; rep < ctx.config.get_int("repeats"); ++rep) {
-      expected_sum += ea * static_cast<double>(n);
-      ec = ea;  // write's c = s is overwritten by copy
-      ea = 2.0 + scalar * ec;
-    }
+    const StreamExpected expected = stream_expected(ctx.config.get_int("repeats"));
+    const double ea = expected.a, ec = expected.c;
+    const double expected_sum = expected.read_sum_per_element * static_cast<double>(n);
     int wrong = 0;
     for (std::size_t i = 0; i < n; i += std::max<std::size_t>(1, n / 4096))
       if (std::abs(a[i] - ea) > 1e-12 * ea || std::abs(c[i] - ec) > 1e-12 * ec) ++wrong;
@@ -81,10 +71,7 @@ class CpuBandwidth : public BaseBenchmark {
               (std::abs(sink - expected_sum) <= 1e-9 * expected_sum ? "match" : "DIFFER");
     r.implementation = "OpenMP, " + std::to_string(omp_get_max_threads()) + " threads, 3 arrays of " +
                        std::to_string(ctx.config.get_int("cpu_array_mib")) + " MiB";
-    for (const auto& k : kernels) r.figures.push_back({std::string(k.name), best_of(k.rates), "GB/s", ""});
-    for (const auto& k : kernels)
-      r.figures.push_back({std::string(k.name) + " median", median_of(k.rates), "GB/s", ""});
-    for (const auto& k : kernels) r.details[k.name] = k.rates;
+    add_stream_figures(kernels, {}, r);  // the cpu vendor has no datasheet bandwidth
     return r;
   }
 };
