@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "xpuperf/cli/commands.h"
+#include "xpuperf/cli/local_ranks.h"
 #include "xpuperf/cli/torch_entry.h"
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/perflog.h"
@@ -107,23 +108,13 @@ std::vector<std::string> self(const std::string& root) {
 
 void run_ranks(const Repo& repo, const VendorOptions& opts, const std::string& scratch, std::vector<Row>& rows,
                std::string& device, std::string& plugin) {
-  RankEnv env;
-  env.world_size = env.local_world_size = opts.nproc;
-  env.master_addr = "127.0.0.1";
-  env.master_port = free_local_port();
-  std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < opts.nproc; ++r) {
-    env.rank = env.local_rank = r;
-    ProcessSpec spec;
-    spec.argv = self(repo.root());
-    spec.argv.insert(spec.argv.end(), {"vendor", "check-rank", opts.vendor});
-    spec.env = env.to_env();
-    spec.log_path = scratch + "/rank" + std::to_string(r) + ".log";
-    ranks.push_back(Process::start(spec));
-  }
+  std::vector<std::string> argv = self(repo.root());
+  argv.insert(argv.end(), {"vendor", "check-rank", opts.vendor});
+  const auto log_of = [&scratch](int r) { return scratch + "/rank" + std::to_string(r) + ".log"; };
+  auto ranks = start_local_ranks(opts.nproc, 0, argv, log_of);
   const GroupOutcome outcome = wait_all(ranks, std::chrono::minutes(10), nullptr);
   for (int r = 0; r < opts.nproc; ++r) {
-    const std::string text = read_file_or_empty(scratch + "/rank" + std::to_string(r) + ".log");
+    const std::string text = read_file_or_empty(log_of(r));
     merge_rank_rows(text, rows, device, plugin);
     const ExitStatus& s = outcome.statuses[static_cast<std::size_t>(r)];
     if (!s.ok())

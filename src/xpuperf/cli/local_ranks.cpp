@@ -7,7 +7,12 @@
 
 namespace xpuperf::cli {
 
-int spawn_local_ranks(int nproc, int master_port, const std::vector<std::string>& argv) {
+namespace {
+
+// `nproc` copies of this program with `argv`, the launcher variables set; `output` says where each
+// one's output goes.
+std::vector<std::unique_ptr<Process>> start_ranks(int nproc, int master_port, const std::vector<std::string>& argv,
+                                                  const std::function<void(int, ProcessSpec&)>& output) {
   RankEnv env;
   env.world_size = env.local_world_size = nproc;
   env.master_addr = "127.0.0.1";
@@ -19,10 +24,25 @@ int spawn_local_ranks(int nproc, int master_port, const std::vector<std::string>
     spec.argv = argv;
     spec.argv[0] = "/proc/self/exe";
     spec.env = env.to_env();
-    spec.echo = true;
-    spec.echo_prefix = "[rank " + std::to_string(r) + "] ";
+    output(r, spec);
     ranks.push_back(Process::start(spec));
   }
+  return ranks;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Process>> start_local_ranks(int nproc, int master_port,
+                                                        const std::vector<std::string>& argv,
+                                                        const std::function<std::string(int)>& log_path) {
+  return start_ranks(nproc, master_port, argv, [&](int r, ProcessSpec& spec) { spec.log_path = log_path(r); });
+}
+
+int spawn_local_ranks(int nproc, int master_port, const std::vector<std::string>& argv) {
+  auto ranks = start_ranks(nproc, master_port, argv, [](int r, ProcessSpec& spec) {
+    spec.echo = true;
+    spec.echo_prefix = "[rank " + std::to_string(r) + "] ";
+  });
   const GroupOutcome outcome = wait_all(ranks, std::nullopt, nullptr);
   if (outcome.failed < 0) return 0;
   const ExitStatus& s = outcome.statuses[static_cast<std::size_t>(outcome.failed)];

@@ -2,8 +2,12 @@
 // `xpuperf train --nproc N` and `xpuperf base --nproc N` without a launcher: N copies of this
 // program on this host, with the launcher variables set.
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "xpuperf/core/process.h"
 
 namespace xpuperf::cli {
 
@@ -11,5 +15,11 @@ namespace xpuperf::cli {
 // rendezvous on 127.0.0.1:`master_port` (0: a free port); streams their output with a
 // "[rank k] " prefix and stops all of them as soon as one fails. Returns the exit code.
 int spawn_local_ranks(int nproc, int master_port, const std::vector<std::string>& argv);
+
+// Starts the same `nproc` ranks, each one's output to `log_path(rank)`, and returns them running
+// (wait_all waits for them): for a command that reads the ranks' output itself (vendor check).
+std::vector<std::unique_ptr<Process>> start_local_ranks(int nproc, int master_port,
+                                                        const std::vector<std::string>& argv,
+                                                        const std::function<std::string(int)>& log_path);
 
 }  // namespace xpuperf::cli
