@@ -12,13 +12,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 compiler=${CXX:-g++}
 status=0
-for f in "$root"/src/xpuperf/models/cuda/*.cu "$root"/src/xpuperf/data/gpu_crop.cu; do
+for f in "$root"/vendors/nvidia/plugin/kernels/*.cu "$root"/src/xpuperf/data/gpu_crop.cu; do
   rel=${f#"$root"/}
   host=$work/$(basename "$f").cpp
   # A launch's <<<...>>> becomes a space (its line breaks kept, so the errors' line numbers hold).
   { printf '#line 1 "%s"\n' "$rel"; perl -0777 -pe 's/<<<(.*?)>>>/" " . ("\n" x ($1 =~ tr!\n!!))/gse' "$f"; } > "$host"
   if ! "$compiler" -std=c++17 -fsyntax-only -Wall -Wextra -Wno-unused -Wno-unused-parameter -Wno-unknown-pragmas \
-    -Werror -I"$root/tests/cuda_host/stubs" -I"$root/src" "$host" 2> "$work/errors"; then
+    -Werror -I"$root/tests/cuda_host/stubs" -I"$root/src" -I"$root/vendors/nvidia/plugin" "$host" 2> "$work/errors"; then
     echo "FAILED: $rel is not valid C++ against the stand-in CUDA headers (tests/cuda_host/stubs):" >&2
     cat "$work/errors" >&2
     status=1
@@ -30,6 +30,23 @@ if ! "$compiler" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -DXPUPERF_HAVE_N
   echo "FAILED: src/xpuperf/data/gpu_jpeg.cpp with nvJPEG is not valid C++ against the stand-in headers:" >&2
   cat "$work/errors" >&2
   status=1
+fi
+# NVIDIA's plug-in (vendors/nvidia/plugin/*.cpp: the kernels registered for xpuperf's operators),
+# against this machine's LibTorch headers where they include c10/cuda (Debian's do), with stand-ins
+# for the CUDA runtime's headers they include (tests/cuda_host/torch_stubs).
+torch_api=$(dirname "$(find /usr/include /usr/local/include -maxdepth 6 -path '*torch/csrc/api/include/torch/torch.h' 2>/dev/null | head -1)")
+if [[ -f /usr/include/c10/cuda/CUDAGuard.h && -n $torch_api && $torch_api != . ]]; then
+  # One translation unit of all of them: LibTorch's headers are most of the time.
+  for f in "$root"/vendors/nvidia/plugin/*.cpp; do printf '#include "%s"\n' "$f"; done > "$work/nvidia_plugin.cpp"
+  if ! "$compiler" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I"$root/tests/cuda_host/torch_stubs" \
+    -I"$root/tests/cuda_host/stubs" -I"$root/src" -I"$root/vendors/nvidia/plugin" -isystem "$(dirname "$torch_api")" \
+    "$work/nvidia_plugin.cpp" 2> "$work/errors"; then
+    echo "FAILED: vendors/nvidia/plugin is not valid C++ against LibTorch's headers and the stand-in CUDA headers:" >&2
+    cat "$work/errors" >&2
+    status=1
+  fi
+else
+  echo "(LibTorch's c10/cuda headers not found: NVIDIA's plug-in not checked)"
 fi
 ((status == 0)) && echo "ok"
 exit "$status"

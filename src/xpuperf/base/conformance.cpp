@@ -7,7 +7,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "xpuperf/models/fused_ops.h"
+#include "xpuperf/ops/composite.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/torchrt/vendor_runtime.h"
@@ -89,14 +89,21 @@ void check_device(Rows& rows, const torch::Device& device) {
   });
 }
 
-// One operator: `op(inputs, use_kernels)` on the device with the device's kernels, against the
-// composite form on the CPU in float32 from the same (rounded) inputs; then the gradients of the
-// inputs that take one, for a random weighting of the output.
+// One operator (a name of ops::operator_names()): `op(inputs, on_device)` through the dispatcher
+// with the device's kernels (on_device true) against the composite implementation on the CPU in
+// float32 from the same (rounded) inputs; then the gradients of the inputs that take one, for a random
+// weighting of the output. The note says which implementation the device ran.
+using OperatorCall = std::function<torch::Tensor(const std::vector<torch::Tensor>&, bool)>;
 void check_operator(Rows& rows, const torch::Device& device, const std::string& name, torch::ScalarType dtype,
                     const std::vector<torch::Tensor>& inputs, const std::vector<bool>& differentiable,
-                    const std::function<torch::Tensor(const std::vector<torch::Tensor>&, bool)>& op) {
+                    const OperatorCall& op, double tolerance_scale = 1) {
   const std::string type = dtype == torch::kFloat ? "float32" : dtype == torch::kHalf ? "float16" : "bfloat16";
-  const double tolerance = dtype == torch::kFloat ? 1e-5 : dtype == torch::kHalf ? 4e-3 : 3e-2;
+  const double tolerance = tolerance_scale * (dtype == torch::kFloat ? 1e-5 : dtype == torch::kHalf ? 4e-3 : 3e-2);
+  const bool trains = std::any_of(differentiable.begin(), differentiable.end(), [](bool d) { return d; });
+  const auto kernel = [&](bool training) {
+    return ops::has_kernel(name, device.type(), training) ? std::string("the device's kernel")
+                                                          : std::string("the composite operator");
+  };
   rows.guarded("operators", name, type, [&] {
     std::vector<torch::Tensor> on_device, reference;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -105,18 +112,29 @@ void check_operator(Rows& rows, const torch::Device& device, const std::string& 
       on_device.push_back(rounded.to(device).detach().requires_grad_(differentiable[i]));
       reference.push_back((floating ? rounded.to(torch::kFloat) : rounded).detach().requires_grad_(differentiable[i]));
     }
-    const auto got = op(on_device, true);
+    torch::Tensor got;
+    {
+      // The forward alone first: a kernel registered for forwards only runs where autograd does not record.
+      const torch::NoGradGuard forward_only;
+      got = op(on_device, true);
+    }
     const auto want = op(reference, false);
-    rows.add("operators", name, type, relative_error(got, want), tolerance);
-    if (std::none_of(differentiable.begin(), differentiable.end(), [](bool d) { return d; })) return;
+    rows.add("operators", name, type, relative_error(got, want), tolerance, kernel(false));
+    if (!trains) return;
+    const auto recorded = op(on_device, true);
     const auto weights = torch::randn(want.sizes());
-    (got.to(torch::kFloat) * weights.to(device)).sum().backward();
+    (recorded.to(torch::kFloat) * weights.to(device)).sum().backward();
     (want * weights).sum().backward();
     double worst = 0;
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (differentiable[i]) worst = std::max(worst, relative_error(on_device[i].grad(), reference[i].grad()));
-    rows.add("operators", name + " (gradients)", type, worst, tolerance);
+    rows.add("operators", name + " (gradients)", type, worst, tolerance, kernel(true));
   });
+}
+
+// Whether two tensors are equal, as an error of 0 or 1 (an argmax's indices).
+double mismatch(const torch::Tensor& got, const torch::Tensor& want) {
+  return got.sizes() == want.sizes() && got.cpu().equal(want.cpu()) ? 0 : 1;
 }
 
 void check_operators(Rows& rows, const torch::Device& device) {
@@ -126,26 +144,90 @@ void check_operators(Rows& rows, const torch::Device& device) {
     const auto x = torch::randn({tokens, width}), delta = torch::randn({tokens, width});
     const auto weight = torch::rand({width}) + 0.5, bias = torch::randn({width});
     check_operator(rows, device, "add_rms_norm", dtype, {x, delta, weight}, {true, true, true},
-                   [](const std::vector<torch::Tensor>& in, bool kernels) {
-                     return models::fused::add_rms_norm(in[0], in[1], in[2], 1e-5, kernels).second;
+                   [](const std::vector<torch::Tensor>& in, bool on_device) {
+                     return std::get<1>(on_device ? ops::add_rms_norm(in[0], in[1], in[2], 1e-5)
+                                                  : ops::composite::add_rms_norm(in[0], in[1], in[2], 1e-5));
                    });
     check_operator(rows, device, "add_layer_norm", dtype, {x, delta, weight, bias}, {true, true, true, true},
-                   [](const std::vector<torch::Tensor>& in, bool kernels) {
-                     return models::fused::add_layer_norm(in[0], in[1], in[2], in[3], 1e-5, kernels).second;
+                   [](const std::vector<torch::Tensor>& in, bool on_device) {
+                     return std::get<1>(on_device ? ops::add_layer_norm(in[0], in[1], in[2], in[3], 1e-5)
+                                                  : ops::composite::add_layer_norm(in[0], in[1], in[2], in[3], 1e-5));
                    });
     check_operator(rows, device, "bias_gelu", dtype, {x, bias}, {true, true},
-                   [](const std::vector<torch::Tensor>& in, bool kernels) {
-                     return models::fused::bias_gelu(in[0], in[1], kernels);
+                   [](const std::vector<torch::Tensor>& in, bool on_device) {
+                     return on_device ? ops::bias_gelu(in[0], in[1]) : ops::composite::bias_gelu(in[0], in[1]);
                    });
-    check_operator(rows, device, "silu_mul", dtype, {x, delta}, {true, true},
-                   [](const std::vector<torch::Tensor>& in, bool kernels) {
-                     return models::fused::silu_mul(in[0], in[1], kernels);
+    check_operator(rows, device, "silu_mul.pair", dtype, {x, delta}, {true, true},
+                   [](const std::vector<torch::Tensor>& in, bool on_device) {
+                     return on_device ? ops::silu_mul(in[0], in[1]) : ops::composite::silu_mul(in[0], in[1]);
+                   });
+    check_operator(rows, device, "silu_mul", dtype, {torch::randn({tokens, 2 * width})}, {false},
+                   [](const std::vector<torch::Tensor>& in, bool on_device) {
+                     return on_device ? ops::silu_mul(in[0]) : ops::composite::silu_mul(in[0]);
                    });
     const auto targets = torch::randint(0, width, {tokens}, torch::kLong);
     check_operator(rows, device, "cross_entropy", dtype, {x, targets}, {true, false},
-                   [](const std::vector<torch::Tensor>& in, bool kernels) {
-                     return models::fused::cross_entropy(in[0], in[1], kernels);
+                   [](const std::vector<torch::Tensor>& in, bool on_device) {
+                     return on_device ? ops::cross_entropy(in[0], in[1]) : ops::composite::cross_entropy(in[0], in[1]);
                    });
+    // A decoding step's products: 2 rows against 96 output units.
+    const auto rows_x = torch::randn({2, width}), product_weight = torch::randn({96, width}) / 8;
+    check_operator(rows, device, "linear", dtype, {rows_x, product_weight}, {false, false},
+                   [](const std::vector<torch::Tensor>& in, bool on_device) {
+                     return on_device ? ops::linear(in[0], in[1]) : ops::composite::linear(in[0], in[1]);
+                   });
+    check_operator(rows, device, "linear_silu_mul", dtype, {rows_x, product_weight}, {false, false},
+                   [](const std::vector<torch::Tensor>& in, bool on_device) {
+                     return on_device ? ops::linear_silu_mul(in[0], in[1])
+                                      : ops::composite::linear_silu_mul(in[0], in[1]);
+                   });
+    // Rotary positions on a joined q/k/v (training's form): 2 query heads and 1 key/value head of 16.
+    const std::int64_t heads = 2, kv_heads = 1, head_dim = 16, positions = 8;
+    const auto angles = torch::arange(positions * head_dim).view({1, positions, 1, head_dim}).to(torch::kFloat) / 37;
+    check_operator(rows, device, "rotary_qkv", dtype,
+                   {torch::randn({2, positions, heads + 2 * kv_heads, head_dim}), angles.cos(), angles.sin()},
+                   {true, false, false}, [=](const std::vector<torch::Tensor>& in, bool on_device) {
+                     const auto r = on_device ? ops::rotary_qkv(in[0], heads, kv_heads, in[1], in[2])
+                                              : ops::composite::rotary_qkv(in[0], heads, kv_heads, in[1], in[2]);
+                     return torch::cat({r.q, r.k, r.v}, 2);
+                   });
+    // A decoding step's attention: 2 rows at positions 5 and 9 of a cache of 16, 12 positions read.
+    const auto step_positions = torch::tensor({5L, 9L}).view({2, 1});
+    check_operator(rows, device, "decode_attention", dtype,
+                   {torch::randn({2, 4, 1, width}), torch::randn({2, 16, 2, width}), torch::randn({2, 16, 2, width}),
+                    step_positions},
+                   {false, false, false, false}, [](const std::vector<torch::Tensor>& in, bool on_device) {
+                     return on_device ? ops::decode_attention(in[0], in[1], in[2], in[3], 12)
+                                      : ops::composite::decode_attention(in[0], in[1], in[2], in[3], 12);
+                   });
+    // ResNet's batch norm with the residual add and ReLU, and its stem's max pool, channels-last. In
+    // bfloat16 without the ReLU: an output near 0 rounds to the other side of it now and then, and the
+    // ReLU's gradient there is the whole gradient or none, which says nothing of the kernel.
+    const auto channels_last = torch::MemoryFormat::ChannelsLast;
+    const auto act = dtype == torch::kFloat ? ops::Activation::Relu : ops::Activation::None;
+    check_operator(
+        rows, device, "batch_norm_act", dtype,
+        {torch::randn({4, 16, 5, 5}), torch::rand({16}) + 0.5, torch::randn({16}), torch::randn({4, 16, 5, 5})},
+        {true, true, true, true}, [=](const std::vector<torch::Tensor>& in, bool on_device) {
+          const auto x = in[0].contiguous(channels_last), residual = in[3].contiguous(channels_last);
+          const auto w = in[1].to(torch::kFloat), b = in[2].to(torch::kFloat);
+          const auto stats = torch::TensorOptions().device(in[0].device());
+          const auto mean = torch::zeros({16}, stats), var = torch::ones({16}, stats);
+          return on_device ? ops::batch_norm_act(x, w, b, mean, var, residual, act, true, 0.1, 1e-5)
+                           : ops::composite::batch_norm_act(x, w, b, mean, var, residual, act, true, 0.1, 1e-5);
+        });
+    check_operator(rows, device, "max_pool2d", dtype, {torch::randn({2, 16, 9, 9})}, {true},
+                   [=](const std::vector<torch::Tensor>& in, bool on_device) {
+                     const auto x = in[0].contiguous(channels_last);
+                     return on_device ? ops::max_pool2d(x, 3, 2, 1) : ops::composite::max_pool2d(x, 3, 2, 1);
+                   });
+    // The masked-LM head's argmax over many rows (ties go to the first on both sides).
+    rows.guarded("operators", "argmax", dtype == torch::kFloat ? "float32" : "bfloat16", [&] {
+      const auto logits = torch::randn({80, width}).to(dtype);
+      rows.add("operators", "argmax", dtype == torch::kFloat ? "float32" : "bfloat16",
+               mismatch(ops::argmax(logits.to(device)), ops::composite::argmax(logits.to(torch::kFloat))), 0,
+               ops::has_kernel("argmax", device.type()) ? "the device's kernel" : "the composite operator");
+    });
   }
 }
 

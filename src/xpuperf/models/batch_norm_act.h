@@ -1,17 +1,19 @@
 #pragma once
 // A batch norm with what follows it in the convolutional networks: act(BN(x) + residual), ResNet's
-// BN + ReLU and BN + residual add + ReLU, MobileNetV2's BN + ReLU6 and BN + residual add. In
-// training, on CUDA, with channels-last activations (the channels_last switch), `use_kernels` runs
-// it as the batch norm kernels (models/cuda/batch_norm_kernels.h): two passes forward and two back
-// where ATen's operators take four and four, and only x and the output kept for backward. Elsewhere
-// (evaluation, the CPU, NCHW, types or widths the kernels do not take) ATen's operators, which the
-// kernels follow: the same statistics, running statistics and gradients to a rounding or two.
+// BN + ReLU and BN + residual add + ReLU, MobileNetV2's BN + ReLU6 and BN + residual add. With
+// `use_kernels`, xpuperf's batch_norm_act operator (ops/operators.h), which runs the device's kernel
+// where there is one: NVIDIA's, in training over channels-last activations (the channels_last switch),
+// is two passes forward and two back where ATen's operators take four and four, and keeps only x and
+// the output for backward. Elsewhere ATen's operators, which the kernels follow: the same statistics,
+// running statistics and gradients to a rounding or two.
 
 #include <torch/torch.h>
 
+#include "xpuperf/ops/operators.h"
+
 namespace xpuperf::models::fused {
 
-enum class Activation { None, Relu, Relu6 };
+using Activation = ops::Activation;
 
 // act(bn(x) + residual) (residual undefined: no add), updating bn's running statistics and its
 // count of batches in training as bn's forward does.

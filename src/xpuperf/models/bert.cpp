@@ -125,7 +125,7 @@ torch::Tensor BertIntermediateImpl::forward(const torch::Tensor& x) {
   // In training, where the kernel runs: its backward also sums the bias's gradient. Elsewhere the product
   // with its bias (addmm), as Hugging Face's: in inference the bias rides in the product's epilogue, and
   // the kernel's pass is GELU's own.
-  if (fused_kernels && is_training() && fused::kernels_run_after(*dense, x))
+  if (fused_kernels && is_training() && fused::kernels_run_after(*dense, x, "bias_gelu"))
     return fused::bias_gelu(torch::matmul(x, dense->weight.t()), dense->bias, true, fused::Gelu::Erf);
   return torch::gelu(dense(x));
 }
@@ -144,8 +144,9 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
 bool BertLayerImpl::takes_copies(const torch::Tensor& x) {
   auto& s = *attention->self;
   return is_training() && fused::autocast_product_type(x).has_value() && attention->output->fused_kernels &&
-         fused::kernels_run_after(*s.query, x) && fused::kernels_run_after(*s.key, x) &&
-         fused::kernels_run_after(*s.value, x);
+         fused::kernels_run_after(*s.query, x, "add_layer_norm_with_copy") &&
+         fused::kernels_run_after(*s.key, x, "add_layer_norm_with_copy") &&
+         fused::kernels_run_after(*s.value, x, "add_layer_norm_with_copy");
 }
 
 std::pair<torch::Tensor, torch::Tensor> BertLayerImpl::forward_with_copy(const torch::Tensor& x,

@@ -1,15 +1,20 @@
 #pragma once
-// The decoders' element-wise steps, each one CUDA kernel where it can run
-// (models/cuda/fused_kernels.h: a CUDA tensor of float, half or bfloat16 in a shape the kernels
-// take, LibTorch built with CUDA, `use_kernels` true), else ATen's operators with the same result. The
-// kernels follow ATen's arithmetic and rounding, so the two paths agree to the last bit or two.
+// The models' fused steps. With `use_kernels` (the fused_kernels switch) each is one of xpuperf's
+// operators through PyTorch's dispatcher (ops/operators.h), which runs the device's registered kernel
+// where there is one (NVIDIA's CUDA kernels: vendors/nvidia/plugin; a vendor's from its plug-in) and
+// the composite one elsewhere; without, the composite one (ATen's operators) directly. The kernels
+// follow ATen's arithmetic and rounding, so the two paths agree to the last bit or two. What follows
+// says what NVIDIA's kernels do where they differ from the composite operators.
 
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
+
+#include "xpuperf/ops/operators.h"
 
 namespace xpuperf::models {
 
@@ -77,10 +82,7 @@ torch::Tensor silu_mul(const torch::Tensor& gate, const torch::Tensor& up, bool 
 // rotated by cos / sin_signed (batch or 1, tokens, 1, head_dim). With a step, the kernel also
 // writes k and v into the step's slots of the layer's cache (`cached` says it did; the attention
 // then only reads the cache), and a decoding step gets no k back (it reads the cache).
-struct RotatedQkv {
-  torch::Tensor q, k, v;  // (batch, tokens, heads or kv_heads, head_dim)
-  bool cached = false;
-};
+using ops::RotatedQkv;
 RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
                       const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool use_kernels);
 
@@ -126,21 +128,18 @@ std::optional<torch::Tensor> decode_attention(const torch::Tensor& q, const KvSt
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool use_kernels,
                             bool gradient_in_logits = false);
 
-// Whether this build has the kernels (LibTorch with CUDA).
-// Whether `name` (a kernel's operator name without "xpuperf::", e.g. decode_attention; the training
-// kernels: add_norm_with_backward, bias_gelu, cross_entropy) is in `list`, names separated by
-// commas: the list is the environment variable XPUPERF_KERNELS_OFF, read once, whose kernels then
-// step aside for ATen's operators, so that one build can be timed with and without each
-// (bench/llm_decode_ab.sh's A_ENV), or a loss curve told apart kernel by kernel (kernel_curves.sh).
-bool kernel_listed(const char* list, const char* name);
+// Whether `name` is in the comma-separated `list` (ops::kernel_listed: XPUPERF_KERNELS_OFF's names,
+// e.g. decode_attention; the training kernels add_norm_with_backward, bias_gelu, cross_entropy).
+using ops::kernel_listed;
+// Whether this binary has CUDA kernels for xpuperf's operators (LibTorch with CUDA, NVIDIA's plug-in).
 bool kernels_built();
 
-// Whether the kernels that follow a projection's bias-free product run on its input x: on CUDA, in a
-// build with them, and for a whole layer (not split by tensor parallelism, no LoRA adapter), whose
-// product is then the weight's alone. Elsewhere the layer runs as it is.
+// Whether the operator `op` that follows a projection's bias-free product runs a kernel on its input
+// x: the device has one registered for it, and the layer is whole (not split by tensor parallelism, no
+// LoRA adapter), whose product is then the weight's alone. Elsewhere the layer runs as it is.
 template <typename Layer>
-bool kernels_run_after(const Layer& layer, const torch::Tensor& x) {
-  return x.is_cuda() && kernels_built() && !layer.is_split() && !layer.has_adapter();
+bool kernels_run_after(const Layer& layer, const torch::Tensor& x, std::string_view op) {
+  return !layer.is_split() && !layer.has_adapter() && ops::has_kernel(op, x.device().type());
 }
 
 }  // namespace fused

@@ -69,7 +69,7 @@ torch::Tensor GptMlpImpl::forward(const torch::Tensor& x, bool drop, bool kernel
   torch::Tensor units;
   // Only where the kernel can run: elsewhere the projection with its bias (addmm), whose rounding the
   // recorded curves hold (a separate bias add rounds bf16 once more).
-  if (kernels && fused::kernels_run_after(*c_fc, x)) {
+  if (kernels && fused::kernels_run_after(*c_fc, x, "bias_gelu")) {
     auto sizes = x.sizes().vec();
     sizes.back() = c_fc->weight.size(1);
     units = fused::bias_gelu(x.reshape({-1, x.size(-1)}).mm(c_fc->weight).view(sizes), c_fc->bias, true);

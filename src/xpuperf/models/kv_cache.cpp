@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "xpuperf/models/fused_ops.h"
+#include "xpuperf/ops/composite.h"
 #include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
@@ -48,19 +49,15 @@ KvStep KvStep::decode(KvCache& cache, const torch::Tensor& positions, std::int64
 }
 
 const torch::Tensor& KvStep::additive_mask() const {
-  if (!bias_.defined() && !fresh && visible > 0) {
-    const auto batch = positions.size(0), tokens = positions.size(1);
-    const auto after =
-        torch::arange(visible, positions.options()).view({1, 1, 1, visible}) > positions.view({batch, 1, tokens, 1});
-    bias_ = torch::zeros({batch, 1, tokens, visible}, cache->k[0].options()).masked_fill(after, -INFINITY);
-  }
+  if (!bias_.defined() && !fresh && visible > 0)
+    bias_ = ops::composite::decode_mask(positions, visible, cache->k[0].options());
   return bias_;
 }
 
 torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                 std::int64_t layer, const KvStep* step, bool cached, const torch::Tensor& mask,
                                 bool use_kernels) {
-  const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2), dim = q.size(3);
+  const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2);
   const auto kv_heads = step ? step->cache->k[static_cast<std::size_t>(layer)].size(2) : k.size(1);
   TORCH_CHECK(heads % kv_heads == 0, "attention: ", heads, " query heads are not a multiple of ", kv_heads,
               " key/value heads");
@@ -78,22 +75,9 @@ torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, 
   }
   if (use_kernels)
     if (auto out = fused::decode_attention(q, *step, layer)) return *out;
-  // A group's query heads share their key/value head: stacked as that head's queries.
-  const auto read = [&](const torch::Tensor& cache) {
-    return cache.narrow(0, 0, batch).narrow(1, 0, step->visible).transpose(1, 2);
-  };
-  // One token a row (decoding): the row's mask holds for all its group's stacked queries as it is.
-  const auto& mask_of_step = step->additive_mask();
-  const auto bias = tokens == 1 ? mask_of_step
-                                : mask_of_step.unsqueeze(2)
-                                      .expand({batch, 1, group, tokens, step->visible})
-                                      .reshape({batch, 1, group * tokens, step->visible});
-  const auto out = compat::attention(q.reshape({batch, kv_heads, group * tokens, dim}),
-                                     read(step->cache->k[static_cast<std::size_t>(layer)]),
-                                     read(step->cache->v[static_cast<std::size_t>(layer)]), 0.0, false,
-                                     /*causal=*/false, bias);
-  // reshape, not view: CUDA's attention kernels may return (batch, tokens, heads, dim) transposed.
-  return out.reshape({batch, heads, tokens, dim});
+  return ops::composite::decode_attention_masked(q, step->cache->k[static_cast<std::size_t>(layer)],
+                                                 step->cache->v[static_cast<std::size_t>(layer)], step->additive_mask(),
+                                                 step->visible);
 }
 
 }  // namespace xpuperf::models

@@ -72,7 +72,7 @@ bool EncoderBlockImpl::runs_kernels(const torch::Tensor& input) {
   // The kernels only where they run: elsewhere the layers as torchvision's, whose rounding the recorded
   // curves hold (the projection's bias inside addmm).
   auto* fc1 = mlp[0]->as<parallel::ColumnParallelLinear>();
-  return fused_kernels && fused::kernels_run_after(*fc1, input);
+  return fused_kernels && fused::kernels_run_after(*fc1, input, "bias_gelu");
 }
 
 double EncoderBlockImpl::mlp_dropout() {

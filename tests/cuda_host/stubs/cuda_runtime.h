@@ -101,7 +101,7 @@ typedef int cudaError_t;
 enum { cudaSuccess = 0 };
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUevent_st* cudaEvent_t;
-enum { cudaMemcpyHostToDevice = 1, cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
+enum { cudaMemcpyHostToDevice = 1, cudaStreamNonBlocking = 1, cudaEventDefault = 0, cudaEventDisableTiming = 2 };
 const char* cudaGetErrorString(cudaError_t);
 cudaError_t cudaSetDevice(int);
 cudaError_t cudaGetDeviceCount(int*);

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "xpuperf/models/cuda/batch_norm_kernels.h"
-#include "xpuperf/models/cuda/element.cuh"
+#include "kernels/batch_norm_kernels.h"
+#include "kernels/element.cuh"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 namespace {
 
 // Every kernel here maps a block's threads onto a tile of the (rows, channels) layout: x threads
@@ -402,4 +402,4 @@ const char* batch_norm_backward(Element type, const void* x, const void* y, cons
   return launch_error();
 }
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "xpuperf/models/cuda/element.cuh"
-#include "xpuperf/models/cuda/fused_kernels.h"
+#include "kernels/element.cuh"
+#include "kernels/fused_kernels.h"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 namespace {
 
 constexpr int kWarps = 4;
@@ -222,4 +222,4 @@ const char* decode_attention(Element type, const DecodeAttention& a, void* strea
   return launch_error();
 }
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

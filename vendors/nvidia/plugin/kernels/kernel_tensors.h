@@ -9,9 +9,9 @@
 
 #include <cstdint>
 
-#include "xpuperf/models/cuda/fused_kernels.h"
+#include "kernels/fused_kernels.h"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 
 inline bool element_of(torch::ScalarType type, Element& e) {
   switch (type) {
@@ -45,4 +45,4 @@ inline void check(const char* error, const char* kernel) {
   TORCH_CHECK(error == nullptr, "CUDA kernel ", kernel, " failed: ", error);
 }
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

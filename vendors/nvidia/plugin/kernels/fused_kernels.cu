@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "xpuperf/models/cuda/element.cuh"
-#include "xpuperf/models/cuda/fused_kernels.h"
+#include "kernels/element.cuh"
+#include "kernels/fused_kernels.h"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 namespace {
 
 // The first pass of the add-and-norm kernels: block blockIdx.x's row of x (+ delta, the sum
@@ -600,4 +600,4 @@ const char* argmax_rows(Element type, const void* x, std::int64_t* out, std::int
   return launch_error();
 }
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "xpuperf/models/cuda/element.cuh"
-#include "xpuperf/models/cuda/training_kernels.h"
+#include "kernels/element.cuh"
+#include "kernels/training_kernels.h"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 namespace {
 
 // The norm kernels' block: up to 256 threads, each with P packs of the row (P a power of two up to
@@ -731,4 +731,4 @@ const char* rotary_backward(Element type, Element table_type, const RotaryShape&
                               nullptr, nullptr, grad_qkv, stream);
 }
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

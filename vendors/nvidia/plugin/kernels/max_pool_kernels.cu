@@ -2,10 +2,10 @@
 
 #include <type_traits>
 
-#include "xpuperf/models/cuda/element.cuh"
-#include "xpuperf/models/cuda/max_pool_kernels.h"
+#include "kernels/element.cuh"
+#include "kernels/max_pool_kernels.h"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 namespace {
 
 constexpr int kThreads = 256;
@@ -140,4 +140,4 @@ const char* max_pool_backward(Element type, const void* grad_y, const std::uint8
   return launch_error();
 }
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

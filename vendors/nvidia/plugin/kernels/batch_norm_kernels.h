@@ -17,9 +17,9 @@
 
 #include <cstdint>
 
-#include "xpuperf/models/cuda/fused_kernels.h"
+#include "kernels/fused_kernels.h"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 
 enum class Activation { None, Relu, Relu6 };
 
@@ -45,4 +45,4 @@ const char* batch_norm_backward(Element type, const void* x, const void* y, cons
                                 float* grad_weight, float* grad_bias, float* workspace, std::int64_t rows,
                                 std::int64_t channels, Activation act, void* stream);
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

@@ -12,9 +12,9 @@
 #include <cstddef>
 #include <cstdlib>
 
-#include "xpuperf/models/cuda/fused_kernels.h"
+#include "kernels/fused_kernels.h"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 // Each .cu file that includes this has its own copy (no device linking across files).
 namespace {
 
@@ -160,4 +160,4 @@ void for_element(Element type, F&& f) {
 }
 
 }  // namespace
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 
-#include "xpuperf/models/cuda/fused_kernels.h"
+#include "kernels/fused_kernels.h"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 
 // The pooling's shape: x (batch, height, width, channels) in memory, a window of kernel × kernel
 // positions moved by stride, padding on each side (padded positions never win); the output
@@ -33,4 +33,4 @@ const char* max_pool_forward(Element type, const void* x, void* y, std::uint8_t*
 const char* max_pool_backward(Element type, const void* grad_y, const std::uint8_t* winner, void* grad_x,
                               const MaxPoolShape& shape, void* stream);
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

@@ -9,9 +9,9 @@
 
 #include <cstdint>
 
-#include "xpuperf/models/cuda/fused_kernels.h"
+#include "kernels/fused_kernels.h"
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 
 // Dropout on the norm kernels' delta (sum = x + dropout(delta)), as ATen's training dropout: each
 // element kept with probability 1 − p and then scaled by 1 / (1 − p), in float, rounded to delta's
@@ -116,4 +116,4 @@ const char* bias_gelu_forward(Element type, const void* h, const void* bias, voi
 const char* bias_gelu_backward(Element type, const void* h, const void* bias, const void* grad_out, void* grad_pre,
                                float* bias_partials, std::int64_t rows, std::int64_t width, Gelu form, void* stream);
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-namespace xpuperf::models::kernels {
+namespace xpuperf::nvidia::kernels {
 
 enum class Element { Float, Half, BFloat16 };
 
@@ -127,4 +127,4 @@ inline int pack_elements(Element type) {
   return type == Element::Float ? 4 : 8;
 }
 
-}  // namespace xpuperf::models::kernels
+}  // namespace xpuperf::nvidia::kernels
