@@ -31,10 +31,12 @@ trap 'rm -rf "$work"' EXIT
 # rate BINARY CASE LOG: the steady samples/s of one run (its output kept in LOG).
 rate() {
   local extra=()
-  case $2 in
-    gpt2 | bert) extra=(--set synthetic_tokens=4194304) ;;
-    *) extra=(--set synthetic_train_samples=65536 --set synthetic_eval_samples=256) ;;
-  esac
+  # A language case sizes its synthetic data in tokens, an image case in samples.
+  if grep -q '^synthetic_tokens:' "cases/training/$2/libtorch/config/_base.yaml" 2>/dev/null; then
+    extra=(--set synthetic_tokens=4194304)
+  else
+    extra=(--set synthetic_train_samples=65536 --set synthetic_eval_samples=256)
+  fi
   if ! "$1" train --case "$2" --vendor nvidia --hardware "$hardware" --set synthetic_data=true \
     --set max_steps="$steps" --set timing_skip_steps="$skip" --set log_freq=0 --set eval_interval_epochs=0 \
     --set eval_interval_steps=0 "${extra[@]}" >"$3" 2>&1; then

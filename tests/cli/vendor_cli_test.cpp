@@ -190,18 +190,37 @@ TEST_F(VendorSim, Lenet5InfersThroughTheEngineThePluginRegisters) {
 }
 
 // `xpuperf vendor check sim`: the device, every operator and dtype, every collective over two
-// ranks through the sim backend, and LeNet-5's curve against the CPU's, all passing.
+// ranks through the sim backend, and LeNet-5's curve against the CPU's, all passing. The sim's own
+// forward kernels (sim_ops.cpp) ran where it registered them, the composite operators elsewhere and
+// in training.
 TEST(VendorCheck, TheSimVendorPassesItsConformance) {
   const Result r = xpuperf({"vendor", "check", "sim", "--steps", "5"}, XPUPERF_SOURCE_DIR);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "vendor sim, device sim:0, plug-in xpuperf-sim 1.0")) << r.output;
   for (const char* row : {"| device | copy host to device and back | float32 | 0 | 0 | pass |",
                           "| operators | add_rms_norm (gradients) | bfloat16 |",
+                          "| operators | decode_attention | bfloat16 |",
+                          "| operators | batch_norm_act (gradients) | float32 |",
                           "| collectives | form the group | - | 0 | 0 | pass: backend sim |",
                           "| collectives | reduce_scatter (sum) | float32 | 0 | 0 | pass |",
                           "| training | LeNet-5, 5 steps on synthetic images, against the CPU | float32 | 0 |"})
     EXPECT_TRUE(has(r.output, row)) << row << "\n" << r.output;
   EXPECT_FALSE(has(r.output, "FAIL")) << r.output;
+  // The row that starts so, to its end.
+  const auto row_of = [&](const std::string& start) {
+    const auto at = r.output.find(start);
+    return at == std::string::npos ? std::string() : r.output.substr(at, r.output.find('\n', at) - at);
+  };
+  const std::pair<const char*, const char*> ran[] = {
+      {"| operators | add_rms_norm | float32 |", "pass: the device's kernel |"},
+      {"| operators | silu_mul | bfloat16 |", "pass: the device's kernel |"},
+      {"| operators | add_rms_norm (gradients) | float32 |", "pass: the composite operator |"},
+      {"| operators | bias_gelu | float32 |", "pass: the composite operator |"}};
+  for (const auto& [start, end] : ran) {
+    const std::string row = row_of(start);
+    EXPECT_TRUE(row.size() >= std::string(end).size() && row.substr(row.size() - std::string(end).size()) == end)
+        << start << " ... " << end << "\n" << r.output;
+  }
 }
 
 // A plug-in that cannot start fails the check, with its message, instead of passing what never ran.
@@ -240,7 +259,8 @@ TEST_F(VendorSim, APlanOnTheSimVendorWritesAReportNamingDeviceAndPlugin) {
 }
 
 // Tiny GPT-2 and Llama with fused_kernels: true (their _base.yaml's) on sim:0: xpuperf's operators
-// take the device's registered form (the composite one on the sim) and the curve is the CPU's.
+// go through the dispatcher, which takes the composite forms in training (the sim's kernels are
+// forward kernels), and the curve is the CPU's.
 // Not to 1e-6 as LeNet-5's: the fallback hands the CPU kernels contiguous copies where the CPU run
 // gives them strided views, and the products then round in another order (3e-5 after 5 steps).
 TEST(VendorSimModels, TinyGptAndLlamaTrainWithTheFusedKernelsSwitchOnAsTheCpuDoes) {

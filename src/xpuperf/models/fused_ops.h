@@ -98,7 +98,7 @@ RotatedQkv linear_rotary_qkv(const torch::Tensor& x, const torch::Tensor& qkv_we
 torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin_signed);
 
 // x × weightᵀ (a bias-free Linear, weight (out, in)). For the 1 to 4 rows of a decoding step the
-// GEMV kernel (models/cuda/fused_kernels.h), which streams the weight at the memory's speed where a
+// GEMV kernel (vendors/nvidia/plugin/kernels/fused_kernels.h), which streams the weight at the memory's speed where a
 // general matrix product of one row does not; otherwise, and for more rows, ATen's product.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, bool use_kernels);
 
@@ -109,7 +109,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, bool u
 torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_up_weight, bool use_kernels);
 
 // A decoding step's attention (a step that is not `fresh`) over the layer's cache, q (batch, heads,
-// tokens, head_dim) as decoder_attention takes it: the split-key kernel (models/cuda/fused_kernels.h:
+// tokens, head_dim) as decoder_attention takes it: the split-key kernel (vendors/nvidia/plugin/kernels/fused_kernels.h:
 // decode_attention), the result (batch, heads, tokens, head_dim) as ATen's attention with the step's
 // additive mask gives it (the softmax's weights kept in float, where ATen's rounds them to the type
 // before the weighted sum). Nothing where the kernel does not take the tensors (not CUDA, a head

@@ -105,7 +105,7 @@ DropoutStream& dropout_stream(const torch::Tensor& x) {
 }
 
 // RMSNorm or LayerNorm with the residual add before it, forward and backward as one kernel each
-// (models/cuda/training_kernels.h). Inputs x, delta, weight, bias (no delta: no add; a bias only for
+// (kernels/training_kernels.h). Inputs x, delta, weight, bias (no delta: no add; a bias only for
 // LayerNorm; optionals, as LibTorch's custom functions take no undefined tensor); outputs sum (x +
 // delta; x itself without delta, which this function then does not return) and out, of out_type (x's,
 // or delta's half type under autocast). `dropout` > 0: sum = x + dropout(delta), the keep

@@ -5,7 +5,7 @@
 // step through it takes a cast of each gradient to float before and a cast of each master to bf16
 // after (12 more bytes an element); with fp32 weights under autocast the model casts every weight to
 // bf16 each forward and each gradient back to float. Torch-free (raw pointers, the stream as void*),
-// like models/cuda/fused_kernels.h.
+// like vendors/nvidia/plugin/kernels/fused_kernels.h.
 
 #include <cstdint>
 
