@@ -4,6 +4,7 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
 
@@ -221,6 +222,29 @@ void check_operators(Rows& rows, const torch::Device& device) {
                      const auto x = in[0].contiguous(channels_last);
                      return on_device ? ops::max_pool2d(x, 3, 2, 1) : ops::composite::max_pool2d(x, 3, 2, 1);
                    });
+    // bf16_weights' Adam step (float masters, bfloat16 gradients and weights), two steps: the masters
+    // and the weights they round into.
+    if (dtype == torch::kBFloat16)
+      rows.guarded("operators", "master_adam_step", "bfloat16", [&] {
+        const auto master = torch::randn({1000}), grad = torch::randn({1000}).to(dtype);
+        ops::MasterAdamStep step;
+        step.lr = 1e-2, step.weight_decay = 0.1;
+        std::vector<torch::Tensor> got{master.to(device), torch::zeros({1000}, torch::TensorOptions().device(device)),
+                                       torch::zeros({1000}, torch::TensorOptions().device(device)),
+                                       master.to(dtype).to(device)};
+        std::vector<torch::Tensor> want{master.clone(), torch::zeros({1000}), torch::zeros({1000}), master.to(dtype)};
+        for (int n = 1; n <= 2; ++n) {
+          step.bias_correction1 = 1 - std::pow(step.beta1, n);
+          step.bias_correction2_sqrt = std::sqrt(1 - std::pow(step.beta2, n));
+          ops::master_adam_step(got[0], got[1], got[2], grad.to(device), got[3], step);
+          ops::composite::master_adam_step(want[0], want[1], want[2], grad, want[3], step, {});
+        }
+        const double error = std::max(relative_error(got[0], want[0]), relative_error(got[3], want[3]));
+        // The masters to float's rounding; a weight may round to the next bfloat16 where its master
+        // differs in the last bit.
+        rows.add("operators", "master_adam_step", "bfloat16", error, 1e-2,
+                 ops::has_kernel("master_adam_step", device.type()) ? "the device's kernel" : "the composite operator");
+      });
     // The masked-LM head's argmax over many rows (ties go to the first on both sides).
     rows.guarded("operators", "argmax", dtype == torch::kFloat ? "float32" : "bfloat16", [&] {
       const auto logits = torch::randn({80, width}).to(dtype);

@@ -137,6 +137,25 @@ torch::Tensor add_activate(const torch::Tensor& normed, const torch::Tensor& res
   return y;
 }
 
+void master_adam_step(const torch::Tensor& master, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq,
+                      const torch::Tensor& grad, const torch::Tensor& weight, const MasterAdamStep& step,
+                      const torch::Tensor& grad_divisor) {
+  // torch::optim's Adam / AdamW arithmetic, as the training runtime's multi-tensor step does it.
+  auto g = grad.to(torch::kFloat);
+  if (grad_divisor.defined()) g = g / grad_divisor.to(torch::kFloat);
+  if (step.weight_decay != 0) {
+    if (step.decoupled)
+      master.mul_(1.0 - step.lr * step.weight_decay);
+    else
+      g = g + master * step.weight_decay;
+  }
+  exp_avg.mul_(step.beta1).add_(g, 1.0 - step.beta1);
+  exp_avg_sq.mul_(step.beta2).addcmul_(g, g, 1.0 - step.beta2);
+  const auto denom = (exp_avg_sq.sqrt() / step.bias_correction2_sqrt).add_(step.eps);
+  master.addcdiv_(exp_avg, denom, -step.lr / step.bias_correction1);
+  weight.copy_(master);
+}
+
 torch::Tensor max_pool2d(const torch::Tensor& x, std::int64_t kernel, std::int64_t stride, std::int64_t padding) {
   return torch::max_pool2d(x, kernel, stride, padding);
 }

@@ -51,6 +51,9 @@ torch::Tensor batch_norm_act(const torch::Tensor& x, const torch::Tensor& weight
                              const torch::Tensor& residual, Activation act, bool training, double momentum, double eps);
 // act(y + residual) (residual undefined: no add): what batch_norm_act does after the norm.
 torch::Tensor add_activate(const torch::Tensor& y, const torch::Tensor& residual, Activation act);
+void master_adam_step(const torch::Tensor& master, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq,
+                      const torch::Tensor& grad, const torch::Tensor& weight, const MasterAdamStep& step,
+                      const torch::Tensor& grad_divisor);
 torch::Tensor max_pool2d(const torch::Tensor& x, std::int64_t kernel, std::int64_t stride, std::int64_t padding);
 
 }  // namespace xpuperf::ops::composite

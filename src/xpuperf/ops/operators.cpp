@@ -54,6 +54,9 @@ using BatchNormActSig = torch::Tensor(const torch::Tensor&, const OptionalTensor
                                       const OptionalTensor&, const OptionalTensor&, const OptionalTensor&, std::int64_t,
                                       bool, double, double);
 using MaxPoolSig = torch::Tensor(const torch::Tensor&, std::int64_t, std::int64_t, std::int64_t);
+using MasterAdamStepSig = void(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                               const torch::Tensor&, double, double, double, double, double, bool, double, double,
+                               const OptionalTensor&);
 
 // The composite implementations as the dispatcher calls them. The compound operators call their
 // parts through the dispatcher, so that a device with a kernel for a part gets it.
@@ -135,6 +138,16 @@ torch::Tensor composite_batch_norm_act(const torch::Tensor& x, const OptionalTen
 torch::Tensor composite_max_pool2d(const torch::Tensor& x, std::int64_t kernel, std::int64_t stride,
                                    std::int64_t padding) {
   return composite::max_pool2d(x, kernel, stride, padding);
+}
+
+void composite_master_adam_step(const torch::Tensor& master, const torch::Tensor& exp_avg,
+                                const torch::Tensor& exp_avg_sq, const torch::Tensor& grad, const torch::Tensor& weight,
+                                double lr, double beta1, double beta2, double eps, double weight_decay, bool decoupled,
+                                double bias_correction1, double bias_correction2_sqrt,
+                                const OptionalTensor& grad_divisor) {
+  composite::master_adam_step(master, exp_avg, exp_avg_sq, grad, weight,
+                              {lr, beta1, beta2, eps, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt},
+                              value_of(grad_divisor));
 }
 
 template <typename Signature>
@@ -236,6 +249,10 @@ TORCH_LIBRARY(xpuperf, m) {
       "batch_norm_act(Tensor x, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, "
       "Tensor? residual, int act, bool training, float momentum, float eps) -> Tensor");
   m.def("max_pool2d(Tensor x, int kernel, int stride, int padding) -> Tensor");
+  m.def(
+      "master_adam_step(Tensor(a!) master, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, Tensor(d!) weight, "
+      "float lr, float beta1, float beta2, float eps, float weight_decay, bool decoupled, float bias_correction1, "
+      "float bias_correction2_sqrt, Tensor? grad_divisor=None) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(xpuperf, CompositeImplicitAutograd, m) {
@@ -254,14 +271,16 @@ TORCH_LIBRARY_IMPL(xpuperf, CompositeImplicitAutograd, m) {
   m.impl("cross_entropy", &composite_cross_entropy);
   m.impl("batch_norm_act", &composite_batch_norm_act);
   m.impl("max_pool2d", &composite_max_pool2d);
+  m.impl("master_adam_step", &composite_master_adam_step);
 }
 
 const std::vector<std::string_view>& operator_names() {
-  static const std::vector<std::string_view> names = {"add_rms_norm",  "add_layer_norm",  "add_layer_norm_with_copy",
-                                                      "bias_gelu",     "argmax",          "silu_mul",
-                                                      "silu_mul.pair", "rotary_qkv",      "linear_rotary_qkv",
-                                                      "linear",        "linear_silu_mul", "decode_attention",
-                                                      "cross_entropy", "batch_norm_act",  "max_pool2d"};
+  static const std::vector<std::string_view> names = {"add_rms_norm",    "add_layer_norm",  "add_layer_norm_with_copy",
+                                                      "bias_gelu",       "argmax",          "silu_mul",
+                                                      "silu_mul.pair",   "rotary_qkv",      "linear_rotary_qkv",
+                                                      "linear",          "linear_silu_mul", "decode_attention",
+                                                      "cross_entropy",   "batch_norm_act",  "max_pool2d",
+                                                      "master_adam_step"};
   return names;
 }
 
@@ -436,6 +455,16 @@ torch::Tensor max_pool2d(const torch::Tensor& x, std::int64_t kernel, std::int64
   static const auto op = typed<MaxPoolSig>("xpuperf::max_pool2d");
   return call(
       op, {x}, [&] { return composite::max_pool2d(x, kernel, stride, padding); }, x, kernel, stride, padding);
+}
+
+void master_adam_step(const torch::Tensor& master, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq,
+                      const torch::Tensor& grad, const torch::Tensor& weight, const MasterAdamStep& step,
+                      const torch::Tensor& grad_divisor) {
+  static const auto op = typed<MasterAdamStepSig>("xpuperf::master_adam_step");
+  // An optimizer's step: autograd records none of it.
+  const at::AutoDispatchBelowAutograd below_autograd;
+  op.call(master, exp_avg, exp_avg_sq, grad, weight, step.lr, step.beta1, step.beta2, step.eps, step.weight_decay,
+          step.decoupled, step.bias_correction1, step.bias_correction2_sqrt, optional_of(grad_divisor));
 }
 
 }  // namespace xpuperf::ops

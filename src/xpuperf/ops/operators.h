@@ -106,6 +106,20 @@ torch::Tensor batch_norm_act(const torch::Tensor& x, const torch::Tensor& weight
 // max_pool2d(x, kernel, stride, padding), ties to the window's first position.
 torch::Tensor max_pool2d(const torch::Tensor& x, std::int64_t kernel, std::int64_t stride, std::int64_t padding);
 
+// One Adam / AdamW step of an fp32 master weight whose model copy is bf16 (bf16_weights): the
+// gradient (the weight's type) divided by grad_divisor (a one-element float tensor: clipping) where
+// defined, master and moments updated in float, the master rounded into weight. In place; no
+// gradient.
+struct MasterAdamStep {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool decoupled = true;             // AdamW (decay applied to the weight) or Adam (added to the gradient)
+  double bias_correction1 = 1;       // 1 - beta1^step
+  double bias_correction2_sqrt = 1;  // sqrt(1 - beta2^step)
+};
+void master_adam_step(const torch::Tensor& master, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq,
+                      const torch::Tensor& grad, const torch::Tensor& weight, const MasterAdamStep& step,
+                      const torch::Tensor& grad_divisor = {});
+
 // The operators' names (without "xpuperf::"), for `xpuperf vendor check` and the docs.
 const std::vector<std::string_view>& operator_names();
 

@@ -4,16 +4,10 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "xpuperf/ops/operators.h"
 #include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/product_weights.h"
 #include "xpuperf/train/offload_optimizer.h"
-
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
-#include "xpuperf/train/cuda/master_adam.h"
-#endif
 
 namespace xpuperf::train {
 namespace {
@@ -208,7 +202,8 @@ class MultiTensorOptimizer : public StepOptimizer {
   }
 
   // bf16_weights: the update of the fp32 masters from the bf16 gradients, each master then rounded
-  // into its bf16 weight. On CUDA with `fused`, one kernel a tensor (train/cuda/master_adam.h); else the
+  // into its bf16 weight. With `fused` where the device has a kernel for xpuperf's master_adam_step (NVIDIA's:
+  // one kernel a tensor, vendors/nvidia/plugin/kernels/master_adam.h), that operator a tensor; else the
   // foreach step on the masters and the gradients in float, then a copy (the same arithmetic).
   void master_adam(GroupState& g) {
     if (g.buf1.empty())
@@ -216,33 +211,20 @@ class MultiTensorOptimizer : public StepOptimizer {
         g.buf1.push_back(torch::zeros_like(m));
         g.buf2.push_back(torch::zeros_like(m));
       }
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-    if (fused_ && g.params.front().is_cuda()) {
-      const bool decoupled = h_.name == "adamw";
-      const double correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step_));
-      const double correction2 = 1.0 - std::pow(h_.beta2, static_cast<double>(step_));
-      kernels::MasterAdam a;
-      a.lr = static_cast<float>(lr_), a.beta1 = static_cast<float>(h_.beta1), a.beta2 = static_cast<float>(h_.beta2);
-      a.eps = static_cast<float>(h_.eps), a.weight_decay = static_cast<float>(g.weight_decay), a.decoupled = decoupled;
-      a.bias_correction1 = static_cast<float>(correction1);
-      a.bias_correction2_sqrt = static_cast<float>(std::sqrt(correction2));
+    if (fused_ && ops::has_kernel("master_adam_step", g.params.front().device().type())) {
+      ops::MasterAdamStep step;
+      step.lr = lr_, step.beta1 = h_.beta1, step.beta2 = h_.beta2, step.eps = h_.eps;
+      step.weight_decay = g.weight_decay, step.decoupled = h_.name == "adamw";
+      step.bias_correction1 = 1.0 - std::pow(h_.beta1, static_cast<double>(step_));
+      step.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(h_.beta2, static_cast<double>(step_)));
       const auto divisor = divisor_.defined() ? divisor_.to(torch::kFloat).contiguous() : torch::Tensor();
-      a.grad_divisor = divisor.defined() ? divisor.data_ptr<float>() : nullptr;
-      const c10::cuda::CUDAGuard guard(g.params.front().device());
-      void* stream = c10::cuda::getCurrentCUDAStream().stream();
       for (std::size_t i = 0; i < g.params.size(); ++i) {
         auto grad = g.params[i].grad();
         if (!grad.is_contiguous()) grad = grad.contiguous();  // a product's transposed weight gives it back strided
-        TORCH_CHECK(grad.scalar_type() == torch::kBFloat16 && g.params[i].is_contiguous(),
-                    "bf16_weights: a weight or its gradient is not a contiguous bf16 tensor");
-        const char* error = kernels::master_adam_step(a, g.masters[i].data_ptr<float>(), g.buf1[i].data_ptr<float>(),
-                                                      g.buf2[i].data_ptr<float>(), grad.data_ptr(),
-                                                      g.params[i].data_ptr(), g.params[i].numel(), stream);
-        TORCH_CHECK(error == nullptr, "bf16_weights' Adam step: ", error ? error : "");
+        ops::master_adam_step(g.masters[i], g.buf1[i], g.buf2[i], grad, g.params[i], step, divisor);
       }
       return;
     }
-#endif
     std::vector<torch::Tensor> grads;
     for (const auto& p : g.params) {
       auto grad = p.grad().to(torch::kFloat);

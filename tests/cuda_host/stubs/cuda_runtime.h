@@ -16,6 +16,9 @@
 #define __align__(n) __attribute__((aligned(n)))
 #define __launch_bounds__(...)
 
+struct uint2 {
+  unsigned x, y;
+};
 struct uint4 {
   unsigned x, y, z, w;
 };

@@ -61,7 +61,7 @@ inline bool recording(std::initializer_list<torch::Tensor> tensors) {
 void register_norm_ops(torch::Library& m);         // add_rms_norm, add_layer_norm(_with_copy)
 void register_decode_ops(torch::Library& m);       // rotary_qkv, linear(_rotary_qkv, _silu_mul), decode_attention,
                                                    // argmax, silu_mul
-void register_training_ops(torch::Library& m);     // cross_entropy, bias_gelu, silu_mul.pair
+void register_training_ops(torch::Library& m);     // cross_entropy, bias_gelu, silu_mul.pair, master_adam_step
 void register_convolution_ops(torch::Library& m);  // batch_norm_act, max_pool2d
 
 }  // namespace xpuperf::nvidia

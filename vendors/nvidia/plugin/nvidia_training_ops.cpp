@@ -1,6 +1,8 @@
 // The training kernels with a backward kernel each (kernels/training_kernels.h) as xpuperf's
-// cross_entropy, bias_gelu and silu_mul.pair.
+// cross_entropy, bias_gelu and silu_mul.pair, and bf16_weights' Adam step (kernels/master_adam.h)
+// as its master_adam_step.
 
+#include "kernels/master_adam.h"
 #include "kernels/training_kernels.h"
 #include "nvidia_ops.h"
 
@@ -163,9 +165,41 @@ torch::Tensor cuda_silu_mul_pair(const torch::Tensor& gate, const torch::Tensor&
   return ops::composite::silu_mul(gate, up);
 }
 
+// One pass a tensor where the kernel takes them: float master and moments, a bf16 gradient and
+// weight, all contiguous on one device.
+void cuda_master_adam_step(const torch::Tensor& master, const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq,
+                           const torch::Tensor& grad, const torch::Tensor& weight, double lr, double beta1,
+                           double beta2, double eps, double weight_decay, bool decoupled, double bias_correction1,
+                           double bias_correction2_sqrt, const OptionalTensor& grad_divisor) {
+  const auto divisor = value_of(grad_divisor);
+  const auto fits = [&](const torch::Tensor& t, torch::ScalarType type) {
+    return t.is_cuda() && t.scalar_type() == type && t.is_contiguous() && t.device() == weight.device() &&
+           t.numel() == weight.numel();
+  };
+  if (!fits(master, torch::kFloat) || !fits(exp_avg, torch::kFloat) || !fits(exp_avg_sq, torch::kFloat) ||
+      !fits(grad, torch::kBFloat16) || !fits(weight, torch::kBFloat16) ||
+      (divisor.defined() && (!divisor.is_cuda() || divisor.scalar_type() != torch::kFloat || divisor.numel() != 1))) {
+    ops::composite::master_adam_step(
+        master, exp_avg, exp_avg_sq, grad, weight,
+        {lr, beta1, beta2, eps, weight_decay, decoupled, bias_correction1, bias_correction2_sqrt}, divisor);
+    return;
+  }
+  kernels::MasterAdam a;
+  a.lr = static_cast<float>(lr), a.beta1 = static_cast<float>(beta1), a.beta2 = static_cast<float>(beta2);
+  a.eps = static_cast<float>(eps), a.weight_decay = static_cast<float>(weight_decay), a.decoupled = decoupled;
+  a.bias_correction1 = static_cast<float>(bias_correction1);
+  a.bias_correction2_sqrt = static_cast<float>(bias_correction2_sqrt);
+  a.grad_divisor = divisor.defined() ? divisor.data_ptr<float>() : nullptr;
+  const c10::cuda::CUDAGuard guard(weight.device());
+  check(kernels::master_adam_step(a, master.data_ptr<float>(), exp_avg.data_ptr<float>(), exp_avg_sq.data_ptr<float>(),
+                                  grad.data_ptr(), weight.data_ptr(), weight.numel(), stream_of(weight)),
+        "master_adam_step");
+}
+
 }  // namespace
 
 void register_training_ops(torch::Library& m) {
+  m.impl("master_adam_step", &cuda_master_adam_step);
   m.impl("cross_entropy", &cuda_cross_entropy);
   m.impl("bias_gelu", &cuda_bias_gelu);
   m.impl("silu_mul.pair", &cuda_silu_mul_pair);

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <vector>
 
+#include "cuda_util.h"
 #include "xpuperf/base/base_benchmark.h"
-#include "xpuperf/base/cuda/cuda_util.h"
 
 namespace xpuperf::base::cuda {
 

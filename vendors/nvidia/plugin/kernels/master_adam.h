@@ -5,11 +5,11 @@
 // step through it takes a cast of each gradient to float before and a cast of each master to bf16
 // after (12 more bytes an element); with fp32 weights under autocast the model casts every weight to
 // bf16 each forward and each gradient back to float. Torch-free (raw pointers, the stream as void*),
-// like vendors/nvidia/plugin/kernels/fused_kernels.h.
+// like fused_kernels.h.
 
 #include <cstdint>
 
-namespace xpuperf::train::kernels {
+namespace xpuperf::nvidia::kernels {
 
 struct MasterAdam {
   float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0;
@@ -24,4 +24,4 @@ struct MasterAdam {
 const char* master_adam_step(const MasterAdam& a, float* master, float* exp_avg, float* exp_avg_sq, const void* grad,
                              void* weight, std::int64_t n, void* stream);
 
-}  // namespace xpuperf::train::kernels
+}  // namespace xpuperf::nvidia::kernels

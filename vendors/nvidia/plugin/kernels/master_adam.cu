@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "xpuperf/train/cuda/master_adam.h"
+#include "kernels/master_adam.h"
 
-namespace xpuperf::train::kernels {
+namespace xpuperf::nvidia::kernels {
 namespace {
 
 // PyTorch's fused Adam arithmetic (its adam_math), element by element in float.
@@ -91,4 +91,4 @@ const char* master_adam_step(const MasterAdam& a, float* master, float* exp_avg,
   return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
 }
 
-}  // namespace xpuperf::train::kernels
+}  // namespace xpuperf::nvidia::kernels

@@ -13,8 +13,8 @@
 #include <limits>
 #include <memory>
 
+#include "cuda_util.h"
 #include "xpuperf/base/base_benchmark.h"
-#include "xpuperf/base/cuda/cuda_util.h"
 #include "xpuperf/base/gemm_check.h"
 
 namespace xpuperf::base::cuda {
