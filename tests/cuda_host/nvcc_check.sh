@@ -16,9 +16,10 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
-for f in "$root"/src/xpuperf/*/cuda/*.cu "$root"/src/xpuperf/data/*.cu; do
+shopt -s nullglob
+for f in "$root"/vendors/nvidia/plugin/kernels/*.cu "$root"/vendors/nvidia/plugin/base/*.cu "$root"/src/xpuperf/data/*.cu; do
   rel=${f#"$root"/}
-  if ! (cd "$root" && "$nvcc" -std=c++17 -arch=sm_90 --expt-relaxed-constexpr --expt-extended-lambda -Isrc -ptx \
+  if ! (cd "$root" && "$nvcc" -std=c++17 -arch=sm_90 --expt-relaxed-constexpr --expt-extended-lambda -Isrc -Ivendors/nvidia/plugin -ptx \
     "$rel" -o "$work/out.ptx") > "$work/errors" 2>&1; then
     echo "FAILED: nvcc does not compile $rel's device code:" >&2
     cat "$work/errors" >&2

@@ -10,16 +10,13 @@
 
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/torchrt/compat.h"
+#include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/init.h"
 
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-#include <ATen/cuda/CUDAContext.h>
-#endif
-
-// ATen's grouped GEMM (at::_grouped_mm, with its backward) and its CUTLASS kernels for bf16 on
-// Hopper and Blackwell: from PyTorch 2.9.
-#if defined(XPUPERF_HAVE_TORCH_CUDA) && \
-    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9))
+// ATen's grouped GEMM (at::_grouped_mm, with its backward): from PyTorch 2.9. Where it has fast
+// kernels the device's vendor says (torchrt::device_has_feature "grouped_mm_bf16": NVIDIA's CUTLASS
+// kernels for bf16 on Hopper and Blackwell).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
 #define XPUPERF_HAVE_GROUPED_MM 1
 #endif
 
@@ -191,16 +188,14 @@ torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& source, c
 
 bool SparseMoeBlockImpl::runs_grouped(const torch::Tensor& flat, bool kernels) const {
 #ifdef XPUPERF_HAVE_GROUPED_MM
-  if (!kernels || ep_ || config.capacity_factor > 0 || !flat.is_cuda()) return false;
+  if (!kernels || ep_ || config.capacity_factor > 0) return false;
   // Rows of 16 bytes' multiples, as the grouped GEMM's kernels load them.
   if (flat.size(-1) % 8 != 0 || w_gate.size(1) % 8 != 0) return false;
-  const bool bf16 =
-      flat.scalar_type() == torch::kBFloat16 || (compat::autocast_enabled(c10::DeviceType::CUDA) &&
-                                                 compat::autocast_dtype(c10::DeviceType::CUDA) == torch::kBFloat16);
-  // ATen's kernels are Hopper's and Blackwell's; elsewhere it loops over the experts, reading their
-  // offsets back to the host.
-  const int major = at::cuda::getDeviceProperties(flat.device().index())->major;
-  return bf16 && (major == 9 || major == 10);
+  const auto type = flat.device().type();
+  const bool bf16 = flat.scalar_type() == torch::kBFloat16 ||
+                    (compat::autocast_enabled(type) && compat::autocast_dtype(type) == torch::kBFloat16);
+  // Without fast kernels ATen loops over the experts, reading their offsets back to the host.
+  return bf16 && torchrt::device_has_feature(flat.device(), "grouped_mm_bf16");
 #else
   (void)flat, (void)kernels;
   return false;

@@ -3,10 +3,45 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <dlfcn.h>
 
+#include <map>
+#include <utility>
+
 #include "xpuperf/core/config.h"
 #include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::torchrt {
+
+namespace {
+std::map<c10::DeviceType, PeakMemoryProbe>& peak_memory_probes() {
+  static std::map<c10::DeviceType, PeakMemoryProbe> probes;
+  return probes;
+}
+
+std::map<std::pair<c10::DeviceType, std::string>, FeatureProbe>& feature_probes() {
+  static std::map<std::pair<c10::DeviceType, std::string>, FeatureProbe> probes;
+  return probes;
+}
+}  // namespace
+
+void register_device_feature(c10::DeviceType type, const std::string& feature, FeatureProbe probe) {
+  feature_probes()[{type, feature}] = std::move(probe);
+}
+
+bool device_has_feature(const torch::Device& device, const std::string& feature) {
+  const auto& probes = feature_probes();
+  const auto it = probes.find({device.type(), feature});
+  return it != probes.end() && it->second(device);
+}
+
+void register_peak_memory_probe(c10::DeviceType type, PeakMemoryProbe probe) {
+  peak_memory_probes()[type] = std::move(probe);
+}
+
+double peak_device_memory_bytes(const torch::Device& device) {
+  const auto& probes = peak_memory_probes();
+  const auto it = probes.find(device.type());
+  return it == probes.end() ? -1 : it->second(device);
+}
 
 void set_cpu_threads(int threads) {
   torch::set_num_threads(threads);

@@ -4,6 +4,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <string>
 
 namespace xpuperf::torchrt {
@@ -21,5 +22,17 @@ void set_cpu_threads(int threads);
 // Waits for the device's queued work (nothing to wait for on the CPU): what timings need. Works for
 // any device with a registered guard.
 void synchronize(const torch::Device& device);
+
+// The most memory a device's allocator has held in tensors at once, in bytes, as the device's vendor
+// reports it (NVIDIA's plug-in: CUDA's caching allocator; the sim's: its arena); -1 where none does.
+using PeakMemoryProbe = std::function<double(const torch::Device&)>;
+void register_peak_memory_probe(c10::DeviceType type, PeakMemoryProbe probe);
+double peak_device_memory_bytes(const torch::Device& device);
+
+// Whether a device has `feature`, as its vendor says; false where none does. NVIDIA's plug-in says
+// "grouped_mm_bf16" (ATen's grouped GEMM has kernels for bf16 on this GPU: Hopper, Blackwell).
+using FeatureProbe = std::function<bool(const torch::Device&)>;
+void register_device_feature(c10::DeviceType type, const std::string& feature, FeatureProbe probe);
+bool device_has_feature(const torch::Device& device, const std::string& feature);
 
 }  // namespace xpuperf::torchrt

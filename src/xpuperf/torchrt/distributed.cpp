@@ -5,9 +5,6 @@
 #ifdef XPUPERF_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
-#ifdef XPUPERF_HAVE_NCCL
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#endif
 
 #include <torch/version.h>
 
@@ -29,23 +26,6 @@ struct Distributed::Rendezvous {
 
 namespace {
 
-// NCCL's group, shut down when it goes: LibTorch 2.x warns (and may leak) when one is destroyed
-// without shutdown().
-#ifdef XPUPERF_HAVE_NCCL
-class NcclCollectives : public ProcessGroupCollectives<c10d::ProcessGroupNCCL> {
- public:
-  using ProcessGroupCollectives::ProcessGroupCollectives;
-  ~NcclCollectives() override {
-#if TORCH_VERSION_MAJOR >= 2
-    try {
-      group()->shutdown();
-    } catch (const std::exception&) {
-    }
-#endif
-  }
-};
-#endif
-
 #ifdef XPUPERF_HAVE_GLOO
 std::shared_ptr<::gloo::transport::Device> gloo_device(const RankEnv& env) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
@@ -66,17 +46,11 @@ std::shared_ptr<Distributed::Collectives> make_collectives(const std::string& ba
                                                            const DistributedOptions& options) {
   const CollectiveContext context{store, env, rank, size, options.timeout};
   if (backend == "gloo") return make_gloo_group(context);
-  if (backend == "nccl") {
-#ifdef XPUPERF_HAVE_NCCL
-    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-    nccl_options->timeout = options.timeout;
-    return std::make_shared<NcclCollectives>(
-        c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, nccl_options));
-#else
-    throw DistributedError("this build of xpuperf has no NCCL; use dist_backend: gloo");
-#endif
-  }
   const CollectiveFactory* factory = find_collective_backend(backend);
+  if (!factory && backend == "nccl")
+    throw DistributedError(
+        "this build of xpuperf has no NCCL (NVIDIA's plug-in registers it where LibTorch has CUDA "
+        "and NCCL); use dist_backend: gloo");
   if (!factory) throw DistributedError("no collective backend '" + backend + "' (neither LibTorch's nor a plug-in's)");
   return (*factory)(context);
 }
@@ -109,9 +83,6 @@ std::shared_ptr<CollectiveGroup> make_gloo_group(const CollectiveContext& contex
 bool Distributed::has_backend(const std::string& name) {
 #ifdef XPUPERF_HAVE_GLOO
   if (name == "gloo") return true;
-#endif
-#ifdef XPUPERF_HAVE_NCCL
-  if (name == "nccl") return true;
 #endif
   return find_collective_backend(name) != nullptr;
 }

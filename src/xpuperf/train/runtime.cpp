@@ -4,10 +4,6 @@
 #include <filesystem>
 #include <thread>
 
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
-
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
@@ -73,16 +69,11 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// The most device memory the caching allocator held in tensors at once, in MiB; -1 if unknown.
+// The most device memory the allocator held in tensors at once, in MiB; -1 if the device's vendor
+// does not say.
 double peak_device_memory_mib(const torch::Device& device) {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-  if (device.is_cuda()) {
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-    return static_cast<double>(stats.allocated_bytes[0].peak) / (1 << 20);  // [0]: all pools together
-  }
-#endif
-  (void)device;
-  return -1;
+  const double bytes = torchrt::peak_device_memory_bytes(device);
+  return bytes < 0 ? -1 : bytes / (1 << 20);
 }
 
 bool reached(double value, double target, const std::string& mode) {

@@ -6,6 +6,8 @@
 #include "sim_collectives.h"
 #include "sim_device.h"
 #include "sim_engine.h"
+#include "sim_memory.h"
+#include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/vendor_plugin_api.h"
 
 namespace {
@@ -16,6 +18,10 @@ void init_sim(xpuperf::torchrt::Registrar& registrar) {
   registrar.collective_backend("sim", &xpuperf::sim::make_collectives);
   xpuperf::sim::register_base_cases();
   xpuperf::sim::register_engine();
+  // The results' peak memory: the most the arena held at once (all sim devices of the process).
+  xpuperf::torchrt::register_peak_memory_probe(c10::DeviceType::PrivateUse1, [](const torch::Device&) {
+    return static_cast<double>(xpuperf::sim::memory_peak());
+  });
 }
 
 }  // namespace
