@@ -5,6 +5,7 @@
 
 #include "test_util.h"
 #include "xpuperf/monitor/analysis.h"
+#include "xpuperf/core/vendor_spec.h"
 #include "xpuperf/monitor/sampler.h"
 
 namespace xpuperf::monitor {
@@ -219,6 +220,39 @@ TEST(LibrarySampler, ReadsTheLinesAVendorsLibraryWritesAndRefusesWhatIsNotOne) {
   std::string error;
   EXPECT_FALSE(load_library_sampler("/no/such/libmonitor.so", error));
   EXPECT_NE(error.find("cannot load the monitor library /no/such/libmonitor.so"), std::string::npos) << error;
+}
+
+// NVIDIA's monitor library (vendors/nvidia/plugin/monitor) loads on any machine: with NVML and GPUs
+// it reports "gpu<i>" rows, without a driver (this machine) none, and never fails the monitor.
+TEST(LibrarySampler, NvidiasMonitorLibraryLoadsAndReportsOnlyGpusItFinds) {
+  std::string error;
+  auto sampler = load_library_sampler(NVIDIA_MONITOR_LIBRARY, error);
+  ASSERT_TRUE(sampler) << error;
+  EXPECT_EQ(sampler->name(), "nvml");
+  for (const auto& s : sampler->sample()) EXPECT_EQ(s.device.rfind("gpu", 0), 0u) << s.device;
+}
+
+// Which library a vendor.yaml's `monitor` loads: none for host, its own for library (a missing one
+// named with the file), NVIDIA's for nvml and for a folder without vendor.yaml.
+TEST(LibrarySampler, TheVendorsMonitorChoosesTheLibrary) {
+  std::string error;
+  VendorSpec host;
+  host.declared = true;
+  host.monitor = "host";
+  EXPECT_FALSE(vendor_library_sampler(&host, error));
+  EXPECT_EQ(error, "");
+  VendorSpec missing = host;
+  missing.monitor = "library";
+  missing.monitor_library = "xpuperf_no_such_monitor";
+  missing.file = "/tmp/vendors/acme/vendor.yaml";
+  EXPECT_FALSE(vendor_library_sampler(&missing, error));
+  EXPECT_NE(error.find("/tmp/vendors/acme/vendor.yaml: monitor_library 'xpuperf_no_such_monitor' not found"),
+            std::string::npos)
+      << error;
+  // NVIDIA's is looked for beside the program: the test binary's folder has none, and says where to find it.
+  EXPECT_FALSE(vendor_library_sampler(nullptr, error));
+  EXPECT_NE(error.find("NVIDIA's monitor library (NVML) not found (looked for "), std::string::npos) << error;
+  EXPECT_NE(error.find("libxpuperf_nvidia_monitor.so"), std::string::npos) << error;
 }
 
 }  // namespace

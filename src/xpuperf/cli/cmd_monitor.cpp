@@ -28,7 +28,12 @@ int run_monitor(const std::string& duration_text, const std::string& out, double
   if (period < 0.1) throw CommandError("--period must be at least 0.1 s");
   monitor::Monitor m(out, "localhost", period);
   std::vector<std::string> names;
-  for (auto& sampler : monitor::default_samplers()) {
+  auto samplers = monitor::default_samplers();
+  // The GPUs through NVIDIA's monitor library (NVML), as for a vendor folder without vendor.yaml.
+  std::string error;
+  if (auto gpus = monitor::vendor_library_sampler(nullptr, error)) samplers.push_back(std::move(gpus));
+  if (!error.empty()) std::cerr << "xpuperf monitor: " << error << "\n";
+  for (auto& sampler : samplers) {
     names.push_back(sampler->name());
     m.add(std::move(sampler));
   }

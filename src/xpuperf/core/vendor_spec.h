@@ -22,7 +22,8 @@ struct VendorSpec {
   std::string visible_devices_env;                    // CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES, ...
   std::vector<std::string> container_device_options;  // options a container needs to see the devices
   std::string collective_backend = "gloo";            // gloo, nccl, or one the plug-in registers
-  // host, nvml, command (vendors/<v>/monitor.yaml's tool), library (monitor_library's sampler)
+  // host, nvml (NVIDIA's monitor library, vendors/nvidia/plugin/monitor), command
+  // (vendors/<v>/monitor.yaml's tool), library (monitor_library's sampler)
   std::string monitor = "host";
   // monitor: library: the vendor's monitor library (monitor/sampler_plugin.h), lib<name>.so beside
   // xpuperf or a path to a .so relative to the vendor's folder.

@@ -32,18 +32,6 @@ using nlohmann::json;
 
 namespace {
 
-// The sampler of vendor.yaml's monitor_library (find_vendor_library), where the vendor declares
-// one. Null (and `error` set when something is wrong) otherwise.
-std::unique_ptr<monitor::Sampler> vendor_monitor_library(const VendorSpec& spec, std::string& error) {
-  error.clear();
-  if (!spec.declared || spec.monitor != "library") return nullptr;
-  std::string looked_for;
-  const std::string path = find_vendor_library(spec, spec.monitor_library, looked_for);
-  if (!path.empty()) return monitor::load_library_sampler(path, error);
-  error = spec.file + ": monitor_library '" + spec.monitor_library + "' not found (looked for " + looked_for + ")";
-  return nullptr;
-}
-
 std::atomic<int> g_stop_signal{0};
 
 // Writes back dirty pages and drops the page cache, so every round reads its data from disk
@@ -431,19 +419,17 @@ int run_node(const NodeRequest& original) {
     } catch (const ConfigError& e) {
       std::cerr << "xpuperf node: the vendor's monitors left out: " << e.what() << "\n";
     }
-    // NVML's GPUs where the vendor monitors with NVML, or says nothing (a folder without vendor.yaml).
-    const bool nvml = !vendor || !vendor->declared || vendor->monitor == "nvml";
-    for (auto& sampler : monitor::default_samplers(nvml)) monitors->add(std::move(sampler));
+    for (auto& sampler : monitor::default_samplers()) monitors->add(std::move(sampler));
     // A vendor's own tool, declared without C++ (vendors/<v>/monitor.yaml).
     std::string error;
     auto vendor_sampler =
         monitor::load_command_sampler(Repo(request.root).vendor_dir(request.vendor) + "/monitor.yaml", error);
     if (vendor_sampler) monitors->add(std::move(vendor_sampler));
     if (!error.empty()) std::cerr << "xpuperf node: vendor monitor left out: " << error << "\n";
-    // A vendor's monitor library (vendor.yaml: monitor: library).
-    error.clear();
-    if (vendor)
-      if (auto library = vendor_monitor_library(*vendor, error)) monitors->add(std::move(library));
+    // The vendor's monitor library (vendor.yaml: monitor: library, or NVIDIA's for monitor: nvml and a
+    // folder without vendor.yaml).
+    if (auto library = monitor::vendor_library_sampler(vendor ? &*vendor : nullptr, error))
+      monitors->add(std::move(library));
     if (!error.empty()) std::cerr << "xpuperf node: vendor monitor library left out: " << error << "\n";
     if (request.first_device >= 0 && !config->get_bool("whole_host", false)) {
       std::set<std::string> mine;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "xpuperf/core/vendor_spec.h"
 #include "xpuperf/monitor/sampler.h"
 #include "xpuperf/monitor/sampler_plugin.h"
 
@@ -56,6 +57,21 @@ std::unique_ptr<Sampler> load_library_sampler(const std::string& path, std::stri
     return nullptr;
   }
   return std::make_unique<LibrarySampler>(sampler);
+}
+
+std::unique_ptr<Sampler> vendor_library_sampler(const VendorSpec* spec, std::string& error) {
+  error.clear();
+  const bool nvml = !spec || !spec->declared || spec->monitor == "nvml";
+  if (!nvml && spec->monitor != "library") return nullptr;
+  const std::string name = nvml ? "xpuperf_nvidia_monitor" : spec->monitor_library;
+  std::string looked_for;
+  const std::string path = find_vendor_library(spec ? *spec : VendorSpec{}, name, looked_for);
+  if (!path.empty()) return load_library_sampler(path, error);
+  error =
+      nvml ? "NVIDIA's monitor library (NVML) not found (looked for " + looked_for +
+                 "): it is built with xpuperf, beside the binary"
+           : spec->file + ": monitor_library '" + spec->monitor_library + "' not found (looked for " + looked_for + ")";
+  return nullptr;
 }
 
 }  // namespace xpuperf::monitor

@@ -6,7 +6,6 @@
 
 #include "xpuperf/core/files.h"
 #include "xpuperf/monitor/analysis.h"
-#include "xpuperf/monitor/nvml_sampler.h"
 
 namespace xpuperf::monitor {
 
@@ -111,7 +110,7 @@ void Monitor::write_samples() {
   csv_.flush();
 }
 
-std::vector<std::unique_ptr<Sampler>> default_samplers(bool with_nvml) {
+std::vector<std::unique_ptr<Sampler>> default_samplers() {
   std::vector<std::unique_ptr<Sampler>> samplers;
   samplers.push_back(std::make_unique<CpuSampler>());
   samplers.push_back(std::make_unique<MemorySampler>());
@@ -119,8 +118,6 @@ std::vector<std::unique_ptr<Sampler>> default_samplers(bool with_nvml) {
   samplers.push_back(std::make_unique<NetworkSampler>());
   if (auto rapl = std::make_unique<RaplSampler>(); rapl->available()) samplers.push_back(std::move(rapl));
   if (auto ipmi = std::make_unique<IpmiSampler>(); ipmi->available()) samplers.push_back(std::move(ipmi));
-  if (!with_nvml) return samplers;
-  if (auto nvml = make_nvml_sampler()) samplers.push_back(std::move(nvml));
   return samplers;
 }
 

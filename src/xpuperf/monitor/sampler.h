@@ -1,6 +1,7 @@
 #pragma once
 // A monitored source and the thread that samples all sources into monitor.csv. This version
-// has CPU and memory; the monitors issue adds power, disks, network and accelerators (NVML).
+// has CPU and memory; the monitors issue adds power, disks, network and accelerators (a vendor's
+// monitor library: NVIDIA's reads NVML).
 
 #include <atomic>
 #include <fstream>
@@ -11,6 +12,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+namespace xpuperf {
+struct VendorSpec;
+}
 
 namespace xpuperf::monitor {
 
@@ -180,9 +185,15 @@ std::unique_ptr<Sampler> load_library_sampler(const std::string& path, std::stri
 // Lines "device,metric,value" as samples; malformed lines are left out.
 std::vector<Sample> parse_sample_lines(const std::string& text);
 
-// The samplers this host has: CPU, memory, disks, network, RAPL and IPMI when present, and
-// accelerators through NVML when its library loads.
-std::vector<std::unique_ptr<Sampler>> default_samplers(bool with_nvml = true);
+// The host's samplers: CPU, memory, disks, network, RAPL and IPMI when present.
+std::vector<std::unique_ptr<Sampler>> default_samplers();
+
+// The accelerators' sampler a vendor brings (vendor.yaml's `monitor`): its monitor library
+// (`library`: `monitor_library`), NVIDIA's (`nvml`, and a vendor folder without vendor.yaml, `spec`
+// null or undeclared: NVML through libxpuperf_nvidia_monitor.so beside this program,
+// vendors/nvidia/plugin/monitor), none for `host` and `command`. Null with `error` set when the
+// library is missing or is not a monitor library; null without an error when there is none to load.
+std::unique_ptr<Sampler> vendor_library_sampler(const VendorSpec* spec, std::string& error);
 
 // Runs a command and returns what it printed (stdout and stderr), or nothing when it could not
 // run or failed.

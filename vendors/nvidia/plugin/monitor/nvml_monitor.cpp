@@ -1,12 +1,30 @@
-#include "xpuperf/monitor/nvml_sampler.h"
+// NVIDIA's monitor library (vendors/nvidia/vendor.yaml: monitor: nvml): its GPUs through NVML,
+// loaded at run time with dlopen("libnvidia-ml.so.1"), so that the library is built on any machine,
+// needs no NVML headers, and reports nothing where there is no driver. The node agent loads it beside
+// the host's samplers (monitor/sampler_plugin.h). Per GPU ("gpu<i>"): util_percent, mem_util_percent,
+// mem_used_bytes, mem_total_bytes, power_w, energy_j (the hardware counter, since the monitor
+// started), temperature_c, sm_clock_mhz, mem_clock_mhz, throttle_reasons (NVML's bit mask); metrics a
+// GPU does not support are left out.
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <string>
+#include <vector>
 
-namespace xpuperf::monitor {
+#include "xpuperf/monitor/sampler_plugin.h"
+
+namespace xpuperf::nvidia {
 
 namespace {
+
+struct Sample {
+  std::string device, metric;
+  double value = 0;
+};
 
 // The few NVML types and entry points we use, declared here (their ABI is stable across driver
 // versions; the _v2 names are the current ones).
@@ -58,7 +76,7 @@ struct Nvml {
   }
 };
 
-class NvmlSampler : public Sampler {
+class NvmlSampler {
  public:
   explicit NvmlSampler(Nvml nvml) : nvml_(nvml) {
     unsigned int n = 0;
@@ -71,14 +89,13 @@ class NvmlSampler : public Sampler {
       devices_.push_back({"gpu" + std::to_string(i), device, counter ? static_cast<double>(mj) : -1.0});
     }
   }
-  ~NvmlSampler() override {
+  ~NvmlSampler() {
     nvml_.shutdown();
     ::dlclose(nvml_.library);
   }
-  std::string name() const override { return "nvml"; }
   bool has_devices() const { return !devices_.empty(); }
 
-  std::vector<Sample> sample() override {
+  std::vector<Sample> sample() {
     std::vector<Sample> out;
     for (const auto& d : devices_) {
       nvmlUtilization_t util{};
@@ -124,9 +141,8 @@ class NvmlSampler : public Sampler {
   std::vector<Device> devices_;
 };
 
-}  // namespace
-
-std::unique_ptr<Sampler> make_nvml_sampler() {
+// Null when NVML cannot be loaded or initialised, or finds no GPU.
+std::unique_ptr<NvmlSampler> make_nvml_sampler() {
   Nvml nvml;
   nvml.library = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!nvml.library) return nullptr;
@@ -150,4 +166,22 @@ std::unique_ptr<Sampler> make_nvml_sampler() {
   return sampler;
 }
 
-}  // namespace xpuperf::monitor
+// The figures now as "device,metric,value" lines (sampler_plugin.h), all digits kept.
+std::size_t sample(char* text, std::size_t capacity) {
+  static const auto sampler = make_nvml_sampler();  // opened at the first sample, on the monitor's thread
+  if (!sampler) return 0;
+  std::string out;
+  char line[256];
+  for (const auto& s : sampler->sample()) {
+    std::snprintf(line, sizeof line, "%s,%s,%.17g\n", s.device.c_str(), s.metric.c_str(), s.value);
+    out += line;
+  }
+  const std::size_t n = std::min(out.size(), capacity);
+  std::memcpy(text, out.data(), n);
+  return n;
+}
+
+}  // namespace
+}  // namespace xpuperf::nvidia
+
+XPUPERF_MONITOR_SAMPLER("nvml", xpuperf::nvidia::sample)
