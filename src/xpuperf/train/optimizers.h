@@ -9,10 +9,10 @@
 // `bf16_weights: true` (precision bf16, Adam or AdamW, foreach or fused): the weights of the model's
 // products (torchrt/product_weights.h: its Linear layers', a mixture of experts') are kept in bf16 on
 // the device, their fp32 masters and moments in the optimizer, and the step updates the masters from
-// the bf16 gradients and rounds them into the weights (one CUDA kernel a tensor with fused:
-// train/cuda/master_adam.h). Autocast would cast those weights to bf16 in every forward and their
-// gradients back to float: the same products, without those passes and the float gradients. Megatron's
-// bf16 training keeps its weights so too.
+// the bf16 gradients and rounds them into the weights (with fused, xpuperf's master_adam_step
+// operator a tensor: NVIDIA's kernel, vendors/nvidia/plugin/kernels/master_adam.h). Autocast would
+// cast those weights to bf16 in every forward and their gradients back to float: the same products,
+// without those passes and the float gradients. Megatron's bf16 training keeps its weights so too.
 
 #include <torch/torch.h>
 
