@@ -49,7 +49,7 @@ fi
   echo "h2d_pinned $(ours interconnect-h2d 'pinned 1024 MiB')"
   echo "d2h_pinned $(ours interconnect-d2h 'pinned 1024 MiB')"
   if [[ $(nvidia-smi -L | wc -l) -ge 2 ]]; then
-    echo "allreduce_busbw_256MiB $(ours interconnect-allreduce sweep:268435456 --nproc 2 --set cuda_min_bytes=268435456)"
+    echo "allreduce_busbw_256MiB $(ours interconnect-allreduce sweep:268435456 --nproc 2 --set device_min_bytes=268435456)"
   fi
 } > "$work/ours.txt"
 

@@ -173,6 +173,22 @@ TEST(VendorBase, TheSimVendorRunsABaseCaseThroughPyTorchAndThroughItsPlugin) {
   EXPECT_TRUE(has(gemm.output, "0 wrong of 64 sampled elements")) << gemm.output;
 }
 
+// The collectives base cases on a plug-in's device through its own collective backend (backend
+// torch: the vendor-neutral figure): two ranks on sim:0 and sim:1 over the sim backend, every size
+// checked, reduce-scatter included (which Gloo alone lacks).
+TEST(VendorBase, TheSimVendorsCollectivesRunThroughItsBackend) {
+  for (const std::string op : {"allreduce", "reducescatter"}) {
+    SCOPED_TRACE(op);
+    const Result r = xpuperf({"base", "interconnect-" + op, "--vendor", "sim", "--hardware", "SIM", "--nproc", "2",
+                              "--set", "device_min_bytes=65536", "--set", "device_max_bytes=262144", "--set",
+                              "device_iterations=2", "--set", "warmup=1"},
+                             XPUPERF_SOURCE_DIR);
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_TRUE(has(r.output, "c10d sim on sim:0, 2 ranks, float32")) << r.output;
+    EXPECT_TRUE(has(r.output, "0 wrong elements over 3 sizes")) << r.output;
+  }
+}
+
 // lenet5 inference on the sim vendor goes through the engine its plug-in registers (its vendor
 // config says compiler: sim), on sim:0, and agrees with the validation run.
 TEST_F(VendorSim, Lenet5InfersThroughTheEngineThePluginRegisters) {
@@ -197,13 +213,13 @@ TEST(VendorCheck, TheSimVendorPassesItsConformance) {
   const Result r = xpuperf({"vendor", "check", "sim", "--steps", "5"}, XPUPERF_SOURCE_DIR);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(has(r.output, "vendor sim, device sim:0, plug-in xpuperf-sim 1.0")) << r.output;
-  for (const char* row : {"| device | copy host to device and back | float32 | 0 | 0 | pass |",
-                          "| operators | add_rms_norm (gradients) | bfloat16 |",
-                          "| operators | decode_attention | bfloat16 |",
-                          "| operators | batch_norm_act (gradients) | float32 |",
-                          "| collectives | form the group | - | 0 | 0 | pass: backend sim |",
-                          "| collectives | reduce_scatter (sum) | float32 | 0 | 0 | pass |",
-                          "| training | LeNet-5, 5 steps on synthetic images, against the CPU | float32 | 0 |"})
+  for (const char* row :
+       {"| device | copy host to device and back | float32 | 0 | 0 | pass |",
+        "| operators | add_rms_norm (gradients) | bfloat16 |", "| operators | decode_attention | bfloat16 |",
+        "| operators | batch_norm_act (gradients) | float32 |",
+        "| collectives | form the group | - | 0 | 0 | pass: backend sim |",
+        "| collectives | reduce_scatter (sum) | float32 | 0 | 0 | pass |",
+        "| training | LeNet-5, 5 steps on synthetic images, against the CPU | float32 | 0 |"})
     EXPECT_TRUE(has(r.output, row)) << row << "\n" << r.output;
   EXPECT_FALSE(has(r.output, "FAIL")) << r.output;
   // The row that starts so, to its end.
@@ -219,7 +235,8 @@ TEST(VendorCheck, TheSimVendorPassesItsConformance) {
   for (const auto& [start, end] : ran) {
     const std::string row = row_of(start);
     EXPECT_TRUE(row.size() >= std::string(end).size() && row.substr(row.size() - std::string(end).size()) == end)
-        << start << " ... " << end << "\n" << r.output;
+        << start << " ... " << end << "\n"
+        << r.output;
   }
 }
 

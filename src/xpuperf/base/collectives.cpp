@@ -1,5 +1,7 @@
 // interconnect-{allreduce,allgather,reducescatter,alltoall}: a size sweep of one collective over
-// every rank of the case (NCCL on CUDA, Gloo on the CPU, through LibTorch's c10d process groups),
+// every rank of the case through a c10d process group: Gloo on the CPU (backend cpu), NCCL on CUDA
+// (backend cuda), and on any vendor's device its own collective backend (backend torch: the
+// vendor-neutral figure, e.g. the sim's, or a plug-in's HCCL on its NPUs),
 // reported like nccl-tests: time per operation averaged over ranks, algbw = size / time,
 // busbw = algbw x the collective's factor with n = the total rank count (2(n-1)/n for all-reduce,
 // (n-1)/n for the others), and #wrong from a check run after each size's timing.
@@ -11,7 +13,9 @@
 #include <thread>
 
 #include "xpuperf/base/base_benchmark.h"
+#include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/distributed.h"
+#include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::base {
 
@@ -26,6 +30,7 @@ class Collective : public BaseBenchmark {
   std::string filter(const BaseContext& ctx) override {
     if (ctx.env.world_size < 2)
       return "a collective needs at least 2 ranks: run it with nproc >= 2 (plan key ...:1:2:1, or --nproc 2)";
+    if (backend_ == "torch") return "";  // the vendor's device and backend: Distributed says what is missing
     const std::string group = backend_ == "cuda" ? "nccl" : "gloo";
     if (!torchrt::Distributed::has_backend(group)) return "this build has no " + group + " process group";
     if (backend_ == "cuda" && !torch::cuda::is_available()) return "no CUDA device (or no driver) on this host";
@@ -35,20 +40,17 @@ class Collective : public BaseBenchmark {
   }
 
   BaseResult run(const BaseContext& ctx) override {
-    const bool cuda = backend_ == "cuda";
-    const torch::Device device =
-        cuda ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ctx.device)) : torch::Device(torch::kCPU);
-    torchrt::DistributedOptions options;
-    options.backend = cuda ? "nccl" : "gloo";
+    const torch::Device device = device_of(ctx);
+    torchrt::DistributedOptions options;  // backend auto: gloo on the CPU, the vendor's on its device
     auto dist = torchrt::Distributed::create(ctx.env, device, options);
     const int n = ctx.env.world_size;
-    const auto sync = [&] {
-      if (cuda) torch::cuda::synchronize(ctx.device);
-    };
-    const std::int64_t min_bytes = ctx.config.get_int(cuda ? "cuda_min_bytes" : "cpu_min_bytes");
-    const std::int64_t max_bytes = ctx.config.get_int(cuda ? "cuda_max_bytes" : "cpu_max_bytes");
+    const auto sync = [&] { torchrt::synchronize(device); };
+    // An accelerator's sizes, or the CPU's (smaller: Gloo over loopback).
+    const std::string sizes = device.is_cpu() ? "cpu_" : "device_";
+    const std::int64_t min_bytes = ctx.config.get_int(sizes + "min_bytes");
+    const std::int64_t max_bytes = ctx.config.get_int(sizes + "max_bytes");
     const int warmup = static_cast<int>(ctx.config.get_int("warmup"));
-    const int iterations = static_cast<int>(ctx.config.get_int(cuda ? "cuda_iterations" : "cpu_iterations"));
+    const int iterations = static_cast<int>(ctx.config.get_int(sizes + "iterations"));
     const double factor = op_ == "allreduce" ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
     const auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device);
 
@@ -110,14 +112,14 @@ class Collective : public BaseBenchmark {
     r.correct = total_wrong == 0;
     r.check = std::to_string(total_wrong) + " wrong elements over " + std::to_string(sweep.size()) +
               " sizes (nccl-tests' #wrong, summed over ranks)";
-    r.implementation = std::string("c10d ") + (cuda ? "ProcessGroupNCCL" : "ProcessGroupGloo") + ", " +
+    r.implementation = "c10d " + dist->backend() + " on " + torchrt::device_text(device.str()) + ", " +
                        std::to_string(n) + " ranks, float32";
     const auto whole = static_cast<long long>(largest_size);
     const std::string at =
         whole >= (1 << 20) ? std::to_string(whole >> 20) + " MiB" : std::to_string(whole >> 10) + " KiB";
     r.figures.push_back(
         {"busbw at " + at, largest_busbw, "GB/s",
-         cuda && ctx.env.world_size == ctx.env.local_world_size ? "interconnect.unidirectional_gbps" : ""});
+         !device.is_cpu() && ctx.env.world_size == ctx.env.local_world_size ? "interconnect.unidirectional_gbps" : ""});
     r.figures.push_back({"algbw at " + at, largest_algbw, "GB/s", ""});
     r.figures.push_back({"average busbw", busbw_sum / static_cast<double>(sweep.size()), "GB/s", ""});
     r.details = {{"sweep", sweep}, {"ranks", n}, {"busbw_factor", factor}};
@@ -164,6 +166,15 @@ class Collective : public BaseBenchmark {
     return static_cast<std::int64_t>(total.item<double>());
   }
 
+  // The device the backend names: the CPU, CUDA device `ctx.device`, or (torch) the vendor's.
+  torch::Device device_of(const BaseContext& ctx) const {
+    if (backend_ == "cpu") return torch::kCPU;
+    if (backend_ == "cuda") return torchrt::choose_device("cuda", ctx.device);
+    const torchrt::ActiveVendor* vendor = torchrt::active_vendor();
+    if (vendor && vendor->spec.declared && vendor->spec.device_type == "cpu") return torch::kCPU;
+    return torchrt::choose_device("auto", ctx.device);
+  }
+
   std::string op_, backend_;
 };
 
@@ -182,6 +193,10 @@ XPUPERF_COLLECTIVE(allreduce, cuda);
 XPUPERF_COLLECTIVE(allgather, cuda);
 XPUPERF_COLLECTIVE(reducescatter, cuda);
 XPUPERF_COLLECTIVE(alltoall, cuda);
+XPUPERF_COLLECTIVE(allreduce, torch);
+XPUPERF_COLLECTIVE(allgather, torch);
+XPUPERF_COLLECTIVE(reducescatter, torch);
+XPUPERF_COLLECTIVE(alltoall, torch);
 
 }  // namespace
 
