@@ -31,13 +31,14 @@ if ! "$compiler" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -DXPUPERF_HAVE_N
   cat "$work/errors" >&2
   status=1
 fi
-# NVIDIA's plug-in (vendors/nvidia/plugin/*.cpp: the kernels registered for xpuperf's operators),
-# against this machine's LibTorch headers where they include c10/cuda (Debian's do), with stand-ins
-# for the CUDA runtime's headers they include (tests/cuda_host/torch_stubs).
+# NVIDIA's plug-in (vendors/nvidia/plugin/nvidia_*.cpp: its operators' kernels, NCCL, its probes; not
+# the TensorRT engine, whose headers no machine here has) against this machine's LibTorch headers
+# where they include c10/cuda (Debian's do), with stand-ins for the CUDA runtime's headers they
+# include (tests/cuda_host/torch_stubs).
 torch_api=$(dirname "$(find /usr/include /usr/local/include -maxdepth 6 -path '*torch/csrc/api/include/torch/torch.h' 2>/dev/null | head -1)")
 if [[ -f /usr/include/c10/cuda/CUDAGuard.h && -n $torch_api && $torch_api != . ]]; then
   # One translation unit of all of them: LibTorch's headers are most of the time.
-  for f in "$root"/vendors/nvidia/plugin/*.cpp; do printf '#include "%s"\n' "$f"; done > "$work/nvidia_plugin.cpp"
+  for f in "$root"/vendors/nvidia/plugin/nvidia_*.cpp; do printf '#include "%s"\n' "$f"; done > "$work/nvidia_plugin.cpp"
   if ! "$compiler" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I"$root/tests/cuda_host/torch_stubs" \
     -I"$root/tests/cuda_host/stubs" -I"$root/src" -I"$root/vendors/nvidia/plugin" -isystem "$(dirname "$torch_api")" \
     "$work/nvidia_plugin.cpp" 2> "$work/errors"; then
