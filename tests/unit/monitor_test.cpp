@@ -4,8 +4,8 @@
 #include <thread>
 
 #include "test_util.h"
-#include "xpuperf/monitor/analysis.h"
 #include "xpuperf/core/vendor_spec.h"
+#include "xpuperf/monitor/analysis.h"
 #include "xpuperf/monitor/sampler.h"
 
 namespace xpuperf::monitor {

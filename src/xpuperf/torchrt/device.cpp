@@ -21,7 +21,50 @@ std::map<std::pair<c10::DeviceType, std::string>, FeatureProbe>& feature_probes(
   static std::map<std::pair<c10::DeviceType, std::string>, FeatureProbe> probes;
   return probes;
 }
+
+std::map<c10::DeviceType, NativeStreamProbe>& native_stream_probes() {
+  static std::map<c10::DeviceType, NativeStreamProbe> probes;
+  return probes;
+}
+
+std::map<c10::DeviceType, DeviceGraphFactory>& graph_factories() {
+  static std::map<c10::DeviceType, DeviceGraphFactory> factories;
+  return factories;
+}
 }  // namespace
+
+std::optional<c10::Stream> side_stream(const torch::Device& device) {
+  if (device.is_cpu() || !c10::impl::hasDeviceGuardImpl(device.type())) return std::nullopt;
+  try {
+    return c10::impl::getDeviceGuardImpl(device.type())->getStreamFromGlobalPool(device, /*isHighPriority=*/false);
+  } catch (const c10::Error&) {  // the guard keeps no stream pool
+    return std::nullopt;
+  }
+}
+
+void register_native_stream(c10::DeviceType type, NativeStreamProbe probe) {
+  native_stream_probes()[type] = std::move(probe);
+}
+
+void* native_stream(const torch::Device& device) {
+  const auto& probes = native_stream_probes();
+  const auto it = probes.find(device.type());
+  return it == probes.end() ? nullptr : it->second(device);
+}
+
+void register_device_graphs(c10::DeviceType type, DeviceGraphFactory factory) {
+  graph_factories()[type] = std::move(factory);
+}
+
+bool device_has_graphs(c10::DeviceType type) {
+  return graph_factories().count(type) > 0;
+}
+
+std::unique_ptr<DeviceGraph> make_device_graph(const torch::Device& device) {
+  const auto& factories = graph_factories();
+  const auto it = factories.find(device.type());
+  return it == factories.end() ? nullptr : it->second(device);
+}
 
 void register_device_feature(c10::DeviceType type, const std::string& feature, FeatureProbe probe) {
   feature_probes()[{type, feature}] = std::move(probe);

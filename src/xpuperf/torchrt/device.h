@@ -5,6 +5,8 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 
 namespace xpuperf::torchrt {
@@ -34,5 +36,31 @@ double peak_device_memory_bytes(const torch::Device& device);
 using FeatureProbe = std::function<bool(const torch::Device&)>;
 void register_device_feature(c10::DeviceType type, const std::string& feature, FeatureProbe probe);
 bool device_has_feature(const torch::Device& device, const std::string& feature);
+
+// A stream of the device's own beside its current one (for copies that overlap the computation),
+// from its guard's stream pool; none on the CPU and on a device whose guard keeps no pool.
+std::optional<c10::Stream> side_stream(const torch::Device& device);
+
+// The device's current stream as its runtime's handle (cudaStream_t on NVIDIA's), for a library
+// that launches its own work on it (the image loader's decoder), as the device's vendor registers
+// it; null where none does.
+using NativeStreamProbe = std::function<void*(const torch::Device&)>;
+void register_native_stream(c10::DeviceType type, NativeStreamProbe probe);
+void* native_stream(const torch::Device& device);
+
+// Device work recorded once and replayed as one launch (NVIDIA's plug-in: CUDA graphs), where the
+// device's vendor brings it. capture runs `work` on a stream of the graph's own, recording what it
+// queues, and waits for the capture to end; replay queues the recording on the current stream.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  virtual void capture(const std::function<void()>& work) = 0;
+  virtual void replay() = 0;
+};
+using DeviceGraphFactory = std::function<std::unique_ptr<DeviceGraph>(const torch::Device&)>;
+void register_device_graphs(c10::DeviceType type, DeviceGraphFactory factory);
+bool device_has_graphs(c10::DeviceType type);
+// Null where the device's vendor brings no graphs.
+std::unique_ptr<DeviceGraph> make_device_graph(const torch::Device& device);
 
 }  // namespace xpuperf::torchrt

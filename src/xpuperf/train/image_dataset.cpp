@@ -6,14 +6,11 @@
 #include <filesystem>
 #include <thread>
 
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-#include <c10/cuda/CUDAStream.h>
-#endif
-
 #include "xpuperf/core/log.h"
 #include "xpuperf/data/gpu_jpeg.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/data/shard_sampler.h"
+#include "xpuperf/torchrt/device.h"
 
 namespace xpuperf::train {
 namespace fs = std::filesystem;
@@ -36,7 +33,8 @@ ImageFolderDataset::ImageFolderDataset(data::ImageFolder folder, ImageDataOption
 std::string ImageFolderDataset::description() const {
   return what_ + ", " + std::to_string(folder_.images.size()) + " images in " + std::to_string(folder_.classes.size()) +
          " classes from " + folder_.dir +
-         (options_.gpu_device >= 0 ? " (decoded with nvJPEG on the GPU)" : " (decoded with libjpeg-turbo)");
+         (options_.decode_device.is_cpu() ? std::string(" (decoded with libjpeg-turbo)")
+                                          : " (decoded on " + options_.decode_device.str() + ")");
 }
 
 std::int64_t ImageFolderDataset::batches_in_epoch(const EpochPlan& plan) const {
@@ -67,7 +65,7 @@ void ImageFolderDataset::start_epoch(const EpochPlan& plan) {
     o.seed = plan.seed;
     o.rank = plan.rank;
     o.world_size = plan.world_size;
-    o.gpu_device = options_.gpu_device;
+    o.gpu_device = options_.decode_device.is_cpu() ? -1 : options_.decode_device.index();
     o.max_image_pixels = options_.max_image_pixels;
     loader_.reset();  // its device buffers go before the next loader's are taken
     loader_ = std::make_unique<data::ImageFolderLoader>(folder_, o);
@@ -91,21 +89,17 @@ std::optional<Batch> ImageFolderDataset::next_batch() {
 }
 
 Batch ImageFolderDataset::device_batch(const data::ImageBatch& batch) {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-  // Copied out of the loader's buffer on the step's stream, which the buffer then waits for.
-  const auto device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(options_.gpu_device));
+  // Copied out of the loader's buffer on the step's stream (its handle from the device's vendor),
+  // which the buffer then waits for.
+  const torch::Device device = options_.decode_device;
   auto pixels = torch::from_blob(batch.device_pixels, {batch.size, batch.height, batch.width, 3},
                                  torch::TensorOptions().dtype(torch::kUInt8).device(device))
                     .clone();
-  loader_->release(batch, c10::cuda::getCurrentCUDAStream(device.index()).stream());
+  loader_->release(batch, torchrt::native_stream(device));
   // Pinned, so the runtime's copy to the device is asynchronous: a copy from pageable memory
-  // would wait for the steps queued before it, and the GPU would idle while the next is queued.
+  // would wait for the steps queued before it, and the device would idle while the next is queued.
   auto labels = torch::tensor(batch.labels, torch::TensorOptions().dtype(torch::kLong)).pin_memory();
   return Batch{pixels.permute({0, 3, 1, 2}), labels};
-#else
-  loader_->release(batch, nullptr);
-  throw data::DataError("GPU-decoded batches need a LibTorch build with CUDA");
-#endif
 }
 
 std::int64_t ImageFolderDataset::skipped_samples() const {
@@ -201,7 +195,7 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
   // nvJPEG's decoding slows the step it runs beside (ResNet-50 on an H100: 10 %, resnet50 README);
   // nvJPEG where the cores per rank are fewer.
   if (ctx.device.is_cuda() && decodes_on_gpu(cfg, cores_per_rank(o.ranks_on_host))) {
-    o.gpu_device = ctx.device.has_index() ? ctx.device.index() : 0;
+    o.decode_device = torch::Device(ctx.device.type(), ctx.device.has_index() ? ctx.device.index() : 0);
     // The workers read files and headers and take turns at the hardware decoder (gpu_jpeg.cpp): two
     // keep it at 18,000 crops/s on an H200 (one: 8,900, three: 21,000), ahead of MobileNetV2's
     // 11,700 images/s. A third thread adds nothing the step can use and costs it a little

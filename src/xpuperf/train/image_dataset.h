@@ -20,9 +20,10 @@ struct ImageDataOptions {
   int resize_to = 256;      // evaluation: the shorter side before the centre crop
   int threads = 0;          // decoding threads per rank; 0: the host's cores shared by its ranks
   int batches_ahead = 0;    // 0: two a thread
-  bool pin_memory = false;  // page-locked batches, so the copy to a CUDA device is asynchronous
+  bool pin_memory = false;  // page-locked batches, so the copy to the device is asynchronous
   int ranks_on_host = 1;    // threads = 0 shares the cores between them
-  int gpu_device = -1;      // >= 0: nvJPEG decodes on this CUDA device, batches arrive there
+  // Not the CPU: the device's JPEG decoder (data/gpu_jpeg.h) decodes on it, batches arrive there.
+  torch::Device decode_device = torch::kCPU;
   std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;  // larger images are skipped undecoded
 };
 

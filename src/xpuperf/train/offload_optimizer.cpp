@@ -1,6 +1,9 @@
 #include "xpuperf/train/offload_optimizer.h"
 
 #include <ATen/Parallel.h>
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,12 +20,6 @@
 #include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/torchrt/host_arena.h"
 #include "xpuperf/train/cpu_adam.h"
-
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace xpuperf::train {
 namespace {
@@ -148,16 +145,13 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
         slots_[i].exchange.copy_(sum.reshape({-1}), /*non_blocking=*/true);
       }
     };
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-    const auto& first = bucket.parts.front().second;
-    if (first.is_cuda()) {
+    if (const auto stream = copy_stream(bucket.parts.front().second.device())) {
       // The copy stream waits for the all-reduce (which waited for the backward's writes), not the
       // host; the bucket's memory stays the bucket's, so nothing reuses it meanwhile.
-      const c10::cuda::CUDAStreamGuard on_copy_stream(copy_stream(first.device().index()));
+      const c10::StreamGuard on_copy_stream(*stream);
       take();
       return;
     }
-#endif
     take();
   }
 
@@ -334,30 +328,31 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
   // exchange ← device (or host) tensor `from`, queued where a GPU copies: on the copy stream when
   // gradients stream, after the work that made `from` on the current stream.
   void copy_to_host(torch::Tensor& exchange, const torch::Tensor& from) {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-    if (from.is_cuda() && stream_) {
-      const auto device = from.device().index();
-      const auto stream = copy_stream(device);
-      at::cuda::CUDAEvent ready;
-      ready.record(c10::cuda::getCurrentCUDAStream(device));
-      ready.block(stream);
+    if (const auto stream = stream_ ? copy_stream(from.device()) : std::nullopt) {
+      const c10::impl::VirtualGuardImpl guard(from.device().type());
+      c10::Event ready(from.device().type());
+      ready.record(guard.getStream(from.device()));
+      ready.block(*stream);
       {
-        const c10::cuda::CUDAStreamGuard on_copy_stream(stream);
+        const c10::StreamGuard on_copy_stream(*stream);
         exchange.copy_(from, /*non_blocking=*/true);
       }
-      from.record_stream(stream);  // its memory stays unused until the copy has read it
+      from.record_stream(*stream);  // its memory stays unused until the copy has read it
       return;
     }
-#endif
     exchange.copy_(from, /*non_blocking=*/true);
   }
 
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-  c10::cuda::CUDAStream copy_stream(c10::DeviceIndex device) {
-    if (!copy_stream_) copy_stream_ = c10::cuda::getStreamFromPool(false, device);
-    return *copy_stream_;
+  // The device's copy stream (torchrt::side_stream), taken at the first use; none on the CPU or on
+  // a device without a stream pool, where copies go on the current stream.
+  std::optional<c10::Stream> copy_stream(const torch::Device& device) {
+    if (device.is_cpu()) return std::nullopt;
+    if (!copy_stream_looked_for_) {
+      copy_stream_ = torchrt::side_stream(device);
+      copy_stream_looked_for_ = true;
+    }
+    return copy_stream_;
   }
-#endif
 
   // The factor clip_gradients would have multiplied every gradient by (1 without clipping): its
   // arithmetic, in float, from the norm of this step's gradients.
@@ -383,9 +378,8 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
   std::int64_t earlier_micro_batches_ = 0;
   std::vector<char> streamed_;  // per slot this step: 0 not yet, 1 on its way, 2 arrived twice
   std::vector<unsigned> hooks_;
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-  std::optional<c10::cuda::CUDAStream> copy_stream_;
-#endif
+  std::optional<c10::Stream> copy_stream_;
+  bool copy_stream_looked_for_ = false;
   torch::Tensor clip_norm_;  // clip_in_step's, for the next step
   double max_norm_ = 0;
   double gradient_wait_s_ = 0, streamed_share_ = 0;

@@ -86,8 +86,10 @@ MicroBatchRunner make_runner(const Config& cfg, const TrainingSettings& s, const
                              TrainingCase& c) {
   if (!s.cuda_graphs) return [](const Batch& b, const std::function<torch::Tensor(const Batch&)>& f) { return f(b); };
   const std::string where = cfg.at("cuda_graphs").source.str() + ": cuda_graphs: ";
-  if (!device.is_cuda() || !StepGraph::available())
-    throw ConfigError(where + "CUDA graphs need a CUDA device and a LibTorch built with CUDA (this run is on " +
+  if (!StepGraph::available(device))
+    throw ConfigError(where +
+                      "CUDA graphs need a CUDA device and a LibTorch built with CUDA (graphs come from the "
+                      "device's vendor, NVIDIA's plug-in; this run is on " +
                       device.str() + "); set cuda_graphs: false");
   graph = std::make_unique<StepGraph>(device, params);
   StepGraph* g = graph.get();

@@ -1,9 +1,9 @@
 #pragma once
-// `cuda_graphs: true`: one training step's forward and backward captured as a CUDA graph and
-// replayed, so the host launches one graph instead of hundreds of kernels. The optimizer step
-// stays outside (its learning rate changes every step), as do gradient clipping and logging.
-// The first steps run eagerly (cuDNN's algorithm search, the allocator's warm-up); a batch of
-// another shape (an epoch's last, smaller one) runs eagerly too.
+// `cuda_graphs: true`: one training step's forward and backward captured as a device graph (the
+// vendor's, torchrt::DeviceGraph: NVIDIA's CUDA graphs) and replayed, so the host launches one graph instead of
+// hundreds of kernels. The optimizer step stays outside (its learning rate changes every step), as do gradient clipping
+// and logging. The first steps run eagerly (cuDNN's algorithm search, the allocator's warm-up); a batch of another
+// shape (an epoch's last, smaller one) runs eagerly too.
 
 #include <torch/torch.h>
 
@@ -20,8 +20,8 @@ class StepGraph {
   // Forward and backward of one batch, returning the loss (backward already done).
   using Step = std::function<torch::Tensor(const Batch&)>;
 
-  // Whether this LibTorch build can capture CUDA graphs.
-  static bool available();
+  // Whether the device's vendor brings graphs (torchrt::device_has_graphs).
+  static bool available(const torch::Device& device);
 
   StepGraph(const torch::Device& device, std::vector<torch::Tensor> params, int eager_steps = 3);
   ~StepGraph();

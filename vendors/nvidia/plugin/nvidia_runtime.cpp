@@ -1,8 +1,10 @@
 // What NVIDIA's plug-in registers besides its operators' kernels: the collective backend `nccl`
-// (LibTorch's ProcessGroupNCCL), the peak memory of CUDA's caching allocator for the results, and
-// the features the layers ask about (torchrt::device_has_feature).
+// (LibTorch's ProcessGroupNCCL), the peak memory of CUDA's caching allocator for the results, the
+// current stream's handle for libraries that launch on it, and the features the layers ask about
+// (torchrt::device_has_feature).
 
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #include <torch/version.h>
 #ifdef XPUPERF_HAVE_NCCL
@@ -63,6 +65,9 @@ const bool registered = [] {
 #endif
   torchrt::register_peak_memory_probe(c10::DeviceType::CUDA, &cuda_peak_memory_bytes);
   torchrt::register_device_feature(c10::DeviceType::CUDA, "grouped_mm_bf16", &grouped_mm_bf16);
+  torchrt::register_native_stream(c10::DeviceType::CUDA, [](const torch::Device& device) -> void* {
+    return c10::cuda::getCurrentCUDAStream(device.index()).stream();
+  });
   return true;
 }();
 
