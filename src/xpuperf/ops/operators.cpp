@@ -4,7 +4,9 @@
 #include <torch/library.h>
 
 #include <cstdlib>
+#include <functional>
 #include <initializer_list>
+#include <map>
 #include <string>
 
 #include "xpuperf/ops/composite.h"
@@ -285,11 +287,20 @@ const std::vector<std::string_view>& operator_names() {
 }
 
 bool has_kernel(std::string_view op, c10::DeviceType device, bool training) {
-  const auto dot = op.find('.');
-  const std::string name = "xpuperf::" + std::string(op.substr(0, dot));
-  const std::string overload = dot == std::string_view::npos ? "" : std::string(op.substr(dot + 1));
-  const auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
-  return handle.has_value() && registered(*handle, device, training);
+  // The operators' handles, looked up by name once: the models ask at every forward.
+  static const auto handles = [] {
+    std::map<std::string, c10::OperatorHandle, std::less<>> found;
+    for (const auto name : operator_names()) {
+      const auto dot = name.find('.');
+      const std::string overload = dot == std::string_view::npos ? "" : std::string(name.substr(dot + 1));
+      if (const auto handle =
+              c10::Dispatcher::singleton().findSchema({"xpuperf::" + std::string(name.substr(0, dot)), overload}))
+        found.emplace(std::string(name), *handle);
+    }
+    return found;
+  }();
+  const auto it = handles.find(op);
+  return it != handles.end() && registered(it->second, device, training);
 }
 
 bool device_has_kernels(c10::DeviceType device) {

@@ -10,10 +10,6 @@
 namespace xpuperf::nvidia {
 namespace {
 
-using kernels::aligned;
-using kernels::check;
-using kernels::element_of;
-using kernels::stream_of;
 using ops::Activation;
 
 kernels::Activation kernel_activation(std::int64_t act) {

@@ -10,12 +10,7 @@
 namespace xpuperf::nvidia {
 namespace {
 
-using kernels::aligned;
-using kernels::check;
-using kernels::element_of;
-using kernels::stream_of;
 using ops::RotatedQkv;
-using ops::switched_off;
 
 std::optional<torch::Tensor> kernel_silu_mul(const torch::Tensor& gate_up) {
   if (switched_off("silu_mul")) return std::nullopt;

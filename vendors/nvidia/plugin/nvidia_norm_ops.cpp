@@ -12,12 +12,6 @@
 namespace xpuperf::nvidia {
 namespace {
 
-using kernels::aligned;
-using kernels::check;
-using kernels::element_of;
-using kernels::stream_of;
-using ops::switched_off;
-
 // The kernel keeps a row in shared memory: well under the 48 KiB a block may have without opting in.
 constexpr std::int64_t kMaxNormRowBytes = 32 * 1024;
 

@@ -22,6 +22,12 @@
 namespace xpuperf::nvidia {
 
 using OptionalTensor = c10::optional<torch::Tensor>;
+// What every file of the plug-in's fronts reaches for.
+using kernels::aligned;
+using kernels::check;
+using kernels::element_of;
+using kernels::stream_of;
+using ops::switched_off;
 
 inline torch::Tensor value_of(const OptionalTensor& t) {
   return t.has_value() ? *t : torch::Tensor();
@@ -32,8 +38,7 @@ inline std::optional<torch::ScalarType> std_optional(const c10::optional<torch::
 
 // A contiguous CUDA tensor of the kernels' types, 16-byte aligned, its last dimension whole packs.
 inline bool packable(const torch::Tensor& t, std::int64_t width, kernels::Element& e) {
-  return t.is_cuda() && t.is_contiguous() && kernels::element_of(t, e) && width % kernels::pack_elements(e) == 0 &&
-         kernels::aligned(t);
+  return t.is_cuda() && t.is_contiguous() && element_of(t, e) && width % kernels::pack_elements(e) == 0 && aligned(t);
 }
 
 // Launches an inference kernel (`launch` returns CUDA's error text or null) as an operator of its own
@@ -43,7 +48,7 @@ inline bool packable(const torch::Tensor& t, std::int64_t width, kernels::Elemen
 template <typename Launch>
 void run_kernel(const char* name, Launch&& launch) {
   RECORD_FUNCTION(name, std::vector<c10::IValue>());
-  kernels::check(launch(), name);
+  check(launch(), name);
 }
 
 // Whether autograd records an operation on these tensors: the kernels without a backward then leave

@@ -9,12 +9,6 @@
 namespace xpuperf::nvidia {
 namespace {
 
-using kernels::aligned;
-using kernels::check;
-using kernels::element_of;
-using kernels::stream_of;
-using ops::switched_off;
-
 // The cross entropy's kernels as one autograd function: the row's log-sum-exp is all the backward
 // needs besides the logits and targets. With `gradient_in_logits` the backward writes the gradient
 // over the logits it kept, which then never coexist with a second tensor of their size.
