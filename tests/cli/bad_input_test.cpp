@@ -753,9 +753,9 @@ std::vector<Probe> probes() {
        1,
        {"'lr' must be 0 or more, got -1", "'num_threads' must be 0 or more, got -3",
         "'max_steps' must be 0 or more, got -1", "'cuda_graphs' must be true or false",
-        "'jpeg_decoder' must be one of auto, cpu, nvjpeg, got 'foo'", "'train_batch_size' must be positive, got 0",
-        "'seq_length' 5000 is more than the model's n_positions 1024", "'tensor_parallel' must be 1 or more, got 0",
-        "'global_batch_size' must be 0 or more, got -8"},
+        "'jpeg_decoder' must be one of auto, cpu, device, nvjpeg, got 'foo'",
+        "'train_batch_size' must be positive, got 0", "'seq_length' 5000 is more than the model's n_positions 1024",
+        "'tensor_parallel' must be 1 or more, got 0", "'global_batch_size' must be 0 or more, got -8"},
        {"does not divide the 1 ranks", "is not a multiple of", "internal error"}});
   p.push_back({"Fp16OnTheCpuIsRefusedWithItsKey",
                [](Dir d, std::string& skip) {

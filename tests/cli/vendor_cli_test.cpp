@@ -78,6 +78,38 @@ TEST_F(VendorSim, TwoRanksTrainThroughTheSimCollectivesWithTheCurveOfTwoCpuRanks
   EXPECT_TRUE(has(sim.output, "\"dist_backend\":\"sim\"")) << sim.output;
 }
 
+// The device-decoder path of the image loader: MobileNetV2 on sim decodes its JPEGs with the sim
+// plug-in's decoder (jpeg_decoder: device, its config) into the sim's memory, and the batches, hence
+// the curve, are the CPU decoder's. A decoder the device does not have is refused with the choices.
+TEST_F(VendorSim, MobileNetV2DecodesItsJpegsOnTheSimDeviceWithTheCpusCurve) {
+  test::TempDir dir;
+  const Result jpegs = xpuperf({"data", "fashion-mnist", "-o", dir.path() + "/jpeg", "--train-per-class", "20",
+                                "--val-per-class", "5", "--size", "64"},
+                               XPUPERF_SOURCE_DIR);
+  ASSERT_EQ(jpegs.code, 0) << jpegs.output;
+  auto train = [&](const std::string& vendor, const std::string& hardware, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"train",      "--case", "mobilenetv2", "--vendor",          vendor,
+                                     "--hardware", hardware, "--data-dir",  dir.path() + "/jpeg"};
+    for (const char* set : {"image_size=32", "resize_size=32", "num_classes=10", "max_steps=4", "train_batch_size=16",
+                            "num_threads=1", "loader_threads=2", "record_loss_curve=true", "eval_interval_epochs=0"})
+      args.insert(args.end(), {"--set", set});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return xpuperf(args, XPUPERF_SOURCE_DIR, {}, 300);
+  };
+  const Result sim = train("sim", "SIM", {});
+  ASSERT_EQ(sim.code, 0) << sim.output;
+  EXPECT_TRUE(has(sim.output, "train images: sim decoder (libjpeg-turbo into sim memory) on sim:0")) << sim.output;
+  const Result cpu = train("cpu", "CPU", {"--set", "jpeg_decoder=cpu"});
+  ASSERT_EQ(cpu.code, 0) << cpu.output;
+  EXPECT_TRUE(has(cpu.output, "train images: libjpeg-turbo")) << cpu.output;
+  expect_same_curve(loss_curve(sim.output), loss_curve(cpu.output));
+
+  const Result other = train("sim", "SIM", {"--set", "jpeg_decoder=nvjpeg"});
+  EXPECT_NE(other.code, 0);
+  EXPECT_TRUE(has(other.output, "jpeg_decoder: nvjpeg: sim:0's decoder is sim; use jpeg_decoder: sim, device or cpu"))
+      << other.output;
+}
+
 // A content tree whose vendor "bad" names `plugin`: the standard cases, and a vendor folder of its own.
 struct BadVendorTree {
   test::TempDir dir;

@@ -187,7 +187,7 @@ TEST_F(VisionCli, AJpegDecoderThatCannotRunHereIsRefusedWithTheAlternative) {
   EXPECT_TRUE(has(gpu.output, "use jpeg_decoder: cpu")) << gpu.output;
   const Result typo = train_on_cpu("resnet50", {"--data-dir", jpegs()}, {"jpeg_decoder=nvjpg"}, 60);
   EXPECT_NE(typo.code, 0);
-  EXPECT_TRUE(has(typo.output, "'jpeg_decoder' must be one of auto, cpu, nvjpeg, got 'nvjpg'")) << typo.output;
+  EXPECT_TRUE(has(typo.output, "'jpeg_decoder' must be one of auto, cpu, device, nvjpeg, got 'nvjpg'")) << typo.output;
   EXPECT_TRUE(has(typo.output, "did you mean 'nvjpeg'?")) << typo.output;
 }
 

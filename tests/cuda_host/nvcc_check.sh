@@ -17,7 +17,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 shopt -s nullglob
-for f in "$root"/vendors/nvidia/plugin/kernels/*.cu "$root"/vendors/nvidia/plugin/base/*.cu "$root"/src/xpuperf/data/*.cu; do
+for f in "$root"/vendors/nvidia/plugin/kernels/*.cu "$root"/vendors/nvidia/plugin/base/*.cu "$root"/vendors/nvidia/plugin/data/*.cu; do
   rel=${f#"$root"/}
   if ! (cd "$root" && "$nvcc" -std=c++17 -arch=sm_90 --expt-relaxed-constexpr --expt-extended-lambda -Isrc -Ivendors/nvidia/plugin -ptx \
     "$rel" -o "$work/out.ptx") > "$work/errors" 2>&1; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA kernels' C++, checked on a machine without nvcc: each .cu file of the models' kernels and
 # of the JPEG crop, its launches (<<<...>>>) made plain calls, goes through g++ -fsyntax-only against
-# stand-ins for CUDA's headers (tests/cuda_host/stubs), and so does the nvJPEG decoder's CUDA half.
+# stand-ins for CUDA's headers (tests/cuda_host/stubs), and so does NVIDIA's nvJPEG decoder.
 # Templates are instantiated, so a misspelt member, a wrong argument or a slip in a refactor fails
 # here, before a GPU machine's build. Device semantics (what nvcc and the GPU tests check) are not.
 # No -Wshadow or unused warnings: `extern __shared__` arrays and launch configurations, made host
@@ -12,7 +12,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 compiler=${CXX:-g++}
 status=0
-for f in "$root"/vendors/nvidia/plugin/kernels/*.cu "$root"/src/xpuperf/data/gpu_crop.cu; do
+for f in "$root"/vendors/nvidia/plugin/kernels/*.cu "$root"/vendors/nvidia/plugin/data/gpu_crop.cu; do
   rel=${f#"$root"/}
   host=$work/$(basename "$f").cpp
   # A launch's <<<...>>> becomes a space (its line breaks kept, so the errors' line numbers hold).
@@ -24,10 +24,10 @@ for f in "$root"/vendors/nvidia/plugin/kernels/*.cu "$root"/src/xpuperf/data/gpu
     status=1
   fi
 done
-# The nvJPEG decoder's CUDA half (its #ifdef XPUPERF_HAVE_NVJPEG), which this machine's build leaves out.
-if ! "$compiler" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -DXPUPERF_HAVE_NVJPEG -I"$root/tests/cuda_host/stubs" \
-  -I"$root/src" "$root/src/xpuperf/data/gpu_jpeg.cpp" 2> "$work/errors"; then
-  echo "FAILED: src/xpuperf/data/gpu_jpeg.cpp with nvJPEG is not valid C++ against the stand-in headers:" >&2
+# NVIDIA's JPEG decoder (vendors/nvidia/plugin/data), which this machine's build leaves out.
+if ! "$compiler" -std=c++17 -fsyntax-only -Wall -Wextra -Werror -I"$root/tests/cuda_host/stubs" \
+  -I"$root/src" -I"$root/vendors/nvidia/plugin" "$root/vendors/nvidia/plugin/data/nvjpeg_decoder.cpp" 2> "$work/errors"; then
+  echo "FAILED: vendors/nvidia/plugin/data/nvjpeg_decoder.cpp is not valid C++ against the stand-in headers:" >&2
   cat "$work/errors" >&2
   status=1
 fi

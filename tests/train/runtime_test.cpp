@@ -9,7 +9,7 @@
 
 #include "test_util.h"
 #include "toy_case.h"
-#include "xpuperf/data/gpu_jpeg.h"
+#include "xpuperf/data/device_jpeg.h"
 #include "xpuperf/train/image_dataset.h"
 #include "xpuperf/train/step_profile.h"
 
@@ -282,40 +282,35 @@ Config vision_config(const std::string& text) {
   return *cfg;
 }
 
-TEST(Runtime, DecodingOnTheGpuRaisesTheHardwareQueuesUnlessTheUserSetThem) {
-  const char* kVariable = "CUDA_DEVICE_MAX_CONNECTIONS";
-  const char* before = std::getenv(kVariable);
-  const std::string saved = before ? before : "";
-  const Config nvjpeg = vision_config("data_dir: /data\njpeg_decoder: nvjpeg\n");
+TEST(Runtime, TheDeviceDecoderIsTheDevicesVendorsAndPreparesTheProcessOnlyWhenAskedFor) {
+  // A decoder for the meta device, which only counts its preparations.
+  static int prepared = 0;
+  data::DeviceJpegBackend backend;
+  backend.name = "testjpeg";
+  backend.device_type = "meta";
+  backend.before_device = [] { ++prepared; };
+  data::register_device_jpeg(backend);
+  const Config named = vision_config("data_dir: /data\njpeg_decoder: device\n");
   const Config cpu = vision_config("data_dir: /data\njpeg_decoder: cpu\n");
   const Config automatic = vision_config("data_dir: /data\njpeg_decoder: auto\n");
-  const Config synthetic = vision_config("synthetic_data: true\njpeg_decoder: nvjpeg\n");
+  const Config synthetic = vision_config("synthetic_data: true\njpeg_decoder: device\n");
   const Config language = vision_config("data_dir: /data\n");  // no image loader at all
-  const bool gpu = data::have_gpu_jpeg();
-  EXPECT_EQ(decodes_on_gpu(nvjpeg, 64), gpu);
-  EXPECT_EQ(decodes_on_gpu(automatic, 4), gpu);  // few cores a rank
-  EXPECT_FALSE(decodes_on_gpu(automatic, 64));
-  EXPECT_FALSE(decodes_on_gpu(cpu, 4));
-  EXPECT_FALSE(decodes_on_gpu(synthetic, 4));
-  EXPECT_FALSE(decodes_on_gpu(language, 4));
+  const torch::Device meta(torch::kMeta);
+  const auto* registered = data::device_jpeg_for_device("meta");
+  ASSERT_NE(registered, nullptr);
+  EXPECT_EQ(device_decoder_for(named, meta, 64), registered);
+  EXPECT_EQ(device_decoder_for(automatic, meta, 4), registered);  // few cores a rank
+  EXPECT_EQ(device_decoder_for(automatic, meta, 64), nullptr);
+  EXPECT_EQ(device_decoder_for(cpu, meta, 4), nullptr);
+  EXPECT_EQ(device_decoder_for(synthetic, meta, 4), nullptr);
+  EXPECT_EQ(device_decoder_for(language, meta, 4), nullptr);
+  EXPECT_EQ(device_decoder_for(named, torch::kCPU, 4), nullptr);  // the CPU decodes on its own
 
-  unsetenv(kVariable);
-  prepare_gpu_decoding(cpu, 1);
-  EXPECT_EQ(std::getenv(kVariable), nullptr);
-  prepare_gpu_decoding(nvjpeg, 1);
-  if (gpu) {
-    ASSERT_NE(std::getenv(kVariable), nullptr);
-    EXPECT_STREQ(std::getenv(kVariable), "32");
-  } else {
-    EXPECT_EQ(std::getenv(kVariable), nullptr);
-  }
-  setenv(kVariable, "4", 1);
-  prepare_gpu_decoding(nvjpeg, 1);
-  EXPECT_STREQ(std::getenv(kVariable), "4");  // the user's
-  if (before)
-    setenv(kVariable, saved.c_str(), 1);
-  else
-    unsetenv(kVariable);
+  prepared = 0;
+  prepare_device_decoding(cpu, 1);
+  EXPECT_EQ(prepared, 0);
+  prepare_device_decoding(named, 1);
+  EXPECT_EQ(prepared, 1);
 }
 
 }  // namespace

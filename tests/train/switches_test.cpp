@@ -571,7 +571,8 @@ TEST(Switches, CudaGraphsAreRefusedWhereTheyCannotRun) {
     losses("cuda_graphs: true\n");
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("CUDA graphs need a CUDA device"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("graphs need a device whose vendor brings them"), std::string::npos)
+        << e.what();
   }
 }
 

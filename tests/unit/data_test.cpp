@@ -12,9 +12,10 @@
 #endif
 
 #include "test_util.h"
-#include "xpuperf/data/gpu_jpeg.h"
+#include "xpuperf/data/device_jpeg.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/data/image_folder.h"
+#include "xpuperf/data/release_order.h"
 #include "xpuperf/data/shard_sampler.h"
 
 namespace xpuperf::data {
@@ -586,12 +587,17 @@ std::vector<std::uint8_t> to_host(const ImageBatch& batch) {
   return out;
 }
 
-TEST(GpuJpeg, LoaderBatchesMatchTheCpuDecoderAndBadFilesAreSkippedTheSame) {
-  if (!have_gpu_jpeg()) GTEST_SKIP() << "built without nvJPEG";
+// NVIDIA's JPEG decoder, where the build has it (the plug-in registers it as the binary loads).
+const DeviceJpegBackend* nvjpeg() {
+  return device_jpeg_named("nvjpeg");
+}
+
+TEST(NvJpeg, LoaderBatchesMatchTheCpuDecoderAndBadFilesAreSkippedTheSame) {
+  if (!nvjpeg()) GTEST_SKIP() << "built without nvJPEG";
   if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "no Fashion-MNIST";
   try {
-    GpuJpegDecoder probe(0, 32);
+    nvjpeg()->make_decoder(0, 32, true);
   } catch (const DataError& e) {
     GTEST_SKIP() << e.what();
   }
@@ -632,8 +638,8 @@ TEST(GpuJpeg, LoaderBatchesMatchTheCpuDecoderAndBadFilesAreSkippedTheSame) {
   o.batch_size = 8;
   o.seed = 3;
   o.threads = 2;
-  auto epoch = [&](int gpu_device, bool train) {
-    o.gpu_device = gpu_device;
+  auto epoch = [&](bool on_gpu, bool train) {
+    o.device_decoder = on_gpu ? nvjpeg() : nullptr;
     o.train = train;
     ImageFolderLoader loader(list_image_folder(dir.path() + "/train"), o);
     loader.start_epoch(2);
@@ -647,18 +653,18 @@ TEST(GpuJpeg, LoaderBatchesMatchTheCpuDecoderAndBadFilesAreSkippedTheSame) {
       }
       out.push_back(std::move(*b));
     }
-    if (gpu_device >= 0) {
+    if (on_gpu) {
       // Each image once: the GPU's, or the CPU's (the progressive one, where the hardware decodes).
-      EXPECT_EQ(loader.gpu_decoded() + loader.cpu_fallbacks(), images);
-      EXPECT_GE(loader.gpu_decoded(), images - 1);
-      std::cout << loader.decoder() << ": " << loader.gpu_decoded() << " on the GPU, " << loader.cpu_fallbacks()
+      EXPECT_EQ(loader.device_decoded() + loader.cpu_fallbacks(), images);
+      EXPECT_GE(loader.device_decoded(), images - 1);
+      std::cout << loader.decoder() << ": " << loader.device_decoded() << " on the GPU, " << loader.cpu_fallbacks()
                 << " on the CPU\n";
     }
     return std::make_pair(out, loader.skipped_files());
   };
   for (bool train : {true, false}) {
-    const auto [cpu, cpu_skipped] = epoch(-1, train);
-    const auto [gpu, gpu_skipped] = epoch(0, train);
+    const auto [cpu, cpu_skipped] = epoch(false, train);
+    const auto [gpu, gpu_skipped] = epoch(true, train);
     EXPECT_EQ(gpu_skipped, cpu_skipped);
     EXPECT_EQ(gpu_skipped.size(), 2u);
     ASSERT_EQ(gpu.size(), cpu.size());
@@ -718,17 +724,17 @@ int cuda_devices() {
   return devices;
 }
 
-TEST(GpuJpeg, DeviceBuffersAreAcquiredInTheOrderTheyWereReleased) {
-  if (!have_gpu_jpeg()) GTEST_SKIP() << "built without nvJPEG";
+TEST(NvJpeg, DeviceBuffersAreAcquiredInTheOrderTheyWereReleased) {
+  if (!nvjpeg()) GTEST_SKIP() << "built without nvJPEG";
   if (cuda_devices() == 0) GTEST_SKIP() << "no CUDA device";
-  DeviceBatchBuffers buffers(0, 1024, 3);
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(buffers.acquire(), i);
-  buffers.release(1, nullptr);
-  buffers.release(2, nullptr);
-  buffers.release(0, nullptr);
-  EXPECT_EQ(buffers.acquire(), 1);
-  EXPECT_EQ(buffers.acquire(), 2);
-  EXPECT_EQ(buffers.acquire(), 0);
+  const auto buffers = nvjpeg()->make_buffers(0, 1024, 3);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(buffers->acquire(), i);
+  buffers->release(1, nullptr);
+  buffers->release(2, nullptr);
+  buffers->release(0, nullptr);
+  EXPECT_EQ(buffers->acquire(), 1);
+  EXPECT_EQ(buffers->acquire(), 2);
+  EXPECT_EQ(buffers->acquire(), 0);
 }
 
 }  // namespace
@@ -752,8 +758,8 @@ RgbImage colour_picture(int width, int height, unsigned seed) {
   return image;
 }
 
-TEST(GpuJpeg, BothDecodersGiveTheCpuDecodersCropsForEveryChromaSampling) {
-  if (!have_gpu_jpeg()) GTEST_SKIP() << "built without nvJPEG";
+TEST(NvJpeg, BothDecodersGiveTheCpuDecodersCropsForEveryChromaSampling) {
+  if (!nvjpeg()) GTEST_SKIP() << "built without nvJPEG";
   if (!have_jpeg_codec()) GTEST_SKIP() << "built without libjpeg-turbo";
   if (cuda_devices() == 0) GTEST_SKIP() << "no CUDA device";
   constexpr int out = 48;
@@ -773,15 +779,17 @@ TEST(GpuJpeg, BothDecodersGiveTheCpuDecodersCropsForEveryChromaSampling) {
     ASSERT_TRUE(codec.decode(files.back().data(), files.back().size(), decoded, error)) << error;
     cpu_images.push_back(std::move(decoded));
   }
-  DeviceBatchBuffers buffers(0, files.size() * out * out * 3, 1);
-  std::uint8_t* device = buffers.data(buffers.acquire());
+  const auto buffers = nvjpeg()->make_buffers(0, files.size() * out * out * 3, 1);
+  std::uint8_t* device = buffers->data(buffers->acquire());
   for (bool hardware : {true, false}) {
-    GpuJpegDecoder gpu(0, out, hardware);
-    if (hardware && !gpu.hardware()) continue;  // a GPU without the hardware decoder
-    std::vector<GpuCropJob> jobs;
+    const auto decoder = nvjpeg()->make_decoder(0, out, hardware);
+    auto& gpu = *decoder;
+    // A GPU without the hardware decoder gives the CUDA decoder when asked for the hardware one.
+    if (hardware && gpu.backend().find("hardware") == std::string::npos) continue;
+    std::vector<DeviceCropJob> jobs;
     std::vector<std::uint8_t*> outs;
     for (std::size_t k = 0; k < files.size(); ++k) {
-      GpuCropJob job;
+      DeviceCropJob job;
       job.data = files[k].data();
       job.size = files[k].size();
       bool batchable = false;

@@ -14,7 +14,8 @@
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/core/progress.h"
-#include "xpuperf/data/gpu_jpeg.h"
+#include "xpuperf/core/repo.h"
+#include "xpuperf/data/device_jpeg.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/data/image_folder.h"
 #include "xpuperf/data/image_loader.h"
@@ -124,8 +125,8 @@ struct DecodeRateOptions {
 };
 
 // The training loader alone, as a vision case drives it: read, decode, random-resized crop and
-// flip into batches (on the host for the CPU decoder, in device memory for nvJPEG). Setting the
-// decoders up (nvJPEG's handles, device buffers) is not timed.
+// flip into batches (on the host for the CPU decoder, in device memory for a device's decoder, such as
+// NVIDIA's nvJPEG). Setting the decoders up (their handles, device buffers) is not timed.
 int run_decode_rate(const DecodeRateOptions& o) {
   data::ImageFolder folder;
   try {
@@ -134,12 +135,20 @@ int run_decode_rate(const DecodeRateOptions& o) {
     throw CommandError(e.what());
   }
   if (o.batch_size <= 0 || o.batches <= 0) throw CommandError("--batch and --batches must be positive");
+  const std::vector<std::string> names = data::device_jpeg_names();
+  // device: the one device decoder this build has (one vendor's plug-in is built in).
+  auto device_decoder = [&](const std::string& decoder) -> const data::DeviceJpegBackend* {
+    if (decoder == "device") return names.size() == 1 ? data::device_jpeg_named(names.front()) : nullptr;
+    return data::device_jpeg_named(decoder);
+  };
   for (const auto& decoder : o.decoders) {
-    if (decoder != "cpu" && decoder != "nvjpeg")
-      throw CommandError("--decoder takes cpu or nvjpeg (got '" + decoder + "')");
-    if (decoder == "cpu") require_jpeg();
-    if (decoder == "nvjpeg" && !data::have_gpu_jpeg())
-      throw CommandError("this xpuperf was built without nvJPEG (the CUDA toolkit's libnvjpeg); use --decoder cpu");
+    if (decoder == "cpu") {
+      require_jpeg();
+    } else if (!device_decoder(decoder)) {
+      throw CommandError("--decoder takes cpu" + std::string(names.empty() ? "" : ", device") +
+                         " or a device decoder this build has (" + join_or_none(names) + "), not '" + decoder +
+                         "'; NVIDIA's, nvjpeg, needs the CUDA toolkit with libnvjpeg at build time");
+    }
   }
   for (const auto& decoder : o.decoders) {
     data::ImageLoaderOptions lo;
@@ -148,8 +157,9 @@ int run_decode_rate(const DecodeRateOptions& o) {
     lo.batch_size = o.batch_size;
     lo.threads = o.threads;
     lo.max_image_pixels = o.max_image_pixels;
-    if (decoder == "nvjpeg") {
-      lo.gpu_device = o.device;
+    if (decoder != "cpu") {
+      lo.device_decoder = device_decoder(decoder);
+      lo.decode_device = o.device;
       if (lo.threads <= 0) lo.threads = 2;
     }
     std::unique_ptr<data::ImageFolderLoader> loader;
@@ -195,7 +205,7 @@ int run_decode_rate(const DecodeRateOptions& o) {
                                   {"batch_size", o.batch_size},
                                   {"image_size", o.image_size},
                                   {"skipped_files", skipped},
-                                  {"gpu_decoded", loader->gpu_decoded()},
+                                  {"device_decoded", loader->device_decoded()},
                                   {"cpu_fallbacks", loader->cpu_fallbacks()}}
                        .dump()
                 << "\n";
@@ -208,7 +218,7 @@ int run_decode_rate(const DecodeRateOptions& o) {
                 << " random-resized crops with flips"
                 << (skipped ? ", " + std::to_string(skipped) + " files skipped" : "")
                 << (loader->cpu_fallbacks() ? ", " + std::to_string(loader->cpu_fallbacks()) +
-                                                  " decoded on the CPU (the GPU decoder does not take them)"
+                                                  " decoded on the CPU (the device's decoder does not take them)"
                                             : "")
                 << ")\n";
     }
@@ -332,16 +342,17 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
                                 "crop and flip into batches, with each decoder asked for");
   r->add_option("dir", rate->dir, "The folder (<dir>/<class>/<image>), e.g. /data/imagenet/train")->required();
   r->add_option("--decoder", rate->decoders,
-                "cpu (libjpeg-turbo on host threads) and/or nvjpeg (the GPU's; its hardware decoder where it has one)")
+                "cpu (libjpeg-turbo on host threads) and/or device, the accelerator's decoder from its vendor's "
+                "plug-in, also called by its name (NVIDIA's: nvjpeg, its hardware decoder where the GPU has one)")
       ->delimiter(',')
       ->capture_default_str();
-  r->add_option("--threads", rate->threads, "Loader threads (0: every core for cpu, 2 for nvjpeg)")
+  r->add_option("--threads", rate->threads, "Loader threads (0: every core for cpu, 2 for a device decoder)")
       ->capture_default_str();
   r->add_option("--batch", rate->batch_size, "Images a batch")->capture_default_str();
   r->add_option("--batches", rate->batches,
                 "Batches timed, in whole rounds of a batch a thread after a first untimed round (at most the folder's)")
       ->capture_default_str();
-  r->add_option("--device", rate->device, "CUDA device for nvjpeg")->capture_default_str();
+  r->add_option("--device", rate->device, "The device (its index) a device decoder decodes on")->capture_default_str();
   r->add_option("--size", rate->image_size, "Crop size")->capture_default_str();
   r->add_option("--max-image-pixels", rate->max_image_pixels,
                 "Skip (without decoding) an image whose header claims more pixels (0: no limit)")

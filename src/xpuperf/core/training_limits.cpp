@@ -70,7 +70,8 @@ const Choice kChoices[] = {
     {"optimizer", {"sgd", "adam", "adamw"}},
     {"lr_scheduler", {"constant", "cosine", "linear", "exponential"}},
     {"fused_optimizer", {"off", "foreach", "fused"}},
-    {"jpeg_decoder", {"auto", "cpu", "nvjpeg"}},
+    // device: the device vendor's JPEG decoder; nvjpeg, NVIDIA's by its name, as configs for it say.
+    {"jpeg_decoder", {"auto", "cpu", "device", "nvjpeg"}},
     {"target_mode", {"min", "max"}},
 };
 

@@ -25,13 +25,13 @@ ImageFolderLoader::ImageFolderLoader(ImageFolder folder, ImageLoaderOptions opti
   if (o_.batch_size <= 0) throw DataError("image loader: batch size must be positive");
   if (o_.threads <= 0) o_.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o_.batches_ahead = std::max(o_.batches_ahead, o_.threads);
-  if (o_.gpu_device >= 0) {
+  if (o_.device_decoder) {
     for (int t = 0; t < o_.threads; ++t)
-      decoders_.push_back(std::make_unique<GpuJpegDecoder>(o_.gpu_device, o_.image_size));
+      decoders_.push_back(o_.device_decoder->make_decoder(o_.decode_device, o_.image_size, true));
     // Enough for every batch made or waiting, and the one being copied out.
     const auto bytes = static_cast<std::size_t>(o_.batch_size) * static_cast<std::size_t>(o_.image_size) *
                        static_cast<std::size_t>(o_.image_size) * 3;
-    device_buffers_ = std::make_unique<DeviceBatchBuffers>(o_.gpu_device, bytes, o_.batches_ahead + 2);
+    device_buffers_ = o_.device_decoder->make_buffers(o_.decode_device, bytes, o_.batches_ahead + 2);
   }
 }
 
@@ -44,7 +44,8 @@ ImageFolderLoader::~ImageFolderLoader() {
 std::string ImageFolderLoader::decoder() const {
   const std::string threads = std::to_string(o_.threads) + (o_.threads == 1 ? " thread" : " threads");
   if (decoders_.empty()) return "libjpeg-turbo, " + threads;
-  return decoders_.front()->backend() + " on GPU " + std::to_string(o_.gpu_device) + ", " + threads + " reading files";
+  return decoders_.front()->backend() + " on " + o_.device_decoder->device_type + ":" +
+         std::to_string(o_.decode_device) + ", " + threads + " reading files";
 }
 
 void ImageFolderLoader::release(const ImageBatch& batch, void* stream) {
@@ -101,8 +102,8 @@ void ImageFolderLoader::work(int worker) {
       number = next_to_make_++;
     }
     try {
-      ImageBatch batch =
-          decoders_.empty() ? make_batch(number) : make_gpu_batch(number, *decoders_[static_cast<std::size_t>(worker)]);
+      ImageBatch batch = decoders_.empty() ? make_batch(number)
+                                           : make_device_batch(number, *decoders_[static_cast<std::size_t>(worker)]);
       std::lock_guard<std::mutex> lock(mutex_);
       ready_.emplace(number, std::move(batch));
     } catch (...) {
@@ -168,7 +169,7 @@ void ImageFolderLoader::skip(const std::string& path, const std::string& error) 
 
 namespace {
 
-// A file cut short has no end-of-image marker; the GPU decoder may not say so, libjpeg-turbo does.
+// A file cut short has no end-of-image marker; a device decoder (nvJPEG) may not say so, libjpeg-turbo does.
 bool ends_with_eoi(const std::vector<std::uint8_t>& bytes) {
   const std::size_t from = bytes.size() > 64 ? bytes.size() - 64 : 0;
   for (std::size_t i = bytes.size(); i-- > from + 1;)
@@ -178,7 +179,7 @@ bool ends_with_eoi(const std::vector<std::uint8_t>& bytes) {
 
 }  // namespace
 
-ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder& gpu) {
+ImageBatch ImageFolderLoader::make_device_batch(std::int64_t number, DeviceJpegDecoder& decoder) {
   JpegCodec& codec = thread_codec();
   codec.set_max_pixels(o_.max_image_pixels);
   const std::int64_t first = number * o_.batch_size;
@@ -195,7 +196,7 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
     std::vector<std::vector<std::uint8_t>> files(count);
     std::vector<std::vector<std::uint8_t>> host_crops(count);  // CPU-decoded ones, until uploaded
     std::vector<std::int64_t> sample_at(count);
-    std::vector<GpuCropJob> jobs;
+    std::vector<DeviceCropJob> jobs;
     std::vector<std::uint8_t*> outs;
     std::vector<std::size_t> job_position;
     RgbImage image;
@@ -208,30 +209,30 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
       const auto [box, flip] = choose_crop(image.width, image.height, sample);
       host_crops[i].resize(image_bytes);
       resize_crop(image, box, o_.image_size, o_.image_size, flip, host_crops[i].data());
-      gpu.upload(host_crops[i].data(), out(i));
+      decoder.upload(host_crops[i].data(), out(i));
       ++cpu_fallbacks_;
       return true;
     };
     // Fills position i from sample `at` on (the next ones where files do not decode); queues it
-    // for the GPU when it may, else decodes it here.
-    auto place = [&](std::size_t i, std::int64_t at, bool gpu_allowed) {
+    // for the device when it may, else decodes it here.
+    auto place = [&](std::size_t i, std::int64_t at, bool device_allowed) {
       for (;; at = (at + 1) % n) {
         const std::int64_t sample = order_[static_cast<std::size_t>(at)];
         const auto& item = folder_.images[static_cast<std::size_t>(sample)];
         batch.labels[i] = item.label;
         sample_at[i] = at;
         if (read_file_bytes(item.path, files[i], error)) {
-          GpuJpegShape shape;
+          DeviceJpegShape shape;
           bool batchable = false;
-          const bool probed = gpu_allowed && ends_with_eoi(files[i]) &&
-                              gpu.probe(files[i].data(), files[i].size(), shape, batchable, error);
+          const bool probed = device_allowed && ends_with_eoi(files[i]) &&
+                              decoder.probe(files[i].data(), files[i].size(), shape, batchable, error);
           if (probed && !within_pixel_limit(shape.width, shape.height, o_.max_image_pixels, error)) {
             skip(item.path, error);
             if (++tries >= n) throw DataError("no image of " + folder_.dir + " decodes");
             continue;
           }
           if (probed && batchable) {
-            GpuCropJob job;
+            DeviceCropJob job;
             job.data = files[i].data();
             job.size = files[i].size();
             job.shape = shape;
@@ -248,13 +249,13 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
       }
     };
     for (std::size_t i = 0; i < count; ++i) place(i, first + static_cast<std::int64_t>(i), true);
-    if (gpu.decode_crops(jobs, outs, error)) {
-      gpu_decoded_ += static_cast<std::int64_t>(jobs.size());
+    if (decoder.decode_crops(jobs, outs, error)) {
+      device_decoded_ += static_cast<std::int64_t>(jobs.size());
     } else {
-      // A corrupt body somewhere: one at a time, and the CPU for what the GPU refuses.
+      // A corrupt body somewhere: one at a time, and the CPU for what the device refuses.
       for (std::size_t j = 0; j < jobs.size(); ++j) {
-        if (gpu.decode_crops({jobs[j]}, {outs[j]}, error)) {
-          ++gpu_decoded_;
+        if (decoder.decode_crops({jobs[j]}, {outs[j]}, error)) {
+          ++device_decoded_;
           continue;
         }
         const std::size_t i = job_position[j];
@@ -264,7 +265,7 @@ ImageBatch ImageFolderLoader::make_gpu_batch(std::int64_t number, GpuJpegDecoder
         place(i, (at + 1) % n, false);
       }
     }
-    gpu.synchronize();  // the uploads of CPU-decoded crops
+    decoder.synchronize();  // the uploads of CPU-decoded crops
   } catch (...) {
     device_buffers_->release(batch.device_buffer, nullptr);
     throw;

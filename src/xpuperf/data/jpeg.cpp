@@ -70,6 +70,23 @@ bool JpegCodec::decode(const std::uint8_t* data, std::size_t size, RgbImage& out
   return false;
 }
 
+bool JpegCodec::read_header(const std::uint8_t* data, std::size_t size, int& width, int& height, std::string& error) {
+  int subsampling = 0, colourspace = 0;
+  if (size >= 4 && data[0] == 0xFF && data[1] == 0xD8 &&
+      tjDecompressHeader3(decoder_, data, static_cast<unsigned long>(size), &width, &height, &subsampling,
+                          &colourspace) == 0 &&
+      width > 0 && height > 0)
+    return true;
+  error = size >= 4 && data[0] == 0xFF && data[1] == 0xD8 ? std::string(tjGetErrorStr2(decoder_))
+                                                          : "not a JPEG file (no start-of-image marker)";
+  // As after a failed decode: a fresh handle for the next file.
+  tjhandle fresh = tjInitDecompress();
+  if (!fresh) throw std::runtime_error("libjpeg-turbo could not start: " + std::string(tjGetErrorStr()));
+  tjDestroy(decoder_);
+  decoder_ = fresh;
+  return false;
+}
+
 bool JpegCodec::decode_with_handle(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error) {
   int width = 0, height = 0, subsampling = 0, colourspace = 0;
   if (tjDecompressHeader3(decoder_, data, static_cast<unsigned long>(size), &width, &height, &subsampling,
@@ -153,6 +170,10 @@ bool JpegCodec::decode(const std::uint8_t*, std::size_t, RgbImage&, std::string&
   return false;
 }
 bool JpegCodec::decode_with_handle(const std::uint8_t*, std::size_t, RgbImage&, std::string& error) {
+  error = kMissing;
+  return false;
+}
+bool JpegCodec::read_header(const std::uint8_t*, std::size_t, int&, int&, std::string& error) {
   error = kMissing;
   return false;
 }

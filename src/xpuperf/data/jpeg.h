@@ -1,6 +1,6 @@
 #pragma once
 // JPEG decoding and encoding on the CPU through libjpeg-turbo (Debian's libturbojpeg): the image
-// pipeline's fallback where no GPU decoder is, and the data tool's encoder. Torch-free.
+// pipeline's decoder where no device decoder is used, and the data tool's encoder. Torch-free.
 // A codec holds a libjpeg-turbo handle, which is not thread-safe: one codec a thread.
 
 #include <cstddef>
@@ -40,6 +40,9 @@ class JpegCodec {
   // false with `error` saying why (libjpeg-turbo's words); it never throws for bad data, and a
   // failure leaves the codec as good for the next file as a new one.
   bool decode(const std::uint8_t* data, std::size_t size, RgbImage& out, std::string& error);
+  // The image's size from its header, without decoding it; false with `error` for what is not a
+  // JPEG or has no readable header.
+  bool read_header(const std::uint8_t* data, std::size_t size, int& width, int& height, std::string& error);
   // Images whose header claims more pixels are refused before decoding (<= 0: no limit).
   void set_max_pixels(std::int64_t max_pixels) { max_pixels_ = max_pixels; }
   // Encodes RGB at `quality` (1–100, 4:2:0 chroma as cameras and ImageNet's files do, unless

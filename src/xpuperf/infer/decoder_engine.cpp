@@ -4,18 +4,12 @@
 #include <sstream>
 #include <stdexcept>
 
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
+#include "xpuperf/torchrt/device.h"
 
 namespace xpuperf::infer {
 
 struct DecoderEngine::Graph {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-  at::cuda::CUDAGraph graph;
-#endif
+  std::unique_ptr<torchrt::DeviceGraph> graph;
   torch::Tensor logits;  // static: each replay writes it
 };
 
@@ -27,10 +21,7 @@ DecoderEngine::DecoderEngine(std::shared_ptr<torch::nn::Module> module, models::
     throw std::invalid_argument("a sequence of " + std::to_string(options_.max_tokens) + " tokens is longer than the " +
                                 std::to_string(decoder_.max_positions()) + " positions of the model");
   options_.length_bucket = std::max<std::int64_t>(1, std::min(options_.length_bucket, options_.max_tokens));
-#ifndef XPUPERF_HAVE_TORCH_CUDA
-  options_.cuda_graphs = false;
-#endif
-  if (!device_.is_cuda()) options_.cuda_graphs = false;
+  if (!torchrt::device_has_graphs(device_.type())) options_.cuda_graphs = false;
   const torch::NoGradGuard no_grad;
   module_->to(device_, dtype);
   module_->eval();
@@ -111,9 +102,7 @@ void DecoderEngine::decode(const std::vector<std::int64_t>& busy) {
   torch::Tensor logits;
   if (options_.cuda_graphs) capture_all();  // once; every bucket
   if (const auto it = graphs_.find({rows, visible}); it != graphs_.end()) {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-    it->second->graph.replay();
-#endif
+    it->second->graph->replay();
     logits = it->second->logits;
   } else {
     logits = step_logits(rows, visible);
@@ -124,35 +113,26 @@ void DecoderEngine::decode(const std::vector<std::int64_t>& busy) {
 
 void DecoderEngine::capture_all() {
   if (!options_.cuda_graphs || !graphs_.empty()) return;
-#ifdef XPUPERF_HAVE_TORCH_CUDA
   const torch::NoGradGuard no_grad;
-  const c10::cuda::CUDAGuard device_guard(device_.index());
-  const c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, device_.index());
-  // One memory pool for all: replays never overlap, and each step's logits are used before the next.
-  const auto pool = at::cuda::graph_pool_handle();
   std::vector<std::int64_t> rows;
   for (std::int64_t r = 1; r < options_.slots; r *= 2) rows.push_back(r);
   rows.push_back(options_.slots);
-  // The warm-up and captured steps write keys and values at positions_: each slot's next position
-  // (or 0 before anything ran), which the slot's real next step writes again before reading it.
-  c10::cuda::getCurrentCUDAStream(device_.index()).synchronize();
-  {
-    const c10::cuda::CUDAStreamGuard stream_guard(stream);
-    for (const auto r : rows)
-      for (std::int64_t visible = options_.length_bucket;; visible += options_.length_bucket) {
-        visible = std::min(visible, options_.max_tokens);
-        auto g = std::make_unique<Graph>();
-        for (int i = 0; i < 2; ++i) step_logits(r, visible);  // lazy initialisation outside the capture
-        stream.synchronize();
-        g->graph.capture_begin(pool);
-        g->logits = step_logits(r, visible);
-        g->graph.capture_end();
-        graphs_.emplace(std::make_pair(r, visible), std::move(g));
-        if (visible == options_.max_tokens) break;
-      }
-    stream.synchronize();
-  }
-#endif
+  // One memory pool for all, the first graph's: replays never overlap, and each step's logits are
+  // used before the next. The warm-up and captured steps write keys and values at positions_: each
+  // slot's next position (or 0 before anything ran), which the slot's real next step writes again
+  // before reading it.
+  const torchrt::DeviceGraph* first = nullptr;
+  for (const auto r : rows)
+    for (std::int64_t visible = options_.length_bucket;; visible += options_.length_bucket) {
+      visible = std::min(visible, options_.max_tokens);
+      auto g = std::make_unique<Graph>();
+      for (int i = 0; i < 2; ++i) step_logits(r, visible);  // lazy initialisation outside the capture
+      g->graph = torchrt::make_device_graph(device_, first);
+      g->graph->capture([&] { g->logits = step_logits(r, visible); });
+      if (!first) first = g->graph.get();
+      graphs_.emplace(std::make_pair(r, visible), std::move(g));
+      if (visible == options_.max_tokens) break;
+    }
 }
 
 torch::Tensor DecoderEngine::last_tokens(std::int64_t rows) const {
@@ -164,10 +144,10 @@ std::string DecoderEngine::describe() const {
   s << "KV cache contiguous and preallocated: " << options_.slots << " slots x " << options_.max_tokens << " tokens ("
     << cache_.bytes() / (1u << 30) << " GiB); ";
   if (options_.cuda_graphs) {
-    s << "a CUDA graph per decode batch (powers of two to " << options_.slots << ") and visible length (multiples of "
+    s << "a device graph per decode batch (powers of two to " << options_.slots << ") and visible length (multiples of "
       << options_.length_bucket << " to " << options_.max_tokens << ")";
   } else {
-    s << "eager decode steps (CUDA graphs need a CUDA device)";
+    s << "eager decode steps (graphs need a device whose vendor brings them, as NVIDIA's CUDA graphs)";
   }
   return s.str();
 }

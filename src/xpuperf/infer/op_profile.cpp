@@ -4,23 +4,19 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <map>
 #include <sstream>
 #include <stdexcept>
 
 #include "xpuperf/core/strings.h"
-
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-#include <ATen/cuda/CUDAEvent.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
+#include "xpuperf/torchrt/device.h"
 
 namespace xpuperf::infer {
 
 namespace {
 
-// One operator call: where it starts and ends (events or clock readings), and its caller.
+// One operator call: where it starts and ends (marks on the device's timeline or clock readings), and
+// its caller.
 struct Span {
   std::string name;
   std::size_t start = 0, end = 0;  // indexes of marks
@@ -31,7 +27,7 @@ struct Span {
 // use is reached through a thread-local pointer (the callbacks are thread-local too).
 class Recorder {
  public:
-  explicit Recorder(torch::Device device) : device_(device) {}
+  explicit Recorder(torch::Device device) : device_(device), timeline_(torchrt::make_device_timeline(device)) {}
 
   void begin(const char* name) {
     Span s;
@@ -49,9 +45,7 @@ class Recorder {
   }
 
   std::vector<OpTime> result() {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-    if (device_.is_cuda()) c10::cuda::getCurrentCUDAStream(device_.index()).synchronize();
-#endif
+    torchrt::synchronize(device_);
     std::vector<double> total(spans_.size(), 0.0), children(spans_.size(), 0.0);
     for (std::size_t i = 0; i < spans_.size(); ++i) {
       if (spans_[i].end == 0) continue;  // still open: an exception left it
@@ -77,32 +71,26 @@ class Recorder {
   }
 
  private:
+  // 1-based, so 0 means "not marked".
   std::size_t mark() {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-    if (device_.is_cuda()) {
-      events_.emplace_back(cudaEventDefault);
-      events_.back().record(c10::cuda::getCurrentCUDAStream(device_.index()));
-      return events_.size();  // 1-based, so 0 means "not marked"
-    }
-#endif
+    if (timeline_) return timeline_->mark() + 1;
+    // No timeline: the host's clock, after the device's queued work, so that an operator's span is
+    // its work and not its launch (nothing to wait for on the CPU).
+    torchrt::synchronize(device_);
     clock_.push_back(std::chrono::steady_clock::now());
     return clock_.size();
   }
 
   double elapsed_ms(std::size_t from, std::size_t to) const {
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-    if (device_.is_cuda()) return events_[from - 1].elapsed_time(events_[to - 1]);
-#endif
+    if (timeline_) return timeline_->elapsed_ms(from - 1, to - 1);
     return std::chrono::duration<double, std::milli>(clock_[to - 1] - clock_[from - 1]).count();
   }
 
   torch::Device device_;
+  std::unique_ptr<torchrt::DeviceTimeline> timeline_;
   std::vector<Span> spans_;
   std::vector<int> open_;
   std::vector<std::chrono::steady_clock::time_point> clock_;
-#ifdef XPUPERF_HAVE_TORCH_CUDA
-  std::deque<at::cuda::CUDAEvent> events_;  // a deque: events do not move once recorded
-#endif
 };
 
 thread_local Recorder* active = nullptr;

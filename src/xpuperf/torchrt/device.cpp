@@ -31,6 +31,10 @@ std::map<c10::DeviceType, DeviceGraphFactory>& graph_factories() {
   static std::map<c10::DeviceType, DeviceGraphFactory> factories;
   return factories;
 }
+std::map<c10::DeviceType, DeviceTimelineFactory>& timeline_factories() {
+  static std::map<c10::DeviceType, DeviceTimelineFactory> factories;
+  return factories;
+}
 }  // namespace
 
 std::optional<c10::Stream> side_stream(const torch::Device& device) {
@@ -60,8 +64,18 @@ bool device_has_graphs(c10::DeviceType type) {
   return graph_factories().count(type) > 0;
 }
 
-std::unique_ptr<DeviceGraph> make_device_graph(const torch::Device& device) {
+std::unique_ptr<DeviceGraph> make_device_graph(const torch::Device& device, const DeviceGraph* share_memory_with) {
   const auto& factories = graph_factories();
+  const auto it = factories.find(device.type());
+  return it == factories.end() ? nullptr : it->second(device, share_memory_with);
+}
+
+void register_device_timeline(c10::DeviceType type, DeviceTimelineFactory factory) {
+  timeline_factories()[type] = std::move(factory);
+}
+
+std::unique_ptr<DeviceTimeline> make_device_timeline(const torch::Device& device) {
+  const auto& factories = timeline_factories();
   const auto it = factories.find(device.type());
   return it == factories.end() ? nullptr : it->second(device);
 }

@@ -57,10 +57,30 @@ class DeviceGraph {
   virtual void capture(const std::function<void()>& work) = 0;
   virtual void replay() = 0;
 };
-using DeviceGraphFactory = std::function<std::unique_ptr<DeviceGraph>(const torch::Device&)>;
+// A graph keeps the memory its capture allocated in a pool of its own, so that graphs replay in any
+// order; one made with `share_memory_with` (captured already) allocates from that graph's pool
+// instead, for graphs that never replay at the same time (the decoder's, one per batch bucket).
+using DeviceGraphFactory =
+    std::function<std::unique_ptr<DeviceGraph>(const torch::Device&, const DeviceGraph* share_memory_with)>;
 void register_device_graphs(c10::DeviceType type, DeviceGraphFactory factory);
 bool device_has_graphs(c10::DeviceType type);
 // Null where the device's vendor brings no graphs.
-std::unique_ptr<DeviceGraph> make_device_graph(const torch::Device& device);
+std::unique_ptr<DeviceGraph> make_device_graph(const torch::Device& device,
+                                               const DeviceGraph* share_memory_with = nullptr);
+
+// Marks queued on the device's current stream, whose gaps time the device's own work rather than the
+// host's launches (NVIDIA's plug-in: CUDA events with timing). Read elapsed_ms after the device has
+// finished the marked work (synchronize).
+class DeviceTimeline {
+ public:
+  virtual ~DeviceTimeline() = default;
+  // Queues a mark and gives its index, 0, 1, 2, ... in order.
+  virtual std::size_t mark() = 0;
+  virtual double elapsed_ms(std::size_t from, std::size_t to) const = 0;
+};
+using DeviceTimelineFactory = std::function<std::unique_ptr<DeviceTimeline>(const torch::Device&)>;
+void register_device_timeline(c10::DeviceType type, DeviceTimelineFactory factory);
+// Null where the device's vendor brings none.
+std::unique_ptr<DeviceTimeline> make_device_timeline(const torch::Device& device);
 
 }  // namespace xpuperf::torchrt

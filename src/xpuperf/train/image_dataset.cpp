@@ -7,16 +7,19 @@
 #include <thread>
 
 #include "xpuperf/core/log.h"
-#include "xpuperf/data/gpu_jpeg.h"
+#include "xpuperf/core/repo.h"
+#include "xpuperf/data/device_jpeg.h"
 #include "xpuperf/data/idx.h"
 #include "xpuperf/data/shard_sampler.h"
 #include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::train {
 namespace fs = std::filesystem;
 
 namespace {
-// Cores a rank needs for jpeg_decoder: auto to choose libjpeg-turbo over nvJPEG. Whether 16 cores
+// Cores a rank needs for jpeg_decoder: auto to choose libjpeg-turbo over the device's decoder
+// (NVIDIA's nvJPEG, whose decoding slows the step it runs beside). Whether 16 cores
 // feed ResNet-50's step on an H100 (5,700 img/s; nvJPEG beside it: 90 %) as well is not settled:
 // the resnet50 README says which measurement would decide it.
 constexpr int kCoresForCpuDecoding = 12;
@@ -24,6 +27,19 @@ constexpr int kCoresForCpuDecoding = 12;
 // This host's cores, shared by its ranks.
 int cores_per_rank(int ranks_on_host) {
   return static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_on_host);
+}
+
+// jpeg_decoder's value asks for a device decoder: `device`, or a decoder's own name (nvjpeg).
+bool names_a_device_decoder(const std::string& decoder) {
+  return decoder != "auto" && decoder != "cpu";
+}
+
+// Whether the config, on a host with `cores_a_rank` cores a rank, decodes on the device when its
+// vendor has a decoder.
+bool asks_device_decoding(const Config& cfg, int cores_a_rank) {
+  if (!cfg.has("jpeg_decoder") || cfg.get_bool("synthetic_data", false)) return false;
+  const std::string decoder = cfg.get_string("jpeg_decoder", "auto");
+  return names_a_device_decoder(decoder) || (decoder == "auto" && cores_a_rank < kCoresForCpuDecoding);
 }
 }  // namespace
 
@@ -34,7 +50,7 @@ std::string ImageFolderDataset::description() const {
   return what_ + ", " + std::to_string(folder_.images.size()) + " images in " + std::to_string(folder_.classes.size()) +
          " classes from " + folder_.dir +
          (options_.decode_device.is_cpu() ? std::string(" (decoded with libjpeg-turbo)")
-                                          : " (decoded on " + options_.decode_device.str() + ")");
+                                          : " (decoded on " + torchrt::device_text(options_.decode_device.str()) + ")");
 }
 
 std::int64_t ImageFolderDataset::batches_in_epoch(const EpochPlan& plan) const {
@@ -65,7 +81,8 @@ void ImageFolderDataset::start_epoch(const EpochPlan& plan) {
     o.seed = plan.seed;
     o.rank = plan.rank;
     o.world_size = plan.world_size;
-    o.gpu_device = options_.decode_device.is_cpu() ? -1 : options_.decode_device.index();
+    o.device_decoder = options_.device_decoder;
+    o.decode_device = options_.decode_device.index();
     o.max_image_pixels = options_.max_image_pixels;
     loader_.reset();  // its device buffers go before the next loader's are taken
     loader_ = std::make_unique<data::ImageFolderLoader>(folder_, o);
@@ -92,13 +109,18 @@ Batch ImageFolderDataset::device_batch(const data::ImageBatch& batch) {
   // Copied out of the loader's buffer on the step's stream (its handle from the device's vendor),
   // which the buffer then waits for.
   const torch::Device device = options_.decode_device;
-  auto pixels = torch::from_blob(batch.device_pixels, {batch.size, batch.height, batch.width, 3},
-                                 torch::TensorOptions().dtype(torch::kUInt8).device(device))
+  // The device named, not asked of the pointer: LibTorch 1.13 knows only CUDA's pointers.
+  auto pixels = at::for_blob(batch.device_pixels, {batch.size, batch.height, batch.width, 3})
+                    .options(torch::TensorOptions().dtype(torch::kUInt8).device(device))
+                    .target_device(device)
+                    .make_tensor()
                     .clone();
   loader_->release(batch, torchrt::native_stream(device));
-  // Pinned, so the runtime's copy to the device is asynchronous: a copy from pageable memory
-  // would wait for the steps queued before it, and the device would idle while the next is queued.
-  auto labels = torch::tensor(batch.labels, torch::TensorOptions().dtype(torch::kLong)).pin_memory();
+  // Pinned where the device's runtime pins (CUDA), so that the runtime's copy to the device is
+  // asynchronous: a copy from pageable memory would wait for the steps queued before it, and the
+  // device would idle while the next is queued.
+  auto labels = torch::tensor(batch.labels, torch::TensorOptions().dtype(torch::kLong));
+  if (options_.pin_memory) labels = labels.pin_memory();
   return Batch{pixels.permute({0, 3, 1, 2}), labels};
 }
 
@@ -144,14 +166,18 @@ torch::Tensor ImageNormalizer::operator()(const torch::Tensor& images) const {
   return (images.to(torch::kFloat) - mean_) * inv_std_;
 }
 
-bool decodes_on_gpu(const Config& cfg, int cores_a_rank) {
-  if (!cfg.has("jpeg_decoder") || cfg.get_bool("synthetic_data", false) || !data::have_gpu_jpeg()) return false;
-  const std::string decoder = cfg.get_string("jpeg_decoder", "auto");
-  return decoder == "nvjpeg" || (decoder == "auto" && cores_a_rank < kCoresForCpuDecoding);
+const data::DeviceJpegBackend* device_decoder_for(const Config& cfg, const torch::Device& device, int cores_a_rank) {
+  if (device.is_cpu() || !asks_device_decoding(cfg, cores_a_rank)) return nullptr;
+  return data::device_jpeg_for_device(torchrt::device_text(torch::Device(device.type()).str()));
 }
 
-void prepare_gpu_decoding(const Config& cfg, int ranks_on_host) {
-  if (decodes_on_gpu(cfg, cores_per_rank(ranks_on_host))) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+void prepare_device_decoding(const Config& cfg, int ranks_on_host) {
+  if (!asks_device_decoding(cfg, cores_per_rank(ranks_on_host))) return;
+  // The device is not chosen yet: each decoder a plug-in brought prepares (one vendor a process).
+  for (const auto& name : data::device_jpeg_names()) {
+    const auto* backend = data::device_jpeg_named(name);
+    if (backend && backend->before_device) backend->before_device();
+  }
 }
 
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes) {
@@ -182,22 +208,25 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
                       std::to_string(o.max_image_pixels) + ")");
   o.ranks_on_host = std::max(1, ctx.local_world_size);
   const std::string decoder = cfg.get_string("jpeg_decoder", "auto");
-  if (decoder != "auto" && decoder != "cpu" && decoder != "nvjpeg")
-    throw ConfigError("jpeg_decoder must be auto, cpu or nvjpeg (got '" + decoder + "')");
-  if (decoder == "nvjpeg" && !ctx.device.is_cuda())
-    throw ConfigError("jpeg_decoder: nvjpeg decodes on a CUDA device and this run is on " + ctx.device.str() +
-                      "; use jpeg_decoder: cpu");
-  if (decoder == "nvjpeg" && !data::have_gpu_jpeg())
-    throw ConfigError(
-        "jpeg_decoder: nvjpeg, but this xpuperf was built without nvJPEG (the CUDA toolkit's libnvjpeg); "
-        "use jpeg_decoder: cpu or rebuild");
   // auto: libjpeg-turbo while the host has the cores to keep up (kCoresForCpuDecoding), since
-  // nvJPEG's decoding slows the step it runs beside (ResNet-50 on an H100: 10 %, resnet50 README);
-  // nvJPEG where the cores per rank are fewer.
-  if (ctx.device.is_cuda() && decodes_on_gpu(cfg, cores_per_rank(o.ranks_on_host))) {
+  // decoding on the device slows the step it runs beside (nvJPEG, ResNet-50 on an H100: 10 %,
+  // resnet50 README); the device's decoder where the cores per rank are fewer.
+  o.device_decoder = device_decoder_for(cfg, ctx.device, cores_per_rank(o.ranks_on_host));
+  if (names_a_device_decoder(decoder)) {
+    const std::string where = cfg.at("jpeg_decoder").source.str() + ": jpeg_decoder: " + decoder;
+    const std::string device = torchrt::device_text(ctx.device.str());
+    if (!o.device_decoder)
+      throw ConfigError(where + ": the device this run is on (" + device +
+                        ") has no JPEG decoder in this build (decoders here: " +
+                        join_or_none(data::device_jpeg_names()) + "); use jpeg_decoder: cpu");
+    if (decoder != "device" && decoder != o.device_decoder->name)
+      throw ConfigError(where + ": " + device + "'s decoder is " + o.device_decoder->name +
+                        "; use jpeg_decoder: " + o.device_decoder->name + ", device or cpu");
+  }
+  if (o.device_decoder) {
     o.decode_device = torch::Device(ctx.device.type(), ctx.device.has_index() ? ctx.device.index() : 0);
-    // The workers read files and headers and take turns at the hardware decoder (gpu_jpeg.cpp): two
-    // keep it at 18,000 crops/s on an H200 (one: 8,900, three: 21,000), ahead of MobileNetV2's
+    // The workers read files and headers and take turns at the hardware decoder (nvjpeg_decoder.cpp):
+    // two keep it at 18,000 crops/s on an H200 (one: 8,900, three: 21,000), ahead of MobileNetV2's
     // 11,700 images/s. A third thread adds nothing the step can use and costs it a little
     // (MobileNetV2 at 97.1 % of its synthetic rate with two, 96.1 % with three; resnet50 README).
     if (o.threads <= 0) o.threads = std::clamp(cores_per_rank(o.ranks_on_host), 1, 2);

@@ -22,14 +22,16 @@ struct ImageDataOptions {
   int batches_ahead = 0;    // 0: two a thread
   bool pin_memory = false;  // page-locked batches, so the copy to the device is asynchronous
   int ranks_on_host = 1;    // threads = 0 shares the cores between them
-  // Not the CPU: the device's JPEG decoder (data/gpu_jpeg.h) decodes on it, batches arrive there.
+  // Not null: the device's JPEG decoder (data/device_jpeg.h) decodes on decode_device, and batches
+  // arrive there.
+  const data::DeviceJpegBackend* device_decoder = nullptr;
   torch::Device decode_device = torch::kCPU;
   std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;  // larger images are skipped undecoded
 };
 
 // An ImageNet-layout folder (<dir>/<class>/<image>) decoded by data::ImageFolderLoader:
 // training batches are random-resized crops with flips, evaluation batches centre crops; with a
-// GPU decoder they are made in device memory.
+// device decoder they are made in device memory.
 class ImageFolderDataset : public Dataset {
  public:
   ImageFolderDataset(data::ImageFolder folder, ImageDataOptions options, std::string what);
@@ -85,20 +87,17 @@ class ImageNormalizer {
 // The data a vision case reads, from its config: synthetic_data (random, labelled so), else the
 // ImageNet layout under data_dir (train_data and eval_data name the split folders).
 // image_size, resize_size, loader_threads, loader_batches_ahead, max_image_pixels and jpeg_decoder (cpu:
-// libjpeg-turbo; nvjpeg; auto: cpu while the host has 12 cores a rank, else nvjpeg on a CUDA
-// device where the build has it) tune the pipeline.
+// libjpeg-turbo; device, or the device decoder's name (nvjpeg): the decoder the device's vendor
+// brings; auto: cpu while the host has 12 cores a rank, else the device's decoder where there is
+// one) tune the pipeline.
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes);
 
-// Whether a vision case's config decodes its JPEGs with nvJPEG on a host with `cores_a_rank`
-// cores a rank (jpeg_decoder: nvjpeg, or auto with few cores), if the run is on a CUDA device.
-bool decodes_on_gpu(const Config& cfg, int cores_a_rank);
+// The device decoder a vision case's config decodes with on `device`, on a host with `cores_a_rank`
+// cores a rank (jpeg_decoder: device or its name, or auto with few cores); null: the CPU decodes.
+const data::DeviceJpegBackend* device_decoder_for(const Config& cfg, const torch::Device& device, int cores_a_rank);
 
-// The GPU runs a process's streams through CUDA_DEVICE_MAX_CONNECTIONS hardware queues, 8 unless
-// set. nvJPEG's batched hardware decoder copies each image on one of about 15 streams of its own a
-// loader thread; some share the training step's queue and wait there behind the step's whole CUDA
-// graph while the step waits for their images (ResNet-50 on an H100 at 80 % of its synthetic rate).
-// So where this rank decodes on the GPU, the variable is set to 32, the most, unless the user set
-// it. Called before the process's CUDA context exists, which reads it.
-void prepare_gpu_decoding(const Config& cfg, int ranks_on_host);
+// Where this rank may decode on the device, lets each device decoder prepare the process before the
+// device's context exists (NVIDIA's raises CUDA_DEVICE_MAX_CONNECTIONS, nvjpeg_decoder.cpp says why).
+void prepare_device_decoding(const Config& cfg, int ranks_on_host);
 
 }  // namespace xpuperf::train

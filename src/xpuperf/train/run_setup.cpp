@@ -26,7 +26,7 @@ std::string resolve_in(const std::string& dir, const std::string& path) {
 }  // namespace
 
 torch::Device prepare_process(const Config& cfg, const TrainingSettings& s, const RunInfo& info) {
-  prepare_gpu_decoding(cfg, info.env.local_world_size);
+  prepare_device_decoding(cfg, info.env.local_world_size);
   const torch::Device device = torchrt::choose_device(s.device, info.env.local_rank);
   if (s.precision == Precision::FP16 && !device.is_cuda() && !compat::cpu_autocast_supports_fp16())
     throw ConfigError(cfg.at("precision").source.str() + ": precision: fp16 needs a CUDA device with this LibTorch (" +

@@ -80,7 +80,7 @@ bool reached(double value, double target, const std::string& mode) {
   return mode == "min" ? value <= target : value >= target;
 }
 
-// A micro-batch's forward and backward as the run asks: eagerly, or by replaying a CUDA graph.
+// A micro-batch's forward and backward as the run asks: eagerly, or by replaying a device graph.
 MicroBatchRunner make_runner(const Config& cfg, const TrainingSettings& s, const torch::Device& device,
                              const std::vector<torch::Tensor>& params, std::unique_ptr<StepGraph>& graph,
                              TrainingCase& c) {
@@ -88,8 +88,8 @@ MicroBatchRunner make_runner(const Config& cfg, const TrainingSettings& s, const
   const std::string where = cfg.at("cuda_graphs").source.str() + ": cuda_graphs: ";
   if (!StepGraph::available(device))
     throw ConfigError(where +
-                      "CUDA graphs need a CUDA device and a LibTorch built with CUDA (graphs come from the "
-                      "device's vendor, NVIDIA's plug-in; this run is on " +
+                      "graphs need a device whose vendor brings them (NVIDIA's plug-in brings CUDA graphs, "
+                      "with a LibTorch built with CUDA; this run is on " +
                       device.str() + "); set cuda_graphs: false");
   graph = std::make_unique<StepGraph>(device, params);
   StepGraph* g = graph.get();

@@ -9,6 +9,7 @@ cudaError_t cudaStreamQuery(cudaStream_t);
 cudaError_t cudaStreamGetPriority(cudaStream_t, int*);
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned);
 cudaError_t cudaEventQuery(cudaEvent_t);
+cudaError_t cudaEventElapsedTime(float*, cudaEvent_t, cudaEvent_t);
 cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus*);
 cudaError_t cudaDeviceSynchronize();
 const char* cudaGetErrorName(cudaError_t);

@@ -6,6 +6,7 @@
 #include "sim_collectives.h"
 #include "sim_device.h"
 #include "sim_engine.h"
+#include "sim_jpeg.h"
 #include "sim_memory.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/vendor_plugin_api.h"
@@ -18,6 +19,7 @@ void init_sim(xpuperf::torchrt::Registrar& registrar) {
   registrar.collective_backend("sim", &xpuperf::sim::make_collectives);
   xpuperf::sim::register_base_cases();
   xpuperf::sim::register_engine();
+  xpuperf::sim::register_jpeg_decoder();
   // The results' peak memory: the most the arena held at once (all sim devices of the process).
   xpuperf::torchrt::register_peak_memory_probe(c10::DeviceType::PrivateUse1, [](const torch::Device&) {
     return static_cast<double>(xpuperf::sim::memory_peak());

@@ -1,8 +1,8 @@
 #include <cuda_runtime.h>
 
-#include "xpuperf/data/gpu_crop.h"
+#include "data/gpu_crop.h"
 
-namespace xpuperf::data {
+namespace xpuperf::nvidia {
 namespace {
 
 struct Tap {
@@ -87,4 +87,4 @@ void launch_resize_crops(const GpuCropParams* params, int count, int out_size, v
   resize_crops<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(params, out_size);
 }
 
-}  // namespace xpuperf::data
+}  // namespace xpuperf::nvidia

@@ -1,10 +1,10 @@
 #pragma once
-// The kernel behind GpuJpegDecoder: crops of decoded images resized and flipped into a batch.
-// Internal to the data library (gpu_jpeg.cpp); CUDA types stay out of the header.
+// The kernel behind NVIDIA's JPEG decoder (nvjpeg_decoder.cpp): crops of decoded images resized and
+// flipped into a batch. CUDA types stay out of the header.
 
 #include <cstdint>
 
-namespace xpuperf::data {
+namespace xpuperf::nvidia {
 
 struct GpuCropParams {
   // A decoded JPEG's planes: luma, `pitch` bytes a row, and its chroma planes (null for a grey
@@ -22,4 +22,4 @@ struct GpuCropParams {
 // `params` in device memory, `count` of them; `stream` a cudaStream_t.
 void launch_resize_crops(const GpuCropParams* params, int count, int out_size, void* stream);
 
-}  // namespace xpuperf::data
+}  // namespace xpuperf::nvidia
