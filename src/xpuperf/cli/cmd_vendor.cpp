@@ -57,10 +57,7 @@ struct ScratchDir {
       throw CommandError("cannot make a temporary folder in " + fs::temp_directory_path().string());
     path = pattern;
   }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+  ~ScratchDir() { remove_tree(path); }  // core/files.h: why not std::filesystem::remove_all
 };
 
 // The last lines of a run's output, for a failure's note.

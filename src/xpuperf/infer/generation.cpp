@@ -103,11 +103,11 @@ json profile_decode(const std::shared_ptr<torch::nn::Module>& module, models::Ca
       },
       device);
   progress << "\nATen operators of " << steps << " decode step(s) of batch " << options.slots
-           << " without CUDA graphs (self time: less the operators each calls):\n"
+           << " without device graphs (self time: less the operators each calls):\n"
            << op_profile_table(ops, 15);
   return {{"steps", steps},
           {"batch_size", options.slots},
-          {"timing", device.is_cuda() ? "GPU time between CUDA events" : "wall clock"},
+          {"timing", op_profile_timing(device)},
           {"operators", op_profile_json(ops, 30)}};
 }
 

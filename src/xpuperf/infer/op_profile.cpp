@@ -134,6 +134,10 @@ std::vector<OpTime> profile_ops(const std::function<void()>& work, torch::Device
   return recorder.result();
 }
 
+std::string op_profile_timing(const torch::Device& device) {
+  return torchrt::device_has_timeline(device.type()) ? "device time between timeline marks" : "wall clock";
+}
+
 nlohmann::json op_profile_json(const std::vector<OpTime>& ops, std::size_t top) {
   const double sum = self_sum(ops);
   nlohmann::json list = nlohmann::json::array();

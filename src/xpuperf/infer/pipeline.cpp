@@ -311,11 +311,11 @@ class InferenceRun {
         device_);
     figures_["op_profile"] = {{"batches", n},
                               {"batch_size", x.size(0)},
-                              {"timing", device_.is_cuda() ? "GPU time between CUDA events" : "wall clock"},
+                              {"timing", op_profile_timing(device_)},
                               {"operators", op_profile_json(ops, 30)}};
     out_ << "\nATen operators of " << n << " batch(es) of " << x.size(0) << " through " << engine_->describe()
          << " (self time: less the operators each calls):\n"
-         << (ops.empty() ? "none ran: the engine replays a CUDA graph or runs compiled code; profile it with "
+         << (ops.empty() ? "none ran: the engine replays a device graph or runs compiled code; profile it with "
                            "compiler libtorch\n"
                          : op_profile_table(ops, 15));
   }

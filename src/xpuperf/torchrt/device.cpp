@@ -74,6 +74,10 @@ void register_device_timeline(c10::DeviceType type, DeviceTimelineFactory factor
   timeline_factories()[type] = std::move(factory);
 }
 
+bool device_has_timeline(c10::DeviceType type) {
+  return timeline_factories().count(type) > 0;
+}
+
 std::unique_ptr<DeviceTimeline> make_device_timeline(const torch::Device& device) {
   const auto& factories = timeline_factories();
   const auto it = factories.find(device.type());

@@ -80,6 +80,7 @@ class DeviceTimeline {
 };
 using DeviceTimelineFactory = std::function<std::unique_ptr<DeviceTimeline>(const torch::Device&)>;
 void register_device_timeline(c10::DeviceType type, DeviceTimelineFactory factory);
+bool device_has_timeline(c10::DeviceType type);
 // Null where the device's vendor brings none.
 std::unique_ptr<DeviceTimeline> make_device_timeline(const torch::Device& device);
 

@@ -52,7 +52,7 @@ class CudaDeviceGraph : public torchrt::DeviceGraph {
 };
 
 // Registered as the binary loads, as nvidia_runtime.cpp's.
-const bool registered = [] {
+const bool graphs_registered = [] {
   torchrt::register_device_graphs(
       c10::DeviceType::CUDA, [](const torch::Device& device, const torchrt::DeviceGraph* share_memory_with) {
         MempoolId pool = {0, 0};

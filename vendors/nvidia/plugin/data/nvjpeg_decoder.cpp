@@ -406,7 +406,7 @@ void raise_hardware_queues() {
 }
 
 // Registered as the binary loads (the plug-in is built in: vendors/nvidia/vendor.yaml).
-const bool registered = [] {
+const bool nvjpeg_registered = [] {
   data::DeviceJpegBackend backend;
   backend.name = "nvjpeg";
   backend.device_type = "cuda";
