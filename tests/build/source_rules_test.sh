@@ -3,6 +3,8 @@
 # - the vendor as a plug-in (docs/VENDORS.md): outside NVIDIA's plug-in folder and the LibTorch shim
 #   (src/xpuperf/torchrt), no source calls a CUDA, NCCL, NVML or nvJPEG function, includes their
 #   headers or names LibTorch's CUDA API (torch::kCUDA, c10::cuda, at::cuda);
+# - LibTorch's versions differ in one place, the shim (src/xpuperf/torchrt/compat.h): no other file
+#   of src/ tests TORCH_VERSION_MAJOR or _MINOR (a vendor's plug-in may, for the LibTorch it builds on);
 # - no std::filesystem::remove_all: PyTorch 2.x's libtorch.so exports a copy of it that jumps to
 #   address 0 (core/files.h's remove_tree instead). The GPU machine's `vendor check` crashed so at
 #   its exit, after its table.
@@ -23,6 +25,12 @@ found=$(code_matches "$cuda_api" src vendors | grep -vE '^(src/xpuperf/torchrt/|
 if [[ -n $found ]]; then
   echo "FAILED: CUDA, NCCL, NVML or nvJPEG named outside vendors/nvidia/plugin and src/xpuperf/torchrt" \
     "(a device service belongs behind the vendor interface: docs/VENDORS.md):" >&2
+  echo "$found" >&2
+  status=1
+fi
+found=$(code_matches '^\s*#\s*(el)?if.*TORCH_VERSION_(MAJOR|MINOR)' src | grep -v '^src/xpuperf/torchrt/compat.h:')
+if [[ -n $found ]]; then
+  echo "FAILED: a LibTorch version test outside the shim; give src/xpuperf/torchrt/compat.h a function for it:" >&2
   echo "$found" >&2
   status=1
 fi

@@ -98,7 +98,8 @@ TEST_F(VendorSim, MobileNetV2DecodesItsJpegsOnTheSimDeviceWithTheCpusCurve) {
   };
   const Result sim = train("sim", "SIM", {});
   ASSERT_EQ(sim.code, 0) << sim.output;
-  EXPECT_TRUE(has(sim.output, "train images: sim decoder (libjpeg-turbo into sim memory) on sim:0")) << sim.output;
+  EXPECT_TRUE(has(sim.output, "train images: sim uploader (libjpeg-turbo on the host, crops into sim memory) on sim:0"))
+      << sim.output;
   const Result cpu = train("cpu", "CPU", {"--set", "jpeg_decoder=cpu"});
   ASSERT_EQ(cpu.code, 0) << cpu.output;
   EXPECT_TRUE(has(cpu.output, "train images: libjpeg-turbo")) << cpu.output;

@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "test_util.h"
-#include "xpuperf/data/idx.h"
+#include "xpuperf/data/data_error.h"
 #include "xpuperf/models/bert_classifier.h"
 #include "xpuperf/models/llama_classifier.h"
 #include "xpuperf/torchrt/weights.h"

@@ -106,6 +106,20 @@ std::string local_time_stamp() {
   return out.str();
 }
 
+std::string create_unique_folder(const std::string& parent, const std::string& name) {
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) throw FileError("cannot create " + parent + ": " + ec.message());
+  for (int n = 1;; ++n) {
+    const std::string path =
+        (std::filesystem::path(parent) / (n == 1 ? name : name + "_" + std::to_string(n))).string();
+    // mkdir, not create_directories: it fails where the folder exists, so two processes that race
+    // for one name cannot both take it.
+    if (::mkdir(path.c_str(), 0777) == 0) return path;
+    if (errno != EEXIST) throw FileError("cannot create " + path + ": " + std::strerror(errno));
+  }
+}
+
 namespace {
 
 FolderEntry examine(const std::filesystem::directory_entry& entry) {

@@ -56,5 +56,9 @@ double unix_seconds();
 double steady_seconds();
 // The local time as YYYYmmddHHMMSS: what run and sweep folders are named by.
 std::string local_time_stamp();
+// Makes a new folder `name` in `parent` (made too where missing) and gives its path; where one of
+// that name is there already (two runs started in the same second), `name`_2, `name`_3, ...: a run
+// never writes into another's folder. FileError when it cannot.
+std::string create_unique_folder(const std::string& parent, const std::string& name);
 
 }  // namespace xpuperf

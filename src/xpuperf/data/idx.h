@@ -3,16 +3,12 @@
 // gzipped or not. Torch-free: it returns the raw bytes and the shape.
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace xpuperf::data {
+#include "xpuperf/data/data_error.h"
 
-class DataError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace xpuperf::data {
 
 struct IdxArray {
   std::vector<std::int64_t> shape;   // e.g. {60000, 28, 28} for images, {60000} for labels

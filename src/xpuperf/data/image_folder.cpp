@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "xpuperf/core/files.h"
-#include "xpuperf/data/idx.h"
+#include "xpuperf/data/data_error.h"
 
 namespace xpuperf::data {
 

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "xpuperf/core/log.h"
-#include "xpuperf/data/idx.h"
+#include "xpuperf/data/data_error.h"
 #include "xpuperf/data/image_transforms.h"
 #include "xpuperf/data/jpeg.h"
 #include "xpuperf/data/shard_sampler.h"

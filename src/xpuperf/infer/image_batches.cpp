@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "xpuperf/data/idx.h"
+#include "xpuperf/data/data_error.h"
 #include "xpuperf/data/image_folder.h"
 #ifdef XPUPERF_HAVE_OPENCV
 #include <opencv2/imgcodecs.hpp>

@@ -17,7 +17,7 @@
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/load_generator.h"
 #include "xpuperf/core/perflog.h"
-#include "xpuperf/data/idx.h"
+#include "xpuperf/data/data_error.h"
 #include "xpuperf/infer/engine.h"
 #include "xpuperf/infer/entry.h"
 #include "xpuperf/infer/generation.h"

@@ -378,12 +378,20 @@ int run_plan(const Repo& repo, const RunOptions& options) {
 
   // Step 2: the run folder.
   // Absolute: every node writes its part under the same path.
-  const std::string run_dir = fs::absolute(resume ? options.resume_dir : plan->log_dir + "/run" + local_time_stamp())
-                                  .lexically_normal()
-                                  .string();
+  std::string run_dir;
+  try {
+    run_dir = resume ? options.resume_dir
+                     : create_unique_folder(fs::absolute(plan->log_dir).lexically_normal().string(),
+                                            "run" + local_time_stamp());
+  } catch (const FileError& e) {
+    std::cout << "Step 2: Prepare run folder [FAILED]\n";
+    std::cerr << "xpuperf: error: " << e.what() << "\n";
+    return 2;
+  }
+  run_dir = fs::absolute(run_dir).lexically_normal().string();
   std::cout << "Step 2: Prepare run folder " << display_path(run_dir) << " ..." << std::flush;
   std::error_code ec;
-  fs::create_directories(run_dir, ec);
+  fs::create_directories(run_dir, ec);  // a resumed run's, should it have gone
   if (ec) {
     std::cout << " [FAILED]\n";
     std::cerr << "xpuperf: error: cannot create " << run_dir << ": " << ec.message() << "\n";

@@ -260,7 +260,13 @@ int run_sweep(const Repo& repo, const SweepOptions& o) {
     return 2;
   }
 
-  const fs::path sweep_dir = fs::absolute(fs::path(o.log_dir) / ("sweep" + local_time_stamp())).lexically_normal();
+  fs::path sweep_dir;
+  try {
+    sweep_dir = create_unique_folder(fs::absolute(o.log_dir).lexically_normal().string(), "sweep" + local_time_stamp());
+  } catch (const FileError& e) {
+    std::cerr << "xpuperf: error: " << e.what() << "\n";
+    return 2;
+  }
   fs::create_directories(sweep_dir / "rows");
   std::cout << "Sweep of " << key->model << " on " << o.vendor << " " << o.hardware << ": " << rows.size()
             << " strategies × " << o.repeats << " repeat(s) of " << o.warmup_steps << " + " << o.steps

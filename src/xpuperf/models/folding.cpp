@@ -5,18 +5,15 @@
 #include <stdexcept>
 #include <variant>
 
+#include "xpuperf/torchrt/compat.h"
+
 namespace xpuperf::models {
 
 FoldedConv::FoldedConv(torch::nn::Conv2dImpl& conv, const torch::nn::BatchNorm2dImpl& bn, torch::nn::Module& owner,
                        const std::string& bias_name, bool cudnn_fusion)
     : cudnn_fusion_(cudnn_fusion) {
   const torch::NoGradGuard no_grad;
-  // Conv2dOptions' padding is a variant: std:: in LibTorch 2.x, c10:: in 1.13.
-#if TORCH_VERSION_MAJOR >= 2
-  const auto* padding = std::get_if<torch::ExpandingArray<2>>(&conv.options.padding());
-#else
-  const auto* padding = c10::get_if<torch::ExpandingArray<2>>(&conv.options.padding());
-#endif
+  const auto* padding = compat::variant_get_if<torch::ExpandingArray<2>>(&conv.options.padding());
   if (!padding) throw std::runtime_error("batch-norm folding needs a convolution with explicit padding");
   if (!bn.options.track_running_stats())
     throw std::runtime_error("batch-norm folding needs running statistics (track_running_stats)");

@@ -13,13 +13,6 @@
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/init.h"
 
-// ATen's grouped GEMM (at::_grouped_mm, with its backward): from PyTorch 2.9. Where it has fast
-// kernels the device's vendor says (torchrt::device_has_feature "grouped_mm_bf16": NVIDIA's CUTLASS
-// kernels for bf16 on Hopper and Blackwell).
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
-#define XPUPERF_HAVE_GROUPED_MM 1
-#endif
-
 namespace xpuperf::models {
 
 namespace {
@@ -186,9 +179,11 @@ torch::Tensor gather_rows(const torch::Tensor& x, const torch::Tensor& source, c
                            unread.defined() ? unread : torch::zeros({0}, source.options().dtype(torch::kBool)));
 }
 
+// ATen's grouped GEMM (compat::grouped_mm, with its backward): from PyTorch 2.9. Where it has fast
+// kernels the device's vendor says (torchrt::device_has_feature "grouped_mm_bf16": NVIDIA's CUTLASS
+// kernels for bf16 on Hopper and Blackwell).
 bool SparseMoeBlockImpl::runs_grouped(const torch::Tensor& flat, bool kernels) const {
-#ifdef XPUPERF_HAVE_GROUPED_MM
-  if (!kernels || ep_ || config.capacity_factor > 0) return false;
+  if (!compat::kHasGroupedMm || !kernels || ep_ || config.capacity_factor > 0) return false;
   // Rows of 16 bytes' multiples, as the grouped GEMM's kernels load them.
   if (flat.size(-1) % 8 != 0 || w_gate.size(1) % 8 != 0) return false;
   const auto type = flat.device().type();
@@ -196,15 +191,10 @@ bool SparseMoeBlockImpl::runs_grouped(const torch::Tensor& flat, bool kernels) c
                     (compat::autocast_enabled(type) && compat::autocast_dtype(type) == torch::kBFloat16);
   // Without fast kernels ATen loops over the experts, reading their offsets back to the host.
   return bf16 && torchrt::device_has_feature(flat.device(), "grouped_mm_bf16");
-#else
-  (void)flat, (void)kernels;
-  return false;
-#endif
 }
 
 torch::Tensor SparseMoeBlockImpl::grouped_experts(const torch::Tensor& flat, const torch::Tensor& weights,
                                                   const torch::Tensor& selected, bool kernels) {
-#ifdef XPUPERF_HAVE_GROUPED_MM
   const auto experts = config.experts, k = config.top_k, tokens = flat.size(0), hidden = flat.size(1);
   const auto pairs = tokens * k;
   const auto expert_of = selected.reshape({-1});  // (pairs), pair p is token p / k's (p % k)-th choice
@@ -236,7 +226,7 @@ torch::Tensor SparseMoeBlockImpl::grouped_experts(const torch::Tensor& flat, con
   const auto buffer = gather_rows(flat.to(type), source, place.view({tokens, k}));
   const auto offsets = ends.to(torch::kInt);
   const auto product = [&](const torch::Tensor& in, const torch::Tensor& w) {  // w: (experts, out, in)
-    return at::_grouped_mm(in, w.to(type).transpose(1, 2), offsets);
+    return compat::grouped_mm(in, w.to(type).transpose(1, 2), offsets);
   };
   const auto units = fused::silu_mul(product(buffer, w_gate), product(buffer, w_up), kernels);
   routed = pairs;
@@ -246,10 +236,6 @@ torch::Tensor SparseMoeBlockImpl::grouped_experts(const torch::Tensor& flat, con
   const auto outputs = gather_rows(product(units, w_down), place, owner.masked_fill(padding, 0).unsqueeze(1), padding);
   const auto weighted = outputs * weights.reshape({-1, 1}).to(outputs.scalar_type());
   return weighted.view({tokens, k, hidden}).sum(1);
-#else
-  (void)flat, (void)weights, (void)selected, (void)kernels;
-  throw std::logic_error("MoE: grouped products without ATen's grouped GEMM");
-#endif
 }
 
 torch::Tensor SparseMoeBlockImpl::forward(const torch::Tensor& x, bool kernels) {

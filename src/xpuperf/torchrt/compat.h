@@ -6,6 +6,8 @@
 #include <torch/version.h>
 
 #include <cmath>
+#include <variant>
+#include <vector>
 
 namespace xpuperf::compat {
 
@@ -102,6 +104,98 @@ inline torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weigh
 #else
   const auto y = x.to(torch::kFloat);
   return weight * (y * torch::rsqrt(y.pow(2).mean(-1, true) + eps)).to(x.scalar_type());
+#endif
+}
+
+// A variant's alternative, or null: LibTorch's options hold std::variant in 2.x, c10::variant in 1.13.
+template <typename T, typename Variant>
+const T* variant_get_if(const Variant* v) {
+#if TORCH_VERSION_MAJOR >= 2
+  return std::get_if<T>(v);
+#else
+  return c10::get_if<T>(v);
+#endif
+}
+
+// A Kineto event's duration in milliseconds (2.x counts nanoseconds, 1.13 microseconds). A template,
+// so that this header does without the profiler's.
+template <typename Event>
+double event_duration_ms(const Event& e) {
+#if TORCH_VERSION_MAJOR >= 2
+  return static_cast<double>(e.durationNs()) / 1e6;
+#else
+  return static_cast<double>(e.durationUs()) / 1e3;
+#endif
+}
+
+// ATen's fused multi-tensor optimizer kernels, as PyTorch's fused=True optimizers run them: 2.x
+// only (fused_optimizer: fused is refused with 1.13). Called where absent, they throw.
+inline constexpr bool kHasFusedOptimizers = kTorch2;
+
+// SGD with momentum (the buffers empty for none), no dampening or Nesterov; `first`: the buffers
+// start as the gradients.
+inline void fused_sgd_(at::TensorList params, at::TensorList grads, at::TensorList momentum_buffers,
+                       double weight_decay, double momentum, double lr, bool first) {
+#if TORCH_VERSION_MAJOR >= 2
+  at::_fused_sgd_(params, grads, momentum_buffers, weight_decay, momentum, lr, /*dampening=*/0.0, /*nesterov=*/false,
+                  /*maximize=*/false, first);
+#else
+  (void)params, (void)grads, (void)momentum_buffers, (void)weight_decay, (void)momentum, (void)lr, (void)first;
+  TORCH_CHECK(false, "ATen's fused SGD needs LibTorch 2.x");
+#endif
+}
+
+// Adam, or AdamW where `decoupled`; the gradients divided by `grad_scale` where given, and nothing
+// changed where `found_inf` is set.
+inline void fused_adam_(bool decoupled, at::TensorList params, at::TensorList grads, at::TensorList exp_avgs,
+                        at::TensorList exp_avg_sqs, at::TensorList steps, double lr, double beta1, double beta2,
+                        double weight_decay, double eps, const c10::optional<at::Tensor>& grad_scale,
+                        const c10::optional<at::Tensor>& found_inf) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (decoupled)
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, lr, beta1, beta2, weight_decay, eps,
+                      /*amsgrad=*/false, /*maximize=*/false, grad_scale, found_inf);
+  else
+    at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, lr, beta1, beta2, weight_decay, eps,
+                     /*amsgrad=*/false, /*maximize=*/false, grad_scale, found_inf);
+#else
+  (void)decoupled, (void)params, (void)grads, (void)exp_avgs, (void)exp_avg_sqs, (void)steps, (void)lr, (void)beta1,
+      (void)beta2, (void)weight_decay, (void)eps, (void)grad_scale, (void)found_inf;
+  TORCH_CHECK(false, "ATen's fused Adam needs LibTorch 2.x");
+#endif
+}
+
+// Each tensor's L2 norm in float: one multi-tensor launch from 2.6, a reduction a tensor before.
+inline std::vector<torch::Tensor> float_norms(const std::vector<torch::Tensor>& tensors) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
+  if (!tensors.empty()) return at::_foreach_norm(tensors, 2, torch::kFloat);
+  return {};
+#else
+  std::vector<torch::Tensor> norms;
+  for (const auto& t : tensors) norms.push_back(t.to(torch::kFloat).norm());
+  return norms;
+#endif
+}
+
+// Multiplies each tensor by a one-element tensor read on the device: one launch in 2.x (no sync),
+// a multiply a tensor in 1.13.
+inline void mul_each_(const std::vector<torch::Tensor>& tensors, const torch::Tensor& factor) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (!tensors.empty()) at::_foreach_mul_(tensors, factor);
+#else
+  for (auto t : tensors) t.mul_(factor);
+#endif
+}
+
+// ATen's grouped GEMM (at::_grouped_mm, with its backward), from 2.9: a (rows, k) by each group's
+// (k, n) of b, the groups' rows ending at `offsets`.
+inline constexpr bool kHasGroupedMm = TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9);
+inline torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& offsets) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
+  return at::_grouped_mm(a, b, offsets);
+#else
+  (void)a, (void)b, (void)offsets;
+  TORCH_CHECK(false, "ATen's grouped GEMM needs LibTorch 2.9 or later");
 #endif
 }
 

@@ -10,6 +10,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "xpuperf/torchrt/compat.h"
+
 namespace xpuperf::torchrt {
 
 namespace {
@@ -22,11 +24,7 @@ using torch::profiler::impl::ProfilerState;
 const std::set<ActivityType> kProfiledActivities{ActivityType::CUDA};
 
 double kineto_event_ms(const prof::KinetoEvent& e) {
-#if TORCH_VERSION_MAJOR >= 2
-  return static_cast<double>(e.durationNs()) / 1e6;
-#else
-  return static_cast<double>(e.durationUs()) / 1e3;
-#endif
+  return compat::event_duration_ms(e);
 }
 }  // namespace
 

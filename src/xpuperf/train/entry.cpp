@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "xpuperf/core/version.h"
-#include "xpuperf/data/idx.h"
+#include "xpuperf/data/data_error.h"
 #include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/torchrt/vendor_runtime.h"
 #include "xpuperf/train/runtime.h"

@@ -8,8 +8,8 @@
 
 #include "xpuperf/core/log.h"
 #include "xpuperf/core/repo.h"
+#include "xpuperf/data/data_error.h"
 #include "xpuperf/data/device_jpeg.h"
-#include "xpuperf/data/idx.h"
 #include "xpuperf/data/shard_sampler.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/vendor_runtime.h"

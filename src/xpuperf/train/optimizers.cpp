@@ -179,15 +179,13 @@ class MultiTensorOptimizer : public StepOptimizer {
   void sgd(GroupState& g) {
     auto grads = g.grads();
     const bool first = g.buf1.empty() && h_.momentum != 0;
-#if TORCH_VERSION_MAJOR >= 2
-    if (fused_) {
+    if (fused_ && compat::kHasFusedOptimizers) {
       if (first)
         for (const auto& p : g.params) g.buf1.push_back(torch::empty_like(p));
-      at::_fused_sgd_(g.params, grads, h_.momentum != 0 ? at::TensorList(g.buf1) : at::TensorList(), g.weight_decay,
-                      h_.momentum, lr_, /*dampening=*/0.0, /*nesterov=*/false, /*maximize=*/false, first);
+      compat::fused_sgd_(g.params, grads, h_.momentum != 0 ? at::TensorList(g.buf1) : at::TensorList(), g.weight_decay,
+                         h_.momentum, lr_, first);
       return;
     }
-#endif
     if (g.weight_decay != 0) grads = at::_foreach_add(grads, g.params, g.weight_decay);
     if (h_.momentum != 0) {
       if (first) {
@@ -273,8 +271,7 @@ class MultiTensorOptimizer : public StepOptimizer {
         if (fused_) g.steps.push_back(torch::zeros({}, p.options().dtype(torch::kFloat)));
       }
     }
-#if TORCH_VERSION_MAJOR >= 2
-    if (fused_) {
+    if (fused_ && compat::kHasFusedOptimizers) {
       const bool decoupled = h_.name == "adamw";
       at::_foreach_add_(g.steps, 1.0);
       // With a flag, the kernels leave everything as it was where it is set, and the step counts
@@ -283,16 +280,11 @@ class MultiTensorOptimizer : public StepOptimizer {
           found_inf.defined() ? c10::optional<at::Tensor>(found_inf) : c10::optional<at::Tensor>();
       const c10::optional<at::Tensor> divisor =
           divisor_.defined() ? c10::optional<at::Tensor>(divisor_) : c10::optional<at::Tensor>();
-      if (decoupled)
-        at::_fused_adamw_(g.params, grads, g.buf1, g.buf2, {}, g.steps, lr_, h_.beta1, h_.beta2, g.weight_decay, h_.eps,
-                          /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/divisor, flag);
-      else
-        at::_fused_adam_(g.params, grads, g.buf1, g.buf2, {}, g.steps, lr_, h_.beta1, h_.beta2, g.weight_decay, h_.eps,
-                         /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/divisor, flag);
+      compat::fused_adam_(decoupled, g.params, grads, g.buf1, g.buf2, g.steps, lr_, h_.beta1, h_.beta2, g.weight_decay,
+                          h_.eps, /*grad_scale=*/divisor, flag);
       if (flag) at::_foreach_sub_(g.steps, std::vector<at::Tensor>(g.steps.size(), found_inf.reshape({})));
       return;
     }
-#endif
     foreach_adam(g, g.params, std::move(grads));
   }
 
@@ -331,18 +323,14 @@ torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params) {
   // of one reduction a tensor; the others one by one, in float, so a bf16 gradient's norm keeps its digits.
   std::vector<torch::Tensor> norms =
       g.float_grads.empty() ? std::vector<torch::Tensor>() : at::_foreach_norm(g.float_grads, 2);
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 6)
-  // bf16 gradients (bf16_weights' weights) in multi-tensor launches too, reduced in float.
+  // bf16 gradients (bf16_weights' weights) in multi-tensor launches too where LibTorch has them,
+  // reduced in float.
   std::vector<torch::Tensor> bf16;
   for (const auto& grad : g.other_grads)
     if (grad.scalar_type() == torch::kBFloat16) bf16.push_back(grad);
-  if (!bf16.empty())
-    for (const auto& n : at::_foreach_norm(bf16, 2, torch::kFloat)) norms.push_back(n);
+  for (const auto& n : compat::float_norms(bf16)) norms.push_back(n);
   for (const auto& grad : g.other_grads)
     if (grad.scalar_type() != torch::kBFloat16) norms.push_back(grad.to(torch::kFloat).norm());
-#else
-  for (const auto& grad : g.other_grads) norms.push_back(grad.to(torch::kFloat).norm());
-#endif
   if (norms.empty()) return torch::zeros({});
   return torch::stack(norms).norm();
 }
@@ -351,12 +339,9 @@ void clip_gradients(const std::vector<torch::Tensor>& params, const torch::Tenso
   torch::NoGradGuard no_grad;
   const auto coefficient = torch::clamp_max(max_norm / (norm + 1e-6), 1.0);
   GradientGroups g = gradient_groups(params);
-#if TORCH_VERSION_MAJOR >= 2
-  // One multi-tensor launch for the float gradients, the coefficient read on the device (no sync).
-  if (!g.float_grads.empty()) at::_foreach_mul_(g.float_grads, coefficient.to(torch::kFloat));
-#else
-  for (auto& grad : g.float_grads) grad.mul_(coefficient.to(torch::kFloat));
-#endif
+  // One multi-tensor launch for the float gradients where LibTorch has it, the coefficient read on the
+  // device (no sync).
+  compat::mul_each_(g.float_grads, coefficient.to(torch::kFloat));
   for (auto& grad : g.other_grads) grad.mul_(coefficient.to(grad.dtype()));
 }
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "xpuperf/data/idx.h"
+#include "xpuperf/data/data_error.h"
 #include "xpuperf/text/json_lines.h"
 #include "xpuperf/text/tokenizer_error.h"
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "xpuperf/core/files.h"
-#include "xpuperf/data/idx.h"
+#include "xpuperf/data/data_error.h"
 #include "xpuperf/text/tokenize_corpus.h"
 #include "xpuperf/text/tokenizer_error.h"
 

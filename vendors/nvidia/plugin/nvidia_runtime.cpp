@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "xpuperf/torchrt/collective_group.h"
+#include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/vendor_registry.h"
 
@@ -28,12 +29,17 @@ class NcclCollectives : public torchrt::ProcessGroupCollectives<c10d::ProcessGro
  public:
   using ProcessGroupCollectives::ProcessGroupCollectives;
   ~NcclCollectives() override {
-#if TORCH_VERSION_MAJOR >= 2
+    if constexpr (compat::kTorch2) shutdown(*group());
+  }
+
+ private:
+  // A template, so that 1.13's ProcessGroupNCCL, which has no shutdown(), is never asked for one.
+  template <typename Group>
+  static void shutdown(Group& group) {
     try {
-      group()->shutdown();
+      group.shutdown();
     } catch (const std::exception&) {
     }
-#endif
   }
 };
 

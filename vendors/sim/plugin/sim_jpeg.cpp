@@ -1,7 +1,13 @@
 // The sim vendor's JPEG decoder for the image loader (data/device_jpeg.h), `jpeg_decoder: device` on
-// sim: libjpeg-turbo on the loader's threads, each crop written into the sim device's memory, as a
-// vendor's decoder writes into its chip's. The crops are the CPU decoder's byte for byte, so a
-// vision case's curve on sim with it is the CPU's: the test of the device-decoder path in CI.
+// sim. The sim has no JPEG engine: its decoder takes no file (probe says so), so the loader decodes
+// each on its own threads with libjpeg-turbo and the decoder uploads the crops into batches in the
+// sim's memory. That runs the device-decoder path of the loader in CI (batch buffers in device
+// memory, uploads, the consumer's copy out on the device, the buffers' release), with the CPU
+// decoder's crops, so a vision case's curve on sim is the CPU's. A decoder's own batched decode
+// (decode_crops) is NVIDIA's to show, on the GPU (tests/unit/data_test.cpp's NvJpeg tests).
+//
+// It uses nothing of xpuperf's data library but its registry (weak): a binary without the image
+// loader (a test program) loads the plug-in all the same.
 
 #include "sim_jpeg.h"
 
@@ -10,13 +16,9 @@
 
 #include "sim_memory.h"
 #include "xpuperf/data/device_jpeg.h"
-#include "xpuperf/data/idx.h"
-#include "xpuperf/data/jpeg.h"
 #include "xpuperf/data/release_order.h"
 
 namespace xpuperf::data {
-// Weak: the plug-in reaches xpuperf-torch's registry, which a build whose cases read no images may
-// leave out; the plug-in then loads without its decoder.
 void register_device_jpeg(DeviceJpegBackend backend) __attribute__((weak));
 }  // namespace xpuperf::data
 
@@ -27,25 +29,18 @@ class SimJpegDecoder : public data::DeviceJpegDecoder {
  public:
   explicit SimJpegDecoder(int out_size) : out_size_(out_size) {}
 
-  std::string backend() const override { return "sim decoder (libjpeg-turbo into sim memory)"; }
+  std::string backend() const override { return "sim uploader (libjpeg-turbo on the host, crops into sim memory)"; }
 
-  bool probe(const std::uint8_t* data, std::size_t size, data::DeviceJpegShape& shape, bool& batchable,
-             std::string& error) override {
-    if (!codec_.read_header(data, size, shape.width, shape.height, error)) return false;
-    shape.chroma_width = shape.width;  // decoded to RGB whole: the planes are not the sim's concern
-    shape.chroma_height = shape.height;
-    batchable = true;  // libjpeg-turbo reads every JPEG, progressive and CMYK ones too
-    return true;
+  bool probe(const std::uint8_t*, std::size_t, data::DeviceJpegShape&, bool&, std::string& error) override {
+    error = "the sim decodes no JPEG itself";
+    return false;
   }
 
-  bool decode_crops(const std::vector<data::DeviceCropJob>& jobs, const std::vector<std::uint8_t*>& outs,
+  bool decode_crops(const std::vector<data::DeviceCropJob>& jobs, const std::vector<std::uint8_t*>&,
                     std::string& error) override {
-    for (std::size_t i = 0; i < jobs.size(); ++i) {
-      if (!codec_.decode(jobs[i].data, jobs[i].size, image_, error)) return false;
-      const MemoryGuard open({outs[i]});
-      data::resize_crop(image_, jobs[i].box, out_size_, out_size_, jobs[i].flip, outs[i]);
-    }
-    return true;
+    if (jobs.empty()) return true;  // the loader asks with none, for what it uploaded
+    error = "the sim decodes no JPEG itself";
+    return false;
   }
 
   void upload(const std::uint8_t* host, std::uint8_t* device_out) override {
@@ -57,8 +52,6 @@ class SimJpegDecoder : public data::DeviceJpegDecoder {
 
  private:
   int out_size_;
-  data::JpegCodec codec_;  // one a decoder, and a decoder a loader thread
-  data::RgbImage image_;
 };
 
 // Batch buffers in the sim's memory. The sim runs its work as it is queued, so a buffer is free

@@ -15,8 +15,8 @@
 #include <utility>
 
 #include "data/gpu_crop.h"
+#include "xpuperf/data/data_error.h"
 #include "xpuperf/data/device_jpeg.h"
-#include "xpuperf/data/idx.h"
 #include "xpuperf/data/release_order.h"
 
 namespace xpuperf::nvidia {

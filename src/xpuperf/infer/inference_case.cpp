@@ -1,7 +1,6 @@
-#include "xpuperf/core/registry.h"
-
-#include "xpuperf/infer/engine.h"
 #include "xpuperf/infer/inference_case.h"
+
+#include "xpuperf/core/registry.h"
 
 namespace xpuperf::infer {
 
@@ -15,18 +14,6 @@ std::unique_ptr<InferenceCase> make_inference_case(const std::string& name, cons
 
 std::vector<std::string> registered_inference_cases() {
   return Registry<InferenceCase>::instance().keys();
-}
-
-bool register_engine(const std::string& name, EngineFactory factory) {
-  return Registry<Engine>::instance().add(name, std::move(factory));
-}
-
-std::unique_ptr<Engine> make_engine(const std::string& name) {
-  return Registry<Engine>::instance().make(name);
-}
-
-std::vector<std::string> registered_engines() {
-  return Registry<Engine>::instance().keys();
 }
 
 }  // namespace xpuperf::infer
