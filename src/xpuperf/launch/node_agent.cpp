@@ -354,6 +354,144 @@ std::vector<std::vector<std::string>> node_dry_run(const NodeRequest& request, s
   return commands;
 }
 
+namespace {
+
+// Samplers from before the first rank starts until after the last one ends: the host's, the vendor's
+// tool (vendors/<v>/monitor.yaml) and its monitor library, charged with this node's devices.
+std::unique_ptr<monitor::Monitor> start_monitors(const NodeRequest& request, const CaseKey& key, const Config& config,
+                                                 json& status) {
+  const std::string node = request.node_addr.empty() ? "node" + std::to_string(request.node_rank) : request.node_addr;
+  auto monitors = std::make_unique<monitor::Monitor>(request.out_dir + "/monitor.csv", node, request.monitor_period_s);
+  std::optional<VendorSpec> vendor;
+  try {
+    vendor = load_vendor_spec(Repo(request.root), request.vendor);
+  } catch (const ConfigError& e) {
+    std::cerr << "xpuperf node: the vendor's monitors left out: " << e.what() << "\n";
+  }
+  for (auto& sampler : monitor::default_samplers()) monitors->add(std::move(sampler));
+  // A vendor's own tool, declared without C++ (vendors/<v>/monitor.yaml).
+  std::string error;
+  auto vendor_sampler =
+      monitor::load_command_sampler(Repo(request.root).vendor_dir(request.vendor) + "/monitor.yaml", error);
+  if (vendor_sampler) monitors->add(std::move(vendor_sampler));
+  if (!error.empty()) std::cerr << "xpuperf node: vendor monitor left out: " << error << "\n";
+  // The vendor's monitor library (vendor.yaml: monitor: library, or NVIDIA's for monitor: nvml and a
+  // folder without vendor.yaml).
+  if (auto library = monitor::vendor_library_sampler(vendor ? &*vendor : nullptr, error))
+    monitors->add(std::move(library));
+  if (!error.empty()) std::cerr << "xpuperf node: vendor monitor library left out: " << error << "\n";
+  if (request.first_device >= 0 && !config.get_bool("whole_host", false)) {
+    std::set<std::string> mine;
+    json devices = json::array();
+    for (int i = 0; i < key.nproc; ++i) {
+      mine.insert("gpu" + std::to_string(request.first_device + i));
+      devices.push_back("gpu" + std::to_string(request.first_device + i));
+    }
+    monitors->only_accelerators(mine);
+    status["devices"] = devices;  // what the summary charges this node for
+  }
+  monitors->start();
+  return monitors;
+}
+
+// The ranks of this node, started: global rank = node_rank * nproc + local rank. Empty `problem`
+// unless one could not start (then the ones started are stopped).
+std::vector<std::unique_ptr<Process>> start_ranks(const NodeRequest& request, const CaseKey& key, const Config& config,
+                                                  RoundContainer& container, std::vector<int>& global_ranks,
+                                                  std::string& problem) {
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int local = 0; local < key.nproc; ++local) {
+    ProcessSpec spec = rank_process(request, key, config, local);
+    const int rank = request.node_rank * key.nproc + local;
+    if (container.enabled()) container.wrap(spec, case_config_dir(request, key));
+    spec.log_path = request.out_dir + "/rank" + std::to_string(rank) + ".out.log";
+    spec.echo = request.echo;
+    spec.echo_prefix = "[rank " + std::to_string(rank) + "] ";
+    try {
+      ranks.push_back(Process::start(spec));
+      global_ranks.push_back(rank);
+    } catch (const ProcessError& e) {
+      for (auto& r : ranks) r->stop(std::chrono::seconds(5));
+      problem = "cannot start rank " + std::to_string(rank) + ": " + e.what();
+      return {};
+    }
+  }
+  return ranks;
+}
+
+// The node's exit code and reason for how the wait for its ranks ended.
+std::pair<int, std::string> node_result(const GroupOutcome& outcome, const std::vector<int>& global_ranks,
+                                        const NodeRequest& request) {
+  switch (outcome.end) {
+    case GroupOutcome::End::AllExited:
+      break;
+    case GroupOutcome::End::OneFailed: {
+      const int failed = global_ranks[static_cast<std::size_t>(outcome.failed)];
+      std::string reason = "rank " + std::to_string(failed) + " " +
+                           outcome.statuses[static_cast<std::size_t>(outcome.failed)].describe();
+      const std::string said = last_message(request.out_dir + "/rank" + std::to_string(failed) + ".out.log");
+      if (!said.empty()) reason += ": " + said;
+      return {kNodeRankFailed, reason};
+    }
+    case GroupOutcome::End::Stopped:
+      return {kNodeInterrupted, "stopped by signal " + std::to_string(g_stop_signal.load())};
+    case GroupOutcome::End::TimedOut:
+      return {kNodeTimedOut,
+              "time limit of " + std::to_string(static_cast<long long>(request.time_limit_s)) + " s passed"};
+  }
+  return {kNodeOk, "all ranks exited with code 0"};
+}
+
+// The round on this node once its config is merged: the container, the monitors, the ranks and the
+// wait for them; node_status.json's fields go into `status`. The exit code and reason.
+std::pair<int, std::string> run_round_here(const NodeRequest& request, const CaseKey& key, const Config& config,
+                                           json& status) {
+  // From here on a stop signal is recorded, not fatal: a round's container may exist from the
+  // next line on, and it must be removed and node_status.json written however the round ends.
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  RoundContainer container(request, status);
+  if (container.enabled()) {
+    const std::string problem = container.start();
+    if (!problem.empty()) {
+      container.remove();
+      return {kNodeBadInput, "container: " + problem};
+    }
+  }
+  auto monitors = request.monitor_period_s > 0 ? start_monitors(request, key, config, status) : nullptr;
+  const auto end_services = [&] {
+    if (monitors) monitors->stop();
+    container.remove();
+  };
+  if (g_stop_signal != 0) {  // stopped while the container or the monitors started
+    end_services();
+    return {kNodeInterrupted,
+            "stopped by signal " + std::to_string(g_stop_signal.load()) + " before the ranks started"};
+  }
+  std::vector<int> global_ranks;
+  std::string problem;
+  auto ranks = start_ranks(request, key, config, container, global_ranks, problem);
+  if (!problem.empty()) {
+    container.remove();
+    return {kNodeBadInput, problem};
+  }
+  // Wait for all ranks; the first failure, the time limit or a signal stops the rest.
+  status["ranks_started_unix"] = unix_seconds();
+  std::optional<Process::Duration> limit;
+  if (request.time_limit_s > 0) limit = Process::Duration(request.time_limit_s);
+  const GroupOutcome outcome = wait_all(ranks, limit, &g_stop_signal);
+  status["ranks_ended_unix"] = unix_seconds();
+  end_services();
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    status["ranks"].push_back(
+        {{"rank", global_ranks[i]}, {"pid", ranks[i]->pid()}, {"status", exit_json(outcome.statuses[i])}});
+  return node_result(outcome, global_ranks, request);
+}
+
+}  // namespace
+
 int run_node(const NodeRequest& original) {
   NodeRequest request = original;
   if (original.slurm) {
@@ -367,145 +505,27 @@ int run_node(const NodeRequest& original) {
     std::cerr << "xpuperf node: cannot create " << request.out_dir << ": " << ec.message() << "\n";
     return kNodeBadInput;
   }
-  const std::string status_path = request.out_dir + "/node_status.json";
   json status = {{"node_rank", request.node_rank}, {"case", request.case_key}, {"ranks", json::array()}};
   auto finish = [&](int code, const std::string& reason) {
     status["exit_code"] = code;
     status["ok"] = code == kNodeOk;
     status["reason"] = reason;
-    write_json_file(status_path, status);
+    write_json_file(request.out_dir + "/node_status.json", status);
     return code;
   };
-
   write_json_file(request.out_dir + "/sys_info.json", collect_sys_info());
   std::ofstream(request.out_dir + "/node_agent.pid") << ::getpid() << "\n";  // how a launcher stops us
-
   Diagnostics diags;
   const auto key = parse_case_key(request.case_key, {"--case-key", 0}, diags);
   const std::optional<Config> config = key ? node_config(request, *key, diags) : std::nullopt;
   if (!config) return finish(kNodeBadInput, "config: " + diags.format(Severity::Error));
   std::ofstream(request.out_dir + "/config.yaml")
       << config->to_annotated_yaml("merged config of " + key->str() + ", vendor " + request.vendor);
-
   if (request.clear_caches) {
     status["clear_caches"] = clear_page_cache();
     std::cerr << "xpuperf node: clear_caches: " << status["clear_caches"].get<std::string>() << "\n";
   }
-
-  // From here on a stop signal is recorded, not fatal: a round's container may exist from the
-  // next line on, and it must be removed and node_status.json written however the round ends.
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-
-  RoundContainer container(request, status);
-  if (container.enabled()) {
-    const std::string problem = container.start();
-    if (!problem.empty()) {
-      container.remove();
-      return finish(kNodeBadInput, "container: " + problem);
-    }
-  }
-
-  // Monitors run from before the first rank starts until after the last one ends.
-  std::unique_ptr<monitor::Monitor> monitors;
-  if (request.monitor_period_s > 0) {
-    const std::string node = request.node_addr.empty() ? "node" + std::to_string(request.node_rank) : request.node_addr;
-    monitors = std::make_unique<monitor::Monitor>(request.out_dir + "/monitor.csv", node, request.monitor_period_s);
-    std::optional<VendorSpec> vendor;
-    try {
-      vendor = load_vendor_spec(Repo(request.root), request.vendor);
-    } catch (const ConfigError& e) {
-      std::cerr << "xpuperf node: the vendor's monitors left out: " << e.what() << "\n";
-    }
-    for (auto& sampler : monitor::default_samplers()) monitors->add(std::move(sampler));
-    // A vendor's own tool, declared without C++ (vendors/<v>/monitor.yaml).
-    std::string error;
-    auto vendor_sampler =
-        monitor::load_command_sampler(Repo(request.root).vendor_dir(request.vendor) + "/monitor.yaml", error);
-    if (vendor_sampler) monitors->add(std::move(vendor_sampler));
-    if (!error.empty()) std::cerr << "xpuperf node: vendor monitor left out: " << error << "\n";
-    // The vendor's monitor library (vendor.yaml: monitor: library, or NVIDIA's for monitor: nvml and a
-    // folder without vendor.yaml).
-    if (auto library = monitor::vendor_library_sampler(vendor ? &*vendor : nullptr, error))
-      monitors->add(std::move(library));
-    if (!error.empty()) std::cerr << "xpuperf node: vendor monitor library left out: " << error << "\n";
-    if (request.first_device >= 0 && !config->get_bool("whole_host", false)) {
-      std::set<std::string> mine;
-      json devices = json::array();
-      for (int i = 0; i < key->nproc; ++i) {
-        mine.insert("gpu" + std::to_string(request.first_device + i));
-        devices.push_back("gpu" + std::to_string(request.first_device + i));
-      }
-      monitors->only_accelerators(mine);
-      status["devices"] = devices;  // what the summary charges this node for
-    }
-    monitors->start();
-  }
-
-  if (g_stop_signal != 0) {  // stopped while the container or the monitors started
-    if (monitors) monitors->stop();
-    container.remove();
-    return finish(kNodeInterrupted,
-                  "stopped by signal " + std::to_string(g_stop_signal.load()) + " before the ranks started");
-  }
-
-  // The ranks of this node: global rank = node_rank * nproc + local rank.
-  std::vector<std::unique_ptr<Process>> ranks;
-  std::vector<int> global_ranks;
-  for (int local = 0; local < key->nproc; ++local) {
-    ProcessSpec spec = rank_process(request, *key, *config, local);
-    const int rank = request.node_rank * key->nproc + local;
-    if (container.enabled()) container.wrap(spec, case_config_dir(request, *key));
-    spec.log_path = request.out_dir + "/rank" + std::to_string(rank) + ".out.log";
-    spec.echo = request.echo;
-    spec.echo_prefix = "[rank " + std::to_string(rank) + "] ";
-    try {
-      ranks.push_back(Process::start(spec));
-      global_ranks.push_back(rank);
-    } catch (const ProcessError& e) {
-      for (auto& r : ranks) r->stop(std::chrono::seconds(5));
-      container.remove();
-      return finish(kNodeBadInput, std::string("cannot start rank ") + std::to_string(rank) + ": " + e.what());
-    }
-  }
-
-  // Wait for all ranks; the first failure, the time limit or a signal stops the rest.
-  status["ranks_started_unix"] = unix_seconds();
-  std::optional<Process::Duration> limit;
-  if (request.time_limit_s > 0) limit = Process::Duration(request.time_limit_s);
-  const GroupOutcome outcome = wait_all(ranks, limit, &g_stop_signal);
-  int code = kNodeOk;
-  std::string reason = "all ranks exited with code 0";
-  switch (outcome.end) {
-    case GroupOutcome::End::AllExited:
-      break;
-    case GroupOutcome::End::OneFailed:
-      code = kNodeRankFailed;
-      {
-        const int failed = global_ranks[static_cast<std::size_t>(outcome.failed)];
-        reason = "rank " + std::to_string(failed) + " " +
-                 outcome.statuses[static_cast<std::size_t>(outcome.failed)].describe();
-        const std::string said = last_message(request.out_dir + "/rank" + std::to_string(failed) + ".out.log");
-        if (!said.empty()) reason += ": " + said;
-      }
-      break;
-    case GroupOutcome::End::Stopped:
-      code = kNodeInterrupted;
-      reason = std::string("stopped by signal ") + std::to_string(g_stop_signal.load());
-      break;
-    case GroupOutcome::End::TimedOut:
-      code = kNodeTimedOut;
-      reason = "time limit of " + std::to_string(static_cast<long long>(request.time_limit_s)) + " s passed";
-      break;
-  }
-  status["ranks_ended_unix"] = unix_seconds();
-  if (monitors) monitors->stop();
-  container.remove();
-  for (std::size_t i = 0; i < ranks.size(); ++i)
-    status["ranks"].push_back(
-        {{"rank", global_ranks[i]}, {"pid", ranks[i]->pid()}, {"status", exit_json(outcome.statuses[i])}});
+  const auto [code, reason] = run_round_here(request, *key, *config, status);
   return finish(code, reason);
 }
 

@@ -338,14 +338,18 @@ void print_dry_run(const Plan& plan, Launcher& launcher, const Deployment& deplo
   }
 }
 
-int run_plan(const Repo& repo, const RunOptions& options) {
-  std::cout << "==============================================\n"
-            << "  xpuperf " << kVersion << " (git " << kGitHash << ")\n"
-            << "==============================================\n";
-  const bool resume = !options.resume_dir.empty();
-  const std::string plan_path = resume ? options.resume_dir + "/plan.yaml" : options.plan_path;
+namespace {
 
-  // Step 1: check everything before anything starts.
+// What step 1 establishes: the plan, checked with its vendor's defaults, and the launcher that has
+// reached every host.
+struct CheckedPlan {
+  Plan plan;
+  std::unique_ptr<Launcher> launcher;
+  Deployment deployment;
+};
+
+// Step 1: check everything before anything starts. Nothing where something is wrong (said on stderr).
+std::optional<CheckedPlan> check_step(const Repo& repo, const RunOptions& options, const std::string& plan_path) {
   std::cout << "Step 1: Check environment and configs (" << display_path(plan_path) << ") ..." << std::flush;
   Diagnostics diags;
   auto plan = load_plan(plan_path, diags);
@@ -365,107 +369,112 @@ int run_plan(const Repo& repo, const RunOptions& options) {
   if (!plan || diags.has_errors()) {
     std::cout << " [FAILED]\n";
     std::cerr << diags.format(Severity::Warning);
-    return 2;
+    return std::nullopt;
   }
   std::cout << " [SUCCESS]\n";
-  if (options.dry_run) {
-    print_dry_run(*plan, *launcher, deployment);
-    return 0;
-  }
-  log::Level level = log::Level::Info;
-  log::parse_level(plan->log_level, level);
-  log::set_level(level);
+  return CheckedPlan{std::move(*plan), std::move(launcher), std::move(deployment)};
+}
 
-  // Step 2: the run folder.
-  // Absolute: every node writes its part under the same path.
+// Step 2: the run folder (a new one, or the resumed run's), absolute: every node writes its part
+// under the same path. The plan as run goes into it, and the run's log. Nothing where it cannot be made.
+std::optional<std::string> prepare_step(const Plan& plan, const RunOptions& options, const std::string& plan_path) {
+  const bool resume = !options.resume_dir.empty();
   std::string run_dir;
   try {
     run_dir = resume ? options.resume_dir
-                     : create_unique_folder(fs::absolute(plan->log_dir).lexically_normal().string(),
+                     : create_unique_folder(fs::absolute(plan.log_dir).lexically_normal().string(),
                                             "run" + local_time_stamp());
+    run_dir = fs::absolute(run_dir).lexically_normal().string();
+    std::cout << "Step 2: Prepare run folder " << display_path(run_dir) << " ..." << std::flush;
+    std::error_code ec;
+    fs::create_directories(run_dir, ec);  // a resumed run's, should it have gone
+    if (ec) throw FileError("cannot create " + run_dir + ": " + ec.message());
   } catch (const FileError& e) {
-    std::cout << "Step 2: Prepare run folder [FAILED]\n";
+    std::cout << (run_dir.empty() ? "Step 2: Prepare run folder" : "") << " [FAILED]\n";
     std::cerr << "xpuperf: error: " << e.what() << "\n";
-    return 2;
+    return std::nullopt;
   }
-  run_dir = fs::absolute(run_dir).lexically_normal().string();
-  std::cout << "Step 2: Prepare run folder " << display_path(run_dir) << " ..." << std::flush;
-  std::error_code ec;
-  fs::create_directories(run_dir, ec);  // a resumed run's, should it have gone
-  if (ec) {
-    std::cout << " [FAILED]\n";
-    std::cerr << "xpuperf: error: cannot create " << run_dir << ": " << ec.message() << "\n";
-    return 2;
-  }
-  if (!resume) std::ofstream(run_dir + "/plan.yaml") << plan_as_run(*plan);
+  if (!resume) std::ofstream(run_dir + "/plan.yaml") << plan_as_run(plan);
   log::add_file(run_dir + "/xpuperf_run.log");
   log::set_console_level(log::Level::Warning);  // the console has the progress lines
   log::info(std::string(resume ? "resuming" : "starting") + " run " + run_dir + " of " + plan_path);
   std::cout << " [SUCCESS]\n";
+  return run_dir;
+}
 
-  // Step 3: every round of every case. Ctrl-C stops the round in progress and the plan.
+// A round a resumed run finished before (ok, failed or timed out), as its row; nothing where it has
+// to run.
+std::optional<RoundRow> earlier_round(const PlanCase& c, int round, const std::string& round_dir) {
+  const std::string status_file = round_dir + "/round_status.json";
+  if (!fs::exists(status_file)) return std::nullopt;
+  const json earlier = read_json_file(status_file).value_or(json());
+  const std::string s = earlier.is_object() ? earlier.value("status", "") : "";
+  if (s != "ok" && s != "failed" && s != "timed_out") return std::nullopt;
+  RoundRow row{c.key.str(), round, s, earlier.value("reason", ""), std::nullopt, round_dir, true};
+  if (earlier.contains("finished")) row.finished = FinishedInfo::from_json(earlier["finished"]);
+  return row;
+}
+
+// A finished round's progress line, after its "[n/total] case round r/R ...".
+void print_round_result(const RoundRow& row) {
+  std::cout << " " << row.status;
+  if (row.finished && row.finished->extra.contains("figures")) std::cout << ": " << base_headline(*row.finished);
+  if (row.finished && row.finished->extra.contains("steps")) std::cout << ": " << inference_headline(*row.finished);
+  if (row.finished && row.finished->final_metric) {
+    const auto& f = *row.finished;
+    std::cout << ": " << (f.converged.value_or(false) ? "converged" : "not converged") << ", " << f.final_metric->name
+              << " " << fixed_digits(f.final_metric->value, 4) << ", "
+              << fixed_digits(f.training_samples_per_second.value_or(0), 1) << " samples/s, e2e "
+              << fixed_digits(f.e2e_time.value_or(0), 1) << " s";
+  }
+  if (row.status != "ok") std::cout << " (" << row.reason << ")";
+  std::cout << "\n";
+}
+
+// Step 3: every round of every case; a resumed run skips the rounds it finished. Ctrl-C stops the
+// round in progress and the plan.
+std::vector<RoundRow> run_step(const Repo& repo, CheckedPlan& checked, const std::string& run_dir, bool resume) {
   struct sigaction action {};
   action.sa_handler = on_stop;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  int total = 0;
-  for (const auto& c : plan->cases) total += c.key.repeat;
-  std::cout << "Step 3: Run " << plan->cases.size() << " case" << (plan->cases.size() == 1 ? "" : "s") << ", " << total
-            << " round" << (total == 1 ? "" : "s") << " (launcher " << launcher->name() << ")\n";
+  const Plan& plan = checked.plan;
+  int total = 0, done = 0;
+  for (const auto& c : plan.cases) total += c.key.repeat;
+  std::cout << "Step 3: Run " << plan.cases.size() << " case" << (plan.cases.size() == 1 ? "" : "s") << ", " << total
+            << " round" << (total == 1 ? "" : "s") << " (launcher " << checked.launcher->name() << ")\n";
   std::vector<RoundRow> rows;
-  int done = 0;
-  for (const auto& c : plan->cases) {
+  for (const auto& c : plan.cases) {
     const std::string case_dir = run_dir + "/" + c.key.dir_name();
-    const json peaks = chip_peaks(repo, plan->vendor, c.key.hardware);  // the same for every round
+    const json peaks = chip_peaks(repo, plan.vendor, c.key.hardware);  // the same for every round
     for (int round = 1; round <= c.key.repeat && g_stop == 0; ++round) {
-      ++done;
-      std::cout << "  [" << done << "/" << total << "] " << c.key.str() << " round " << round << "/" << c.key.repeat
+      std::cout << "  [" << ++done << "/" << total << "] " << c.key.str() << " round " << round << "/" << c.key.repeat
                 << " ..." << std::flush;
-      const std::string status_file = case_dir + "/round" + std::to_string(round) + "/round_status.json";
-      if (resume && fs::exists(status_file)) {
-        const json earlier = read_json_file(status_file).value_or(json());
-        const std::string s = earlier.is_object() ? earlier.value("status", "") : "";
-        if (s == "ok" || s == "failed" || s == "timed_out") {
-          RoundRow row{c.key.str(),
-                       round,
-                       s,
-                       earlier.value("reason", ""),
-                       std::nullopt,
-                       case_dir + "/round" + std::to_string(round),
-                       true};
-          if (earlier.contains("finished")) row.finished = FinishedInfo::from_json(earlier["finished"]);
-          std::cout << " finished in the earlier run (" << s << "), skipped\n";
-          rows.push_back(row);
-          continue;
-        }
+      if (auto row = resume ? earlier_round(c, round, case_dir + "/round" + std::to_string(round)) : std::nullopt) {
+        std::cout << " finished in the earlier run (" << row->status << "), skipped\n";
+        rows.push_back(*row);
+        continue;
       }
-      RoundRow row = run_round(*launcher, *plan, deployment, c, round, case_dir, peaks);
-      std::cout << " " << row.status;
-      if (row.finished && row.finished->extra.contains("figures")) std::cout << ": " << base_headline(*row.finished);
-      if (row.finished && row.finished->extra.contains("steps")) std::cout << ": " << inference_headline(*row.finished);
-      if (row.finished && row.finished->final_metric) {
-        const auto& f = *row.finished;
-        std::cout << ": " << (f.converged.value_or(false) ? "converged" : "not converged") << ", "
-                  << f.final_metric->name << " " << fixed_digits(f.final_metric->value, 4) << ", "
-                  << fixed_digits(f.training_samples_per_second.value_or(0), 1) << " samples/s, e2e "
-                  << fixed_digits(f.e2e_time.value_or(0), 1) << " s";
-      }
-      if (row.status != "ok") std::cout << " (" << row.reason << ")";
-      std::cout << "\n";
+      RoundRow row = run_round(*checked.launcher, plan, checked.deployment, c, round, case_dir, peaks);
+      print_round_result(row);
       log::info(c.key.str() + " round " + std::to_string(round) + ": " + row.status + " " + row.reason);
       rows.push_back(row);
     }
   }
+  return rows;
+}
 
-  // Step 4: collect (the launchers brought the node folders here) and report.
+// Step 4: collect (the launchers brought the node folders here), summarise, record in the history,
+// and say where everything is. The exit status: 0 when every round is ok, 130 when interrupted.
+int collect_step(const Plan& plan, const std::string& run_dir, const std::vector<RoundRow>& rows) {
   std::cout << "Step 4: Collect and report ..." << std::flush;
   std::string summary;
   try {
     json summary_json;
     summary = report::write_summary(run_dir, &summary_json);
     std::cout << " [SUCCESS]\n";
-    if (plan->history_db != "none") {
-      const std::string db = plan->history_db.empty() ? report::default_history_path() : plan->history_db;
+    if (plan.history_db != "none") {
+      const std::string db = plan.history_db.empty() ? report::default_history_path() : plan.history_db;
       try {
         report::record_run(db, summary_json, run_dir);
         log::info("recorded in the history " + db);
@@ -484,8 +493,6 @@ int run_plan(const Repo& repo, const RunOptions& options) {
               << "`\n";
     return 130;
   }
-  bool all_ok = true;
-  for (const auto& r : rows) all_ok = all_ok && r.status == "ok";
   std::cout << "\nSee all logs in " << display_path(run_dir) << "\n";
   if (!summary.empty()) {
     std::error_code absolute_error;
@@ -493,7 +500,32 @@ int run_plan(const Repo& repo, const RunOptions& options) {
     std::cout << "Report with the curves: " << display_path(run_dir + "/report.html")
               << "\n  open it in a browser: xdg-open " << shell_quote(html) << "  (or file://" << html << ")\n";
   }
+  const bool all_ok = std::all_of(rows.begin(), rows.end(), [](const RoundRow& r) { return r.status == "ok"; });
   return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+// DESIGN's four steps: check, prepare, run the rounds, collect.
+int run_plan(const Repo& repo, const RunOptions& options) {
+  std::cout << "==============================================\n"
+            << "  xpuperf " << kVersion << " (git " << kGitHash << ")\n"
+            << "==============================================\n";
+  const bool resume = !options.resume_dir.empty();
+  const std::string plan_path = resume ? options.resume_dir + "/plan.yaml" : options.plan_path;
+  auto checked = check_step(repo, options, plan_path);
+  if (!checked) return 2;
+  if (options.dry_run) {
+    print_dry_run(checked->plan, *checked->launcher, checked->deployment);
+    return 0;
+  }
+  log::Level level = log::Level::Info;
+  log::parse_level(checked->plan.log_level, level);
+  log::set_level(level);
+  const auto run_dir = prepare_step(checked->plan, options, plan_path);
+  if (!run_dir) return 2;
+  const std::vector<RoundRow> rows = run_step(repo, *checked, *run_dir, resume);
+  return collect_step(checked->plan, *run_dir, rows);
 }
 
 }  // namespace xpuperf

@@ -211,39 +211,31 @@ std::vector<SweepRow> parse_strategies(const std::string& text, Diagnostics& dia
   return rows;
 }
 
-int run_sweep(const Repo& repo, const SweepOptions& o) {
-  Diagnostics diags;
+namespace {
+
+// The sweep's case from --model and --hardware (one host: HWx1xPROCS); nothing, with the error in
+// `diags`, where they do not make one.
+std::optional<CaseKey> sweep_case(const SweepOptions& o, Diagnostics& diags) {
   static const std::regex kHardware("(.+)x([0-9]+)x([0-9]+)");
   std::smatch m;
-  std::optional<CaseKey> key;
   if (o.hardware.size() > 128 || !std::regex_match(o.hardware, m, kHardware) || m[2].length() > 6 ||
       m[3].length() > 6) {
     diags.error({"--hardware", 0}, "'" + printable(o.hardware) + "' is not HWxNODESxPROCS", "e.g. --hardware H200x1x2");
-  } else if (std::stoi(m[2]) != 1) {
+    return std::nullopt;
+  }
+  if (std::stoi(m[2]) != 1) {
     diags.error({"--hardware", 0}, "a sweep runs on this host: give " + std::string(m[1]) + "x1x" + std::string(m[3]));
-  } else {
-    key = parse_case_key(o.model + ":" + o.framework + ":" + std::string(m[1]) + ":1:" + std::string(m[3]) + ":" +
-                             std::to_string(o.repeats),
-                         {"command line", 0}, diags);
+    return std::nullopt;
   }
-  if (o.steps < 1 || o.warmup_steps < 0 || o.repeats < 1)
-    diags.error({"command line", 0}, "--steps and --repeats must be at least 1, --warmup-steps at least 0");
-  const auto rows = parse_strategies(o.strategies, diags);
-  if (key && !diags.has_errors()) {
-    for (const auto& row : rows) {
-      // Every row's config is merged and checked now: a combination that cannot work stops the
-      // sweep before anything runs.
-      TrainingConfigRequest request;
-      request.key = *key;
-      request.vendor = o.vendor;
-      request.data_dir = o.data_dir;
-      request.where = {"strategy '" + row.name + "'", 0};
-      request.sets = parse_set_overrides(row_sets(o, row), diags, request.where);
-      load_training_config(repo, request, diags);
-    }
-  }
-  // The sweep sets the steps, timing and evaluation itself (measuring_sets): their "not a mutable
-  // parameter" warnings would repeat for every row, so the header line says it once instead.
+  return parse_case_key(o.model + ":" + o.framework + ":" + std::string(m[1]) + ":1:" + std::string(m[3]) + ":" +
+                            std::to_string(o.repeats),
+                        {"command line", 0}, diags);
+}
+
+// The diagnostics but the "not a mutable parameter" warnings of the keys the sweep sets itself
+// (measuring_sets: the steps, timing and evaluation), which would repeat for every row; the header
+// line says it once instead.
+void print_sweep_diagnostics(const SweepOptions& o, const Diagnostics& diags) {
   const auto measuring_keys = measuring_sets(o);
   for (const auto& d : diags.items()) {
     if (d.severity == Severity::Info) continue;
@@ -254,70 +246,66 @@ int run_sweep(const Repo& repo, const SweepOptions& o) {
         measuring = true;
     if (!measuring) std::cerr << format_diagnostic(d) << "\n";
   }
-  if (diags.has_errors() || !key) return 2;
+}
+
+// Checks the options and every row's merged config before anything runs: a combination that
+// cannot work stops the sweep. The case and the rows; nothing where something is wrong (said).
+std::optional<std::pair<CaseKey, std::vector<SweepRow>>> check_sweep(const Repo& repo, const SweepOptions& o) {
+  Diagnostics diags;
+  const std::optional<CaseKey> key = sweep_case(o, diags);
+  if (o.steps < 1 || o.warmup_steps < 0 || o.repeats < 1)
+    diags.error({"command line", 0}, "--steps and --repeats must be at least 1, --warmup-steps at least 0");
+  auto rows = parse_strategies(o.strategies, diags);
+  if (key && !diags.has_errors()) {
+    for (const auto& row : rows) {
+      TrainingConfigRequest request;
+      request.key = *key;
+      request.vendor = o.vendor;
+      request.data_dir = o.data_dir;
+      request.where = {"strategy '" + row.name + "'", 0};
+      request.sets = parse_set_overrides(row_sets(o, row), diags, request.where);
+      load_training_config(repo, request, diags);
+    }
+  }
+  print_sweep_diagnostics(o, diags);
+  if (diags.has_errors() || !key) return std::nullopt;
   if (o.data_dir.empty() || !fs::is_directory(o.data_dir)) {
     std::cerr << "xpuperf: error: data folder '" << o.data_dir << "' does not exist (give --data-dir)\n";
-    return 2;
+    return std::nullopt;
   }
+  return std::make_pair(*key, std::move(rows));
+}
 
-  fs::path sweep_dir;
-  try {
-    sweep_dir = create_unique_folder(fs::absolute(o.log_dir).lexically_normal().string(), "sweep" + local_time_stamp());
-  } catch (const FileError& e) {
-    std::cerr << "xpuperf: error: " << e.what() << "\n";
-    return 2;
+// One row: its plan under row_dir, run as `xpuperf run` runs one, and its rounds collected into
+// `entry`. Whether the run was interrupted (Ctrl-C).
+bool run_row(const Repo& repo, const SweepOptions& o, const CaseKey& key, const SweepRow& row, const fs::path& row_dir,
+             json& entry) {
+  fs::create_directories(row_dir);
+  const std::string plan_path = (row_dir / "sweep_plan.yaml").string();
+  std::ofstream(plan_path) << plan_text(o, key, row_sets(o, row), row_dir.string());
+  RunOptions run;
+  run.plan_path = plan_path;
+  run.xpuperf = o.xpuperf;
+  const int code = run_plan(repo, run);
+  fs::path run_dir;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(row_dir, ec))
+    if (d.is_directory() && d.path().filename().string().rfind("run", 0) == 0) run_dir = d.path();
+  entry["run_dir"] = run_dir.string();
+  entry["rounds"] = run_dir.empty() ? json::array() : collect_row(run_dir, key);
+  bool any_ok = false;
+  for (const auto& r : entry["rounds"]) any_ok = any_ok || r["status"] == "ok";
+  if (!any_ok) {
+    entry["status"] = "failed";
+    entry["reason"] =
+        run_dir.empty() ? "the run did not start (exit " + std::to_string(code) + ")" : first_reason(entry["rounds"]);
   }
-  fs::create_directories(sweep_dir / "rows");
-  std::cout << "Sweep of " << key->model << " on " << o.vendor << " " << o.hardware << ": " << rows.size()
-            << " strategies × " << o.repeats << " repeat(s) of " << o.warmup_steps << " + " << o.steps
-            << " steps, into " << display_path(sweep_dir.string())
-            << " (the sweep sets the steps and evaluation: not the standard case's run)\n";
-  json input = {{"case", key->model + ":" + key->framework},
-                {"vendor", o.vendor},
-                {"hardware", o.hardware},
-                {"world_size", key->world_size()},
-                {"steps", o.steps},
-                {"warmup_steps", o.warmup_steps},
-                {"repeats", o.repeats},
-                {"loss_tolerance", o.loss_tolerance},
-                {"data_dir", o.data_dir},
-                {"rows", json::array()}};
-  bool interrupted = false;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& row = rows[i];
-    json entry = {{"name", row.name}, {"sets", row.sets}, {"status", "ok"}, {"reason", ""}};
-    if (interrupted) {
-      entry["status"] = "not run";
-      entry["reason"] = "the sweep was interrupted";
-      input["rows"].push_back(entry);
-      continue;
-    }
-    std::cout << "\n=== " << (i + 1) << "/" << rows.size() << ": " << row.name << " ===\n" << std::flush;
-    const fs::path row_dir = sweep_dir / "rows" / (std::to_string(i + 1) + "-" + slug(row.name));
-    fs::create_directories(row_dir);
-    const std::string plan_path = (row_dir / "sweep_plan.yaml").string();
-    std::ofstream(plan_path) << plan_text(o, *key, row_sets(o, row), row_dir.string());
-    RunOptions run;
-    run.plan_path = plan_path;
-    run.xpuperf = o.xpuperf;
-    const int code = run_plan(repo, run);
-    if (code == 130) interrupted = true;
-    fs::path run_dir;
-    std::error_code ec;
-    for (const auto& d : fs::directory_iterator(row_dir, ec))
-      if (d.is_directory() && d.path().filename().string().rfind("run", 0) == 0) run_dir = d.path();
-    entry["run_dir"] = run_dir.string();
-    entry["rounds"] = run_dir.empty() ? json::array() : collect_row(run_dir, *key);
-    bool any_ok = false;
-    for (const auto& r : entry["rounds"]) any_ok = any_ok || r["status"] == "ok";
-    if (!any_ok) {
-      entry["status"] = "failed";
-      entry["reason"] =
-          run_dir.empty() ? "the run did not start (exit " + std::to_string(code) + ")" : first_reason(entry["rounds"]);
-    }
-    input["rows"].push_back(entry);
-  }
+  return code == 130;
+}
 
+// The sweep's table (summary.json, summary.md, report.html in sweep_dir, the Markdown printed). The
+// exit status: 1 when a row failed or lost the loss parity.
+int write_sweep_summary(const fs::path& sweep_dir, const json& input, bool interrupted) {
   const json summary = report::sweep_summary(input);
   const std::string markdown = report::sweep_markdown(summary);
   std::ofstream(sweep_dir / "summary.json") << summary.dump(2) << "\n";
@@ -332,6 +320,50 @@ int run_sweep(const Repo& repo, const SweepOptions& o) {
     if (row.contains("parity") && !row["parity"]["within"].get<bool>()) return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int run_sweep(const Repo& repo, const SweepOptions& o) {
+  const auto checked = check_sweep(repo, o);
+  if (!checked) return 2;
+  const auto& [key, rows] = *checked;
+  fs::path sweep_dir;
+  try {
+    sweep_dir = create_unique_folder(fs::absolute(o.log_dir).lexically_normal().string(), "sweep" + local_time_stamp());
+  } catch (const FileError& e) {
+    std::cerr << "xpuperf: error: " << e.what() << "\n";
+    return 2;
+  }
+  fs::create_directories(sweep_dir / "rows");
+  std::cout << "Sweep of " << key.model << " on " << o.vendor << " " << o.hardware << ": " << rows.size()
+            << " strategies × " << o.repeats << " repeat(s) of " << o.warmup_steps << " + " << o.steps
+            << " steps, into " << display_path(sweep_dir.string())
+            << " (the sweep sets the steps and evaluation: not the standard case's run)\n";
+  json input = {{"case", key.model + ":" + key.framework},
+                {"vendor", o.vendor},
+                {"hardware", o.hardware},
+                {"world_size", key.world_size()},
+                {"steps", o.steps},
+                {"warmup_steps", o.warmup_steps},
+                {"repeats", o.repeats},
+                {"loss_tolerance", o.loss_tolerance},
+                {"data_dir", o.data_dir},
+                {"rows", json::array()}};
+  bool interrupted = false;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    json entry = {{"name", rows[i].name}, {"sets", rows[i].sets}, {"status", "ok"}, {"reason", ""}};
+    if (interrupted) {
+      entry["status"] = "not run";
+      entry["reason"] = "the sweep was interrupted";
+    } else {
+      std::cout << "\n=== " << (i + 1) << "/" << rows.size() << ": " << rows[i].name << " ===\n" << std::flush;
+      interrupted = run_row(repo, o, key, rows[i],
+                            sweep_dir / "rows" / (std::to_string(i + 1) + "-" + slug(rows[i].name)), entry);
+    }
+    input["rows"].push_back(entry);
+  }
+  return write_sweep_summary(sweep_dir, input, interrupted);
 }
 
 }  // namespace xpuperf
