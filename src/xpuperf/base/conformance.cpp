@@ -138,120 +138,142 @@ double mismatch(const torch::Tensor& got, const torch::Tensor& want) {
   return got.sizes() == want.sizes() && got.cpu().equal(want.cpu()) ? 0 : 1;
 }
 
+// The element-wise and normalising operators, on (tokens, width) rows, and the loss.
+void check_row_operators(Rows& rows, const torch::Device& device, torch::Dtype dtype, std::int64_t tokens,
+                         std::int64_t width) {
+  const auto x = torch::randn({tokens, width}), delta = torch::randn({tokens, width});
+  const auto weight = torch::rand({width}) + 0.5, bias = torch::randn({width});
+  check_operator(rows, device, "add_rms_norm", dtype, {x, delta, weight}, {true, true, true},
+                 [](const std::vector<torch::Tensor>& in, bool on_device) {
+                   return std::get<1>(on_device ? ops::add_rms_norm(in[0], in[1], in[2], 1e-5)
+                                                : ops::composite::add_rms_norm(in[0], in[1], in[2], 1e-5));
+                 });
+  check_operator(rows, device, "add_layer_norm", dtype, {x, delta, weight, bias}, {true, true, true, true},
+                 [](const std::vector<torch::Tensor>& in, bool on_device) {
+                   return std::get<1>(on_device ? ops::add_layer_norm(in[0], in[1], in[2], in[3], 1e-5)
+                                                : ops::composite::add_layer_norm(in[0], in[1], in[2], in[3], 1e-5));
+                 });
+  check_operator(rows, device, "bias_gelu", dtype, {x, bias}, {true, true},
+                 [](const std::vector<torch::Tensor>& in, bool on_device) {
+                   return on_device ? ops::bias_gelu(in[0], in[1]) : ops::composite::bias_gelu(in[0], in[1]);
+                 });
+  check_operator(rows, device, "silu_mul.pair", dtype, {x, delta}, {true, true},
+                 [](const std::vector<torch::Tensor>& in, bool on_device) {
+                   return on_device ? ops::silu_mul(in[0], in[1]) : ops::composite::silu_mul(in[0], in[1]);
+                 });
+  check_operator(rows, device, "silu_mul", dtype, {torch::randn({tokens, 2 * width})}, {false},
+                 [](const std::vector<torch::Tensor>& in, bool on_device) {
+                   return on_device ? ops::silu_mul(in[0]) : ops::composite::silu_mul(in[0]);
+                 });
+  const auto targets = torch::randint(0, width, {tokens}, torch::kLong);
+  check_operator(rows, device, "cross_entropy", dtype, {x, targets}, {true, false},
+                 [](const std::vector<torch::Tensor>& in, bool on_device) {
+                   return on_device ? ops::cross_entropy(in[0], in[1]) : ops::composite::cross_entropy(in[0], in[1]);
+                 });
+}
+
+// The decoding step's operators: its products, the rotary positions and the attention.
+void check_decoding_operators(Rows& rows, const torch::Device& device, torch::Dtype dtype, std::int64_t width) {
+  // A decoding step's products: 2 rows against 96 output units.
+  const auto rows_x = torch::randn({2, width}), product_weight = torch::randn({96, width}) / 8;
+  check_operator(rows, device, "linear", dtype, {rows_x, product_weight}, {false, false},
+                 [](const std::vector<torch::Tensor>& in, bool on_device) {
+                   return on_device ? ops::linear(in[0], in[1]) : ops::composite::linear(in[0], in[1]);
+                 });
+  check_operator(rows, device, "linear_silu_mul", dtype, {rows_x, product_weight}, {false, false},
+                 [](const std::vector<torch::Tensor>& in, bool on_device) {
+                   return on_device ? ops::linear_silu_mul(in[0], in[1])
+                                    : ops::composite::linear_silu_mul(in[0], in[1]);
+                 });
+  // Rotary positions on a joined q/k/v (training's form): 2 query heads and 1 key/value head of 16.
+  const std::int64_t heads = 2, kv_heads = 1, head_dim = 16, positions = 8;
+  const auto angles = torch::arange(positions * head_dim).view({1, positions, 1, head_dim}).to(torch::kFloat) / 37;
+  check_operator(rows, device, "rotary_qkv", dtype,
+                 {torch::randn({2, positions, heads + 2 * kv_heads, head_dim}), angles.cos(), angles.sin()},
+                 {true, false, false}, [=](const std::vector<torch::Tensor>& in, bool on_device) {
+                   const auto r = on_device ? ops::rotary_qkv(in[0], heads, kv_heads, in[1], in[2])
+                                            : ops::composite::rotary_qkv(in[0], heads, kv_heads, in[1], in[2]);
+                   return torch::cat({r.q, r.k, r.v}, 2);
+                 });
+  // A decoding step's attention: 2 rows at positions 5 and 9 of a cache of 16, 12 positions read.
+  const auto step_positions = torch::tensor({5L, 9L}).view({2, 1});
+  check_operator(rows, device, "decode_attention", dtype,
+                 {torch::randn({2, 4, 1, width}), torch::randn({2, 16, 2, width}), torch::randn({2, 16, 2, width}),
+                  step_positions},
+                 {false, false, false, false}, [](const std::vector<torch::Tensor>& in, bool on_device) {
+                   return on_device ? ops::decode_attention(in[0], in[1], in[2], in[3], 12)
+                                    : ops::composite::decode_attention(in[0], in[1], in[2], in[3], 12);
+                 });
+}
+
+void check_convolution_operators(Rows& rows, const torch::Device& device, torch::Dtype dtype) {
+  // ResNet's batch norm with the residual add and ReLU, and its stem's max pool, channels-last. In
+  // bfloat16 without the ReLU: an output near 0 rounds to the other side of it now and then, and the
+  // ReLU's gradient there is the whole gradient or none, which says nothing of the kernel.
+  const auto channels_last = torch::MemoryFormat::ChannelsLast;
+  const auto act = dtype == torch::kFloat ? ops::Activation::Relu : ops::Activation::None;
+  check_operator(
+      rows, device, "batch_norm_act", dtype,
+      {torch::randn({4, 16, 5, 5}), torch::rand({16}) + 0.5, torch::randn({16}), torch::randn({4, 16, 5, 5})},
+      {true, true, true, true}, [=](const std::vector<torch::Tensor>& in, bool on_device) {
+        const auto x = in[0].contiguous(channels_last), residual = in[3].contiguous(channels_last);
+        const auto w = in[1].to(torch::kFloat), b = in[2].to(torch::kFloat);
+        const auto stats = torch::TensorOptions().device(in[0].device());
+        const auto mean = torch::zeros({16}, stats), var = torch::ones({16}, stats);
+        return on_device ? ops::batch_norm_act(x, w, b, mean, var, residual, act, true, 0.1, 1e-5)
+                         : ops::composite::batch_norm_act(x, w, b, mean, var, residual, act, true, 0.1, 1e-5);
+      });
+  check_operator(rows, device, "max_pool2d", dtype, {torch::randn({2, 16, 9, 9})}, {true},
+                 [=](const std::vector<torch::Tensor>& in, bool on_device) {
+                   const auto x = in[0].contiguous(channels_last);
+                   return on_device ? ops::max_pool2d(x, 3, 2, 1) : ops::composite::max_pool2d(x, 3, 2, 1);
+                 });
+}
+
+// bf16_weights' optimizer step (bfloat16 only) and the masked-LM head's argmax.
+void check_step_operators(Rows& rows, const torch::Device& device, torch::Dtype dtype, std::int64_t width) {
+  // bf16_weights' Adam step (float masters, bfloat16 gradients and weights), two steps: the masters
+  // and the weights they round into.
+  if (dtype == torch::kBFloat16)
+    rows.guarded("operators", "master_adam_step", "bfloat16", [&] {
+      const auto master = torch::randn({1000}), grad = torch::randn({1000}).to(dtype);
+      ops::MasterAdamStep step;
+      step.lr = 1e-2, step.weight_decay = 0.1;
+      std::vector<torch::Tensor> got{master.to(device), torch::zeros({1000}, torch::TensorOptions().device(device)),
+                                     torch::zeros({1000}, torch::TensorOptions().device(device)),
+                                     master.to(dtype).to(device)};
+      std::vector<torch::Tensor> want{master.clone(), torch::zeros({1000}), torch::zeros({1000}), master.to(dtype)};
+      for (int n = 1; n <= 2; ++n) {
+        step.bias_correction1 = 1 - std::pow(step.beta1, n);
+        step.bias_correction2_sqrt = std::sqrt(1 - std::pow(step.beta2, n));
+        ops::master_adam_step(got[0], got[1], got[2], grad.to(device), got[3], step);
+        ops::composite::master_adam_step(want[0], want[1], want[2], grad, want[3], step, {});
+      }
+      const double error = std::max(relative_error(got[0], want[0]), relative_error(got[3], want[3]));
+      // The masters to float's rounding; a weight may round to the next bfloat16 where its master
+      // differs in the last bit.
+      rows.add("operators", "master_adam_step", "bfloat16", error, 1e-2,
+               ops::has_kernel("master_adam_step", device.type()) ? "the device's kernel" : "the composite operator");
+    });
+  // The masked-LM head's argmax over many rows (ties go to the first on both sides).
+  rows.guarded("operators", "argmax", dtype == torch::kFloat ? "float32" : "bfloat16", [&] {
+    const auto logits = torch::randn({80, width}).to(dtype);
+    rows.add("operators", "argmax", dtype == torch::kFloat ? "float32" : "bfloat16",
+             mismatch(ops::argmax(logits.to(device)), ops::composite::argmax(logits.to(torch::kFloat))), 0,
+             ops::has_kernel("argmax", device.type()) ? "the device's kernel" : "the composite operator");
+  });
+}
+
+// Every xpuperf operator on the device against its composite form on the CPU, in float32 and
+// bfloat16; the inputs are drawn in one order from one seed.
 void check_operators(Rows& rows, const torch::Device& device) {
   torch::manual_seed(7);
   const std::int64_t tokens = 24, width = 64;
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
-    const auto x = torch::randn({tokens, width}), delta = torch::randn({tokens, width});
-    const auto weight = torch::rand({width}) + 0.5, bias = torch::randn({width});
-    check_operator(rows, device, "add_rms_norm", dtype, {x, delta, weight}, {true, true, true},
-                   [](const std::vector<torch::Tensor>& in, bool on_device) {
-                     return std::get<1>(on_device ? ops::add_rms_norm(in[0], in[1], in[2], 1e-5)
-                                                  : ops::composite::add_rms_norm(in[0], in[1], in[2], 1e-5));
-                   });
-    check_operator(rows, device, "add_layer_norm", dtype, {x, delta, weight, bias}, {true, true, true, true},
-                   [](const std::vector<torch::Tensor>& in, bool on_device) {
-                     return std::get<1>(on_device ? ops::add_layer_norm(in[0], in[1], in[2], in[3], 1e-5)
-                                                  : ops::composite::add_layer_norm(in[0], in[1], in[2], in[3], 1e-5));
-                   });
-    check_operator(rows, device, "bias_gelu", dtype, {x, bias}, {true, true},
-                   [](const std::vector<torch::Tensor>& in, bool on_device) {
-                     return on_device ? ops::bias_gelu(in[0], in[1]) : ops::composite::bias_gelu(in[0], in[1]);
-                   });
-    check_operator(rows, device, "silu_mul.pair", dtype, {x, delta}, {true, true},
-                   [](const std::vector<torch::Tensor>& in, bool on_device) {
-                     return on_device ? ops::silu_mul(in[0], in[1]) : ops::composite::silu_mul(in[0], in[1]);
-                   });
-    check_operator(rows, device, "silu_mul", dtype, {torch::randn({tokens, 2 * width})}, {false},
-                   [](const std::vector<torch::Tensor>& in, bool on_device) {
-                     return on_device ? ops::silu_mul(in[0]) : ops::composite::silu_mul(in[0]);
-                   });
-    const auto targets = torch::randint(0, width, {tokens}, torch::kLong);
-    check_operator(rows, device, "cross_entropy", dtype, {x, targets}, {true, false},
-                   [](const std::vector<torch::Tensor>& in, bool on_device) {
-                     return on_device ? ops::cross_entropy(in[0], in[1]) : ops::composite::cross_entropy(in[0], in[1]);
-                   });
-    // A decoding step's products: 2 rows against 96 output units.
-    const auto rows_x = torch::randn({2, width}), product_weight = torch::randn({96, width}) / 8;
-    check_operator(rows, device, "linear", dtype, {rows_x, product_weight}, {false, false},
-                   [](const std::vector<torch::Tensor>& in, bool on_device) {
-                     return on_device ? ops::linear(in[0], in[1]) : ops::composite::linear(in[0], in[1]);
-                   });
-    check_operator(rows, device, "linear_silu_mul", dtype, {rows_x, product_weight}, {false, false},
-                   [](const std::vector<torch::Tensor>& in, bool on_device) {
-                     return on_device ? ops::linear_silu_mul(in[0], in[1])
-                                      : ops::composite::linear_silu_mul(in[0], in[1]);
-                   });
-    // Rotary positions on a joined q/k/v (training's form): 2 query heads and 1 key/value head of 16.
-    const std::int64_t heads = 2, kv_heads = 1, head_dim = 16, positions = 8;
-    const auto angles = torch::arange(positions * head_dim).view({1, positions, 1, head_dim}).to(torch::kFloat) / 37;
-    check_operator(rows, device, "rotary_qkv", dtype,
-                   {torch::randn({2, positions, heads + 2 * kv_heads, head_dim}), angles.cos(), angles.sin()},
-                   {true, false, false}, [=](const std::vector<torch::Tensor>& in, bool on_device) {
-                     const auto r = on_device ? ops::rotary_qkv(in[0], heads, kv_heads, in[1], in[2])
-                                              : ops::composite::rotary_qkv(in[0], heads, kv_heads, in[1], in[2]);
-                     return torch::cat({r.q, r.k, r.v}, 2);
-                   });
-    // A decoding step's attention: 2 rows at positions 5 and 9 of a cache of 16, 12 positions read.
-    const auto step_positions = torch::tensor({5L, 9L}).view({2, 1});
-    check_operator(rows, device, "decode_attention", dtype,
-                   {torch::randn({2, 4, 1, width}), torch::randn({2, 16, 2, width}), torch::randn({2, 16, 2, width}),
-                    step_positions},
-                   {false, false, false, false}, [](const std::vector<torch::Tensor>& in, bool on_device) {
-                     return on_device ? ops::decode_attention(in[0], in[1], in[2], in[3], 12)
-                                      : ops::composite::decode_attention(in[0], in[1], in[2], in[3], 12);
-                   });
-    // ResNet's batch norm with the residual add and ReLU, and its stem's max pool, channels-last. In
-    // bfloat16 without the ReLU: an output near 0 rounds to the other side of it now and then, and the
-    // ReLU's gradient there is the whole gradient or none, which says nothing of the kernel.
-    const auto channels_last = torch::MemoryFormat::ChannelsLast;
-    const auto act = dtype == torch::kFloat ? ops::Activation::Relu : ops::Activation::None;
-    check_operator(
-        rows, device, "batch_norm_act", dtype,
-        {torch::randn({4, 16, 5, 5}), torch::rand({16}) + 0.5, torch::randn({16}), torch::randn({4, 16, 5, 5})},
-        {true, true, true, true}, [=](const std::vector<torch::Tensor>& in, bool on_device) {
-          const auto x = in[0].contiguous(channels_last), residual = in[3].contiguous(channels_last);
-          const auto w = in[1].to(torch::kFloat), b = in[2].to(torch::kFloat);
-          const auto stats = torch::TensorOptions().device(in[0].device());
-          const auto mean = torch::zeros({16}, stats), var = torch::ones({16}, stats);
-          return on_device ? ops::batch_norm_act(x, w, b, mean, var, residual, act, true, 0.1, 1e-5)
-                           : ops::composite::batch_norm_act(x, w, b, mean, var, residual, act, true, 0.1, 1e-5);
-        });
-    check_operator(rows, device, "max_pool2d", dtype, {torch::randn({2, 16, 9, 9})}, {true},
-                   [=](const std::vector<torch::Tensor>& in, bool on_device) {
-                     const auto x = in[0].contiguous(channels_last);
-                     return on_device ? ops::max_pool2d(x, 3, 2, 1) : ops::composite::max_pool2d(x, 3, 2, 1);
-                   });
-    // bf16_weights' Adam step (float masters, bfloat16 gradients and weights), two steps: the masters
-    // and the weights they round into.
-    if (dtype == torch::kBFloat16)
-      rows.guarded("operators", "master_adam_step", "bfloat16", [&] {
-        const auto master = torch::randn({1000}), grad = torch::randn({1000}).to(dtype);
-        ops::MasterAdamStep step;
-        step.lr = 1e-2, step.weight_decay = 0.1;
-        std::vector<torch::Tensor> got{master.to(device), torch::zeros({1000}, torch::TensorOptions().device(device)),
-                                       torch::zeros({1000}, torch::TensorOptions().device(device)),
-                                       master.to(dtype).to(device)};
-        std::vector<torch::Tensor> want{master.clone(), torch::zeros({1000}), torch::zeros({1000}), master.to(dtype)};
-        for (int n = 1; n <= 2; ++n) {
-          step.bias_correction1 = 1 - std::pow(step.beta1, n);
-          step.bias_correction2_sqrt = std::sqrt(1 - std::pow(step.beta2, n));
-          ops::master_adam_step(got[0], got[1], got[2], grad.to(device), got[3], step);
-          ops::composite::master_adam_step(want[0], want[1], want[2], grad, want[3], step, {});
-        }
-        const double error = std::max(relative_error(got[0], want[0]), relative_error(got[3], want[3]));
-        // The masters to float's rounding; a weight may round to the next bfloat16 where its master
-        // differs in the last bit.
-        rows.add("operators", "master_adam_step", "bfloat16", error, 1e-2,
-                 ops::has_kernel("master_adam_step", device.type()) ? "the device's kernel" : "the composite operator");
-      });
-    // The masked-LM head's argmax over many rows (ties go to the first on both sides).
-    rows.guarded("operators", "argmax", dtype == torch::kFloat ? "float32" : "bfloat16", [&] {
-      const auto logits = torch::randn({80, width}).to(dtype);
-      rows.add("operators", "argmax", dtype == torch::kFloat ? "float32" : "bfloat16",
-               mismatch(ops::argmax(logits.to(device)), ops::composite::argmax(logits.to(torch::kFloat))), 0,
-               ops::has_kernel("argmax", device.type()) ? "the device's kernel" : "the composite operator");
-    });
+    check_row_operators(rows, device, dtype, tokens, width);
+    check_decoding_operators(rows, device, dtype, width);
+    check_convolution_operators(rows, device, dtype);
+    check_step_operators(rows, device, dtype, width);
   }
 }
 

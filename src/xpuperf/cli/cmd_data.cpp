@@ -124,6 +124,84 @@ struct DecodeRateOptions {
   bool json = false;
 };
 
+// --decoder's device decoder: `device`, the one this build has (one vendor's plug-in is built in),
+// or one by its name; null for none.
+const data::DeviceJpegBackend* decode_rate_decoder(const std::string& decoder) {
+  const std::vector<std::string> names = data::device_jpeg_names();
+  if (decoder == "device") return names.size() == 1 ? data::device_jpeg_named(names.front()) : nullptr;
+  return data::device_jpeg_named(decoder);
+}
+
+// What one decoder's timed batches gave.
+struct DecodeRate {
+  std::int64_t warmup = 0, timed = 0;  // batches: untimed first ones, then timed ones
+  double seconds = 0;
+};
+
+// Takes the epoch's batches as a consumer would. Each thread makes whole batches, so the first round
+// (a batch from each thread, with the threads' start) arrives together after one batch's time: timed
+// from the epoch's start, 40 batches of 16 threads read about 15 % low. The clock starts when that
+// round is in and runs for whole rounds after it. The consumer takes each batch at once, so no batch
+// is made ahead of the clock but the ones the threads were making when it started, as at its end.
+DecodeRate time_loader(data::ImageFolderLoader& loader, const DecodeRateOptions& o, const std::string& decoder,
+                       std::size_t images) {
+  auto start = std::chrono::steady_clock::now();
+  loader.start_epoch(0);
+  const std::int64_t in_epoch = loader.batches_in_epoch();
+  if (in_epoch <= 0)
+    throw CommandError(o.dir + " has " + std::to_string(images) + " images: too few for a batch of " +
+                       std::to_string(o.batch_size) + " (--batch)");
+  const std::int64_t threads = loader.threads();
+  DecodeRate r;
+  r.warmup = std::min(threads, in_epoch - 1);
+  const std::int64_t rounds = (std::max<std::int64_t>(o.batches, 1) + threads - 1) / threads;
+  r.timed = std::min(rounds * threads, in_epoch - r.warmup);
+  std::unique_ptr<ProgressBar> bar;
+  auto progress = progress_to_stderr(bar, decoder + " batches");
+  for (std::int64_t b = 0; b < r.warmup + r.timed; ++b) {
+    auto batch = loader.next();
+    if (!batch) throw CommandError("the loader ended its epoch early");
+    loader.release(*batch, nullptr);
+    if (b + 1 == r.warmup) start = std::chrono::steady_clock::now();
+    progress(static_cast<std::size_t>(b + 1), static_cast<std::size_t>(r.warmup + r.timed));
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+void print_decode_rate(const data::ImageFolderLoader& loader, const DecodeRateOptions& o, const std::string& decoder,
+                       const DecodeRate& r) {
+  const std::int64_t images = r.timed * o.batch_size;
+  const double rate = static_cast<double>(images) / r.seconds;
+  const auto skipped = loader.skipped_files().size();
+  if (o.json) {
+    std::cout << nlohmann::json{{"decoder", decoder},
+                                {"backend", loader.decoder()},
+                                {"images_per_second", rate},
+                                {"images", images},
+                                {"seconds", r.seconds},
+                                {"untimed_first_batches", r.warmup},
+                                {"batch_size", o.batch_size},
+                                {"image_size", o.image_size},
+                                {"skipped_files", skipped},
+                                {"device_decoded", loader.device_decoded()},
+                                {"cpu_fallbacks", loader.cpu_fallbacks()}}
+                     .dump()
+              << "\n";
+    return;
+  }
+  std::cout << std::fixed << std::setprecision(0) << loader.decoder() << ": " << rate << " images/s (" << images
+            << " images in " << std::setprecision(2) << r.seconds
+            << (r.warmup > 0 ? " s, timed after the first " + std::to_string(r.warmup) + " (a batch a thread)"
+                             : std::string(" s, timed from the start (one batch in the folder)"))
+            << "; batches of " << o.batch_size << ", " << o.image_size << "x" << o.image_size
+            << " random-resized crops with flips" << (skipped ? ", " + std::to_string(skipped) + " files skipped" : "")
+            << (loader.cpu_fallbacks() ? ", " + std::to_string(loader.cpu_fallbacks()) +
+                                             " decoded on the CPU (the device's decoder does not take them)"
+                                       : "")
+            << ")\n";
+}
+
 // The training loader alone, as a vision case drives it: read, decode, random-resized crop and
 // flip into batches (on the host for the CPU decoder, in device memory for a device's decoder, such as
 // NVIDIA's nvJPEG). Setting the decoders up (their handles, device buffers) is not timed.
@@ -135,16 +213,11 @@ int run_decode_rate(const DecodeRateOptions& o) {
     throw CommandError(e.what());
   }
   if (o.batch_size <= 0 || o.batches <= 0) throw CommandError("--batch and --batches must be positive");
-  const std::vector<std::string> names = data::device_jpeg_names();
-  // device: the one device decoder this build has (one vendor's plug-in is built in).
-  auto device_decoder = [&](const std::string& decoder) -> const data::DeviceJpegBackend* {
-    if (decoder == "device") return names.size() == 1 ? data::device_jpeg_named(names.front()) : nullptr;
-    return data::device_jpeg_named(decoder);
-  };
   for (const auto& decoder : o.decoders) {
     if (decoder == "cpu") {
       require_jpeg();
-    } else if (!device_decoder(decoder)) {
+    } else if (!decode_rate_decoder(decoder)) {
+      const std::vector<std::string> names = data::device_jpeg_names();
       throw CommandError("--decoder takes cpu" + std::string(names.empty() ? "" : ", device") +
                          " or a device decoder this build has (" + join_or_none(names) + "), not '" + decoder +
                          "'; NVIDIA's, nvjpeg, needs the CUDA toolkit with libnvjpeg at build time");
@@ -158,7 +231,7 @@ int run_decode_rate(const DecodeRateOptions& o) {
     lo.threads = o.threads;
     lo.max_image_pixels = o.max_image_pixels;
     if (decoder != "cpu") {
-      lo.device_decoder = device_decoder(decoder);
+      lo.device_decoder = decode_rate_decoder(decoder);
       lo.decode_device = o.device;
       if (lo.threads <= 0) lo.threads = 2;
     }
@@ -168,60 +241,7 @@ int run_decode_rate(const DecodeRateOptions& o) {
     } catch (const data::DataError& e) {
       throw CommandError(e.what());
     }
-    auto start = std::chrono::steady_clock::now();
-    loader->start_epoch(0);
-    const std::int64_t in_epoch = loader->batches_in_epoch();
-    if (in_epoch <= 0)
-      throw CommandError(o.dir + " has " + std::to_string(folder.images.size()) + " images: too few for a batch of " +
-                         std::to_string(o.batch_size) + " (--batch)");
-    // Each thread makes whole batches, so the first round (a batch from each thread, with the
-    // threads' start) arrives together after one batch's time: timed from the epoch's start, 40
-    // batches of 16 threads read about 15 % low. The clock starts when that round is in and runs
-    // for whole rounds after it. The consumer takes each batch at once, so no batch is made ahead
-    // of the clock but the ones the threads were making when it started, as at its end.
-    const std::int64_t threads = loader->threads();
-    const std::int64_t warmup = std::min(threads, in_epoch - 1);
-    const std::int64_t rounds = (std::max<std::int64_t>(o.batches, 1) + threads - 1) / threads;
-    const std::int64_t timed = std::min(rounds * threads, in_epoch - warmup);
-    std::unique_ptr<ProgressBar> bar;
-    auto progress = progress_to_stderr(bar, decoder + " batches");
-    for (std::int64_t b = 0; b < warmup + timed; ++b) {
-      auto batch = loader->next();
-      if (!batch) throw CommandError("the loader ended its epoch early");
-      loader->release(*batch, nullptr);
-      if (b + 1 == warmup) start = std::chrono::steady_clock::now();
-      progress(static_cast<std::size_t>(b + 1), static_cast<std::size_t>(warmup + timed));
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double rate = static_cast<double>(timed * o.batch_size) / seconds;
-    const auto skipped = loader->skipped_files().size();
-    if (o.json) {
-      std::cout << nlohmann::json{{"decoder", decoder},
-                                  {"backend", loader->decoder()},
-                                  {"images_per_second", rate},
-                                  {"images", timed * o.batch_size},
-                                  {"seconds", seconds},
-                                  {"untimed_first_batches", warmup},
-                                  {"batch_size", o.batch_size},
-                                  {"image_size", o.image_size},
-                                  {"skipped_files", skipped},
-                                  {"device_decoded", loader->device_decoded()},
-                                  {"cpu_fallbacks", loader->cpu_fallbacks()}}
-                       .dump()
-                << "\n";
-    } else {
-      std::cout << std::fixed << std::setprecision(0) << loader->decoder() << ": " << rate << " images/s ("
-                << timed * o.batch_size << " images in " << std::setprecision(2) << seconds
-                << (warmup > 0 ? " s, timed after the first " + std::to_string(warmup) + " (a batch a thread)"
-                               : std::string(" s, timed from the start (one batch in the folder)"))
-                << "; batches of " << o.batch_size << ", " << o.image_size << "x" << o.image_size
-                << " random-resized crops with flips"
-                << (skipped ? ", " + std::to_string(skipped) + " files skipped" : "")
-                << (loader->cpu_fallbacks() ? ", " + std::to_string(loader->cpu_fallbacks()) +
-                                                  " decoded on the CPU (the device's decoder does not take them)"
-                                            : "")
-                << ")\n";
-    }
+    print_decode_rate(*loader, o, decoder, time_loader(*loader, o, decoder, folder.images.size()));
   }
   return 0;
 }
@@ -273,12 +293,8 @@ int run_tokenize(const text::TokenizeOptions& o) {
   return 0;
 }
 
-}  // namespace
-
-void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
-  auto* cmd = app.add_subcommand("data", "Make and check the image folders the vision cases read");
-  cmd->require_subcommand(1);
-
+// `data fashion-mnist`: an ImageNet-layout JPEG folder from Fashion-MNIST.
+void add_fashion_mnist(CLI::App* cmd, int& exit_code) {
   auto fashion = std::make_shared<data::FashionJpegOptions>();
   fashion->idx_dir = "/usr/share/datasets/fashion-mnist";
   auto* f = cmd->add_subcommand(
@@ -295,7 +311,10 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   f->add_option("--quality", fashion->quality, "JPEG quality")->capture_default_str();
   f->add_option("--threads", fashion->threads, "Encoding threads (0: every core)")->capture_default_str();
   f->callback([&exit_code, fashion] { exit_code = run_fashion(*fashion); });
+}
 
+// `data photos`: an ImageNet-layout folder of crops of real photographs.
+void add_photos(CLI::App* cmd, int& exit_code) {
   auto photos = std::make_shared<data::PhotoCropOptions>();
   auto* p = cmd->add_subcommand("photos",
                                 "Write an ImageNet-layout JPEG folder of crops of real photographs at ImageNet's "
@@ -312,7 +331,10 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   p->add_option("--seed", photos->seed, "Which crops (the same folder for the same seed)")->capture_default_str();
   p->add_option("--threads", photos->threads, "Encoding threads (0: every core)")->capture_default_str();
   p->callback([&exit_code, photos] { exit_code = run_photos(*photos); });
+}
 
+// `data check`: an image folder checked before a long run.
+void add_check(CLI::App* cmd, int& exit_code) {
   auto dir = std::make_shared<std::string>();
   auto threads = std::make_shared<int>(0);
   auto classes = std::make_shared<std::int64_t>(0);
@@ -335,7 +357,10 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   c->callback([&exit_code, dir, threads, classes, show, max_pixels] {
     exit_code = run_check(*dir, *threads, *classes, *show, *max_pixels);
   });
+}
 
+// `data decode-rate`: the training loader alone, timed.
+void add_decode_rate(CLI::App* cmd, int& exit_code) {
   auto rate = std::make_shared<DecodeRateOptions>();
   auto* r = cmd->add_subcommand("decode-rate",
                                 "Time the training loader alone on an image folder: read, decode, random-resized "
@@ -360,7 +385,10 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
       ->check(CLI::NonNegativeNumber);
   r->add_flag("--json", rate->json, "One JSON line a decoder");
   r->callback([&exit_code, rate] { exit_code = run_decode_rate(*rate); });
+}
 
+// `data tokenize`: text into a token dataset for the language cases.
+void add_tokenize(CLI::App* cmd, int& exit_code) {
   auto tok = std::make_shared<text::TokenizeOptions>();
   auto cased = std::make_shared<bool>(false);
   auto no_eod = std::make_shared<bool>(false);
@@ -405,6 +433,18 @@ void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
       throw CommandError("no inputs: name text files or folders (or --synthetic-tokens N)");
     exit_code = run_tokenize(*tok);
   });
+}
+
+}  // namespace
+
+void add_data_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
+  auto* cmd = app.add_subcommand("data", "Make and check the image folders the vision cases read");
+  cmd->require_subcommand(1);
+  add_fashion_mnist(cmd, exit_code);
+  add_photos(cmd, exit_code);
+  add_check(cmd, exit_code);
+  add_decode_rate(cmd, exit_code);
+  add_tokenize(cmd, exit_code);
 }
 
 }  // namespace xpuperf::cli
