@@ -59,10 +59,8 @@ std::vector<std::string> tail_lines(const std::string& path, std::size_t n) {
   return lines;
 }
 
-// The plan as run, with every default written out, so `--resume` and readers see exactly it.
-std::string plan_as_run(const Plan& p) {
-  YAML::Emitter out;
-  out << YAML::BeginMap;
+// The plan's settings, every default written out.
+void emit_plan_settings(YAML::Emitter& out, const Plan& p) {
   out << YAML::Key << "vendor" << YAML::Value << p.vendor;
   out << YAML::Key << "log_dir" << YAML::Value << p.log_dir;
   out << YAML::Key << "log_level" << YAML::Value << p.log_level;
@@ -97,6 +95,10 @@ std::string plan_as_run(const Plan& p) {
     out << YAML::Key << "privileged" << YAML::Value << p.container.privileged;
     out << YAML::EndMap;
   }
+}
+
+// The plan's cases, by family: base, training (`cases`), inference.
+void emit_plan_cases(YAML::Emitter& out, const Plan& p) {
   enum Family { kBase, kTraining, kInference };
   const auto family = [](const PlanCase& c) {
     return is_base_key(c.key) ? kBase : is_inference_key(c.key) ? kInference : kTraining;
@@ -144,6 +146,14 @@ std::string plan_as_run(const Plan& p) {
     out << YAML::EndMap;
   }
   keyed_section("inference", kInference);
+}
+
+// The plan as run, with every default written out, so `--resume` and readers see exactly it.
+std::string plan_as_run(const Plan& p) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  emit_plan_settings(out, p);
+  emit_plan_cases(out, p);
   out << YAML::EndMap;
   return std::string("# the plan as run by xpuperf ") + kVersion + " (git " + kGitHash +
          "), every default written out\n" + out.c_str() + "\n";
