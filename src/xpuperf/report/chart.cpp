@@ -111,6 +111,103 @@ const char* chart_css() {
          "table.bars td.bar{width:420px}table.bars div{height:14px}";
 }
 
+namespace {
+
+// Where a line chart's values land in its SVG: the plot area and the axes' ends.
+struct PlotFrame {
+  double left = 0, w = 0, h = 0;
+  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  std::vector<double> x_ticks, y_ticks;
+  double X(double x) const { return left + (x - x0) / (x1 - x0) * w; }
+  double Y(double y) const { return kTop + h - (y - y0) / (y1 - y0) * h; }
+};
+
+// The frame for the chart's finite points (xr, yr), its target line and markers.
+PlotFrame plot_frame(const LineChart& chart, Range xr, Range yr) {
+  if (chart.y_line) yr.add(*chart.y_line);
+  if (chart.y_from_zero) yr.add(0);
+  for (const auto& m : chart.markers) xr.add(m.x);
+  if (xr.hi <= xr.lo) xr.hi = xr.lo + 1;
+  if (yr.hi <= yr.lo) {
+    const double pad = std::fabs(yr.lo) > 0 ? std::fabs(yr.lo) * 0.05 : 1;
+    yr.lo -= pad;
+    yr.hi += pad;
+  }
+  PlotFrame f;
+  f.x_ticks = nice_ticks(xr.lo, xr.hi, 6);
+  f.y_ticks = nice_ticks(yr.lo, yr.hi, 5);
+  f.x0 = std::min(xr.lo, f.x_ticks.front()), f.x1 = std::max(xr.hi, f.x_ticks.back());
+  f.y0 = std::min(yr.lo, f.y_ticks.front()), f.y1 = std::max(yr.hi, f.y_ticks.back());
+  std::size_t label_chars = 1;
+  for (double t : f.y_ticks) label_chars = std::max(label_chars, short_number(t).size());
+  f.left = 12 + kCharWidth * static_cast<double>(label_chars);
+  f.w = kWidth - f.left - kRight;
+  f.h = kHeight - kTop - kBottom;
+  return f;
+}
+
+// The grid lines and tick labels of both axes, and the plot's border.
+void draw_axes(std::ostringstream& html, const PlotFrame& f) {
+  for (double t : f.y_ticks)
+    html << "<line x1=\"" << px(f.left) << "\" x2=\"" << px(f.left + f.w) << "\" y1=\"" << px(f.Y(t)) << "\" y2=\""
+         << px(f.Y(t)) << "\" stroke=\"#e4e4e4\"/><text x=\"" << px(f.left - 6) << "\" y=\"" << px(f.Y(t) + 4)
+         << "\" text-anchor=\"end\" font-size=\"11\" fill=\"#444\">" << short_number(t) << "</text>";
+  for (std::size_t i = 0; i < f.x_ticks.size(); ++i) {
+    const double t = f.x_ticks[i];
+    const char* anchor = i == 0 ? "start" : i + 1 == f.x_ticks.size() ? "end" : "middle";
+    html << "<line x1=\"" << px(f.X(t)) << "\" x2=\"" << px(f.X(t)) << "\" y1=\"" << px(kTop + f.h) << "\" y2=\""
+         << px(kTop + f.h + 4) << "\" stroke=\"#999\"/><text x=\"" << px(f.X(t)) << "\" y=\"" << px(kTop + f.h + 17)
+         << "\" text-anchor=\"" << anchor << "\" font-size=\"11\" fill=\"#444\">" << short_number(t) << "</text>";
+  }
+  html << "<rect x=\"" << px(f.left) << "\" y=\"" << kTop << "\" width=\"" << px(f.w) << "\" height=\"" << px(f.h)
+       << "\" fill=\"none\" stroke=\"#999\"/>";
+}
+
+// The target's dashed line and its label, on the side the markers leave free; then the markers.
+void draw_target_and_markers(std::ostringstream& html, const LineChart& chart, const PlotFrame& f) {
+  if (chart.y_line) {
+    const double y = f.Y(*chart.y_line);
+    html << "<line x1=\"" << px(f.left) << "\" x2=\"" << px(f.left + f.w) << "\" y1=\"" << px(y) << "\" y2=\"" << px(y)
+         << "\" stroke=\"#333\" stroke-dasharray=\"6 4\"/>";
+    bool markers_right = false;
+    for (const auto& m : chart.markers) markers_right = markers_right || f.X(m.x) > f.left + f.w / 2;
+    if (!chart.y_line_label.empty())
+      html << "<text x=\"" << px(markers_right ? f.left + 4 : f.left + f.w - 4) << "\" y=\"" << px(y - 4)
+           << "\" text-anchor=\"" << (markers_right ? "start" : "end") << "\" font-size=\"11\" fill=\"#333\">"
+           << html_escape(chart.y_line_label) << "</text>";
+  }
+  for (std::size_t m = 0; m < chart.markers.size(); ++m) {
+    const double x = f.X(chart.markers[m].x);
+    const bool right_half = x > f.left + f.w / 2;
+    html << "<line x1=\"" << px(x) << "\" x2=\"" << px(x) << "\" y1=\"" << kTop << "\" y2=\"" << px(kTop + f.h)
+         << "\" stroke=\""
+         << series_colour(chart.markers[m].colour >= 0 ? static_cast<std::size_t>(chart.markers[m].colour) : m)
+         << "\" stroke-dasharray=\"2 3\"/><text x=\"" << px(right_half ? x - 4 : x + 4) << "\" y=\""
+         << px(kTop + 12 + 13 * static_cast<double>(m)) << "\" text-anchor=\"" << (right_half ? "end" : "start")
+         << "\" font-size=\"11\" fill=\"#333\">" << html_escape(chart.markers[m].label) << "</text>";
+  }
+}
+
+// Each series as a polyline (at most kMaxPoints of its points), with dots where asked.
+void draw_series(std::ostringstream& html, const LineChart& chart, const PlotFrame& f) {
+  for (std::size_t i = 0; i < chart.series.size(); ++i) {
+    const auto& s = chart.series[i];
+    const std::size_t step = std::max<std::size_t>(1, s.points.size() / kMaxPoints);
+    html << "<polyline fill=\"none\" stroke=\"" << series_colour(i) << "\" stroke-width=\"1.8\" points=\"";
+    for (std::size_t k = 0; k < s.points.size(); k += step)
+      if (std::isfinite(s.points[k].second))
+        html << px(f.X(s.points[k].first)) << "," << px(f.Y(s.points[k].second)) << " ";
+    html << "\"/>";
+    if (s.dots || s.points.size() == 1)
+      for (const auto& [x, y] : s.points)
+        if (std::isfinite(y))
+          html << "<circle cx=\"" << px(f.X(x)) << "\" cy=\"" << px(f.Y(y)) << "\" r=\"3\" fill=\"" << series_colour(i)
+               << "\"/>";
+  }
+}
+
+}  // namespace
+
 std::string line_chart_html(const LineChart& chart) {
   std::ostringstream html;
   html << "<figure class=\"chart\"><figcaption>" << html_escape(chart.title) << "</figcaption>";
@@ -125,77 +222,13 @@ std::string line_chart_html(const LineChart& chart) {
     html << "<p class=\"axis\">no samples</p></figure>";
     return html.str();
   }
-  if (chart.y_line) yr.add(*chart.y_line);
-  if (chart.y_from_zero) yr.add(0);
-  for (const auto& m : chart.markers) xr.add(m.x);
-  if (xr.hi <= xr.lo) xr.hi = xr.lo + 1;
-  if (yr.hi <= yr.lo) {
-    const double pad = std::fabs(yr.lo) > 0 ? std::fabs(yr.lo) * 0.05 : 1;
-    yr.lo -= pad;
-    yr.hi += pad;
-  }
-  const auto xt = nice_ticks(xr.lo, xr.hi, 6), yt = nice_ticks(yr.lo, yr.hi, 5);
-  const double x0 = std::min(xr.lo, xt.front()), x1 = std::max(xr.hi, xt.back());
-  const double y0 = std::min(yr.lo, yt.front()), y1 = std::max(yr.hi, yt.back());
-  std::size_t label_chars = 1;
-  for (double t : yt) label_chars = std::max(label_chars, short_number(t).size());
-  const double left = 12 + kCharWidth * static_cast<double>(label_chars);
-  const double w = kWidth - left - kRight, h = kHeight - kTop - kBottom;
-  auto X = [&](double x) { return left + (x - x0) / (x1 - x0) * w; };
-  auto Y = [&](double y) { return kTop + h - (y - y0) / (y1 - y0) * h; };
-
+  const PlotFrame f = plot_frame(chart, xr, yr);
   html << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
        << "\" viewBox=\"0 0 " << kWidth << " " << kHeight << "\" role=\"img\" font-family=\"sans-serif\"><title>"
        << html_escape(chart.title) << "</title>";
-  for (double t : yt)
-    html << "<line x1=\"" << px(left) << "\" x2=\"" << px(left + w) << "\" y1=\"" << px(Y(t)) << "\" y2=\"" << px(Y(t))
-         << "\" stroke=\"#e4e4e4\"/><text x=\"" << px(left - 6) << "\" y=\"" << px(Y(t) + 4)
-         << "\" text-anchor=\"end\" font-size=\"11\" fill=\"#444\">" << short_number(t) << "</text>";
-  for (std::size_t i = 0; i < xt.size(); ++i) {
-    const double t = xt[i];
-    const char* anchor = i == 0 ? "start" : i + 1 == xt.size() ? "end" : "middle";
-    html << "<line x1=\"" << px(X(t)) << "\" x2=\"" << px(X(t)) << "\" y1=\"" << px(kTop + h) << "\" y2=\""
-         << px(kTop + h + 4) << "\" stroke=\"#999\"/><text x=\"" << px(X(t)) << "\" y=\"" << px(kTop + h + 17)
-         << "\" text-anchor=\"" << anchor << "\" font-size=\"11\" fill=\"#444\">" << short_number(t) << "</text>";
-  }
-  html << "<rect x=\"" << px(left) << "\" y=\"" << kTop << "\" width=\"" << px(w) << "\" height=\"" << px(h)
-       << "\" fill=\"none\" stroke=\"#999\"/>";
-  if (chart.y_line) {
-    const double y = Y(*chart.y_line);
-    html << "<line x1=\"" << px(left) << "\" x2=\"" << px(left + w) << "\" y1=\"" << px(y) << "\" y2=\"" << px(y)
-         << "\" stroke=\"#333\" stroke-dasharray=\"6 4\"/>";
-    // On the side the markers leave free.
-    bool markers_right = false;
-    for (const auto& m : chart.markers) markers_right = markers_right || X(m.x) > left + w / 2;
-    if (!chart.y_line_label.empty())
-      html << "<text x=\"" << px(markers_right ? left + 4 : left + w - 4) << "\" y=\"" << px(y - 4)
-           << "\" text-anchor=\"" << (markers_right ? "start" : "end") << "\" font-size=\"11\" fill=\"#333\">"
-           << html_escape(chart.y_line_label) << "</text>";
-  }
-  for (std::size_t m = 0; m < chart.markers.size(); ++m) {
-    const double x = X(chart.markers[m].x);
-    const bool right_half = x > left + w / 2;
-    html << "<line x1=\"" << px(x) << "\" x2=\"" << px(x) << "\" y1=\"" << kTop << "\" y2=\"" << px(kTop + h)
-         << "\" stroke=\""
-         << series_colour(chart.markers[m].colour >= 0 ? static_cast<std::size_t>(chart.markers[m].colour) : m)
-         << "\" stroke-dasharray=\"2 3\"/><text x=\"" << px(right_half ? x - 4 : x + 4) << "\" y=\""
-         << px(kTop + 12 + 13 * static_cast<double>(m)) << "\" text-anchor=\"" << (right_half ? "end" : "start")
-         << "\" font-size=\"11\" fill=\"#333\">" << html_escape(chart.markers[m].label) << "</text>";
-  }
-  for (std::size_t i = 0; i < chart.series.size(); ++i) {
-    const auto& s = chart.series[i];
-    const std::size_t step = std::max<std::size_t>(1, s.points.size() / kMaxPoints);
-    html << "<polyline fill=\"none\" stroke=\"" << series_colour(i) << "\" stroke-width=\"1.8\" points=\"";
-    for (std::size_t k = 0; k < s.points.size(); k += step)
-      if (std::isfinite(s.points[k].second))
-        html << px(X(s.points[k].first)) << "," << px(Y(s.points[k].second)) << " ";
-    html << "\"/>";
-    if (s.dots || s.points.size() == 1)
-      for (const auto& [x, y] : s.points)
-        if (std::isfinite(y))
-          html << "<circle cx=\"" << px(X(x)) << "\" cy=\"" << px(Y(y)) << "\" r=\"3\" fill=\"" << series_colour(i)
-               << "\"/>";
-  }
+  draw_axes(html, f);
+  draw_target_and_markers(html, chart, f);
+  draw_series(html, chart, f);
   html << "</svg><div class=\"axis\">x: " << html_escape(chart.x_label) << " · y: " << html_escape(chart.y_label)
        << "</div>";
   if (chart.series.size() > 1 || (chart.series.size() == 1 && !chart.series[0].label.empty())) {

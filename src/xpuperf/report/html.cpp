@@ -277,6 +277,91 @@ void latency_section(std::ostringstream& page, const json& c) {
   if (by_batch.size() > 1) page << line_chart_html(chart) << "\n";
 }
 
+// The decoding runs: TTFT and TPOT at each batch size beside the bandwidth bound.
+void decode_table(std::ostringstream& page, const json& decode) {
+  page << "<table><tr><th>decode batch</th><th>sampling</th><th>TTFT, ms</th><th>TPOT, ms</th><th>output "
+          "tokens/s</th><th>bandwidth bound, ms</th><th>TPOT / bound</th></tr>\n";
+  for (const auto& d : decode)
+    page << "<tr><td>" << d.value("batch_size", 0) << "</td><td class=\"text\">" << html_escape(d.value("sampling", ""))
+         << "</td><td>" << fixed_digits(d.value("ttft_ms", 0.0), 2) << "</td><td>"
+         << fixed_digits(d.value("tpot_ms", 0.0), 3) << "</td><td>"
+         << fixed_digits(d.value("output_tokens_per_second", 0.0), 1) << "</td><td>"
+         << fixed_digits(d.value("bandwidth_bound_ms", 0.0), 3) << "</td><td>"
+         << fixed_digits(d.value("tpot_over_bound", 0.0), 2) << "</td></tr>\n";
+  page << "</table>\n";
+}
+
+// One LoadGen scenario's row (Offline, or a Server rate); whether it is a Server run.
+bool scenario_row(std::ostringstream& page, const json& r) {
+  std::string why;
+  for (const auto& reason : r.value("invalid_because", json::array()))
+    why += (why.empty() ? "" : "; ") + reason.get<std::string>();
+  const bool server = r.value("scenario", "") == "Server";
+  page << "<tr><td class=\"text\">" << html_escape(r.value("scenario", "")) << "</td><td>"
+       << (server ? fixed_digits(r.value("target_rate", 0.0), 3) : std::string("all at once")) << "</td><td>"
+       << r.value("queries", 0) << "</td><td>" << fixed_digits(r.value("queries_per_second", 0.0), 3) << "</td><td>"
+       << fixed_digits(r.value("output_tokens_per_second", 0.0), 1) << "</td>";
+  for (const char* key : {"ttft_ms", "tpot_ms"}) {
+    const json& p = r[key];
+    page << "<td>" << fixed_digits(p.value("p50", 0.0), 1) << " / " << fixed_digits(p.value("p90", 0.0), 1) << " / "
+         << fixed_digits(p.value("p99", 0.0), 1) << "</td>";
+  }
+  page << "<td class=\"text\">" << (r.value("valid", false) ? "valid" : "not valid: " + html_escape(why))
+       << "</td></tr>\n";
+  return server;
+}
+
+// A latency-against-load chart of the Server runs, p50, p90 and p99, with the p99 bound.
+LineChart latency_chart(const char* title, double bound) {
+  LineChart chart;
+  chart.title = title;
+  chart.x_label = "target rate, queries/s";
+  chart.y_label = "ms";
+  chart.y_from_zero = true;
+  chart.y_line = bound;
+  chart.y_line_label = "p99 bound";
+  for (const char* p : {"p50", "p90", "p99"}) chart.series.push_back({p, {}, true});
+  return chart;
+}
+
+// A bound far above every point would flatten them against the axis: drawn only when near.
+void drop_far_bound(LineChart& chart) {
+  double top = 0;
+  for (const auto& series : chart.series)
+    for (const auto& point : series.points) top = std::max(top, point.second);
+  if (chart.y_line && *chart.y_line > 4 * top) chart.y_line.reset();
+}
+
+// LoadGen's scenarios: the Offline run and each Server rate, then latency against load.
+void scenario_section(std::ostringstream& page, const json& g) {
+  const json& rules = g["rules"];
+  page << "<table><tr><th>scenario</th><th>target queries/s</th><th>queries</th><th>queries/s</th><th>output "
+          "tokens/s</th><th>TTFT p50 / p90 / p99, ms</th><th>TPOT p50 / p90 / p99, ms</th><th>LoadGen's "
+          "rules</th></tr>\n";
+  std::vector<json> runs = {g["offline"]};
+  for (const auto& r : g.value("server", json::array())) runs.push_back(r);
+  LineChart ttft = latency_chart("Server: time to first token against load", rules.value("ttft_bound_ms", 0.0));
+  LineChart tpot = latency_chart("Server: time per output token against load", rules.value("tpot_bound_ms", 0.0));
+  for (const auto& r : runs) {
+    if (!scenario_row(page, r)) continue;
+    std::size_t i = 0;
+    for (const char* p : {"p50", "p90", "p99"}) {
+      ttft.series[i].points.push_back({r.value("target_rate", 0.0), r["ttft_ms"].value(p, 0.0)});
+      tpot.series[i].points.push_back({r.value("target_rate", 0.0), r["tpot_ms"].value(p, 0.0)});
+      ++i;
+    }
+  }
+  drop_far_bound(ttft);
+  drop_far_bound(tpot);
+  page << "</table>\n<p class=\"note\">Highest Server rate within the bounds (TTFT p99 &le; "
+       << fixed_digits(rules.value("ttft_bound_ms", 0.0), 0) << " ms, TPOT p99 &le; "
+       << fixed_digits(rules.value("tpot_bound_ms", 0.0), 0)
+       << " ms): " << fixed_digits(g.value("server_max_rate_within_bounds", 0.0), 3) << " queries/s."
+       << (rules.contains("weaker_than_loadgen") ? " " + html_escape(rules.value("weaker_than_loadgen", "")) + "." : "")
+       << "</p>\n";
+  if (runs.size() > 1) page << line_chart_html(ttft) << "\n" << line_chart_html(tpot) << "\n";
+}
+
 // A generating case's step (h) from its first ok round: decoding, LoadGen's scenarios, and latency
 // against load for the Server runs.
 void generation_section(std::ostringstream& page, const json& c) {
@@ -290,78 +375,8 @@ void generation_section(std::ostringstream& page, const json& c) {
   const json& g = *found;
   page << "<p class=\"note\">" << html_escape(g.value("engine", "")) << "; copy bandwidth "
        << fixed_digits(g.value("copy_bandwidth_gb_per_s", 0.0), 1) << " GB/s (the first ok round).</p>\n";
-  if (g.contains("decode") && !g["decode"].empty()) {
-    page << "<table><tr><th>decode batch</th><th>sampling</th><th>TTFT, ms</th><th>TPOT, ms</th><th>output "
-            "tokens/s</th><th>bandwidth bound, ms</th><th>TPOT / bound</th></tr>\n";
-    for (const auto& d : g["decode"])
-      page << "<tr><td>" << d.value("batch_size", 0) << "</td><td class=\"text\">"
-           << html_escape(d.value("sampling", "")) << "</td><td>" << fixed_digits(d.value("ttft_ms", 0.0), 2)
-           << "</td><td>" << fixed_digits(d.value("tpot_ms", 0.0), 3) << "</td><td>"
-           << fixed_digits(d.value("output_tokens_per_second", 0.0), 1) << "</td><td>"
-           << fixed_digits(d.value("bandwidth_bound_ms", 0.0), 3) << "</td><td>"
-           << fixed_digits(d.value("tpot_over_bound", 0.0), 2) << "</td></tr>\n";
-    page << "</table>\n";
-  }
-  if (!g.contains("offline")) return;
-  const json& rules = g["rules"];
-  page << "<table><tr><th>scenario</th><th>target queries/s</th><th>queries</th><th>queries/s</th><th>output "
-          "tokens/s</th><th>TTFT p50 / p90 / p99, ms</th><th>TPOT p50 / p90 / p99, ms</th><th>LoadGen's "
-          "rules</th></tr>\n";
-  std::vector<json> runs = {g["offline"]};
-  for (const auto& r : g.value("server", json::array())) runs.push_back(r);
-  LineChart ttft, tpot;
-  ttft.title = "Server: time to first token against load";
-  tpot.title = "Server: time per output token against load";
-  ttft.x_label = tpot.x_label = "target rate, queries/s";
-  ttft.y_label = tpot.y_label = "ms";
-  ttft.y_from_zero = tpot.y_from_zero = true;
-  ttft.y_line = rules.value("ttft_bound_ms", 0.0);
-  tpot.y_line = rules.value("tpot_bound_ms", 0.0);
-  ttft.y_line_label = tpot.y_line_label = "p99 bound";
-  for (const char* p : {"p50", "p90", "p99"}) {
-    ttft.series.push_back({p, {}, true});
-    tpot.series.push_back({p, {}, true});
-  }
-  for (const auto& r : runs) {
-    std::string why;
-    for (const auto& reason : r.value("invalid_because", json::array()))
-      why += (why.empty() ? "" : "; ") + reason.get<std::string>();
-    const bool server = r.value("scenario", "") == "Server";
-    page << "<tr><td class=\"text\">" << html_escape(r.value("scenario", "")) << "</td><td>"
-         << (server ? fixed_digits(r.value("target_rate", 0.0), 3) : std::string("all at once")) << "</td><td>"
-         << r.value("queries", 0) << "</td><td>" << fixed_digits(r.value("queries_per_second", 0.0), 3) << "</td><td>"
-         << fixed_digits(r.value("output_tokens_per_second", 0.0), 1) << "</td>";
-    for (const char* key : {"ttft_ms", "tpot_ms"}) {
-      const json& p = r[key];
-      page << "<td>" << fixed_digits(p.value("p50", 0.0), 1) << " / " << fixed_digits(p.value("p90", 0.0), 1) << " / "
-           << fixed_digits(p.value("p99", 0.0), 1) << "</td>";
-    }
-    page << "<td class=\"text\">" << (r.value("valid", false) ? "valid" : "not valid: " + html_escape(why))
-         << "</td></tr>\n";
-    if (!server) continue;
-    std::size_t i = 0;
-    for (const char* p : {"p50", "p90", "p99"}) {
-      ttft.series[i].points.push_back({r.value("target_rate", 0.0), r["ttft_ms"].value(p, 0.0)});
-      tpot.series[i].points.push_back({r.value("target_rate", 0.0), r["tpot_ms"].value(p, 0.0)});
-      ++i;
-    }
-  }
-  // A bound far above every point would flatten them against the axis: drawn only when near.
-  const auto near = [](const LineChart& chart, double bound) {
-    double top = 0;
-    for (const auto& series : chart.series)
-      for (const auto& point : series.points) top = std::max(top, point.second);
-    return bound <= 4 * top;
-  };
-  if (!near(ttft, *ttft.y_line)) ttft.y_line.reset();
-  if (!near(tpot, *tpot.y_line)) tpot.y_line.reset();
-  page << "</table>\n<p class=\"note\">Highest Server rate within the bounds (TTFT p99 &le; "
-       << fixed_digits(rules.value("ttft_bound_ms", 0.0), 0) << " ms, TPOT p99 &le; "
-       << fixed_digits(rules.value("tpot_bound_ms", 0.0), 0)
-       << " ms): " << fixed_digits(g.value("server_max_rate_within_bounds", 0.0), 3) << " queries/s."
-       << (rules.contains("weaker_than_loadgen") ? " " + html_escape(rules.value("weaker_than_loadgen", "")) + "." : "")
-       << "</p>\n";
-  if (runs.size() > 1) page << line_chart_html(ttft) << "\n" << line_chart_html(tpot) << "\n";
+  if (g.contains("decode") && !g["decode"].empty()) decode_table(page, g["decode"]);
+  if (g.contains("offline")) scenario_section(page, g);
 }
 
 // ---- accelerators ------------------------------------------------------------------------------

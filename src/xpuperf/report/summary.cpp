@@ -105,15 +105,19 @@ void add_base_figures(json& r, const json& extra, const std::vector<std::string>
   r["perf_per_watt_unit"] = r["unit"].get<std::string>() + "/W";
 }
 
-// One round's figures, from its folder.
-json round_figures(const fs::path& round_dir, int round, int nproc) {
-  json r = {{"round", round}};
+// What a round's node folders hold: the FINISHED event, the monitors' files and the leader's curves.
+struct RoundLogs {
   std::optional<FinishedInfo> finished;
   std::vector<std::string> monitor_files;
   std::optional<TrainingCurves> curves;  // from the first log with steps or evaluations: the leader's
+};
+
+// Reads the rank logs of every node, in rank order; the leader's device and plug-in go into `r`.
+RoundLogs read_round_logs(const fs::path& round_dir, json& r) {
+  RoundLogs out;
   for (const auto& node : sorted_dirs(round_dir, "")) {
     if (node.filename().string().find("_noderank") == std::string::npos) continue;
-    if (fs::exists(node / "monitor.csv")) monitor_files.push_back((node / "monitor.csv").string());
+    if (fs::exists(node / "monitor.csv")) out.monitor_files.push_back((node / "monitor.csv").string());
     std::vector<fs::path> logs;
     for (const auto& entry : fs::directory_iterator(node)) {
       const std::string name = entry.path().filename().string();
@@ -126,24 +130,28 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
       std::ifstream in(log);
       const auto events = parse_perflog(in).events;
       for (const auto& e : events) {
-        if (e.event == perflog_event::kFinished) finished = FinishedInfo::from_json(e.value);
+        if (e.event == perflog_event::kFinished) out.finished = FinishedInfo::from_json(e.value);
         // The device the round ran on and the vendor plug-in that brought it (the leader's).
         if (e.event == perflog_event::kSubmitInfo && e.value.is_object() && !r.contains("device")) {
           if (e.value.contains("device") && e.value["device"].is_string()) r["device"] = e.value["device"];
           if (e.value.contains("plugin") && e.value["plugin"].is_string()) r["plugin"] = e.value["plugin"];
         }
       }
-      if (!curves) {
+      if (!out.curves) {
         TrainingCurves c = training_curves(events);
-        if (!c.empty()) curves = std::move(c);
+        if (!c.empty()) out.curves = std::move(c);
       }
     }
   }
-  const std::set<std::string> accelerators = accelerators_charged(monitor_files, nproc);
+  return out;
+}
+
+// The round's status and reason: round_status.json's, checked against the logs, else the logs'.
+// round_status.json itself, where it could be read.
+std::optional<json> put_round_status(json& r, const fs::path& round_dir, bool finished) {
   const std::string status_path = (round_dir / "round_status.json").string();
   auto status = read_json_file(status_path);
   if (status) status = checked_types(*status, status_path, {{"status", 's'}, {"reason", 's'}});
-  json extra = finished ? finished->extra : json::object();
   if (status && status->contains("status")) {
     r["status"] = (*status)["status"];
     r["reason"] = status->value("reason", "");
@@ -155,70 +163,91 @@ json round_figures(const fs::path& round_dir, int round, int nproc) {
     r["status"] = finished ? "ok" : "failed";
     r["reason"] = finished ? "" : "no FINISHED event in the rank logs (and no round_status.json)";
   }
-  if (finished) {
-    const FinishedInfo& f = *finished;
-    auto put = [&r](const char* key, const auto& value) {
-      if (value) r[key] = *value;
-    };
-    put("training_samples_per_second", f.training_samples_per_second);
-    put("e2e_time", f.e2e_time);
-    put("init_time", f.init_time);
-    put("raw_train_time", f.raw_train_time);
-    put("converged", f.converged);
-    put("global_steps", f.global_steps);
-    put("num_trained_samples", f.num_trained_samples);
-    put("mfu", f.mfu);
-    if (f.final_metric) {
-      r["final_metric"] = f.final_metric->value;
-      r["final_metric_name"] = f.final_metric->name;
-      if (f.final_metric->target) r["final_metric_target"] = *f.final_metric->target;
-    }
+  return status;
+}
+
+void put_finished_figures(json& r, const FinishedInfo& f) {
+  auto put = [&r](const char* key, const auto& value) {
+    if (value) r[key] = *value;
+  };
+  put("training_samples_per_second", f.training_samples_per_second);
+  put("e2e_time", f.e2e_time);
+  put("init_time", f.init_time);
+  put("raw_train_time", f.raw_train_time);
+  put("converged", f.converged);
+  put("global_steps", f.global_steps);
+  put("num_trained_samples", f.num_trained_samples);
+  put("mfu", f.mfu);
+  if (f.final_metric) {
+    r["final_metric"] = f.final_metric->value;
+    r["final_metric_name"] = f.final_metric->name;
+    if (f.final_metric->target) r["final_metric_target"] = *f.final_metric->target;
   }
-  // MFU: the model FLOPs the ranks did per second over what the chips could do at the run's
-  // precision (its own peak where the datasheet lists it, else fp32's or fp16's), from the chip's
-  // datasheet figures the controller put into round_status.json.
-  if (!r.contains("mfu") && status && status->contains("monitor") && extra.contains("train_flops_per_sample") &&
-      r.contains("training_samples_per_second")) {
-    const json& m = (*status)["monitor"];
-    // The precision the matmuls ran in; result trees from before `precision` say mixed_precision.
-    std::string precision = extra.value("precision", "");
-    if (precision.empty()) precision = extra.value("mixed_precision", "off") == "off" ? "fp32" : "fp16";
-    std::string peak_key = precision + "_peak_tflops";
-    if (!m.contains(peak_key))
-      peak_key = precision == "fp32" || precision == "tf32" ? "fp32_peak_tflops" : "fp16_peak_tflops";
-    const double world = extra.value("world_size", 1);
-    if (m.contains(peak_key) && m[peak_key].get<double>() > 0)
-      r["mfu"] = extra["train_flops_per_sample"].get<double>() * r["training_samples_per_second"].get<double>() /
-                 (m[peak_key].get<double>() * 1e12 * world);
+}
+
+// MFU: the model FLOPs the ranks did per second over what the chips could do at the run's
+// precision (its own peak where the datasheet lists it, else fp32's or fp16's), from the chip's
+// datasheet figures the controller put into round_status.json.
+void put_mfu(json& r, const std::optional<json>& status, const json& extra) {
+  if (r.contains("mfu") || !status || !status->contains("monitor") || !extra.contains("train_flops_per_sample") ||
+      !r.contains("training_samples_per_second"))
+    return;
+  const json& m = (*status)["monitor"];
+  // The precision the matmuls ran in; result trees from before `precision` say mixed_precision.
+  std::string precision = extra.value("precision", "");
+  if (precision.empty()) precision = extra.value("mixed_precision", "off") == "off" ? "fp32" : "fp16";
+  std::string peak_key = precision + "_peak_tflops";
+  if (!m.contains(peak_key))
+    peak_key = precision == "fp32" || precision == "tf32" ? "fp32_peak_tflops" : "fp16_peak_tflops";
+  const double world = extra.value("world_size", 1);
+  if (m.contains(peak_key) && m[peak_key].get<double>() > 0)
+    r["mfu"] = extra["train_flops_per_sample"].get<double>() * r["training_samples_per_second"].get<double>() /
+               (m[peak_key].get<double>() * 1e12 * world);
+}
+
+// An inference case's figures (those of FlagPerf's inference framework).
+void put_inference_figures(json& r, const json& extra) {
+  for (const char* key :
+       {"validation_whole", "validation_core", "inference_whole", "inference_core", "validation_accuracy",
+        "inference_accuracy", "mfu", "foo_time", "engine", "steps", "latency", "max_abs_diff_vs_validation",
+        "relative_diff_vs_validation", "top1_agreement_vs_validation", "caveat", "samples", "data"})
+    if (extra.contains(key) && !extra[key].is_null()) r[key] = extra[key];
+  if (extra.contains("latency") && !extra["latency"].empty()) r["latency_p99_ms"] = extra["latency"][0]["p99_ms"];
+  if (extra.contains("generation") && extra["generation"].is_object()) add_generation_figures(r, extra["generation"]);
+}
+
+void put_monitor_figures(json& r, const std::vector<std::string>& monitor_files,
+                         const std::set<std::string>& accelerators) {
+  const auto a = monitor::analyse_monitor_csv(monitor_files, accelerators);
+  if (a.round_energy_j() > 0) {
+    r["energy_j"] = a.round_energy_j();
+    if (r.contains("num_trained_samples") && r["num_trained_samples"].get<double>() > 0)
+      r["energy_per_sample_j"] = a.round_energy_j() / r["num_trained_samples"].get<double>();
   }
-  if (curves && !extra.contains("figures") && !extra.contains("steps")) {  // a training round
-    r["curves"] = curves->to_json();
-    if (curves->target_hit) {
-      r["time_to_target"] = curves->target_hit->seconds;
-      r["steps_to_target"] = curves->target_hit->step;
+  if (a.peak_host_mem_bytes > 0) r["peak_host_mem_bytes"] = a.peak_host_mem_bytes;
+  if (a.peak_device_mem_bytes > 0) r["peak_device_mem_bytes"] = a.peak_device_mem_bytes;
+}
+
+// One round's figures, from its folder.
+json round_figures(const fs::path& round_dir, int round, int nproc) {
+  json r = {{"round", round}};
+  const RoundLogs logs = read_round_logs(round_dir, r);
+  const std::set<std::string> accelerators = accelerators_charged(logs.monitor_files, nproc);
+  const std::optional<json> status = put_round_status(r, round_dir, logs.finished.has_value());
+  const json extra = logs.finished ? logs.finished->extra : json::object();
+  if (logs.finished) put_finished_figures(r, *logs.finished);
+  put_mfu(r, status, extra);
+  if (logs.curves && !extra.contains("figures") && !extra.contains("steps")) {  // a training round
+    r["curves"] = logs.curves->to_json();
+    if (logs.curves->target_hit) {
+      r["time_to_target"] = logs.curves->target_hit->seconds;
+      r["steps_to_target"] = logs.curves->target_hit->step;
     }
   }
   if (extra.contains("figures") && extra["figures"].is_array() && !extra["figures"].empty())
-    add_base_figures(r, extra, monitor_files, accelerators);
-  if (extra.contains("steps")) {  // an inference case (the figures of FlagPerf's inference framework)
-    for (const char* key :
-         {"validation_whole", "validation_core", "inference_whole", "inference_core", "validation_accuracy",
-          "inference_accuracy", "mfu", "foo_time", "engine", "steps", "latency", "max_abs_diff_vs_validation",
-          "relative_diff_vs_validation", "top1_agreement_vs_validation", "caveat", "samples", "data"})
-      if (extra.contains(key) && !extra[key].is_null()) r[key] = extra[key];
-    if (extra.contains("latency") && !extra["latency"].empty()) r["latency_p99_ms"] = extra["latency"][0]["p99_ms"];
-    if (extra.contains("generation") && extra["generation"].is_object()) add_generation_figures(r, extra["generation"]);
-  }
-  if (!monitor_files.empty()) {
-    const auto a = monitor::analyse_monitor_csv(monitor_files, accelerators);
-    if (a.round_energy_j() > 0) {
-      r["energy_j"] = a.round_energy_j();
-      if (r.contains("num_trained_samples") && r["num_trained_samples"].get<double>() > 0)
-        r["energy_per_sample_j"] = a.round_energy_j() / r["num_trained_samples"].get<double>();
-    }
-    if (a.peak_host_mem_bytes > 0) r["peak_host_mem_bytes"] = a.peak_host_mem_bytes;
-    if (a.peak_device_mem_bytes > 0) r["peak_device_mem_bytes"] = a.peak_device_mem_bytes;
-  }
+    add_base_figures(r, extra, logs.monitor_files, accelerators);
+  if (extra.contains("steps")) put_inference_figures(r, extra);
+  if (!logs.monitor_files.empty()) put_monitor_figures(r, logs.monitor_files, accelerators);
   return r;
 }
 
@@ -383,185 +412,6 @@ json build_summary(const std::string& run_dir) {
   }
   for (auto& entry : summary["cases"]) entry["aggregate"] = aggregate_case(entry);
   return summary;
-}
-
-std::string rounds_ok_text(const json& c) {
-  return std::to_string(c["aggregate"]["rounds_used"].get<int>()) + " / " + std::to_string(c["rounds"].size());
-}
-
-std::string mean_and_spread(const json& a, int digits) {
-  if (a.value("n", 0) < 2) return fixed_digits(a["mean"].get<double>(), digits) + " (n = 1)";
-  return fixed_digits(a["mean"].get<double>(), digits) + " ± " + fixed_digits(a["std"].get<double>(), digits);
-}
-
-bool uses_synthetic_data(const json& c) {
-  for (const auto& r : c["rounds"])
-    if (r.value("data", "").rfind("synthetic", 0) == 0) return true;
-  return false;
-}
-
-// The hardware figures: one row per base case, the headline's median over ok rounds.
-std::string base_table(const json& s) {
-  std::ostringstream md;
-  md << "| base case | rounds ok / run | figure | value (median) | unit | of datasheet | power (W) | per watt | check "
-        "|\n| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | --- |\n";
-  for (const auto& c : s["cases"]) {
-    if (c.value("family", "") != "base") continue;
-    const json& a = c["aggregate"];
-    const json* last_ok = nullptr;
-    for (const auto& r : c["rounds"])
-      if (r["status"] == "ok") last_ok = &r;
-    md << "| " << c["case"].get<std::string>() << " | " << rounds_ok_text(c) << " | ";
-    if (last_ok && a.contains("value")) {
-      const json& r = *last_ok;
-      md << r.value("figure", "") << " | " << fixed_digits(a["value"]["median"], 3) << " | " << r.value("unit", "")
-         << " | "
-         << (r.contains("datasheet_ratio") ? fixed_digits(100 * r["datasheet_ratio"].get<double>(), 1) + " %" : "")
-         << " | " << (a.contains("mean_power_w") ? fixed_digits(a["mean_power_w"]["median"], 1) : "") << " | "
-         << (a.contains("perf_per_watt")
-                 ? fixed_digits(a["perf_per_watt"]["median"], 4) + " " + r.value("perf_per_watt_unit", "")
-                 : "")
-         << " | " << r.value("check", "") << " |\n";
-    } else {
-      md << " |  |  |  |  |  |  |\n";
-    }
-  }
-  md << "\n";
-  return md.str();
-}
-
-// FlagPerf inference's four throughputs and both accuracies per inference case (medians over ok rounds).
-std::string inference_table(const json& s) {
-  std::ostringstream md;
-  md << "\n| inference case | rounds ok / run | validation_whole | validation_core | inference_whole | inference_core "
-        "| "
-        "accuracy (validation / engine) | batch-1 p99 (ms) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: "
-        "|\n";
-  for (const auto& c : s["cases"]) {
-    if (c.value("family", "") != "inference") continue;
-    const json& a = c["aggregate"];
-    auto med = [&a](const char* key, int digits) {
-      return a.contains(key) ? fixed_digits(a[key]["median"], digits) : std::string("null");
-    };
-    md << "| " << c["case"].get<std::string>() << " | " << rounds_ok_text(c) << " | " << med("validation_whole", 1)
-       << " | " << med("validation_core", 1) << " | " << med("inference_whole", 1) << " | " << med("inference_core", 1)
-       << " | "
-       << (uses_synthetic_data(c) ? std::string("synthetic data: none claimed")
-                                  : med("validation_accuracy", 4) + " / " + med("inference_accuracy", 4))
-       << " | " << med("latency_p99_ms", 3) << " |\n";
-  }
-  return md.str();
-}
-
-// The generating inference cases (llm): prefill, decoding and serving (medians over ok rounds).
-std::string generation_table(const json& s) {
-  std::ostringstream md;
-  md << "\n| generating case | prefill tokens/s | decode TPOT (ms, first run) | Offline output tokens/s | highest "
-        "Server rate within the bounds (queries/s) | Server runs valid |\n| --- | ---: | ---: | ---: | ---: | --- |\n";
-  for (const auto& c : s["cases"]) {
-    if (c.value("family", "") != "inference") continue;
-    const json* g = nullptr;
-    for (const auto& r : c["rounds"])
-      if (r.value("status", "") == "ok" && r.contains("generation")) {
-        g = &r["generation"];
-        break;
-      }
-    if (!g) continue;
-    const json& a = c["aggregate"];
-    auto med = [&a](const char* key, int digits) {
-      return a.contains(key) ? fixed_digits(a[key]["median"], digits) : std::string("null");
-    };
-    int valid = 0, runs = 0;
-    for (const auto& run : g->value("server", json::array())) {
-      ++runs;
-      valid += run.value("valid", false) ? 1 : 0;
-    }
-    md << "| " << c["case"].get<std::string>() << " | " << med("prefill_tokens_per_second", 1) << " | "
-       << med("decode_tpot_ms", 3) << " | " << med("offline_output_tokens_per_second", 1) << " | "
-       << med("server_max_rate_within_bounds", 3) << " | " << valid << " of " << runs << " |\n";
-  }
-  return md.str();
-}
-
-bool any_generation(const json& s) {
-  for (const auto& c : s["cases"])
-    for (const auto& r : c["rounds"])
-      if (r.contains("generation")) return true;
-  return false;
-}
-
-namespace {
-
-// " (device sim:0, plug-in xpuperf-sim 1.0)": what the first round that names them ran on.
-std::string device_words(const json& s) {
-  for (const auto& c : s["cases"])
-    for (const auto& r : c.value("rounds", json::array()))
-      if (r.contains("device")) {
-        std::string words = " (device " + r["device"].get<std::string>();
-        if (r.contains("plugin")) words += ", plug-in " + r["plugin"].get<std::string>();
-        return words + ")";
-      }
-  return "";
-}
-
-}  // namespace
-
-std::string summary_markdown(const json& s) {
-  std::ostringstream md;
-  md << "# xpuperf " << s.value("run", "") << "\n\n";
-  if (s.value("source", "") == "flagperf")
-    md << "A FlagPerf result tree, read by xpuperf " << s.value("xpuperf_version", "");
-  else
-    md << "Vendor `" << s["plan"].value("vendor", "") << "`" << device_words(s) << ", launcher `"
-       << s["plan"].value("launcher", "") << "`";
-  if (s.contains("system"))
-    md << "; " << s["system"].value("cpu_model", "") << ", " << s["system"].value("cpu_cores", 0) << " cores, "
-       << s["system"].value("os", "");
-  md << ".\n\n";
-  bool any_base = false, any_training = false, any_inference = false;
-  for (const auto& c : s["cases"]) {
-    const std::string family = c.value("family", "training");
-    (family == "base" ? any_base : family == "inference" ? any_inference : any_training) = true;
-  }
-  if (any_base) md << base_table(s);
-  if (any_training)
-    md << "| case | rounds ok / run | converged | samples/s (mean ± std) | CV | 95% CI | olympic mean | final metric "
-          "(median) | time to target s (median) | e2e s (median) | energy/sample (J) |\n"
-       << "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |\n";
-  for (const auto& c : s["cases"]) {
-    if (c.value("family", "training") != "training") continue;
-    const json& a = c["aggregate"];
-    md << "| " << c["case"].get<std::string>() << " | " << rounds_ok_text(c) << " | "
-       << a["rounds_converged"].get<int>() << " | ";
-    if (a.contains("training_samples_per_second")) {
-      const json& t = a["training_samples_per_second"];
-      md << mean_and_spread(t, 1) << " | ";
-      if (t.value("n", 0) < 2)  // one round has no spread and no interval: say so, not "± 0.0"
-        md << "– | n = 1 | ";
-      else
-        md << fixed_digits(100 * t["cv"].get<double>(), 2) << " % | " << fixed_digits(t["ci95"][0], 1) << " – "
-           << fixed_digits(t["ci95"][1], 1) << " | ";
-      md << (t["olympic_mean"].is_null() ? "" : fixed_digits(t["olympic_mean"], 1)) << " | ";
-    } else {
-      md << " |  |  |  | ";
-    }
-    if (a.contains("final_metric"))
-      md << a.value("final_metric_name", "") << " " << fixed_digits(a["final_metric"]["median"], 4);
-    md << " | " << (a.contains("time_to_target") ? fixed_digits(a["time_to_target"]["median"], 1) : "") << " | "
-       << (a.contains("e2e_time") ? fixed_digits(a["e2e_time"]["median"], 1) : "") << " | "
-       << (a.contains("energy_per_sample_j") ? fixed_digits(a["energy_per_sample_j"]["mean"], 6) : "") << " |\n";
-  }
-  if (any_inference) md << inference_table(s);
-  if (any_generation(s)) md << generation_table(s);
-  bool any_failed = false;
-  for (const auto& c : s["cases"])
-    for (const auto& f : c["failed_rounds"]) {
-      if (!any_failed) md << "\nRounds left out of the statistics:\n\n";
-      any_failed = true;
-      md << "- " << c["case"].get<std::string>() << " round " << f["round"].get<int>() << ": "
-         << f["status"].get<std::string>() << " (" << f["reason"].get<std::string>() << ")\n";
-    }
-  return md.str();
 }
 
 std::string write_summary(const std::string& run_dir, json* summary_out) {
