@@ -145,6 +145,307 @@ std::vector<std::string> paragraphs_of(const std::string& text) {
   return out;
 }
 
+// The tokeniser a corpus is encoded with: gpt2 and llama3 are byte-level BPEs and sentencepiece a
+// user's SentencePiece model (one sequence a document); wordpiece is BERT's (one a paragraph).
+struct CorpusTokenizer {
+  bool byte_level = false, spm = false;
+  std::unique_ptr<ByteBpe> bpe;
+  std::unique_ptr<WordPiece> wordpiece;
+  std::unique_ptr<SentencePiece> sentencepiece;
+
+  bool one_sequence() const { return byte_level || spm; }
+  std::int64_t vocab_size() const {
+    return byte_level ? bpe->vocab_size() : spm ? sentencepiece->vocab_size() : wordpiece->vocab_size();
+  }
+  // A document's markers, -1 where none: GPT-2's text <|endoftext|>, Llama 3's <|begin_of_text|>
+  // text <|end_of_text|>, SentencePiece's text </s> (where the model has one).
+  std::int32_t begin_id() const { return bpe ? bpe->begin_of_text() : -1; }
+  std::int32_t end_id() const { return bpe ? bpe->end_of_text() : spm ? sentencepiece->end_of_text() : -1; }
+};
+
+// The options' mistakes, said before any file is read: the tokeniser's name, the vocabulary files.
+void check_tokenizer_options(const TokenizeOptions& o, bool byte_level, bool spm) {
+  if (!byte_level && !spm && o.tokenizer != "wordpiece")
+    throw TokenizerError("--tokenizer must be gpt2, llama3, sentencepiece or wordpiece (got '" + o.tokenizer + "')");
+  if (o.vocab.empty())
+    throw TokenizerError(std::string("--vocab is needed: ") +
+                         (o.tokenizer == "gpt2" ? "GPT-2's encoder.json (with --merges vocab.bpe) or tokenizer.json"
+                          : o.tokenizer == "llama3"
+                              ? "Llama 3's tokenizer.json (Hugging Face) or tokenizer.model (Meta)"
+                          : spm ? "the SentencePiece .model (--model)"
+                                : "BERT's vocab.txt"));
+  if (o.tokenizer == "llama3" && !o.merges.empty())
+    throw TokenizerError("--merges is GPT-2's vocab.bpe: Llama 3's tokenizer.json or tokenizer.model holds its merges");
+  // A folder where a file is meant is said to be one, not read as an empty or wrong vocabulary.
+  for (const auto& [option, path] :
+       {std::pair<const char*, std::string>{spm ? "--model" : "--vocab", o.vocab}, {"--merges", o.merges}}) {
+    std::error_code ec;
+    if (path.empty()) continue;
+    if (fs::is_directory(path, ec))
+      throw TokenizerError(std::string(option) + " " + path + " is a folder: give the vocabulary file in it");
+    if (!fs::exists(path, ec)) throw TokenizerError(std::string(option) + " " + path + ": no such file");
+  }
+}
+
+CorpusTokenizer load_corpus_tokenizer(const TokenizeOptions& o) {
+  CorpusTokenizer t;
+  t.byte_level = o.tokenizer == "gpt2" || o.tokenizer == "llama3";
+  t.spm = o.tokenizer == "sentencepiece";
+  check_tokenizer_options(o, t.byte_level, t.spm);
+  if (o.tokenizer == "gpt2" && !o.merges.empty())
+    t.bpe = std::make_unique<ByteBpe>(ByteBpe::load_gpt2(o.vocab, o.merges));
+  else if (o.tokenizer == "gpt2")
+    try {
+      t.bpe = std::make_unique<ByteBpe>(ByteBpe::load_hugging_face(o.vocab));
+    } catch (const TokenizerError& e) {
+      throw TokenizerError(
+          "--merges is needed with --tokenizer gpt2 (GPT-2's vocab.bpe beside encoder.json), unless --vocab is a "
+          "Hugging Face tokenizer.json: " +
+          std::string(e.what()));
+    }
+  else if (t.byte_level)
+    t.bpe = std::make_unique<ByteBpe>(ByteBpe::load_single_file(o.vocab));
+  else if (t.spm)
+    t.sentencepiece = std::make_unique<SentencePiece>(SentencePiece::load(o.vocab));
+  else
+    t.wordpiece = std::make_unique<WordPiece>(WordPiece::load(o.vocab, o.lower_case));
+  if (t.bpe && o.tokenizer != pre_tokenizer_name(t.bpe->pre_tokenizer()))
+    throw TokenizerError(o.vocab + ": " + (o.tokenizer == "gpt2" && o.merges.empty() ? "with no --merges, " : "") +
+                         "its tokeniser is " + pre_tokenizer_name(t.bpe->pre_tokenizer()) + "'s, not " + o.tokenizer +
+                         "'s (--tokenizer " + pre_tokenizer_name(t.bpe->pre_tokenizer()) + ")");
+  if (t.bpe && t.bpe->end_of_text() < 0)
+    throw TokenizerError(o.vocab + ": no <|endoftext|> or <|end_of_text|> token to end a document with");
+  return t;
+}
+
+// Random ids in documents of 256 to 4,096 tokens, the same for the same seed.
+void write_synthetic(const TokenizeOptions& o, TokenFileWriter& writer,
+                     const std::function<void(std::int64_t, std::int64_t)>& progress) {
+  std::mt19937_64 rng(o.seed);
+  std::uniform_int_distribution<std::int32_t> id(0, static_cast<std::int32_t>(o.vocab_size - 1));
+  std::uniform_int_distribution<std::int64_t> length(256, 4096);
+  for (std::int64_t done = 0; done < o.synthetic_tokens;) {
+    std::vector<std::int32_t> doc(static_cast<std::size_t>(std::min(length(rng), o.synthetic_tokens - done)));
+    for (auto& t : doc) t = id(rng);
+    done += static_cast<std::int64_t>(doc.size());
+    writer.add_document({doc});
+    if (progress) progress(done, o.synthetic_tokens);
+  }
+}
+
+// Encodes chunks of text on worker threads, a round of chunks at a time, and writes each document's
+// tokens in the order the chunks came.
+class CorpusEncoder {
+ public:
+  CorpusEncoder(const TokenizeOptions& o, const CorpusTokenizer& t, TokenFileWriter& writer)
+      : o_(o),
+        t_(t),
+        writer_(writer),
+        threads_(o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+        most_round_bytes_(std::max(kLeastRoundBytes, 4 * kChunkBytes * static_cast<std::size_t>(threads_))) {
+    if (t.byte_level)
+      for (int i = 0; i < threads_; ++i) bpes_.push_back(std::make_unique<ByteBpe>(*t.bpe));
+  }
+
+  void add(std::int64_t doc, std::string_view text) {
+    if (chunks_ == round_.size()) round_.emplace_back();
+    Chunk& c = round_[chunks_++];
+    c.document = doc;
+    c.text.assign(text);
+    round_bytes_ += text.size();
+    if (round_bytes_ >= most_round_bytes_) run_round();
+  }
+
+  void finish() {
+    run_round();
+    flush_document();
+  }
+
+  std::int64_t unknown() const { return unknown_; }  // [UNK] ids written
+
+ private:
+  void start_document(std::int64_t doc) {
+    current_document_ = doc;
+    if (t_.one_sequence() && o_.end_of_document && t_.begin_id() >= 0) writer_.append_to_sequence({t_.begin_id()});
+  }
+
+  void flush_document() {
+    if (current_document_ < 0) return;
+    if (t_.one_sequence()) {
+      if (o_.end_of_document && t_.end_id() >= 0) writer_.append_to_sequence({t_.end_id()});
+      writer_.end_document();
+      return;
+    }
+    writer_.add_document(document_);
+    document_.clear();
+  }
+
+  void encode(Chunk& c, int worker) {
+    c.tokens.clear();
+    c.sequences.clear();
+    if (t_.byte_level) {
+      bpes_[static_cast<std::size_t>(worker)]->encode(c.text, c.tokens);
+    } else if (t_.spm) {
+      c.tokens = t_.sentencepiece->encode(c.text);
+    } else {
+      for (const auto& p : paragraphs_of(c.text)) {
+        auto ids = t_.wordpiece->encode(p);
+        if (!ids.empty()) c.sequences.push_back(std::move(ids));
+      }
+    }
+  }
+
+  void run_round() {
+    parallel_items(chunks_, threads_, [&](std::size_t i, int worker) { encode(round_[i], worker); });
+    for (std::size_t i = 0; i < chunks_; ++i) {
+      Chunk& c = round_[i];
+      if (t_.wordpiece)
+        for (const auto& seq : c.sequences) unknown_ += std::count(seq.begin(), seq.end(), t_.wordpiece->unk());
+      if (c.document != current_document_) {
+        flush_document();
+        start_document(c.document);
+      }
+      if (t_.one_sequence())
+        writer_.append_to_sequence(c.tokens);
+      else
+        for (auto& seq : c.sequences) document_.push_back(std::move(seq));
+    }
+    chunks_ = 0;
+    round_bytes_ = 0;
+  }
+
+  const TokenizeOptions& o_;
+  const CorpusTokenizer& t_;
+  TokenFileWriter& writer_;
+  int threads_;
+  std::size_t most_round_bytes_;
+  std::vector<std::unique_ptr<ByteBpe>> bpes_;  // one a worker
+  std::vector<Chunk> round_;                    // its first chunks_ hold this round's text
+  std::size_t chunks_ = 0, round_bytes_ = 0;
+  std::int64_t unknown_ = 0;
+  // WordPiece's sequences (paragraphs) of the document being written; a document of one sequence
+  // (the other tokenisers) goes to the writer chunk by chunk instead, never whole in memory.
+  std::vector<std::vector<std::int32_t>> document_;
+  std::int64_t current_document_ = -1;
+};
+
+// A JSON-lines file: a document a line, its text under --json-key. `done`: bytes read, with the
+// files before it (`before`).
+void feed_json_lines(const std::string& path, TextSource& in, const TokenizeOptions& o, CorpusEncoder& encoder,
+                     std::int64_t& next_document, std::int64_t before, std::int64_t& done,
+                     const std::function<void(std::int64_t)>& report) {
+  std::string line;
+  std::int64_t line_number = 0;
+  while (in.getline(line)) {
+    ++line_number;
+    done = before + in.position();
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      throw TokenizerError(path + ": line " + std::to_string(line_number) +
+                           " is not JSON (JSON lines: one object a line)");
+    }
+    if (!j.is_object() || !j.contains(o.json_key) || !j[o.json_key].is_string())
+      throw TokenizerError(path + ": line " + std::to_string(line_number) + " has no string \"" + o.json_key +
+                           "\" (--json-key names the text's key)");
+    encoder.add(next_document++, j[o.json_key].get<std::string>());
+    report(done);
+  }
+}
+
+// Any other file: one document, read a block at a time and cut where the tokeniser may cut.
+void feed_text_file(TextSource& in, const CorpusTokenizer& t, CorpusEncoder& encoder, std::int64_t doc,
+                    std::int64_t before, std::int64_t& done, const std::function<void(std::int64_t)>& report) {
+  TextChunker chunker(t.spm          ? CutAt::any_line_break
+                      : t.byte_level ? CutAt::line_break_between_non_spaces
+                                     : CutAt::blank_line,
+                      kChunkBytes / 2);
+  const auto add_chunk = [&](std::string_view chunk) { encoder.add(doc, chunk); };
+  std::string block(kChunkBytes, '\0');
+  for (;;) {
+    const std::size_t got = in.read(block.data(), block.size());
+    done = before + in.position();
+    const bool end = got < block.size();
+    chunker.feed(std::string_view(block).substr(0, got), add_chunk);
+    if (end) chunker.finish(add_chunk);
+    report(done);
+    if (end) break;
+  }
+}
+
+// What the dataset's PREFIX.json says of a corpus tokenised from files.
+nlohmann::json corpus_meta(const TokenizeOptions& o, const CorpusTokenizer& t, const TokenizeResult& r) {
+  nlohmann::json meta = {{"synthetic", false},
+                         {"tokenizer", o.tokenizer},
+                         {"vocab", fs::absolute(o.vocab).string()},
+                         {"vocab_size", r.vocab_size},
+                         {"inputs", o.inputs},
+                         {"files", r.files},
+                         {"bytes", r.bytes}};
+  if (t.byte_level && !o.merges.empty()) meta["merges"] = fs::absolute(o.merges).string();
+  if (t.one_sequence()) {
+    meta.update({{"end_of_document", o.end_of_document}, {"end_of_text", t.end_id()}});
+    if (t.begin_id() >= 0) meta["begin_of_text"] = t.begin_id();
+  }
+  if (t.wordpiece) {
+    meta["lower_case"] = o.lower_case;
+    meta["unknown_tokens"] = r.unknown_tokens;
+    // What BERT's samples are built with, so a reader needs no vocabulary file.
+    meta["special_ids"] = {{"cls", t.wordpiece->cls()},
+                           {"sep", t.wordpiece->sep()},
+                           {"mask", t.wordpiece->mask()},
+                           {"pad", t.wordpiece->pad()},
+                           {"unk", t.wordpiece->unk()}};
+  }
+  return meta;
+}
+
+// The counts into the result and the metadata, then the metadata and both token files renamed into
+// place together.
+void publish(TokenFileWriter& writer, TokenizeResult& r, nlohmann::json& meta) {
+  r.documents = writer.documents();
+  r.tokens = writer.tokens();
+  meta.update({{"documents", r.documents}, {"tokens", r.tokens}});
+  writer.finish(meta.dump(2) + "\n");
+}
+
+// Tokenises the input files into the dataset, its metadata with them.
+void tokenize_files(const TokenizeOptions& o, TokenizeResult& r, nlohmann::json& meta,
+                    const std::function<void(std::int64_t, std::int64_t)>& progress) {
+  const CorpusTokenizer t = load_corpus_tokenizer(o);
+  r.vocab_size = t.vocab_size();
+  const auto files = list_inputs(o);
+  std::int64_t total = 0;
+  for (const auto& f : files) total += static_cast<std::int64_t>(fs::file_size(f));
+  const std::function<void(std::int64_t)> report = [&](std::int64_t done) {
+    if (progress) progress(done, total);
+  };
+  TokenFileWriter writer(o.prefix, r.vocab_size);
+  CorpusEncoder encoder(o, t, writer);
+  std::int64_t done = 0, next_document = 0;
+  for (const auto& path : files) {
+    TextSource in(path);
+    ++r.files;
+    const std::int64_t before = done;
+    if (is_json_lines(path))
+      feed_json_lines(path, in, o, encoder, next_document, before, done, report);
+    else
+      feed_text_file(in, t, encoder, next_document++, before, done, report);
+  }
+  encoder.finish();
+  r.bytes = total;
+  r.unknown_tokens = encoder.unknown();
+  const std::int64_t tokens = writer.tokens();
+  if (tokens > 0 && r.unknown_tokens * 20 > tokens)
+    log::warning(std::to_string(r.unknown_tokens) + " of the " + std::to_string(tokens) + " tokens (" +
+                 std::to_string(r.unknown_tokens * 100 / tokens) + " %) are [UNK]: " + o.vocab +
+                 " lacks pieces this text needs (a vocabulary cut short, or one for another language or case)");
+  meta.update(corpus_meta(o, t, r));
+  publish(writer, r, meta);
+}
+
 }  // namespace
 
 TokenizeResult tokenize_corpus(const TokenizeOptions& o,
@@ -154,239 +455,18 @@ TokenizeResult tokenize_corpus(const TokenizeOptions& o,
   nlohmann::json meta = {
       {"format", "Megatron-LM indexed dataset (MMIDIDX version 1), written by xpuperf data tokenize"}};
   if (o.prefix.empty()) throw TokenizerError("no output prefix (-o PREFIX)");
-  // The metadata is written with the token files, and all three are renamed into place together.
-  auto publish = [&](TokenFileWriter& writer) {
-    r.documents = writer.documents();
-    r.tokens = writer.tokens();
-    meta.update({{"documents", r.documents}, {"tokens", r.tokens}});
-    writer.finish(meta.dump(2) + "\n");
-  };
-
   if (o.synthetic_tokens > 0) {
     if (o.vocab_size < 2 || o.vocab_size > std::numeric_limits<std::int32_t>::max())
       throw TokenizerError("--vocab-size " + std::to_string(o.vocab_size) +
                            ": a synthetic dataset needs 2 to 2147483647 ids (the token files hold 32-bit ids)");
     TokenFileWriter writer(o.prefix, o.vocab_size);
-    std::mt19937_64 rng(o.seed);
-    std::uniform_int_distribution<std::int32_t> id(0, static_cast<std::int32_t>(o.vocab_size - 1));
-    std::uniform_int_distribution<std::int64_t> length(256, 4096);
-    for (std::int64_t done = 0; done < o.synthetic_tokens;) {
-      std::vector<std::int32_t> doc(static_cast<std::size_t>(std::min(length(rng), o.synthetic_tokens - done)));
-      for (auto& t : doc) t = id(rng);
-      done += static_cast<std::int64_t>(doc.size());
-      writer.add_document({doc});
-      if (progress) progress(done, o.synthetic_tokens);
-    }
+    write_synthetic(o, writer, progress);
     r.vocab_size = o.vocab_size;
     meta.update(
         {{"synthetic", true}, {"tokenizer", "none (random ids)"}, {"vocab_size", o.vocab_size}, {"seed", o.seed}});
-    publish(writer);
+    publish(writer, r, meta);
   } else {
-    // gpt2 and llama3 are byte-level BPEs and sentencepiece a user's SentencePiece model (one
-    // sequence a document); wordpiece is BERT's (one a paragraph).
-    const bool byte_level = o.tokenizer == "gpt2" || o.tokenizer == "llama3";
-    const bool spm = o.tokenizer == "sentencepiece";
-    const bool one_sequence = byte_level || spm;
-    if (!one_sequence && o.tokenizer != "wordpiece")
-      throw TokenizerError("--tokenizer must be gpt2, llama3, sentencepiece or wordpiece (got '" + o.tokenizer + "')");
-    if (o.vocab.empty())
-      throw TokenizerError(std::string("--vocab is needed: ") +
-                           (o.tokenizer == "gpt2" ? "GPT-2's encoder.json (with --merges vocab.bpe) or tokenizer.json"
-                            : o.tokenizer == "llama3"
-                                ? "Llama 3's tokenizer.json (Hugging Face) or tokenizer.model (Meta)"
-                            : spm ? "the SentencePiece .model (--model)"
-                                  : "BERT's vocab.txt"));
-    if (o.tokenizer == "llama3" && !o.merges.empty())
-      throw TokenizerError(
-          "--merges is GPT-2's vocab.bpe: Llama 3's tokenizer.json or tokenizer.model holds its merges");
-    // A folder where a file is meant is said to be one, not read as an empty or wrong vocabulary.
-    for (const auto& [option, path] :
-         {std::pair<const char*, std::string>{spm ? "--model" : "--vocab", o.vocab}, {"--merges", o.merges}}) {
-      std::error_code ec;
-      if (path.empty()) continue;
-      if (fs::is_directory(path, ec))
-        throw TokenizerError(std::string(option) + " " + path + " is a folder: give the vocabulary file in it");
-      if (!fs::exists(path, ec)) throw TokenizerError(std::string(option) + " " + path + ": no such file");
-    }
-    std::unique_ptr<ByteBpe> bpe;
-    std::unique_ptr<WordPiece> wordpiece;
-    std::unique_ptr<SentencePiece> sentencepiece;
-    if (o.tokenizer == "gpt2" && !o.merges.empty())
-      bpe = std::make_unique<ByteBpe>(ByteBpe::load_gpt2(o.vocab, o.merges));
-    else if (o.tokenizer == "gpt2")
-      try {
-        bpe = std::make_unique<ByteBpe>(ByteBpe::load_hugging_face(o.vocab));
-      } catch (const TokenizerError& e) {
-        throw TokenizerError(
-            "--merges is needed with --tokenizer gpt2 (GPT-2's vocab.bpe beside encoder.json), unless --vocab is a "
-            "Hugging Face tokenizer.json: " +
-            std::string(e.what()));
-      }
-    else if (byte_level)
-      bpe = std::make_unique<ByteBpe>(ByteBpe::load_single_file(o.vocab));
-    else if (spm)
-      sentencepiece = std::make_unique<SentencePiece>(SentencePiece::load(o.vocab));
-    else
-      wordpiece = std::make_unique<WordPiece>(WordPiece::load(o.vocab, o.lower_case));
-    if (bpe && o.tokenizer != pre_tokenizer_name(bpe->pre_tokenizer()))
-      throw TokenizerError(o.vocab + ": " + (o.tokenizer == "gpt2" && o.merges.empty() ? "with no --merges, " : "") +
-                           "its tokeniser is " + pre_tokenizer_name(bpe->pre_tokenizer()) + "'s, not " + o.tokenizer +
-                           "'s (--tokenizer " + pre_tokenizer_name(bpe->pre_tokenizer()) + ")");
-    if (bpe && bpe->end_of_text() < 0)
-      throw TokenizerError(o.vocab + ": no <|endoftext|> or <|end_of_text|> token to end a document with");
-    r.vocab_size = byte_level ? bpe->vocab_size() : spm ? sentencepiece->vocab_size() : wordpiece->vocab_size();
-    const auto files = list_inputs(o);
-    std::int64_t total = 0;
-    for (const auto& f : files) total += static_cast<std::int64_t>(fs::file_size(f));
-    const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::unique_ptr<ByteBpe>> bpes;
-    if (byte_level)
-      for (int t = 0; t < threads; ++t) bpes.push_back(std::make_unique<ByteBpe>(*bpe));
-
-    TokenFileWriter writer(o.prefix, r.vocab_size);
-    std::vector<Chunk> round;  // its first `chunks` hold this round's text
-    std::size_t chunks = 0, round_bytes = 0;
-    const std::size_t most_round_bytes =
-        std::max(kLeastRoundBytes, 4 * kChunkBytes * static_cast<std::size_t>(threads));
-    std::int64_t unknown = 0;  // [UNK] ids written
-    // WordPiece's sequences (paragraphs) of the document being written; a document of one sequence
-    // (the other tokenisers) goes to the writer chunk by chunk instead, never whole in memory.
-    std::vector<std::vector<std::int32_t>> document;
-    std::int64_t current_document = -1;
-    // A document's markers, -1 where none: GPT-2's text <|endoftext|>, Llama 3's <|begin_of_text|>
-    // text <|end_of_text|>, SentencePiece's text </s> (where the model has one).
-    const std::int32_t begin_id = bpe ? bpe->begin_of_text() : -1;
-    const std::int32_t end_id = bpe ? bpe->end_of_text() : spm ? sentencepiece->end_of_text() : -1;
-    auto start_document = [&](std::int64_t doc) {
-      current_document = doc;
-      if (one_sequence && o.end_of_document && begin_id >= 0) writer.append_to_sequence({begin_id});
-    };
-    auto flush_document = [&] {
-      if (current_document < 0) return;
-      if (one_sequence) {
-        if (o.end_of_document && end_id >= 0) writer.append_to_sequence({end_id});
-        writer.end_document();
-        return;
-      }
-      writer.add_document(document);
-      document.clear();
-    };
-    auto run_round = [&] {
-      parallel_items(chunks, threads, [&](std::size_t i, int worker) {
-        Chunk& c = round[i];
-        c.tokens.clear();
-        c.sequences.clear();
-        if (byte_level) {
-          bpes[static_cast<std::size_t>(worker)]->encode(c.text, c.tokens);
-        } else if (spm) {
-          c.tokens = sentencepiece->encode(c.text);
-        } else {
-          for (const auto& p : paragraphs_of(c.text)) {
-            auto ids = wordpiece->encode(p);
-            if (!ids.empty()) c.sequences.push_back(std::move(ids));
-          }
-        }
-      });
-      for (std::size_t i = 0; i < chunks; ++i) {
-        Chunk& c = round[i];
-        if (wordpiece)
-          for (const auto& seq : c.sequences) unknown += std::count(seq.begin(), seq.end(), wordpiece->unk());
-        if (c.document != current_document) {
-          flush_document();
-          start_document(c.document);
-        }
-        if (one_sequence)
-          writer.append_to_sequence(c.tokens);
-        else
-          for (auto& s : c.sequences) document.push_back(std::move(s));
-      }
-      chunks = 0;
-      round_bytes = 0;
-    };
-    auto add = [&](std::int64_t doc, std::string_view text) {
-      if (chunks == round.size()) round.emplace_back();
-      Chunk& c = round[chunks++];
-      c.document = doc;
-      c.text.assign(text);
-      round_bytes += text.size();
-      if (round_bytes >= most_round_bytes) run_round();
-    };
-
-    std::int64_t done = 0, next_document = 0;
-    for (const auto& path : files) {
-      TextSource in(path);
-      ++r.files;
-      const std::int64_t before = done;
-      if (is_json_lines(path)) {
-        std::string line;
-        std::int64_t line_number = 0;
-        while (in.getline(line)) {
-          ++line_number;
-          done = before + in.position();
-          if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-          nlohmann::json j;
-          try {
-            j = nlohmann::json::parse(line);
-          } catch (const nlohmann::json::exception&) {
-            throw TokenizerError(path + ": line " + std::to_string(line_number) +
-                                 " is not JSON (JSON lines: one object a line)");
-          }
-          if (!j.is_object() || !j.contains(o.json_key) || !j[o.json_key].is_string())
-            throw TokenizerError(path + ": line " + std::to_string(line_number) + " has no string \"" + o.json_key +
-                                 "\" (--json-key names the text's key)");
-          add(next_document++, j[o.json_key].get<std::string>());
-          if (progress) progress(done, total);
-        }
-      } else {
-        const std::int64_t doc = next_document++;
-        TextChunker chunker(spm          ? CutAt::any_line_break
-                            : byte_level ? CutAt::line_break_between_non_spaces
-                                         : CutAt::blank_line,
-                            kChunkBytes / 2);
-        const auto add_chunk = [&](std::string_view chunk) { add(doc, chunk); };
-        std::string block(kChunkBytes, '\0');
-        for (;;) {
-          const std::size_t got = in.read(block.data(), block.size());
-          done = before + in.position();
-          const bool end = got < block.size();
-          chunker.feed(std::string_view(block).substr(0, got), add_chunk);
-          if (end) chunker.finish(add_chunk);
-          if (progress) progress(done, total);
-          if (end) break;
-        }
-      }
-    }
-    run_round();
-    flush_document();
-    r.bytes = total;
-    r.unknown_tokens = unknown;
-    if (writer.tokens() > 0 && unknown * 20 > writer.tokens())
-      log::warning(std::to_string(unknown) + " of the " + std::to_string(writer.tokens()) + " tokens (" +
-                   std::to_string(unknown * 100 / writer.tokens()) + " %) are [UNK]: " + o.vocab +
-                   " lacks pieces this text needs (a vocabulary cut short, or one for another language or case)");
-    meta.update({{"synthetic", false},
-                 {"tokenizer", o.tokenizer},
-                 {"vocab", fs::absolute(o.vocab).string()},
-                 {"vocab_size", r.vocab_size},
-                 {"inputs", o.inputs},
-                 {"files", r.files},
-                 {"bytes", r.bytes}});
-    if (byte_level && !o.merges.empty()) meta["merges"] = fs::absolute(o.merges).string();
-    if (one_sequence) {
-      meta.update({{"end_of_document", o.end_of_document}, {"end_of_text", end_id}});
-      if (begin_id >= 0) meta["begin_of_text"] = begin_id;
-    }
-    if (wordpiece) {
-      meta["lower_case"] = o.lower_case;
-      meta["unknown_tokens"] = unknown;
-      // What BERT's samples are built with, so a reader needs no vocabulary file.
-      meta["special_ids"] = {{"cls", wordpiece->cls()},
-                             {"sep", wordpiece->sep()},
-                             {"mask", wordpiece->mask()},
-                             {"pad", wordpiece->pad()},
-                             {"unk", wordpiece->unk()}};
-    }
-    publish(writer);
+    tokenize_files(o, r, meta, progress);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return r;
