@@ -158,7 +158,7 @@ TEST(Switches, TheFusedAdamClipsInsideItsStepAsClipGradientsDoes) {
 TEST(Switches, TheHostArenaHandsOutZeroAlignedTensorsThatOutliveIt) {
   torch::Tensor a, b;
   {
-    HostArena arena(HostArena::rounded(4 * 1000) + HostArena::rounded(2 * 77), false, 2);
+    HostArena arena(HostArena::rounded(4 * 1000) + HostArena::rounded(2 * 77), std::nullopt, 2);
     a = arena.take(1000, torch::kFloat);
     b = arena.take(77, torch::kBFloat16);
     EXPECT_THROW(arena.take(1, torch::kFloat), std::length_error);
@@ -172,7 +172,7 @@ TEST(Switches, TheHostArenaHandsOutZeroAlignedTensorsThatOutliveIt) {
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data_ptr()) % 64, 0u);
   // More than the host has is an error naming both sizes, not a mapping the OOM killer ends.
   try {
-    HostArena too_large(std::int64_t{1} << 60, false, 1);
+    HostArena too_large(std::int64_t{1} << 60, std::nullopt, 1);
     ADD_FAILURE() << "an arena of 1 EiB was made";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("available"), std::string::npos) << e.what();
@@ -182,8 +182,9 @@ TEST(Switches, TheHostArenaHandsOutZeroAlignedTensorsThatOutliveIt) {
   EXPECT_TRUE(a.eq(1.5).all().item<bool>()) << "b's writes reached a";
   EXPECT_TRUE(b.eq(-2.0).all().item<bool>());
   if (!torch::cuda::is_available()) GTEST_SKIP() << "page-locking: no CUDA device (run on the GPU machine)";
-  HostArena pinned(HostArena::rounded(4 * 4096), true, 2);
-  EXPECT_TRUE(pinned.pinned_exactly()) << "cudaHostRegister not found or failed: PyTorch's allocator served it";
+  HostArena pinned(HostArena::rounded(4 * 4096), torch::kCUDA, 2);
+  EXPECT_TRUE(pinned.pinned_exactly()) << "NVIDIA's host pinning not registered, or it failed: PyTorch's allocator "
+                                          "served it";
   auto host = pinned.take(4096, torch::kFloat);
   const auto device = torch::arange(4096, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat));
   host.copy_(device, /*non_blocking=*/true);

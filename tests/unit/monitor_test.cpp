@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -43,12 +45,38 @@ TEST(MemorySampler, UsedIsTotalMinusAvailableInBytes) {
   EXPECT_TRUE(MemorySampler::parse("garbage").empty());
 }
 
+// Counts the monitor's periods, so that the test waits for them rather than for a time.
+class PeriodCounter : public Sampler {
+ public:
+  std::string name() const override { return "periods"; }
+  std::vector<Sample> sample() override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      ++periods_;
+    }
+    sampled_.notify_all();
+    return {};
+  }
+  void wait_for(int periods) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    sampled_.wait(lock, [&] { return periods_ >= periods; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable sampled_;
+  int periods_ = 0;
+};
+
 TEST(Monitor, WritesFlushedRowsEveryPeriod) {
   test::TempDir dir;
   const std::string csv = dir.path() + "/monitor.csv";
   Monitor monitor(csv, "node0", 0.05);
   monitor.add(std::make_unique<CpuSampler>());
   monitor.add(std::make_unique<MemorySampler>());
+  auto counter = std::make_unique<PeriodCounter>();
+  PeriodCounter& periods = *counter;
+  monitor.add(std::move(counter));  // sampled last: its fourth call comes after three periods were written
   monitor.start();
   const auto periods_on_disk = [&](const std::string& text) {
     int rows = 0;
@@ -57,12 +85,13 @@ TEST(Monitor, WritesFlushedRowsEveryPeriod) {
       if (line.find("mem_total_bytes") != std::string::npos) ++rows;
     return rows;
   };
-  // Rows are on disk while the monitor still runs: three periods' (ctest's timeout is the backstop).
-  std::string during;
-  while (periods_on_disk(during = test::read_file(csv)) < 3) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  periods.wait_for(4);
+  // Rows are on disk while the monitor still runs: the three periods' written and flushed.
+  const std::string during = test::read_file(csv);
   monitor.stop();
   const std::string text = test::read_file(csv);
   EXPECT_EQ(text.rfind("time,node,device,metric,value\n", 0), 0u);
+  EXPECT_GE(periods_on_disk(during), 3) << during;
   EXPECT_NE(during.find(",node0,host,mem_used_bytes,"), std::string::npos) << during;
   EXPECT_NE(text.find(",node0,cpu,util_percent,"), std::string::npos) << text;
   EXPECT_GE(periods_on_disk(text), 4);  // the three, and one at stop

@@ -223,7 +223,7 @@ TEST(WaitAll, TheTimeLimitAndAStopRequestEndTheWait) {
   auto slow = start_all({{"sleep", "30"}});
   EXPECT_EQ(wait_all(slow, std::chrono::milliseconds(200), nullptr).end, GroupOutcome::End::TimedOut);
   // A Ctrl-C (the handler sets the flag) that has come when the wait looks: at its first look,
-  // with both processes still running, and no sleep that a loaded machine could outlast.
+  // with both processes still running, and nothing timed that a loaded machine could outlast.
   std::atomic<int> stop{SIGINT};
   auto more = start_all({{"sleep", "30"}, {"sleep", "30"}});
   const GroupOutcome outcome = wait_all(more, std::nullopt, &stop);

@@ -204,7 +204,7 @@ void print_decode_rate(const data::ImageFolderLoader& loader, const DecodeRateOp
 
 // The training loader alone, as a vision case drives it: read, decode, random-resized crop and
 // flip into batches (on the host for the CPU decoder, in device memory for a device's decoder, such as
-// NVIDIA's nvJPEG). Setting the decoders up (their handles, device buffers) is not timed.
+// the GPU's). Setting the decoders up (their handles, device buffers) is not timed.
 int run_decode_rate(const DecodeRateOptions& o) {
   data::ImageFolder folder;
   try {
@@ -220,7 +220,8 @@ int run_decode_rate(const DecodeRateOptions& o) {
       const std::vector<std::string> names = data::device_jpeg_names();
       throw CommandError("--decoder takes cpu" + std::string(names.empty() ? "" : ", device") +
                          " or a device decoder this build has (" + join_or_none(names) + "), not '" + decoder +
-                         "'; NVIDIA's, nvjpeg, needs the CUDA toolkit with libnvjpeg at build time");
+                         "'; a device decoder comes with its vendor's plug-in (docs/VENDORS.md), NVIDIA's where "
+                         "the build found its JPEG library");
     }
   }
   for (const auto& decoder : o.decoders) {
@@ -368,7 +369,8 @@ void add_decode_rate(CLI::App* cmd, int& exit_code) {
   r->add_option("dir", rate->dir, "The folder (<dir>/<class>/<image>), e.g. /data/imagenet/train")->required();
   r->add_option("--decoder", rate->decoders,
                 "cpu (libjpeg-turbo on host threads) and/or device, the accelerator's decoder from its vendor's "
-                "plug-in, also called by its name (NVIDIA's: nvjpeg, its hardware decoder where the GPU has one)")
+                "plug-in, also called by its name (in this build: " +
+                    join_or_none(data::device_jpeg_names()) + ")")
       ->delimiter(',')
       ->capture_default_str();
   r->add_option("--threads", rate->threads, "Loader threads (0: every core for cpu, 2 for a device decoder)")

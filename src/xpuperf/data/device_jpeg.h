@@ -1,10 +1,10 @@
 #pragma once
-// JPEG decoding on an accelerator, as its vendor's plug-in brings it (NVIDIA's: nvJPEG, in
+// JPEG decoding on an accelerator, as its vendor's plug-in brings it (NVIDIA's: its GPU decoder, in
 // vendors/nvidia/plugin/data; the simulated accelerator's: libjpeg-turbo writing into its memory).
 // The image loader hands the device's decoder a batch of files; the decoder writes each image's
 // crop, resized and flipped, into a channels-last batch in device memory, with the same crop
 // arithmetic as the CPU path (resize_crop), so that the decoders differ only by their inverse DCTs.
-// Torch-free: a decoder is found by the name of the device type it decodes on ("cuda", "sim").
+// Torch-free: a decoder is found by the name of the device type it decodes on ("sim").
 
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +41,7 @@ class DeviceJpegDecoder {
  public:
   virtual ~DeviceJpegDecoder() = default;
 
-  // What decodes, for the log ("nvJPEG hardware decoder").
+  // What decodes, for the log ("... hardware decoder").
   virtual std::string backend() const = 0;
 
   // Reads a file's header: its shape, and whether the batched decoder takes it (NVIDIA's hardware
@@ -79,14 +79,14 @@ class DeviceBatchBuffers {
 // What a vendor registers (register_device_jpeg), from its plug-in's init or as its built-in
 // plug-in loads.
 struct DeviceJpegBackend {
-  std::string name;         // what jpeg_decoder and `xpuperf data decode-rate --decoder` may call it ("nvjpeg")
-  std::string device_type;  // the device it decodes on, as LibTorch names the type ("cuda", "sim")
+  std::string name;         // what jpeg_decoder and `xpuperf data decode-rate --decoder` may call it
+  std::string device_type;  // the device it decodes on, as LibTorch names the type ("sim")
   // On device `device` (its index), crops of out_size × out_size; `allow_hardware` false asks for
   // the decoder's software path where it has two (tests). Throws DataError when it cannot start.
   std::function<std::unique_ptr<DeviceJpegDecoder>(int device, int out_size, bool allow_hardware)> make_decoder;
   std::function<std::unique_ptr<DeviceBatchBuffers>(int device, std::size_t bytes, int count)> make_buffers;
   // Run before the process's device context exists, by a process that will decode on the device;
-  // may be empty (NVIDIA's raises CUDA_DEVICE_MAX_CONNECTIONS: nvjpeg_decoder.cpp says why).
+  // may be empty (NVIDIA's raises its hardware queues: its source says why).
   std::function<void()> before_device;
 };
 

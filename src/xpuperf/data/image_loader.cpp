@@ -169,7 +169,7 @@ void ImageFolderLoader::skip(const std::string& path, const std::string& error) 
 
 namespace {
 
-// A file cut short has no end-of-image marker; a device decoder (nvJPEG) may not say so, libjpeg-turbo does.
+// A file cut short has no end-of-image marker; a device decoder may not say so, libjpeg-turbo does.
 bool ends_with_eoi(const std::vector<std::uint8_t>& bytes) {
   const std::size_t from = bytes.size() > 64 ? bytes.size() - 64 : 0;
   for (std::size_t i = bytes.size(); i-- > from + 1;)

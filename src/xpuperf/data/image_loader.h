@@ -1,7 +1,7 @@
 #pragma once
 // Batches of an image folder for a vision case, ahead of the step: worker threads decode
 // (libjpeg-turbo), crop, resize and flip each rank's share of the epoch into channels-last
-// bytes, a few batches ahead. With a device's decoder (data/device_jpeg.h; NVIDIA's nvJPEG) the
+// bytes, a few batches ahead. With a device's decoder (data/device_jpeg.h) the
 // workers read the files and the device decodes and crops them into its memory; a file it does not
 // take (progressive, CMYK) is decoded on the worker's CPU with the same crop. A file that does not decode is skipped —
 // replaced by the next sample of the epoch, so batches keep their size — counted, and named in the log once; the run

@@ -3,11 +3,11 @@
 // runs is timed through LibTorch's RecordFunction callbacks: between two marks on the device's
 // timeline where its vendor brings one (torchrt::DeviceTimeline; NVIDIA's: CUDA events on the
 // current stream), so the figure is the device time of the operator's kernels and the work is not
-// slowed by synchronising; elsewhere by the wall clock, the device waited for at each mark. Total time includes the operators an
-// operator calls (aten::linear calls aten::addmm), self time does not, so self times add up to the
-// pass. The models' inference kernels are operators of their own (xpuperf::gemv and the like,
-// models/fused_ops.cpp). Operators inside a device graph's replay or a compiled package are not ATen calls and
-// do not show: profile the `libtorch` engine for a per-operator view.
+// slowed by synchronising; elsewhere by the wall clock, the device waited for at each mark. Total time includes the
+// operators an operator calls (aten::linear calls aten::addmm), self time does not, so self times add up to the pass.
+// The models' inference kernels are operators of their own (xpuperf::gemv and the like, models/fused_ops.cpp).
+// Operators inside a device graph's replay or a compiled package are not ATen calls and do not show: profile the
+// `libtorch` engine for a per-operator view.
 
 #include <torch/torch.h>
 

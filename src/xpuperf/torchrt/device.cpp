@@ -31,6 +31,11 @@ std::map<c10::DeviceType, DeviceGraphFactory>& graph_factories() {
   static std::map<c10::DeviceType, DeviceGraphFactory> factories;
   return factories;
 }
+std::map<c10::DeviceType, HostPinning>& host_pinnings() {
+  static std::map<c10::DeviceType, HostPinning> pinnings;
+  return pinnings;
+}
+
 std::map<c10::DeviceType, DeviceTimelineFactory>& timeline_factories() {
   static std::map<c10::DeviceType, DeviceTimelineFactory> factories;
   return factories;
@@ -72,6 +77,16 @@ std::unique_ptr<DeviceGraph> make_device_graph(const torch::Device& device, cons
 
 void register_device_timeline(c10::DeviceType type, DeviceTimelineFactory factory) {
   timeline_factories()[type] = std::move(factory);
+}
+
+void register_host_pinning(c10::DeviceType type, HostPinning pinning) {
+  host_pinnings()[type] = std::move(pinning);
+}
+
+const HostPinning* host_pinning(c10::DeviceType type) {
+  const auto& pinnings = host_pinnings();
+  const auto it = pinnings.find(type);
+  return it == pinnings.end() ? nullptr : &it->second;
 }
 
 bool device_has_timeline(c10::DeviceType type) {

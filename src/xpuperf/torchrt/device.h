@@ -68,6 +68,17 @@ bool device_has_graphs(c10::DeviceType type);
 std::unique_ptr<DeviceGraph> make_device_graph(const torch::Device& device,
                                                const DeviceGraph* share_memory_with = nullptr);
 
+// Page-locks host memory in place, so that the device copies from and to it directly (NVIDIA's
+// plug-in: cudaHostRegister), where the device's vendor brings it: the optimizer offload's arena
+// (host_arena.h), and whether a vision case pins its batches.
+struct HostPinning {
+  std::function<bool(void* data, std::size_t bytes)> pin;  // false where it could not
+  std::function<void(void* data)> unpin;
+};
+void register_host_pinning(c10::DeviceType type, HostPinning pinning);
+// Null where the device's vendor brings none.
+const HostPinning* host_pinning(c10::DeviceType type);
+
 // Marks queued on the device's current stream, whose gaps time the device's own work rather than the
 // host's launches (NVIDIA's plug-in: CUDA events with timing). Read elapsed_ms after the device has
 // finished the marked work (synchronize).

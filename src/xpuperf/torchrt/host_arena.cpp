@@ -1,34 +1,24 @@
 #include "xpuperf/torchrt/host_arena.h"
 
-#include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/parallel.h"
+#include "xpuperf/torchrt/device.h"
 
 namespace xpuperf::torchrt {
 
 namespace {
 
-// The CUDA runtime's page-locking calls, looked up in the process (LibTorch's CUDA build has loaded
-// libcudart) instead of linked: this library builds without the CUDA toolkit's headers.
-using HostRegister = int (*)(void*, std::size_t, unsigned int);
-using HostUnregister = int (*)(void*);
-constexpr unsigned int kHostRegisterPortable = 1;  // page-locked for every CUDA context
-
 std::string gib(std::int64_t bytes) {
   const auto tenths = bytes * 10 / (std::int64_t{1} << 30);
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " GiB";
-}
-
-template <typename F>
-F cuda_runtime(const char* name) {
-  return reinterpret_cast<F>(::dlsym(RTLD_DEFAULT, name));
 }
 
 }  // namespace
@@ -36,20 +26,20 @@ F cuda_runtime(const char* name) {
 struct HostArena::Block {
   void* data = nullptr;
   std::size_t size = 0;
-  bool registered = false;
+  std::function<void(void*)> unpin;  // set once the block is page-locked
   ~Block() {
-    if (registered)
-      if (auto unregister = cuda_runtime<HostUnregister>("cudaHostUnregister")) unregister(data);
+    if (unpin) unpin(data);
     if (data) ::munmap(data, size);
   }
 };
 
-HostArena::HostArena(std::int64_t bytes, bool pinned, int threads) : size_(bytes), pinned_(pinned) {
+HostArena::HostArena(std::int64_t bytes, std::optional<c10::DeviceType> pinned_for, int threads)
+    : size_(bytes), pinned_(pinned_for.has_value()) {
   if (bytes <= 0) return;
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const auto length = (static_cast<std::size_t>(bytes) + page - 1) / page * page;
-  const auto host_register = pinned ? cuda_runtime<HostRegister>("cudaHostRegister") : nullptr;
-  if (pinned && !host_register) return;  // PyTorch's pinned allocator, tensor by tensor
+  const HostPinning* pinning = pinned_for ? host_pinning(*pinned_for) : nullptr;
+  if (pinned_ && !pinning) return;  // PyTorch's pinned allocator, tensor by tensor
   // The mapping itself would succeed (the kernel overcommits), and faulting in pages that are not
   // there would bring the OOM killer, not an error.
   const std::int64_t available = host_memory_available_bytes();
@@ -70,15 +60,15 @@ HostArena::HostArena(std::int64_t bytes, bool pinned, int threads) : size_(bytes
     const std::size_t end = std::min(length, (i + 1) * kChunk);
     for (std::size_t at = i * kChunk; at < end; at += page) bytes_of[at] = 0;
   });
-  if (pinned) {
-    if (host_register(data, length, kHostRegisterPortable) != 0) return;  // PyTorch's pinned allocator
-    block->registered = true;
+  if (pinning) {
+    if (!pinning->pin(data, length)) return;  // PyTorch's pinned allocator
+    block->unpin = pinning->unpin;
   }
   block_ = std::move(block);
 }
 
 bool HostArena::pinned_exactly() const {
-  return block_ && block_->registered;
+  return block_ && block_->unpin;
 }
 
 torch::Tensor HostArena::take(std::int64_t numel, torch::ScalarType type) {

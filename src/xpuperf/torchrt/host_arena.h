@@ -1,6 +1,7 @@
 #pragma once
-// One block of host memory for many tensors that a CUDA device copies to and from (ZeRO-Offload's
-// optimizer state): mapped at its exact size and, where asked, page-locked with cudaHostRegister.
+// One block of host memory for many tensors that a device copies to and from (ZeRO-Offload's
+// optimizer state): mapped at its exact size and, where asked, page-locked in place by the device's
+// vendor (torchrt::register_host_pinning).
 // PyTorch's pinned allocator rounds every allocation up to a power of two (a Llama-3-8B MLP weight's
 // 235 MB of fp32 takes 268 MB; its whole offloaded state 11.6 GB more than it needs) and pins page by
 // page on one thread; here the pages are faulted in by several threads first, and the kernel's fresh
@@ -10,17 +11,18 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 namespace xpuperf::torchrt {
 
 class HostArena {
  public:
   // Room for `bytes` (tensors start at 64-byte boundaries: count each one's size rounded up to 64).
-  // `pinned`: page-locked for the CUDA device's copies; where the CUDA runtime's cudaHostRegister
-  // cannot be found or fails, each tensor comes from PyTorch's pinned allocator instead (and
+  // `pinned_for`: page-locked for that device type's copies; where its vendor registered no pinning
+  // or the pinning fails, each tensor comes from PyTorch's pinned allocator instead (and
   // pinned_exactly() says so). `threads`: how many threads fault the pages in. std::runtime_error,
   // naming both, where the block is larger than the host's available memory.
-  HostArena(std::int64_t bytes, bool pinned, int threads);
+  HostArena(std::int64_t bytes, std::optional<c10::DeviceType> pinned_for, int threads);
   // One owner hands out each byte once.
   HostArena(const HostArena&) = delete;
   HostArena& operator=(const HostArena&) = delete;

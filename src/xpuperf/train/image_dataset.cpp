@@ -19,8 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 // Cores a rank needs for jpeg_decoder: auto to choose libjpeg-turbo over the device's decoder
-// (NVIDIA's nvJPEG, whose decoding slows the step it runs beside). Whether 16 cores
-// feed ResNet-50's step on an H100 (5,700 img/s; nvJPEG beside it: 90 %) as well is not settled:
+// (whose decoding slows the step it runs beside). Whether 16 cores feed ResNet-50's step on an
+// H100 (5,700 img/s; the GPU's decoder beside it: 90 %) as well is not settled:
 // the resnet50 README says which measurement would decide it.
 constexpr int kCoresForCpuDecoding = 12;
 
@@ -29,7 +29,7 @@ int cores_per_rank(int ranks_on_host) {
   return static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_on_host);
 }
 
-// jpeg_decoder's value asks for a device decoder: `device`, or a decoder's own name (nvjpeg).
+// jpeg_decoder's value asks for a device decoder: `device`, or a decoder's own name.
 bool names_a_device_decoder(const std::string& decoder) {
   return decoder != "auto" && decoder != "cpu";
 }
@@ -109,14 +109,14 @@ Batch ImageFolderDataset::device_batch(const data::ImageBatch& batch) {
   // Copied out of the loader's buffer on the step's stream (its handle from the device's vendor),
   // which the buffer then waits for.
   const torch::Device device = options_.decode_device;
-  // The device named, not asked of the pointer: LibTorch 1.13 knows only CUDA's pointers.
+  // The device named, not asked of the pointer: LibTorch 1.13 knows only its GPU's pointers.
   auto pixels = at::for_blob(batch.device_pixels, {batch.size, batch.height, batch.width, 3})
                     .options(torch::TensorOptions().dtype(torch::kUInt8).device(device))
                     .target_device(device)
                     .make_tensor()
                     .clone();
   loader_->release(batch, torchrt::native_stream(device));
-  // Pinned where the device's runtime pins (CUDA), so that the runtime's copy to the device is
+  // Pinned where the device's vendor pins host memory, so that the runtime's copy to the device is
   // asynchronous: a copy from pageable memory would wait for the steps queued before it, and the
   // device would idle while the next is queued.
   auto labels = torch::tensor(batch.labels, torch::TensorOptions().dtype(torch::kLong));
@@ -183,7 +183,7 @@ void prepare_device_decoding(const Config& cfg, int ranks_on_host) {
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes) {
   const Config& cfg = ctx.config;
   const int image_size = static_cast<int>(cfg.get_int("image_size", 224));
-  const bool pin = ctx.device.is_cuda();
+  const bool pin = torchrt::host_pinning(ctx.device.type()) != nullptr;
   const auto seed = static_cast<std::uint64_t>(cfg.get_int("seed", 1234));
   if (cfg.get_bool("synthetic_data", false)) {
     const std::int64_t train_size = cfg.get_int("synthetic_train_samples", 1281167);
@@ -209,7 +209,7 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
   o.ranks_on_host = std::max(1, ctx.local_world_size);
   const std::string decoder = cfg.get_string("jpeg_decoder", "auto");
   // auto: libjpeg-turbo while the host has the cores to keep up (kCoresForCpuDecoding), since
-  // decoding on the device slows the step it runs beside (nvJPEG, ResNet-50 on an H100: 10 %,
+  // decoding on the device slows the step it runs beside (the GPU's, ResNet-50 on an H100: 10 %,
   // resnet50 README); the device's decoder where the cores per rank are fewer.
   o.device_decoder = device_decoder_for(cfg, ctx.device, cores_per_rank(o.ranks_on_host));
   if (names_a_device_decoder(decoder)) {
@@ -225,7 +225,7 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
   }
   if (o.device_decoder) {
     o.decode_device = torch::Device(ctx.device.type(), ctx.device.has_index() ? ctx.device.index() : 0);
-    // The workers read files and headers and take turns at the hardware decoder (nvjpeg_decoder.cpp):
+    // The workers read files and headers and take turns at the GPU's hardware decoder:
     // two keep it at 18,000 crops/s on an H200 (one: 8,900, three: 21,000), ahead of MobileNetV2's
     // 11,700 images/s. A third thread adds nothing the step can use and costs it a little
     // (MobileNetV2 at 97.1 % of its synthetic rate with two, 96.1 % with three; resnet50 README).

@@ -87,7 +87,7 @@ class ImageNormalizer {
 // The data a vision case reads, from its config: synthetic_data (random, labelled so), else the
 // ImageNet layout under data_dir (train_data and eval_data name the split folders).
 // image_size, resize_size, loader_threads, loader_batches_ahead, max_image_pixels and jpeg_decoder (cpu:
-// libjpeg-turbo; device, or the device decoder's name (nvjpeg): the decoder the device's vendor
+// libjpeg-turbo; device, or the device decoder's own name: the decoder the device's vendor
 // brings; auto: cpu while the host has 12 cores a rank, else the device's decoder where there is
 // one) tune the pipeline.
 Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes);
@@ -97,7 +97,7 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
 const data::DeviceJpegBackend* device_decoder_for(const Config& cfg, const torch::Device& device, int cores_a_rank);
 
 // Where this rank may decode on the device, lets each device decoder prepare the process before the
-// device's context exists (NVIDIA's raises CUDA_DEVICE_MAX_CONNECTIONS, nvjpeg_decoder.cpp says why).
+// device's context exists (NVIDIA's raises its hardware queues: its decoder's source says why).
 void prepare_device_decoding(const Config& cfg, int ranks_on_host);
 
 }  // namespace xpuperf::train

@@ -47,17 +47,17 @@ class OffloadAdam : public StepOptimizer, public GradientTap {
     // The whole state in one block of host memory at its exact size, page-locked where a GPU copies
     // from it (torchrt/host_arena.h): fp32 master and moments, and the exchange buffer.
     std::int64_t bytes = 0, parameters = 0;
-    bool pinned = false;
+    std::optional<c10::DeviceType> pinned_for;  // where PyTorch's pinned allocator serves as well
     for (const auto* group : {&with_decay, &without_decay})
       for (const auto& p : *group) {
         parameters += p.numel();
         bytes += 3 * torchrt::HostArena::rounded(4 * p.numel()) +
                  torchrt::HostArena::rounded((stored_bf16(p) ? 2 : 4) * p.numel());
-        pinned = pinned || p.is_cuda();
+        if (p.is_cuda()) pinned_for = p.device().type();
       }
     auto arena = [&] {
       try {
-        return torchrt::HostArena(bytes, pinned, at::get_num_threads());
+        return torchrt::HostArena(bytes, pinned_for, at::get_num_threads());
       } catch (const std::runtime_error& e) {
         throw ConfigError("offload_optimizer: the optimizer's state of " + std::to_string(parameters) +
                           " parameters does not fit in this host's memory (" + e.what() +

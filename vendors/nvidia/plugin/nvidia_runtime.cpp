@@ -64,6 +64,16 @@ bool grouped_mm_bf16(const torch::Device& device) {
   return major == 9 || major == 10;
 }
 
+// Host memory page-locked in place for every CUDA context (the optimizer offload's arena).
+torchrt::HostPinning cuda_host_pinning() {
+  torchrt::HostPinning pinning;
+  pinning.pin = [](void* data, std::size_t bytes) {
+    return cudaHostRegister(data, bytes, cudaHostRegisterPortable) == cudaSuccess;
+  };
+  pinning.unpin = [](void* data) { cudaHostUnregister(data); };
+  return pinning;
+}
+
 // Registered as the binary loads: NVIDIA's plug-in is linked in (vendor.yaml: plugin: builtin).
 const bool registered = [] {
 #ifdef XPUPERF_HAVE_NCCL
@@ -71,6 +81,7 @@ const bool registered = [] {
 #endif
   torchrt::register_peak_memory_probe(c10::DeviceType::CUDA, &cuda_peak_memory_bytes);
   torchrt::register_device_feature(c10::DeviceType::CUDA, "grouped_mm_bf16", &grouped_mm_bf16);
+  torchrt::register_host_pinning(c10::DeviceType::CUDA, cuda_host_pinning());
   torchrt::register_native_stream(c10::DeviceType::CUDA, [](const torch::Device& device) -> void* {
     return c10::cuda::getCurrentCUDAStream(device.index()).stream();
   });
