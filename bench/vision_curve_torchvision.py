@@ -3,7 +3,7 @@ case for a number of steps with the case's recipe as xpuperf merged it (`xpuperf
 optimizer, learning rate and its schedule, warm-up, weight decay, label smoothing, clipping,
 precision, image size, classes) on the same ImageNet-layout folder, and prints every step's loss.
 
-The schedule is xpuperf's (src/xpuperf/train/runtime.cpp, scheduled_lr): a linear warm-up to lr
+The schedule is xpuperf's (src/xpuperf/train/lr_schedule.cpp, scheduled_lr): a linear warm-up to lr
 over warmup_steps + warmup_epochs epochs, then cosine, linear or constant over max_steps (or
 max_epochs), or lr × lr_gamma per epoch (exponential). Training crops are RandomResizedCrop with a
 horizontal flip, normalised with ImageNet's mean and deviation, as xpuperf's loader makes them.

@@ -1,5 +1,5 @@
 """bench/vision_curve_torchvision.py without torch: it reads `xpuperf config`'s lines and schedules
-the learning rate as xpuperf's runtime does (scheduled_lr in src/xpuperf/train/runtime.cpp)."""
+the learning rate as xpuperf's runtime does (scheduled_lr in src/xpuperf/train/lr_schedule.cpp)."""
 import os
 import sys
 import tempfile

@@ -23,10 +23,10 @@
 #include "xpuperf/models/resnet50.h"
 #include "xpuperf/models/vit.h"
 #include "xpuperf/models/vocabulary_output.h"
+#include "xpuperf/optim/optimizers.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/torchrt/safetensors.h"
 #include "xpuperf/torchrt/weights.h"
-#include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/precision.h"
 
 namespace xpuperf::models {
@@ -782,7 +782,7 @@ void expect_same_first_step(torch::nn::Module& model, const std::string& dir, co
       std::tie(loss, logits) = step();
     }
     loss.backward();
-    const auto norm = train::gradient_norm(model.parameters()).item<double>();
+    const auto norm = optim::gradient_norm(model.parameters()).item<double>();
     const double ref_loss = io_tensor(file, "loss_" + precision).item<double>();
     const double ref_norm = io_tensor(file, "grad_norm_" + precision).item<double>();
     const double loss_diff = std::abs(loss.item<double>() - ref_loss) / ref_loss;

@@ -7,7 +7,7 @@
 
 #include "test_util.h"
 #include "xpuperf/core/config.h"
-#include "xpuperf/train/glm_datasets.h"
+#include "xpuperf/datasets/glm_datasets.h"
 
 namespace xpuperf::train {
 namespace {
@@ -18,7 +18,7 @@ text::WordPiece tiny_vocabulary(const test::TempDir& dir) {
       dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nlinux\ndebian\nreleased\nit\n.\ngreg\n"));
 }
 
-const RecordDataset::Special kSpecial{2, 4, 11, 12, 0};
+const datasets::RecordDataset::Special kSpecial{2, 4, 11, 12, 0};
 
 text::RecordQuery query(std::vector<std::string> answers) {
   return {"Linux released it.", "@placeholder released it", {"Linux", "Debian", "Greg"}, std::move(answers), "0/0"};
@@ -27,7 +27,7 @@ text::RecordQuery query(std::vector<std::string> answers) {
 TEST(RecordRows, EachCandidateFillsTheBlankOfPartAInItsOwnRow) {
   test::TempDir dir;
   const auto wp = tiny_vocabulary(dir);
-  const RecordDataset d({query({"Linux"})}, wp, kSpecial, 16, 0, true, "t.jsonl");
+  const datasets::RecordDataset d({query({"Linux"})}, wp, kSpecial, 16, 0, true, "t.jsonl");
   ASSERT_EQ(d.size(), 1);
   ASSERT_EQ(d.candidates(), 3);
   const auto b = d.get(torch::tensor({0}, torch::kLong));
@@ -61,25 +61,25 @@ TEST(RecordRows, TrainingKeepsQueriesItCanLearnAndTheirMatchingCandidatesFirst) 
   test::TempDir dir;
   const auto wp = tiny_vocabulary(dir);
   // A query whose answer is no candidate teaches nothing: left out in training, scored 0 in evaluation.
-  const RecordDataset train({query({"Linux"}), query({"BSD"})}, wp, kSpecial, 16, 0, true, "t.jsonl");
+  const datasets::RecordDataset train({query({"Linux"}), query({"BSD"})}, wp, kSpecial, 16, 0, true, "t.jsonl");
   EXPECT_EQ(train.size(), 1);
   EXPECT_NE(train.description().find("1 without a matching candidate left out"), std::string::npos)
       << train.description();
-  const RecordDataset eval({query({"Linux"}), query({"BSD"})}, wp, kSpecial, 16, 0, false, "v.jsonl");
+  const datasets::RecordDataset eval({query({"Linux"}), query({"BSD"})}, wp, kSpecial, 16, 0, false, "v.jsonl");
   EXPECT_EQ(eval.size(), 2);
   // At most two rows: the matching candidate (Greg) is kept, then the first other, in their order.
-  const RecordDataset capped({query({"greg"})}, wp, kSpecial, 16, 2, true, "t.jsonl");
+  const datasets::RecordDataset capped({query({"greg"})}, wp, kSpecial, 16, 2, true, "t.jsonl");
   EXPECT_EQ(capped.candidates(), 2);
   const auto b = capped.get(torch::tensor({0}, torch::kLong));
   EXPECT_TRUE(torch::equal(b[1], torch::tensor({{0.0f, 1.0f}})));
   EXPECT_EQ(b[3][1][9].item<std::int64_t>(), 10);  // greg
   // A passage is cut at its end to fit; a query that cannot fit is refused, naming seq_length.
-  const RecordDataset cut({query({"Linux"})}, wp, kSpecial, 8, 0, true, "t.jsonl");
+  const datasets::RecordDataset cut({query({"Linux"})}, wp, kSpecial, 8, 0, true, "t.jsonl");
   EXPECT_NE(cut.description().find("1 passages cut to fit"), std::string::npos) << cut.description();
-  EXPECT_THROW(RecordDataset({query({"Linux"})}, wp, kSpecial, 5, 0, true, "t.jsonl"), ConfigError);
+  EXPECT_THROW(datasets::RecordDataset({query({"Linux"})}, wp, kSpecial, 5, 0, true, "t.jsonl"), ConfigError);
   text::RecordQuery none = query({"Linux"});
   none.candidates.clear();
-  EXPECT_THROW(RecordDataset({none}, wp, kSpecial, 16, 0, false, "v.jsonl"), ConfigError);
+  EXPECT_THROW(datasets::RecordDataset({none}, wp, kSpecial, 16, 0, false, "v.jsonl"), ConfigError);
 }
 
 }  // namespace

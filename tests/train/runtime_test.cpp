@@ -10,7 +10,8 @@
 #include "test_util.h"
 #include "toy_case.h"
 #include "xpuperf/data/device_jpeg.h"
-#include "xpuperf/train/image_dataset.h"
+#include "xpuperf/datasets/image_dataset.h"
+#include "xpuperf/train/lr_schedule.h"
 #include "xpuperf/train/step_profile.h"
 
 namespace xpuperf::train {
@@ -298,18 +299,18 @@ TEST(Runtime, TheDeviceDecoderIsTheDevicesVendorsAndPreparesTheProcessOnlyWhenAs
   const torch::Device meta(torch::kMeta);
   const auto* registered = data::device_jpeg_for_device("meta");
   ASSERT_NE(registered, nullptr);
-  EXPECT_EQ(device_decoder_for(named, meta, 64), registered);
-  EXPECT_EQ(device_decoder_for(automatic, meta, 4), registered);  // few cores a rank
-  EXPECT_EQ(device_decoder_for(automatic, meta, 64), nullptr);
-  EXPECT_EQ(device_decoder_for(cpu, meta, 4), nullptr);
-  EXPECT_EQ(device_decoder_for(synthetic, meta, 4), nullptr);
-  EXPECT_EQ(device_decoder_for(language, meta, 4), nullptr);
-  EXPECT_EQ(device_decoder_for(named, torch::kCPU, 4), nullptr);  // the CPU decodes on its own
+  EXPECT_EQ(datasets::device_decoder_for(named, meta, 64), registered);
+  EXPECT_EQ(datasets::device_decoder_for(automatic, meta, 4), registered);  // few cores a rank
+  EXPECT_EQ(datasets::device_decoder_for(automatic, meta, 64), nullptr);
+  EXPECT_EQ(datasets::device_decoder_for(cpu, meta, 4), nullptr);
+  EXPECT_EQ(datasets::device_decoder_for(synthetic, meta, 4), nullptr);
+  EXPECT_EQ(datasets::device_decoder_for(language, meta, 4), nullptr);
+  EXPECT_EQ(datasets::device_decoder_for(named, torch::kCPU, 4), nullptr);  // the CPU decodes on its own
 
   prepared = 0;
-  prepare_device_decoding(cpu, 1);
+  datasets::prepare_device_decoding(cpu, 1);
   EXPECT_EQ(prepared, 0);
-  prepare_device_decoding(named, 1);
+  datasets::prepare_device_decoding(named, 1);
   EXPECT_EQ(prepared, 1);
 }
 

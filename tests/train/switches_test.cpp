@@ -14,12 +14,13 @@
 
 #include "test_util.h"
 #include "toy_case.h"
+#include "xpuperf/datasets/image_dataset.h"
+#include "xpuperf/optim/cpu_adam.h"
+#include "xpuperf/optim/offload_optimizer.h"
+#include "xpuperf/optim/optimizers.h"
 #include "xpuperf/torchrt/host_arena.h"
-#include "xpuperf/train/cpu_adam.h"
-#include "xpuperf/train/image_classification.h"
-#include "xpuperf/train/image_dataset.h"
-#include "xpuperf/train/offload_optimizer.h"
-#include "xpuperf/train/optimizers.h"
+#include "xpuperf/train/families/image_classification.h"
+#include "xpuperf/train/lr_schedule.h"
 #include "xpuperf/train/runtime.h"
 
 namespace xpuperf::train {
@@ -104,7 +105,7 @@ TEST(Switches, TheMultiTensorStepLeavesGradientsNoneAndStepsAMissingOneOnZeros) 
   auto ra = a.detach().clone().requires_grad_(), rb = b.detach().clone().requires_grad_();
   torch::optim::AdamW reference({ra, rb}, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
   const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.01\nweight_decay: 0.1\n");
-  auto ours = make_optimizer(cfg, {a, b}, {}, OptimizerImpl::Foreach);
+  auto ours = optim::make_optimizer(cfg, {a, b}, {}, optim::OptimizerImpl::Foreach);
   for (int step = 0; step < 3; ++step) {
     ours->zero_grad();
     for (auto* p : {&ra, &rb})
@@ -123,28 +124,29 @@ TEST(Switches, TheMultiTensorStepLeavesGradientsNoneAndStepsAMissingOneOnZeros) 
   }
   // A parameter without a gradient in the first step is an error, as before.
   auto c = torch::randn({3}).requires_grad_();
-  auto fresh = make_optimizer(cfg, {c}, {}, OptimizerImpl::Foreach);
+  auto fresh = optim::make_optimizer(cfg, {c}, {}, optim::OptimizerImpl::Foreach);
   EXPECT_THROW(fresh->step(), c10::Error);
 }
 
-// Clipping inside the fused Adam step (its kernels' grad_scale) gives clip_gradients-then-step's
+// Clipping inside the fused Adam step (its kernels' grad_scale) gives optim::clip_gradients-then-step's
 // weights; the other implementations leave it to the caller.
 TEST(Switches, TheFusedAdamClipsInsideItsStepAsClipGradientsDoes) {
   const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.01\nweight_decay: 0.1\n");
   auto cpu = torch::randn({8}).requires_grad_();
-  EXPECT_FALSE(make_optimizer(cfg, {cpu}, {}, OptimizerImpl::Foreach)->clip_in_step(torch::ones({}), 1.0));
+  EXPECT_FALSE(
+      optim::make_optimizer(cfg, {cpu}, {}, optim::OptimizerImpl::Foreach)->clip_in_step(torch::ones({}), 1.0));
   if (!torch::cuda::is_available()) GTEST_SKIP() << "the fused kernels: no CUDA device (run on the GPU machine)";
   torch::manual_seed(5);
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   auto a = torch::randn({1000}, cuda).requires_grad_(), b = a.detach().clone().requires_grad_();
-  auto clipped_first = make_optimizer(cfg, {a}, {}, OptimizerImpl::Fused);
-  auto clipped_inside = make_optimizer(cfg, {b}, {}, OptimizerImpl::Fused);
+  auto clipped_first = optim::make_optimizer(cfg, {a}, {}, optim::OptimizerImpl::Fused);
+  auto clipped_inside = optim::make_optimizer(cfg, {b}, {}, optim::OptimizerImpl::Fused);
   for (int step = 0; step < 4; ++step) {
     const auto grad = torch::randn({1000}, cuda) * (step == 1 ? 1e-3 : 10.0);  // one step under the limit
     a.mutable_grad() = grad.clone(), b.mutable_grad() = grad.clone();
-    clip_gradients({a}, gradient_norm({a}), 1.0);
+    optim::clip_gradients({a}, optim::gradient_norm({a}), 1.0);
     clipped_first->step();
-    ASSERT_TRUE(clipped_inside->clip_in_step(gradient_norm({b}), 1.0));
+    ASSERT_TRUE(clipped_inside->clip_in_step(optim::gradient_norm({b}), 1.0));
     clipped_inside->step();
     EXPECT_TRUE(torch::allclose(a.detach(), b.detach(), 1e-6, 1e-7)) << "step " << step;
     clipped_first->zero_grad(), clipped_inside->zero_grad();
@@ -249,10 +251,10 @@ TEST(Switches, OffloadStreamsTheLastBackwardsGradientsAndClipsOnTheHost) {
       auto q = start.clone().requires_grad_();
       auto p = start.to(device, false, true).requires_grad_(), r = start.to(device, false, true).requires_grad_();
       torch::optim::AdamW reference({q}, torch::optim::AdamWOptions(0.05).weight_decay(0.1));
-      const AdamHyper h{true, 0.05, 0.9, 0.999, 1e-8};
-      auto streamed = make_offload_adam(h, 0.1, {p}, {}, bf16, OffloadOverlap{}, true);
-      auto after = make_offload_adam(h, 0.1, {r}, {}, bf16, OffloadOverlap{}, false);
-      GradientTap* tap = streamed->gradient_tap();
+      const optim::AdamHyper h{true, 0.05, 0.9, 0.999, 1e-8};
+      auto streamed = optim::make_offload_adam(h, 0.1, {p}, {}, bf16, optim::OffloadOverlap{}, true);
+      auto after = optim::make_offload_adam(h, 0.1, {r}, {}, bf16, optim::OffloadOverlap{}, false);
+      optim::GradientTap* tap = streamed->gradient_tap();
       ASSERT_NE(tap, nullptr);
       EXPECT_EQ(after->gradient_tap(), nullptr) << "without streaming the step reads .grad";
       tap->from_backward();
@@ -265,9 +267,9 @@ TEST(Switches, OffloadStreamsTheLastBackwardsGradientsAndClipsOnTheHost) {
           (r * r * x.to(device, r.scalar_type())).sum().backward();
           (q * q * x).sum().backward();
         }
-        ASSERT_TRUE(streamed->clip_in_step(gradient_norm({p}), 1.0));
-        ASSERT_TRUE(after->clip_in_step(gradient_norm({r}), 1.0));
-        clip_gradients({q}, gradient_norm({q}), 1.0);
+        ASSERT_TRUE(streamed->clip_in_step(optim::gradient_norm({p}), 1.0));
+        ASSERT_TRUE(after->clip_in_step(optim::gradient_norm({r}), 1.0));
+        optim::clip_gradients({q}, optim::gradient_norm({q}), 1.0);
         streamed->step(), after->step(), reference.step();
         EXPECT_TRUE(torch::equal(p.detach(), r.detach())) << "step " << step;
         if (!bf16) {
@@ -305,9 +307,9 @@ TEST(Switches, AnOverlappedOffloadUpdateReachesTheWeightsAtTheFlush) {
   auto p = torch::randn({300}).requires_grad_();
   auto q = p.detach().clone().requires_grad_();
   torch::optim::AdamW reference({q}, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
-  OffloadOverlap overlap;
+  optim::OffloadOverlap overlap;
   overlap.enabled = true, overlap.synchronous_steps = 0;
-  auto offload = make_offload_adam(AdamHyper{true, 0.01, 0.9, 0.999, 1e-8}, 0.1, {p}, {}, false, overlap);
+  auto offload = optim::make_offload_adam(optim::AdamHyper{true, 0.01, 0.9, 0.999, 1e-8}, 0.1, {p}, {}, false, overlap);
   for (int step = 0; step < 3; ++step) {
     const auto grad = torch::randn({300});
     p.mutable_grad() = grad.clone();
@@ -336,7 +338,7 @@ TEST(Switches, TheBf16HostUpdateIsTheFloatOneAndHandsBackAtensCast) {
   torch::manual_seed(5);
   const std::int64_t n = 4099;  // not a multiple of a vector's lanes
   const auto grad = torch::randn({n}).to(torch::kBFloat16);
-  const CpuAdamCoefficients c{true, 0.99f, 0.1f, 0.9f, 0.1f, 0.999f, 0.001f, 0.05f, 1e-8f, -0.01f};
+  const optim::CpuAdamCoefficients c{true, 0.99f, 0.1f, 0.9f, 0.1f, 0.999f, 0.001f, 0.05f, 1e-8f, -0.01f};
   auto p = torch::randn({n}), m = torch::randn({n}) * 0.1, v = torch::rand({n}) * 0.01;
   auto p2 = p.clone(), m2 = m.clone(), v2 = v.clone();
   const auto g = grad.to(torch::kFloat);
@@ -348,7 +350,7 @@ TEST(Switches, TheBf16HostUpdateIsTheFloatOneAndHandsBackAtensCast) {
   EXPECT_TRUE(torch::equal(exchange, p.to(torch::kBFloat16))) << "the weight handed back";
 
   // With no step and no gradient the masters stay as they are: the hand-back is the cast of any float.
-  const CpuAdamCoefficients still{true, 1.0f, 0.0f, 0.9f, 0.1f, 0.999f, 0.001f, 1.0f, 1e-8f, 0.0f};
+  const optim::CpuAdamCoefficients still{true, 1.0f, 0.0f, 0.9f, 0.1f, 0.999f, 0.001f, 1.0f, 1e-8f, 0.0f};
   const float specials[] = {1.0f + 0.5f / 128,  // a tie between two bf16 values: to the even one
                             1.0f + 1.5f / 128,
                             -3.0f - 0.5f / 64,
@@ -389,9 +391,9 @@ TEST(Switches, OffloadedBf16WeightsAreTorchOptimsAdamWsRounded) {
     auto p = start.clone().requires_grad_();
     auto q = start.clone().requires_grad_();
     torch::optim::AdamW reference({q}, torch::optim::AdamWOptions(0.1).weight_decay(0.1));
-    OffloadOverlap overlap;
+    optim::OffloadOverlap overlap;
     overlap.enabled = overlapped, overlap.synchronous_steps = 0;
-    auto offload = make_offload_adam(AdamHyper{true, 0.1, 0.9, 0.999, 1e-8}, 0.1, {p}, {}, true, overlap);
+    auto offload = optim::make_offload_adam(optim::AdamHyper{true, 0.1, 0.9, 0.999, 1e-8}, 0.1, {p}, {}, true, overlap);
     ASSERT_EQ(p.scalar_type(), torch::kBFloat16);
     for (int step = 0; step < 4; ++step) {
       const auto grad = torch::randn({5000}).to(torch::kBFloat16);
@@ -438,7 +440,7 @@ TEST(Switches, Bf16WeightsStepFp32MastersAndRoundThemIntoTheWeights) {
   auto rw = w0.clone().requires_grad_(), re = e0.clone().requires_grad_();
   torch::optim::AdamW reference({rw, re}, torch::optim::AdamWOptions(0.05).weight_decay(0.1));
   const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.05\nweight_decay: 0.1\nbf16_weights: true\n");
-  auto ours = make_optimizer(cfg, *net, OptimizerImpl::Foreach);
+  auto ours = optim::make_optimizer(cfg, *net, optim::OptimizerImpl::Foreach);
   EXPECT_EQ(net->proj->weight.scalar_type(), torch::kBFloat16);
   EXPECT_EQ(net->proj->bias.scalar_type(), torch::kFloat);
   EXPECT_EQ(net->embed->weight.scalar_type(), torch::kFloat);
@@ -474,16 +476,16 @@ TEST(Switches, OnCudaTheBf16WeightsKernelIsTheForeachStep) {
   for (std::size_t i = 0; i < fused_net->parameters().size(); ++i)
     foreach_net->parameters()[i].set_data(fused_net->parameters()[i].detach().clone());
   fused_net->to(torch::kCUDA), foreach_net->to(torch::kCUDA);
-  auto fused = make_optimizer(cfg, *fused_net, OptimizerImpl::Fused);
-  auto foreach = make_optimizer(cfg, *foreach_net, OptimizerImpl::Foreach);
+  auto fused = optim::make_optimizer(cfg, *fused_net, optim::OptimizerImpl::Fused);
+  auto foreach = optim::make_optimizer(cfg, *foreach_net, optim::OptimizerImpl::Foreach);
   for (int step = 0; step < 4; ++step) {
     const auto a = fused_net->parameters(), b = foreach_net->parameters();
     for (std::size_t i = 0; i < a.size(); ++i) {
       const auto g = (torch::randn(a[i].sizes(), torch::kCUDA) * (step == 2 ? 1e-3 : 3.0)).to(a[i].scalar_type());
       a[i].mutable_grad() = g.clone(), b[i].mutable_grad() = g.clone();
     }
-    ASSERT_TRUE(fused->clip_in_step(gradient_norm(a), 1.0));  // clipped in steps 0, 1, 3
-    ASSERT_TRUE(foreach->clip_in_step(gradient_norm(b), 1.0));
+    ASSERT_TRUE(fused->clip_in_step(optim::gradient_norm(a), 1.0));  // clipped in steps 0, 1, 3
+    ASSERT_TRUE(foreach->clip_in_step(optim::gradient_norm(b), 1.0));
     fused->step();
     foreach
       ->step();
@@ -529,9 +531,10 @@ TEST(Switches, OnCudaTheOffloadedOptimizerIsTorchOptimsAdamW) {
       auto q = start.clone().requires_grad_();
       // A large rate: a weight a step behind, or one not sent back, is off by more than bf16's rounding.
       torch::optim::AdamW reference({q}, torch::optim::AdamWOptions(0.1).weight_decay(0.1));
-      OffloadOverlap overlap;
+      optim::OffloadOverlap overlap;
       overlap.enabled = overlapped, overlap.synchronous_steps = 0;
-      auto offload = make_offload_adam(AdamHyper{true, 0.1, 0.9, 0.999, 1e-8}, 0.1, {p}, {}, bf16, overlap);
+      auto offload =
+          optim::make_offload_adam(optim::AdamHyper{true, 0.1, 0.9, 0.999, 1e-8}, 0.1, {p}, {}, bf16, overlap);
       for (int step = 0; step < 4; ++step) {
         const auto grad = torch::randn({4096});
         p.mutable_grad() = grad.to(p.device(), p.scalar_type());
@@ -598,7 +601,8 @@ TEST(Switches, WeightDecaySkipsOneDimensionalParametersWhenAsked) {
     auto n = TinyConvNet(4);
     n->conv2->bias.set_data(bias_before.clone());
     n->conv2->weight.set_data(weight_before.clone());
-    auto opt = make_optimizer(cfg, *n, std::string(impl) == "off" ? OptimizerImpl::Reference : OptimizerImpl::Foreach);
+    auto opt = optim::make_optimizer(
+        cfg, *n, std::string(impl) == "off" ? optim::OptimizerImpl::Reference : optim::OptimizerImpl::Foreach);
     for (auto& p : n->parameters()) p.mutable_grad() = torch::zeros_like(p);
     opt->step();
     EXPECT_TRUE(torch::equal(n->conv2->bias, bias_before));
@@ -630,7 +634,7 @@ TEST(ImageData, IndexedDatasetSplitsAnEpochIntoBatchesOfTheRanksShard) {
 }
 
 TEST(ImageData, SyntheticImagesAreChannelsLastBytesTheSameForTheSameIndex) {
-  SyntheticImageDataset d(1000, 10, 8, 3, torch::kCPU, "train");
+  datasets::SyntheticImageDataset d(1000, 10, 8, 3, torch::kCPU, "train");
   EXPECT_NE(d.description().find("synthetic train"), std::string::npos);
   EXPECT_NE(d.description().find("no accuracy"), std::string::npos);
   const auto a = d.get(torch::tensor({5, 70}, torch::kLong));
@@ -644,7 +648,7 @@ TEST(ImageData, SyntheticImagesAreChannelsLastBytesTheSameForTheSameIndex) {
 
 TEST(ImageData, NormalizeImagesAppliesImageNetsMeanAndStd) {
   const auto x = torch::full({1, 3, 2, 2}, 255, torch::kUInt8).contiguous(at::MemoryFormat::ChannelsLast);
-  const auto y = ImageNormalizer()(x);
+  const auto y = datasets::ImageNormalizer()(x);
   EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_NEAR(y[0][0][0][0].item<float>(), (1 - 0.485f) / 0.229f, 1e-5);
   EXPECT_NEAR(y[0][2][1][1].item<float>(), (1 - 0.406f) / 0.225f, 1e-5);

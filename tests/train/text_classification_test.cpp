@@ -2,7 +2,7 @@
 // BERT's sequence-classification head under Hugging Face's names, and a pretrained BERT
 // (BertForMaskedLM, as the bert case saves it) loaded into it with the new parts named.
 
-#include "xpuperf/train/text_classification.h"
+#include "xpuperf/train/families/text_classification.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -27,7 +27,7 @@ std::string error_of(const std::function<void()>& f) {
   return "no error";
 }
 
-TextEncoder encoder(const text::WordPiece& wp) {
+datasets::TextEncoder encoder(const text::WordPiece& wp) {
   return [&wp](std::string_view text) { return wp.encode(text); };
 }
 
@@ -44,7 +44,7 @@ TEST(TextClassification, LabelledLinesBecomeBatchesWithLabelsInSortedOrder) {
                 "{\"text\": \"the file systems the file systems the file\", \"label\": \"filesystems\"}\n"
                 "{\"text\": \"drivers\", \"label\": 7}\n");
   const auto valid = dir.write("valid.jsonl", "{\"text\": \"file\", \"label\": \"filesystems\"}\n");
-  const auto d = classification_data(train, valid, encoder(wp), wordpiece_framing(wp), 6);
+  const auto d = datasets::classification_data(train, valid, encoder(wp), datasets::wordpiece_framing(wp), 6);
   EXPECT_EQ(d.label_names, (std::vector<std::string>{"7", "filesystems", "networking"}));
   ASSERT_EQ(d.train->size(), 3);
   const auto b = d.train->get(torch::arange(3));
@@ -64,23 +64,25 @@ TEST(TextClassification, BadLinesAndUnknownLabelsAreNamed) {
   const auto good =
       dir.write("good.jsonl", "{\"text\": \"a\", \"label\": \"x\"}\n{\"text\": \"b\", \"label\": \"y\"}\n");
   EXPECT_NE(error_of([&] {
-              read_labelled_jsonl(dir.write("a.jsonl", "{\"text\": \"a\", \"label\": \"x\"}\nnope\n"));
+              datasets::read_labelled_jsonl(dir.write("a.jsonl", "{\"text\": \"a\", \"label\": \"x\"}\nnope\n"));
             }).find("a.jsonl: line 2 is not JSON"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
-              read_labelled_jsonl(dir.write("b.jsonl", "{\"text\": \"a\", \"label\": [1]}\n"));
+              datasets::read_labelled_jsonl(dir.write("b.jsonl", "{\"text\": \"a\", \"label\": [1]}\n"));
             }).find("b.jsonl: line 1 has no \"label\" (a string or an integer)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { read_labelled_jsonl(dir.path() + "/missing.jsonl"); }).find("missing.jsonl: cannot be read"),
+  EXPECT_NE(error_of([&] {
+              datasets::read_labelled_jsonl(dir.path() + "/missing.jsonl");
+            }).find("missing.jsonl: cannot be read"),
             std::string::npos);
   const auto other = dir.write("other.jsonl", "{\"text\": \"c\", \"label\": \"z\"}\n");
   EXPECT_NE(error_of([&] {
-              classification_data(good, other, encoder(wp), wordpiece_framing(wp), 8);
+              datasets::classification_data(good, other, encoder(wp), datasets::wordpiece_framing(wp), 8);
             }).find("other.jsonl: label 'z' (text 1) is not among the training file's labels"),
             std::string::npos);
   const auto one = dir.write("one.jsonl", "{\"text\": \"c\", \"label\": \"x\"}\n");
   EXPECT_NE(error_of([&] {
-              classification_data(one, one, encoder(wp), wordpiece_framing(wp), 8);
+              datasets::classification_data(one, one, encoder(wp), datasets::wordpiece_framing(wp), 8);
             }).find("one label only ('x')"),
             std::string::npos);
 }

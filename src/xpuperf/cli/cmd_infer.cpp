@@ -57,7 +57,7 @@ int run_infer(const GlobalOptions& global, InferOptions opts) {
   const std::string hardware = opts.hardware.empty() && opts.vendor == "cpu" ? "CPU" : opts.hardware;
   const double peak = chip_figure(chip_specs(repo, opts.vendor, hardware),
                                   config->get_bool("fp16") ? "peak_tflops.fp16" : "peak_tflops.fp32");
-  infer::InferRequest request{
+  InferenceRequest request{
       opts.name, opts.framework, opts.vendor, *config, peak, opts.out, load_vendor_spec(repo, opts.vendor)};
   return torch_entry()->infer(request, std::cout, std::cerr);
 }

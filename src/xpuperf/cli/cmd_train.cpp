@@ -68,8 +68,8 @@ int run_train(const GlobalOptions& global, const TrainOptions& opts, const std::
   if (env->world_size != key->world_size())
     throw CommandError("WORLD_SIZE is " + std::to_string(env->world_size) + " but --nnodes x --nproc is " +
                        std::to_string(key->world_size()));
-  train::RankRequest rank_request{opts.model, opts.framework, opts.vendor,
-                                  *config,    *env,           load_vendor_spec(repo, opts.vendor)};
+  TrainingRankRequest rank_request{opts.model, opts.framework, opts.vendor,
+                                   *config,    *env,           load_vendor_spec(repo, opts.vendor)};
   return torch_entry()->train_rank(rank_request);
 }
 

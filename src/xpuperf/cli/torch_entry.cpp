@@ -3,8 +3,10 @@
 #include "xpuperf/cli/torch_entry.h"
 
 #include "xpuperf/torchrt/vendor_runtime.h"
+#include "xpuperf/train/entry.h"
 #ifdef XPUPERF_HAVE_INFER
 #include "xpuperf/base/conformance.h"
+#include "xpuperf/infer/entry.h"
 #endif
 
 namespace xpuperf::cli {

@@ -11,16 +11,15 @@
 #include <vector>
 
 #include "xpuperf/core/rank_env.h"
+#include "xpuperf/core/torch_requests.h"
 #include "xpuperf/core/vendor_spec.h"
-#include "xpuperf/infer/entry.h"
-#include "xpuperf/train/entry.h"
 
 namespace xpuperf::cli {
 
 struct TorchEntry {
-  int (*train_rank)(const train::RankRequest&) = nullptr;
+  int (*train_rank)(const TrainingRankRequest&) = nullptr;
   // Null in a build of the quickstart's cases only (XPUPERF_CASES=quickstart).
-  int (*infer)(const infer::InferRequest&, std::ostream&, std::ostream&) = nullptr;
+  int (*infer)(const InferenceRequest&, std::ostream&, std::ostream&) = nullptr;
   // Makes the vendor this process's (its plug-in loaded): before a base case, whose implementations
   // the plug-in may bring. Throws std::runtime_error with the message for the user.
   void (*activate_vendor)(const VendorSpec&) = nullptr;

@@ -179,13 +179,120 @@ bool ends_with_eoi(const std::vector<std::uint8_t>& bytes) {
 
 }  // namespace
 
+class ImageFolderLoader::DeviceBatchFill {
+ public:
+  DeviceBatchFill(ImageFolderLoader& loader, DeviceJpegDecoder& decoder, ImageBatch& batch, std::size_t count)
+      : l_(loader),
+        decoder_(decoder),
+        codec_(thread_codec()),
+        batch_(batch),
+        n_(static_cast<std::int64_t>(loader.order_.size())),
+        image_bytes_(static_cast<std::size_t>(loader.o_.image_size) * static_cast<std::size_t>(loader.o_.image_size) *
+                     3),
+        files_(count),
+        host_crops_(count),
+        sample_at_(count) {
+    codec_.set_max_pixels(l_.o_.max_image_pixels);
+  }
+
+  // Fills position i from sample `at` on (the next ones where files do not decode); queues it for
+  // the device when it may, else decodes it here.
+  void place(std::size_t i, std::int64_t at, bool device_allowed) {
+    for (;; at = (at + 1) % n_) {
+      const std::int64_t sample = l_.order_[static_cast<std::size_t>(at)];
+      const auto& item = l_.folder_.images[static_cast<std::size_t>(sample)];
+      batch_.labels[i] = item.label;
+      sample_at_[i] = at;
+      if (read_file_bytes(item.path, files_[i], error_)) {
+        DeviceJpegShape shape;
+        bool batchable = false;
+        const bool probed = device_allowed && ends_with_eoi(files_[i]) &&
+                            decoder_.probe(files_[i].data(), files_[i].size(), shape, batchable, error_);
+        if (probed && !within_pixel_limit(shape.width, shape.height, l_.o_.max_image_pixels, error_)) {
+          skip_one(item.path);
+          continue;
+        }
+        if (probed && batchable) {
+          queue(i, shape, sample);
+          return;
+        }
+        if (decode_on_cpu(i, sample)) return;
+      }
+      skip_one(item.path);
+    }
+  }
+
+  // The queued crops in one call; where a corrupt body fails it, one at a time, and the CPU for
+  // what the device refuses.
+  void decode_queued() {
+    if (decoder_.decode_crops(jobs_, outs_, error_)) {
+      l_.device_decoded_ += static_cast<std::int64_t>(jobs_.size());
+      return;
+    }
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+      if (decoder_.decode_crops({jobs_[j]}, {outs_[j]}, error_)) {
+        ++l_.device_decoded_;
+        continue;
+      }
+      const std::size_t i = job_position_[j];
+      const std::int64_t at = sample_at_[i];
+      if (decode_on_cpu(i, l_.order_[static_cast<std::size_t>(at)])) continue;
+      l_.skip(l_.folder_.images[static_cast<std::size_t>(l_.order_[static_cast<std::size_t>(at)])].path, error_);
+      place(i, (at + 1) % n_, false);
+    }
+  }
+
+ private:
+  std::uint8_t* out(std::size_t i) const { return batch_.device_pixels + image_bytes_ * i; }
+
+  void queue(std::size_t i, const DeviceJpegShape& shape, std::int64_t sample) {
+    DeviceCropJob job;
+    job.data = files_[i].data();
+    job.size = files_[i].size();
+    job.shape = shape;
+    std::tie(job.box, job.flip) = l_.choose_crop(shape.width, shape.height, sample);
+    jobs_.push_back(job);
+    outs_.push_back(out(i));
+    job_position_.push_back(i);
+  }
+
+  // The CPU's way with files_[i]: false when it does not decode.
+  bool decode_on_cpu(std::size_t i, std::int64_t sample) {
+    if (!codec_.decode(files_[i].data(), files_[i].size(), image_, error_)) return false;
+    const auto [box, flip] = l_.choose_crop(image_.width, image_.height, sample);
+    host_crops_[i].resize(image_bytes_);
+    resize_crop(image_, box, l_.o_.image_size, l_.o_.image_size, flip, host_crops_[i].data());
+    decoder_.upload(host_crops_[i].data(), out(i));
+    ++l_.cpu_fallbacks_;
+    return true;
+  }
+
+  void skip_one(const std::string& path) {
+    l_.skip(path, error_);
+    if (++tries_ >= n_) throw DataError("no image of " + l_.folder_.dir + " decodes");
+  }
+
+  ImageFolderLoader& l_;
+  DeviceJpegDecoder& decoder_;
+  JpegCodec& codec_;
+  ImageBatch& batch_;
+  const std::int64_t n_;
+  const std::size_t image_bytes_;
+  std::vector<std::vector<std::uint8_t>> files_;
+  std::vector<std::vector<std::uint8_t>> host_crops_;  // CPU-decoded ones, until uploaded
+  std::vector<std::int64_t> sample_at_;
+  std::vector<DeviceCropJob> jobs_;
+  std::vector<std::uint8_t*> outs_;
+  std::vector<std::size_t> job_position_;
+  RgbImage image_;
+  std::string error_;
+  std::int64_t tries_ = 0;
+};
+
 ImageBatch ImageFolderLoader::make_device_batch(std::int64_t number, DeviceJpegDecoder& decoder) {
-  JpegCodec& codec = thread_codec();
-  codec.set_max_pixels(o_.max_image_pixels);
   const std::int64_t first = number * o_.batch_size;
-  const auto n = static_cast<std::int64_t>(order_.size());
-  const auto count = static_cast<std::size_t>(std::min<std::int64_t>(o_.batch_size, n - first));
-  const std::size_t image_bytes = static_cast<std::size_t>(o_.image_size) * static_cast<std::size_t>(o_.image_size) * 3;
+  const auto count =
+      static_cast<std::size_t>(std::min<std::int64_t>(o_.batch_size, static_cast<std::int64_t>(order_.size()) - first));
   ImageBatch batch;
   batch.size = static_cast<std::int64_t>(count);
   batch.height = batch.width = o_.image_size;
@@ -193,78 +300,9 @@ ImageBatch ImageFolderLoader::make_device_batch(std::int64_t number, DeviceJpegD
   batch.device_buffer = device_buffers_->acquire();
   batch.device_pixels = device_buffers_->data(batch.device_buffer);
   try {
-    std::vector<std::vector<std::uint8_t>> files(count);
-    std::vector<std::vector<std::uint8_t>> host_crops(count);  // CPU-decoded ones, until uploaded
-    std::vector<std::int64_t> sample_at(count);
-    std::vector<DeviceCropJob> jobs;
-    std::vector<std::uint8_t*> outs;
-    std::vector<std::size_t> job_position;
-    RgbImage image;
-    std::string error;
-    std::int64_t tries = 0;
-    auto out = [&](std::size_t i) { return batch.device_pixels + image_bytes * i; };
-    // The CPU's way with files[i]: false when it does not decode.
-    auto decode_on_cpu = [&](std::size_t i, std::int64_t sample) {
-      if (!codec.decode(files[i].data(), files[i].size(), image, error)) return false;
-      const auto [box, flip] = choose_crop(image.width, image.height, sample);
-      host_crops[i].resize(image_bytes);
-      resize_crop(image, box, o_.image_size, o_.image_size, flip, host_crops[i].data());
-      decoder.upload(host_crops[i].data(), out(i));
-      ++cpu_fallbacks_;
-      return true;
-    };
-    // Fills position i from sample `at` on (the next ones where files do not decode); queues it
-    // for the device when it may, else decodes it here.
-    auto place = [&](std::size_t i, std::int64_t at, bool device_allowed) {
-      for (;; at = (at + 1) % n) {
-        const std::int64_t sample = order_[static_cast<std::size_t>(at)];
-        const auto& item = folder_.images[static_cast<std::size_t>(sample)];
-        batch.labels[i] = item.label;
-        sample_at[i] = at;
-        if (read_file_bytes(item.path, files[i], error)) {
-          DeviceJpegShape shape;
-          bool batchable = false;
-          const bool probed = device_allowed && ends_with_eoi(files[i]) &&
-                              decoder.probe(files[i].data(), files[i].size(), shape, batchable, error);
-          if (probed && !within_pixel_limit(shape.width, shape.height, o_.max_image_pixels, error)) {
-            skip(item.path, error);
-            if (++tries >= n) throw DataError("no image of " + folder_.dir + " decodes");
-            continue;
-          }
-          if (probed && batchable) {
-            DeviceCropJob job;
-            job.data = files[i].data();
-            job.size = files[i].size();
-            job.shape = shape;
-            std::tie(job.box, job.flip) = choose_crop(shape.width, shape.height, sample);
-            jobs.push_back(job);
-            outs.push_back(out(i));
-            job_position.push_back(i);
-            return;
-          }
-          if (decode_on_cpu(i, sample)) return;
-        }
-        skip(item.path, error);
-        if (++tries >= n) throw DataError("no image of " + folder_.dir + " decodes");
-      }
-    };
-    for (std::size_t i = 0; i < count; ++i) place(i, first + static_cast<std::int64_t>(i), true);
-    if (decoder.decode_crops(jobs, outs, error)) {
-      device_decoded_ += static_cast<std::int64_t>(jobs.size());
-    } else {
-      // A corrupt body somewhere: one at a time, and the CPU for what the device refuses.
-      for (std::size_t j = 0; j < jobs.size(); ++j) {
-        if (decoder.decode_crops({jobs[j]}, {outs[j]}, error)) {
-          ++device_decoded_;
-          continue;
-        }
-        const std::size_t i = job_position[j];
-        const std::int64_t at = sample_at[i];
-        if (decode_on_cpu(i, order_[static_cast<std::size_t>(at)])) continue;
-        skip(folder_.images[static_cast<std::size_t>(order_[static_cast<std::size_t>(at)])].path, error);
-        place(i, (at + 1) % n, false);
-      }
-    }
+    DeviceBatchFill fill(*this, decoder, batch, count);
+    for (std::size_t i = 0; i < count; ++i) fill.place(i, first + static_cast<std::int64_t>(i), true);
+    fill.decode_queued();
     decoder.synchronize();  // the uploads of CPU-decoded crops
   } catch (...) {
     device_buffers_->release(batch.device_buffer, nullptr);

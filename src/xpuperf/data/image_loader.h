@@ -84,6 +84,7 @@ class ImageFolderLoader {
   void work(int worker);
   ImageBatch make_batch(std::int64_t number);
   ImageBatch make_device_batch(std::int64_t number, DeviceJpegDecoder& decoder);
+  class DeviceBatchFill;  // one device batch's positions filled: on the device, or the CPU for the rest
   void skip(const std::string& path, const std::string& error);
   // The crop box and flip of a sample (of an image this size) in the current epoch.
   std::pair<CropBox, bool> choose_crop(int width, int height, std::int64_t sample) const;

@@ -150,34 +150,34 @@ std::vector<std::string> photo_files(const std::vector<std::string>& sources) {
 
 }  // namespace
 
-PhotoCropResult write_photo_crops(const PhotoCropOptions& o, const ProgressFn& progress) {
-  if (o.classes < 1 || o.classes > 100000)
-    throw DataError("--classes " + std::to_string(o.classes) + ": choose 1 to 100000");
-  if (o.quality < 1 || o.quality > 100) throw DataError("--quality " + std::to_string(o.quality) + ": choose 1 to 100");
-  if (o.train_per_class < 0 || o.val_per_class < 0) throw DataError("images per class cannot be negative");
-  const auto files = photo_files(o.sources);
-  // Every source decoded once; small ones (icons, previews) would only give blurry crops.
-  std::vector<RgbImage> photos(files.size());
-  {
-    JpegCodec codec;
-    std::vector<std::uint8_t> bytes;
-    std::string error;
-    for (std::size_t i = 0; i < files.size(); ++i)
-      if (!read_file_bytes(files[i], bytes, error) || !codec.decode(bytes.data(), bytes.size(), photos[i], error))
-        throw DataError(files[i] + ": " + error);
-  }
-  std::vector<const RgbImage*> usable;
-  for (const auto& p : photos)
-    if (p.width >= 1000 && p.height >= 750) usable.push_back(&p);
-  if (usable.empty()) throw DataError("no source photograph is at least 1000x750 pixels");
+namespace {
 
-  struct Item {
-    std::string path;
-    std::uint64_t number;
-  };
-  std::vector<Item> items;
-  PhotoCropResult result;
-  result.sources = static_cast<std::int64_t>(usable.size());
+// The sources decoded, those of at least 1000x750 pixels kept: small ones (icons, previews) would
+// only give blurry crops.
+std::vector<RgbImage> usable_photos(const std::vector<std::string>& sources) {
+  const auto files = photo_files(sources);
+  std::vector<RgbImage> photos;
+  JpegCodec codec;
+  std::vector<std::uint8_t> bytes;
+  std::string error;
+  for (const auto& file : files) {
+    RgbImage photo;
+    if (!read_file_bytes(file, bytes, error) || !codec.decode(bytes.data(), bytes.size(), photo, error))
+      throw DataError(file + ": " + error);
+    if (photo.width >= 1000 && photo.height >= 750) photos.push_back(std::move(photo));
+  }
+  if (photos.empty()) throw DataError("no source photograph is at least 1000x750 pixels");
+  return photos;
+}
+
+struct CropItem {
+  std::string path;
+  std::uint64_t number;  // seeds its crop
+};
+
+// Every image to write, class folders made: train's, then val's.
+std::vector<CropItem> plan_crops(const PhotoCropOptions& o, PhotoCropResult& result) {
+  std::vector<CropItem> items;
   std::uint64_t number = 0;
   for (const auto& [split, per_class, count] :
        {std::tuple<const char*, std::int64_t, std::int64_t*>{"train", o.train_per_class, &result.train_images},
@@ -197,34 +197,53 @@ PhotoCropResult write_photo_crops(const PhotoCropOptions& o, const ProgressFn& p
       }
     }
   }
-  // ImageNet's most common sizes, landscape more often than portrait, as in its training set.
+  return items;
+}
+
+// Item `number`'s image: one of ImageNet's most common sizes (landscape more often than portrait,
+// as in its training set) cut from a window of a photograph covering 25 % to 100 % of it
+// (downscaled: detail as dense as a camera's), flipped or not.
+RgbImage photo_crop(const std::vector<RgbImage>& photos, std::uint64_t seed, std::uint64_t number) {
   static const int kSizes[][2] = {{500, 375}, {500, 375}, {500, 375}, {500, 333}, {500, 333},
                                   {375, 500}, {333, 500}, {500, 400}, {500, 500}, {640, 480}};
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + number);
+  const RgbImage& photo = photos[std::uniform_int_distribution<std::size_t>(0, photos.size() - 1)(rng)];
+  const auto& size = kSizes[std::uniform_int_distribution<int>(0, 9)(rng)];
+  const double area = std::uniform_real_distribution<double>(0.25, 1.0)(rng) * photo.width * photo.height;
+  const double aspect = static_cast<double>(size[0]) / size[1];
+  int w = static_cast<int>(std::sqrt(area * aspect)), h = static_cast<int>(std::sqrt(area / aspect));
+  w = std::clamp(w, 16, photo.width);
+  h = std::clamp(h, 16, photo.height);
+  const int x = std::uniform_int_distribution<int>(0, photo.width - w)(rng);
+  const int y = std::uniform_int_distribution<int>(0, photo.height - h)(rng);
+  const bool flip = std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+  RgbImage out{size[0], size[1], std::vector<std::uint8_t>(static_cast<std::size_t>(size[0]) * size[1] * 3)};
+  resize_crop(photo, {x, y, w, h}, size[0], size[1], flip, out.pixels.data());
+  return out;
+}
+
+}  // namespace
+
+PhotoCropResult write_photo_crops(const PhotoCropOptions& o, const ProgressFn& progress) {
+  if (o.classes < 1 || o.classes > 100000)
+    throw DataError("--classes " + std::to_string(o.classes) + ": choose 1 to 100000");
+  if (o.quality < 1 || o.quality > 100) throw DataError("--quality " + std::to_string(o.quality) + ": choose 1 to 100");
+  if (o.train_per_class < 0 || o.val_per_class < 0) throw DataError("images per class cannot be negative");
+  const std::vector<RgbImage> photos = usable_photos(o.sources);
+  PhotoCropResult result;
+  result.sources = static_cast<std::int64_t>(photos.size());
+  const std::vector<CropItem> items = plan_crops(o, result);
   std::atomic<std::uint64_t> bytes{0}, widths{0}, heights{0};
   parallel_for<JpegCodec>(items.size(), thread_count(o.threads), progress, [&](std::size_t i, JpegCodec& codec) {
-    const Item& item = items[i];
-    std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + item.number);
-    const RgbImage& photo = *usable[std::uniform_int_distribution<std::size_t>(0, usable.size() - 1)(rng)];
-    const auto& size = kSizes[std::uniform_int_distribution<int>(0, 9)(rng)];
-    // A window of the output's aspect ratio covering 25 % to 100 % of the photograph (downscaled: detail as dense as a
-    // camera's).
-    const double area = std::uniform_real_distribution<double>(0.25, 1.0)(rng) * photo.width * photo.height;
-    const double aspect = static_cast<double>(size[0]) / size[1];
-    int w = static_cast<int>(std::sqrt(area * aspect)), h = static_cast<int>(std::sqrt(area / aspect));
-    w = std::clamp(w, 16, photo.width);
-    h = std::clamp(h, 16, photo.height);
-    const int x = std::uniform_int_distribution<int>(0, photo.width - w)(rng);
-    const int y = std::uniform_int_distribution<int>(0, photo.height - h)(rng);
-    const bool flip = std::uniform_int_distribution<int>(0, 1)(rng) == 1;
-    RgbImage out{size[0], size[1], std::vector<std::uint8_t>(static_cast<std::size_t>(size[0]) * size[1] * 3)};
-    resize_crop(photo, {x, y, w, h}, size[0], size[1], flip, out.pixels.data());
+    const CropItem& item = items[i];
+    const RgbImage out = photo_crop(photos, o.seed, item.number);
     const auto jpeg = codec.encode(out, o.quality);
     std::ofstream file(item.path, std::ios::binary);
     file.write(reinterpret_cast<const char*>(jpeg.data()), static_cast<std::streamsize>(jpeg.size()));
     if (!file) throw DataError("cannot write " + item.path);
     bytes += jpeg.size();
-    widths += static_cast<std::uint64_t>(size[0]);
-    heights += static_cast<std::uint64_t>(size[1]);
+    widths += static_cast<std::uint64_t>(out.width);
+    heights += static_cast<std::uint64_t>(out.height);
   });
   const auto n = static_cast<double>(std::max<std::size_t>(1, items.size()));
   result.bytes = bytes;

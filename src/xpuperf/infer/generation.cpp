@@ -113,72 +113,47 @@ json profile_decode(const std::shared_ptr<torch::nn::Module>& module, models::Ca
 
 }  // namespace
 
-json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDecoder& decoder, torch::Device device,
-                    torch::Dtype dtype, const GenerationSettings& s, std::ostream& progress) {
-  DecoderEngine engine(module, decoder, device, dtype, s.decoder);
-  const double t0 = steady_seconds();
-  engine.capture_all();
-  json out = {{"engine", engine.describe()}, {"capture_time", steady_seconds() - t0}};
-  const double bandwidth = measure_copy_bandwidth(device);
-  out["copy_bandwidth_gb_per_s"] = bandwidth / 1e9;
-  const std::int64_t vocab = decoder.vocab_size();
-  const double element = static_cast<double>(torch::elementSize(dtype));
-  // The keys and values a decode step reads a sequence and a cached position.
-  const double kv_per_position =
-      2.0 * static_cast<double>(decoder.decoder_layers() * decoder.kv_heads() * decoder.head_dim()) * element;
+namespace {
 
-  json decode = json::array();
-  for (const std::int64_t batch : s.decode_batch_sizes) {
-    for (const bool sampled : {false, true}) {
-      engine.set_sampling(sampled ? s.temperature : 0.0, sampled ? s.top_k : 0);
-      const auto prompts = random_token_ids(batch, s.decode_prompt_tokens, vocab, s.seed);
-      const std::vector<std::int64_t> busy = first_slots(batch);
-      engine.prefill(0, prompts);  // untimed: the kernels' first use
-      engine.decode(busy);
-      torchrt::synchronize(device);
-      const double start = steady_seconds();
-      engine.prefill(0, prompts);
-      torchrt::synchronize(device);
-      const double first = steady_seconds();
-      const std::int64_t steps = s.decode_output_tokens - 1;
-      for (std::int64_t i = 0; i < steps; ++i) engine.decode(busy);
-      torchrt::synchronize(device);
-      const double end = steady_seconds();
-      const double tpot = steps > 0 ? (end - first) / static_cast<double>(steps) : 0;
-      // The bound: the weights once a step, and each sequence's cache at its mean length.
-      const double mean_context = static_cast<double>(s.decode_prompt_tokens) + static_cast<double>(steps) / 2.0;
-      const double bytes = s.weight_bytes_per_step + static_cast<double>(batch) * mean_context * kv_per_position;
-      json row = {
-          {"batch_size", batch},
-          {"sampling", sampled ? "temperature " + fixed_digits(s.temperature, 2) + ", top-k " + std::to_string(s.top_k)
-                               : std::string("greedy")},
-          {"prompt_tokens", s.decode_prompt_tokens},
-          {"output_tokens", s.decode_output_tokens},
-          {"ttft_ms", (first - start) * 1e3},
-          {"tpot_ms", tpot * 1e3},
-          {"output_tokens_per_second", tpot > 0 ? static_cast<double>(batch) / tpot : 0.0},
-          {"bytes_per_step", bytes},
-          {"bandwidth_bound_ms", bytes / bandwidth * 1e3}};
-      if (tpot > 0) row["tpot_over_bound"] = tpot / (bytes / bandwidth);
-      progress << "decode: batch " << batch << ", " << row["sampling"].get<std::string>() << ": TTFT "
-               << fixed_digits(row["ttft_ms"], 2) << " ms, TPOT " << fixed_digits(row["tpot_ms"], 3) << " ms (bound "
-               << fixed_digits(row["bandwidth_bound_ms"], 3) << " ms)\n";
-      decode.push_back(row);
-    }
-  }
-  out["decode"] = decode;
-  engine.set_sampling(0.0, 0);
-  if (s.profile_steps > 0 && !s.decode_batch_sizes.empty())
-    out["decode_op_profile"] = profile_decode(module, decoder, device, dtype, s, progress);
+// One row of the decode table: `batch` sequences of the prompt length, greedy or sampled, timed
+// against the bandwidth bound (the weights once a step, each sequence's cache at its mean length).
+json time_decode(DecoderEngine& engine, const GenerationSettings& s, const torch::Device& device, std::int64_t batch,
+                 bool sampled, std::int64_t vocab, double kv_per_position, double bandwidth) {
+  engine.set_sampling(sampled ? s.temperature : 0.0, sampled ? s.top_k : 0);
+  const auto prompts = random_token_ids(batch, s.decode_prompt_tokens, vocab, s.seed);
+  const std::vector<std::int64_t> busy = first_slots(batch);
+  engine.prefill(0, prompts);  // untimed: the kernels' first use
+  engine.decode(busy);
+  torchrt::synchronize(device);
+  const double start = steady_seconds();
+  engine.prefill(0, prompts);
+  torchrt::synchronize(device);
+  const double first = steady_seconds();
+  const std::int64_t steps = s.decode_output_tokens - 1;
+  for (std::int64_t i = 0; i < steps; ++i) engine.decode(busy);
+  torchrt::synchronize(device);
+  const double end = steady_seconds();
+  const double tpot = steps > 0 ? (end - first) / static_cast<double>(steps) : 0;
+  const double mean_context = static_cast<double>(s.decode_prompt_tokens) + static_cast<double>(steps) / 2.0;
+  const double bytes = s.weight_bytes_per_step + static_cast<double>(batch) * mean_context * kv_per_position;
+  json row = {
+      {"batch_size", batch},
+      {"sampling", sampled ? "temperature " + fixed_digits(s.temperature, 2) + ", top-k " + std::to_string(s.top_k)
+                           : std::string("greedy")},
+      {"prompt_tokens", s.decode_prompt_tokens},
+      {"output_tokens", s.decode_output_tokens},
+      {"ttft_ms", (first - start) * 1e3},
+      {"tpot_ms", tpot * 1e3},
+      {"output_tokens_per_second", tpot > 0 ? static_cast<double>(batch) / tpot : 0.0},
+      {"bytes_per_step", bytes},
+      {"bandwidth_bound_ms", bytes / bandwidth * 1e3}};
+  if (tpot > 0) row["tpot_over_bound"] = tpot / (bytes / bandwidth);
+  return row;
+}
 
-  out["rules"] = {{"min_duration_s", s.rules.min_duration_s}, {"min_queries", s.rules.min_queries},
-                  {"ttft_bound_ms", s.rules.ttft_bound_ms},   {"tpot_bound_ms", s.rules.tpot_bound_ms},
-                  {"lengths", s.lengths.describe()},          {"slots", s.decoder.slots}};
-  if (s.lengths.pairs.empty()) {
-    out["rules"]["prompt_tokens"] = {s.lengths.prompt.min, s.lengths.prompt.max};
-    out["rules"]["output_tokens"] = {s.lengths.output.min, s.lengths.output.max};
-  }
-  if (s.offline_queries <= 0) return out;
+// LoadGen's Offline scenario, then Server at each share of Offline's rate (server_load).
+void run_load_scenarios(DecoderEngine& engine, const GenerationSettings& s, const torch::Device& device,
+                        std::int64_t vocab, json& out, std::ostream& progress) {
   const auto offline = run_scenario(engine, s, device, vocab, "Offline", 0);
   out["offline"] = loadgen::to_json(offline);
   progress << "Offline: " << offline.queries << " queries, " << fixed_digits(offline.queries_per_second, 3)
@@ -200,6 +175,47 @@ json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDec
   }
   out["server"] = runs;
   out["server_max_rate_within_bounds"] = loadgen::highest_rate_within_bounds(server);
+}
+
+}  // namespace
+
+json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDecoder& decoder, torch::Device device,
+                    torch::Dtype dtype, const GenerationSettings& s, std::ostream& progress) {
+  DecoderEngine engine(module, decoder, device, dtype, s.decoder);
+  const double t0 = steady_seconds();
+  engine.capture_all();
+  json out = {{"engine", engine.describe()}, {"capture_time", steady_seconds() - t0}};
+  const double bandwidth = measure_copy_bandwidth(device);
+  out["copy_bandwidth_gb_per_s"] = bandwidth / 1e9;
+  const std::int64_t vocab = decoder.vocab_size();
+  const double element = static_cast<double>(torch::elementSize(dtype));
+  // The keys and values a decode step reads a sequence and a cached position.
+  const double kv_per_position =
+      2.0 * static_cast<double>(decoder.decoder_layers() * decoder.kv_heads() * decoder.head_dim()) * element;
+
+  json decode = json::array();
+  for (const std::int64_t batch : s.decode_batch_sizes) {
+    for (const bool sampled : {false, true}) {
+      json row = time_decode(engine, s, device, batch, sampled, vocab, kv_per_position, bandwidth);
+      progress << "decode: batch " << batch << ", " << row["sampling"].get<std::string>() << ": TTFT "
+               << fixed_digits(row["ttft_ms"], 2) << " ms, TPOT " << fixed_digits(row["tpot_ms"], 3) << " ms (bound "
+               << fixed_digits(row["bandwidth_bound_ms"], 3) << " ms)\n";
+      decode.push_back(row);
+    }
+  }
+  out["decode"] = decode;
+  engine.set_sampling(0.0, 0);
+  if (s.profile_steps > 0 && !s.decode_batch_sizes.empty())
+    out["decode_op_profile"] = profile_decode(module, decoder, device, dtype, s, progress);
+
+  out["rules"] = {{"min_duration_s", s.rules.min_duration_s}, {"min_queries", s.rules.min_queries},
+                  {"ttft_bound_ms", s.rules.ttft_bound_ms},   {"tpot_bound_ms", s.rules.tpot_bound_ms},
+                  {"lengths", s.lengths.describe()},          {"slots", s.decoder.slots}};
+  if (s.lengths.pairs.empty()) {
+    out["rules"]["prompt_tokens"] = {s.lengths.prompt.min, s.lengths.prompt.max};
+    out["rules"]["output_tokens"] = {s.lengths.output.min, s.lengths.output.max};
+  }
+  if (s.offline_queries > 0) run_load_scenarios(engine, s, device, vocab, out, progress);
   return out;
 }
 

@@ -118,7 +118,7 @@ namespace {
 // the operator profile), (h) generation, (g) results. Each step logs INFER_STEP with what it did.
 class InferenceRun {
  public:
-  InferenceRun(const InferRequest& request, InferenceCase& c, std::ostream& out)
+  InferenceRun(const InferenceRequest& request, InferenceCase& c, std::ostream& out)
       : request_(request),
         config_(request.config),
         c_(c),
@@ -370,7 +370,7 @@ class InferenceRun {
     if (figures_.contains("caveat")) out_ << "\nNOTE: " << figures_["caveat"].get<std::string>() << "\n";
   }
 
-  const InferRequest& request_;
+  const InferenceRequest& request_;
   const Config& config_;
   InferenceCase& c_;
   const std::string name_;
@@ -397,7 +397,7 @@ class InferenceRun {
 
 }  // namespace
 
-int run_inference(const InferRequest& request, std::ostream& out, std::ostream& err) {
+int run_inference(const InferenceRequest& request, std::ostream& out, std::ostream& err) {
   auto c = make_inference_case(request.name, request.framework);
   if (!c) {
     err << "xpuperf: error: inference case " << request.name << ":" << request.framework

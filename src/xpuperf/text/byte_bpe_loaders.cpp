@@ -124,6 +124,53 @@ std::vector<std::string> llama3_special_tokens() {
 
 constexpr std::int32_t kLlama3Tokens = 128000;
 
+// Which expression cuts the text: a Split pre-tokenizer's pattern, or ByteLevel's own (GPT-2's);
+// TokenizerError naming the file `f` for any other.
+PreTokenizer hugging_face_pre_tokenizer(const nlohmann::json& j, const std::string& f) {
+  std::optional<PreTokenizer> pre;
+  std::string pattern;
+  const nlohmann::json pre_json = j.value("pre_tokenizer", nlohmann::json());
+  std::vector<nlohmann::json> steps;
+  if (pre_json.is_object() && pre_json.value("type", "") == "Sequence" && pre_json.contains("pretokenizers") &&
+      pre_json["pretokenizers"].is_array())
+    steps.assign(pre_json["pretokenizers"].begin(), pre_json["pretokenizers"].end());
+  else if (pre_json.is_object())
+    steps.push_back(pre_json);
+  for (const auto& step : steps) {
+    if (!step.is_object()) continue;
+    const std::string step_type = step.value("type", "");
+    if (step_type == "Split" && step.contains("pattern") && step["pattern"].is_object()) {
+      const auto& p = step["pattern"];
+      pattern = p.contains("Regex") && p["Regex"].is_string() ? p["Regex"].get<std::string>()
+                                                              : p.value("String", std::string("?"));
+      for (auto kind : {PreTokenizer::gpt2, PreTokenizer::llama3})
+        if (pattern == pre_tokenizer_pattern(kind)) pre = kind;
+      if (!pre) break;
+    } else if (step_type == "ByteLevel" && !pre && step.value("use_regex", true)) {
+      pre = PreTokenizer::gpt2;
+    }
+  }
+  if (!pre)
+    throw TokenizerError(f + ": its pre-tokenizer" + (pattern.empty() ? "" : " ('" + pattern.substr(0, 80) + "')") +
+                         " is neither GPT-2's nor Llama 3's expression, the two xpuperf has built in");
+  return *pre;
+}
+
+// One of model.merges: "Ġ t" (tokenizers before 0.20) or ["Ġ", "t"].
+std::pair<std::string, std::string> hugging_face_merge(const nlohmann::json& m, std::int32_t rank,
+                                                       const std::string& f) {
+  if (m.is_string()) {
+    const std::string s = m.get<std::string>();
+    const auto space = s.find(' ');
+    if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
+      throw TokenizerError(f + ": merge " + std::to_string(rank) + " ('" + s + "') is not two tokens");
+    return {s.substr(0, space), s.substr(space + 1)};
+  }
+  if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
+    return {m[0].get<std::string>(), m[1].get<std::string>()};
+  throw TokenizerError(f + ": merge " + std::to_string(rank) + " is neither \"a b\" nor [\"a\", \"b\"]");
+}
+
 }  // namespace
 
 ByteBpe ByteBpe::load_gpt2(const std::string& encoder_json, const std::string& vocab_bpe) {
@@ -208,36 +255,10 @@ ByteBpe ByteBpe::load_hugging_face(const std::string& tokenizer_json) {
   if (!model->contains("merges") || !(*model)["merges"].is_array())
     throw TokenizerError(f + ": model.merges is not a list of merges");
 
-  // Which expression cuts the text: a Split pre-tokenizer's pattern, or ByteLevel's own (GPT-2's).
-  std::optional<PreTokenizer> pre;
-  std::string pattern;
-  const nlohmann::json pre_json = j.value("pre_tokenizer", nlohmann::json());
-  std::vector<nlohmann::json> steps;
-  if (pre_json.is_object() && pre_json.value("type", "") == "Sequence" && pre_json.contains("pretokenizers") &&
-      pre_json["pretokenizers"].is_array())
-    steps.assign(pre_json["pretokenizers"].begin(), pre_json["pretokenizers"].end());
-  else if (pre_json.is_object())
-    steps.push_back(pre_json);
-  for (const auto& step : steps) {
-    if (!step.is_object()) continue;
-    const std::string step_type = step.value("type", "");
-    if (step_type == "Split" && step.contains("pattern") && step["pattern"].is_object()) {
-      const auto& p = step["pattern"];
-      pattern = p.contains("Regex") && p["Regex"].is_string() ? p["Regex"].get<std::string>()
-                                                              : p.value("String", std::string("?"));
-      for (auto kind : {PreTokenizer::gpt2, PreTokenizer::llama3})
-        if (pattern == pre_tokenizer_pattern(kind)) pre = kind;
-      if (!pre) break;
-    } else if (step_type == "ByteLevel" && !pre && step.value("use_regex", true)) {
-      pre = PreTokenizer::gpt2;
-    }
-  }
-  if (!pre)
-    throw TokenizerError(f + ": its pre-tokenizer" + (pattern.empty() ? "" : " ('" + pattern.substr(0, 80) + "')") +
-                         " is neither GPT-2's nor Llama 3's expression, the two xpuperf has built in");
+  const PreTokenizer pre = hugging_face_pre_tokenizer(j, f);
 
   auto v = std::make_shared<Vocab>();
-  v->pre = *pre;
+  v->pre = pre;
   v->ignore_merges = model->value("ignore_merges", false);
   for (const auto& [token, id] : (*model)["vocab"].items()) {
     if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
@@ -261,18 +282,7 @@ ByteBpe ByteBpe::load_hugging_face(const std::string& tokenizer_json) {
   std::int32_t rank = 0;
   std::int64_t unknown = 0;
   for (const auto& m : (*model)["merges"]) {
-    std::string left, right;
-    if (m.is_string()) {  // "Ġ t" (tokenizers before 0.20)
-      const std::string s = m.get<std::string>();
-      const auto space = s.find(' ');
-      if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-        throw TokenizerError(f + ": merge " + std::to_string(rank) + " ('" + s + "') is not two tokens");
-      left = s.substr(0, space), right = s.substr(space + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {  // ["Ġ", "t"]
-      left = m[0].get<std::string>(), right = m[1].get<std::string>();
-    } else {
-      throw TokenizerError(f + ": merge " + std::to_string(rank) + " is neither \"a b\" nor [\"a\", \"b\"]");
-    }
+    const auto [left, right] = hugging_face_merge(m, rank, f);
     if (!v->add_merge(left, right, rank)) ++unknown;
     ++rank;
   }

@@ -18,7 +18,7 @@ std::vector<std::string> built_training_cases() {
 namespace {
 
 // One line a person reads; the PerfLog above it is what tools read.
-void print_summary(const std::string& name, const RankRequest& request, const TrainingOutcome& outcome) {
+void print_summary(const std::string& name, const TrainingRankRequest& request, const TrainingOutcome& outcome) {
   const FinishedInfo& f = outcome.finished;
   const FinalMetric& m = *f.final_metric;
   char line[512];
@@ -34,7 +34,7 @@ void print_summary(const std::string& name, const RankRequest& request, const Tr
 
 }  // namespace
 
-int run_rank(const RankRequest& request) {
+int run_rank(const TrainingRankRequest& request) {
   const std::string name = request.model + ":" + request.framework;
   const std::string who = "rank " + std::to_string(request.env.rank) + ": ";
   auto training_case = make_training_case(request.model, request.framework);

@@ -20,7 +20,7 @@ class DataParallelSync : public GradientSync {
     for (const auto& p : split_.params)
       if (!experts.count(p.unsafeGetTensorImpl())) shared_.push_back(p);
     if (ctx.settings.overlap_grad_reduce) data_.attach_gradient_hooks(shared_);
-    optimizer_ = make_optimizer(ctx.cfg, ctx.model, ctx.optimizer_impl);
+    optimizer_ = optim::make_optimizer(ctx.cfg, ctx.model, ctx.optimizer_impl);
     attach_tap();
   }
   ~DataParallelSync() override {
@@ -43,7 +43,7 @@ class DataParallelSync : public GradientSync {
     const auto& pipeline = groups_.pipeline;
     if (groups_.ep)  // each rank of the group holds its own experts
       return parallel::model_parallel_gradient_norm(split_.params, split_.experts, &groups_.ep->group(), nullptr, {});
-    if (!groups_.tp && !pipeline) return train::gradient_norm(split_.params);
+    if (!groups_.tp && !pipeline) return optim::gradient_norm(split_.params);
     // The last stage's copy of a tied embedding is counted by the first.
     const bool counts_tied = pipeline && pipeline->last() && !pipeline->first();
     return parallel::model_parallel_gradient_norm(
@@ -67,7 +67,7 @@ class DataParallelSync : public GradientSync {
   }
 
  protected:
-  StepOptimizer& optimizer() override { return *optimizer_; }
+  optim::StepOptimizer& optimizer() override { return *optimizer_; }
 
  private:
   torchrt::Distributed& data_;
@@ -75,14 +75,14 @@ class DataParallelSync : public GradientSync {
   const parallel::SplitModel& split_;
   const parallel::ParallelGroups& groups_;
   std::vector<torch::Tensor> shared_;  // every rank's same parameters: averaged over the data-parallel ranks
-  std::unique_ptr<StepOptimizer> optimizer_;
-  GradientTap* tap_ = nullptr;  // the optimizer's, where it takes the gradients as they come
+  std::unique_ptr<optim::StepOptimizer> optimizer_;
+  optim::GradientTap* tap_ = nullptr;  // the optimizer's, where it takes the gradients as they come
 
   // The optimizer takes each gradient from the backward where nothing follows it, or each bucket's
   // sum where the reduction overlaps the backward; not with model parallelism (its parts are
   // reduced over other groups, or not at all), nor after a reduction that follows the backward.
   void attach_tap() {
-    GradientTap* tap = optimizer_->gradient_tap();
+    optim::GradientTap* tap = optimizer_->gradient_tap();
     if (!tap || groups_.tp || groups_.pipeline || groups_.ep) return;
     if (data_.world_size() == 1) {
       tap->from_backward();
@@ -105,7 +105,7 @@ class ZeroSync : public GradientSync {
     for (const auto& p : ctx.split.params) {
       if (!p.requires_grad()) continue;
       trained.push_back(p);
-      decays.push_back(takes_weight_decay(ctx.cfg, p));
+      decays.push_back(optim::takes_weight_decay(ctx.cfg, p));
     }
     std::vector<torch::nn::Module*> blocks;
     const auto stacks = parallel::block_stacks(ctx.model);
@@ -124,7 +124,8 @@ class ZeroSync : public GradientSync {
       hooked_ = stacks;
     }
     shares_ = zero_->all_shares();
-    optimizer_ = make_optimizer(ctx.cfg, zero_->shares_with_decay(), zero_->shares_without_decay(), ctx.optimizer_impl);
+    optimizer_ =
+        optim::make_optimizer(ctx.cfg, zero_->shares_with_decay(), zero_->shares_without_decay(), ctx.optimizer_impl);
   }
   ~ZeroSync() override {
     if (hooked_.empty()) return;
@@ -152,13 +153,13 @@ class ZeroSync : public GradientSync {
   }
 
  protected:
-  StepOptimizer& optimizer() override { return *optimizer_; }
+  optim::StepOptimizer& optimizer() override { return *optimizer_; }
 
  private:
   std::unique_ptr<parallel::ZeroSharding> zero_;
   std::vector<parallel::BlockStack*> hooked_;  // stage 3: the stacks whose blocks ZeRO gathers
   std::vector<torch::Tensor> shares_;
-  std::unique_ptr<StepOptimizer> optimizer_;
+  std::unique_ptr<optim::StepOptimizer> optimizer_;
 };
 
 }  // namespace

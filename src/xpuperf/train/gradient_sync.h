@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "xpuperf/core/config.h"
+#include "xpuperf/optim/optimizers.h"
 #include "xpuperf/parallel/model_parallel.h"
 #include "xpuperf/torchrt/distributed.h"
-#include "xpuperf/train/optimizers.h"
 #include "xpuperf/train/training_settings.h"
 
 namespace xpuperf::train {
@@ -30,7 +30,7 @@ class GradientSync {
   void set_lr(double lr) { optimizer().set_lr(lr); }
   void flush_optimizer() { optimizer().flush(); }
   void write_master_weights() { optimizer().write_master_weights(); }
-  // StepOptimizer::clip_in_step over stepped(): whether the next step clips (else clip first).
+  // optim::StepOptimizer::clip_in_step over stepped(): whether the next step clips (else clip first).
   bool clip_in_step(const torch::Tensor& norm, double max_norm) { return optimizer().clip_in_step(norm, max_norm); }
   virtual void zero_grad() = 0;
   // Around each micro-batch's backward; `last`: the step's last micro-batch (gradients are sent).
@@ -56,7 +56,7 @@ class GradientSync {
   virtual void describe(nlohmann::json& finished) const { (void)finished; }
 
  protected:
-  virtual StepOptimizer& optimizer() = 0;
+  virtual optim::StepOptimizer& optimizer() = 0;
 };
 
 // What a sync needs of the run: the data-parallel group, the world (for model-parallel agreement)
@@ -64,7 +64,7 @@ class GradientSync {
 struct SyncContext {
   const Config& cfg;
   const TrainingSettings& settings;
-  OptimizerImpl optimizer_impl;
+  optim::OptimizerImpl optimizer_impl;
   torch::nn::Module& model;
   const parallel::SplitModel& split;
   const parallel::ParallelGroups& groups;

@@ -65,7 +65,7 @@ class LossScaler {
   // Adjusts the scale after a step; returns whether the optimizer step should run.
   bool update(bool found_inf);
   // Both on the device, without waiting for it, for an optimizer that skips a step itself
-  // (StepOptimizer::skips_on_device): unscales, adjusts the scale as update does, counts a skipped
+  // (optim::StepOptimizer::skips_on_device): unscales, adjusts the scale as update does, counts a skipped
   // step, and returns the inf/nan flag (one float) for the optimizer. A run uses one form or the other.
   torch::Tensor unscale_and_update_on_device(const std::vector<torch::Tensor>& params,
                                              const std::function<void(torch::Tensor&)>& reduce_max = {});

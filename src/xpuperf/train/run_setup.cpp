@@ -6,11 +6,11 @@
 
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/log.h"
+#include "xpuperf/datasets/image_dataset.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/weights.h"
-#include "xpuperf/train/image_dataset.h"
 #include "xpuperf/train/precision.h"
 
 namespace xpuperf::train {
@@ -26,7 +26,7 @@ std::string resolve_in(const std::string& dir, const std::string& path) {
 }  // namespace
 
 torch::Device prepare_process(const Config& cfg, const TrainingSettings& s, const RunInfo& info) {
-  prepare_device_decoding(cfg, info.env.local_world_size);
+  datasets::prepare_device_decoding(cfg, info.env.local_world_size);
   const torch::Device device = torchrt::choose_device(s.device, info.env.local_rank);
   if (s.precision == Precision::FP16 && !device.is_cuda() && !compat::cpu_autocast_supports_fp16())
     throw ConfigError(cfg.at("precision").source.str() + ": precision: fp16 needs a CUDA device with this LibTorch (" +

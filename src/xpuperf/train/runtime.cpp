@@ -6,6 +6,8 @@
 
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/log.h"
+#include "xpuperf/datasets/image_dataset.h"
+#include "xpuperf/optim/optimizers.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
 #include "xpuperf/parallel/lora.h"
 #include "xpuperf/parallel/model_parallel.h"
@@ -17,8 +19,7 @@
 #include "xpuperf/train/divergence_watch.h"
 #include "xpuperf/train/evaluation.h"
 #include "xpuperf/train/gradient_sync.h"
-#include "xpuperf/train/image_dataset.h"
-#include "xpuperf/train/optimizers.h"
+#include "xpuperf/train/lr_schedule.h"
 #include "xpuperf/train/run_setup.h"
 #include "xpuperf/train/step_graph.h"
 #include "xpuperf/train/step_precision.h"
@@ -45,22 +46,6 @@ const char* stop_reason_name(StopReason reason) {
       return "time_budget";
   }
   return "unknown";
-}
-
-double scheduled_lr(const std::string& schedule, double base_lr, std::int64_t step, std::int64_t warmup_steps,
-                    std::int64_t total_steps, std::int64_t steps_per_epoch, double gamma) {
-  if (warmup_steps > 0 && step < warmup_steps)
-    return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
-  if (schedule == "exponential") {
-    if (steps_per_epoch <= 0) return base_lr;
-    return base_lr * std::pow(gamma, static_cast<double>(step / steps_per_epoch));
-  }
-  if (schedule == "constant" || total_steps <= warmup_steps) return base_lr;
-  const double progress =
-      std::min(1.0, static_cast<double>(step - warmup_steps) / static_cast<double>(total_steps - warmup_steps));
-  if (schedule == "cosine") return base_lr * 0.5 * (1.0 + std::cos(M_PI * progress));
-  if (schedule == "linear") return base_lr * (1.0 - progress);
-  throw ConfigError("'lr_scheduler' must be constant, cosine, linear or exponential, got '" + schedule + "'");
 }
 
 namespace {
@@ -118,6 +103,31 @@ class TrainingRun {
     if (leader_) log_.log(name, value, "runtime.cpp", line);
   }
   bool step(std::int64_t& batches_left, Clock::time_point& log_start, std::int64_t& log_samples);
+  // The step's micro-batches, forward and backward; counts the rows and the wait for the data. Null
+  // when the data ran out.
+  std::optional<torch::Tensor> run_micro_batches(std::int64_t& batches_left, std::int64_t& step_rows,
+                                                 double& input_wait);
+  // Gradients finished, unscaled, clipped and stepped; the norm before clipping, where it was taken.
+  torch::Tensor update_weights(bool log_now);
+  // Training time, and the steady state's after timing_skip_steps.
+  void count_step_time(Clock::time_point step_start, std::int64_t batch_samples, double input_wait);
+  void log_step(double lr, const torch::Tensor& grad_norm, Clock::time_point log_start, std::int64_t log_samples);
+  // max_steps, max_samples or time_budget reached: stop_ and the reason.
+  void check_stop_conditions();
+  // The process group and the model-parallel groups (tensor, pipeline, expert), from the settings.
+  void connect_ranks(const RunInfo& info);
+  // An epoch's batches and steps, the schedule's total steps and warm-up; ConfigError when the data
+  // has fewer samples a rank than one step.
+  void plan_steps();
+  // SUBMIT_INFO: the run's layout, switches and data.
+  json submit_info() const;
+  // save_checkpoint: the model (or its LoRA adapters) with every step's update, written by rank 0.
+  void save_model();
+  // FINISHED's parts: the run's switches, the precision, peak memory and steady-state rate, LoRA's
+  // adapters.
+  json describe_switches() const;
+  void describe_performance(json& extra);
+  json describe_lora() const;
   void run_eval();
   // Device work still queued counts as training time, also when an evaluation or the end waits for it.
   void settle();
@@ -129,7 +139,7 @@ class TrainingRun {
   const Clock::time_point init_start_ = Clock::now();
   TrainingSettings s_;
   torch::Device device_{torch::kCPU};
-  OptimizerImpl optimizer_impl_ = OptimizerImpl::Reference;
+  optim::OptimizerImpl optimizer_impl_ = optim::OptimizerImpl::Reference;
   std::int64_t accumulation_ = 1, micro_batches_per_step_ = 0;
   std::unique_ptr<torchrt::Distributed> dist_;
   parallel::ParallelGroups groups_;
@@ -172,20 +182,9 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   log_.log(perflog_event::kInitStart, nullptr, "runtime.cpp", __LINE__);
   s_ = read_training_settings(cfg, info.env.world_size);
   device_ = prepare_process(cfg, s_, info);
-  optimizer_impl_ = parse_optimizer_impl(cfg, device_);
+  optimizer_impl_ = optim::parse_optimizer_impl(cfg, device_);
 
-  torchrt::DistributedOptions dist_options;
-  dist_options.backend = s_.dist_backend;
-  dist_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(s_.dist_timeout_s * 1000));
-  dist_options.bucket_bytes = s_.bucket_bytes;
-  dist_options.sum_low_precision_in_fp32 = s_.bf16_weights;
-  dist_ = torchrt::Distributed::create(info.env, device_, dist_options);
-  // Model parallelism: groups of `tensor_parallel` ranks share each sample's layers, pipelines of
-  // `pipeline_parallel` such groups its blocks; data parallelism runs over the pipelines.
-  groups_ =
-      parallel::form_parallel_groups(*dist_, static_cast<int>(s_.tensor_parallel),
-                                     static_cast<int>(s_.pipeline_parallel), static_cast<int>(s_.expert_parallel));
-  data_dist_ = groups_.data ? groups_.data.get() : dist_.get();
+  connect_ranks(info);
   accumulation_ = s_.accumulation(info.env.world_size);
   micro_batches_per_step_ = s_.train_batch * s_.data_ranks(info.env.world_size);
 
@@ -208,12 +207,35 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
         StepProfile::trace_path_of_rank(trace ? trace : "", info.env.rank, info.env.world_size));
   }
 
+  tokens_per_sample_ = c.tokens_per_sample();
+  plan_steps();
+
+  init_time_ = seconds_since(init_start_);
+  log_.log(perflog_event::kInitEnd, {{"init_time", init_time_}}, "runtime.cpp", __LINE__);
+  XPUPERF_EVENT(perflog_event::kSubmitInfo, submit_info());
+}
+
+void TrainingRun::connect_ranks(const RunInfo& info) {
+  torchrt::DistributedOptions dist_options;
+  dist_options.backend = s_.dist_backend;
+  dist_options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(s_.dist_timeout_s * 1000));
+  dist_options.bucket_bytes = s_.bucket_bytes;
+  dist_options.sum_low_precision_in_fp32 = s_.bf16_weights;
+  dist_ = torchrt::Distributed::create(info.env, device_, dist_options);
+  // Model parallelism: groups of `tensor_parallel` ranks share each sample's layers, pipelines of
+  // `pipeline_parallel` such groups its blocks; data parallelism runs over the pipelines.
+  groups_ =
+      parallel::form_parallel_groups(*dist_, static_cast<int>(s_.tensor_parallel),
+                                     static_cast<int>(s_.pipeline_parallel), static_cast<int>(s_.expert_parallel));
+  data_dist_ = groups_.data ? groups_.data.get() : dist_.get();
+}
+
+void TrainingRun::plan_steps() {
   train_plan_.batch_size = s_.train_batch;
   train_plan_.train = true;
   train_plan_.rank = data_dist_->rank();
   train_plan_.world_size = data_dist_->world_size();
   train_plan_.seed = static_cast<std::uint64_t>(s_.seed);
-  tokens_per_sample_ = c.tokens_per_sample();
   batches_per_epoch_ = data_.train->batches_in_epoch(train_plan_);
   steps_per_epoch_ = batches_per_epoch_ / accumulation_;
   if (steps_per_epoch_ <= 0)
@@ -223,36 +245,36 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   total_steps_ = s_.max_steps > 0 ? s_.max_steps : s_.max_epochs * steps_per_epoch_;
   if (total_steps_ == 0) total_steps_ = steps_per_epoch_;  // only a sample or time limit: schedule over one epoch
   warmup_ = s_.warmup_steps + s_.warmup_epochs * steps_per_epoch_;
+}
 
-  init_time_ = seconds_since(init_start_);
-  log_.log(perflog_event::kInitEnd, {{"init_time", init_time_}}, "runtime.cpp", __LINE__);
-  nlohmann::json submit{{"case", info.case_name},
-                        {"vendor", info.vendor},
-                        {"world_size", info.env.world_size},
-                        {"device", torchrt::device_text(device_.str())},
-                        {"dist_backend", dist_->backend()},
-                        {"tensor_parallel", s_.tensor_parallel},
-                        {"pipeline_parallel", s_.pipeline_parallel},
-                        {"expert_parallel", s_.expert_parallel},
-                        {"precision", precision_name(s_.precision)},
-                        {"train_batch_size", s_.train_batch},
-                        {"global_batch_size", micro_batches_per_step_ * accumulation_},
-                        {"accumulation_steps", accumulation_},
-                        {"zero_stage", s_.zero_stage},
-                        {"offload_optimizer", s_.offload_optimizer},
-                        {"offload_overlap", s_.offload_overlap},
-                        {"activation_checkpointing", s_.activation_checkpointing},
-                        {"channels_last", s_.channels_last},
-                        {"cudnn_benchmark", s_.cudnn_benchmark && device_.is_cuda()},
-                        {"fused_optimizer", optimizer_impl_name(optimizer_impl_)},
-                        {"bf16_weights", s_.bf16_weights},
-                        {"cuda_graphs", s_.cuda_graphs},
-                        {"train_data", data_.train->description()},
-                        {"eval_data", data_.eval->description()}};
+json TrainingRun::submit_info() const {
+  json submit{{"case", info_.case_name},
+              {"vendor", info_.vendor},
+              {"world_size", info_.env.world_size},
+              {"device", torchrt::device_text(device_.str())},
+              {"dist_backend", dist_->backend()},
+              {"tensor_parallel", s_.tensor_parallel},
+              {"pipeline_parallel", s_.pipeline_parallel},
+              {"expert_parallel", s_.expert_parallel},
+              {"precision", precision_name(s_.precision)},
+              {"train_batch_size", s_.train_batch},
+              {"global_batch_size", micro_batches_per_step_ * accumulation_},
+              {"accumulation_steps", accumulation_},
+              {"zero_stage", s_.zero_stage},
+              {"offload_optimizer", s_.offload_optimizer},
+              {"offload_overlap", s_.offload_overlap},
+              {"activation_checkpointing", s_.activation_checkpointing},
+              {"channels_last", s_.channels_last},
+              {"cudnn_benchmark", s_.cudnn_benchmark && device_.is_cuda()},
+              {"fused_optimizer", optim::optimizer_impl_name(optimizer_impl_)},
+              {"bf16_weights", s_.bf16_weights},
+              {"cuda_graphs", s_.cuda_graphs},
+              {"train_data", data_.train->description()},
+              {"eval_data", data_.eval->description()}};
   // The plug-in that brought the device, where one did: its name and version belong to the result.
   if (const auto* vendor = torchrt::active_vendor(); vendor && !vendor->plugin_name.empty())
     submit["plugin"] = vendor->plugin_name + " " + vendor->plugin_version;
-  XPUPERF_EVENT(perflog_event::kSubmitInfo, submit);
+  return submit;
 }
 
 void TrainingRun::settle() {
@@ -335,6 +357,45 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
   sync_->zero_grad();
   std::int64_t step_rows = 0;
   double input_wait = 0;
+  std::optional<torch::Tensor> step_loss = run_micro_batches(batches_left, step_rows, input_wait);
+  if (!step_loss) return false;  // the dataset gave fewer batches than it promised: end the epoch
+  const bool log_now = s_.log_freq > 0 && (global_step_ + 1) % s_.log_freq == 0;
+  const torch::Tensor grad_norm = update_weights(log_now);
+  // The loss logged and recorded is the global batch's (so layouts with more or fewer
+  // data-parallel ranks compare).
+  torch::Tensor loss = *step_loss;
+  if (log_now || s_.record_loss_curve) loss = schedule_->global_loss(loss);
+  // A copy: with CUDA graphs the loss is the graph's output, which the next replay overwrites.
+  if (s_.record_loss_curve) loss_curve_.push_back(loss.detach().reshape({1}).to(torch::kFloat, false, true));
+
+  ++global_step_;
+  divergence_.record(*step_loss, global_step_);
+  const std::int64_t batch_samples = step_rows * data_dist_->world_size();
+  trained_samples_ += batch_samples;
+  log_samples += batch_samples;
+  if (log_now) last_loss_ = loss.item<double>();  // synchronises, so the time below is real
+  if (log_now) divergence_.check_logged(last_loss_, global_step_);
+  count_step_time(step_start, batch_samples, input_wait);
+  if (log_now) {
+    log_step(lr, grad_norm, log_start, log_samples);
+    log_start = Clock::now();
+    log_samples = 0;
+    log_input_wait_ = 0;
+  }
+  if (profile_ && profile_->ends_now(global_step_)) {
+    settle();
+    profile_->stop(global_step_);
+  }
+  if (s_.eval_every_steps > 0 && global_step_ % s_.eval_every_steps == 0) {
+    run_eval();
+    log_start = Clock::now();
+  }
+  if (!stop_) check_stop_conditions();
+  return true;
+}
+
+std::optional<torch::Tensor> TrainingRun::run_micro_batches(std::int64_t& batches_left, std::int64_t& step_rows,
+                                                            double& input_wait) {
   const NextBatch next = [&]() -> std::optional<Batch> {
     const auto asked = Clock::now();
     auto batch = data_.train->next_batch();  // waiting for data counts as training time
@@ -353,35 +414,26 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
                           const torch::Tensor scaled = accumulation_ > 1 ? l / static_cast<double>(accumulation_) : l;
                           precision_->scale(scaled).backward();
                         }};
-  std::optional<torch::Tensor> step_loss = schedule_->run(next, micro, *sync_);
-  if (!step_loss) return false;  // the dataset gave fewer batches than it promised: end the epoch
-  torch::Tensor loss = *step_loss;
+  return schedule_->run(next, micro, *sync_);
+}
+
+torch::Tensor TrainingRun::update_weights(bool log_now) {
   // Gradients averaged over ranks (reduced during backward when overlapping); with ZeRO each rank
   // holds its shares' averages. The same decision on every rank about a step to skip.
   sync_->finish_step();
   schedule_->finish_gradients();
   const StepGate gate = precision_->unscale_and_update(sync_->stepped(), sync_->overflow_agreement());
-  const bool log_now = s_.log_freq > 0 && (global_step_ + 1) % s_.log_freq == 0;
   torch::Tensor grad_norm;  // before clipping; logged with the loss (divergence shows in it first)
   if (gate.run) {
     if (s_.clip_grad_norm > 0 || log_now) grad_norm = sync_->gradient_norm();
     if (s_.clip_grad_norm > 0 && !sync_->clip_in_step(grad_norm, s_.clip_grad_norm))
-      clip_gradients(sync_->stepped(), grad_norm, s_.clip_grad_norm);
+      optim::clip_gradients(sync_->stepped(), grad_norm, s_.clip_grad_norm);
     sync_->step(gate.found_inf);
   }
-  // The loss logged and recorded is the global batch's (so layouts with more or fewer
-  // data-parallel ranks compare).
-  if (log_now || s_.record_loss_curve) loss = schedule_->global_loss(loss);
-  // A copy: with CUDA graphs the loss is the graph's output, which the next replay overwrites.
-  if (s_.record_loss_curve) loss_curve_.push_back(loss.detach().reshape({1}).to(torch::kFloat, false, true));
+  return grad_norm;
+}
 
-  ++global_step_;
-  divergence_.record(*step_loss, global_step_);
-  const std::int64_t batch_samples = step_rows * data_dist_->world_size();
-  trained_samples_ += batch_samples;
-  log_samples += batch_samples;
-  if (log_now) last_loss_ = loss.item<double>();  // synchronises, so the time below is real
-  if (log_now) divergence_.check_logged(last_loss_, global_step_);
+void TrainingRun::count_step_time(Clock::time_point step_start, std::int64_t batch_samples, double input_wait) {
   if (global_step_ == s_.timing_skip_steps) {
     const double untimed = seconds_since(step_start);
     settle();  // the steps after this one are the steady state
@@ -395,36 +447,29 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
     }
   }
   log_input_wait_ += input_wait;
-  if (log_now) {
-    const double elapsed = seconds_since(log_start);
-    json value = {{"epoch", epoch_},
-                  {"global_steps", global_step_},
-                  {"num_trained_samples", trained_samples_},
-                  {"loss", last_loss_},
-                  {"lr", lr},
-                  {"samples_per_second", static_cast<double>(log_samples) / elapsed},
-                  {"input_wait_share", log_input_wait_ / elapsed}};
-    if (tokens_per_sample_ > 0)
-      value["tokens_per_second"] = static_cast<double>(log_samples * tokens_per_sample_) / elapsed;
-    if (grad_norm.defined()) value["grad_norm"] = grad_norm.item<double>();
-    precision_->describe_step(value);
-    std::map<std::string, double> counters;
-    c_.step_counters(counters);
-    for (const auto& [name, count] : counters) value[name] = count;
-    XPUPERF_EVENT(perflog_event::kStepEnd, value);
-    log_start = Clock::now();
-    log_samples = 0;
-    log_input_wait_ = 0;
-  }
-  if (profile_ && profile_->ends_now(global_step_)) {
-    settle();
-    profile_->stop(global_step_);
-  }
-  if (s_.eval_every_steps > 0 && global_step_ % s_.eval_every_steps == 0) {
-    run_eval();
-    log_start = Clock::now();
-  }
-  if (stop_) return true;
+}
+
+void TrainingRun::log_step(double lr, const torch::Tensor& grad_norm, Clock::time_point log_start,
+                           std::int64_t log_samples) {
+  const double elapsed = seconds_since(log_start);
+  json value = {{"epoch", epoch_},
+                {"global_steps", global_step_},
+                {"num_trained_samples", trained_samples_},
+                {"loss", last_loss_},
+                {"lr", lr},
+                {"samples_per_second", static_cast<double>(log_samples) / elapsed},
+                {"input_wait_share", log_input_wait_ / elapsed}};
+  if (tokens_per_sample_ > 0)
+    value["tokens_per_second"] = static_cast<double>(log_samples * tokens_per_sample_) / elapsed;
+  if (grad_norm.defined()) value["grad_norm"] = grad_norm.item<double>();
+  precision_->describe_step(value);
+  std::map<std::string, double> counters;
+  c_.step_counters(counters);
+  for (const auto& [name, count] : counters) value[name] = count;
+  XPUPERF_EVENT(perflog_event::kStepEnd, value);
+}
+
+void TrainingRun::check_stop_conditions() {
   if (s_.max_steps > 0 && global_step_ >= s_.max_steps) {
     reason_ = StopReason::MaxSteps;
   } else if (s_.max_samples > 0 && trained_samples_ >= s_.max_samples) {
@@ -432,14 +477,12 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
   } else if (s_.time_budget > 0 && train_seconds_ >= s_.time_budget) {
     reason_ = StopReason::TimeBudget;
   } else {
-    return true;
+    return;
   }
   stop_ = true;
-  return true;
 }
 
-TrainingOutcome TrainingRun::finish() {
-  if (profile_ && profile_->running()) profile_->stop(global_step_);  // the run ended inside the window
+void TrainingRun::save_model() {
   sync_->flush_optimizer();       // every step's update in the weights that are saved and reported
   sync_->write_master_weights();  // bf16_weights: the fp32 masters, not their bf16 copies
   if (!s_.save_checkpoint.empty()) sync_->gather_all();  // every rank: ZeRO-3 keeps only shares of its blocks
@@ -455,6 +498,56 @@ TrainingOutcome TrainingRun::finish() {
       }
     }
   }
+}
+
+json TrainingRun::describe_switches() const {
+  return {{"epochs", epoch_},
+          {"stop_reason", stop_reason_name(reason_)},
+          {"world_size", info_.env.world_size},
+          {"precision", precision_name(s_.precision)},
+          {"global_batch_size", micro_batches_per_step_ * accumulation_},
+          {"accumulation_steps", accumulation_},
+          {"zero_stage", s_.zero_stage},
+          {"offload_optimizer", s_.offload_optimizer},
+          {"bf16_weights", s_.bf16_weights},
+          {"tensor_parallel", s_.tensor_parallel},
+          {"pipeline_parallel", s_.pipeline_parallel},
+          {"expert_parallel", s_.expert_parallel},
+          {"activation_checkpointing", s_.activation_checkpointing},
+          {"target_mode", s_.target_mode}};
+}
+
+void TrainingRun::describe_performance(json& extra) {
+  precision_->describe(extra);
+  // The most any rank held: ranks differ (pipeline stages, ZeRO's uneven shares), and one that runs
+  // out of memory stops them all.
+  if (double peak = peak_device_memory_mib(device_); peak >= 0) {
+    auto most = torch::tensor({peak}, torch::TensorOptions().dtype(torch::kDouble)).to(device_);
+    dist_->all_reduce_max(most);
+    extra["peak_device_memory_mib"] = most.item<double>();
+  }
+  if (graph_) extra["cuda_graph_replays"] = graph_->replays();
+  if (s_.timing_skip_steps > 0 && timed_seconds_ > 0) {
+    extra["timing_skip_steps"] = s_.timing_skip_steps;
+    extra["steady_samples_per_second"] = static_cast<double>(timed_samples_) / timed_seconds_;
+    extra["steady_input_wait_share"] = timed_input_wait_ / timed_seconds_;
+  }
+}
+
+json TrainingRun::describe_lora() const {
+  const auto adapters = parallel::lora_tensors(*model_);  // A and B of each adapted layer
+  std::int64_t adapter = 0, frozen = 0;
+  for (const auto& [name, t] : adapters) adapter += t.numel();
+  for (const auto& p : model_->parameters())
+    if (!p.requires_grad()) frozen += p.numel();
+  const auto layers = static_cast<std::int64_t>(adapters.size()) / 2;
+  return {{"rank", s_.lora_rank},     {"alpha", s_.lora_alpha},        {"targets", s_.lora_targets},
+          {"adapted_layers", layers}, {"trained_parameters", adapter}, {"frozen_parameters", frozen}};
+}
+
+TrainingOutcome TrainingRun::finish() {
+  if (profile_ && profile_->running()) profile_->stop(global_step_);  // the run ended inside the window
+  save_model();
 
   TrainingOutcome outcome;
   outcome.reason = reason_;
@@ -468,20 +561,7 @@ TrainingOutcome TrainingRun::finish() {
   f.final_metric = FinalMetric{s_.target_metric, metrics_[s_.target_metric], s_.target_value};
   f.global_steps = global_step_;
   f.num_trained_samples = trained_samples_;
-  f.extra = {{"epochs", epoch_},
-             {"stop_reason", stop_reason_name(reason_)},
-             {"world_size", info_.env.world_size},
-             {"precision", precision_name(s_.precision)},
-             {"global_batch_size", micro_batches_per_step_ * accumulation_},
-             {"accumulation_steps", accumulation_},
-             {"zero_stage", s_.zero_stage},
-             {"offload_optimizer", s_.offload_optimizer},
-             {"bf16_weights", s_.bf16_weights},
-             {"tensor_parallel", s_.tensor_parallel},
-             {"pipeline_parallel", s_.pipeline_parallel},
-             {"expert_parallel", s_.expert_parallel},
-             {"activation_checkpointing", s_.activation_checkpointing},
-             {"target_mode", s_.target_mode}};
+  f.extra = describe_switches();
   // For MFU, which the report computes once it knows the chip's peak (vendors/<v>/specs.yaml).
   if (c_.train_flops_per_sample() > 0) f.extra["train_flops_per_sample"] = c_.train_flops_per_sample();
   if (tokens_per_sample_ > 0) {
@@ -489,32 +569,10 @@ TrainingOutcome TrainingRun::finish() {
     f.extra["training_tokens_per_second"] =
         f.training_samples_per_second.value_or(0.0) * static_cast<double>(tokens_per_sample_);
   }
-  precision_->describe(f.extra);
-  // The most any rank held: ranks differ (pipeline stages, ZeRO's uneven shares), and one that runs
-  // out of memory stops them all.
-  if (double peak = peak_device_memory_mib(device_); peak >= 0) {
-    auto most = torch::tensor({peak}, torch::TensorOptions().dtype(torch::kDouble)).to(device_);
-    dist_->all_reduce_max(most);
-    f.extra["peak_device_memory_mib"] = most.item<double>();
-  }
-  if (graph_) f.extra["cuda_graph_replays"] = graph_->replays();
-  if (s_.timing_skip_steps > 0 && timed_seconds_ > 0) {
-    f.extra["timing_skip_steps"] = s_.timing_skip_steps;
-    f.extra["steady_samples_per_second"] = static_cast<double>(timed_samples_) / timed_seconds_;
-    f.extra["steady_input_wait_share"] = timed_input_wait_ / timed_seconds_;
-  }
+  describe_performance(f.extra);
   sync_->describe(f.extra);
   if (profile_) profile_->describe(f.extra);
-  if (s_.lora_rank > 0) {
-    const auto adapters = parallel::lora_tensors(*model_);  // A and B of each adapted layer
-    std::int64_t adapter = 0, frozen = 0;
-    for (const auto& [name, t] : adapters) adapter += t.numel();
-    for (const auto& p : model_->parameters())
-      if (!p.requires_grad()) frozen += p.numel();
-    const auto layers = static_cast<std::int64_t>(adapters.size()) / 2;
-    f.extra["lora"] = {{"rank", s_.lora_rank},     {"alpha", s_.lora_alpha},        {"targets", s_.lora_targets},
-                       {"adapted_layers", layers}, {"trained_parameters", adapter}, {"frozen_parameters", frozen}};
-  }
+  if (s_.lora_rank > 0) f.extra["lora"] = describe_lora();
   if (s_.record_loss_curve && !loss_curve_.empty()) {
     const auto curve = torch::cat(loss_curve_).cpu();
     f.extra["loss_curve"] = std::vector<float>(curve.data_ptr<float>(), curve.data_ptr<float>() + curve.numel());

@@ -7,10 +7,10 @@
 
 #include <torch/torch.h>
 
+#include "xpuperf/datasets/token_datasets.h"
 #include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/models/bert.h"
-#include "xpuperf/train/token_datasets.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -37,12 +37,12 @@ class BertLargeInference : public infer::InferenceCase {
     if (batch <= 0) throw ConfigError("batch_size must be positive");
     synthetic_ = cfg.get_bool("synthetic_data", false);
     // The training cases' reader: the same held-out documents the bert case validates on.
-    const train::CaseContext data_ctx{cfg, torch::kCPU, 0, 1, 1};
-    const auto corpus = train::open_token_corpus(data_ctx, "wordpiece", config_.vocab);
+    const datasets::CaseContext data_ctx{cfg, torch::kCPU, 0, 1, 1};
+    const auto corpus = datasets::open_token_corpus(data_ctx, "wordpiece", config_.vocab);
     const text::BertSamples::Special special{corpus.cls, corpus.sep, corpus.mask, corpus.pad,
                                              static_cast<std::int32_t>(config_.vocab)};
     const auto seed = static_cast<std::uint64_t>(cfg.get_int("seed", 1234));
-    auto dataset = std::make_shared<train::BertTokenDataset>(corpus.eval, length_, special, seed, false);
+    auto dataset = std::make_shared<datasets::BertTokenDataset>(corpus.eval, length_, special, seed, false);
     std::int64_t samples = dataset->size();
     if (const std::int64_t limit = cfg.get_int("max_samples", 0); limit > 0) samples = std::min(samples, limit);
     if (samples == 0) throw ConfigError("the evaluation data (" + dataset->description() + ") holds no sequence");

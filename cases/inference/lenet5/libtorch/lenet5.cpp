@@ -1,11 +1,13 @@
 // LeNet-5 inference on Fashion-MNIST's test set: the model of the training case (a checkpoint
 // it saved loads here), top-1 accuracy judged on the CPU.
 
+#include "xpuperf/models/lenet5.h"
+
 #include <torch/torch.h>
 
 #include <filesystem>
 
-#include "cases/training/lenet5/libtorch/lenet5_model.h"
+#include "xpuperf/datasets/fashion_mnist.h"
 #include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/inference_case.h"
 #ifdef XPUPERF_HAVE_ONNX
@@ -23,7 +25,7 @@ class LeNet5Inference : public infer::InferenceCase {
     if (ctx.config.get_bool("synthetic_data")) {
       auto gen = at::detail::createCPUGenerator(1234);
       images = torch::randn({10000, 1, 28, 28}, gen);
-      labels = torch::randint(kClasses, {10000}, gen, torch::TensorOptions().dtype(torch::kLong));
+      labels = torch::randint(datasets::kFashionMnistClasses, {10000}, gen, torch::TensorOptions().dtype(torch::kLong));
       description = "synthetic: 10000 random images and labels (throughput only, no accuracy)";
     } else {
       const std::string dir = ctx.config.get_string("data_dir");
@@ -31,7 +33,7 @@ class LeNet5Inference : public infer::InferenceCase {
         throw ConfigError(
             "lenet5 needs data_dir: the folder with Fashion-MNIST's IDX files (--data-dir; on Debian: apt-get "
             "install dataset-fashion-mnist), or synthetic_data: true");
-      FashionMnist set = load_fashion_mnist(dir, ctx.config.get_string("eval_data"));
+      datasets::FashionMnist set = datasets::load_fashion_mnist(dir, ctx.config.get_string("eval_data"));
       images = set.images, labels = set.labels;
       description = "Fashion-MNIST test set, " + set.description;
     }
@@ -43,7 +45,7 @@ class LeNet5Inference : public infer::InferenceCase {
   std::shared_ptr<torch::nn::Module> create_model(const infer::InferContext& ctx,
                                                   const std::string& checkpoint) override {
     torch::manual_seed(1234);
-    LeNet5 model;
+    models::LeNet5 model;
     const std::string path = checkpoint.empty() ? ctx.config.get_string("checkpoint") : checkpoint;
     if (!path.empty() && !std::filesystem::exists(path))
       throw ConfigError("checkpoint '" + path +
@@ -55,7 +57,7 @@ class LeNet5Inference : public infer::InferenceCase {
   }
 
   torch::Tensor model_forward(torch::nn::Module& model, const torch::Tensor& input) override {
-    return dynamic_cast<LeNet5Impl&>(model).forward(input);
+    return dynamic_cast<models::LeNet5Impl&>(model).forward(input);
   }
 
   void evaluator(const torch::Tensor& outputs, const torch::Tensor& labels, infer::Evaluation& e) override {
@@ -63,10 +65,10 @@ class LeNet5Inference : public infer::InferenceCase {
   }
 
 #ifdef XPUPERF_HAVE_ONNX
-  // The same layers as LeNet5Impl::forward, as ONNX nodes.
+  // The same layers as models::LeNet5Impl::forward, as ONNX nodes.
   std::string export_model(torch::nn::Module& module, const infer::InferContext&, const std::string& dir) override {
     using infer::onnx_export::Attribute;
-    auto& m = dynamic_cast<LeNet5Impl&>(module);
+    auto& m = dynamic_cast<models::LeNet5Impl&>(module);
     infer::onnx_export::Graph g("lenet5");
     infer::onnx_export::add_weights(g, m);
     const auto kernel5 = Attribute::ints_of("kernel_shape", {5, 5});
@@ -86,7 +88,7 @@ class LeNet5Inference : public infer::InferenceCase {
     g.node("Gemm", {"relu3", "fc2.weight", "fc2.bias"}, "fc2", {Attribute::int_of("transB", 1)});
     g.node("Relu", {"fc2"}, "relu4");
     g.node("Gemm", {"relu4", "fc3.weight", "fc3.bias"}, "logits", {Attribute::int_of("transB", 1)});
-    g.output("logits", {kClasses});
+    g.output("logits", {datasets::kFashionMnistClasses});
     const std::string path = dir + "/lenet5.onnx";
     g.save(path);
     return path;
@@ -94,7 +96,7 @@ class LeNet5Inference : public infer::InferenceCase {
 #endif
 
   double flops_per_sample() const override {
-    return 2 * LeNet5Impl::forward_macs();
+    return 2 * models::LeNet5Impl::forward_macs();
   }
   std::string caveat() const override {
     return caveat_;

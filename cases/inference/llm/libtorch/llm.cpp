@@ -11,13 +11,13 @@
 #include <cmath>
 
 #include "xpuperf/core/log.h"
+#include "xpuperf/datasets/token_datasets.h"
 #include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/generation.h"
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
-#include "xpuperf/train/token_datasets.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -210,9 +210,9 @@ class LlmInference : public infer::InferenceCase {
           "(xpuperf data tokenize --tokenizer llama3), which needs vocab_size 128256 (a Llama 3 shape), "
           "not " +
           std::to_string(vocab_) + "; or random prompts (train_data: \"\")");
-    const train::CaseContext data_ctx{cfg, torch::kCPU, 0, 1, 1};
-    const auto corpus = train::open_token_corpus(data_ctx, architecture_ == "gpt2" ? "gpt2" : "llama3", vocab_);
-    auto dataset = std::make_shared<train::GptTokenDataset>(corpus.eval, length_);
+    const datasets::CaseContext data_ctx{cfg, torch::kCPU, 0, 1, 1};
+    const auto corpus = datasets::open_token_corpus(data_ctx, architecture_ == "gpt2" ? "gpt2" : "llama3", vocab_);
+    auto dataset = std::make_shared<datasets::GptTokenDataset>(corpus.eval, length_);
     const std::int64_t samples = std::min(dataset->size(), most), length = length_;
     if (samples == 0)
       throw ConfigError("the prompts' data (" + dataset->description() + ") hold no sequence of " +

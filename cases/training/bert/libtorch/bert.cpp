@@ -10,8 +10,9 @@
 #include <map>
 #include <utility>
 
+#include "xpuperf/datasets/token_datasets.h"
 #include "xpuperf/models/documents.h"
-#include "xpuperf/train/token_datasets.h"
+#include "xpuperf/train/training_case.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -31,13 +32,13 @@ class BertCase : public train::TrainingCase {
       throw ConfigError(ctx.config.at("seq_length").source.str() + ": seq_length must be in [8, " +
                         "max_position_embeddings = " + std::to_string(c.positions) + "], got " +
                         std::to_string(length_));
-    const auto corpus = train::open_token_corpus(ctx, "wordpiece", c.vocab);
+    const auto corpus = datasets::open_token_corpus(ctx, "wordpiece", c.vocab);
     const text::BertSamples::Special special{corpus.cls, corpus.sep, corpus.mask, corpus.pad,
                                              static_cast<std::int32_t>(c.vocab)};
     const auto seed = static_cast<std::uint64_t>(ctx.config.get_int("seed", 1234));
     packing_ = ctx.config.get_bool("sequence_packing", false);
-    train_ = std::make_shared<train::BertTokenDataset>(corpus.train, length_, special, seed, true, packing_);
-    eval_ = std::make_shared<train::BertTokenDataset>(corpus.eval, length_, special, seed + 1, false, packing_);
+    train_ = std::make_shared<datasets::BertTokenDataset>(corpus.train, length_, special, seed, true, packing_);
+    eval_ = std::make_shared<datasets::BertTokenDataset>(corpus.eval, length_, special, seed + 1, false, packing_);
     return {train_, eval_};
   }
 
@@ -91,7 +92,7 @@ class BertCase : public train::TrainingCase {
   }
 
   models::BertForMaskedLM model_{nullptr};
-  std::shared_ptr<train::BertTokenDataset> train_, eval_;
+  std::shared_ptr<datasets::BertTokenDataset> train_, eval_;
   bool packing_ = false;
   std::int64_t length_ = 512;
 };

@@ -5,7 +5,7 @@
 // The metrics are the validation accuracy and loss.
 
 #include "xpuperf/models/bert_classifier.h"
-#include "xpuperf/train/text_classification.h"
+#include "xpuperf/train/families/text_classification.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -16,14 +16,14 @@ class BertFinetuneCase : public train::TextClassificationCase {
     const Config& cfg = ctx.config;
     config_ = models::bert_config_from(cfg, models::BertConfig::base());
     config_.dropout = config_.attention_dropout = cfg.get_number("dropout", config_.dropout);
-    const text::WordPiece wordpiece = train::wordpiece_from(cfg);
+    const text::WordPiece wordpiece = datasets::wordpiece_from(cfg);
     if (wordpiece.vocab_size() != config_.vocab)
-      throw ConfigError("vocab_file " + train::data_file(cfg, "vocab_file") + " has " +
+      throw ConfigError("vocab_file " + datasets::data_file(cfg, "vocab_file") + " has " +
                         std::to_string(wordpiece.vocab_size()) + " tokens, the model's vocab_size is " +
                         std::to_string(config_.vocab) + ": they must be the same vocabulary");
     return labelled_datasets(
         ctx, [&wordpiece](std::string_view text) { return wordpiece.encode(text); },
-        train::wordpiece_framing(wordpiece), 128, config_.positions, "max_position_embeddings");
+        datasets::wordpiece_framing(wordpiece), 128, config_.positions, "max_position_embeddings");
   }
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {

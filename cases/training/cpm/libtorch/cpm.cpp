@@ -5,7 +5,7 @@
 // train/causal_lm_case.h's. init_checkpoint reads CPM's cpm_model_states_medium.pt (its Megatron
 // names are converted).
 
-#include "xpuperf/train/gpt_lm_case.h"
+#include "xpuperf/train/families/gpt_lm_case.h"
 
 namespace xpuperf::cases {
 namespace {

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <map>
 
-#include "xpuperf/train/glm_case.h"
-#include "xpuperf/train/glm_datasets.h"
+#include "xpuperf/datasets/glm_datasets.h"
+#include "xpuperf/train/families/glm_case.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -19,12 +19,12 @@ class GlmCase : public train::GlmCaseBase {
   train::Datasets datasets(const train::CaseContext& ctx) override {
     read_sizes(ctx.config);
     // The text's ids must lie below GLM's added tokens, so that none is read as [sop] or [eop].
-    const auto corpus = train::open_token_corpus(ctx, "wordpiece", std::min(sop_, eop_),
-                                                 "sop_id and eop_id, GLM's tokens after the text's");
+    const auto corpus = datasets::open_token_corpus(ctx, "wordpiece", std::min(sop_, eop_),
+                                                    "sop_id and eop_id, GLM's tokens after the text's");
     const text::BlankSpecial special{corpus.cls, corpus.mask, sop_, eop_, corpus.pad};
     const auto seed = static_cast<std::uint64_t>(ctx.config.get_int("seed", 1234));
-    train_ = std::make_shared<train::BlankInfillingDataset>(corpus.train, length_, special, seed, true);
-    eval_ = std::make_shared<train::BlankInfillingDataset>(corpus.eval, length_, special, seed + 1, false);
+    train_ = std::make_shared<datasets::BlankInfillingDataset>(corpus.train, length_, special, seed, true);
+    eval_ = std::make_shared<datasets::BlankInfillingDataset>(corpus.eval, length_, special, seed + 1, false);
     return {train_, eval_};
   }
 
@@ -58,7 +58,7 @@ class GlmCase : public train::GlmCaseBase {
     return {batch[0], batch[1], batch[2], batch[3], batch[4], train_->first_target()};
   }
 
-  std::shared_ptr<train::BlankInfillingDataset> train_, eval_;
+  std::shared_ptr<datasets::BlankInfillingDataset> train_, eval_;
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("glm", "libtorch", GlmCase);

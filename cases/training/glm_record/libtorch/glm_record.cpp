@@ -11,10 +11,10 @@
 #include <map>
 
 #include "xpuperf/data/idx.h"
+#include "xpuperf/datasets/glm_datasets.h"
 #include "xpuperf/text/tokenizer_error.h"
-#include "xpuperf/train/glm_case.h"
-#include "xpuperf/train/glm_datasets.h"
-#include "xpuperf/train/text_classification.h"
+#include "xpuperf/train/families/glm_case.h"
+#include "xpuperf/train/families/text_classification.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -24,13 +24,13 @@ class GlmRecordCase : public train::GlmCaseBase {
   train::Datasets datasets(const train::CaseContext& ctx) override {
     const Config& cfg = ctx.config;
     read_sizes(cfg);
-    const text::WordPiece wordpiece = train::wordpiece_from(cfg);
+    const text::WordPiece wordpiece = datasets::wordpiece_from(cfg);
     if (std::min(sop_, eop_) < wordpiece.vocab_size())
       throw ConfigError("sop_id " + std::to_string(sop_) + " and eop_id " + std::to_string(eop_) +
                         " must come after vocab_file's " + std::to_string(wordpiece.vocab_size()) + " tokens");
-    const train::RecordDataset::Special special{wordpiece.cls(), wordpiece.mask(), sop_, eop_, wordpiece.pad()};
+    const datasets::RecordDataset::Special special{wordpiece.cls(), wordpiece.mask(), sop_, eop_, wordpiece.pad()};
     const auto read = [&](const std::string& key) {
-      const auto path = train::data_file(cfg, key);
+      const auto path = datasets::data_file(cfg, key);
       try {
         return std::make_pair(path, text::read_record_jsonl(path));
       } catch (const text::TokenizerError& e) {
@@ -40,8 +40,9 @@ class GlmRecordCase : public train::GlmCaseBase {
     const auto [train_path, train_queries] = read("train_data");
     const auto [eval_path, eval_queries] = read("eval_data");
     const auto rows = cfg.get_int("max_candidates", 0);
-    train_ = std::make_shared<train::RecordDataset>(train_queries, wordpiece, special, length_, rows, true, train_path);
-    eval_ = std::make_shared<train::RecordDataset>(eval_queries, wordpiece, special, length_, 0, false, eval_path);
+    train_ =
+        std::make_shared<datasets::RecordDataset>(train_queries, wordpiece, special, length_, rows, true, train_path);
+    eval_ = std::make_shared<datasets::RecordDataset>(eval_queries, wordpiece, special, length_, 0, false, eval_path);
     return {train_, eval_};
   }
 
@@ -78,7 +79,7 @@ class GlmRecordCase : public train::GlmCaseBase {
     return scores.masked_fill(valid.logical_not(), -std::numeric_limits<float>::infinity());
   }
 
-  std::shared_ptr<train::RecordDataset> train_, eval_;
+  std::shared_ptr<datasets::RecordDataset> train_, eval_;
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("glm_record", "libtorch", GlmRecordCase);

@@ -2,7 +2,7 @@
 // model is models/gpt.h (Hugging Face's GPT2LMHeadModel layout); the data, the step and the
 // metrics (validation loss and perplexity) are train/causal_lm_case.h's.
 
-#include "xpuperf/train/gpt_lm_case.h"
+#include "xpuperf/train/families/gpt_lm_case.h"
 
 namespace xpuperf::cases {
 namespace {

@@ -1,16 +1,18 @@
-// LeNet-5 on Fashion-MNIST: the data and the metrics (the model: lenet5_model.h, shared with the
+// LeNet-5 on Fashion-MNIST: the data and the metrics (the model: models/lenet5.h, shared with the
 // inference case); the runtime does the rest.
+
+#include "xpuperf/models/lenet5.h"
 
 #include <torch/torch.h>
 
-#include "cases/training/lenet5/libtorch/lenet5_model.h"
+#include "xpuperf/datasets/fashion_mnist.h"
 #include "xpuperf/train/training_case.h"
 
 namespace xpuperf::cases {
 namespace {
 
 std::shared_ptr<train::Dataset> load_split(const std::string& dir, const std::string& prefix, const std::string& what) {
-  FashionMnist set = load_fashion_mnist(dir, prefix);
+  datasets::FashionMnist set = datasets::load_fashion_mnist(dir, prefix);
   return std::make_shared<train::TensorDataset>(std::vector<torch::Tensor>{set.images, set.labels},
                                                 "Fashion-MNIST " + what + ", " + set.description);
 }
@@ -18,7 +20,7 @@ std::shared_ptr<train::Dataset> load_split(const std::string& dir, const std::st
 std::shared_ptr<train::Dataset> synthetic_split(std::int64_t n, std::uint64_t seed, const std::string& what) {
   auto gen = at::detail::createCPUGenerator(seed);
   auto images = torch::randn({n, 1, 28, 28}, gen);
-  auto labels = torch::randint(kClasses, {n}, gen, torch::TensorOptions().dtype(torch::kLong));
+  auto labels = torch::randint(datasets::kFashionMnistClasses, {n}, gen, torch::TensorOptions().dtype(torch::kLong));
   return std::make_shared<train::TensorDataset>(
       std::vector<torch::Tensor>{images, labels},
       "synthetic " + what + " (" + std::to_string(n) + " random images and labels: throughput only, no accuracy)");
@@ -41,7 +43,7 @@ class LeNet5Case : public train::TrainingCase {
   }
 
   std::shared_ptr<torch::nn::Module> model(const train::CaseContext& ctx) override {
-    model_ = LeNet5();
+    model_ = models::LeNet5();
     model_->to(ctx.device);
     return model_.ptr();
   }
@@ -59,10 +61,10 @@ class LeNet5Case : public train::TrainingCase {
     sums.add("loss", loss.item<double>(), n);
   }
 
-  double train_flops_per_sample() const override { return 3 * 2 * LeNet5Impl::forward_macs(); }
+  double train_flops_per_sample() const override { return 3 * 2 * models::LeNet5Impl::forward_macs(); }
 
  private:
-  LeNet5 model_{nullptr};
+  models::LeNet5 model_{nullptr};
 };
 
 XPUPERF_REGISTER_TRAINING_CASE("lenet5", "libtorch", LeNet5Case);

@@ -2,7 +2,7 @@
 // the model is models/llama.h (Hugging Face's LlamaForCausalLM layout, shared with the llm inference
 // case) in Meta's Llama-3.2-1B shape by default; the case is train/llama_lm_case.h.
 
-#include "xpuperf/train/llama_lm_case.h"
+#include "xpuperf/train/families/llama_lm_case.h"
 
 namespace xpuperf::cases {
 namespace {

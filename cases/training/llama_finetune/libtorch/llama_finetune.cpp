@@ -11,7 +11,7 @@
 #include "xpuperf/models/llama_classifier.h"
 #include "xpuperf/text/byte_bpe.h"
 #include "xpuperf/text/tokenizer_error.h"
-#include "xpuperf/train/text_classification.h"
+#include "xpuperf/train/families/text_classification.h"
 
 namespace xpuperf::cases {
 namespace {
@@ -23,7 +23,7 @@ class LlamaFinetuneCase : public train::TextClassificationCase {
     config_ = models::llama_config_from(cfg, models::LlamaConfig::llama3_2_1b());
     config_.tie_word_embeddings = false;  // no output layer: a classifier scores the last token
     std::shared_ptr<text::ByteBpe> bpe;
-    const std::string file = train::data_file(cfg, "tokenizer_file");
+    const std::string file = datasets::data_file(cfg, "tokenizer_file");
     try {
       bpe = std::make_shared<text::ByteBpe>(text::ByteBpe::load_single_file(file));
     } catch (const text::TokenizerError& e) {
@@ -36,7 +36,7 @@ class LlamaFinetuneCase : public train::TextClassificationCase {
                         " ids, the model's vocab_size is " + std::to_string(config_.vocab));
     // <|begin_of_text|> text, as Hugging Face's Llama 3 tokenizer frames a text; padded with
     // <|end_of_text|> on the right, which the classifier never reads.
-    const train::TextFraming framing{bpe->begin_of_text(), -1, bpe->end_of_text(), "Llama 3 BPE"};
+    const datasets::TextFraming framing{bpe->begin_of_text(), -1, bpe->end_of_text(), "Llama 3 BPE"};
     return labelled_datasets(
         ctx, [bpe](std::string_view text) { return bpe->encode(text); }, framing, 256, config_.max_positions,
         "max_position_embeddings");

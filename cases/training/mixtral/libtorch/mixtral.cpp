@@ -3,7 +3,7 @@
 // _base.yaml's reduced shape by default, Mixtral-8x7B's as --set lines (README). The case is
 // train/llama_lm_case.h.
 
-#include "xpuperf/train/llama_lm_case.h"
+#include "xpuperf/train/families/llama_lm_case.h"
 
 namespace xpuperf::cases {
 namespace {

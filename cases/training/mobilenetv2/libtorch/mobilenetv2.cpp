@@ -2,7 +2,7 @@
 // and metrics are the image classification cases' (train/image_classification.h).
 
 #include "xpuperf/models/mobilenet_v2.h"
-#include "xpuperf/train/image_classification.h"
+#include "xpuperf/train/families/image_classification.h"
 
 namespace xpuperf::cases {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "xpuperf/models/resnet50.h"
 
-#include "xpuperf/train/image_classification.h"
+#include "xpuperf/train/families/image_classification.h"
 
 namespace xpuperf::cases {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "xpuperf/models/vit.h"
 
-#include "xpuperf/train/image_classification.h"
+#include "xpuperf/train/families/image_classification.h"
 
 namespace xpuperf::cases {
 namespace {

@@ -1,8 +1,8 @@
-#include "xpuperf/train/causal_lm_case.h"
+#include "xpuperf/train/families/causal_lm_case.h"
 
 #include <cmath>
 
-#include "xpuperf/train/token_datasets.h"
+#include "xpuperf/datasets/token_datasets.h"
 
 namespace xpuperf::train {
 
@@ -13,10 +13,10 @@ Datasets CausalLmCase::token_datasets(const CaseContext& ctx, const std::string&
   if (length_ < 1 || length_ > positions)
     throw ConfigError(ctx.config.at("seq_length").source.str() + ": seq_length must be in [1, " + positions_key +
                       " = " + std::to_string(positions) + "], got " + std::to_string(length_));
-  auto corpus = open_token_corpus(ctx, tokenizer, vocab);
+  auto corpus = datasets::open_token_corpus(ctx, tokenizer, vocab);
   const bool documents = ctx.config.get_bool("sequence_packing", false);
-  return {std::make_shared<GptTokenDataset>(corpus.train, length_, documents),
-          std::make_shared<GptTokenDataset>(corpus.eval, length_, documents)};
+  return {std::make_shared<datasets::GptTokenDataset>(corpus.train, length_, documents),
+          std::make_shared<datasets::GptTokenDataset>(corpus.eval, length_, documents)};
 }
 
 void CausalLmCase::evaluate(const Batch& batch, MetricSums& sums) {

@@ -1,9 +1,9 @@
-#include "xpuperf/train/cpu_adam.h"
+#include "xpuperf/optim/cpu_adam.h"
 
 #include <cmath>
 #include <cstring>
 
-namespace xpuperf::train {
+namespace xpuperf::optim {
 namespace {
 
 // One element's update, in torch::optim's order; `grad` in float.
@@ -77,4 +77,4 @@ void cpu_adam_bf16(float* p, float* m, float* v, std::uint16_t* exchange, std::i
   adam_bf16_loop(p, m, v, exchange, begin, end, c);
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::optim

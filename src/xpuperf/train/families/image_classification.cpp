@@ -1,4 +1,4 @@
-#include "xpuperf/train/image_classification.h"
+#include "xpuperf/train/families/image_classification.h"
 
 namespace xpuperf::train {
 namespace F = torch::nn::functional;
@@ -15,13 +15,13 @@ Datasets ImageClassificationCase::datasets(const CaseContext& ctx) {
   label_smoothing_ = ctx.config.get_number("label_smoothing", 0.0);
   if (label_smoothing_ < 0 || label_smoothing_ >= 1)
     throw ConfigError("label_smoothing must be in [0, 1), got " + std::to_string(label_smoothing_));
-  return image_classification_data(ctx, num_classes(ctx.config));
+  return datasets::image_classification_data(ctx, num_classes(ctx.config));
 }
 
 std::shared_ptr<torch::nn::Module> ImageClassificationCase::model(const CaseContext& ctx) {
   model_ = build(ctx.config, num_classes(ctx.config), ctx.config.get_int("image_size", 224));
   model_.module->to(ctx.device);
-  normalize_ = ImageNormalizer(ctx.device);
+  normalize_ = datasets::ImageNormalizer(ctx.device);
   return model_.module;
 }
 

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "xpuperf/datasets/token_datasets.h"
 #include "xpuperf/text/blank_infilling.h"
 #include "xpuperf/text/record.h"
 #include "xpuperf/text/wordpiece.h"
-#include "xpuperf/train/token_datasets.h"
 
-namespace xpuperf::train {
+namespace xpuperf::datasets {
 
 // Batches of ids, targets, positions, block positions (each (batch, length)) and sep (batch).
 // Training draws a sample's spans anew each epoch; evaluation draws the same every time.
@@ -68,10 +68,17 @@ class RecordDataset : public IndexedDataset {
     std::vector<std::vector<std::int32_t>> fills;
     std::vector<float> exact, f1;
   };
+  // out's part A, [CLS] passage before [MASK] after, the passage cut to leave room for the query and
+  // its longest fill within the length (`cut` says whether it was); ConfigError where even that
+  // does not fit.
+  void frame(Query& out, const text::RecordQuery& q, std::vector<std::int32_t> passage,
+             const text::WordPiece& wordpiece, bool& cut, const std::string& source) const;
+  // The query with `rows_` candidates: the matching ones first, then the first others.
+  Query with_fewer_candidates(const Query& q) const;
   std::vector<Query> queries_;
   Special special_;
   std::int64_t length_, rows_ = 0, most_ = 0;
   std::string description_;
 };
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::datasets

@@ -1,4 +1,4 @@
-#include "xpuperf/train/image_dataset.h"
+#include "xpuperf/datasets/image_dataset.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -14,7 +14,7 @@
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/vendor_runtime.h"
 
-namespace xpuperf::train {
+namespace xpuperf::datasets {
 namespace fs = std::filesystem;
 
 namespace {
@@ -249,4 +249,4 @@ Datasets image_classification_data(const CaseContext& ctx, std::int64_t classes)
   return d;
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::datasets

@@ -31,9 +31,9 @@
 #include <memory>
 #include <vector>
 
-#include "xpuperf/train/optimizers.h"
+#include "xpuperf/optim/optimizers.h"
 
-namespace xpuperf::train {
+namespace xpuperf::optim {
 
 struct AdamHyper {
   bool decoupled = true;  // AdamW (decay applied to the weight) or Adam (added to the gradient)
@@ -53,4 +53,4 @@ std::unique_ptr<StepOptimizer> make_offload_adam(const AdamHyper& h, double weig
                                                  std::vector<torch::Tensor> without_decay, bool device_bf16,
                                                  OffloadOverlap overlap = {}, bool stream_gradients = false);
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::optim

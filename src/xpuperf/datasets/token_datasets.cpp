@@ -1,4 +1,4 @@
-#include "xpuperf/train/token_datasets.h"
+#include "xpuperf/datasets/token_datasets.h"
 
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include "xpuperf/text/tokenize_corpus.h"
 #include "xpuperf/text/tokenizer_error.h"
 
-namespace xpuperf::train {
+namespace xpuperf::datasets {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -307,4 +307,4 @@ Batch BertTokenDataset::get(const torch::Tensor& indices) const {
   return {ids, torch::zeros({n, length_}, torch::kLong), keep, labels};
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::datasets

@@ -1,4 +1,4 @@
-#include "xpuperf/train/text_classification.h"
+#include "xpuperf/datasets/text_classification_data.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "xpuperf/text/json_lines.h"
 #include "xpuperf/text/tokenizer_error.h"
 
-namespace xpuperf::train {
+namespace xpuperf::datasets {
 
 std::string data_file(const Config& cfg, const std::string& key) {
   const std::string value = cfg.get_string(key, "");
@@ -117,25 +117,4 @@ TextFraming wordpiece_framing(const text::WordPiece& wordpiece) {
   return {wordpiece.cls(), wordpiece.sep(), wordpiece.pad(), "WordPiece"};
 }
 
-Datasets TextClassificationCase::labelled_datasets(const CaseContext& ctx, const TextEncoder& encode,
-                                                   const TextFraming& framing, std::int64_t default_length,
-                                                   std::int64_t positions, const std::string& positions_key) {
-  const Config& cfg = ctx.config;
-  length_ = cfg.get_int("seq_length", default_length);
-  const std::int64_t shortest = 1 + (framing.begin >= 0 ? 1 : 0) + (framing.end >= 0 ? 1 : 0);
-  if (length_ < shortest || length_ > positions)
-    throw ConfigError(cfg.at("seq_length").source.str() + ": seq_length must be in [" + std::to_string(shortest) +
-                      ", " + positions_key + " = " + std::to_string(positions) + "], got " + std::to_string(length_));
-  auto data = classification_data(data_file(cfg, "train_data"), data_file(cfg, "eval_data"), encode, framing, length_);
-  labels_ = static_cast<std::int64_t>(data.label_names.size());
-  return {data.train, data.eval};
-}
-
-void TextClassificationCase::evaluate(const Batch& batch, MetricSums& sums) {
-  const auto [loss, correct] = loss_and_correct(batch);
-  const auto n = static_cast<double>(batch[3].size(0));
-  sums.add("accuracy", correct.item<double>(), n);
-  sums.add("loss", loss.item<double>() * n, n);
-}
-
-}  // namespace xpuperf::train
+}  // namespace xpuperf::datasets

@@ -6,7 +6,7 @@
 
 #include "xpuperf/core/training_switches.h"
 
-namespace xpuperf::train {
+namespace xpuperf::optim {
 namespace {
 
 void check_offload(const SwitchCheckInput& in, Diagnostics& diags) {
@@ -33,4 +33,4 @@ void check_offload(const SwitchCheckInput& in, Diagnostics& diags) {
 const bool offload_check_registered = register_switch_check("offload_optimizer", check_offload);
 
 }  // namespace
-}  // namespace xpuperf::train
+}  // namespace xpuperf::optim

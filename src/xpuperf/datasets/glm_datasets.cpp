@@ -1,10 +1,10 @@
-#include "xpuperf/train/glm_datasets.h"
+#include "xpuperf/datasets/glm_datasets.h"
 
 #include <algorithm>
 #include <numeric>
 #include <utility>
 
-namespace xpuperf::train {
+namespace xpuperf::datasets {
 
 BlankInfillingDataset::BlankInfillingDataset(TokenSplit split, std::int64_t length, text::BlankSpecial special,
                                              std::uint64_t seed, bool dynamic_spans)
@@ -42,6 +42,47 @@ Batch BlankInfillingDataset::get(const torch::Tensor& indices) const {
   return {ids, targets, positions, blocks, sep};
 }
 
+void RecordDataset::frame(Query& out, const text::RecordQuery& q, std::vector<std::int32_t> passage,
+                          const text::WordPiece& wordpiece, bool& cut, const std::string& source) const {
+  std::size_t longest = 0;
+  for (const auto& f : out.fills) longest = std::max(longest, f.size());
+  const auto at = q.query.find("@placeholder");
+  const auto before = wordpiece.encode(q.query.substr(0, at));
+  const auto after = wordpiece.encode(q.query.substr(at + std::string("@placeholder").size()));
+  // [CLS] passage before [MASK] after, then [sop] fill: the fill's targets end in [eop].
+  const auto fixed = static_cast<std::int64_t>(1 + before.size() + 1 + after.size() + 1 + longest);
+  cut = fixed + static_cast<std::int64_t>(passage.size()) > length_;
+  if (cut) {
+    if (fixed > length_)
+      throw ConfigError(source + ": query " + q.id + " and its longest candidate take " + std::to_string(fixed) +
+                        " tokens, more than seq_length " + std::to_string(length_) + "; raise seq_length");
+    passage.resize(static_cast<std::size_t>(length_ - fixed));
+  }
+  out.part_a.push_back(special_.cls);
+  out.part_a.insert(out.part_a.end(), passage.begin(), passage.end());
+  out.part_a.insert(out.part_a.end(), before.begin(), before.end());
+  out.mask_at = static_cast<std::int32_t>(out.part_a.size());
+  out.part_a.push_back(special_.mask);
+  out.part_a.insert(out.part_a.end(), after.begin(), after.end());
+}
+
+RecordDataset::Query RecordDataset::with_fewer_candidates(const Query& q) const {
+  // Keep the matching candidates, then the first others.
+  std::vector<std::size_t> keep(q.fills.size());
+  std::iota(keep.begin(), keep.end(), 0);
+  std::stable_sort(keep.begin(), keep.end(), [&](std::size_t a, std::size_t b) { return q.exact[a] > q.exact[b]; });
+  keep.resize(static_cast<std::size_t>(rows_));
+  std::sort(keep.begin(), keep.end());
+  Query cut = q;
+  cut.fills.clear(), cut.exact.clear(), cut.f1.clear();
+  for (const auto k : keep) {
+    cut.fills.push_back(q.fills[k]);
+    cut.exact.push_back(q.exact[k]);
+    cut.f1.push_back(q.f1[k]);
+  }
+  return cut;
+}
+
 RecordDataset::RecordDataset(const std::vector<text::RecordQuery>& queries, const text::WordPiece& wordpiece,
                              Special special, std::int64_t length, std::int64_t candidates, bool training,
                              const std::string& source)
@@ -72,27 +113,9 @@ RecordDataset::RecordDataset(const std::vector<text::RecordQuery>& queries, cons
       ++without_answer;
       if (training) continue;
     }
-    std::size_t longest = 0;
-    for (const auto& f : out.fills) longest = std::max(longest, f.size());
-    const auto at = q.query.find("@placeholder");
-    const auto before = wordpiece.encode(q.query.substr(0, at));
-    const auto after = wordpiece.encode(q.query.substr(at + std::string("@placeholder").size()));
-    auto passage = passage_tokens;
-    // [CLS] passage before [MASK] after, then [sop] fill: the fill's targets end in [eop].
-    const auto fixed = static_cast<std::int64_t>(1 + before.size() + 1 + after.size() + 1 + longest);
-    if (fixed + static_cast<std::int64_t>(passage.size()) > length) {
-      if (fixed > length)
-        throw ConfigError(source + ": query " + q.id + " and its longest candidate take " + std::to_string(fixed) +
-                          " tokens, more than seq_length " + std::to_string(length) + "; raise seq_length");
-      passage.resize(static_cast<std::size_t>(length - fixed));
-      ++cut_passages;
-    }
-    out.part_a.push_back(special.cls);
-    out.part_a.insert(out.part_a.end(), passage.begin(), passage.end());
-    out.part_a.insert(out.part_a.end(), before.begin(), before.end());
-    out.mask_at = static_cast<std::int32_t>(out.part_a.size());
-    out.part_a.push_back(special.mask);
-    out.part_a.insert(out.part_a.end(), after.begin(), after.end());
+    bool cut = false;
+    frame(out, q, passage_tokens, wordpiece, cut, source);
+    if (cut) ++cut_passages;
     most_ = std::max(most_, static_cast<std::int64_t>(out.fills.size()));
     queries_.push_back(std::move(out));
   }
@@ -105,20 +128,7 @@ RecordDataset::RecordDataset(const std::vector<text::RecordQuery>& queries, cons
       throw ConfigError(source + ": a query has " + std::to_string(q.fills.size()) + " candidates, more than " +
                         "max_candidates " + std::to_string(rows_) + "; evaluation scores every candidate (set " +
                         "max_candidates to 0 or to at least that)");
-    // Keep the matching candidates, then the first others.
-    std::vector<std::size_t> keep(q.fills.size());
-    std::iota(keep.begin(), keep.end(), 0);
-    std::stable_sort(keep.begin(), keep.end(), [&](std::size_t a, std::size_t b) { return q.exact[a] > q.exact[b]; });
-    keep.resize(static_cast<std::size_t>(rows_));
-    std::sort(keep.begin(), keep.end());
-    Query cut = q;
-    cut.fills.clear(), cut.exact.clear(), cut.f1.clear();
-    for (const auto k : keep) {
-      cut.fills.push_back(q.fills[k]);
-      cut.exact.push_back(q.exact[k]);
-      cut.f1.push_back(q.f1[k]);
-    }
-    q = std::move(cut);
+    q = with_fewer_candidates(q);
     ++cut_candidates;
   }
   if (queries_.empty())
@@ -170,4 +180,4 @@ Batch RecordDataset::get(const torch::Tensor& indices) const {
   return {valid, exact, f1, ids, targets, positions, blocks, sep};
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::datasets

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
+#include "xpuperf/datasets/dataset.h"
 #include "xpuperf/text/samples.h"
-#include "xpuperf/train/training_case.h"
 
-namespace xpuperf::train {
+namespace xpuperf::datasets {
 
 // n with thousands separated by commas, for the datasets' descriptions.
 std::string thousands(std::int64_t n);
@@ -95,4 +95,4 @@ class BertTokenDataset : public IndexedDataset {
   std::string description_;
 };
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::datasets

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace xpuperf::train {
+namespace xpuperf::optim {
 
 // What one step's update multiplies by, in float as ATen's operators take their scalars.
 struct CpuAdamCoefficients {
@@ -29,4 +29,4 @@ void cpu_adam(float* p, float* m, float* v, const float* g, std::int64_t begin, 
 void cpu_adam_bf16(float* p, float* m, float* v, std::uint16_t* exchange, std::int64_t begin, std::int64_t end,
                    const CpuAdamCoefficients& c);
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::optim

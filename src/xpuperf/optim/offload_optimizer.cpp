@@ -1,4 +1,4 @@
-#include "xpuperf/train/offload_optimizer.h"
+#include "xpuperf/optim/offload_optimizer.h"
 
 #include <ATen/Parallel.h>
 #include <c10/core/Event.h>
@@ -16,12 +16,12 @@
 
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/parallel.h"
+#include "xpuperf/optim/cpu_adam.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/distributed.h"
 #include "xpuperf/torchrt/host_arena.h"
-#include "xpuperf/train/cpu_adam.h"
 
-namespace xpuperf::train {
+namespace xpuperf::optim {
 namespace {
 
 struct Slot {
@@ -402,4 +402,4 @@ std::unique_ptr<StepOptimizer> make_offload_adam(const AdamHyper& h, double weig
                                        stream_gradients);
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::optim

@@ -1,4 +1,4 @@
-#include "xpuperf/train/llama_lm_case.h"
+#include "xpuperf/train/families/llama_lm_case.h"
 
 namespace xpuperf::train {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "xpuperf/models/llama.h"
-#include "xpuperf/train/causal_lm_case.h"
+#include "xpuperf/train/families/causal_lm_case.h"
 
 namespace xpuperf::train {
 

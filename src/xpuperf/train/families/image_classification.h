@@ -8,7 +8,7 @@
 #include <functional>
 #include <memory>
 
-#include "xpuperf/train/image_dataset.h"
+#include "xpuperf/datasets/image_dataset.h"
 #include "xpuperf/train/training_case.h"
 
 namespace xpuperf::train {
@@ -33,7 +33,7 @@ class ImageClassificationCase : public TrainingCase {
 
  private:
   Model model_;
-  ImageNormalizer normalize_;
+  datasets::ImageNormalizer normalize_;
   double label_smoothing_ = 0;
 };
 

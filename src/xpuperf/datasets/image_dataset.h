@@ -11,9 +11,9 @@
 
 #include "xpuperf/data/image_folder.h"
 #include "xpuperf/data/image_loader.h"
-#include "xpuperf/train/training_case.h"
+#include "xpuperf/datasets/dataset.h"
 
-namespace xpuperf::train {
+namespace xpuperf::datasets {
 
 struct ImageDataOptions {
   int image_size = 224;     // the crop fed to the model
@@ -100,4 +100,4 @@ const data::DeviceJpegBackend* device_decoder_for(const Config& cfg, const torch
 // device's context exists (NVIDIA's raises its hardware queues: its decoder's source says why).
 void prepare_device_decoding(const Config& cfg, int ranks_on_host);
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::datasets

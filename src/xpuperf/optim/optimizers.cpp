@@ -1,15 +1,15 @@
-#include "xpuperf/train/optimizers.h"
+#include "xpuperf/optim/optimizers.h"
 
 #include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
 #include "xpuperf/ops/operators.h"
+#include "xpuperf/optim/offload_optimizer.h"
 #include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/product_weights.h"
-#include "xpuperf/train/offload_optimizer.h"
 
-namespace xpuperf::train {
+namespace xpuperf::optim {
 namespace {
 
 struct Hyper {
@@ -409,4 +409,4 @@ std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<tor
   return std::make_unique<MultiTensorOptimizer>(h, groups, impl == OptimizerImpl::Fused);
 }
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::optim

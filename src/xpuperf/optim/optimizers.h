@@ -27,7 +27,7 @@ namespace xpuperf::torchrt {
 struct ReducedBucket;  // torchrt/distributed.h
 }
 
-namespace xpuperf::train {
+namespace xpuperf::optim {
 
 enum class OptimizerImpl { Reference, Foreach, Fused };
 
@@ -103,4 +103,4 @@ torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params);
 // as torch.nn.utils.clip_grad_norm_ does, without waiting for the device.
 void clip_gradients(const std::vector<torch::Tensor>& params, const torch::Tensor& norm, double max_norm);
 
-}  // namespace xpuperf::train
+}  // namespace xpuperf::optim
