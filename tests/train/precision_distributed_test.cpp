@@ -91,7 +91,7 @@ TEST(LossScaler, OnTheDeviceTheFusedAdamSkipsWhatTheHostWouldSkip) {
   std::vector<std::int64_t> skipped;
   for (const bool on_device : {false, true}) {
     auto p = start.clone().requires_grad_(true);
-    auto opt = optim::make_optimizer(cfg, {p}, {}, optim::OptimizerImpl::Fused);
+    auto opt = optim::make_optimizer(optim::read_optimizer_settings(cfg), {p}, {}, optim::OptimizerImpl::Fused);
     ASSERT_TRUE(opt->skips_on_device());
     LossScaler scaler(LossScaler::Options{1024.0, 2.0, 0.5, 2});
     for (int i = 0; i < 7; ++i) {

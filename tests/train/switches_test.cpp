@@ -105,7 +105,7 @@ TEST(Switches, TheMultiTensorStepLeavesGradientsNoneAndStepsAMissingOneOnZeros) 
   auto ra = a.detach().clone().requires_grad_(), rb = b.detach().clone().requires_grad_();
   torch::optim::AdamW reference({ra, rb}, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
   const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.01\nweight_decay: 0.1\n");
-  auto ours = optim::make_optimizer(cfg, {a, b}, {}, optim::OptimizerImpl::Foreach);
+  auto ours = optim::make_optimizer(optim::read_optimizer_settings(cfg), {a, b}, {}, optim::OptimizerImpl::Foreach);
   for (int step = 0; step < 3; ++step) {
     ours->zero_grad();
     for (auto* p : {&ra, &rb})
@@ -124,7 +124,7 @@ TEST(Switches, TheMultiTensorStepLeavesGradientsNoneAndStepsAMissingOneOnZeros) 
   }
   // A parameter without a gradient in the first step is an error, as before.
   auto c = torch::randn({3}).requires_grad_();
-  auto fresh = optim::make_optimizer(cfg, {c}, {}, optim::OptimizerImpl::Foreach);
+  auto fresh = optim::make_optimizer(optim::read_optimizer_settings(cfg), {c}, {}, optim::OptimizerImpl::Foreach);
   EXPECT_THROW(fresh->step(), c10::Error);
 }
 
@@ -133,14 +133,15 @@ TEST(Switches, TheMultiTensorStepLeavesGradientsNoneAndStepsAMissingOneOnZeros) 
 TEST(Switches, TheFusedAdamClipsInsideItsStepAsClipGradientsDoes) {
   const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.01\nweight_decay: 0.1\n");
   auto cpu = torch::randn({8}).requires_grad_();
-  EXPECT_FALSE(
-      optim::make_optimizer(cfg, {cpu}, {}, optim::OptimizerImpl::Foreach)->clip_in_step(torch::ones({}), 1.0));
+  EXPECT_FALSE(optim::make_optimizer(optim::read_optimizer_settings(cfg), {cpu}, {}, optim::OptimizerImpl::Foreach)
+                   ->clip_in_step(torch::ones({}), 1.0));
   if (!torch::cuda::is_available()) GTEST_SKIP() << "the fused kernels: no CUDA device (run on the GPU machine)";
   torch::manual_seed(5);
   const auto cuda = torch::TensorOptions().device(torch::kCUDA);
   auto a = torch::randn({1000}, cuda).requires_grad_(), b = a.detach().clone().requires_grad_();
-  auto clipped_first = optim::make_optimizer(cfg, {a}, {}, optim::OptimizerImpl::Fused);
-  auto clipped_inside = optim::make_optimizer(cfg, {b}, {}, optim::OptimizerImpl::Fused);
+  auto clipped_first = optim::make_optimizer(optim::read_optimizer_settings(cfg), {a}, {}, optim::OptimizerImpl::Fused);
+  auto clipped_inside =
+      optim::make_optimizer(optim::read_optimizer_settings(cfg), {b}, {}, optim::OptimizerImpl::Fused);
   for (int step = 0; step < 4; ++step) {
     const auto grad = torch::randn({1000}, cuda) * (step == 1 ? 1e-3 : 10.0);  // one step under the limit
     a.mutable_grad() = grad.clone(), b.mutable_grad() = grad.clone();
@@ -440,7 +441,7 @@ TEST(Switches, Bf16WeightsStepFp32MastersAndRoundThemIntoTheWeights) {
   auto rw = w0.clone().requires_grad_(), re = e0.clone().requires_grad_();
   torch::optim::AdamW reference({rw, re}, torch::optim::AdamWOptions(0.05).weight_decay(0.1));
   const auto cfg = test::toy_config_for("optimizer: adamw\nlr: 0.05\nweight_decay: 0.1\nbf16_weights: true\n");
-  auto ours = optim::make_optimizer(cfg, *net, optim::OptimizerImpl::Foreach);
+  auto ours = optim::make_optimizer(optim::read_optimizer_settings(cfg), *net, optim::OptimizerImpl::Foreach);
   EXPECT_EQ(net->proj->weight.scalar_type(), torch::kBFloat16);
   EXPECT_EQ(net->proj->bias.scalar_type(), torch::kFloat);
   EXPECT_EQ(net->embed->weight.scalar_type(), torch::kFloat);
@@ -476,8 +477,9 @@ TEST(Switches, OnCudaTheBf16WeightsKernelIsTheForeachStep) {
   for (std::size_t i = 0; i < fused_net->parameters().size(); ++i)
     foreach_net->parameters()[i].set_data(fused_net->parameters()[i].detach().clone());
   fused_net->to(torch::kCUDA), foreach_net->to(torch::kCUDA);
-  auto fused = optim::make_optimizer(cfg, *fused_net, optim::OptimizerImpl::Fused);
-  auto foreach = optim::make_optimizer(cfg, *foreach_net, optim::OptimizerImpl::Foreach);
+  auto fused = optim::make_optimizer(optim::read_optimizer_settings(cfg), *fused_net, optim::OptimizerImpl::Fused);
+  auto foreach =
+      optim::make_optimizer(optim::read_optimizer_settings(cfg), *foreach_net, optim::OptimizerImpl::Foreach);
   for (int step = 0; step < 4; ++step) {
     const auto a = fused_net->parameters(), b = foreach_net->parameters();
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -602,7 +604,8 @@ TEST(Switches, WeightDecaySkipsOneDimensionalParametersWhenAsked) {
     n->conv2->bias.set_data(bias_before.clone());
     n->conv2->weight.set_data(weight_before.clone());
     auto opt = optim::make_optimizer(
-        cfg, *n, std::string(impl) == "off" ? optim::OptimizerImpl::Reference : optim::OptimizerImpl::Foreach);
+        optim::read_optimizer_settings(cfg), *n,
+        std::string(impl) == "off" ? optim::OptimizerImpl::Reference : optim::OptimizerImpl::Foreach);
     for (auto& p : n->parameters()) p.mutable_grad() = torch::zeros_like(p);
     opt->step();
     EXPECT_TRUE(torch::equal(n->conv2->bias, bias_before));

@@ -31,9 +31,9 @@ TEST(SweepStrategies, UnknownAndUnimplementedTokensAreRefusedWithTheReason) {
   Diagnostics diags;
   const auto rows = parse_strategies("bf16+zero4; bf16+pp0; fast; bf16; bf16; moe1", diags);
   const std::string text = diags.format();
-  EXPECT_NE(text.find("'moe1': a mixture has 2 experts or more"), std::string::npos) << text;
-  EXPECT_NE(text.find("'zero4': ZeRO has stages 1 to 3"), std::string::npos) << text;
-  EXPECT_NE(text.find("'pp0': a size must be 1 or more"), std::string::npos) << text;
+  EXPECT_NE(text.find("'moe1': num_local_experts must be 2 or more"), std::string::npos) << text;
+  EXPECT_NE(text.find("'zero4': zero_stage must be 0, 1, 2 or 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("'pp0': pipeline_parallel must be 1 or more"), std::string::npos) << text;
   EXPECT_NE(text.find("unknown strategy token 'fast'"), std::string::npos) << text;
   EXPECT_NE(text.find("strategy 'bf16' is listed twice"), std::string::npos) << text;
   Diagnostics none;

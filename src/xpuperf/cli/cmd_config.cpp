@@ -1,4 +1,5 @@
 // `xpuperf config CASE_KEY`: prints a case's merged config with the source of every value.
+// `xpuperf config --switches`: the training switches' declarations and their compatibility matrix.
 
 #include <algorithm>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/plan.h"
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_config.h"
 
 namespace xpuperf::cli {
@@ -18,7 +20,23 @@ struct ConfigOptions {
   std::string vendor;
   std::string data_dir;
   std::vector<std::string> sets;
+  bool switches = false;  // --switches: the switches' table and matrix instead of a case's config
+  bool markdown = false;  // --markdown: the table alone, in Markdown (docs/TRAINING.md's)
 };
+
+// The switches as declared beside their strategies (core/switch_spec.h).
+int print_switches(bool markdown) {
+  if (markdown) {
+    std::cout << switch_table_markdown();
+    return 0;
+  }
+  std::cout << "Training switches (each declared beside its strategy; `xpuperf sweep --strategies` takes the "
+               "tokens):\n\n"
+            << switch_table_markdown() << "\nWhat combines (the checks of `xpuperf check` refuse each x, "
+            << "whatever the case):\n\n"
+            << switch_matrix_text();
+  return 0;
+}
 
 // Without --vendor: the one vendor that has a config for this case.
 std::string pick_vendor(const std::vector<std::string>& candidates, const std::string& what) {
@@ -80,6 +98,9 @@ int run_inference(const Repo& repo, const ConfigOptions& opts, const std::string
 }
 
 int run_config(const GlobalOptions& global, const ConfigOptions& opts) {
+  if (opts.switches) return print_switches(opts.markdown);
+  if (opts.markdown) throw CommandError("--markdown goes with --switches");
+  if (opts.key.empty()) throw CommandError("name a case (e.g. lenet5:libtorch:CPU:1:1:1), or --switches");
   const Repo repo = find_repo(global);
   // FlagPerf's inference framework names inference cases "<case>:<framework>"; training keys have six fields.
   const auto colon = opts.key.find(':');
@@ -94,15 +115,20 @@ int run_config(const GlobalOptions& global, const ConfigOptions& opts) {
 }  // namespace
 
 void add_config_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
-  auto* cmd = app.add_subcommand("config", "Print a case's merged config with the source (file:line) of every value");
+  auto* cmd = app.add_subcommand("config",
+                                 "Print a case's merged config with the source (file:line) of every value, or the "
+                                 "training switches (--switches)");
   auto opts = std::make_shared<ConfigOptions>();
   cmd->add_option("case_key", opts->key,
                   "Training: model:framework:hardware:nnodes:nproc:repeat (e.g. lenet5:libtorch:CPU:1:1:1); "
-                  "inference: case:framework")
-      ->required();
+                  "inference: case:framework");
   cmd->add_option("--vendor", opts->vendor, "Vendor whose config to apply (default: the only vendor with one)");
   cmd->add_option("--data-dir", opts->data_dir, "Data folder, as a plan would set it");
   cmd->add_option("--set", opts->sets, "Override a parameter: --set key=value (repeatable)");
+  cmd->add_flag("--switches", opts->switches,
+                "Print the training switches: values, defaults, sweep tokens, what each does not combine with yet, "
+                "and the compatibility matrix");
+  cmd->add_flag("--markdown", opts->markdown, "With --switches: the table alone, in Markdown");
   cmd->callback([&global, &exit_code, opts] { exit_code = run_config(global, *opts); });
 }
 

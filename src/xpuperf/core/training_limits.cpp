@@ -47,7 +47,6 @@ const NumberLimit kNumberLimits[] = {
     {"warmup_epochs", Rule::NonNegative, "epochs of linear warm-up"},
     {"weight_decay", Rule::NonNegative, "0 = none"},
     {"clip_grad_norm", Rule::NonNegative, "0 = no clipping"},
-    {"global_batch_size", Rule::NonNegative, "0 = no accumulation"},
     {"timing_skip_steps", Rule::NonNegative, "steps left out of steady_samples_per_second"},
     {"profile_steps", Rule::NonNegative, "steps whose GPU kernels FINISHED lists; 0 = none"},
     {"adam_eps", Rule::Positive, "Adam's epsilon"},
@@ -69,7 +68,6 @@ const Choice kChoices[] = {
     {"dist_backend", {"auto", "gloo", "nccl"}},
     {"optimizer", {"sgd", "adam", "adamw"}},
     {"lr_scheduler", {"constant", "cosine", "linear", "exponential"}},
-    {"fused_optimizer", {"off", "foreach", "fused"}},
     // device: the device vendor's JPEG decoder; nvjpeg, NVIDIA's by its name, as configs for it say.
     {"jpeg_decoder", {"auto", "cpu", "device", "nvjpeg"}},
     {"target_mode", {"min", "max"}},

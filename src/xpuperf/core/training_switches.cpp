@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_limits.h"
 
 namespace xpuperf {
@@ -60,6 +61,7 @@ bool register_switch_check(const std::string& name, SwitchCheck check) {
 
 void check_training_switches(const Config& cfg, int world_size, Diagnostics& diags, const ModelSplits* splits) {
   check_training_limits(cfg, diags);
+  check_switch_values(cfg, diags);  // each declared switch's type and values (switch_spec.h)
   const SwitchCheckInput in{cfg, world_size, splits};
   for (const auto& [name, check] : registered()) check(in, diags);
 }

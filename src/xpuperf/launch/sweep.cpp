@@ -15,6 +15,7 @@
 #include "xpuperf/core/files.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/strings.h"
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_config.h"
 #include "xpuperf/launch/run_plan.h"
 #include "xpuperf/report/sweep_report.h"
@@ -33,41 +34,15 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return parts;
 }
 
-const char* kTokens =
-    "fp32, tf32, bf16, fp16, zero1, zero2, zero3, ckpt, graphs, offload, fused, foreach, pack, tpN, ppN, epN, "
-    "loraN, moeN or key=value";
-
-// What one token of a strategy sets; nullopt (with the reason in diags) when it cannot.
+// What one token of a strategy sets: a declared switch's token (core/switch_spec.h) or key=value;
+// nullopt (with the reason in diags) when it cannot.
 std::optional<std::vector<std::string>> token_sets(const std::string& token, const Source& where, Diagnostics& diags) {
-  static const std::regex kParallel("(zero|tp|pp|ep|lora|moe)([0-9]+)");
-  std::smatch m;
-  if (token == "fp32" || token == "tf32" || token == "bf16" || token == "fp16")
-    return std::vector<std::string>{"precision=" + token};
-  if (token == "ckpt") return std::vector<std::string>{"activation_checkpointing=true"};
-  if (token == "graphs") return std::vector<std::string>{"cuda_graphs=true"};
-  if (token == "offload") return std::vector<std::string>{"offload_optimizer=true"};
-  if (token == "pack") return std::vector<std::string>{"sequence_packing=true"};
-  if (token == "fused" || token == "foreach") return std::vector<std::string>{"fused_optimizer=" + token};
-  // Short tokens only: std::regex takes a stack frame a character, and stoi throws past 2^31.
-  if (token.size() <= 12 && std::regex_match(token, m, kParallel)) {
-    const std::string kind = m[1];
-    const int n = std::stoi(m[2]);
-    if (kind == "zero" && n <= 3) return std::vector<std::string>{"zero_stage=" + std::to_string(n)};
-    if (kind == "tp" && n >= 1) return std::vector<std::string>{"tensor_parallel=" + std::to_string(n)};
-    if (kind == "pp" && n >= 1) return std::vector<std::string>{"pipeline_parallel=" + std::to_string(n)};
-    if (kind == "lora" && n >= 1) return std::vector<std::string>{"lora_rank=" + std::to_string(n)};
-    if (kind == "ep" && n >= 1) return std::vector<std::string>{"expert_parallel=" + std::to_string(n)};
-    if (kind == "moe" && n >= 2) return std::vector<std::string>{"num_local_experts=" + std::to_string(n)};
-    diags.error(where,
-                "'" + token + "': " +
-                    (kind == "zero"  ? std::string("ZeRO has stages 1 to 3")
-                     : kind == "moe" ? std::string("a mixture has 2 experts or more")
-                                     : std::string("a size must be 1 or more")),
-                "the strategies: " + std::string(kTokens));
-    return std::nullopt;
-  }
+  const int errors_before = diags.error_count();
+  if (auto sets = switch_token_sets(token, where, diags)) return sets;
+  if (diags.error_count() > errors_before) return std::nullopt;  // a switch's token, with a value it does not take
   if (token.find('=') != std::string::npos) return std::vector<std::string>{token};
-  diags.error(where, "unknown strategy token '" + token + "'", std::string("use ") + kTokens + ", joined by +");
+  diags.error(where, "unknown strategy token '" + token + "'",
+              "use " + switch_tokens_text() + " or key=value, joined by +");
   return std::nullopt;
 }
 

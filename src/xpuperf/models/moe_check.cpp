@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::models {
@@ -46,6 +47,21 @@ void check_tokenizer(const SwitchCheckInput& in, Diagnostics& diags) {
 
 const bool experts_check_registered = register_switch_check("experts", check_experts);
 const bool tokenizer_check_registered = register_switch_check("tokenizer", check_tokenizer);
+
+const bool experts_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "num_local_experts";
+  s.type = SwitchType::Int;
+  s.default_value = "0";
+  s.min = 0;
+  s.unit = "experts";
+  s.doc = "a mixture of experts in the model's MLPs (Mixtral's shape; 0: dense; 1 is refused)";
+  s.sweep_token = "moe";
+  s.sweep_min = 2;
+  s.not_yet_with = {"tensor_parallel"};
+  s.on_value = "4";
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::models

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::optim {
@@ -31,6 +32,26 @@ void check_offload(const SwitchCheckInput& in, Diagnostics& diags) {
 }
 
 const bool offload_check_registered = register_switch_check("offload_optimizer", check_offload);
+
+const bool offload_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "offload_optimizer";
+  s.type = SwitchType::Bool;
+  s.default_value = "false";
+  s.doc = "ZeRO-Offload: fp32 master weights and Adam's moments in host memory, the update on the host's cores";
+  s.sweep_token = "offload";
+  s.not_yet_with = {"zero_stage", "fused_optimizer"};
+  return s;
+}());
+
+const bool offload_overlap_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "offload_overlap";
+  s.type = SwitchType::Bool;
+  s.default_value = "false";
+  s.doc = "with offload_optimizer: the host's update beside the next step, its weights one step late";
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::optim

@@ -17,19 +17,8 @@ struct Hyper {
   double lr = 0, weight_decay = 0, momentum = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
-Hyper read_hyper(const Config& cfg) {
-  Hyper h;
-  h.name = cfg.get_string("optimizer", "sgd");
-  if (h.name != "sgd" && h.name != "adam" && h.name != "adamw")
-    throw ConfigError(cfg.at("optimizer").source.str() + ": 'optimizer' must be sgd, adam or adamw, got '" + h.name +
-                      "'");
-  h.lr = cfg.get_number("lr");
-  h.weight_decay = cfg.get_number("weight_decay", 0.0);
-  h.momentum = cfg.get_number("momentum", 0.0);
-  h.beta1 = cfg.get_number("adam_beta1", 0.9);
-  h.beta2 = cfg.get_number("adam_beta2", 0.999);
-  h.eps = cfg.get_number("adam_eps", 1e-8);
-  return h;
+Hyper hyper_of(const OptimizerSettings& s) {
+  return {s.name, s.lr, s.weight_decay, s.momentum, s.beta1, s.beta2, s.eps};
 }
 
 // Parameters in two groups: with weight decay, and without (1-D ones when asked); with
@@ -39,14 +28,14 @@ struct Groups {
   std::vector<torch::Tensor> decay_bf16, no_decay_bf16;
 };
 
-Groups split_params(const Config& cfg, torch::nn::Module& model) {
+Groups split_params(const OptimizerSettings& s, torch::nn::Module& model) {
   std::unordered_set<const void*> bf16;
-  if (cfg.get_bool("bf16_weights", false))
+  if (s.bf16_weights)
     for (const auto& w : torchrt::product_weights(model)) bf16.insert(w.unsafeGetTensorImpl());
   Groups g;
   for (const auto& p : model.parameters()) {
     if (!p.requires_grad()) continue;
-    const bool decay = takes_weight_decay(cfg, p);
+    const bool decay = takes_weight_decay(s, p);
     if (bf16.count(p.unsafeGetTensorImpl()))
       (decay ? g.decay_bf16 : g.no_decay_bf16).push_back(p);
     else
@@ -345,9 +334,9 @@ void clip_gradients(const std::vector<torch::Tensor>& params, const torch::Tenso
   for (auto& grad : g.other_grads) grad.mul_(coefficient.to(grad.dtype()));
 }
 
-OptimizerImpl parse_optimizer_impl(const Config& cfg, const torch::Device& device) {
-  const std::string text = cfg.get_string("fused_optimizer", "off");
-  const auto where = [&] { return cfg.at("fused_optimizer").source.str() + ": "; };
+OptimizerImpl parse_optimizer_impl(const OptimizerSettings& s, const torch::Device& device) {
+  const std::string& text = s.implementation;
+  const auto where = [&] { return s.implementation_source.str() + ": "; };
   if (text == "off" || text == "false") return OptimizerImpl::Reference;
   if (text == "foreach") return OptimizerImpl::Foreach;
   if (text != "fused" && text != "true")
@@ -372,37 +361,34 @@ const char* optimizer_impl_name(OptimizerImpl impl) {
   return "off";
 }
 
-bool takes_weight_decay(const Config& cfg, const torch::Tensor& param) {
-  return !(cfg.get_bool("weight_decay_skip_1d", false) && param.dim() <= 1);
+bool takes_weight_decay(const OptimizerSettings& s, const torch::Tensor& param) {
+  return !(s.weight_decay_skip_1d && param.dim() <= 1);
 }
 
-std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, torch::nn::Module& model, OptimizerImpl impl) {
-  const Groups groups = split_params(cfg, model);
+std::unique_ptr<StepOptimizer> make_optimizer(const OptimizerSettings& s, torch::nn::Module& model,
+                                              OptimizerImpl impl) {
+  const Groups groups = split_params(s, model);
   if (groups.decay_bf16.empty() && groups.no_decay_bf16.empty())
-    return make_optimizer(cfg, groups.decay, groups.no_decay, impl);
-  if (impl == OptimizerImpl::Reference || cfg.get_bool("offload_optimizer", false))
-    throw ConfigError(cfg.at("bf16_weights").source.str() +
+    return make_optimizer(s, groups.decay, groups.no_decay, impl);
+  if (impl == OptimizerImpl::Reference || s.offload)
+    throw ConfigError(s.bf16_weights_source.str() +
                       ": bf16_weights needs fused_optimizer: fused or foreach, and no offload_optimizer");
-  return std::make_unique<MultiTensorOptimizer>(read_hyper(cfg), groups, impl == OptimizerImpl::Fused);
+  return std::make_unique<MultiTensorOptimizer>(hyper_of(s), groups, impl == OptimizerImpl::Fused);
 }
 
-std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> with_decay,
+std::unique_ptr<StepOptimizer> make_optimizer(const OptimizerSettings& s, std::vector<torch::Tensor> with_decay,
                                               std::vector<torch::Tensor> without_decay, OptimizerImpl impl) {
-  const Hyper h = read_hyper(cfg);
-  if (cfg.get_bool("offload_optimizer", false)) {
+  const Hyper h = hyper_of(s);
+  if (s.offload) {
     if (h.name == "sgd")
-      throw ConfigError(cfg.at("offload_optimizer").source.str() +
+      throw ConfigError(s.offload_source.str() +
                         ": offload_optimizer keeps Adam's state on the host; optimizer sgd has none to offload");
     const AdamHyper adam{h.name == "adamw", h.lr, h.beta1, h.beta2, h.eps};
-    // The device keeps bf16 weights where the step computes in bf16; the host the fp32 masters.
-    const bool device_bf16 = cfg.get_string("precision", "fp32") == "bf16";
     OffloadOverlap overlap;
-    overlap.enabled = cfg.get_bool("offload_overlap", false);
-    // fp16's gradients are unscaled on the device after the backward; a CUDA graph's replays run no hooks.
-    const bool stream = cfg.get_bool("offload_stream_gradients", true) &&
-                        cfg.get_string("precision", "fp32") != "fp16" && !cfg.get_bool("cuda_graphs", false);
-    return make_offload_adam(adam, h.weight_decay, std::move(with_decay), std::move(without_decay), device_bf16,
-                             overlap, stream);
+    overlap.enabled = s.offload_overlap;
+    // The device keeps bf16 weights where the step computes in bf16; the host the fp32 masters.
+    return make_offload_adam(adam, h.weight_decay, std::move(with_decay), std::move(without_decay), s.device_bf16,
+                             overlap, s.offload_streams);
   }
   const Groups groups{std::move(with_decay), std::move(without_decay), {}, {}};
   if (impl == OptimizerImpl::Reference) return std::make_unique<ReferenceOptimizer>(h, groups);

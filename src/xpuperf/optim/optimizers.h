@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "xpuperf/core/config.h"
+#include "xpuperf/optim/optimizer_settings.h"
 
 namespace xpuperf::torchrt {
 struct ReducedBucket;  // torchrt/distributed.h
@@ -33,7 +33,7 @@ enum class OptimizerImpl { Reference, Foreach, Fused };
 
 // "off", "foreach", "fused"; throws ConfigError naming the config line otherwise, or when the
 // fused kernels are missing (LibTorch 1.13, or SGD/AdamW fused on a device without them).
-OptimizerImpl parse_optimizer_impl(const Config& cfg, const torch::Device& device);
+OptimizerImpl parse_optimizer_impl(const OptimizerSettings& settings, const torch::Device& device);
 const char* optimizer_impl_name(OptimizerImpl impl);
 
 // How an optimizer takes a step's gradients as they are made, before step(): the data-parallel sync
@@ -87,15 +87,16 @@ class StepOptimizer {
   virtual void describe(nlohmann::json& finished) const { (void)finished; }
 };
 
-// The optimizer a config asks for (`optimizer`: sgd, adam, adamw; lr, momentum, weight_decay,
-// betas, eps). `weight_decay_skip_1d: true` leaves biases and normalisation weights (the
-// parameters of one dimension) out of weight decay, as the ResNet-50 v1.5 and ViT recipes do.
-std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, torch::nn::Module& model, OptimizerImpl impl);
+// The optimizer the settings ask for (sgd, adam, adamw; lr, momentum, weight_decay, betas, eps).
+// weight_decay_skip_1d leaves biases and normalisation weights (the parameters of one dimension)
+// out of weight decay, as the ResNet-50 v1.5 and ViT recipes do.
+std::unique_ptr<StepOptimizer> make_optimizer(const OptimizerSettings& settings, torch::nn::Module& model,
+                                              OptimizerImpl impl);
 // The same over given tensors (ZeRO's shares), already split by weight decay.
-std::unique_ptr<StepOptimizer> make_optimizer(const Config& cfg, std::vector<torch::Tensor> with_decay,
+std::unique_ptr<StepOptimizer> make_optimizer(const OptimizerSettings& settings, std::vector<torch::Tensor> with_decay,
                                               std::vector<torch::Tensor> without_decay, OptimizerImpl impl);
-// Whether the config gives `param` weight decay (weight_decay_skip_1d leaves 1-D ones out).
-bool takes_weight_decay(const Config& cfg, const torch::Tensor& param);
+// Whether `param` takes weight decay (weight_decay_skip_1d leaves 1-D ones out).
+bool takes_weight_decay(const OptimizerSettings& settings, const torch::Tensor& param);
 
 // The gradients' global L2 norm, as a device tensor (no synchronisation).
 torch::Tensor gradient_norm(const std::vector<torch::Tensor>& params);

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::parallel {
@@ -12,12 +13,7 @@ namespace {
 void check_expert_parallel(const SwitchCheckInput& in, Diagnostics& diags) {
   const std::int64_t parts = in.get_int("expert_parallel", 1), world = in.world_size;
   const auto at = in.source("expert_parallel");
-  if (parts < 1) {
-    diags.error(at, "'expert_parallel' must be 1 or more, got " + std::to_string(parts),
-                "1: every rank holds every expert; E: groups of E ranks share them");
-    return;
-  }
-  if (parts == 1) return;
+  if (parts <= 1) return;  // below 1: said by its declaration's value check
   const std::int64_t experts = in.get_int("num_local_experts", 0);
   if (world % parts != 0)
     diags.error(
@@ -47,6 +43,20 @@ void check_expert_parallel(const SwitchCheckInput& in, Diagnostics& diags) {
 }
 
 const bool expert_parallel_check_registered = register_switch_check("expert_parallel", check_expert_parallel);
+
+const bool expert_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "expert_parallel";
+  s.type = SwitchType::Int;
+  s.default_value = "1";
+  s.min = 1;
+  s.unit = "ranks";
+  s.doc = "groups of this many ranks share a mixture of experts' experts, tokens sent to them all-to-all";
+  s.sweep_token = "ep";
+  s.not_yet_with = {"tensor_parallel",   "pipeline_parallel", "zero_stage",
+                    "offload_optimizer", "lora_rank",         "cuda_graphs"};
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::parallel

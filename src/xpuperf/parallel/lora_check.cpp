@@ -4,16 +4,14 @@
 #include <algorithm>
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::parallel {
 namespace {
 
 void check_lora(const SwitchCheckInput& in, Diagnostics& diags) {
-  const std::int64_t rank = in.get_int("lora_rank", 0);
-  if (rank < 0)
-    diags.error(in.source("lora_rank"), "lora_rank: " + std::to_string(rank) + " (0: no LoRA; else 1 or more)");
-  if (rank <= 0) return;
+  if (in.get_int("lora_rank", 0) <= 0) return;  // below 0: said by its declaration's value check
   const double alpha = in.get_number("lora_alpha", 32);
   if (!(alpha > 0))
     diags.error(in.source("lora_alpha"), "lora_alpha must be positive (got " + std::to_string(alpha) + ")");
@@ -50,6 +48,19 @@ void check_lora(const SwitchCheckInput& in, Diagnostics& diags) {
 }
 
 const bool lora_check_registered = register_switch_check("lora", check_lora);
+
+const bool lora_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "lora_rank";
+  s.type = SwitchType::Int;
+  s.default_value = "0";
+  s.min = 0;
+  s.doc = "LoRA: rank-r adapters on lora_targets trained, the rest frozen (0: every weight trains)";
+  s.sweep_token = "lora";
+  s.not_yet_with = {"tensor_parallel", "pipeline_parallel"};
+  s.on_value = "8";
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::parallel

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::parallel {
@@ -29,10 +30,9 @@ std::string model_refuses(const SwitchCheckInput& in, const std::string& key, st
 void check_model_parallel(const SwitchCheckInput& in, Diagnostics& diags) {
   const bool saves = !in.get_string("save_checkpoint", "").empty();
   const std::int64_t tensor = in.get_int("tensor_parallel", 1), world = in.world_size;
-  if (tensor < 1)
-    diags.error(in.source("tensor_parallel"), "'tensor_parallel' must be 1 or more, got " + std::to_string(tensor),
-                "1: no tensor parallelism; N: groups of N ranks split each layer");
-  else if (world % tensor != 0)
+  if (tensor < 1) {
+    // said by its declaration's value check
+  } else if (world % tensor != 0)
     diags.error(
         in.source("tensor_parallel"),
         "'tensor_parallel' " + std::to_string(tensor) + " does not divide the " + std::to_string(world) + " ranks",
@@ -54,11 +54,9 @@ void check_model_parallel(const SwitchCheckInput& in, Diagnostics& diags) {
                 "tensor_parallel: 1 (expert parallelism is the experts' way)");
   const std::int64_t pipeline = in.get_int("pipeline_parallel", 1);
   const bool tensor_fits = tensor >= 1 && world % tensor == 0;
-  if (pipeline < 1)
-    diags.error(in.source("pipeline_parallel"),
-                "'pipeline_parallel' must be 1 or more, got " + std::to_string(pipeline),
-                "1: no pipeline; N: N stages of the model's blocks");
-  else if (tensor_fits && world % in.model_ranks() != 0)
+  if (pipeline < 1) {
+    // said by its declaration's value check
+  } else if (tensor_fits && world % in.model_ranks() != 0)
     diags.error(in.source("pipeline_parallel"),
                 "'pipeline_parallel' " + std::to_string(pipeline) + " × tensor_parallel " + std::to_string(tensor) +
                     " does not divide the " + std::to_string(world) + " ranks",
@@ -73,6 +71,30 @@ void check_model_parallel(const SwitchCheckInput& in, Diagnostics& diags) {
 }
 
 const bool model_parallel_check_registered = register_switch_check("model_parallel", check_model_parallel);
+
+const bool tensor_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "tensor_parallel";
+  s.type = SwitchType::Int;
+  s.default_value = "1";
+  s.min = 1;
+  s.unit = "ranks";
+  s.doc = "Megatron's tensor parallelism: groups of this many ranks split each block's attention heads and MLP units";
+  s.sweep_token = "tp";
+  return s;
+}());
+
+const bool pipeline_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "pipeline_parallel";
+  s.type = SwitchType::Int;
+  s.default_value = "1";
+  s.min = 1;
+  s.unit = "stages";
+  s.doc = "pipeline stages of the model's blocks, micro-batches in Megatron's 1F1B order";
+  s.sweep_token = "pp";
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::parallel

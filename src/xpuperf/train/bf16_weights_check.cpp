@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::train {
@@ -46,6 +47,19 @@ void check_bf16_weights(const SwitchCheckInput& in, Diagnostics& diags) {
 }
 
 const bool bf16_weights_check_registered = register_switch_check("bf16_weights", check_bf16_weights);
+
+const bool bf16_weights_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "bf16_weights";
+  s.type = SwitchType::Bool;
+  s.default_value = "false";
+  s.doc =
+      "the products' weights in bf16, fp32 masters in the optimizer (precision: bf16; fused_optimizer: fused or "
+      "foreach; Adam)";
+  s.not_yet_with = {"offload_optimizer", "lora_rank",         "zero_stage",
+                    "tensor_parallel",   "pipeline_parallel", "global_batch_size"};
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::train

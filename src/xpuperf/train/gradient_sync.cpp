@@ -20,7 +20,7 @@ class DataParallelSync : public GradientSync {
     for (const auto& p : split_.params)
       if (!experts.count(p.unsafeGetTensorImpl())) shared_.push_back(p);
     if (ctx.settings.overlap_grad_reduce) data_.attach_gradient_hooks(shared_);
-    optimizer_ = optim::make_optimizer(ctx.cfg, ctx.model, ctx.optimizer_impl);
+    optimizer_ = optim::make_optimizer(ctx.settings.optimizer, ctx.model, ctx.optimizer_impl);
     attach_tap();
   }
   ~DataParallelSync() override {
@@ -105,14 +105,14 @@ class ZeroSync : public GradientSync {
     for (const auto& p : ctx.split.params) {
       if (!p.requires_grad()) continue;
       trained.push_back(p);
-      decays.push_back(optim::takes_weight_decay(ctx.cfg, p));
+      decays.push_back(optim::takes_weight_decay(ctx.settings.optimizer, p));
     }
     std::vector<torch::nn::Module*> blocks;
     const auto stacks = parallel::block_stacks(ctx.model);
     for (auto* stack : stacks)
       for (auto* block : stack->blocks()) blocks.push_back(block);
     if (stage == 3 && blocks.empty())
-      throw ConfigError(ctx.cfg.at("zero_stage").source.str() +
+      throw ConfigError(ctx.settings.where("zero_stage").str() +
                         ": zero_stage: 3 shards the parameters of a model's blocks, and the model of " + ctx.case_name +
                         " has none; use zero_stage: 2");
     zero_ =
@@ -124,8 +124,8 @@ class ZeroSync : public GradientSync {
       hooked_ = stacks;
     }
     shares_ = zero_->all_shares();
-    optimizer_ =
-        optim::make_optimizer(ctx.cfg, zero_->shares_with_decay(), zero_->shares_without_decay(), ctx.optimizer_impl);
+    optimizer_ = optim::make_optimizer(ctx.settings.optimizer, zero_->shares_with_decay(),
+                                       zero_->shares_without_decay(), ctx.optimizer_impl);
   }
   ~ZeroSync() override {
     if (hooked_.empty()) return;

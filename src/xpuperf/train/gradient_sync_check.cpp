@@ -3,25 +3,48 @@
 
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::train {
 namespace {
 
-// `zero_stage`: 0 to 3, over the data-parallel ranks only (not yet with a model split).
+// `zero_stage` (its values: the declaration below) over the data-parallel ranks only: not yet with a
+// model split.
 void check_zero_stage(const SwitchCheckInput& in, Diagnostics& diags) {
   const std::int64_t stage = in.get_int("zero_stage", 0);
-  if (stage < 0 || stage > 3)
-    diags.error(in.source("zero_stage"), "'zero_stage' must be 0, 1, 2 or 3, got " + std::to_string(stage),
-                "0: plain data parallelism; 1: optimizer state sharded; 2: and gradients; 3: and the blocks' "
-                "parameters");
-  else if (stage > 0 && in.get_int("tensor_parallel", 1) > 1)
+  if (stage < 0 || stage > 3) return;
+  if (stage > 0 && in.get_int("tensor_parallel", 1) > 1)
     diags.error(in.source("zero_stage"), "zero_stage with tensor_parallel is not implemented yet", "use one of them");
   else if (stage > 0 && in.get_int("pipeline_parallel", 1) > 1)
     diags.error(in.source("zero_stage"), "zero_stage with pipeline_parallel is not implemented yet", "use one of them");
 }
 
 const bool zero_check_registered = register_switch_check("zero_stage", check_zero_stage);
+
+const bool zero_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "zero_stage";
+  s.type = SwitchType::Int;
+  s.default_value = "0";
+  s.min = 0;
+  s.max = 3;
+  s.doc =
+      "ZeRO over the data-parallel ranks: 1 shards the optimizer state, 2 also the gradients, 3 also the blocks' "
+      "parameters";
+  s.sweep_token = "zero";
+  s.not_yet_with = {"tensor_parallel", "pipeline_parallel"};
+  return s;
+}());
+
+const bool overlap_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "overlap_grad_reduce";
+  s.type = SwitchType::Bool;
+  s.default_value = "true";
+  s.doc = "start each gradient bucket's all-reduce during backward";
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::train

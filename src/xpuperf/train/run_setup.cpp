@@ -29,7 +29,7 @@ torch::Device prepare_process(const Config& cfg, const TrainingSettings& s, cons
   datasets::prepare_device_decoding(cfg, info.env.local_world_size);
   const torch::Device device = torchrt::choose_device(s.device, info.env.local_rank);
   if (s.precision == Precision::FP16 && !device.is_cuda() && !compat::cpu_autocast_supports_fp16())
-    throw ConfigError(cfg.at("precision").source.str() + ": precision: fp16 needs a CUDA device with this LibTorch (" +
+    throw ConfigError(s.where("precision").str() + ": precision: fp16 needs a CUDA device with this LibTorch (" +
                       "this run is on " + device.str() + "); use bf16 or fp32 on the CPU");
   if (!device.is_cuda()) keep_freed_host_memory();
   apply_tf32_setting(s.precision);
@@ -53,7 +53,6 @@ parallel::LoraSettings lora_settings(const TrainingSettings& s) {
 
 std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseContext& ctx, const TrainingSettings& s,
                                                  const std::string& case_name) {
-  const Config& cfg = ctx.config;
   // LoRA builds the model on the host and casts the frozen base to the compute type there, so the
   // device never holds the fp32 base (a 7B model's 27 GB, for 13.5 GB of bf16 that train).
   const bool build_on_host = s.lora_rank > 0 && !ctx.device.is_cpu();
@@ -62,7 +61,7 @@ std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseCont
   if (!s.init_checkpoint.empty()) {
     const std::string path = resolve_in(s.data_dir, s.init_checkpoint);
     if (!fs::exists(path))
-      throw ConfigError(cfg.at("init_checkpoint").source.str() + ": init_checkpoint '" + path + "' does not exist");
+      throw ConfigError(s.where("init_checkpoint").str() + ": init_checkpoint '" + path + "' does not exist");
     const torchrt::StateDictConversion convert = [&c](std::map<std::string, torch::Tensor>& tensors) {
       return c.convert_checkpoint(tensors);
     };
@@ -90,7 +89,7 @@ std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseCont
     try {
       parallel::apply_lora(*model, lora_settings(s), frozen);
     } catch (const std::invalid_argument& e) {
-      throw ConfigError(cfg.at("lora_targets").source.str() + ": " + e.what());
+      throw ConfigError(s.where("lora_targets").str() + ": " + e.what());
     }
     if (build_on_host) model->to(ctx.device);
   }
@@ -101,7 +100,7 @@ std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseCont
       if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
   }
   if (s.activation_checkpointing && parallel::set_activation_checkpointing(*model, true) == 0)
-    throw ConfigError(cfg.at("activation_checkpointing").source.str() + ": activation_checkpointing: the model of " +
+    throw ConfigError(s.where("activation_checkpointing").str() + ": activation_checkpointing: the model of " +
                       case_name + " has no blocks to checkpoint; set activation_checkpointing: false");
   return model;
 }

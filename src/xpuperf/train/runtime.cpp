@@ -66,11 +66,11 @@ bool reached(double value, double target, const std::string& mode) {
 }
 
 // A micro-batch's forward and backward as the run asks: eagerly, or by replaying a device graph.
-MicroBatchRunner make_runner(const Config& cfg, const TrainingSettings& s, const torch::Device& device,
+MicroBatchRunner make_runner(const TrainingSettings& s, const torch::Device& device,
                              const std::vector<torch::Tensor>& params, std::unique_ptr<StepGraph>& graph,
                              TrainingCase& c) {
   if (!s.cuda_graphs) return [](const Batch& b, const std::function<torch::Tensor(const Batch&)>& f) { return f(b); };
-  const std::string where = cfg.at("cuda_graphs").source.str() + ": cuda_graphs: ";
+  const std::string where = s.where("cuda_graphs").str() + ": cuda_graphs: ";
   if (!StepGraph::available(device))
     throw ConfigError(where +
                       "graphs need a device whose vendor brings them (NVIDIA's plug-in brings CUDA graphs, "
@@ -182,7 +182,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   log_.log(perflog_event::kInitStart, nullptr, "runtime.cpp", __LINE__);
   s_ = read_training_settings(cfg, info.env.world_size);
   device_ = prepare_process(cfg, s_, info);
-  optimizer_impl_ = optim::parse_optimizer_impl(cfg, device_);
+  optimizer_impl_ = optim::parse_optimizer_impl(s_.optimizer, device_);
 
   connect_ranks(info);
   accumulation_ = s_.accumulation(info.env.world_size);
@@ -198,7 +198,7 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   sync_ = make_gradient_sync({cfg, s_, optimizer_impl_, *model_, split_, groups_, *data_dist_, *dist_, info.case_name});
   precision_ = std::make_unique<StepPrecision>(device_, s_.precision, sync_->skips_on_device());
   schedule_ = make_step_schedule(groups_, split_, *data_dist_, accumulation_,
-                                 make_runner(cfg, s_, device_, split_.params, graph_, c));
+                                 make_runner(s_, device_, split_.params, graph_, c));
 
   if (s_.profile_steps > 0) {
     const char* trace = std::getenv("XPUPERF_PROFILE_TRACE");

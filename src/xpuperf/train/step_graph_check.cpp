@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::train {
@@ -33,6 +34,20 @@ void check_cuda_graphs(const SwitchCheckInput& in, Diagnostics& diags) {
 }
 
 const bool cuda_graphs_check_registered = register_switch_check("cuda_graphs", check_cuda_graphs);
+
+const bool cuda_graphs_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "cuda_graphs";
+  s.type = SwitchType::Bool;
+  s.default_value = "false";
+  s.doc =
+      "forward and backward captured once as a device graph and replayed (one rank, static shapes; any vendor's device "
+      "graphs)";
+  s.sweep_token = "graphs";
+  s.not_yet_with = {"global_batch_size", "activation_checkpointing", "zero_stage",
+                    "tensor_parallel",   "pipeline_parallel",        "expert_parallel"};
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::train

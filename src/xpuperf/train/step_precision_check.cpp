@@ -4,19 +4,16 @@
 #include <set>
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::train {
 namespace {
 
-// `precision`: one of the four this class runs.
+// `precision` (its values: the declaration below) where the device cannot run it.
 void check_precision(const SwitchCheckInput& in, Diagnostics& diags) {
   if (!in.cfg.has("precision")) return;
-  static const std::set<std::string> kPrecisions = {"fp32", "tf32", "bf16", "fp16"};
   const std::string p = in.get_string("precision", "");
-  if (!kPrecisions.count(p))
-    diags.error(in.source("precision"), "'precision' must be fp32, tf32, bf16 or fp16, got '" + p + "'",
-                "fp32 keeps TF32 off; bf16 and fp16 are autocast (fp16 with a dynamic loss scaler)");
   // The run's own refusal (runtime.cpp), said at check time where the device is known to be the CPU.
   const bool on_cpu = in.get_string("device", "auto") == "cpu" || in.get_string("vendor", "") == "cpu";
   if (p == "fp16" && on_cpu && !XPUPERF_CPU_AUTOCAST_FP16)
@@ -27,6 +24,18 @@ void check_precision(const SwitchCheckInput& in, Diagnostics& diags) {
 }
 
 const bool precision_check_registered = register_switch_check("precision", check_precision);
+
+const bool precision_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "precision";
+  s.type = SwitchType::Choice;
+  s.default_value = "fp32";
+  s.choices = {"fp32", "tf32", "bf16", "fp16"};
+  s.doc = "the compute type: fp32 (TF32 off), tf32, bf16 autocast, or fp16 autocast with a dynamic loss scaler";
+  s.sweep_values = {"fp32", "tf32", "bf16", "fp16"};
+  s.on_value = "bf16";
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::train

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::train {
@@ -22,6 +23,20 @@ void check_accumulation(const SwitchCheckInput& in, Diagnostics& diags) {
 }
 
 const bool accumulation_check_registered = register_switch_check("global_batch_size", check_accumulation);
+
+const bool accumulation_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "global_batch_size";
+  s.type = SwitchType::Int;
+  s.default_value = "0";
+  s.min = 0;
+  s.unit = "samples";
+  s.doc =
+      "samples a step over all ranks; more than train_batch_size × data-parallel ranks accumulates micro-batches (0: "
+      "none)";
+  s.on_value = "64";
+  return s;
+}());
 
 }  // namespace
 }  // namespace xpuperf::train

@@ -67,7 +67,15 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
   s.lora_alpha = cfg.get_number("lora_alpha", s.lora_alpha);
   s.lora_dropout = cfg.get_number("lora_dropout", s.lora_dropout);
   if (s.lora_rank > 0) s.lora_targets = cfg.get_string_list("lora_targets");
+  s.optimizer = optim::read_optimizer_settings(cfg);
+  for (const auto& key : cfg.keys()) s.sources[key] = cfg.at(key).source;
+  s.origin = Source{cfg.origin(), 0};
   return s;
+}
+
+Source TrainingSettings::where(const std::string& key) const {
+  const auto it = sources.find(key);
+  return it == sources.end() ? origin : it->second;
 }
 
 }  // namespace xpuperf::train

@@ -4,10 +4,12 @@
 // file. Errors name the key and the file:line its value came from.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "xpuperf/core/config.h"
+#include "xpuperf/optim/optimizer_settings.h"
 #include "xpuperf/train/precision.h"
 
 namespace xpuperf::train {
@@ -49,10 +51,17 @@ struct TrainingSettings {
   std::int64_t timing_skip_steps = 0;
   std::int64_t profile_steps = 0;  // steps after timing_skip_steps whose device kernels FINISHED lists
   std::string data_dir, init_checkpoint, save_checkpoint;
+  optim::OptimizerSettings optimizer;  // the optimizer's keys (optim/optimizer_settings.h)
   // LoRA fine-tuning (parallel/lora.h): rank 0 trains the whole model.
   std::int64_t lora_rank = 0;
   double lora_alpha = 32, lora_dropout = 0.05;
   std::vector<std::string> lora_targets;
+
+  // Where each key's value came from (file:line), for the refusals the run makes once it knows the
+  // device and the model; the config's origin for a key it does not set.
+  Source where(const std::string& key) const;
+  std::map<std::string, Source> sources;
+  Source origin;
 
   // Ranks that share data (the world without model parallelism).
   int data_ranks(int world_size) const { return world_size / static_cast<int>(tensor_parallel * pipeline_parallel); }
