@@ -5,8 +5,7 @@
 #include <iostream>
 
 #include "xpuperf/cli/commands.h"
-#include "xpuperf/core/base_config.h"
-#include "xpuperf/core/inference_config.h"
+#include "xpuperf/core/case_family.h"
 #include "xpuperf/core/plan.h"
 
 namespace xpuperf::cli {
@@ -56,14 +55,12 @@ int run_check(const GlobalOptions& global, const std::string& plan_path, bool qu
             << " host" << (plan->hosts.size() == 1 ? "" : "s") << " (launcher " << plan->launcher << "), "
             << plan->cases.size() << " case" << (plan->cases.size() == 1 ? "" : "s") << ".\n";
   for (const auto& c : plan->cases) {
-    if (is_base_key(c.key))
-      std::cout << "  base " << base_key_text(c.key) << (c.sets.empty() ? "" : "  set: " + join_sets(c.sets)) << "\n";
-    else if (is_inference_key(c.key))
-      std::cout << "  inference " << inference_key_text(c.key) << (c.sets.empty() ? "" : "  set: " + join_sets(c.sets))
-                << "\n";
-    else
-      std::cout << "  " << c.key.str() << "  data: " << c.data_dir
-                << (c.sets.empty() ? "" : "  set: " + join_sets(c.sets)) << "\n";
+    // A training case with its data folder; the others after their family's name.
+    const CaseFamily& family = case_family(c.key);
+    std::cout << "  "
+              << (family.reads_data_dir() ? family.key_text(c.key) + "  data: " + c.data_dir
+                                          : std::string(family.name()) + " " + family.key_text(c.key))
+              << (c.sets.empty() ? "" : "  set: " + join_sets(c.sets)) << "\n";
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "xpuperf/core/base_config.h"
+#include "xpuperf/core/case_family.h"
 #include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/strings.h"
 #include "xpuperf/core/training_config.h"
@@ -503,19 +504,9 @@ void check_plan(const Plan& plan, const Repo& repo, Diagnostics& diags) {
                 "the container needs an image: set container.image, or write the vendor's recipe " +
                     repo.vendor_dir(plan.vendor) + "/container/Dockerfile (built when it changes)");
   for (const auto& c : plan.cases) {
-    if (is_base_key(c.key)) {
-      load_base_config(repo, {c.key.model, plan.vendor, parse_set_overrides(c.sets, diags, c.source), c.source}, diags);
-      continue;
-    }
-    if (is_inference_key(c.key)) {
-      auto config = load_inference_config(repo, c.key.model, plan.vendor, c.source, plan_keys(), diags);
-      if (config) apply_inference_overrides(*config, parse_set_overrides(c.sets, diags, c.source), diags);
-      continue;
-    }
-    TrainingConfigRequest request{
-        c.key, plan.vendor, c.data_dir, c.source, vendor_line, c.source, parse_set_overrides(c.sets, diags, c.source)};
-    load_training_config(repo, request, diags);
-    if (plan.launcher == "local" && !fs::is_directory(c.data_dir, ec))
+    const CaseFamily& family = case_family(c.key);
+    family.load_config(repo, c.key, {plan.vendor, c.data_dir, c.sets, c.source, c.source, vendor_line}, diags);
+    if (family.reads_data_dir() && plan.launcher == "local" && !fs::is_directory(c.data_dir, ec))
       diags.error(c.source, "data folder '" + c.data_dir + "' of case " + c.key.str() + " does not exist",
                   "create it, install the dataset, or point the case at the right folder");
   }

@@ -12,9 +12,8 @@
 #include <optional>
 #include <thread>
 
-#include "xpuperf/core/base_config.h"
+#include "xpuperf/core/case_family.h"
 #include "xpuperf/core/files.h"
-#include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/plan.h"
 #include "xpuperf/core/process.h"
@@ -250,28 +249,13 @@ namespace {
 
 // The case's merged config, as the rank will read it.
 std::optional<Config> node_config(const NodeRequest& request, const CaseKey& key, Diagnostics& diags) {
-  std::optional<Config> config;
-  if (is_inference_key(key)) {
-    config = load_inference_config(Repo(request.root), key.model, request.vendor, {"plan", 0}, plan_keys(), diags);
-    if (config && !apply_inference_overrides(*config, parse_set_overrides(request.sets, diags), diags)) config.reset();
-  } else if (is_base_key(key)) {
-    config = load_base_config(
-        Repo(request.root), {key.model, request.vendor, parse_set_overrides(request.sets, diags), {"plan", 0}}, diags);
-  } else {
-    TrainingConfigRequest config_request;
-    config_request.key = key;
-    config_request.vendor = request.vendor;
-    config_request.data_dir = request.data_dir;
-    config_request.where = {"plan", 0};
-    config_request.sets = parse_set_overrides(request.sets, diags);
-    config = load_training_config(Repo(request.root), config_request, diags);
-  }
-  return config;
+  return case_family(key).load_config(
+      Repo(request.root), key, {request.vendor, request.data_dir, request.sets, std::nullopt, {"plan", 0}, {}}, diags);
 }
 
 // Local rank `local`'s command and environment (global rank = node_rank * nproc + local).
 ProcessSpec rank_process(const NodeRequest& request, const CaseKey& key, const Config& config, int local) {
-  const bool base = is_base_key(key), inference = is_inference_key(key);
+  const CaseFamily& family = case_family(key);
   RankEnv env;
   env.rank = request.node_rank * key.nproc + local;
   env.local_rank = local;
@@ -281,33 +265,13 @@ ProcessSpec rank_process(const NodeRequest& request, const CaseKey& key, const C
   env.master_addr = request.master_addr;
   env.master_port = request.master_port;
   ProcessSpec spec;
-  if (inference) {
-    spec.argv = {
-        "/proc/self/exe",         "--root",   request.root,   "infer",      "--case",     key.model, "--framework",
-        inference_framework(key), "--vendor", request.vendor, "--hardware", key.hardware, "--out",   request.out_dir};
-    for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
-  } else if (base) {
-    spec.argv = {"/proc/self/exe", "--root",       request.root, "base",      key.model,
-                 "--vendor",       request.vendor, "--hardware", key.hardware};
-    for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
-  } else {
-    spec.argv = {"/proc/self/exe", "--root",
-                 request.root,     "train",
-                 "--case",         key.model,
-                 "--framework",    key.framework,
-                 "--vendor",       request.vendor,
-                 "--hardware",     key.hardware,
-                 "--nnodes",       std::to_string(key.nnodes),
-                 "--nproc",        std::to_string(key.nproc),
-                 "--data-dir",     request.data_dir};
-    for (const auto& set : request.sets) spec.argv.insert(spec.argv.end(), {"--set", set});
-  }
+  spec.argv = family.rank_argv(key, {request.root, request.vendor, request.data_dir, request.out_dir, request.sets});
   spec.env = env.to_env();
   // A base case that measures the whole host (peer copies between every pair) sees every device.
   std::string visible;
   const int first = std::max(0, request.first_device);
   for (int i = 0; i < key.nproc; ++i) visible += (i ? "," : "") + std::to_string(first + i);
-  if (!(base && config.get_bool("whole_host", false))) spec.env[request.visible_devices_env] = visible;
+  if (!family.sees_every_device(config)) spec.env[request.visible_devices_env] = visible;
   // CUDA numbers devices fastest first by default; NVML (the monitors) in PCI bus order. One
   // order for both, so that the monitors charge a round with the devices it ran on.
   if (!std::getenv("CUDA_DEVICE_ORDER")) spec.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
@@ -317,8 +281,7 @@ ProcessSpec rank_process(const NodeRequest& request, const CaseKey& key, const C
 
 // A training case's vendor config folder (its environment_variables.sh), "" for others.
 std::string case_config_dir(const NodeRequest& request, const CaseKey& key) {
-  if (is_base_key(key) || is_inference_key(key)) return "";
-  return Repo(request.root).vendor_dir(request.vendor) + "/training/" + key.model + "-" + key.framework + "/config";
+  return case_family(key).vendor_config_dir(Repo(request.root), request.vendor, key);
 }
 
 }  // namespace

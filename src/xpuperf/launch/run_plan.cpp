@@ -11,9 +11,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "xpuperf/core/base_config.h"
+#include "xpuperf/core/case_family.h"
 #include "xpuperf/core/files.h"
-#include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/log.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/shell_quote.h"
@@ -99,20 +98,18 @@ void emit_plan_settings(YAML::Emitter& out, const Plan& p) {
 
 // The plan's cases, by family: base, training (`cases`), inference.
 void emit_plan_cases(YAML::Emitter& out, const Plan& p) {
-  enum Family { kBase, kTraining, kInference };
-  const auto family = [](const PlanCase& c) {
-    return is_base_key(c.key) ? kBase : is_inference_key(c.key) ? kInference : kTraining;
+  const auto in_family = [](const PlanCase& c, const char* name) {
+    return case_family(c.key).name() == std::string(name);
   };
-  const auto count = [&](Family f) {
-    return std::count_if(p.cases.begin(), p.cases.end(), [&](const PlanCase& c) { return family(c) == f; });
+  const auto count = [&](const char* family) {
+    return std::count_if(p.cases.begin(), p.cases.end(), [&](const PlanCase& c) { return in_family(c, family); });
   };
-  const auto keyed_section = [&](const char* name, Family f) {
-    if (count(f) == 0) return;
+  const auto keyed_section = [&](const char* name, const char* family) {
+    if (count(family) == 0) return;
     out << YAML::Key << name << YAML::Value << YAML::BeginMap;
     for (const auto& c : p.cases) {
-      if (family(c) != f) continue;
-      out << YAML::Key << YAML::DoubleQuoted << (f == kBase ? base_key_text(c.key) : inference_key_text(c.key))
-          << YAML::Value;
+      if (!in_family(c, family)) continue;
+      out << YAML::Key << YAML::DoubleQuoted << case_family(c.key).key_text(c.key) << YAML::Value;
       if (c.sets.empty()) {
         out << YAML::Null;
         continue;
@@ -126,11 +123,11 @@ void emit_plan_cases(YAML::Emitter& out, const Plan& p) {
     }
     out << YAML::EndMap;
   };
-  keyed_section("base", kBase);
-  if (count(kTraining) > 0) {
+  keyed_section("base", "base");
+  if (count("training") > 0) {
     out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap;
     for (const auto& c : p.cases) {
-      if (family(c) != kTraining) continue;
+      if (!in_family(c, "training")) continue;
       out << YAML::Key << YAML::DoubleQuoted << c.key.str() << YAML::Value;
       if (c.sets.empty()) {
         out << c.data_dir;
@@ -145,7 +142,7 @@ void emit_plan_cases(YAML::Emitter& out, const Plan& p) {
     }
     out << YAML::EndMap;
   }
-  keyed_section("inference", kInference);
+  keyed_section("inference", "inference");
 }
 
 // The plan as run, with every default written out, so `--resume` and readers see exactly it.

@@ -8,9 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "xpuperf/core/base_config.h"
+#include "xpuperf/core/case_family.h"
 #include "xpuperf/core/files.h"
-#include "xpuperf/core/inference_config.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/plan.h"
 #include "xpuperf/core/version.h"
@@ -293,22 +292,12 @@ json plan_summary(const fs::path& run, const Plan& plan) {
   bool have_system = false;
   for (const auto& c : plan.cases) {
     const fs::path case_dir = run / c.key.dir_name();
-    const bool base = is_base_key(c.key), inference = is_inference_key(c.key);
-    json entry = {{"case", base        ? base_key_text(c.key)
-                           : inference ? inference_key_text(c.key)
-                                       : c.key.str()},
-                  {"family", base        ? "base"
-                             : inference ? "inference"
-                                         : "training"},
-                  {"dir", c.key.dir_name()},
-                  {"model", c.key.model},
-                  {"framework", c.key.framework},
-                  {"hardware", c.key.hardware},
-                  {"nnodes", c.key.nnodes},
-                  {"nproc", c.key.nproc},
-                  {"rounds_planned", c.key.repeat},
-                  {"rounds", json::array()},
-                  {"failed_rounds", json::array()}};
+    const CaseFamily& family = case_family(c.key);
+    const bool base = family.name() == std::string("base");
+    json entry = {{"case", family.key_text(c.key)}, {"family", family.name()},       {"dir", c.key.dir_name()},
+                  {"model", c.key.model},           {"framework", c.key.framework},  {"hardware", c.key.hardware},
+                  {"nnodes", c.key.nnodes},         {"nproc", c.key.nproc},          {"rounds_planned", c.key.repeat},
+                  {"rounds", json::array()},        {"failed_rounds", json::array()}};
     for (int round = 1; round <= c.key.repeat; ++round) {
       const fs::path round_dir = case_dir / ("round" + std::to_string(round));
       if (!fs::exists(round_dir)) continue;  // not run (interrupted plan)
