@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "toy_case.h"
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/data/device_jpeg.h"
 #include "xpuperf/datasets/image_dataset.h"
 #include "xpuperf/train/lr_schedule.h"
@@ -247,6 +248,37 @@ TEST(Runtime, Bf16AutocastTrainsOnTheCpu) {
   const ToyRun run = train_toy("precision: bf16\ntarget_value: 0.85\nmax_epochs: 30\n");
   EXPECT_TRUE(*run.outcome.finished.converged);
   EXPECT_EQ(run.all("SUBMIT_INFO")[0]->value["precision"], "bf16");
+}
+
+// SUBMIT_INFO and FINISHED write the switches their declarations name (core/switch_spec.h), each as
+// set, or its declared default, in its type.
+TEST(Runtime, SubmitInfoAndFinishedWriteTheDeclaredSwitchesAsSet) {
+  const ToyRun run = train_toy("max_steps: 2\nprecision: bf16\nactivation_checkpointing: false\n");
+  const auto& submit = run.all("SUBMIT_INFO")[0]->value;
+  const auto& finished = run.all("FINISHED")[0]->value;
+  int in_submit = 0, in_finished = 0;
+  for (const auto& spec : switch_specs()) {
+    if (spec.in_submit_info) {
+      ++in_submit;
+      ASSERT_TRUE(submit.contains(spec.key)) << spec.key;
+      EXPECT_EQ(submit[spec.key],
+                spec.key == "precision"
+                    ? nlohmann::json("bf16")
+                    : nlohmann::json(spec.type == SwitchType::Bool  ? nlohmann::json(spec.default_value == "true")
+                                     : spec.type == SwitchType::Int ? nlohmann::json(std::stoll(spec.default_value))
+                                                                    : nlohmann::json(spec.default_value)))
+          << spec.key;
+    }
+    if (spec.in_finished) {
+      ++in_finished;
+      EXPECT_EQ(finished[spec.key], submit.contains(spec.key) ? submit[spec.key] : finished[spec.key]) << spec.key;
+    }
+  }
+  EXPECT_GE(in_submit, 10);
+  EXPECT_GE(in_finished, 8);
+  EXPECT_EQ(submit["zero_stage"], 0);
+  EXPECT_EQ(submit["cuda_graphs"], false);
+  EXPECT_EQ(finished["tensor_parallel"], 1);
 }
 
 TEST(Runtime, SavesAndLoadsCheckpoints) {

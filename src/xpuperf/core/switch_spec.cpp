@@ -118,6 +118,26 @@ std::string switch_values_text(const SwitchSpec& spec) {
   return "";
 }
 
+nlohmann::json switch_values(const Config& cfg) {
+  nlohmann::json values = nlohmann::json::object();
+  for (const auto& spec : switch_specs()) {
+    const ConfigEntry* e = cfg.find(spec.key);
+    const YAML::Node value = e ? e->value : YAML::Load(spec.default_value);
+    switch (spec.type) {
+      case SwitchType::Bool:
+        values[spec.key] = value.as<bool>();
+        break;
+      case SwitchType::Int:
+        values[spec.key] = value.as<std::int64_t>();
+        break;
+      case SwitchType::Choice:
+        values[spec.key] = value.Scalar();
+        break;
+    }
+  }
+  return values;
+}
+
 void check_switch_values(const Config& cfg, Diagnostics& diags) {
   for (const auto& spec : switch_specs()) {
     const ConfigEntry* e = cfg.find(spec.key);

@@ -2,12 +2,14 @@
 // One declaration per training switch, beside its strategy (in the switch's torch-free
 // *_check.cpp): its key, type, default, values, unit, one line of documentation, its sweep token
 // and the switches it does not combine with yet. From the declarations come the switches' value
-// checks (check_training_switches), the sweep's tokens (`xpuperf sweep --strategies`), `xpuperf
-// config --switches` (the table and the compatibility matrix) and the README's switch table, which
-// a test holds to them; another test holds the matrix to what the checks refuse, and each
-// default to the value every case's _base.yaml writes.
+// checks (check_training_switches), their defaults as the runtime reads them and the lists of
+// SUBMIT_INFO and FINISHED (switch_values), the sweep's tokens (`xpuperf sweep --strategies`),
+// `xpuperf config --switches` (the table and the compatibility matrix) and docs/TRAINING.md's
+// switch table, which a test holds to them; another test holds the matrix to what the checks
+// refuse.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +41,8 @@ struct SwitchSpec {
   // A value that turns it on (for the matrix's test and `config --switches`); "" for the default's
   // opposite (Bool) or the smallest value above the default (Int).
   std::string on_value;
+  // Whether SUBMIT_INFO and FINISHED write its value (switch_values): a run's result says how it ran.
+  bool in_submit_info = false, in_finished = false;
   Source declared;  // where the declaration is (file:line), the provenance of its default
 };
 
@@ -59,6 +63,11 @@ std::string switch_on_value(const SwitchSpec& spec);
 bool switch_is_on(const SwitchSpec& spec, const YAML::Node& value);
 // The values `spec` takes, in words: "0, 1, 2 or 3", "1 or more", "fp32, tf32, bf16 or fp16".
 std::string switch_values_text(const SwitchSpec& spec);
+
+// Every declared switch's value in `cfg` (its declared default where `cfg` does not set it), as JSON
+// of its type (true, 2, "bf16"), by key: what the runtime reads and SUBMIT_INFO and FINISHED write.
+// Call after check_switch_values found no error.
+nlohmann::json switch_values(const Config& cfg);
 
 // Each declared switch the config sets: of its type and within its values; errors at its line.
 void check_switch_values(const Config& cfg, Diagnostics& diags);

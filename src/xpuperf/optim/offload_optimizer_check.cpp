@@ -41,6 +41,8 @@ const bool offload_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.doc = "ZeRO-Offload: fp32 master weights and Adam's moments in host memory, the update on the host's cores";
   s.sweep_token = "offload";
   s.not_yet_with = {"zero_stage", "fused_optimizer"};
+  s.in_submit_info = true;
+  s.in_finished = true;
   return s;
 }());
 
@@ -50,6 +52,7 @@ const bool offload_overlap_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.type = SwitchType::Bool;
   s.default_value = "false";
   s.doc = "with offload_optimizer: the host's update beside the next step, its weights one step late";
+  s.in_submit_info = true;
   return s;
 }());
 

@@ -13,6 +13,8 @@ const bool checkpointing_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.default_value = "false";
   s.doc = "recompute each block's activations in backward instead of keeping them (transformer models)";
   s.sweep_token = "ckpt";
+  s.in_submit_info = true;
+  s.in_finished = true;
   return s;
 }());
 

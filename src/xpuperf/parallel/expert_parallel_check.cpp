@@ -55,6 +55,8 @@ const bool expert_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.sweep_token = "ep";
   s.not_yet_with = {"tensor_parallel",   "pipeline_parallel", "zero_stage",
                     "offload_optimizer", "lora_rank",         "cuda_graphs"};
+  s.in_submit_info = true;
+  s.in_finished = true;
   return s;
 }());
 

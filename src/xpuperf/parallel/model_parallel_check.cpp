@@ -81,6 +81,8 @@ const bool tensor_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.unit = "ranks";
   s.doc = "Megatron's tensor parallelism: groups of this many ranks split each block's attention heads and MLP units";
   s.sweep_token = "tp";
+  s.in_submit_info = true;
+  s.in_finished = true;
   return s;
 }());
 
@@ -93,6 +95,8 @@ const bool pipeline_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.unit = "stages";
   s.doc = "pipeline stages of the model's blocks, micro-batches in Megatron's 1F1B order";
   s.sweep_token = "pp";
+  s.in_submit_info = true;
+  s.in_finished = true;
   return s;
 }());
 

@@ -58,6 +58,8 @@ const bool bf16_weights_spec_registered = XPUPERF_SWITCH_SPEC([] {
       "foreach; Adam)";
   s.not_yet_with = {"offload_optimizer", "lora_rank",         "zero_stage",
                     "tensor_parallel",   "pipeline_parallel", "global_batch_size"};
+  s.in_submit_info = true;
+  s.in_finished = true;
   return s;
 }());
 

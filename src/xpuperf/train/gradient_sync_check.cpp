@@ -34,6 +34,8 @@ const bool zero_spec_registered = XPUPERF_SWITCH_SPEC([] {
       "parameters";
   s.sweep_token = "zero";
   s.not_yet_with = {"tensor_parallel", "pipeline_parallel"};
+  s.in_submit_info = true;
+  s.in_finished = true;
   return s;
 }());
 

@@ -12,6 +12,7 @@ const bool channels_last_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.type = SwitchType::Bool;
   s.default_value = "false";
   s.doc = "convolutional models' weights and batches in the channels-last memory layout";
+  s.in_submit_info = true;
   return s;
 }());
 

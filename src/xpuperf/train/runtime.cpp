@@ -6,6 +6,7 @@
 
 #include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/log.h"
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/datasets/image_dataset.h"
 #include "xpuperf/optim/optimizers.h"
 #include "xpuperf/parallel/activation_checkpoint.h"
@@ -253,24 +254,16 @@ json TrainingRun::submit_info() const {
               {"world_size", info_.env.world_size},
               {"device", torchrt::device_text(device_.str())},
               {"dist_backend", dist_->backend()},
-              {"tensor_parallel", s_.tensor_parallel},
-              {"pipeline_parallel", s_.pipeline_parallel},
-              {"expert_parallel", s_.expert_parallel},
-              {"precision", precision_name(s_.precision)},
               {"train_batch_size", s_.train_batch},
+              // What the run made of its switches: the batch over the ranks, the step it chose.
               {"global_batch_size", micro_batches_per_step_ * accumulation_},
               {"accumulation_steps", accumulation_},
-              {"zero_stage", s_.zero_stage},
-              {"offload_optimizer", s_.offload_optimizer},
-              {"offload_overlap", s_.offload_overlap},
-              {"activation_checkpointing", s_.activation_checkpointing},
-              {"channels_last", s_.channels_last},
               {"cudnn_benchmark", s_.cudnn_benchmark && device_.is_cuda()},
               {"fused_optimizer", optim::optimizer_impl_name(optimizer_impl_)},
-              {"bf16_weights", s_.bf16_weights},
-              {"cuda_graphs", s_.cuda_graphs},
               {"train_data", data_.train->description()},
               {"eval_data", data_.eval->description()}};
+  for (const auto& spec : switch_specs())  // the switches declared to be in SUBMIT_INFO, as set
+    if (spec.in_submit_info) submit[spec.key] = s_.switches.at(spec.key);
   // The plug-in that brought the device, where one did: its name and version belong to the result.
   if (const auto* vendor = torchrt::active_vendor(); vendor && !vendor->plugin_name.empty())
     submit["plugin"] = vendor->plugin_name + " " + vendor->plugin_version;
@@ -501,20 +494,15 @@ void TrainingRun::save_model() {
 }
 
 json TrainingRun::describe_switches() const {
-  return {{"epochs", epoch_},
-          {"stop_reason", stop_reason_name(reason_)},
-          {"world_size", info_.env.world_size},
-          {"precision", precision_name(s_.precision)},
-          {"global_batch_size", micro_batches_per_step_ * accumulation_},
-          {"accumulation_steps", accumulation_},
-          {"zero_stage", s_.zero_stage},
-          {"offload_optimizer", s_.offload_optimizer},
-          {"bf16_weights", s_.bf16_weights},
-          {"tensor_parallel", s_.tensor_parallel},
-          {"pipeline_parallel", s_.pipeline_parallel},
-          {"expert_parallel", s_.expert_parallel},
-          {"activation_checkpointing", s_.activation_checkpointing},
-          {"target_mode", s_.target_mode}};
+  json extra = {{"epochs", epoch_},
+                {"stop_reason", stop_reason_name(reason_)},
+                {"world_size", info_.env.world_size},
+                {"global_batch_size", micro_batches_per_step_ * accumulation_},
+                {"accumulation_steps", accumulation_},
+                {"target_mode", s_.target_mode}};
+  for (const auto& spec : switch_specs())  // the switches declared to be in FINISHED, as set
+    if (spec.in_finished) extra[spec.key] = s_.switches.at(spec.key);
+  return extra;
 }
 
 void TrainingRun::describe_performance(json& extra) {

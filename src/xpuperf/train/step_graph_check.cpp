@@ -46,6 +46,7 @@ const bool cuda_graphs_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.sweep_token = "graphs";
   s.not_yet_with = {"global_batch_size", "activation_checkpointing", "zero_stage",
                     "tensor_parallel",   "pipeline_parallel",        "expert_parallel"};
+  s.in_submit_info = true;
   return s;
 }());
 

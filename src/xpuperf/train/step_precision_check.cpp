@@ -34,6 +34,8 @@ const bool precision_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.doc = "the compute type: fp32 (TF32 off), tf32, bf16 autocast, or fp16 autocast with a dynamic loss scaler";
   s.sweep_values = {"fp32", "tf32", "bf16", "fp16"};
   s.on_value = "bf16";
+  s.in_submit_info = true;
+  s.in_finished = true;
   return s;
 }());
 

@@ -1,6 +1,7 @@
 #include "xpuperf/train/training_settings.h"
 
 #include "xpuperf/core/diagnostics.h"
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf::train {
@@ -15,6 +16,11 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
       if (d.severity == Severity::Error) throw ConfigError(d.where.str() + ": " + d.message);
   }
   TrainingSettings s;
+  // The switches' values with their declared defaults: each default is written once, beside its
+  // strategy.
+  s.switches = switch_values(cfg);
+  const auto flag = [&](const char* key) { return s.switches.at(key).get<bool>(); };
+  const auto count = [&](const char* key) { return s.switches.at(key).get<std::int64_t>(); };
   s.train_batch = cfg.get_int("train_batch_size");
   s.eval_batch = cfg.get_int("eval_batch_size");
   s.max_epochs = cfg.get_int("max_epochs", 0);
@@ -34,17 +40,17 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
     throw ConfigError(cfg.at("target_mode").source.str() + ": 'target_mode' must be max or min");
   if (s.max_epochs == 0 && s.max_steps == 0 && s.max_samples == 0 && s.time_budget <= 0)
     throw ConfigError("no stop condition: set max_epochs, max_steps, max_samples_termination or time_budget");
-  s.precision = parse_precision(cfg.get_string("precision", "fp32"));
+  s.precision = parse_precision(s.switches.at("precision").get<std::string>());
   s.clip_grad_norm = cfg.get_number("clip_grad_norm", 0.0);
-  s.channels_last = cfg.get_bool("channels_last", false);
-  s.cudnn_benchmark = cfg.get_bool("cudnn_benchmark", false);
-  s.cuda_graphs = cfg.get_bool("cuda_graphs", false);
-  s.activation_checkpointing = cfg.get_bool("activation_checkpointing", false);
-  s.zero_stage = cfg.get_int("zero_stage", 0);
-  s.tensor_parallel = cfg.get_int("tensor_parallel", 1);
-  s.expert_parallel = cfg.get_int("expert_parallel", 1);
-  s.pipeline_parallel = cfg.get_int("pipeline_parallel", 1);
-  s.global_batch = cfg.get_int("global_batch_size", 0);
+  s.channels_last = flag("channels_last");
+  s.cudnn_benchmark = flag("cudnn_benchmark");
+  s.cuda_graphs = flag("cuda_graphs");
+  s.activation_checkpointing = flag("activation_checkpointing");
+  s.zero_stage = count("zero_stage");
+  s.tensor_parallel = count("tensor_parallel");
+  s.expert_parallel = count("expert_parallel");
+  s.pipeline_parallel = count("pipeline_parallel");
+  s.global_batch = count("global_batch_size");
   s.record_loss_curve = cfg.get_bool("record_loss_curve", false);
   s.timing_skip_steps = cfg.get_int("timing_skip_steps", 0);
   s.profile_steps = cfg.get_int("profile_steps", 0);
@@ -56,14 +62,14 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
   s.dist_backend = cfg.get_string("dist_backend", "auto");
   s.dist_timeout_s = cfg.get_number("dist_timeout", 300.0);
   s.bucket_bytes = static_cast<std::int64_t>(cfg.get_number("bucket_size_mb", 25.0) * (1 << 20));
-  s.overlap_grad_reduce = cfg.get_bool("overlap_grad_reduce", true);
+  s.overlap_grad_reduce = flag("overlap_grad_reduce");
   s.data_dir = cfg.get_string("data_dir", "");
   s.init_checkpoint = cfg.get_string("init_checkpoint", "");
   s.save_checkpoint = cfg.get_string("save_checkpoint", "");
-  s.offload_optimizer = cfg.get_bool("offload_optimizer", false);
-  s.offload_overlap = cfg.get_bool("offload_overlap", false);
-  s.bf16_weights = cfg.get_bool("bf16_weights", false);
-  s.lora_rank = cfg.get_int("lora_rank", 0);
+  s.offload_optimizer = flag("offload_optimizer");
+  s.offload_overlap = flag("offload_overlap");
+  s.bf16_weights = flag("bf16_weights");
+  s.lora_rank = count("lora_rank");
   s.lora_alpha = cfg.get_number("lora_alpha", s.lora_alpha);
   s.lora_dropout = cfg.get_number("lora_dropout", s.lora_dropout);
   if (s.lora_rank > 0) s.lora_targets = cfg.get_string_list("lora_targets");

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct TrainingSettings {
   std::int64_t profile_steps = 0;  // steps after timing_skip_steps whose device kernels FINISHED lists
   std::string data_dir, init_checkpoint, save_checkpoint;
   optim::OptimizerSettings optimizer;  // the optimizer's keys (optim/optimizer_settings.h)
+  // Every declared switch's value (core/switch_spec.h: its default where the config sets none), as
+  // the fields above read them and SUBMIT_INFO and FINISHED write them.
+  nlohmann::json switches;
   // LoRA fine-tuning (parallel/lora.h): rank 0 trains the whole model.
   std::int64_t lora_rank = 0;
   double lora_alpha = 32, lora_dropout = 0.05;
