@@ -1,6 +1,7 @@
 #include "xpuperf/core/training_limits.h"
 
 #include <cmath>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -63,15 +64,20 @@ struct Choice {
   std::set<std::string> values;
 };
 
+// The neutral values; a vendor adds the names of its own (register_vendor_choice).
 const Choice kChoices[] = {
-    {"device", {"auto", "cpu", "cuda"}},
-    {"dist_backend", {"auto", "gloo", "nccl"}},
+    {"device", {"auto", "cpu"}},
+    {"dist_backend", {"auto", "gloo"}},
     {"optimizer", {"sgd", "adam", "adamw"}},
     {"lr_scheduler", {"constant", "cosine", "linear", "exponential"}},
-    // device: the device vendor's JPEG decoder; nvjpeg, NVIDIA's by its name, as configs for it say.
-    {"jpeg_decoder", {"auto", "cpu", "device", "nvjpeg"}},
+    {"jpeg_decoder", {"auto", "cpu", "device"}},  // device: the device vendor's decoder
     {"target_mode", {"min", "max"}},
 };
+
+std::map<std::string, std::set<std::string>>& vendor_choices() {
+  static std::map<std::string, std::set<std::string>> choices;
+  return choices;
+}
 
 // A sample's length may not pass the model's positions, whichever name the model gives them.
 const std::pair<const char*, const char*> kAtMost[] = {
@@ -94,6 +100,11 @@ std::string text_of(double v) {
 }
 
 }  // namespace
+
+bool register_vendor_choice(const std::string& key, const std::string& value) {
+  vendor_choices()[key].insert(value);
+  return true;
+}
 
 void check_training_limits(const Config& cfg, Diagnostics& diags) {
   for (const auto& limit : kNumberLimits) {
@@ -134,9 +145,12 @@ void check_training_limits(const Config& cfg, Diagnostics& diags) {
   for (const auto& choice : kChoices) {
     const ConfigEntry* e = cfg.find(choice.key);
     if (!e || value_kind(e->value) != ValueKind::String) continue;
+    std::set<std::string> allowed = choice.values;
+    if (const auto it = vendor_choices().find(choice.key); it != vendor_choices().end())
+      allowed.insert(it->second.begin(), it->second.end());
     const std::string v = e->value.Scalar();
-    if (choice.values.count(v)) continue;
-    const std::vector<std::string> values(choice.values.begin(), choice.values.end());
+    if (allowed.count(v)) continue;
+    const std::vector<std::string> values(allowed.begin(), allowed.end());
     const std::string near = closest_match(v, values);
     diags.error(e->source,
                 "'" + std::string(choice.key) + "' must be one of " + join_or_none(values) + ", got '" + v + "'",

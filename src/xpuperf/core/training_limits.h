@@ -13,4 +13,10 @@ namespace xpuperf {
 // line that set it. A value of the wrong type is left to the merge, which reports it.
 void check_training_limits(const Config& cfg, Diagnostics& diags);
 
+// A value of `key` that a vendor's device, collectives or JPEG decoder is known by in configs,
+// accepted beside the neutral ones (device: auto, cpu; dist_backend: auto, gloo; jpeg_decoder:
+// auto, cpu, device). Registered by the vendor's torch-free part, linked into every binary
+// (NVIDIA's: vendors/nvidia/plugin/config_names.cpp). Returns true.
+bool register_vendor_choice(const std::string& key, const std::string& value);
+
 }  // namespace xpuperf

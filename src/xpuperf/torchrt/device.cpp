@@ -127,10 +127,30 @@ void set_cpu_threads(int threads) {
     set_blas_threads(threads);
 }
 
+namespace {
+
+std::vector<BuiltinDevice>& builtin_devices() {
+  static std::vector<BuiltinDevice> devices;
+  return devices;
+}
+
+const BuiltinDevice* builtin_of(c10::DeviceType type) {
+  for (const auto& d : builtin_devices())
+    if (d.type == type) return &d;
+  return nullptr;
+}
+
+}  // namespace
+
+void register_builtin_device(BuiltinDevice device) {
+  builtin_devices().push_back(std::move(device));
+}
+
 void synchronize(const torch::Device& device) {
   if (device.is_cpu()) return;
-  if (device.is_cuda()) return torch::cuda::synchronize(device.index());
-  // Any other device: its default stream's queued work, through the device's guard.
+  if (const BuiltinDevice* builtin = builtin_of(device.type()); builtin && builtin->synchronize)
+    return builtin->synchronize(device);
+  // Any other device: its current stream's queued work, through the device's guard.
   const auto* guard = c10::impl::getDeviceGuardImpl(device.type());
   guard->synchronizeStream(guard->getStream(device));
 }
@@ -159,19 +179,34 @@ torch::Device choose_device(const std::string& name, int local_rank) {
   const ActiveVendor* vendor = active_vendor();
   const bool plugin = vendor && vendor->spec.device_type == "privateuse1";
   if (plugin && (name == "auto" || name == vendor->device_name)) return plugin_device(*vendor, local_rank);
-  const bool have_cuda = torch::cuda::is_available();
-  if (name == "cuda" && !have_cuda)
-    throw ConfigError("device: cuda was asked for, but this LibTorch build or machine has no CUDA device");
-  if (name != "cuda" && name != "auto")
-    throw ConfigError("'device' must be auto, cpu" + std::string(plugin ? ", " + vendor->device_name : "") +
-                      " or cuda, got '" + name + "'" +
-                      (plugin ? "" : " (a vendor's own device needs that vendor: --vendor)"));
-  if (!have_cuda) return torch::kCPU;
-  const auto count = static_cast<int>(torch::cuda::device_count());
+  const auto& builtins = builtin_devices();
+  const BuiltinDevice* builtin = nullptr;
+  for (const auto& d : builtins)
+    if (name == "auto" || name == d.name) {
+      builtin = &d;
+      break;
+    }
+  if (!builtin && name != "auto") {
+    std::string names = "auto, cpu";
+    if (plugin) names += ", " + vendor->device_name;
+    for (const auto& d : builtins) names += ", " + d.name;
+    throw ConfigError("'device' must be " + names + ", got '" + name + "'" +
+                      (plugin ? ""
+                              : " (a vendor's own device needs that vendor: --vendor; this build's vendors "
+                                "bring no other)"));
+  }
+  const int count = builtin && c10::impl::hasDeviceGuardImpl(builtin->type)
+                        ? static_cast<int>(c10::impl::getDeviceGuardImpl(builtin->type)->deviceCount())
+                        : 0;
+  if (count == 0) {
+    if (name == "auto") return torch::kCPU;
+    throw ConfigError("device: " + name + " was asked for, but this LibTorch build or machine has no " + name +
+                      " device");
+  }
   if (local_rank >= count)
-    throw ConfigError("LOCAL_RANK " + std::to_string(local_rank) + " has no CUDA device (" + std::to_string(count) +
-                      " visible); lower nproc or check the visible-devices variable");
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+    throw ConfigError("LOCAL_RANK " + std::to_string(local_rank) + " has no " + builtin->name + " device (" +
+                      std::to_string(count) + " visible); lower nproc or check the visible-devices variable");
+  return torch::Device(builtin->type, static_cast<c10::DeviceIndex>(local_rank));
 }
 
 }  // namespace xpuperf::torchrt

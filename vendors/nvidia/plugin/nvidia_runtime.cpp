@@ -79,6 +79,9 @@ const bool registered = [] {
 #ifdef XPUPERF_HAVE_NCCL
   torchrt::register_collective_backend("nccl", &make_nccl_group);
 #endif
+  // Its GPUs, "cuda" in configs; a wait covers every stream (the offload's copies, the decoder's).
+  torchrt::register_builtin_device(
+      {"cuda", c10::DeviceType::CUDA, [](const torch::Device& device) { torch::cuda::synchronize(device.index()); }});
   torchrt::register_peak_memory_probe(c10::DeviceType::CUDA, &cuda_peak_memory_bytes);
   torchrt::register_device_feature(c10::DeviceType::CUDA, "grouped_mm_bf16", &grouped_mm_bf16);
   torchrt::register_host_pinning(c10::DeviceType::CUDA, cuda_host_pinning());
