@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -140,6 +141,67 @@ TEST(SwitchSpecs, TheTrainingDocsTableIsTheDeclarations) {
   EXPECT_EQ(doc.substr(from + begin.size(), to - from - begin.size()), switch_table_markdown())
       << "docs/TRAINING.md's switch table differs from the declarations: paste `xpuperf config --switches "
          "--markdown` between its markers";
+}
+
+// A case's `switches:` list stands for the declared defaults, each attributed to its declaration.
+TEST(SwitchSpecs, ACaseListsItsSwitchesAndTakesTheDeclaredDefaults) {
+  Diagnostics diags;
+  auto base =
+      load_config_text("lr: 0.1\nprecision: bf16\nswitches: [zero_stage,\n  cuda_graphs]\n", "_base.yaml", diags);
+  ASSERT_TRUE(base);
+  add_switch_defaults(*base, diags);
+  EXPECT_FALSE(diags.has_errors()) << diags.format();
+  EXPECT_FALSE(base->has("switches"));
+  EXPECT_EQ(base->get_string("precision"), "bf16");
+  EXPECT_EQ(base->at("precision").source.str(), "_base.yaml:2");
+  ASSERT_TRUE(base->has("zero_stage"));
+  EXPECT_EQ(base->get_int("zero_stage"), 0);
+  EXPECT_FALSE(base->get_bool("cuda_graphs"));
+  EXPECT_EQ(base->at("zero_stage").source.str(), find_switch_spec("zero_stage")->declared.str());
+  EXPECT_NE(base->at("cuda_graphs").source.str().find("src/xpuperf/"), std::string::npos);
+  EXPECT_FALSE(base->has("tensor_parallel")) << "a switch the case does not list is not its parameter";
+}
+
+TEST(SwitchSpecs, AnUnknownOrTwiceNamedSwitchIsAnErrorAtItsLine) {
+  Diagnostics diags;
+  auto base = load_config_text("zero_stage: 1\nswitches:\n  - zero_stage\n  - cuda_graph\n", "_base.yaml", diags);
+  ASSERT_TRUE(base);
+  add_switch_defaults(*base, diags);
+  ASSERT_EQ(diags.error_count(), 2) << diags.format();
+  EXPECT_EQ(diags.items()[0].where.str(), "_base.yaml:3");
+  EXPECT_EQ(diags.items()[0].message, "'zero_stage' is both listed under 'switches' and set at _base.yaml:1");
+  EXPECT_EQ(diags.items()[1].where.str(), "_base.yaml:4");
+  EXPECT_EQ(diags.items()[1].message, "'cuda_graph' under 'switches' is not a training switch");
+  EXPECT_NE(diags.items()[1].hint.find("did you mean 'cuda_graphs'?"), std::string::npos);
+  EXPECT_EQ(base->get_int("zero_stage"), 1);
+
+  Diagnostics not_a_list;
+  auto scalar = load_config_text("switches: zero_stage\n", "_base.yaml", not_a_list);
+  ASSERT_TRUE(scalar);
+  add_switch_defaults(*scalar, not_a_list);
+  EXPECT_TRUE(not_a_list.has_errors());
+}
+
+// Defaults live once, in the declarations: no case's _base.yaml repeats one.
+TEST(SwitchSpecs, NoCaseRepeatsADeclaredDefault) {
+  namespace fs = std::filesystem;
+  int cases = 0;
+  for (const auto& dir : fs::directory_iterator(std::string(XPUPERF_SOURCE_DIR) + "/cases/training")) {
+    const fs::path file = dir.path() / "libtorch" / "config" / "_base.yaml";
+    if (!fs::exists(file)) continue;
+    ++cases;
+    Diagnostics diags;
+    const auto base = load_config_file(file.string(), diags);
+    ASSERT_TRUE(base) << diags.format();
+    for (const auto& spec : switch_specs()) {
+      const ConfigEntry* e = base->find(spec.key);
+      if (e)
+        EXPECT_TRUE(switch_is_on(spec, e->value))
+            << e->source.str() << ": " << spec.key << " repeats its declared default (" << spec.default_value << ", "
+            << spec.declared.str() << "): list it under 'switches' instead";
+    }
+  }
+  EXPECT_GE(cases, 10);
 }
 
 }  // namespace

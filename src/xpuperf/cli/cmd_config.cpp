@@ -72,8 +72,9 @@ int run_training(const Repo& repo, const ConfigOptions& opts, const CaseKey& key
   request.sets = parse_set_overrides(opts.sets, diags);
   auto config = load_training_config(repo, request, diags);
   if (print_diagnostics(diags) != 0 || !config) return 1;
-  std::cout << config->to_annotated_yaml("merged config of " + key.str() + ", vendor " + vendor +
-                                         "\npriority: --set > plan > vendor config > _base.yaml");
+  std::cout << config->to_annotated_yaml(
+      "merged config of " + key.str() + ", vendor " + vendor +
+      "\npriority: --set > plan > vendor config > _base.yaml > the switches' declarations");
   return 0;
 }
 

@@ -138,6 +138,39 @@ nlohmann::json switch_values(const Config& cfg) {
   return values;
 }
 
+void add_switch_defaults(Config& base, Diagnostics& diags) {
+  const ConfigEntry* list = base.find("switches");
+  if (!list) return;
+  const ConfigEntry entry = *list;
+  base.erase("switches");
+  if (value_kind(entry.value) == ValueKind::Null) return;
+  if (!entry.value.IsSequence()) {
+    diags.error(entry.source, "'switches' must be a list of the training switches this case takes",
+                "write e.g. switches: [zero_stage, cuda_graphs]; `xpuperf config --switches` lists them");
+    return;
+  }
+  std::vector<std::string> known;
+  for (const auto& spec : switch_specs()) known.push_back(spec.key);
+  for (const auto& item : entry.value) {
+    const Source where{entry.source.file, static_cast<int>(item.Mark().line) + 1};
+    const std::string name = item.IsScalar() ? item.Scalar() : value_text(item);
+    const SwitchSpec* spec = item.IsScalar() ? find_switch_spec(name) : nullptr;
+    if (!spec) {
+      const std::string near = closest_match(name, known);
+      diags.error(where, "'" + name + "' under 'switches' is not a training switch",
+                  (near.empty() ? "" : "did you mean '" + near + "'? ") + "`xpuperf config --switches` lists them");
+      continue;
+    }
+    if (const ConfigEntry* set = base.find(name)) {
+      diags.error(where, "'" + name + "' is both listed under 'switches' and set at " + set->source.str(),
+                  "keep one: the list takes the declared default (" + spec->default_value +
+                      "), the setting changes it for this case");
+      continue;
+    }
+    base.set(name, parse_scalar_text(spec->default_value), spec->declared);
+  }
+}
+
 void check_switch_values(const Config& cfg, Diagnostics& diags) {
   for (const auto& spec : switch_specs()) {
     const ConfigEntry* e = cfg.find(spec.key);

@@ -69,6 +69,13 @@ std::string switch_values_text(const SwitchSpec& spec);
 // Call after check_switch_values found no error.
 nlohmann::json switch_values(const Config& cfg);
 
+// A training case's `_base.yaml` names the switches it takes, not their defaults: each one it
+// sets (a value of its own, such as `precision: bf16`) and each one listed under `switches:`,
+// whose default is the declaration's. This replaces the list by those defaults, each with its
+// declaration (file:line) as its source. An unknown name, or a switch both listed and set, is an
+// error at its line.
+void add_switch_defaults(Config& base, Diagnostics& diags);
+
 // Each declared switch the config sets: of its type and within its values; errors at its line.
 void check_switch_values(const Config& cfg, Diagnostics& diags);
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "xpuperf/core/strings.h"
+#include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_switches.h"
 
 namespace xpuperf {
@@ -202,6 +203,7 @@ std::optional<Config> load_training_config(const Repo& repo, const TrainingConfi
   auto mutable_params = load_config_file(repo.training_mutable_params(key.model, key.framework), diags);
   auto vendor = load_config_file(vendor_file, diags);
   if (!base || !mutable_params || !vendor) return std::nullopt;
+  add_switch_defaults(*base, diags);
 
   TrainingLayers layers;
   layers.base = &*base;
