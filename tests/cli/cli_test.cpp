@@ -272,6 +272,56 @@ TEST(Cli, CompareTwoRuns) {
   EXPECT_TRUE(has(r.output, "xpuperf: error: /nonexistent is not a run folder")) << r.output;
 }
 
+// summary.json is read back through the result model: `report --from-json` rewrites the other
+// files from it and `compare` takes it, also once the rank logs are gone.
+TEST(Cli, AStoredSummaryIsReadBackByReportAndCompare) {
+  namespace fs = std::filesystem;
+  test::TempDir dir;
+  const std::string run = dir.path() + "/run20260101000000";
+  fs::copy(test::test_path("fixtures/run_tree/run20260101000000"), run, fs::copy_options::recursive);
+  Result r = xpuperf({"report", run});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string json = test::read_file(run + "/summary.json"), md = test::read_file(run + "/summary.md"),
+                    csv = test::read_file(run + "/summary.csv");
+  for (const auto& entry : fs::directory_iterator(run))
+    if (entry.is_directory()) fs::remove_all(entry.path());  // the rank logs pruned
+  fs::remove(run + "/summary.md");
+  fs::remove(run + "/summary.csv");
+  r = xpuperf({"report", run, "--from-json"});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "from its summary.json")) << r.output;
+  EXPECT_EQ(test::read_file(run + "/summary.json"), json);
+  EXPECT_EQ(test::read_file(run + "/summary.md"), md);
+  EXPECT_EQ(test::read_file(run + "/summary.csv"), csv);
+  EXPECT_TRUE(fs::exists(run + "/report.html"));
+
+  const std::string fixture = test::test_path("fixtures/run_tree/run20260101000000");
+  for (const std::string& a : {run, run + "/summary.json"}) {
+    r = xpuperf({"compare", a, fixture});
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_TRUE(has(r.output, "| lenet5:libtorch:CPU:1:1 | training_samples_per_second | 13000 | 13000 | 1.000 |"))
+        << r.output;
+  }
+
+  const std::string db = dir.path() + "/history.db";
+  r = xpuperf({"history", "--db", db, "--add", run});
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "Recorded " + run + " in " + db)) << r.output;
+  EXPECT_TRUE(has(r.output, "| run20260101000000 | cpu | lenet5:libtorch:CPU:1:1:5 | 5 / 5 |")) << r.output;
+  r = xpuperf({"history", "--db", db, "--add", dir.path()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(
+      has(r.output, dir.path() + "/summary.json does not exist (rebuild it with `xpuperf report " + dir.path() + "`)"))
+      << r.output;
+
+  std::string damaged = json;
+  damaged.replace(damaged.find("\"round\": 1"), std::string("\"round\": 1").size(), "\"round\": \"1\"");
+  dir.write("run20260101000000/summary.json", damaged);
+  r = xpuperf({"report", run, "--from-json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, run + "/summary.json: cases[0].rounds[0].round must be an integer, got \"1\"")) << r.output;
+}
+
 TEST(Cli, TheProjectsOwnConfigsAreValid) {
   const Result r = xpuperf({"config", "lenet5:libtorch:CPU:1:1:1", "--vendor", "cpu"}, XPUPERF_SOURCE_DIR);
   EXPECT_EQ(r.code, 0) << r.output;

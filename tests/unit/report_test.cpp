@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 
 #include "test_util.h"
 #include "xpuperf/report/history.h"
+#include "xpuperf/report/html.h"
 #include "xpuperf/report/stats.h"
 #include "xpuperf/report/summary.h"
 #include "xpuperf/report/summary_csv.h"
@@ -62,35 +64,86 @@ TEST(History, WithoutHomeTheStoreIsInTheAccountsHome) {
 
 TEST(Summary, RebuiltFromAResultTreeIsGolden) {
   const std::string run = test::test_path("fixtures/run_tree/run20260101000000");
-  const auto summary = build_summary(run);
-  EXPECT_EQ(summary["schema"], "xpuperf.summary/1");
-  EXPECT_EQ(test::compare_golden("summary.json", summary.dump(2) + "\n"), "");
+  const Summary summary = build_summary(run);
+  EXPECT_EQ(summary.schema, "xpuperf.summary/1");
+  EXPECT_EQ(test::compare_golden("summary.json", summary.to_json().dump(2) + "\n"), "");
   EXPECT_EQ(test::compare_golden("summary.md", summary_markdown(summary)), "");
   EXPECT_EQ(test::compare_golden("summary.csv", summary_csv(summary)), "");
   // The round without round_status.json counts, from its PerfLog alone; the failed one does not.
-  const auto& first = summary["cases"][0]["aggregate"];
-  EXPECT_EQ(first["rounds_used"], 5);
-  EXPECT_EQ(first["training_samples_per_second"]["n"], 5);
-  const auto& second = summary["cases"][1];
-  EXPECT_EQ(second["aggregate"]["rounds_used"], 1);
-  EXPECT_EQ(second["failed_rounds"][0]["reason"], "rank 1 killed by signal 9 (Killed)");
+  const CaseResult& first = summary.cases[0];
+  EXPECT_EQ(first.rounds_used, 5);
+  ASSERT_NE(first.stat("training_samples_per_second"), nullptr);
+  EXPECT_EQ(first.stat("training_samples_per_second")->n, 5u);
+  const CaseResult& second = summary.cases[1];
+  EXPECT_EQ(second.rounds_used, 1);
+  EXPECT_EQ(summary.to_json()["cases"][1]["failed_rounds"][0]["reason"], "rank 1 killed by signal 9 (Killed)");
+}
+
+// summary.json is the model's stored form: read back, it is the same summary, and every writer
+// gives the same file from it as from the result tree.
+TEST(Summary, ReadBackFromSummaryJsonItIsTheSameSummary) {
+  for (const char* tree : {"fixtures/run_tree/run20260101000000", "fixtures/run_tree_lenet5/run20261122220000",
+                           "fixtures/flagperf_tree/run20221121191924"}) {
+    const std::string run = test::test_path(tree);
+    const Summary built = build_summary(run);
+    const Summary read = Summary::from_json(built.to_json(), "summary.json");
+    EXPECT_EQ(read.to_json(), built.to_json()) << tree;
+    EXPECT_EQ(summary_markdown(read), summary_markdown(built)) << tree;
+    EXPECT_EQ(summary_csv(read), summary_csv(built)) << tree;
+    EXPECT_EQ(report_html(read, run), report_html(built, run)) << tree;
+  }
+}
+
+TEST(Summary, ADamagedSummaryJsonNamesTheFileAndTheKey) {
+  const nlohmann::json good = build_summary(test::test_path("fixtures/run_tree/run20260101000000")).to_json();
+  auto message = [](const nlohmann::json& j) {
+    try {
+      Summary::from_json(j, "runs/r1/summary.json");
+    } catch (const SummaryError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  nlohmann::json bad = good;
+  bad["cases"][1]["rounds"][0]["round"] = "one";
+  EXPECT_EQ(message(bad).rfind("runs/r1/summary.json: cases[1].rounds[0].round must be an integer, got \"one\"", 0), 0u)
+      << message(bad);
+  bad = good;
+  bad["cases"][0]["rounds"][2].erase("status");
+  EXPECT_EQ(message(bad).rfind("runs/r1/summary.json: cases[0].rounds[2].status is missing", 0), 0u) << message(bad);
+  bad = good;
+  bad["cases"][0]["rounds"][0]["training_samples_per_second"] = "fast";
+  EXPECT_NE(message(bad).find("cases[0].rounds[0].training_samples_per_second must be a number"), std::string::npos)
+      << message(bad);
+  bad = good;
+  bad["schema"] = "xpuperf.summary/0";
+  EXPECT_NE(message(bad).find("schema xpuperf.summary/0 is not xpuperf.summary/1"), std::string::npos);
+  EXPECT_EQ(message(good), "no error");
 }
 
 TEST(Summary, CsvQuotesWhatWouldSplitAField) {
-  const nlohmann::json summary = {
-      {"cases",
-       {{{"case", "lenet5:libtorch:CPU:1:1:2"},
-         {"family", "training"},
-         {"rounds",
-          {{{"round", 1}, {"status", "ok"}, {"converged", true}, {"e2e_time", 12.5}},
-           {{"round", 2}, {"status", "failed"}, {"reason", "rank 1 said \"no\", then\nstopped"}}}}}}}};
+  Summary summary;
+  CaseResult c;
+  c.key = "lenet5:libtorch:CPU:1:1:2";
+  c.family = CaseFamilyKind::Training;
+  Round ok;
+  ok.number = 1;
+  ok.status = "ok";
+  ok.converged = true;
+  ok.figures["e2e_time"] = 12.5;
+  Round failed;
+  failed.number = 2;
+  failed.status = "failed";
+  failed.reason = "rank 1 said \"no\", then\nstopped";
+  c.rounds = {ok, failed};
+  summary.cases.push_back(c);
   const std::string csv = summary_csv(summary);
   std::istringstream lines(csv);
   std::string header, first;
   std::getline(lines, header);
   std::getline(lines, first);
   EXPECT_EQ(header.rfind("case,family,hardware,nnodes,nproc,round,status,converged,", 0), 0u) << header;
-  EXPECT_EQ(first.rfind("lenet5:libtorch:CPU:1:1:2,training,,,,1,ok,true,", 0), 0u) << first;
+  EXPECT_EQ(first.rfind("lenet5:libtorch:CPU:1:1:2,training,,0,0,1,ok,true,", 0), 0u) << first;
   EXPECT_NE(first.find(",12.5,"), std::string::npos) << first;
   EXPECT_NE(csv.find(",\"rank 1 said \"\"no\"\", then\nstopped\"\n"), std::string::npos) << csv;
   // Every row has the header's columns.
@@ -234,8 +287,8 @@ TEST(Html, TheReportOfAResultTreeHasTheTablesTheChartsAndTheFailures) {
 
 TEST(Html, ARealRunHasTimeToTrainCurvesLatencyAndNoConvergedColumnForBaseCases) {
   const std::string run = test::test_path("fixtures/run_tree_lenet5/run20261122220000");
-  const auto summary = build_summary(run);
-  const auto& lenet5 = summary["cases"][5];
+  const Summary summary = build_summary(run);
+  const auto lenet5 = summary.to_json()["cases"][5];
   ASSERT_EQ(lenet5["case"], "lenet5:libtorch:CPU:1:1:3");
   for (const auto& r : lenet5["rounds"]) {
     ASSERT_TRUE(r.contains("time_to_target")) << r.dump();
@@ -259,20 +312,24 @@ TEST(Html, ARealRunHasTimeToTrainCurvesLatencyAndNoConvergedColumnForBaseCases) 
 }
 
 TEST(Html, BaseCasesAreDrawnAgainstTheDatasheet) {
-  nlohmann::json summary = {{"run", "r"},
-                            {"plan", {{"vendor", "nvidia"}, {"launcher", "local"}}},
-                            {"cases",
-                             {{{"case", "computation-BF16:H100:1:1:1"},
-                               {"family", "base"},
-                               {"rounds",
-                                {{{"round", 1},
-                                  {"status", "ok"},
-                                  {"figure", "median"},
-                                  {"unit", "TFLOP/s"},
-                                  {"value", 700.0},
-                                  {"figures", {{{"name", "median"}, {"value", 700.0}, {"datasheet_value", 989.4}}}}}}},
-                               {"failed_rounds", nlohmann::json::array()},
-                               {"aggregate", {{"rounds_used", 1}, {"value", {{"median", 700.0}}}}}}}}};
+  Summary summary;
+  summary.run = "r";
+  summary.vendor = "nvidia";
+  summary.launcher = "local";
+  CaseResult c;
+  c.key = "computation-BF16:H100:1:1:1";
+  c.family = CaseFamilyKind::Base;
+  Round r;
+  r.number = 1;
+  r.status = "ok";
+  r.figure = "median";
+  r.unit = "TFLOP/s";
+  r.figures["value"] = 700.0;
+  r.records["figures"] = {{{"name", "median"}, {"value", 700.0}, {"datasheet_value", 989.4}}};
+  c.rounds.push_back(r);
+  c.rounds_used = 1;
+  c.aggregate["value"] = aggregate({700.0});
+  summary.cases.push_back(c);
   const std::string html = report_html(summary, "/nonexistent");
   EXPECT_NE(html.find("Measured, as a share of the vendor's datasheet figure"), std::string::npos) << html;
   EXPECT_NE(html.find("700 of 989 TFLOP/s = 70.7 %"), std::string::npos) << html;
@@ -280,10 +337,12 @@ TEST(Html, BaseCasesAreDrawnAgainstTheDatasheet) {
 }
 
 TEST(Html, OneRoundSaysNEqualsOneInsteadOfAZeroSpread) {
-  nlohmann::json one = {{"n", 1}, {"mean", 812.5}, {"std", 0.0}};
+  Aggregate one;
+  one.n = 1;
+  one.mean = 812.5;
   EXPECT_EQ(mean_and_spread(one, 1), "812.5 (n = 1)");
-  one["n"] = 3;
-  one["std"] = 2.25;
+  one.n = 3;
+  one.std = 2.25;
   EXPECT_EQ(mean_and_spread(one, 1), "812.5 ± 2.2");
 }
 

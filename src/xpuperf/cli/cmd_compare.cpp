@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -20,34 +21,45 @@ namespace {
 
 // What a run holds, for the message when two runs have nothing to compare: each case with its
 // ok rounds, and the first reason a round failed.
-std::string cases_of(const nlohmann::json& summary, const std::string& run_dir) {
+std::string cases_of(const report::Summary& summary, const std::string& run_dir) {
   std::ostringstream out;
   out << "\n  " << run_dir << ": ";
-  if (!summary.contains("cases") || summary["cases"].empty())
-    return out.str() + "no case ran (an empty or cut-short run)";
+  if (summary.cases.empty()) return out.str() + "no case ran (an empty or cut-short run)";
   bool first = true;
-  for (const auto& c : summary["cases"]) {
-    int ok = 0, run = 0;
+  for (const auto& c : summary.cases) {
+    int ok = 0;
     std::string why;
-    for (const auto& r : c["rounds"]) {
-      ++run;
-      if (r.value("status", "") == "ok")
+    for (const auto& r : c.rounds) {
+      if (r.ok())
         ++ok;
       else if (why.empty())
-        why = r.value("status", "") + ": " + r.value("reason", "");
+        why = r.status + ": " + r.reason;
     }
-    out << (first ? "" : "; ") << c.value("case", "?") << " " << ok << " of " << run << " rounds ok"
+    out << (first ? "" : "; ") << c.key << " " << ok << " of " << c.rounds.size() << " rounds ok"
         << (why.empty() ? "" : " (" + why + ")");
     first = false;
   }
   return out.str();
 }
 
+// A run to compare: a summary.json, or a run folder: its stored summary.json (read through the
+// result model, so it holds once the rank logs are pruned), else its summary rebuilt from the
+// result tree (a run cut short before it wrote one, a FlagPerf tree).
+report::Summary summary_of(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw std::runtime_error(path + " is not a run folder or a summary.json: it does not exist");
+  if (!fs::is_directory(path, ec)) return report::read_summary_file(path);
+  if (fs::exists(fs::path(path) / "summary.json", ec)) return report::read_summary_file(path);
+  return report::build_summary(path);
+}
+
 int run_compare(const std::string& run_a, const std::string& run_b, double fail_percent, const std::string& html) {
-  nlohmann::json a, b;
+  report::Summary a, b;
   try {
-    a = report::build_summary(run_a);
-    b = report::build_summary(run_b);
+    a = summary_of(run_a);
+    b = summary_of(run_b);
   } catch (const std::runtime_error& e) {
     throw CommandError(e.what());
   }
@@ -94,8 +106,8 @@ void add_compare_command(CLI::App& app, const GlobalOptions&, int& exit_code) {
   auto b = std::make_shared<std::string>();
   auto fail = std::make_shared<double>(-1);
   auto html = std::make_shared<std::string>();
-  cmd->add_option("run_a", *a, "The reference run folder")->required();
-  cmd->add_option("run_b", *b, "The run folder to compare with it")->required();
+  cmd->add_option("run_a", *a, "The reference run: its folder, or a summary.json")->required();
+  cmd->add_option("run_b", *b, "The run to compare with it: its folder, or a summary.json")->required();
   cmd->add_option("--fail-on-regression", *fail, "Exit 1 when a figure is significantly worse by more than PCT %");
   cmd->add_option("--html", *html,
                   "Also write the comparison as one self-contained HTML page: the verdicts, and both runs' "

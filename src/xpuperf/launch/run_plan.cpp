@@ -24,6 +24,7 @@
 #include "xpuperf/monitor/analysis.h"
 #include "xpuperf/report/history.h"
 #include "xpuperf/report/summary.h"
+#include "xpuperf/report/summary_writers.h"
 
 namespace xpuperf {
 namespace fs = std::filesystem;
@@ -477,13 +478,13 @@ int collect_step(const Plan& plan, const std::string& run_dir, const std::vector
   std::cout << "Step 4: Collect and report ..." << std::flush;
   std::string summary;
   try {
-    json summary_json;
-    summary = report::write_summary(run_dir, &summary_json);
+    report::Summary result;
+    summary = report::write_summary(run_dir, &result);
     std::cout << " [SUCCESS]\n";
     if (plan.history_db != "none") {
       const std::string db = plan.history_db.empty() ? report::default_history_path() : plan.history_db;
       try {
-        report::record_run(db, summary_json, run_dir);
+        report::record_run(db, result, run_dir);
         log::info("recorded in the history " + db);
       } catch (const std::exception& e) {
         std::cerr << "xpuperf: warning: the run was not added to the history " << db << ": " << e.what() << "\n";

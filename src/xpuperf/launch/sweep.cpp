@@ -18,6 +18,7 @@
 #include "xpuperf/core/switch_spec.h"
 #include "xpuperf/core/training_config.h"
 #include "xpuperf/launch/run_plan.h"
+#include "xpuperf/report/summary_model.h"
 #include "xpuperf/report/sweep_report.h"
 
 namespace xpuperf {
@@ -104,19 +105,24 @@ std::string rank0_log(const fs::path& round_dir) {
 // One row's measurements from its run folder (summary.json and rank 0's FINISHED of each round).
 json collect_row(const fs::path& run_dir, const CaseKey& key) {
   json rounds = json::array();
-  const auto summary = read_json_file((run_dir / "summary.json").string());
-  json case_rounds = json::array();
-  if (summary)
-    for (const auto& c : (*summary)["cases"])
-      if (c.value("case", "") == key.str()) case_rounds = c.value("rounds", json::array());
+  // The row's rounds as its run's summary.json says (read through the result model).
+  std::vector<report::Round> case_rounds;
+  std::string unreadable;  // a summary.json there that does not read; none at all: the run wrote none
+  std::error_code ec;
+  if (fs::exists(run_dir / "summary.json", ec)) try {
+      for (auto& c : report::read_summary_file((run_dir / "summary.json").string()).cases)
+        if (c.key == key.str()) case_rounds = std::move(c.rounds);
+    } catch (const report::SummaryError& e) {
+      unreadable = e.what();
+    }
   for (int k = 1; k <= key.repeat; ++k) {
-    json r = {{"round", k}, {"status", "not run"}, {"reason", ""}};
+    json r = {{"round", k}, {"status", "not run"}, {"reason", unreadable}};
     for (const auto& s : case_rounds)
-      if (s.value("round", 0) == k) {
-        r["status"] = s.value("status", "failed");
-        r["reason"] = s.value("reason", "");
-        if (s.contains("energy_per_sample_j")) r["energy_per_sample_j"] = s["energy_per_sample_j"];
-        if (s.contains("mfu")) r["mfu"] = s["mfu"];
+      if (s.number == k) {
+        r["status"] = s.status;
+        r["reason"] = s.reason;
+        if (const double* e = s.find("energy_per_sample_j")) r["energy_per_sample_j"] = *e;
+        if (const double* m = s.find("mfu")) r["mfu"] = *m;
       }
     if (const auto f = finished_in(rank0_log(run_dir / key.dir_name() / ("round" + std::to_string(k))))) {
       const json& extra = f->extra;

@@ -95,30 +95,28 @@ std::string verdict(const FigureComparison& r, double fail_percent) {
   return text;
 }
 
-std::vector<FigureComparison> compare_summaries(const nlohmann::json& a, const nlohmann::json& b) {
+std::vector<FigureComparison> compare_summaries(const Summary& a, const Summary& b) {
   const std::vector<std::pair<std::string, bool>> figures = {{"training_samples_per_second", true},
                                                              {"e2e_time", false},
                                                              {"time_to_target", false},
                                                              {"final_metric", true},
                                                              {"energy_per_sample_j", false}};
-  // A case is the same whatever its repeat count: compare model:framework:hardware:nnodes:nproc.
-  auto identity = [](const nlohmann::json& c) {
-    const std::string key = c["case"].get<std::string>();
-    return key.substr(0, key.rfind(':'));
+  // The ok rounds' values of a figure.
+  auto values = [](const CaseResult& c, const std::string& figure) {
+    std::vector<double> out;
+    for (const auto& r : c.rounds)
+      if (const double* v = r.ok() ? r.find(figure) : nullptr) out.push_back(*v);
+    return out;
   };
   std::vector<FigureComparison> out;
-  for (const auto& ca : a["cases"]) {
-    for (const auto& cb : b["cases"]) {
-      if (identity(ca) != identity(cb)) continue;
+  for (const auto& ca : a.cases) {
+    for (const auto& cb : b.cases) {
+      if (ca.identity() != cb.identity()) continue;  // a case is the same whatever its repeat count
       for (const auto& [figure, higher] : figures) {
-        std::vector<double> va, vb;
-        for (const auto& r : ca["rounds"])
-          if (r["status"] == "ok" && r.contains(figure)) va.push_back(r[figure].get<double>());
-        for (const auto& r : cb["rounds"])
-          if (r["status"] == "ok" && r.contains(figure)) vb.push_back(r[figure].get<double>());
+        const std::vector<double> va = values(ca, figure), vb = values(cb, figure);
         if (va.empty() || vb.empty()) continue;
         FigureComparison c;
-        c.case_key = identity(ca);
+        c.case_key = ca.identity();
         c.figure = figure;
         c.higher_is_better = higher;
         c.mean_a = mean_of(va);

@@ -2,10 +2,11 @@
 // Comparing two runs case by case: the ratio B/A of each figure's mean and Welch's t-test over
 // the rounds, so a change is called significant only when the rounds say so.
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "xpuperf/report/summary_model.h"
 
 namespace xpuperf::report {
 
@@ -36,6 +37,6 @@ std::string verdict(const FigureComparison& row, double fail_percent = -1);
 
 // Per case present in both summaries (model:framework:hardware:nnodes:nproc, whatever the
 // repeat count), per figure both have successful rounds of.
-std::vector<FigureComparison> compare_summaries(const nlohmann::json& a, const nlohmann::json& b);
+std::vector<FigureComparison> compare_summaries(const Summary& a, const Summary& b);
 
 }  // namespace xpuperf::report

@@ -47,9 +47,9 @@ void bind_text(sqlite3_stmt* s, int i, const std::string& text) {
   sqlite3_bind_text(s, i, text.c_str(), -1, SQLITE_TRANSIENT);
 }
 
-void bind_optional(sqlite3_stmt* s, int i, const nlohmann::json& round, const char* key) {
-  if (round.contains(key) && round[key].is_number())
-    sqlite3_bind_double(s, i, round[key].get<double>());
+void bind_figure(sqlite3_stmt* s, int i, const Round& round, const char* figure) {
+  if (const double* v = round.find(figure))
+    sqlite3_bind_double(s, i, *v);
   else
     sqlite3_bind_null(s, i);
 }
@@ -78,7 +78,7 @@ std::string default_history_path() {
   return folder + "/.local/share/xpuperf/history.db";
 }
 
-void record_run(const std::string& db_path, const nlohmann::json& summary, const std::string& run_dir) {
+void record_run(const std::string& db_path, const Summary& summary, const std::string& run_dir) {
   Db db = open(db_path);
   exec(db.get(), "PRAGMA foreign_keys = ON;");
   exec(db.get(), kSchema);
@@ -92,34 +92,34 @@ void record_run(const std::string& db_path, const nlohmann::json& summary, const
   auto run = prepare(db.get(),
                      "INSERT INTO runs (run, run_dir, vendor, launcher, xpuperf_version, recorded_unix) "
                      "VALUES (?, ?, ?, ?, ?, strftime('%s','now'));");
-  bind_text(run.get(), 1, summary.value("run", ""));
+  bind_text(run.get(), 1, summary.run);
   bind_text(run.get(), 2, dir);
-  bind_text(run.get(), 3, summary["plan"].value("vendor", ""));
-  bind_text(run.get(), 4, summary["plan"].value("launcher", ""));
-  bind_text(run.get(), 5, summary.value("xpuperf_version", ""));
+  bind_text(run.get(), 3, summary.vendor);
+  bind_text(run.get(), 4, summary.launcher);
+  bind_text(run.get(), 5, summary.xpuperf_version);
   if (sqlite3_step(run.get()) != SQLITE_DONE) throw HistoryError(std::string("history: ") + sqlite3_errmsg(db.get()));
   const auto run_id = sqlite3_last_insert_rowid(db.get());
   auto round = prepare(db.get(), "INSERT INTO rounds VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);");
-  for (const auto& c : summary["cases"]) {
-    for (const auto& r : c["rounds"]) {
+  for (const auto& c : summary.cases) {
+    for (const auto& r : c.rounds) {
       sqlite3_reset(round.get());
       sqlite3_bind_int64(round.get(), 1, run_id);
-      bind_text(round.get(), 2, c["case"].get<std::string>());
-      sqlite3_bind_int(round.get(), 3, r["round"].get<int>());
-      bind_text(round.get(), 4, r.value("status", ""));
-      bind_text(round.get(), 5, r.value("reason", ""));
-      bind_optional(round.get(), 6, r, "training_samples_per_second");
-      bind_optional(round.get(), 7, r, "e2e_time");
-      bind_optional(round.get(), 8, r, "raw_train_time");
-      bind_optional(round.get(), 9, r, "final_metric");
-      if (r.contains("converged"))
-        sqlite3_bind_int(round.get(), 10, r["converged"].get<bool>() ? 1 : 0);
+      bind_text(round.get(), 2, c.key);
+      sqlite3_bind_int(round.get(), 3, r.number);
+      bind_text(round.get(), 4, r.status);
+      bind_text(round.get(), 5, r.reason);
+      bind_figure(round.get(), 6, r, "training_samples_per_second");
+      bind_figure(round.get(), 7, r, "e2e_time");
+      bind_figure(round.get(), 8, r, "raw_train_time");
+      bind_figure(round.get(), 9, r, "final_metric");
+      if (r.converged)
+        sqlite3_bind_int(round.get(), 10, *r.converged ? 1 : 0);
       else
         sqlite3_bind_null(round.get(), 10);
-      bind_optional(round.get(), 11, r, "energy_j");
-      bind_optional(round.get(), 12, r, "energy_per_sample_j");
-      bind_optional(round.get(), 13, r, "peak_host_mem_bytes");
-      bind_optional(round.get(), 14, r, "peak_device_mem_bytes");
+      bind_figure(round.get(), 11, r, "energy_j");
+      bind_figure(round.get(), 12, r, "energy_per_sample_j");
+      bind_figure(round.get(), 13, r, "peak_host_mem_bytes");
+      bind_figure(round.get(), 14, r, "peak_device_mem_bytes");
       if (sqlite3_step(round.get()) != SQLITE_DONE)
         throw HistoryError(std::string("history: ") + sqlite3_errmsg(db.get()));
     }

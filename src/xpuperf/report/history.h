@@ -3,10 +3,11 @@
 // compared across runs. Default: $XPUPERF_HISTORY, else $XDG_DATA_HOME/xpuperf/history.db,
 // else ~/.local/share/xpuperf/history.db; a plan may name another (history_db).
 
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "xpuperf/report/summary_model.h"
 
 namespace xpuperf::report {
 
@@ -18,7 +19,7 @@ class HistoryError : public std::runtime_error {
 std::string default_history_path();
 
 // Adds (or replaces, for the same run folder) a run and its rounds. Throws HistoryError.
-void record_run(const std::string& db_path, const nlohmann::json& summary, const std::string& run_dir);
+void record_run(const std::string& db_path, const Summary& summary, const std::string& run_dir);
 
 struct HistoryRow {
   std::string run, run_dir, vendor, case_key;

@@ -24,12 +24,14 @@ constexpr std::size_t kMaxMonitorLines = 8;
 // A series of fewer samples says nothing over time (a base case of a second at 1 Hz).
 constexpr std::size_t kMinMonitorSamples = 3;
 
-std::string family_of(const json& c) {
-  return c.value("family", "training");
+bool is(const CaseResult& c, CaseFamilyKind family) {
+  return c.family_or_training() == family;
 }
 
-std::string median_of(const json& a, const char* key, int digits) {
-  return a.contains(key) ? fixed_digits(a[key]["median"].get<double>(), digits) : "";
+// A figure's median over the ok rounds; "" when no ok round measured it.
+std::string median_of(const CaseResult& c, const char* figure, int digits) {
+  const Aggregate* a = c.stat(figure);
+  return a ? fixed_digits(a->median, digits) : "";
 }
 
 }  // namespace
@@ -46,52 +48,48 @@ void html_page_start(std::ostringstream& page, const std::string& title) {
 
 namespace {
 
-void system_line(std::ostringstream& page, const json& summary) {
-  page << "<p>Vendor " << html_escape(summary["plan"].value("vendor", "")) << ", launcher "
-       << html_escape(summary["plan"].value("launcher", ""));
-  if (summary.contains("system"))
-    page << "; " << html_escape(summary["system"].value("cpu_model", "")) << ", "
-         << summary["system"].value("cpu_cores", 0) << " cores, " << html_escape(summary["system"].value("os", ""));
+void system_line(std::ostringstream& page, const Summary& summary) {
+  page << "<p>Vendor " << html_escape(summary.vendor) << ", launcher " << html_escape(summary.launcher);
+  if (summary.system.is_object())
+    page << "; " << html_escape(summary.system.value("cpu_model", "")) << ", " << summary.system.value("cpu_cores", 0)
+         << " cores, " << html_escape(summary.system.value("os", ""));
   page << ".</p>\n";
 }
 
 // A table row's first cells, alike in every family's table: the case and its rounds used / run.
-void case_cells(std::ostringstream& page, const json& c) {
-  page << "<tr><td>" << html_escape(c["case"].get<std::string>()) << "</td><td>" << rounds_ok_text(c) << "</td>";
+void case_cells(std::ostringstream& page, const CaseResult& c) {
+  page << "<tr><td>" << html_escape(c.key) << "</td><td>" << rounds_ok_text(c) << "</td>";
 }
 
-void failed_rounds(std::ostringstream& page, const json& c) {
-  for (const auto& f : c["failed_rounds"])
-    page << "<p class=\"bad\">Round " << f["round"].get<int>() << ": " << html_escape(f["status"].get<std::string>())
-         << " (" << html_escape(f["reason"].get<std::string>()) << ")</p>\n";
+void failed_rounds(std::ostringstream& page, const CaseResult& c) {
+  for (const auto& r : c.rounds)
+    if (!r.ok())
+      page << "<p class=\"bad\">Round " << r.number << ": " << html_escape(r.status) << " (" << html_escape(r.reason)
+           << ")</p>\n";
 }
 
 // ---- training ----------------------------------------------------------------------------------
 
-void training_table(std::ostringstream& page, const json& summary) {
+void training_table(std::ostringstream& page, const Summary& summary) {
   page << "<table><tr><th>case</th><th>rounds ok / run</th><th>converged</th><th>samples/s</th><th>CV</th>"
           "<th>95% CI</th><th>final metric (median)</th><th>time to target, s (median)</th><th>e2e s (median)</th>"
           "<th>energy / sample, J</th></tr>\n";
-  for (const auto& c : summary["cases"]) {
-    if (family_of(c) != "training") continue;
-    const json& a = c["aggregate"];
+  for (const auto& c : summary.cases) {
+    if (!is(c, CaseFamilyKind::Training)) continue;
     case_cells(page, c);
-    page << "<td>" << a["rounds_converged"].get<int>() << "</td>";
-    if (a.contains("training_samples_per_second")) {
-      const json& t = a["training_samples_per_second"];
-      const bool one = t.value("n", 0) < 2;
-      page << "<td>" << mean_and_spread(t, 1) << "</td><td>"
-           << (one ? "–" : fixed_digits(100 * t["cv"].get<double>(), 2) + " %") << "</td><td>"
-           << (one ? "n = 1"
-                   : fixed_digits(t["ci95"][0].get<double>(), 1) + " – " + fixed_digits(t["ci95"][1].get<double>(), 1))
+    page << "<td>" << c.rounds_converged << "</td>";
+    if (const Aggregate* t = c.stat("training_samples_per_second")) {
+      const bool one = t->n < 2;
+      page << "<td>" << mean_and_spread(*t, 1) << "</td><td>" << (one ? "–" : fixed_digits(100 * t->cv, 2) + " %")
+           << "</td><td>" << (one ? "n = 1" : fixed_digits(t->ci95_low, 1) + " – " + fixed_digits(t->ci95_high, 1))
            << "</td>";
     } else {
       page << "<td></td><td></td><td></td>";
     }
-    page << "<td>" << html_escape(a.value("final_metric_name", "")) << " " << median_of(a, "final_metric", 4)
-         << "</td><td>" << median_of(a, "time_to_target", 1) << "</td><td>" << median_of(a, "e2e_time", 1)
-         << "</td><td>" << (a.contains("energy_per_sample_j") ? fixed_digits(a["energy_per_sample_j"]["mean"], 6) : "")
-         << "</td></tr>\n";
+    const Aggregate* energy = c.stat("energy_per_sample_j");
+    page << "<td>" << html_escape(c.final_metric_name) << " " << median_of(c, "final_metric", 4) << "</td><td>"
+         << median_of(c, "time_to_target", 1) << "</td><td>" << median_of(c, "e2e_time", 1) << "</td><td>"
+         << (energy ? fixed_digits(energy->mean, 6) : "") << "</td></tr>\n";
   }
   page << "</table>\n";
 }
@@ -102,12 +100,10 @@ struct RoundCurves {
   TrainingCurves curves;
 };
 
-std::vector<RoundCurves> curves_of(const json& c, const std::string& label_prefix) {
+std::vector<RoundCurves> curves_of(const CaseResult& c, const std::string& label_prefix) {
   std::vector<RoundCurves> out;
-  for (const auto& r : c["rounds"])
-    if (r.contains("curves"))
-      out.push_back(
-          {label_prefix + "round " + std::to_string(r["round"].get<int>()), TrainingCurves::from_json(r["curves"])});
+  for (const auto& r : c.rounds)
+    if (auto curves = r.curves()) out.push_back({label_prefix + "round " + std::to_string(r.number), *curves});
   return out;
 }
 
@@ -173,39 +169,35 @@ void training_charts(std::ostringstream& page, const std::vector<RoundCurves>& r
 
 // ---- base cases --------------------------------------------------------------------------------
 
-void base_section(std::ostringstream& page, const json& summary) {
+void base_section(std::ostringstream& page, const Summary& summary) {
   page << "<table><tr><th>base case</th><th>rounds ok / run</th><th class=\"text\">figure</th><th>value (median)</th>"
           "<th class=\"text\">unit</th><th>datasheet</th><th>of datasheet</th><th>power, W</th><th>per watt</th>"
           "<th class=\"text\">check</th></tr>\n";
   std::vector<Bar> bars;
-  for (const auto& c : summary["cases"]) {
-    if (family_of(c) != "base") continue;
-    const json& a = c["aggregate"];
-    const json* last_ok = nullptr;
-    for (const auto& r : c["rounds"])
-      if (r["status"] == "ok") last_ok = &r;
-    const std::string key = c["case"].get<std::string>();
+  for (const auto& c : summary.cases) {
+    if (!is(c, CaseFamilyKind::Base)) continue;
+    const Round* last_ok = c.last_ok();
     case_cells(page, c);
-    if (!last_ok || !a.contains("value")) {
+    if (!last_ok || !c.stat("value")) {
       page << "<td colspan=\"8\"></td></tr>\n";
       continue;
     }
-    const json& r = *last_ok;
-    const double value = a["value"]["median"].get<double>();
+    const Round& r = *last_ok;
+    const double value = c.stat("value")->median;
     double sheet = 0;
-    if (r.contains("figures") && !r["figures"].empty()) sheet = r["figures"][0].value("datasheet_value", 0.0);
-    const std::string unit = r.value("unit", "");
-    page << "<td class=\"text\">" << html_escape(r.value("figure", "")) << "</td><td>" << short_number(value)
+    if (const json* figures = r.record("figures"); figures && figures->is_array() && !figures->empty())
+      sheet = (*figures)[0].value("datasheet_value", 0.0);
+    const std::string unit = r.unit.value_or(""), figure = r.figure.value_or("");
+    const Aggregate* per_watt = c.stat("perf_per_watt");
+    page << "<td class=\"text\">" << html_escape(figure) << "</td><td>" << short_number(value)
          << "</td><td class=\"text\">" << html_escape(unit) << "</td><td>"
          << (sheet > 0 ? short_number(sheet) : "not listed") << "</td><td>"
          << (sheet > 0 ? fixed_digits(100 * value / sheet, 1) + " %" : "") << "</td><td>"
-         << median_of(a, "mean_power_w", 1) << "</td><td>"
-         << (a.contains("perf_per_watt")
-                 ? fixed_digits(a["perf_per_watt"]["median"], 4) + " " + html_escape(r.value("perf_per_watt_unit", ""))
-                 : "")
-         << "</td><td class=\"text\">" << html_escape(r.value("check", "")) << "</td></tr>\n";
+         << median_of(c, "mean_power_w", 1) << "</td><td>"
+         << (per_watt ? fixed_digits(per_watt->median, 4) + " " + html_escape(r.perf_per_watt_unit.value_or("")) : "")
+         << "</td><td class=\"text\">" << html_escape(r.check.value_or("")) << "</td></tr>\n";
     if (sheet > 0)
-      bars.push_back({key + " (" + r.value("figure", "") + ")", 100 * value / sheet,
+      bars.push_back({c.key + " (" + figure + ")", 100 * value / sheet,
                       short_number(value) + " of " + short_number(sheet) + " " + unit + " = " +
                           fixed_digits(100 * value / sheet, 1) + " %"});
   }
@@ -219,32 +211,32 @@ void base_section(std::ostringstream& page, const json& summary) {
 
 // ---- inference ---------------------------------------------------------------------------------
 
-void inference_table(std::ostringstream& page, const json& summary) {
+void inference_table(std::ostringstream& page, const Summary& summary) {
   page << "<table><tr><th>inference case</th><th>rounds ok / run</th><th>validation_<wbr>whole</th>"
           "<th>validation_<wbr>core</th><th>inference_<wbr>whole</th><th>inference_<wbr>core</th><th>accuracy "
           "(validation / engine)</th><th>batch-1 p99, ms</th></tr>\n";
-  for (const auto& c : summary["cases"]) {
-    if (family_of(c) != "inference") continue;
-    const json& a = c["aggregate"];
+  for (const auto& c : summary.cases) {
+    if (!is(c, CaseFamilyKind::Inference)) continue;
     case_cells(page, c);
-    page << "<td>" << median_of(a, "validation_whole", 1) << "</td><td>" << median_of(a, "validation_core", 1)
-         << "</td><td>" << median_of(a, "inference_whole", 1) << "</td><td>" << median_of(a, "inference_core", 1)
+    page << "<td>" << median_of(c, "validation_whole", 1) << "</td><td>" << median_of(c, "validation_core", 1)
+         << "</td><td>" << median_of(c, "inference_whole", 1) << "</td><td>" << median_of(c, "inference_core", 1)
          << "</td><td>"
          << (uses_synthetic_data(c)
                  ? std::string("synthetic data: none claimed")
-                 : median_of(a, "validation_accuracy", 4) + " / " + median_of(a, "inference_accuracy", 4))
-         << "</td><td>" << median_of(a, "latency_p99_ms", 3) << "</td></tr>\n";
+                 : median_of(c, "validation_accuracy", 4) + " / " + median_of(c, "inference_accuracy", 4))
+         << "</td><td>" << median_of(c, "latency_p99_ms", 3) << "</td></tr>\n";
   }
   page << "</table><p class=\"note\">items/s, medians over the ok rounds; <i>whole</i> includes moving data and "
           "evaluation, <i>core</i> only the synchronised compute.</p>\n";
 }
 
-void latency_section(std::ostringstream& page, const json& c) {
+void latency_section(std::ostringstream& page, const CaseResult& c) {
   // batch size -> percentile -> one value per ok round
   std::map<double, std::map<std::string, std::vector<double>>> by_batch;
-  for (const auto& r : c["rounds"]) {
-    if (r["status"] != "ok" || !r.contains("latency") || !r["latency"].is_array()) continue;
-    for (const auto& l : r["latency"])
+  for (const auto& r : c.rounds) {
+    const json* latency = r.record("latency");
+    if (!r.ok() || !latency || !latency->is_array()) continue;
+    for (const auto& l : *latency)
       for (const char* p : {"p50_ms", "p90_ms", "p99_ms"})
         if (l.contains(p) && l[p].is_number()) by_batch[l.value("batch_size", 0.0)][p].push_back(l[p].get<double>());
   }
@@ -364,11 +356,11 @@ void scenario_section(std::ostringstream& page, const json& g) {
 
 // A generating case's step (h) from its first ok round: decoding, LoadGen's scenarios, and latency
 // against load for the Server runs.
-void generation_section(std::ostringstream& page, const json& c) {
+void generation_section(std::ostringstream& page, const CaseResult& c) {
   const json* found = nullptr;
-  for (const auto& r : c["rounds"])
-    if (r.value("status", "") == "ok" && r.contains("generation")) {
-      found = &r["generation"];
+  for (const auto& r : c.rounds)
+    if (r.ok() && r.record("generation")) {
+      found = r.record("generation");
       break;
     }
   if (!found) return;
@@ -389,10 +381,10 @@ struct MonitorChart {
 
 // Every round's monitor series of one case: metric -> series labelled "round k · node device",
 // time from the round's first sample.
-std::map<std::string, std::vector<Series>> case_monitor_series(const fs::path& case_dir, const json& c) {
+std::map<std::string, std::vector<Series>> case_monitor_series(const fs::path& case_dir, const CaseResult& c) {
   std::map<std::string, std::vector<Series>> out;
-  for (const auto& r : c["rounds"]) {
-    const int round = r["round"].get<int>();
+  for (const auto& r : c.rounds) {
+    const int round = r.number;
     const fs::path round_dir = case_dir / ("round" + std::to_string(round));
     std::map<std::string, std::map<std::string, Series>> by_metric;
     double t0 = 1e300;
@@ -416,8 +408,8 @@ std::map<std::string, std::vector<Series>> case_monitor_series(const fs::path& c
   return out;
 }
 
-void accelerator_section(std::ostringstream& page, const json& c, const std::string& run_dir) {
-  std::string dir_name = c.value("dir", c["case"].get<std::string>());
+void accelerator_section(std::ostringstream& page, const CaseResult& c, const std::string& run_dir) {
+  std::string dir_name = c.dir.empty() ? c.key : c.dir;
   std::replace(dir_name.begin(), dir_name.end(), ':', '_');
   const auto series = case_monitor_series(fs::path(run_dir) / dir_name, c);
   const std::vector<MonitorChart> charts = {{"power_w", "Power", "W"},
@@ -449,7 +441,7 @@ void accelerator_section(std::ostringstream& page, const json& c, const std::str
     }
     body << line_chart_html(l) << "\n";
   }
-  const bool base = family_of(c) == "base";
+  const bool base = is(c, CaseFamilyKind::Base);
   if (drawn > 0) {
     // A base case's rounds last a second or two: its monitors are there, folded, not in the way.
     page << "<details" << (base ? "" : " open") << "><summary>Devices over time (" << drawn << " chart"
@@ -461,28 +453,28 @@ void accelerator_section(std::ostringstream& page, const json& c, const std::str
          << " monitor periods).</p>\n";
   }
   std::vector<Bar> energy;
-  for (const auto& r : c["rounds"])
-    if (r.contains("energy_j"))
-      energy.push_back({"round " + std::to_string(r["round"].get<int>()), r["energy_j"].get<double>(),
-                        fixed_digits(r["energy_j"].get<double>(), 1) + " J" +
-                            (r.contains("energy_per_sample_j")
-                                 ? " (" + short_number(r["energy_per_sample_j"].get<double>()) + " J/sample)"
-                                 : "")});
+  for (const auto& r : c.rounds)
+    if (const double* joules = r.find("energy_j")) {
+      const double* per_sample = r.find("energy_per_sample_j");
+      energy.push_back(
+          {"round " + std::to_string(r.number), *joules,
+           fixed_digits(*joules, 1) + " J" + (per_sample ? " (" + short_number(*per_sample) + " J/sample)" : "")});
+    }
   if (!energy.empty()) page << bar_chart_html("Energy per round (the devices the round ran on)", energy) << "\n";
 }
 
 }  // namespace
 
-std::string report_html(const json& summary, const std::string& run_dir) {
+std::string report_html(const Summary& summary, const std::string& run_dir) {
   std::ostringstream page;
-  const std::string name = summary.value("run", "run");
+  const std::string name = summary.run.empty() ? "run" : summary.run;
   html_page_start(page, "xpuperf " + name);
   page << "<h1>xpuperf " << html_escape(name) << "</h1>\n";
   system_line(page, summary);
   bool any[3] = {false, false, false};
-  for (const auto& c : summary["cases"]) {
-    const std::string f = family_of(c);
-    any[f == "base" ? 0 : f == "training" ? 1 : 2] = true;
+  for (const auto& c : summary.cases) {
+    const CaseFamilyKind f = c.family_or_training();
+    any[f == CaseFamilyKind::Base ? 0 : f == CaseFamilyKind::Training ? 1 : 2] = true;
   }
   if (any[0]) {
     page << "<h2>Hardware (base cases)</h2>\n";
@@ -496,15 +488,14 @@ std::string report_html(const json& summary, const std::string& run_dir) {
     page << "<h2>Inference</h2>\n";
     inference_table(page, summary);
   }
-  for (const auto& c : summary["cases"]) {
-    const std::string family = family_of(c);
-    page << "<h3>" << html_escape(c["case"].get<std::string>()) << "</h3>\n";
+  for (const auto& c : summary.cases) {
+    page << "<h3>" << html_escape(c.key) << "</h3>\n";
     failed_rounds(page, c);
-    if (family == "training") training_charts(page, curves_of(c, ""));
-    if (family == "inference") {
-      for (const auto& r : c["rounds"])
-        if (r.contains("caveat")) {
-          page << "<p class=\"note\">" << html_escape(r.value("caveat", "")) << "</p>\n";
+    if (is(c, CaseFamilyKind::Training)) training_charts(page, curves_of(c, ""));
+    if (is(c, CaseFamilyKind::Inference)) {
+      for (const auto& r : c.rounds)
+        if (r.caveat) {
+          page << "<p class=\"note\">" << html_escape(*r.caveat) << "</p>\n";
           break;
         }
       latency_section(page, c);
@@ -512,17 +503,17 @@ std::string report_html(const json& summary, const std::string& run_dir) {
     }
     accelerator_section(page, c, run_dir);
   }
-  page << "<p class=\"note\"><small>Written by xpuperf " << html_escape(summary.value("xpuperf_version", ""))
+  page << "<p class=\"note\"><small>Written by xpuperf " << html_escape(summary.xpuperf_version)
        << " from the run folder; summary.json has every figure.</small></p>\n</body></html>\n";
   return page.str();
 }
 
-std::string compare_html(const json& a, const json& b, const std::string& run_a, const std::string& run_b,
+std::string compare_html(const Summary& a, const Summary& b, const std::string& run_a, const std::string& run_b,
                          const std::vector<FigureComparison>& rows, double fail_percent) {
   std::ostringstream page;
-  html_page_start(page, "xpuperf compare " + a.value("run", "A") + " / " + b.value("run", "B"));
-  page << "<h1>xpuperf compare</h1>\n<p>A: " << html_escape(run_a) << " (" << html_escape(a.value("run", ""))
-       << ")<br>B: " << html_escape(run_b) << " (" << html_escape(b.value("run", "")) << ")</p>\n";
+  html_page_start(page, "xpuperf compare " + (a.run.empty() ? "A" : a.run) + " / " + (b.run.empty() ? "B" : b.run));
+  page << "<h1>xpuperf compare</h1>\n<p>A: " << html_escape(run_a) << " (" << html_escape(a.run)
+       << ")<br>B: " << html_escape(run_b) << " (" << html_escape(b.run) << ")</p>\n";
   page << "<table><tr><th>case</th><th class=\"text\">figure</th><th>mean A</th><th>mean B</th><th>B / A</th>"
           "<th>Welch p</th><th class=\"text\">verdict</th></tr>\n";
   for (const auto& r : rows) {
@@ -537,14 +528,10 @@ std::string compare_html(const json& a, const json& b, const std::string& run_a,
   }
   page << "</table><p class=\"note\">A change is significant when Welch's two-sided p &lt; 0.05 over the rounds.</p>\n";
   // Both runs' curves of each training case they share, on the same axes.
-  auto identity = [](const json& c) {
-    const std::string key = c["case"].get<std::string>();
-    return key.substr(0, key.rfind(':'));
-  };
-  for (const auto& ca : a["cases"])
-    for (const auto& cb : b["cases"]) {
-      if (family_of(ca) != "training" || identity(ca) != identity(cb)) continue;
-      page << "<h2>" << html_escape(identity(ca)) << "</h2>\n";
+  for (const auto& ca : a.cases)
+    for (const auto& cb : b.cases) {
+      if (!is(ca, CaseFamilyKind::Training) || ca.identity() != cb.identity()) continue;
+      page << "<h2>" << html_escape(ca.identity()) << "</h2>\n";
       auto rounds = curves_of(ca, "A ");
       for (auto& rc : curves_of(cb, "B ")) rounds.push_back(std::move(rc));
       training_charts(page, rounds);

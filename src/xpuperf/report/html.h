@@ -13,16 +13,17 @@
 
 #include "xpuperf/report/chart.h"
 #include "xpuperf/report/compare.h"
+#include "xpuperf/report/summary_model.h"
 
 namespace xpuperf::report {
 
 // The page for a run folder whose summary is `summary` (build_summary).
-std::string report_html(const nlohmann::json& summary, const std::string& run_dir);
+std::string report_html(const Summary& summary, const std::string& run_dir);
 
 // `xpuperf compare A B --html FILE`: the two runs side by side, the verdict of each figure, and
 // per training case both runs' curves on the same axes.
-std::string compare_html(const nlohmann::json& a, const nlohmann::json& b, const std::string& run_a,
-                         const std::string& run_b, const std::vector<FigureComparison>& rows, double fail_percent);
+std::string compare_html(const Summary& a, const Summary& b, const std::string& run_a, const std::string& run_b,
+                         const std::vector<FigureComparison>& rows, double fail_percent);
 
 // The page's head and style, shared by the pages xpuperf writes (report, compare, sweep).
 void html_page_start(std::ostringstream& page, const std::string& title);

@@ -1,6 +1,7 @@
 #include "xpuperf/report/summary_csv.h"
 
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "xpuperf/report/summary.h"
@@ -30,32 +31,60 @@ std::string field(const std::string& text) {
   return quoted + "\"";
 }
 
-std::string cell(const json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key) || object[key].is_null()) return "";
-  const json& v = object[key];
-  if (v.is_string()) return field(v.get<std::string>());
-  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
-  if (v.is_number()) return v.dump();  // the shortest text that reads back as the same number
-  return field(v.dump());
+std::string number_cell(const json& number) {
+  return number.dump();  // the shortest text that reads back as the same number
+}
+
+template <typename T>
+std::string optional_cell(const std::optional<T>& value) {
+  if (!value) return "";
+  if constexpr (std::is_same_v<T, bool>)
+    return *value ? "true" : "false";
+  else if constexpr (std::is_same_v<T, std::string>)
+    return field(*value);
+  else
+    return number_cell(*value);
+}
+
+std::string case_cell(const CaseResult& c, const std::string& column) {
+  if (column == "case") return field(c.key);
+  if (!c.family) return "";  // a FlagPerf tree's case: its folder's name alone
+  if (column == "family") return family_text(*c.family);
+  if (column == "hardware") return field(c.hardware);
+  if (column == "nnodes") return std::to_string(c.nnodes);
+  return std::to_string(c.nproc);
+}
+
+std::string round_cell(const Round& r, const std::string& column) {
+  if (const double* figure = r.find(column)) return number_cell(*figure);
+  if (column == "round") return std::to_string(r.number);
+  if (column == "status") return field(r.status);
+  if (column == "reason") return field(r.reason);
+  if (column == "converged") return optional_cell(r.converged);
+  if (column == "global_steps") return optional_cell(r.global_steps);
+  if (column == "num_trained_samples") return optional_cell(r.num_trained_samples);
+  if (column == "steps_to_target") return optional_cell(r.steps_to_target);
+  if (column == "final_metric_name") return optional_cell(r.final_metric_name);
+  if (column == "final_metric_target") return optional_cell(r.final_metric_target);
+  if (column == "unit") return optional_cell(r.unit);
+  return "";  // a figure this round did not measure
 }
 
 }  // namespace
 
-std::string summary_csv(const json& summary) {
+std::string summary_csv(const Summary& summary) {
   const std::vector<const char*> round = round_columns();
   std::ostringstream out;
   std::string header;
   for (const auto* c : kCaseColumns) header += (header.empty() ? "" : ",") + std::string(c);
   for (const auto* c : round) header += "," + std::string(c);
   out << header << "\n";
-  if (!summary.contains("cases")) return out.str();
-  for (const auto& entry : summary["cases"]) {
+  for (const auto& entry : summary.cases) {
     std::string case_cells;
-    for (const auto* c : kCaseColumns) case_cells += (case_cells.empty() ? "" : ",") + cell(entry, c);
-    if (!entry.contains("rounds")) continue;
-    for (const auto& r : entry["rounds"]) {
+    for (const auto* c : kCaseColumns) case_cells += (case_cells.empty() ? "" : ",") + case_cell(entry, c);
+    for (const auto& r : entry.rounds) {
       out << case_cells;
-      for (const auto* c : round) out << "," << cell(r, c);
+      for (const auto* c : round) out << "," << round_cell(r, c);
       out << "\n";
     }
   }
