@@ -1,10 +1,8 @@
 #include "xpuperf/core/training_switches.h"
 
-#include <algorithm>
 #include <map>
 
 #include "xpuperf/core/switch_spec.h"
-#include "xpuperf/core/training_limits.h"
 
 namespace xpuperf {
 namespace {
@@ -23,6 +21,16 @@ auto value_or(Get get, decltype(get()) fallback) -> decltype(get()) {
 std::map<std::string, SwitchCheck>& registered() {
   static std::map<std::string, SwitchCheck> checks;
   return checks;
+}
+
+SwitchCheck& limits_check() {
+  static SwitchCheck check;
+  return check;
+}
+
+std::function<std::int64_t(const SwitchCheckInput&)>& model_ranks_of() {
+  static std::function<std::int64_t(const SwitchCheckInput&)> ranks;
+  return ranks;
 }
 
 }  // namespace
@@ -49,9 +57,17 @@ Source SwitchCheckInput::source(const std::string& key) const {
 }
 
 std::int64_t SwitchCheckInput::model_ranks() const {
-  const std::int64_t tensor = get_int("tensor_parallel", 1), pipeline = get_int("pipeline_parallel", 1);
-  if (tensor < 1 || world_size % tensor != 0) return 1;
-  return tensor * std::max<std::int64_t>(pipeline, 1);
+  return model_ranks_of() ? model_ranks_of()(*this) : 1;
+}
+
+bool register_limits_check(SwitchCheck check) {
+  limits_check() = std::move(check);
+  return true;
+}
+
+bool register_model_ranks(std::function<std::int64_t(const SwitchCheckInput&)> ranks) {
+  model_ranks_of() = std::move(ranks);
+  return true;
 }
 
 bool register_switch_check(const std::string& name, SwitchCheck check) {
@@ -60,9 +76,9 @@ bool register_switch_check(const std::string& name, SwitchCheck check) {
 }
 
 void check_training_switches(const Config& cfg, int world_size, Diagnostics& diags, const ModelSplits* splits) {
-  check_training_limits(cfg, diags);
-  check_switch_values(cfg, diags);  // each declared switch's type and values (switch_spec.h)
   const SwitchCheckInput in{cfg, world_size, splits};
+  if (limits_check()) limits_check()(in, diags);
+  check_switch_values(cfg, diags);  // each declared switch's type and values (switch_spec.h)
   for (const auto& [name, check] : registered()) check(in, diags);
 }
 

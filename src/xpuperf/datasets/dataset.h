@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,6 +88,9 @@ struct Datasets {
 // What a case reads its data and builds its model with: the run's config, the device, this rank.
 struct CaseContext {
   const Config& config;
+  // Every declared switch's value by key (TrainingSettings::switches: the config's, else the
+  // declaration's default); a case reads its switches here, never from `config`.
+  const nlohmann::json& switches;
   torch::Device device;
   int rank = 0;
   int world_size = 1;

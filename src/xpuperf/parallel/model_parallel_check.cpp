@@ -1,6 +1,7 @@
 // The check of a switch whose strategy is model_parallel.cpp: torch-free, so that `xpuperf check`
 // and `xpuperf run` refuse a config that cannot run without loading LibTorch (core/training_switches.h).
 
+#include <algorithm>
 #include <string>
 
 #include "xpuperf/core/switch_spec.h"
@@ -71,6 +72,12 @@ void check_model_parallel(const SwitchCheckInput& in, Diagnostics& diags) {
 }
 
 const bool model_parallel_check_registered = register_switch_check("model_parallel", check_model_parallel);
+// Tensor × pipeline parallel ranks hold one copy of the model, when they divide the world.
+const bool model_ranks_registered = register_model_ranks([](const SwitchCheckInput& in) -> std::int64_t {
+  const std::int64_t tensor = in.get_int("tensor_parallel", 1), pipeline = in.get_int("pipeline_parallel", 1);
+  if (tensor < 1 || in.world_size % tensor != 0) return 1;
+  return tensor * std::max<std::int64_t>(pipeline, 1);
+});
 
 const bool tensor_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
   SwitchSpec s;

@@ -56,7 +56,8 @@ std::shared_ptr<torch::nn::Module> prepare_model(TrainingCase& c, const CaseCont
   // LoRA builds the model on the host and casts the frozen base to the compute type there, so the
   // device never holds the fp32 base (a 7B model's 27 GB, for 13.5 GB of bf16 that train).
   const bool build_on_host = s.lora_rank > 0 && !ctx.device.is_cpu();
-  const CaseContext host_ctx{ctx.config, torch::Device(torch::kCPU), ctx.rank, ctx.world_size, ctx.local_world_size};
+  const CaseContext host_ctx{ctx.config, ctx.switches,   torch::Device(torch::kCPU),
+                             ctx.rank,   ctx.world_size, ctx.local_world_size};
   auto model = c.model(build_on_host ? host_ctx : ctx);
   if (!s.init_checkpoint.empty()) {
     const std::string path = resolve_in(s.data_dir, s.init_checkpoint);

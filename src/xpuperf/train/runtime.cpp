@@ -189,7 +189,8 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
   accumulation_ = s_.accumulation(info.env.world_size);
   micro_batches_per_step_ = s_.train_batch * s_.data_ranks(info.env.world_size);
 
-  const CaseContext ctx{cfg, device_, data_dist_->rank(), data_dist_->world_size(), info.env.local_world_size};
+  const CaseContext ctx{
+      cfg, s_.switches, device_, data_dist_->rank(), data_dist_->world_size(), info.env.local_world_size};
   data_ = c.datasets(ctx);
   model_ = prepare_model(c, ctx, s_, info.case_name);
   dist_->broadcast_parameters(model_->parameters());  // the whole model, the same on every rank of the world

@@ -1,8 +1,8 @@
-// The names NVIDIA's device, collectives and JPEG decoder have in configs (core/training_limits.h):
+// The names NVIDIA's device, collectives and JPEG decoder have in configs (core/vendor_choices.h):
 // torch-free and CUDA-free, so that every binary, with or without CUDA, checks a config written
 // for NVIDIA's machines.
 
-#include "xpuperf/core/training_limits.h"
+#include "xpuperf/core/vendor_choices.h"
 
 namespace xpuperf::nvidia {
 namespace {

@@ -37,7 +37,8 @@ class BertLargeInference : public infer::InferenceCase {
     if (batch <= 0) throw ConfigError("batch_size must be positive");
     synthetic_ = cfg.get_bool("synthetic_data", false);
     // The training cases' reader: the same held-out documents the bert case validates on.
-    const datasets::CaseContext data_ctx{cfg, torch::kCPU, 0, 1, 1};
+    const nlohmann::json no_switches = nlohmann::json::object();  // an inference case takes no training switch
+    const datasets::CaseContext data_ctx{cfg, no_switches, torch::kCPU, 0, 1, 1};
     const auto corpus = datasets::open_token_corpus(data_ctx, "wordpiece", config_.vocab);
     const text::BertSamples::Special special{corpus.cls, corpus.sep, corpus.mask, corpus.pad,
                                              static_cast<std::int32_t>(config_.vocab)};

@@ -210,7 +210,8 @@ class LlmInference : public infer::InferenceCase {
           "(xpuperf data tokenize --tokenizer llama3), which needs vocab_size 128256 (a Llama 3 shape), "
           "not " +
           std::to_string(vocab_) + "; or random prompts (train_data: \"\")");
-    const datasets::CaseContext data_ctx{cfg, torch::kCPU, 0, 1, 1};
+    const nlohmann::json no_switches = nlohmann::json::object();  // an inference case takes no training switch
+    const datasets::CaseContext data_ctx{cfg, no_switches, torch::kCPU, 0, 1, 1};
     const auto corpus = datasets::open_token_corpus(data_ctx, architecture_ == "gpt2" ? "gpt2" : "llama3", vocab_);
     auto dataset = std::make_shared<datasets::GptTokenDataset>(corpus.eval, length_);
     const std::int64_t samples = std::min(dataset->size(), most), length = length_;

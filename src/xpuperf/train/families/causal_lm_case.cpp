@@ -14,7 +14,7 @@ Datasets CausalLmCase::token_datasets(const CaseContext& ctx, const std::string&
     throw ConfigError(ctx.config.at("seq_length").source.str() + ": seq_length must be in [1, " + positions_key +
                       " = " + std::to_string(positions) + "], got " + std::to_string(length_));
   auto corpus = datasets::open_token_corpus(ctx, tokenizer, vocab);
-  const bool documents = ctx.config.get_bool("sequence_packing", false);
+  const bool documents = ctx.switches.at("sequence_packing").get<bool>();
   return {std::make_shared<datasets::GptTokenDataset>(corpus.train, length_, documents),
           std::make_shared<datasets::GptTokenDataset>(corpus.eval, length_, documents)};
 }

@@ -15,19 +15,20 @@ Datasets LlamaLmCase::datasets(const CaseContext& ctx) {
 
 std::shared_ptr<torch::nn::Module> LlamaLmCase::model(const CaseContext& ctx) {
   const auto c = config_from(ctx.config);
-  if (c.tie_word_embeddings && ctx.config.get_int("tensor_parallel", 1) > 1)
+  const auto tensor_parallel = ctx.switches.at("tensor_parallel").get<std::int64_t>();
+  if (c.tie_word_embeddings && tensor_parallel > 1)
     throw ConfigError(
-        "tensor_parallel " + std::to_string(ctx.config.get_int("tensor_parallel", 1)) +
+        "tensor_parallel " + std::to_string(tensor_parallel) +
         " with tie_word_embeddings: true: tensor parallelism splits the embedding's vocabulary rows, which a tied "
         "output layer would share; use tensor_parallel: 1 or a shape with its own output layer "
         "(tie_word_embeddings: false, as Llama-3-8B's)");
-  if (c.moe.experts > 0 && ctx.config.get_int("tensor_parallel", 1) > 1)
-    throw ConfigError("tensor_parallel " + std::to_string(ctx.config.get_int("tensor_parallel", 1)) +
-                      " with num_local_experts " + std::to_string(c.moe.experts) +
+  if (c.moe.experts > 0 && tensor_parallel > 1)
+    throw ConfigError("tensor_parallel " + std::to_string(tensor_parallel) + " with num_local_experts " +
+                      std::to_string(c.moe.experts) +
                       ": splitting the experts' layers is not built (expert parallelism is their way); use "
                       "tensor_parallel: 1");
   model_ = models::LlamaForCausalLM(c);
-  model_->fused_kernels = ctx.config.get_bool("fused_kernels", false);
+  model_->fused_kernels = ctx.switches.at("fused_kernels").get<bool>();
   model_->to(ctx.device);
   return model_.ptr();
 }

@@ -1,14 +1,18 @@
-#include "xpuperf/core/training_limits.h"
+// The values each training and model parameter may take, checked when a config loads (`xpuperf
+// check`, `train`, `sweep`), so that a value the runtime would refuse, or worse take (a negative
+// learning rate), is named with its file and line before anything starts, with every other
+// problem of the plan. Each parameter of the config that has a rule here and a value outside it
+// is an error at the line that set it; a value of the wrong type is left to the merge.
 
 #include <cmath>
-#include <map>
 #include <optional>
 #include <set>
 
-#include "xpuperf/core/repo.h"
 #include "xpuperf/core/strings.h"
+#include "xpuperf/core/training_switches.h"
+#include "xpuperf/core/vendor_choices.h"
 
-namespace xpuperf {
+namespace xpuperf::train {
 namespace {
 
 enum class Rule { Positive, NonNegative, Fraction, FractionClosed };
@@ -74,11 +78,6 @@ const Choice kChoices[] = {
     {"target_mode", {"min", "max"}},
 };
 
-std::map<std::string, std::set<std::string>>& vendor_choices() {
-  static std::map<std::string, std::set<std::string>> choices;
-  return choices;
-}
-
 // A sample's length may not pass the model's positions, whichever name the model gives them.
 const std::pair<const char*, const char*> kAtMost[] = {
     {"seq_length", "n_positions"},
@@ -99,14 +98,8 @@ std::string text_of(double v) {
   return value_text(YAML::Node(v));
 }
 
-}  // namespace
-
-bool register_vendor_choice(const std::string& key, const std::string& value) {
-  vendor_choices()[key].insert(value);
-  return true;
-}
-
-void check_training_limits(const Config& cfg, Diagnostics& diags) {
+void check_training_limits(const SwitchCheckInput& in, Diagnostics& diags) {
+  const Config& cfg = in.cfg;
   for (const auto& limit : kNumberLimits) {
     const auto v = number(cfg, limit.key);
     if (!v) continue;
@@ -146,8 +139,7 @@ void check_training_limits(const Config& cfg, Diagnostics& diags) {
     const ConfigEntry* e = cfg.find(choice.key);
     if (!e || value_kind(e->value) != ValueKind::String) continue;
     std::set<std::string> allowed = choice.values;
-    if (const auto it = vendor_choices().find(choice.key); it != vendor_choices().end())
-      allowed.insert(it->second.begin(), it->second.end());
+    for (const auto& name : vendor_choices(choice.key)) allowed.insert(name);
     const std::string v = e->value.Scalar();
     if (allowed.count(v)) continue;
     const std::vector<std::string> values(allowed.begin(), allowed.end());
@@ -166,4 +158,7 @@ void check_training_limits(const Config& cfg, Diagnostics& diags) {
   }
 }
 
-}  // namespace xpuperf
+const bool limits_registered = register_limits_check(check_training_limits);
+
+}  // namespace
+}  // namespace xpuperf::train
