@@ -24,10 +24,6 @@ constexpr std::size_t kMaxMonitorLines = 8;
 // A series of fewer samples says nothing over time (a base case of a second at 1 Hz).
 constexpr std::size_t kMinMonitorSamples = 3;
 
-bool is(const CaseResult& c, CaseFamilyKind family) {
-  return c.family_or_training() == family;
-}
-
 // A figure's median over the ok rounds; "" when no ok round measured it.
 std::string median_of(const CaseResult& c, const char* figure, int digits) {
   const Aggregate* a = c.stat(figure);
@@ -75,7 +71,7 @@ void training_table(std::ostringstream& page, const Summary& summary) {
           "<th>95% CI</th><th>final metric (median)</th><th>time to target, s (median)</th><th>e2e s (median)</th>"
           "<th>energy / sample, J</th></tr>\n";
   for (const auto& c : summary.cases) {
-    if (!is(c, CaseFamilyKind::Training)) continue;
+    if (!c.is(CaseFamilyKind::Training)) continue;
     case_cells(page, c);
     page << "<td>" << c.rounds_converged << "</td>";
     if (const Aggregate* t = c.stat("training_samples_per_second")) {
@@ -175,7 +171,7 @@ void base_section(std::ostringstream& page, const Summary& summary) {
           "<th class=\"text\">check</th></tr>\n";
   std::vector<Bar> bars;
   for (const auto& c : summary.cases) {
-    if (!is(c, CaseFamilyKind::Base)) continue;
+    if (!c.is(CaseFamilyKind::Base)) continue;
     const Round* last_ok = c.last_ok();
     case_cells(page, c);
     if (!last_ok || !c.stat("value")) {
@@ -216,7 +212,7 @@ void inference_table(std::ostringstream& page, const Summary& summary) {
           "<th>validation_<wbr>core</th><th>inference_<wbr>whole</th><th>inference_<wbr>core</th><th>accuracy "
           "(validation / engine)</th><th>batch-1 p99, ms</th></tr>\n";
   for (const auto& c : summary.cases) {
-    if (!is(c, CaseFamilyKind::Inference)) continue;
+    if (!c.is(CaseFamilyKind::Inference)) continue;
     case_cells(page, c);
     page << "<td>" << median_of(c, "validation_whole", 1) << "</td><td>" << median_of(c, "validation_core", 1)
          << "</td><td>" << median_of(c, "inference_whole", 1) << "</td><td>" << median_of(c, "inference_core", 1)
@@ -441,7 +437,7 @@ void accelerator_section(std::ostringstream& page, const CaseResult& c, const st
     }
     body << line_chart_html(l) << "\n";
   }
-  const bool base = is(c, CaseFamilyKind::Base);
+  const bool base = c.is(CaseFamilyKind::Base);
   if (drawn > 0) {
     // A base case's rounds last a second or two: its monitors are there, folded, not in the way.
     page << "<details" << (base ? "" : " open") << "><summary>Devices over time (" << drawn << " chart"
@@ -491,8 +487,8 @@ std::string report_html(const Summary& summary, const std::string& run_dir) {
   for (const auto& c : summary.cases) {
     page << "<h3>" << html_escape(c.key) << "</h3>\n";
     failed_rounds(page, c);
-    if (is(c, CaseFamilyKind::Training)) training_charts(page, curves_of(c, ""));
-    if (is(c, CaseFamilyKind::Inference)) {
+    if (c.is(CaseFamilyKind::Training)) training_charts(page, curves_of(c, ""));
+    if (c.is(CaseFamilyKind::Inference)) {
       for (const auto& r : c.rounds)
         if (r.caveat) {
           page << "<p class=\"note\">" << html_escape(*r.caveat) << "</p>\n";
@@ -530,7 +526,7 @@ std::string compare_html(const Summary& a, const Summary& b, const std::string& 
   // Both runs' curves of each training case they share, on the same axes.
   for (const auto& ca : a.cases)
     for (const auto& cb : b.cases) {
-      if (!is(ca, CaseFamilyKind::Training) || ca.identity() != cb.identity()) continue;
+      if (!ca.is(CaseFamilyKind::Training) || ca.identity() != cb.identity()) continue;
       page << "<h2>" << html_escape(ca.identity()) << "</h2>\n";
       auto rounds = curves_of(ca, "A ");
       for (auto& rc : curves_of(cb, "B ")) rounds.push_back(std::move(rc));

@@ -33,17 +33,13 @@ std::string median(const CaseResult& c, const char* figure, int digits, const st
   return a ? fixed_digits(a->median, digits) : none;
 }
 
-bool is(const CaseResult& c, CaseFamilyKind family) {
-  return c.family_or_training() == family;
-}
-
 // The hardware figures: one row per base case, the headline's median over ok rounds.
 std::string base_table(const Summary& s) {
   std::ostringstream md;
   md << "| base case | rounds ok / run | figure | value (median) | unit | of datasheet | power (W) | per watt | check "
         "|\n| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | --- |\n";
   for (const auto& c : s.cases) {
-    if (!is(c, CaseFamilyKind::Base)) continue;
+    if (!c.is(CaseFamilyKind::Base)) continue;
     const Round* r = c.last_ok();
     md << "| " << c.key << " | " << rounds_ok_text(c) << " | ";
     if (!r || !c.stat("value")) {
@@ -69,7 +65,7 @@ std::string inference_table(const Summary& s) {
         "accuracy (validation / engine) | batch-1 p99 (ms) |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: "
         "|\n";
   for (const auto& c : s.cases) {
-    if (!is(c, CaseFamilyKind::Inference)) continue;
+    if (!c.is(CaseFamilyKind::Inference)) continue;
     md << "| " << c.key << " | " << rounds_ok_text(c) << " | " << median(c, "validation_whole", 1, "null") << " | "
        << median(c, "validation_core", 1, "null") << " | " << median(c, "inference_whole", 1, "null") << " | "
        << median(c, "inference_core", 1, "null") << " | "
@@ -94,7 +90,7 @@ std::string generation_table(const Summary& s) {
   md << "\n| generating case | prefill tokens/s | decode TPOT (ms, first run) | Offline output tokens/s | highest "
         "Server rate within the bounds (queries/s) | Server runs valid |\n| --- | ---: | ---: | ---: | ---: | --- |\n";
   for (const auto& c : s.cases) {
-    if (!is(c, CaseFamilyKind::Inference)) continue;
+    if (!c.is(CaseFamilyKind::Inference)) continue;
     const json* g = first_generation(c);
     if (!g) continue;
     int valid = 0, runs = 0;
@@ -171,7 +167,7 @@ std::string summary_markdown(const Summary& s) {
           "(median) | time to target s (median) | e2e s (median) | energy/sample (J) |\n"
        << "| --- | ---: | ---: | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: |\n";
   for (const auto& c : s.cases)
-    if (is(c, CaseFamilyKind::Training)) md << training_row(c);
+    if (c.is(CaseFamilyKind::Training)) md << training_row(c);
   if (any_inference) md << inference_table(s);
   if (any_generation(s)) md << generation_table(s);
   bool any_failed = false;

@@ -86,6 +86,7 @@ struct CaseResult {
   std::string final_metric_name;
 
   CaseFamilyKind family_or_training() const { return family.value_or(CaseFamilyKind::Training); }
+  bool is(CaseFamilyKind kind) const { return family_or_training() == kind; }
   const Aggregate* stat(const std::string& figure_name) const;
   const Round* last_ok() const;
   // The case without its repeat count (model:framework:hardware:nnodes:nproc): the same case in
