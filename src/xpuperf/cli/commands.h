@@ -58,5 +58,6 @@ void add_base_command(CLI::App& app, const GlobalOptions& global, int& exit_code
 void add_infer_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_data_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 void add_vendor_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
+void add_op_command(CLI::App& app, const GlobalOptions& global, int& exit_code);
 
 }  // namespace xpuperf::cli

@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
   cli::add_train_command(app, global, exit_code);
   cli::add_base_command(app, global, exit_code);
   cli::add_vendor_command(app, global, exit_code);
+  cli::add_op_command(app, global, exit_code);
   cli::add_infer_command(app, global, exit_code);
   cli::add_run_command(app, global, exit_code);
   cli::add_sweep_command(app, global, exit_code);

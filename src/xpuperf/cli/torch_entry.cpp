@@ -7,6 +7,7 @@
 #ifdef XPUPERF_HAVE_INFER
 #include "xpuperf/base/conformance.h"
 #include "xpuperf/infer/entry.h"
+#include "xpuperf/opbench/op_case.h"
 #endif
 
 namespace xpuperf::cli {
@@ -17,7 +18,8 @@ void activate_vendor(const VendorSpec& spec) {
 }
 
 #ifdef XPUPERF_HAVE_INFER
-const TorchEntry kEntry{&train::run_rank, &infer::run_inference, &activate_vendor, &base::run_conformance_rank};
+const TorchEntry kEntry{&train::run_rank, &infer::run_inference, &activate_vendor, &base::run_conformance_rank,
+                        &opbench::run_operator_case};
 #else
 const TorchEntry kEntry{&train::run_rank, nullptr, &activate_vendor, nullptr};
 #endif

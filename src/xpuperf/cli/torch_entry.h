@@ -25,6 +25,8 @@ struct TorchEntry {
   void (*activate_vendor)(const VendorSpec&) = nullptr;
   // One rank of `xpuperf vendor check` (base/conformance.h); null in the quickstart's build.
   int (*vendor_check_rank)(const VendorSpec&, const RankEnv&, std::ostream&, std::ostream&) = nullptr;
+  // `xpuperf op` (opbench/op_case.h); null in the quickstart's build.
+  int (*op)(const OperatorRequest&, std::ostream&, std::ostream&) = nullptr;
 };
 
 // The entry of this binary: null in `xpuperf`, set in `xpuperf-torch`.

@@ -70,6 +70,9 @@ std::string Repo::base_case_dir(const std::string& metric) const {
 std::string Repo::base_config(const std::string& metric) const {
   return base_case_dir(metric) + "/config.yaml";
 }
+std::string Repo::operation_config(const std::string& op) const {
+  return path("cases/operation/" + op + "/config.yaml");
+}
 std::string Repo::vendor_base_config(const std::string& vendor, const std::string& metric) const {
   return vendor_dir(vendor) + "/base/" + metric + ".yaml";
 }
@@ -105,6 +108,9 @@ std::vector<std::string> Repo::inference_cases() const {
 }
 std::vector<std::string> Repo::base_metrics() const {
   return list_subdirs(path("cases/base"));
+}
+std::vector<std::string> Repo::operation_cases() const {
+  return list_subdirs(path("cases/operation"));
 }
 std::vector<std::string> Repo::vendors() const {
   return list_subdirs(path("vendors"));

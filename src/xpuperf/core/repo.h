@@ -32,6 +32,7 @@ class Repo {
   std::string inference_case_dir(const std::string& name) const;
   std::string base_case_dir(const std::string& metric) const;
   std::string base_config(const std::string& metric) const;
+  std::string operation_config(const std::string& op) const;  // cases/operation/<op>/config.yaml
   std::string vendor_base_config(const std::string& vendor, const std::string& metric) const;
   std::string vendor_inference_config(const std::string& vendor, const std::string& name) const;
 
@@ -39,6 +40,7 @@ class Repo {
   std::vector<std::string> training_frameworks(const std::string& model) const;
   std::vector<std::string> inference_cases() const;
   std::vector<std::string> base_metrics() const;
+  std::vector<std::string> operation_cases() const;
   std::vector<std::string> vendors() const;
   // Hardware configs a vendor has for one case: "CPUx1x1", "H100x1x8", ...
   std::vector<std::string> vendor_training_configs(const std::string& vendor, const std::string& model,

@@ -1,0 +1,118 @@
+// `xpuperf op --case NAME`: one operator case (FlagPerf's operator benchmarks): the operator at
+// the config's shapes and dtypes, timed on the device and checked against float64 on the CPU.
+
+#include <iostream>
+#include <sstream>
+
+#include "xpuperf/cli/commands.h"
+#include "xpuperf/cli/torch_entry.h"
+#include "xpuperf/core/vendor_spec.h"
+
+namespace xpuperf::cli {
+
+namespace {
+
+struct OpOptions {
+  std::string name;
+  std::string vendor = "cpu";
+  std::string hardware;
+  std::string device = "auto";
+  std::vector<std::string> shapes;
+  std::vector<std::string> dtypes;
+  std::string json_out;
+  bool smoke = false, list = false, markdown = false;
+};
+
+// "64x48x32" -> {64, 48, 32}.
+std::vector<std::int64_t> parse_shape(const std::string& text) {
+  std::vector<std::int64_t> sizes;
+  std::istringstream in(text);
+  std::string part;
+  while (std::getline(in, part, 'x')) {
+    std::size_t used = 0;
+    long long size = 0;
+    try {
+      size = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || size < 1)
+      throw CommandError("--shape '" + text +
+                         "': write the sizes as positive integers joined by x, e.g. 4096x4096x4096");
+    sizes.push_back(size);
+  }
+  if (sizes.empty()) throw CommandError("--shape is empty: write e.g. 4096x4096x4096");
+  return sizes;
+}
+
+int run_op_command(const GlobalOptions& global, const OpOptions& opts) {
+  const Repo repo = find_repo(global);
+  OperatorRequest request;
+  request.list = opts.list;
+  request.markdown = opts.markdown;
+  if (opts.markdown && !opts.list) throw CommandError("--markdown goes with --list");
+  if (!opts.list) {
+    if (opts.name.empty()) throw CommandError("name an operator case: xpuperf op --case mm (or --list them)");
+    const auto cases = repo.operation_cases();
+    if (std::find(cases.begin(), cases.end(), opts.name) == cases.end()) {
+      const std::string near = closest_match(opts.name, cases);
+      throw CommandError("unknown operator case '" + opts.name + "'" +
+                         (near.empty() ? "" : ": did you mean '" + near + "'?") + " (cases/operation/ holds " +
+                         std::to_string(cases.size()) + "; xpuperf op --list)");
+    }
+    Diagnostics diags;
+    auto config = load_config_file(repo.operation_config(opts.name), diags);
+    if (!config) throw CommandError(diags.format());
+    request.name = opts.name;
+    request.config = *config;
+    for (const auto& s : opts.shapes) request.shapes.push_back(parse_shape(s));
+    request.dtypes = opts.dtypes;
+    request.smoke = opts.smoke;
+    request.device = opts.device;
+    request.json_out = opts.json_out;
+    request.hardware = opts.hardware.empty() ? (opts.vendor == "cpu" ? "CPU" : "") : opts.hardware;
+    request.vendor_spec = load_vendor_spec(repo, opts.vendor);
+  }
+  hand_over_to_torch(global.argv);  // the operators are LibTorch's
+  if (!torch_entry()) throw CommandError(without_torch("run operator cases"));
+  if (!torch_entry()->op)
+    throw CommandError(
+        "this build has no operator cases (the quickstart's, XPUPERF_CASES=quickstart): `make build` "
+        "builds them");
+  if (!opts.list && torch_entry()->activate_vendor) {
+    try {
+      torch_entry()->activate_vendor(request.vendor_spec);
+    } catch (const std::exception& e) {
+      throw CommandError(e.what());
+    }
+  }
+  return torch_entry()->op(request, std::cout, std::cerr);
+}
+
+}  // namespace
+
+void add_op_command(CLI::App& app, const GlobalOptions& global, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "op", "Run one operator case: an operator's shapes × dtypes timed on the device and checked against float64");
+  cmd->footer(
+      "Operator cases live in cases/operation/<op>/config.yaml (shapes, dtypes, samples); their FLOP and byte "
+      "formulas in cases/operation/README.md (`xpuperf op --list`). Each row: the device's time of one call "
+      "(median, p10 – p90, CV; the inputs rotated through copies larger than the caches, which a fill empties "
+      "before each call), the host's time to issue it, the first call's, TFLOP/s, GB/s, FLOP per byte, the error "
+      "against float64 on the CPU (and the gradients'), and whether two calls agree bitwise.\nExit codes: 0 every "
+      "row ran and is accurate, 1 a row failed or is not accurate, 2 bad input.");
+  auto opts = std::make_shared<OpOptions>();
+  cmd->add_option("--case", opts->name, "The operator, e.g. mm, layer_norm, cross_entropy");
+  cmd->add_flag("--list", opts->list, "List the operators: their shapes' sizes, FLOP and byte formulas");
+  cmd->add_flag("--markdown", opts->markdown, "With --list: the table alone (cases/operation/README.md's)");
+  cmd->add_option("--vendor", opts->vendor, "Vendor (its plug-in is loaded first)")->capture_default_str();
+  cmd->add_option("--hardware", opts->hardware, "Chip name in the vendor's specs.yaml (default CPU for cpu)");
+  cmd->add_option("--device", opts->device, "auto, cpu, or the vendor's device name")->capture_default_str();
+  cmd->add_option("--shape", opts->shapes, "Instead of the config's shapes, e.g. --shape 4096x4096x4096 (repeatable)");
+  cmd->add_option("--dtype", opts->dtypes, "Instead of the config's dtypes: fp32, bf16, fp16, fp64 (repeatable)");
+  cmd->add_flag("--smoke", opts->smoke, "The config's smoke_shapes: tiny shapes that run in seconds on a CPU");
+  cmd->add_option("--json", opts->json_out, "Also write the rows as JSON to this file");
+  cmd->callback([&global, &exit_code, opts] { exit_code = run_op_command(global, *opts); });
+}
+
+}  // namespace xpuperf::cli

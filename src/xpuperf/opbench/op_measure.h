@@ -1,0 +1,68 @@
+#pragma once
+// One row of an operator benchmark: an operator, a shape, a dtype and a device, timed and checked.
+//
+// Timing: the inputs rotate through copies whose bytes pass `rotate_bytes` (a cache larger than
+// the operator's inputs would otherwise serve every call after the first), and before each timed
+// call a buffer of `flush_bytes` is written by a fill, not by the operator under test. The device's
+// own time comes from its vendor's timeline (torchrt::DeviceTimeline) where it brings one, else from
+// the host clock around the call and a synchronisation. Accuracy: the output (and the inputs'
+// gradients) against the same operator in float64 on the CPU, from the same inputs as rounded to
+// the dtype, with torch.testing's default tolerances for the dtype.
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "xpuperf/opbench/operators.h"
+
+namespace xpuperf::opbench {
+
+struct MeasureOptions {
+  int warmup = 5;
+  int samples = 50;
+  double rotate_bytes = 256.0 * (1 << 20);
+  double flush_bytes = 64.0 * (1 << 20);
+  std::uint64_t seed = 1234;
+};
+
+struct ErrorStats {
+  double max_abs = 0, mean_abs = 0, max_rel = 0, mean_rel = 0;
+  // The largest |actual − reference| / (atol + rtol·|reference|): 1 is what torch.testing allows.
+  double worst_over_tolerance = 0;
+};
+
+struct OperatorRow {
+  std::string op, dtype, device, implementation = "aten";
+  std::vector<std::int64_t> sizes;
+  // Time of one call, device side: median, 10th and 90th percentiles, coefficient of variation.
+  double median_ms = 0, p10_ms = 0, p90_ms = 0, cv = 0;
+  int samples = 0;
+  bool device_timed = false;  // from the device's timeline; false: the host clock with a synchronisation
+  double host_ms = 0;         // the host's time to issue one call (median), without waiting for it
+  double cold_ms = 0;         // the first call of the process for this row, waited for
+  double flops = 0, bytes = 0;
+  double tflops = 0, gb_per_s = 0, intensity = 0;  // FLOP per byte
+  ErrorStats error, gradient_error;
+  bool has_gradients = false;
+  double atol = 0, rtol = 0;
+  bool accurate = false;       // output and gradients within twice torch.testing's tolerance
+  bool deterministic = false;  // two calls on the same inputs are bitwise equal
+
+  nlohmann::json to_json() const;
+};
+
+// torch.testing's default (rtol, atol) for a dtype.
+std::pair<double, double> default_tolerance(torch::Dtype dtype);
+// "bf16" -> kBFloat16; throws std::invalid_argument naming the choices.
+torch::Dtype parse_dtype(const std::string& name);
+std::string dtype_name(torch::Dtype dtype);
+
+// Measures one row; throws std::runtime_error with the message for the user (a dtype the device
+// lacks, buffers larger than its memory, with the bytes needed).
+OperatorRow measure_operator(const OperatorSpec& spec, const std::vector<std::int64_t>& sizes, torch::Dtype dtype,
+                             const torch::Device& device, const MeasureOptions& options);
+
+}  // namespace xpuperf::opbench
