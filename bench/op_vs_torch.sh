@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Is xpuperf's operator timing honest? For each operator × shape × dtype, xpuperf op's median time
+# of ATen's operator beside torch.utils.benchmark's (blocked_autorange) for the same operator,
+# shape and dtype on the same GPU in the same call. Prints a Markdown table with the ratio, and
+# each row's error against float64 (the worst |error| over torch.testing's tolerance).
+#
+#   bench/op_vs_torch.sh [HARDWARE]        (nvidia vendor; default H200)
+#
+# ROWS overrides the list: "op:SIZES:dtype op:SIZES:dtype ...". XPUPERF: the binary (default
+# build/src/xpuperf); PYTHON: a Python with PyTorch (default python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+hardware=${1:-H200}
+xpuperf=${XPUPERF:-build/src/xpuperf}
+python=${PYTHON:-python3}
+rows=${ROWS:-"mm:8192x8192x8192:bf16 mm:4096x4096x4096:bf16 bmm:32x2048x2048x128:bf16 linear:8192x8192x8192:bf16
+mv:8192x8192:bf16 layer_norm:16384x4096:bf16 group_norm:32x256x4096x32:bf16 softmax:16384x4096:bf16
+cross_entropy:16384x50257:bf16 sum:16384x4096:bf16 gelu:268435456:bf16 add:268435456:bf16"}
+work=$(mktemp -d /tmp/xpuperf-op-vs-torch.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+echo "| operator | shape | dtype | xpuperf median ms (p10 – p90) | torch.utils.benchmark median ms | xpuperf ÷ torch | TFLOP/s | GB/s | worst error / tolerance | accurate |"
+echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+for row in $rows; do
+  IFS=: read -r op shape dtype <<<"$row"
+  if ! "$xpuperf" op --case "$op" --vendor nvidia --hardware "$hardware" --shape "$shape" --dtype "$dtype" \
+      --json "$work/$op.json" >"$work/$op.log" 2>&1; then
+    [[ -s $work/$op.json ]] || { echo "| $op | $shape | $dtype | failed: $(tail -1 "$work/$op.log") | | | | | | |"; continue; }
+  fi
+  ref=$("$python" bench/op_torch_benchmark.py "$op" "$shape" "$dtype")
+  "$python" - "$work/$op.json" "$ref" "$shape" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["rows"][0]
+ref = float(sys.argv[2])
+worst = max(r["error"]["worst_over_tolerance"], r.get("gradient_error", {}).get("worst_over_tolerance", 0))
+print(f"| {r['op']} | {sys.argv[3]} | {r['dtype']} | {r['median_ms']:.4f} ({r['p10_ms']:.4f} – {r['p90_ms']:.4f}) | "
+      f"{ref:.4f} | {r['median_ms'] / ref:.3f} | {r['tflops']:.1f} | {r['gb_per_s']:.0f} | {worst:.2f} | "
+      f"{'yes' if r['accurate'] else 'NO'} |")
+PY
+done
+echo
+echo "xpuperf: $("$xpuperf" --version); PyTorch $("$python" -c 'import torch; print(torch.__version__)'); $hardware"
