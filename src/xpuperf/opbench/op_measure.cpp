@@ -70,7 +70,8 @@ Percentiles percentiles(std::vector<double> v) {
   return p;
 }
 
-ErrorStats errors(const torch::Tensor& actual, const torch::Tensor& reference, double rtol, double atol) {
+ErrorStats errors(const torch::Tensor& actual, const torch::Tensor& reference, double rtol, double atol,
+                  double default_atol) {
   ErrorStats e;
   const torch::Tensor a = actual.to(torch::kCPU, torch::kFloat64).reshape(-1);
   const torch::Tensor r = reference.to(torch::kCPU, torch::kFloat64).reshape(-1);
@@ -85,6 +86,7 @@ ErrorStats errors(const torch::Tensor& actual, const torch::Tensor& reference, d
   e.max_rel = rel.max().item<double>();
   e.mean_rel = rel.mean().item<double>();
   e.worst_over_tolerance = (diff / (atol + rtol * mag)).max().item<double>();
+  e.worst_over_default = (diff / (default_atol + rtol * mag)).max().item<double>();
   return e;
 }
 
@@ -146,18 +148,19 @@ void check_accuracy(const OperatorSpec& spec, const Inputs& cpu_rounded, const I
                     torch::Dtype dtype, const MeasureOptions& options, OperatorRow& row) {
   const Inputs reference_inputs = converted(cpu_rounded, torch::kCPU, torch::kFloat64);
   const torch::Tensor out = spec.run(on_device, sizes);
-  row.error = errors(out, spec.run(reference_inputs, sizes), row.rtol, row.atol);
+  row.error = errors(out, spec.run(reference_inputs, sizes), row.rtol, row.atol, row.default_atol);
   row.deterministic = torch::equal(out, spec.run(on_device, sizes));
   double worst = row.error.worst_over_tolerance;
   if (spec.has_backward && c10::isFloatingType(dtype)) {
     torch::Generator gen = at::detail::createCPUGenerator(options.seed + 1);
     const torch::Tensor weights = at::normal(0.0, 1.0, out.sizes(), gen).to(dtype).to(torch::kFloat64);
     row.gradient_error = errors(gradients(spec, on_device, sizes, weights),
-                                gradients(spec, reference_inputs, sizes, weights), row.rtol, row.atol);
+                                gradients(spec, reference_inputs, sizes, weights), row.rtol, row.atol,
+                                row.default_atol);
     row.has_gradients = true;
     worst = std::max(worst, row.gradient_error.worst_over_tolerance);
   }
-  row.accurate = std::isfinite(worst) && worst <= 2.0;
+  row.accurate = std::isfinite(worst) && worst <= 1.0;
 }
 
 }  // namespace
@@ -203,7 +206,8 @@ OperatorRow measure_operator(const OperatorSpec& spec, const Sizes& sizes, torch
   row.sizes = sizes;
   row.dtype = dtype_name(dtype);
   row.device = device.str();
-  std::tie(row.rtol, row.atol) = default_tolerance(dtype);
+  std::tie(row.rtol, row.default_atol) = default_tolerance(dtype);
+  row.atol = std::max(row.default_atol, 1e-4 * spec.reduction(sizes));
   const std::string what = spec.name + " " + sizes_text(sizes) + " in " + row.dtype + " on " + row.device;
   torch::Generator gen = at::detail::createCPUGenerator(options.seed);
   const Inputs cpu_rounded = rounded(spec.inputs(sizes, gen), dtype);
@@ -248,7 +252,8 @@ nlohmann::json OperatorRow::to_json() const {
                           {"mean_abs", e.mean_abs},
                           {"max_rel", e.max_rel},
                           {"mean_rel", e.mean_rel},
-                          {"worst_over_tolerance", e.worst_over_tolerance}};
+                          {"worst_over_tolerance", e.worst_over_tolerance},
+                          {"worst_over_default", e.worst_over_default}};
   };
   nlohmann::json j = {{"op", op},
                       {"shape", sizes},
@@ -271,6 +276,7 @@ nlohmann::json OperatorRow::to_json() const {
                       {"error", error_json(error)},
                       {"rtol", rtol},
                       {"atol", atol},
+                      {"default_atol", default_atol},
                       {"accurate", accurate},
                       {"deterministic", deterministic}};
   if (has_gradients) j["gradient_error"] = error_json(gradient_error);

@@ -14,6 +14,10 @@ torch::Tensor normal(torch::IntArrayRef shape, torch::Generator& gen) {
   return at::normal(0.0, 1.0, shape, gen);
 }
 
+double largest(const Sizes& s) {
+  return static_cast<double>(*std::max_element(s.begin(), s.end()));
+}
+
 double product(const Sizes& s) {
   return std::accumulate(s.begin(), s.end(), 1.0, [](double a, std::int64_t b) { return a * static_cast<double>(b); });
 }
@@ -70,6 +74,7 @@ OperatorSpec rowwise(const std::string& name, double flops_per_element, bool kee
   s.bytes = [keeps_shape](const Sizes& z, double e) {
     return (keeps_shape ? 2.0 * product(z) : product(z) + static_cast<double>(z[0])) * e;
   };
+  s.reduction = [](const Sizes& z) { return static_cast<double>(z[1]); };
   return s;
 }
 
@@ -86,6 +91,7 @@ std::vector<OperatorSpec> gemms() {
   };
   mm.run = [](const Inputs& in, const Sizes&) { return torch::mm(in[0], in[1]); };
   mm.flops = [](const Sizes& z) { return 2.0 * product(z); };
+  mm.reduction = largest;  // K for the product, M and N for its gradients
   mm.bytes = [](const Sizes& z, double e) {
     const double m = static_cast<double>(z[0]), n = static_cast<double>(z[1]), k = static_cast<double>(z[2]);
     return (m * k + k * n + m * n) * e;
@@ -133,6 +139,7 @@ std::vector<OperatorSpec> gemms() {
   };
   bmm.run = [](const Inputs& in, const Sizes&) { return torch::bmm(in[0], in[1]); };
   bmm.flops = [](const Sizes& z) { return 2.0 * product(z); };
+  bmm.reduction = [](const Sizes& z) { return largest({z[1], z[2], z[3]}); };
   bmm.bytes = [](const Sizes& z, double e) {
     const double b = static_cast<double>(z[0]), m = static_cast<double>(z[1]), n = static_cast<double>(z[2]),
                  k = static_cast<double>(z[3]);
@@ -149,6 +156,7 @@ std::vector<OperatorSpec> gemms() {
   mv.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{normal({z[0], z[1]}, g), normal({z[1]}, g)}; };
   mv.run = [](const Inputs& in, const Sizes&) { return torch::mv(in[0], in[1]); };
   mv.flops = [](const Sizes& z) { return 2.0 * product(z); };
+  mv.reduction = largest;
   mv.bytes = [](const Sizes& z, double e) {
     const double m = static_cast<double>(z[0]), k = static_cast<double>(z[1]);
     return (m * k + k + m) * e;
@@ -170,6 +178,7 @@ std::vector<OperatorSpec> norms() {
   };
   ln.run = [](const Inputs& in, const Sizes&) { return torch::layer_norm(in[0], {in[0].size(1)}, in[1], in[2], 1e-5); };
   ln.flops = [](const Sizes& z) { return 8.0 * product(z); };
+  ln.reduction = largest;  // a row's columns; the weight's gradient sums the rows
   ln.bytes = [](const Sizes& z, double e) { return (2.0 * product(z) + 2.0 * static_cast<double>(z[1])) * e; };
   out.push_back(ln);
 
@@ -184,6 +193,9 @@ std::vector<OperatorSpec> norms() {
   };
   gn.run = [](const Inputs& in, const Sizes& z) { return torch::group_norm(in[0], z[3], in[1], in[2], 1e-5); };
   gn.flops = [](const Sizes& z) { return 8.0 * static_cast<double>(z[0] * z[1] * z[2]); };
+  gn.reduction = [](const Sizes& z) {
+    return std::max(static_cast<double>(z[1] / z[3] * z[2]), static_cast<double>(z[0] * z[2]));
+  };
   gn.bytes = [](const Sizes& z, double e) {
     return (2.0 * static_cast<double>(z[0] * z[1] * z[2]) + 2.0 * static_cast<double>(z[1])) * e;
   };
@@ -215,6 +227,7 @@ std::vector<OperatorSpec> reductions() {
   };
   ce.run = [](const Inputs& in, const Sizes&) { return torch::nn::functional::cross_entropy(in[0], in[1]); };
   ce.flops = [](const Sizes& z) { return 5.0 * product(z); };
+  ce.reduction = largest;
   ce.bytes = [](const Sizes& z, double e) { return product(z) * e + 8.0 * static_cast<double>(z[0]) + e; };
   out.push_back(ce);
   return out;

@@ -26,6 +26,12 @@ struct OperatorSpec {
   std::function<double(const std::vector<std::int64_t>&)> flops;
   // Bytes read and written once, for elements of `element_bytes` (integer inputs at their own size).
   std::function<double(const std::vector<std::int64_t>&, double element_bytes)> bytes;
+  // The most terms one element of the output or of an input's gradient sums (a GEMM's K, M or N; a
+  // norm's columns or rows; 1 for a pointwise operator): the accuracy check's absolute tolerance
+  // grows with it (op_measure.h).
+  std::function<double(const std::vector<std::int64_t>&)> reduction = [](const std::vector<std::int64_t>&) {
+    return 1.0;
+  };
 };
 
 // Every operator, by name.
