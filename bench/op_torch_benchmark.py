@@ -4,7 +4,10 @@ torch.utils.benchmark (blocked_autorange) on the GPU, for the same shape and dty
 xpuperf operator case. Prints the median in milliseconds.
 
     op_torch_benchmark.py OP SIZES DTYPE      e.g. mm 8192x8192x8192 bf16
+
+MIN_RUN_TIME: blocked_autorange's seconds (default 1.0).
 """
+import os
 import sys
 
 import torch
@@ -52,7 +55,8 @@ def main():
     stmt, env = inputs(op, sizes, dtype, "cuda")
     env.update({"torch": torch, "F": F})
     timer = benchmark.Timer(stmt=stmt, globals=env)
-    print(f"{timer.blocked_autorange(min_run_time=1.0).median * 1e3:.6f}")
+    seconds = float(os.environ.get("MIN_RUN_TIME", "1.0"))
+    print(f"{timer.blocked_autorange(min_run_time=seconds).median * 1e3:.6f}")
 
 
 if __name__ == "__main__":

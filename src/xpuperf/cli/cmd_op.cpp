@@ -6,6 +6,7 @@
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/cli/torch_entry.h"
+#include "xpuperf/core/training_config.h"
 #include "xpuperf/core/vendor_spec.h"
 
 namespace xpuperf::cli {
@@ -20,6 +21,7 @@ struct OpOptions {
   std::vector<std::string> shapes;
   std::vector<std::string> dtypes;
   std::string json_out;
+  std::vector<std::string> sets;
   bool smoke = false, list = false, markdown = false;
 };
 
@@ -63,6 +65,15 @@ int run_op_command(const GlobalOptions& global, const OpOptions& opts) {
     Diagnostics diags;
     auto config = load_config_file(repo.operation_config(opts.name), diags);
     if (!config) throw CommandError(diags.format());
+    for (const auto& o : parse_set_overrides(opts.sets, diags)) {
+      if (!config->has(o.key)) {
+        const std::string near = closest_match(o.key, config->keys());
+        throw CommandError(o.source.str() + ": '" + o.key + "' is not a key of " + repo.operation_config(opts.name) +
+                           (near.empty() ? "" : ": did you mean '" + near + "'?"));
+      }
+      config->set(o.key, o.value, o.source);
+    }
+    if (diags.has_errors()) throw CommandError(diags.format());
     request.name = opts.name;
     request.config = *config;
     for (const auto& s : opts.shapes) request.shapes.push_back(parse_shape(s));
@@ -110,6 +121,8 @@ void add_op_command(CLI::App& app, const GlobalOptions& global, int& exit_code) 
   cmd->add_option("--device", opts->device, "auto, cpu, or the vendor's device name")->capture_default_str();
   cmd->add_option("--shape", opts->shapes, "Instead of the config's shapes, e.g. --shape 4096x4096x4096 (repeatable)");
   cmd->add_option("--dtype", opts->dtypes, "Instead of the config's dtypes: fp32, bf16, fp16, fp64 (repeatable)");
+  cmd->add_option("--set", opts->sets,
+                  "Override a key of the case's config: --set samples=200, --set rotate_mib=0 (repeatable)");
   cmd->add_flag("--smoke", opts->smoke, "The config's smoke_shapes: tiny shapes that run in seconds on a CPU");
   cmd->add_option("--json", opts->json_out, "Also write the rows as JSON to this file");
   cmd->callback([&global, &exit_code, opts] { exit_code = run_op_command(global, *opts); });
