@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "test_util.h"
@@ -21,6 +22,7 @@ MeasureOptions quick() {
   MeasureOptions o;
   o.warmup = 1;
   o.samples = 3;
+  o.min_seconds = 0;
   o.rotate_bytes = o.flush_bytes = 1 << 16;
   return o;
 }
@@ -106,6 +108,18 @@ TEST(OperatorMeasure, AWrongOperatorIsCaught) {
   EXPECT_GT(row.error.worst_over_tolerance, 2);
   EXPECT_GT(row.error.worst_over_default, 100);
   EXPECT_DOUBLE_EQ(row.atol, 1e-4 * 16) << "1e-4 for each of the K = 16 terms an element sums";
+}
+
+// Blocks of calls are timed until min_seconds have passed: the device's clocks under load.
+TEST(OperatorMeasure, BlocksOfCallsAreTimedForTheMinimumTime) {
+  MeasureOptions o = quick();
+  o.samples = 2;
+  o.min_seconds = 0.05;
+  const auto started = std::chrono::steady_clock::now();
+  const OperatorRow row = measure_operator(*find_operator("add"), {64}, torch::kFloat32, torch::kCPU, o);
+  EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 0.05);
+  EXPECT_GT(row.samples, 2);
+  EXPECT_EQ(row.samples % 2, 0) << "whole blocks";
 }
 
 TEST(OperatorMeasure, ADtypeIsNamedAmongTheChoices) {

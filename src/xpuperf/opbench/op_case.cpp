@@ -80,6 +80,7 @@ MeasureOptions options_of(const Config& config, bool smoke) {
   MeasureOptions o;
   o.warmup = static_cast<int>(config.get_int("warmup", o.warmup));
   o.samples = static_cast<int>(config.get_int("samples", o.samples));
+  o.min_seconds = config.get_number("min_seconds", o.min_seconds);
   o.rotate_bytes = config.get_number("rotate_mib", o.rotate_bytes / (1 << 20)) * (1 << 20);
   o.flush_bytes = config.get_number("flush_mib", o.flush_bytes / (1 << 20)) * (1 << 20);
   o.seed = static_cast<std::uint64_t>(config.get_int("seed", 1234));
@@ -90,6 +91,7 @@ MeasureOptions options_of(const Config& config, bool smoke) {
   if (smoke) {  // a check that each row runs and is accurate, in seconds: not a figure to quote
     o.warmup = std::min(o.warmup, 1);
     o.samples = std::min(o.samples, 5);
+    o.min_seconds = 0;
     o.rotate_bytes = o.flush_bytes = 1 << 20;
   }
   return o;

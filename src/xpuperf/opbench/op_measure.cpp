@@ -115,8 +115,14 @@ void time_calls(const OperatorSpec& spec, const std::vector<Inputs>& sets, const
   row.device_timed = timeline != nullptr;
   std::vector<double> device_ms, host_ms;
   std::vector<std::pair<std::size_t, std::size_t>> marks;
-  for (int i = 0; i < options.samples; ++i) {
-    flush.fill_(static_cast<double>(i));  // the caches emptied by a kernel that is not under test
+  const auto started = Clock::now();
+  constexpr int kMostCalls = 200000;  // a bound for an operator of a microsecond
+  for (int i = 0; i < kMostCalls; ++i) {
+    if (i >= options.samples && i % options.samples == 0) {  // a block done: enough time under load?
+      torchrt::synchronize(device);
+      if (ms_since(started) >= options.min_seconds * 1e3) break;
+    }
+    flush.fill_(static_cast<double>(i % 1000));  // the caches emptied by a kernel that is not under test
     const Inputs& in = sets[static_cast<std::size_t>(i) % sets.size()];
     if (timeline) {
       const std::size_t from = timeline->mark();
@@ -154,9 +160,9 @@ void check_accuracy(const OperatorSpec& spec, const Inputs& cpu_rounded, const I
   if (spec.has_backward && c10::isFloatingType(dtype)) {
     torch::Generator gen = at::detail::createCPUGenerator(options.seed + 1);
     const torch::Tensor weights = at::normal(0.0, 1.0, out.sizes(), gen).to(dtype).to(torch::kFloat64);
-    row.gradient_error = errors(gradients(spec, on_device, sizes, weights),
-                                gradients(spec, reference_inputs, sizes, weights), row.rtol, row.atol,
-                                row.default_atol);
+    row.gradient_error =
+        errors(gradients(spec, on_device, sizes, weights), gradients(spec, reference_inputs, sizes, weights), row.rtol,
+               row.atol, row.default_atol);
     row.has_gradients = true;
     worst = std::max(worst, row.gradient_error.worst_over_tolerance);
   }

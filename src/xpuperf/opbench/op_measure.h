@@ -27,6 +27,11 @@ namespace xpuperf::opbench {
 struct MeasureOptions {
   int warmup = 5;
   int samples = 50;
+  // Blocks of `samples` calls are timed until this many seconds have passed: a device under load
+  // for a second runs at the clocks its power limit allows, as a model's step does, not at the
+  // boost of a short burst (an H200's bf16 GEMM of 8192³: 1.39 ms in 50 calls, 1.64 ms after a
+  // second).
+  double min_seconds = 1.0;
   double rotate_bytes = 256.0 * (1 << 20);
   double flush_bytes = 64.0 * (1 << 20);
   std::uint64_t seed = 1234;
@@ -52,9 +57,9 @@ struct OperatorRow {
   double tflops = 0, gb_per_s = 0, intensity = 0;  // FLOP per byte
   ErrorStats error, gradient_error;
   bool has_gradients = false;
-  double atol = 0, rtol = 0;  // the row's tolerance
-  double default_atol = 0;    // torch.testing's, for the dtype
-  bool accurate = false;      // output and gradients within the tolerance (and nothing infinite or NaN)
+  double atol = 0, rtol = 0;   // the row's tolerance
+  double default_atol = 0;     // torch.testing's, for the dtype
+  bool accurate = false;       // output and gradients within the tolerance (and nothing infinite or NaN)
   bool deterministic = false;  // two calls on the same inputs are bitwise equal
 
   nlohmann::json to_json() const;
