@@ -27,6 +27,13 @@ TEST(OpCli, AnOperatorCaseRunsItsSmokeShapesAndWritesItsRows) {
   EXPECT_TRUE(rows["rows"][0]["accurate"].get<bool>());
 }
 
+TEST(OpCli, TimingAloneSaysTheRowIsNotChecked) {
+  const Result r = xpuperf(
+      {"--root", kRoot, "op", "--case", "softmax", "--smoke", "--dtype", "fp32", "--set", "check_accuracy=false"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "| not checked | yes |")) << r.output;
+}
+
 TEST(OpCli, ListsTheOperatorsWithTheirFormulas) {
   const Result r = xpuperf({"--root", kRoot, "op", "--list"});
   ASSERT_EQ(r.code, 0) << r.output;
