@@ -58,6 +58,18 @@ OperatorSpec binary(const std::string& name,
   return s;
 }
 
+// An operator defined on positive inputs (log, sqrt, ...): its inputs drawn as |x| + 0.5, away
+// from 0, where the operator's error is its own and not the input's.
+OperatorSpec positive(OperatorSpec spec) {
+  const auto draw = spec.inputs;
+  spec.inputs = [draw](const Sizes& z, torch::Generator& g) {
+    Inputs in = draw(z, g);
+    for (auto& t : in) t = t.abs() + 0.5;
+    return in;
+  };
+  return spec;
+}
+
 // Over the last dimension of a rows × cols input.
 OperatorSpec rowwise(const std::string& name, double flops_per_element, bool keeps_shape,
                      std::function<torch::Tensor(const torch::Tensor&)> f, bool backward = true) {
@@ -215,6 +227,12 @@ std::vector<OperatorSpec> reductions() {
   out.push_back(rowwise("mean", 1, false, [](const torch::Tensor& x) { return x.mean(-1); }));
   out.push_back(rowwise(
       "amax", 1, false, [](const torch::Tensor& x) { return std::get<0>(x.max(-1)); }, false));
+  out.push_back(rowwise("cumsum", 1, true, [](const torch::Tensor& x) { return x.cumsum(-1); }));
+  out.push_back(rowwise("vector_norm", 2, false, [](const torch::Tensor& x) { return x.norm(2, -1); }));
+  // A product of many factors near 1 (1 + x / 100): neither overflows nor vanishes.
+  OperatorSpec prod = rowwise("prod", 1, false, [](const torch::Tensor& x) { return x.prod(-1); });
+  prod.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{1.0 + normal({z[0], z[1]}, g) / 100}; };
+  out.push_back(prod);
 
   OperatorSpec ce;
   ce.name = "cross_entropy";
@@ -243,7 +261,20 @@ std::vector<OperatorSpec> pointwises() {
           binary("add", [](const torch::Tensor& a, const torch::Tensor& b) { return a + b; }),
           binary("sub", [](const torch::Tensor& a, const torch::Tensor& b) { return a - b; }),
           binary("mul", [](const torch::Tensor& a, const torch::Tensor& b) { return a * b; }),
-          binary("div", [](const torch::Tensor& a, const torch::Tensor& b) { return a / b; })};
+          binary("div", [](const torch::Tensor& a, const torch::Tensor& b) { return a / b; }),
+          binary("rsub", [](const torch::Tensor& a, const torch::Tensor& b) { return torch::rsub(a, b); }),
+          binary("maximum", [](const torch::Tensor& a, const torch::Tensor& b) { return torch::maximum(a, b); }),
+          binary("minimum", [](const torch::Tensor& a, const torch::Tensor& b) { return torch::minimum(a, b); }),
+          pointwise("abs", 1, [](const torch::Tensor& x) { return torch::abs(x); }),
+          pointwise("neg", 1, [](const torch::Tensor& x) { return torch::neg(x); }),
+          pointwise("sin", 1, [](const torch::Tensor& x) { return torch::sin(x); }),
+          pointwise("cos", 1, [](const torch::Tensor& x) { return torch::cos(x); }),
+          pointwise("clamp", 2, [](const torch::Tensor& x) { return torch::clamp(x, -0.5, 0.5); }),
+          positive(pointwise("log", 1, [](const torch::Tensor& x) { return torch::log(x); })),
+          positive(pointwise("sqrt", 1, [](const torch::Tensor& x) { return torch::sqrt(x); })),
+          positive(pointwise("rsqrt", 1, [](const torch::Tensor& x) { return torch::rsqrt(x); })),
+          positive(pointwise("reciprocal", 1, [](const torch::Tensor& x) { return torch::reciprocal(x); })),
+          positive(pointwise("pow", 1, [](const torch::Tensor& x) { return torch::pow(x, 2.5); }))};
 }
 
 std::vector<OperatorSpec> all_operators() {
