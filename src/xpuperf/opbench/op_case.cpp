@@ -39,9 +39,8 @@ void check_shape(const OperatorSpec& spec, const Shape& shape, const std::string
                       names + "), got " + std::to_string(shape.size()));
   for (const auto size : shape)
     if (size < 1) throw ConfigError(where + ": " + spec.name + "'s sizes (" + names + ") must be positive");
-  if (spec.name == "group_norm" && shape[1] % shape[3] != 0)
-    throw ConfigError(where + ": group_norm's channels C (" + std::to_string(shape[1]) +
-                      ") must divide by its groups (" + std::to_string(shape[3]) + ")");
+  if (const std::string problem = spec.shape_problem(shape); !problem.empty())
+    throw ConfigError(where + ": " + problem);
 }
 
 std::string sci(double v) {

@@ -205,6 +205,11 @@ std::vector<OperatorSpec> norms() {
   };
   gn.run = [](const Inputs& in, const Sizes& z) { return torch::group_norm(in[0], z[3], in[1], in[2], 1e-5); };
   gn.flops = [](const Sizes& z) { return 8.0 * static_cast<double>(z[0] * z[1] * z[2]); };
+  gn.shape_problem = [](const Sizes& z) {
+    return z[1] % z[3] == 0 ? std::string()
+                            : "group_norm's channels C (" + std::to_string(z[1]) + ") must divide by its groups (" +
+                                  std::to_string(z[3]) + ")";
+  };
   gn.reduction = [](const Sizes& z) {
     return std::max(static_cast<double>(z[1] / z[3] * z[2]), static_cast<double>(z[0] * z[2]));
   };

@@ -32,6 +32,11 @@ struct OperatorSpec {
   std::function<double(const std::vector<std::int64_t>&)> reduction = [](const std::vector<std::int64_t>&) {
     return 1.0;
   };
+  // What is wrong with a shape of the right rank and positive sizes beyond that (group_norm's groups
+  // must divide its channels); "" when nothing is.
+  std::function<std::string(const std::vector<std::int64_t>&)> shape_problem = [](const std::vector<std::int64_t>&) {
+    return std::string();
+  };
 };
 
 // Every operator, by name.
