@@ -43,7 +43,7 @@ def inputs(op, z, dt, dev):
     if op == "amax":
         return "x.max(-1)[0]", {"x": r(z[0], z[1])}
     if op in ("relu", "gelu", "silu", "sigmoid", "tanh", "exp"):
-        return f"torch.{op}(x)" if op != "gelu" else "F.gelu(x)", {"x": r(z[0])}
+        return (f"F.{op}(x)" if op in ("gelu", "silu") else f"torch.{op}(x)"), {"x": r(z[0])}
     symbols = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
     if op in symbols:
         return f"a {symbols[op]} b", {"a": r(z[0]), "b": r(z[0]).abs() + 0.5}

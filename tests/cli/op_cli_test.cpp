@@ -60,5 +60,99 @@ TEST(OpCli, BadInputIsAClearError) {
   EXPECT_TRUE(has(r.output, "group_norm's channels C (6) must divide by its groups (4)")) << r.output;
 }
 
+// The sim vendor registers its own kernels for two of xpuperf's operators (vendors/sim/plugin/
+// sim_ops.cpp): each is timed and checked beside ATen's, with its speed-up; the CPU registers none.
+TEST(OpCli, AVendorsKernelIsTimedBesideAtensWithItsSpeedup) {
+  test::TempDir dir;
+  const Result sim = xpuperf({"--root", kRoot, "op", "--case", "rms_norm", "--vendor", "sim", "--hardware", "SIM",
+                              "--smoke", "--dtype", "fp32", "--json", dir.path() + "/rows.json"});
+  ASSERT_EQ(sim.code, 0) << sim.output;
+  EXPECT_TRUE(has(sim.output, "| rms_norm | 8×32 | fp32 | aten |")) << sim.output;
+  EXPECT_TRUE(has(sim.output, "| rms_norm | 8×32 | fp32 | xpuperf |")) << sim.output;
+  const auto rows = nlohmann::json::parse(test::read_file(dir.path() + "/rows.json"))["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["device"], "sim:0");
+  EXPECT_FALSE(rows[0].contains("speedup_vs_aten"));
+  EXPECT_GT(rows[1]["speedup_vs_aten"].get<double>(), 0.0);
+  EXPECT_NEAR(rows[1]["speedup_vs_aten"].get<double>(),
+              rows[0]["median_ms"].get<double>() / rows[1]["median_ms"].get<double>(), 1e-9);
+  // Its kernel is a forward kernel: its gradients would be the composite's, so they are not claimed.
+  EXPECT_TRUE(rows[0].contains("gradient_error"));
+  EXPECT_FALSE(rows[1].contains("gradient_error"));
+  EXPECT_TRUE(rows[1]["accurate"].get<bool>());
+  const Result cpu = xpuperf({"--root", kRoot, "op", "--case", "silu_and_mul", "--smoke", "--dtype", "fp32"});
+  ASSERT_EQ(cpu.code, 0) << cpu.output;
+  EXPECT_TRUE(has(cpu.output, "not measured: xpuperf: no kernel of xpuperf::silu_mul is registered for cpu"))
+      << cpu.output;
+  const Result bad =
+      xpuperf({"--root", kRoot, "op", "--case", "argmax", "--smoke", "--set", "implementations=[aten, flaggems]"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(has(bad.output, "argmax has no implementation 'flaggems' (it has aten, xpuperf)")) << bad.output;
+}
+
+// A plan's operation section: rounds of an operator case beside the base cases that measure this
+// machine's roof, and the report's rows, roofline, CSV and comparison built from them.
+TEST(OpCli, APlanPlacesItsOperatorRowsOnTheRoofItsBaseCasesMeasured) {
+  test::TempDir dir;
+  const std::string plan = dir.write(
+      "plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
+                       "/results\nmonitor_period: 0.2\nbase:\n"
+                       "  \"computation-FP32:CPU:1:1:1\": {cpu_size: 256, repeats: 2, seconds: 0.1}\n"
+                       "  \"main_memory-bandwidth:CPU:1:1:1\": {cpu_array_mib: 16, repeats: 2}\n"
+                       "operation:\n"
+                       "  \"softmax:CPU:2\": {shapes: [[64, 128]], dtypes: [fp32], samples: 5, min_seconds: 0.0}\n");
+  const Result r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string run = run_folder_in(dir.path() + "/results");
+  const auto summary = nlohmann::json::parse(test::read_file(run + "/summary.json"));
+  ASSERT_EQ(summary["cases"].size(), 3u);
+  const auto& op = summary["cases"][2];
+  EXPECT_EQ(op["case"], "softmax:CPU:2");
+  EXPECT_EQ(op["family"], "operation");
+  ASSERT_EQ(op["rounds"].size(), 2u);
+  EXPECT_EQ(op["rounds"][1]["operators"][0]["shape"], nlohmann::json::array({64, 128}));
+  const std::string md = test::read_file(run + "/summary.md");
+  EXPECT_TRUE(has(md, "| softmax:CPU:2 | softmax | 64×128 | fp32 | aten | ")) << md;
+  EXPECT_TRUE(has(md, "Measured roof: measured: computation-FP32, main_memory-bandwidth of run")) << md;
+  const std::string csv = test::read_file(run + "/operators.csv");
+  EXPECT_TRUE(has(csv, "\nsoftmax:CPU:2,1,softmax,64×128,fp32,aten,")) << csv;
+  EXPECT_TRUE(has(csv, "\nsoftmax:CPU:2,2,softmax,64×128,fp32,aten,")) << csv;
+  const std::string html = test::read_file(run + "/report.html");
+  EXPECT_TRUE(has(html, "<h2>Operators</h2>")) << html;
+  EXPECT_TRUE(has(html, "Roofline: each operator row")) << html;
+  // The same run against itself: each row compared, no change.
+  const Result cmp = xpuperf({"--root", kRoot, "compare", run, run});
+  EXPECT_TRUE(has(cmp.output, "softmax 64×128 fp32 aten ms")) << cmp.output;
+  // A standalone row placed on the run's measured roof.
+  const Result roofed =
+      xpuperf({"--root", kRoot, "op", "--case", "softmax", "--smoke", "--dtype", "fp32", "--roof", run});
+  ASSERT_EQ(roofed.code, 0) << roofed.output;
+  EXPECT_TRUE(has(roofed.output, "measured roof: measured: computation-FP32, main_memory-bandwidth")) << roofed.output;
+  EXPECT_TRUE(has(roofed.output, "[PerfLog] {\"event\":\"FINISHED\"")) << roofed.output;
+}
+
+TEST(OpCli, ARoofFromARunWithoutBaseCasesIsAClearError) {
+  test::TempDir dir;
+  Result r = xpuperf({"--root", kRoot, "op", "--case", "softmax", "--smoke", "--roof", dir.path() + "/nothing"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "--roof " + dir.path() + "/nothing: ")) << r.output;
+  const std::string plan = dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
+                                                      "/results\noperation:\n  \"softmax:CPU:1\": {shapes: [[4, 8]], "
+                                                      "dtypes: [fp32], samples: 2, min_seconds: 0.0}\n");
+  ASSERT_EQ(xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 300).code, 0);
+  const std::string run = run_folder_in(dir.path() + "/results");
+  EXPECT_TRUE(has(test::read_file(run + "/summary.md"), "No measured roof: the run has no computation-*"));
+  r = xpuperf({"--root", kRoot, "op", "--case", "softmax", "--smoke", "--roof", run});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "the run has no computation-* or main_memory-bandwidth base case that ran ok on CPU"))
+      << r.output;
+  // An override of a key the case does not define, in a plan, names the line.
+  const std::string bad = dir.write("bad.yaml", "vendor: cpu\noperation:\n  \"softmax:CPU:1\": {shapez: [[4, 8]]}\n");
+  r = xpuperf({"--root", kRoot, "check", bad});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.output, "'shapez' is not a parameter of this case")) << r.output;
+  EXPECT_TRUE(has(r.output, "did you mean 'shapes'?")) << r.output;
+}
+
 }  // namespace
 }  // namespace xpuperf

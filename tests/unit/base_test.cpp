@@ -111,7 +111,7 @@ TEST(BaseConfig, PlanBaseSectionWithOverrides) {
   EXPECT_NE(bad.format().find("p.yaml:3"), std::string::npos) << bad.format();
   Diagnostics none;
   EXPECT_FALSE(load_plan_text("vendor: cpu\n", "p.yaml", none));
-  EXPECT_NE(none.format().find("'cases' (or 'base', 'inference')"), std::string::npos) << none.format();
+  EXPECT_NE(none.format().find("'cases' (or 'base', 'inference', 'operation')"), std::string::npos) << none.format();
 }
 
 TEST(BaseRunner, DatasheetRatiosFromTheVendorsSpecs) {

@@ -1,4 +1,4 @@
-// The three case families behind one interface (core/case_family.h): how each is written, the
+// The four case families behind one interface (core/case_family.h): how each is written, the
 // command its ranks run, the devices a rank sees and its vendor config folder.
 
 #include "xpuperf/core/case_family.h"
@@ -11,6 +11,7 @@
 #include "test_util.h"
 #include "xpuperf/core/base_config.h"
 #include "xpuperf/core/inference_config.h"
+#include "xpuperf/core/operation_config.h"
 
 namespace xpuperf {
 namespace {
@@ -22,6 +23,8 @@ CaseKey key_of(const std::string& text) {
     key = parse_inference_key(text.substr(6), {"test", 1}, diags);
   else if (text.rfind("base:", 0) == 0)
     key = parse_base_key(text.substr(5), {"test", 1}, diags);
+  else if (text.rfind("op:", 0) == 0)
+    key = parse_operation_key(text.substr(3), {"test", 1}, diags);
   else
     key = parse_case_key(text, {"test", 1}, diags);
   EXPECT_TRUE(key) << text;
@@ -41,6 +44,23 @@ TEST(CaseFamily, EachKeyHasOneFamilyWrittenAsThePlanWritesIt) {
   EXPECT_TRUE(case_family(training).reads_data_dir());
   EXPECT_FALSE(case_family(inference).reads_data_dir());
   EXPECT_FALSE(case_family(base).reads_data_dir());
+  const CaseKey op = key_of("op:mm:H200:3");
+  EXPECT_STREQ(case_family(op).name(), "operation");
+  EXPECT_EQ(case_family(op).key_text(op), "mm:H200:3");
+  EXPECT_EQ(op.repeat, 3);
+  EXPECT_EQ(op.nproc, 1);
+  EXPECT_FALSE(case_family(op).reads_data_dir());
+}
+
+TEST(CaseFamily, AnOperatorKeyIsOpHardwareRepeat) {
+  Diagnostics diags;
+  EXPECT_FALSE(parse_operation_key("mm:H200", {"plan.yaml", 7}, diags));
+  EXPECT_NE(diags.format().find("plan.yaml:7: error: operator case 'mm:H200' must be op:hardware:repeat"),
+            std::string::npos)
+      << diags.format();
+  Diagnostics zero;
+  EXPECT_FALSE(parse_operation_key("mm:H200:0", {"plan.yaml", 8}, zero));
+  EXPECT_TRUE(zero.has_errors());
 }
 
 TEST(CaseFamily, EachRankRunsItsFamilysCommand) {
@@ -60,6 +80,11 @@ TEST(CaseFamily, EachRankRunsItsFamilysCommand) {
   EXPECT_EQ(case_family(base).rank_argv(base, c),
             (std::vector<std::string>{"/proc/self/exe", "--root", "/repo", "base", "computation-BF16", "--vendor",
                                       "nvidia", "--hardware", "H200", "--set", "lr=0.1"}));
+  // An inaccurate row is a verdict in the report, not a failed round.
+  const CaseKey op = key_of("op:mm:H200:3");
+  EXPECT_EQ(case_family(op).rank_argv(op, c),
+            (std::vector<std::string>{"/proc/self/exe", "--root", "/repo", "op", "--case", "mm", "--vendor", "nvidia",
+                                      "--hardware", "H200", "--inaccurate-ok", "--set", "lr=0.1"}));
 }
 
 TEST(CaseFamily, OnlyAWholeHostBaseCaseSeesEveryDeviceAndOnlyTrainingHasAVendorFolder) {

@@ -6,8 +6,12 @@
 
 #include "xpuperf/cli/commands.h"
 #include "xpuperf/cli/torch_entry.h"
+#include "xpuperf/core/operation_config.h"
+#include "xpuperf/core/roofline.h"
+#include "xpuperf/core/specs.h"
 #include "xpuperf/core/training_config.h"
 #include "xpuperf/core/vendor_spec.h"
+#include "xpuperf/report/measured_roof.h"
 
 namespace xpuperf::cli {
 
@@ -21,8 +25,9 @@ struct OpOptions {
   std::vector<std::string> shapes;
   std::vector<std::string> dtypes;
   std::string json_out;
+  std::string roof;  // a run folder or summary.json whose base cases measured the roof
   std::vector<std::string> sets;
-  bool smoke = false, list = false, markdown = false;
+  bool smoke = false, list = false, markdown = false, inaccurate_ok = false;
 };
 
 // "64x48x32" -> {64, 48, 32}.
@@ -47,6 +52,23 @@ std::vector<std::int64_t> parse_shape(const std::string& text) {
   return sizes;
 }
 
+// The roof the base cases of a run measured on `hardware`.
+Roof roof_of_run(const std::string& path, const std::string& hardware) {
+  Roof roof;
+  try {
+    roof = report::measured_roof(report::read_summary_file(path), hardware);
+  } catch (const std::exception& e) {
+    throw CommandError("--roof " + path + ": " + e.what());
+  }
+  if (roof.empty())
+    throw CommandError("--roof " + path +
+                       ": the run has no computation-* or main_memory-bandwidth base case that ran "
+                       "ok on " +
+                       (hardware.empty() ? std::string("this hardware") : hardware) +
+                       " (run them first: xpuperf run with a base: section, e.g. plans/nvidia-base.yaml)");
+  return roof;
+}
+
 int run_op_command(const GlobalOptions& global, const OpOptions& opts) {
   const Repo repo = find_repo(global);
   OperatorRequest request;
@@ -55,25 +77,12 @@ int run_op_command(const GlobalOptions& global, const OpOptions& opts) {
   if (opts.markdown && !opts.list) throw CommandError("--markdown goes with --list");
   if (!opts.list) {
     if (opts.name.empty()) throw CommandError("name an operator case: xpuperf op --case mm (or --list them)");
-    const auto cases = repo.operation_cases();
-    if (std::find(cases.begin(), cases.end(), opts.name) == cases.end()) {
-      const std::string near = closest_match(opts.name, cases);
-      throw CommandError("unknown operator case '" + opts.name + "'" +
-                         (near.empty() ? "" : ": did you mean '" + near + "'?") + " (cases/operation/ holds " +
-                         std::to_string(cases.size()) + "; xpuperf op --list)");
-    }
     Diagnostics diags;
-    auto config = load_config_file(repo.operation_config(opts.name), diags);
+    const auto overrides = parse_set_overrides(opts.sets, diags);
+    const auto config = diags.has_errors()
+                            ? std::nullopt
+                            : load_operation_config(repo, opts.name, overrides, {"--case " + opts.name, 0}, diags);
     if (!config) throw CommandError(diags.format());
-    for (const auto& o : parse_set_overrides(opts.sets, diags)) {
-      if (!config->has(o.key)) {
-        const std::string near = closest_match(o.key, config->keys());
-        throw CommandError(o.source.str() + ": '" + o.key + "' is not a key of " + repo.operation_config(opts.name) +
-                           (near.empty() ? "" : ": did you mean '" + near + "'?"));
-      }
-      config->set(o.key, o.value, o.source);
-    }
-    if (diags.has_errors()) throw CommandError(diags.format());
     request.name = opts.name;
     request.config = *config;
     for (const auto& s : opts.shapes) request.shapes.push_back(parse_shape(s));
@@ -83,6 +92,9 @@ int run_op_command(const GlobalOptions& global, const OpOptions& opts) {
     request.json_out = opts.json_out;
     request.hardware = opts.hardware.empty() ? (opts.vendor == "cpu" ? "CPU" : "") : opts.hardware;
     request.vendor_spec = load_vendor_spec(repo, opts.vendor);
+    request.datasheet_roof = datasheet_roof(chip_specs(repo, opts.vendor, request.hardware));
+    request.inaccurate_ok = opts.inaccurate_ok;
+    if (!opts.roof.empty()) request.measured_roof = roof_of_run(opts.roof, request.hardware);
   }
   hand_over_to_torch(global.argv);  // the operators are LibTorch's
   if (!torch_entry()) throw CommandError(without_torch("run operator cases"));
@@ -110,7 +122,10 @@ void add_op_command(CLI::App& app, const GlobalOptions& global, int& exit_code) 
       "formulas in cases/operation/README.md (`xpuperf op --list`). Each row: the device's time of one call "
       "(median, p10 – p90, CV; the inputs rotated through copies larger than the caches, which a fill empties "
       "before each call), the host's time to issue it, the first call's, TFLOP/s, GB/s, FLOP per byte, the error "
-      "against float64 on the CPU (and the gradients'), and whether two calls agree bitwise.\nExit codes: 0 every "
+      "against float64 on the CPU (and the gradients'), whether two calls agree bitwise, and the fraction of the "
+      "roofline the row reaches: the datasheet's (the vendor's specs.yaml) and, with --roof, the one this machine's "
+      "base cases measured. The rows also go out as a PerfLog FINISHED line, which a plan's report reads.\nExit codes: "
+      "0 every "
       "row ran and is accurate, 1 a row failed or is not accurate, 2 bad input.");
   auto opts = std::make_shared<OpOptions>();
   cmd->add_option("--case", opts->name, "The operator, e.g. mm, layer_norm, cross_entropy");
@@ -125,6 +140,11 @@ void add_op_command(CLI::App& app, const GlobalOptions& global, int& exit_code) 
                   "Override a key of the case's config: --set samples=200, --set rotate_mib=0 (repeatable)");
   cmd->add_flag("--smoke", opts->smoke, "The config's smoke_shapes: tiny shapes that run in seconds on a CPU");
   cmd->add_option("--json", opts->json_out, "Also write the rows as JSON to this file");
+  cmd->add_option("--roof", opts->roof,
+                  "A run folder (or its summary.json) whose base cases (computation-*, main_memory-bandwidth) "
+                  "measured this chip: each row's fraction of that roof beside the datasheet's");
+  cmd->add_flag("--inaccurate-ok", opts->inaccurate_ok,
+                "Exit 0 when every row ran, inaccurate ones too (a plan's rounds: the report gives the verdicts)");
   cmd->callback([&global, &exit_code, opts] { exit_code = run_op_command(global, *opts); });
 }
 

@@ -2,6 +2,7 @@
 
 #include "xpuperf/core/base_config.h"
 #include "xpuperf/core/inference_config.h"
+#include "xpuperf/core/operation_config.h"
 #include "xpuperf/core/plan.h"
 
 namespace xpuperf {
@@ -15,7 +16,9 @@ std::vector<std::string> with_sets(std::vector<std::string> argv, const std::vec
 class TrainingFamily : public CaseFamily {
  public:
   const char* name() const override { return "training"; }
-  bool owns(const CaseKey& key) const override { return !is_base_key(key) && !is_inference_key(key); }
+  bool owns(const CaseKey& key) const override {
+    return !is_base_key(key) && !is_inference_key(key) && !is_operation_key(key);
+  }
   std::string key_text(const CaseKey& key) const override { return key.str(); }
   std::optional<Config> load_config(const Repo& repo, const CaseKey& key, const CaseConfigRequest& request,
                                     Diagnostics& diags) const override {
@@ -80,13 +83,34 @@ class BaseFamily : public CaseFamily {
   bool sees_every_device(const Config& config) const override { return config.get_bool("whole_host", false); }
 };
 
+// An operator case: one process on the first host. Its rounds keep an inaccurate row (the report
+// gives the verdict and voids its speed-up) rather than failing: what was measured is not lost.
+class OperationFamily : public CaseFamily {
+ public:
+  const char* name() const override { return "operation"; }
+  bool owns(const CaseKey& key) const override { return is_operation_key(key); }
+  std::string key_text(const CaseKey& key) const override { return operation_key_text(key); }
+  std::optional<Config> load_config(const Repo& repo, const CaseKey& key, const CaseConfigRequest& request,
+                                    Diagnostics& diags) const override {
+    return load_operation_config(repo, key.model, parse_set_overrides(request.sets, diags, request.sets_where),
+                                 request.where, diags);
+  }
+  std::vector<std::string> rank_argv(const CaseKey& key, const RankCommand& c) const override {
+    return with_sets({"/proc/self/exe", "--root", c.root, "op", "--case", key.model, "--vendor", c.vendor, "--hardware",
+                      key.hardware, "--inaccurate-ok"},
+                     c.sets);
+  }
+};
+
 }  // namespace
 
 const CaseFamily& case_family(const CaseKey& key) {
   static const BaseFamily base;
   static const InferenceFamily inference;
+  static const OperationFamily operation;
   static const TrainingFamily training;
   if (base.owns(key)) return base;
+  if (operation.owns(key)) return operation;
   if (inference.owns(key)) return inference;
   return training;
 }

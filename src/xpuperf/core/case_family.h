@@ -1,6 +1,7 @@
 #pragma once
-// The three families of cases behind one interface: training (FlagPerf's training cases),
-// inference (its inference framework's) and base (the hardware micro-benchmarks). What differs
+// The four families of cases behind one interface: training (FlagPerf's training cases),
+// inference (its inference framework's), base (the hardware micro-benchmarks) and operation (its
+// operator benchmarks). What differs
 // between them — how a plan writes one, how its config merges, the command each of its ranks runs,
 // which devices a rank sees, its vendor config folder — is decided here, once, instead of by a
 // branch in each place that handles a case.
@@ -35,7 +36,7 @@ struct RankCommand {
 class CaseFamily {
  public:
   virtual ~CaseFamily() = default;
-  virtual const char* name() const = 0;  // "training", "inference", "base"
+  virtual const char* name() const = 0;  // "training", "inference", "base", "operation"
   virtual bool owns(const CaseKey& key) const = 0;
   // The case as a plan writes it ("lenet5:libtorch:CPU:1:1:1", "resnet50:libtorch:H200:1",
   // "computation-BF16:H200:1:1:1").

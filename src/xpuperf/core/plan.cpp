@@ -11,6 +11,7 @@
 #include "xpuperf/core/base_config.h"
 #include "xpuperf/core/case_family.h"
 #include "xpuperf/core/inference_config.h"
+#include "xpuperf/core/operation_config.h"
 #include "xpuperf/core/strings.h"
 #include "xpuperf/core/training_config.h"
 #include "xpuperf/core/vendor_spec.h"
@@ -23,7 +24,7 @@ const std::vector<std::string>& plan_keys() {
       "vendor",          "log_dir",     "log_level",           "hosts",     "ssh",          "launcher",
       "slurm_partition", "master_port", "visible_devices_env", "shm_size",  "clear_caches", "case_time_limit",
       "monitor_period",  "history_db",  "deploy_path",         "container", "cases",        "base",
-      "inference"};
+      "inference",       "operation"};
   return keys;
 }
 
@@ -288,7 +289,7 @@ void check_node_count(const Plan& plan, const CaseKey& key, const std::string& t
 }
 
 // base: {"metric:hardware:nnodes:nproc:repeat": null or {key: value, ...}}, and the same for
-// inference: {"case:framework:hardware:repeat": ...}.
+// inference: {"case:framework:hardware:repeat": ...} and operation: {"op:hardware:repeat": ...}.
 using KeyParser = std::optional<CaseKey> (*)(const std::string&, const Source&, Diagnostics&);
 void read_keyed_section(const Config& raw, const std::string& section, KeyParser parse, const std::string& example,
                         Plan& plan, Diagnostics& diags) {
@@ -309,8 +310,7 @@ void read_keyed_section(const Config& raw, const std::string& section, KeyParser
     if (kv.second.IsMap()) {
       for (const auto& o : kv.second) {
         if (!o.second.IsScalar() && !o.second.IsSequence()) {
-          diags.error(where,
-                      "override '" + o.first.Scalar() + "' of base case '" + text + "' must be a value or a list");
+          diags.error(where, "override '" + o.first.Scalar() + "' of case '" + text + "' must be a value or a list");
           continue;
         }
         YAML::Emitter flow;
@@ -318,8 +318,7 @@ void read_keyed_section(const Config& raw, const std::string& section, KeyParser
         c.sets.push_back(o.first.Scalar() + "=" + flow.c_str());
       }
     } else if (value_kind(kv.second) != ValueKind::Null) {
-      diags.error(where,
-                  "base case '" + text + "' takes a map of overrides or nothing, got " + quoted_value_text(kv.second),
+      diags.error(where, "case '" + text + "' takes a map of overrides or nothing, got " + quoted_value_text(kv.second),
                   "e.g. \"" + text + "\": {repeats: 3}");
       continue;
     }
@@ -331,8 +330,8 @@ void read_keyed_section(const Config& raw, const std::string& section, KeyParser
 void read_cases(const Config& raw, Plan& plan, Diagnostics& diags) {
   const ConfigEntry* e = raw.find("cases");
   if (!e) {
-    if (!raw.has("base") && !raw.has("inference"))
-      diags.error({raw.origin(), 0}, "missing required key 'cases' (or 'base', 'inference')",
+    if (!raw.has("base") && !raw.has("inference") && !raw.has("operation"))
+      diags.error({raw.origin(), 0}, "missing required key 'cases' (or 'base', 'inference', 'operation')",
                   "add cases: {\"<model>:<framework>:<hardware>:<nnodes>:<nproc>:<repeat>\": <data dir>}");
     return;
   }
@@ -452,6 +451,8 @@ std::optional<Plan> read_plan_partially(const std::string& text, const std::stri
   read_keyed_section(*raw, "base", parse_base_key,
                      "base: {\"computation-FP32:CPU:1:1:1\": {cpu_size: 512}, \"main_memory-bandwidth:CPU:1:1:1\": }",
                      plan, diags);
+  read_keyed_section(*raw, "operation", parse_operation_key,
+                     "operation: {\"mm:H200:3\": {dtypes: [bf16]}, \"softmax:CPU:1\": }", plan, diags);
   read_cases(*raw, plan, diags);
   read_keyed_section(*raw, "inference", parse_inference_key,
                      "inference: {\"lenet5:libtorch:CPU:1\": {data_dir: /usr/share/datasets/fashion-mnist}}", plan,

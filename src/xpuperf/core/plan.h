@@ -62,7 +62,7 @@ struct Plan {
                             // monitor samples (0.1 at least)
   std::string deploy_path;  // where xpuperf lives on every host; empty: this checkout
   ContainerSettings container;
-  std::vector<PlanCase> cases;  // `base:` first, then `cases:`, then `inference:`, each in plan order
+  std::vector<PlanCase> cases;  // `base:`, `operation:`, `cases:`, then `inference:`, each in plan order
   Config raw;                   // the plan as written, with sources
 };
 

@@ -8,6 +8,7 @@
 
 #include "xpuperf/core/config.h"
 #include "xpuperf/core/rank_env.h"
+#include "xpuperf/core/roofline.h"
 #include "xpuperf/core/vendor_spec.h"
 
 namespace xpuperf {
@@ -43,8 +44,11 @@ struct OperatorRequest {
   std::string json_out;  // where the rows go as JSON; "" for none
   std::string hardware;  // the chip, as the vendor's specs.yaml names it (written with the rows)
   VendorSpec vendor_spec;
-  bool list = false;      // instead: the operators, their shapes and formulas
-  bool markdown = false;  // the list alone, as cases/operation/README.md's table
+  Roof datasheet_roof;         // the chip's (specs.yaml); empty when it lists none
+  Roof measured_roof;          // the base cases' of a run (--roof); empty when none was given
+  bool inaccurate_ok = false;  // exit 0 when every row ran, inaccurate ones too (a plan's round)
+  bool list = false;           // instead: the operators, their shapes and formulas
+  bool markdown = false;       // the list alone, as cases/operation/README.md's table
 };
 
 }  // namespace xpuperf

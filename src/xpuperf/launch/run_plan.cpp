@@ -97,7 +97,7 @@ void emit_plan_settings(YAML::Emitter& out, const Plan& p) {
   }
 }
 
-// The plan's cases, by family: base, training (`cases`), inference.
+// The plan's cases, by family: base, operation, training (`cases`), inference.
 void emit_plan_cases(YAML::Emitter& out, const Plan& p) {
   const auto in_family = [](const PlanCase& c, const char* name) {
     return case_family(c.key).name() == std::string(name);
@@ -125,6 +125,7 @@ void emit_plan_cases(YAML::Emitter& out, const Plan& p) {
     out << YAML::EndMap;
   };
   keyed_section("base", "base");
+  keyed_section("operation", "operation");
   if (count("training") > 0) {
     out << YAML::Key << "cases" << YAML::Value << YAML::BeginMap;
     for (const auto& c : p.cases) {

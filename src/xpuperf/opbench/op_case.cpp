@@ -1,13 +1,16 @@
 #include "xpuperf/opbench/op_case.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
 #include "xpuperf/core/files.h"
+#include "xpuperf/core/perflog.h"
 #include "xpuperf/core/repo.h"
 #include "xpuperf/core/strings.h"
 #include "xpuperf/opbench/op_measure.h"
 #include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::opbench {
 namespace {
@@ -55,12 +58,17 @@ std::string shape_text(const Shape& shape) {
   return out;
 }
 
+std::string percent(const std::optional<double>& fraction) {
+  return fraction ? fixed_digits(100 * *fraction, 1) + " %" : "–";
+}
+
 std::string table(const std::vector<OperatorRow>& rows) {
   std::ostringstream md;
   md << "| operator | shape | dtype | implementation | median ms | p10 – p90 ms | CV | n | host ms | cold ms | "
-        "TFLOP/s | GB/s | FLOP/byte | max rel err | worst / tolerance | accurate | deterministic |\n"
+        "TFLOP/s | GB/s | FLOP/byte | of datasheet | of measured roof | vs aten | max rel err | worst / tolerance | "
+        "accurate | deterministic |\n"
         "| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | "
-        "--- |\n";
+        "---: | ---: | --- | --- |\n";
   for (const auto& r : rows) {
     const double worst =
         std::max(r.error.worst_over_tolerance, r.has_gradients ? r.gradient_error.worst_over_tolerance : 0.0);
@@ -69,7 +77,12 @@ std::string table(const std::vector<OperatorRow>& rows) {
        << " | " << fixed_digits(100 * r.cv, 1) << " % | " << r.samples << (r.device_timed ? "" : " (host)") << " | "
        << fixed_digits(r.host_ms, 4) << " | " << fixed_digits(r.cold_ms, 3) << " | " << fixed_digits(r.tflops, 3)
        << " | " << fixed_digits(r.gb_per_s, 1) << " | " << fixed_digits(r.intensity, 2) << " | "
-       << (r.checked ? sci(r.error.max_rel) : "–") << " | " << (r.checked ? fixed_digits(worst, 2) : "–") << " | "
+       << percent(r.datasheet_fraction) << " | " << percent(r.measured_fraction) << " | "
+       << (r.speedup                ? fixed_digits(*r.speedup, 2) + "×"
+           : r.speedup_void.empty() ? "–"
+                                    : r.speedup_void)
+       << " | " << (r.checked ? sci(r.error.max_rel) : "–") << " | " << (r.checked ? fixed_digits(worst, 2) : "–")
+       << " | "
        << (!r.checked   ? "not checked"
            : r.accurate ? "yes"
                         : "NO")
@@ -100,6 +113,53 @@ MeasureOptions options_of(const Config& config, bool smoke) {
   return o;
 }
 
+// The implementations the config asks for (`implementations`; default ATen's and every alternative).
+std::vector<std::string> implementations_of(const Config& config, const OperatorSpec& spec) {
+  std::vector<std::string> known = {"aten"};
+  for (const auto& a : spec.alternatives) known.push_back(a.name);
+  if (!config.has("implementations")) return known;
+  const std::vector<std::string> asked = config.get_string_list("implementations");
+  for (const auto& name : asked)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw ConfigError(config.at("implementations").source.str() + ": " + spec.name + " has no implementation '" +
+                        name + "' (it has " + join_or_none(known) + ")");
+  return asked;
+}
+
+// Each alternative row's speed-up over ATen's row of the same shape and dtype; void where a row is
+// inaccurate.
+void set_speedups(std::vector<OperatorRow>& rows, std::size_t first) {
+  for (std::size_t i = first; i < rows.size(); ++i) {
+    OperatorRow& r = rows[i];
+    if (r.implementation == "aten") continue;
+    const auto aten = std::find_if(rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end(),
+                                   [](const OperatorRow& a) { return a.implementation == "aten"; });
+    if (aten == rows.end() || r.median_ms <= 0) continue;
+    if ((r.checked && !r.accurate) || (aten->checked && !aten->accurate))
+      r.speedup_void = "void: " + std::string(r.checked && !r.accurate ? "this row" : "ATen's row") + " is inaccurate";
+    else
+      r.speedup = aten->median_ms / r.median_ms;
+  }
+}
+
+void place_on_roofs(OperatorRow& row, const OperatorRequest& request) {
+  row.datasheet_fraction = roof_fraction(request.datasheet_roof, row.dtype, row.flops, row.bytes, row.median_ms);
+  row.measured_fraction = roof_fraction(request.measured_roof, row.dtype, row.flops, row.bytes, row.median_ms);
+}
+
+// The rows as a PerfLog FINISHED event, which a plan's report reads from the rank's log.
+void log_finished(std::ostream& out, const OperatorRequest& request, const torch::Device& device,
+                  const std::vector<OperatorRow>& rows, const nlohmann::json& failed,
+                  const std::vector<std::string>& not_measured) {
+  nlohmann::json value = {{"operator", request.name},     {"device", torchrt::device_text(device.str())},
+                          {"hardware", request.hardware}, {"rows", nlohmann::json::array()},
+                          {"failed_rows", failed},        {"not_measured", not_measured}};
+  for (const auto& r : rows) value["rows"].push_back(r.to_json());
+  if (!request.datasheet_roof.empty()) value["datasheet_roof"] = request.datasheet_roof.to_json();
+  if (!request.measured_roof.empty()) value["measured_roof"] = request.measured_roof.to_json();
+  PerfLogWriter(out, 0).log(perflog_event::kFinished, value, __FILE__, __LINE__);
+}
+
 }  // namespace
 
 int run_operator_case(const OperatorRequest& request, std::ostream& out, std::ostream& err) {
@@ -113,6 +173,7 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
   const OperatorSpec* spec = find_operator(request.name);
   std::vector<Shape> shapes;
   std::vector<torch::Dtype> dtypes;
+  std::vector<std::string> implementations;
   MeasureOptions options;
   try {
     if (!spec) {
@@ -128,26 +189,55 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
         !request.dtypes.empty() ? request.dtypes : request.config.get_string_list("dtypes");
     for (const auto& name : names) dtypes.push_back(parse_dtype(name));
     options = options_of(request.config, request.smoke);
+    implementations = implementations_of(request.config, *spec);
   } catch (const std::exception& e) {
     err << "xpuperf: error: " << e.what() << "\n";
     return 2;
   }
   const torch::Device device = torchrt::choose_device(request.device, 0);
   std::vector<OperatorRow> rows;
+  nlohmann::json failed = nlohmann::json::array();
+  std::vector<std::string> not_measured;
+  std::vector<OperatorSpec> runs;  // a spec an implementation the device has
+  for (const auto& name : implementations) {
+    if (name == "aten") {
+      runs.push_back(*spec);
+      continue;
+    }
+    const auto& alt = *std::find_if(spec->alternatives.begin(), spec->alternatives.end(),
+                                    [&name](const Implementation& a) { return a.name == name; });
+    if (implementation_available(alt, device))
+      runs.push_back(with_implementation(*spec, alt, device));
+    else
+      not_measured.push_back(name + ": no kernel of xpuperf::" + alt.kernel + " is registered for " +
+                             torchrt::device_text(device.str()) +
+                             " (the dispatcher would run the composite, ATen's operators again)");
+  }
   int status = 0;
   for (const auto& shape : shapes)
     for (const auto dtype : dtypes) {
-      try {
-        rows.push_back(measure_operator(*spec, shape, dtype, device, options));
-        if (rows.back().checked && !rows.back().accurate) status = 1;
-      } catch (const std::runtime_error& e) {
-        err << "xpuperf: error: " << e.what() << "\n";
-        status = 1;
-      }
+      const std::size_t first = rows.size();
+      for (const auto& run : runs) try {
+          rows.push_back(measure_operator(run, shape, dtype, device, options));
+          place_on_roofs(rows.back(), request);
+          if (rows.back().checked && !rows.back().accurate && !request.inaccurate_ok) status = 1;
+        } catch (const std::runtime_error& e) {
+          err << "xpuperf: error: " << e.what() << "\n";
+          failed.push_back({{"shape", shape},
+                            {"dtype", dtype_name(dtype)},
+                            {"implementation", run.implementation},
+                            {"error", e.what()}});
+          status = 1;
+        }
+      set_speedups(rows, first);
     }
   out << table(rows);
+  if (!request.measured_roof.empty()) out << "\nmeasured roof: " << request.measured_roof.source << "\n";
+  for (const auto& note : not_measured) out << "not measured: " << note << "\n";
+  log_finished(out, request, device, rows, failed, not_measured);
   if (!request.json_out.empty()) {
-    nlohmann::json j = {{"operator", request.name}, {"device", device.str()}, {"rows", nlohmann::json::array()}};
+    nlohmann::json j = {
+        {"operator", request.name}, {"device", torchrt::device_text(device.str())}, {"rows", nlohmann::json::array()}};
     for (const auto& r : rows) j["rows"].push_back(r.to_json());
     write_json_file(request.json_out, j);
   }

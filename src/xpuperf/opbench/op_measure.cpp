@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::opbench {
 namespace {
@@ -17,6 +18,10 @@ using Inputs = std::vector<torch::Tensor>;
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string sizes_text(const Sizes& sizes) {
@@ -116,6 +121,7 @@ void time_calls(const OperatorSpec& spec, const std::vector<Inputs>& sets, const
   std::vector<double> device_ms, host_ms;
   std::vector<std::pair<std::size_t, std::size_t>> marks;
   const auto started = Clock::now();
+  row.started_unix = unix_seconds();
   constexpr int kMostCalls = 200000;  // a bound for an operator of a microsecond
   for (int i = 0; i < kMostCalls; ++i) {
     if (i >= options.samples && i % options.samples == 0) {  // a block done: enough time under load?
@@ -140,6 +146,7 @@ void time_calls(const OperatorSpec& spec, const std::vector<Inputs>& sets, const
     }
   }
   torchrt::synchronize(device);
+  row.ended_unix = unix_seconds();
   for (const auto& [from, to] : marks) device_ms.push_back(timeline->elapsed_ms(from, to));
   const Percentiles p = percentiles(device_ms);
   row.median_ms = p.median;
@@ -208,9 +215,10 @@ OperatorRow measure_operator(const OperatorSpec& spec, const Sizes& sizes, torch
                              const torch::Device& device, const MeasureOptions& options) {
   OperatorRow row;
   row.op = spec.name;
+  row.implementation = spec.implementation;
   row.sizes = sizes;
   row.dtype = dtype_name(dtype);
-  row.device = device.str();
+  row.device = torchrt::device_text(device.str());
   std::tie(row.rtol, row.default_atol) = default_tolerance(dtype);
   row.atol = std::max(row.default_atol, 1e-4 * spec.reduction(sizes));
   const std::string what = spec.name + " " + sizes_text(sizes) + " in " + row.dtype + " on " + row.device;
@@ -286,8 +294,14 @@ nlohmann::json OperatorRow::to_json() const {
                       {"default_atol", default_atol},
                       {"checked", checked},
                       {"accurate", accurate},
-                      {"deterministic", deterministic}};
+                      {"deterministic", deterministic},
+                      {"started_unix", started_unix},
+                      {"ended_unix", ended_unix}};
   if (has_gradients) j["gradient_error"] = error_json(gradient_error);
+  if (datasheet_fraction) j["datasheet_fraction"] = *datasheet_fraction;
+  if (measured_fraction) j["measured_fraction"] = *measured_fraction;
+  if (speedup) j["speedup_vs_aten"] = *speedup;
+  if (!speedup_void.empty()) j["speedup_void"] = speedup_void;
   return j;
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,16 @@ struct OperatorRow {
   bool checked = false;        // the accuracy check ran (check_accuracy)
   bool accurate = false;       // output and gradients within the tolerance (and nothing infinite or NaN)
   bool deterministic = false;  // two calls on the same inputs are bitwise equal
+  // The timed calls' window, seconds since the epoch: the monitor's power over it gives the energy.
+  double started_unix = 0, ended_unix = 0;
+  // The least time the roofs allow over the median (core/roofline.h); absent where a roof lacks a
+  // figure the row needs.
+  std::optional<double> datasheet_fraction, measured_fraction;
+  // An implementation beside ATen's: ATen's median time over this one's, the same shape and dtype;
+  // absent for ATen's own row, and where either row failed its accuracy check (a wrong result
+  // earns no speed-up), which `speedup_void` then says.
+  std::optional<double> speedup;
+  std::string speedup_void;
 
   nlohmann::json to_json() const;
 };

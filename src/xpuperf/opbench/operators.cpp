@@ -4,6 +4,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "xpuperf/opbench/kernel_operators.h"
+
 namespace xpuperf::opbench {
 namespace {
 
@@ -284,8 +286,9 @@ std::vector<OperatorSpec> pointwises() {
 
 std::vector<OperatorSpec> all_operators() {
   std::vector<OperatorSpec> out;
-  for (auto group : {gemms(), norms(), reductions(), pointwises()})
+  for (auto group : {gemms(), norms(), reductions(), pointwises(), kernel_operators()})
     for (auto& spec : group) out.push_back(std::move(spec));
+  add_kernel_alternatives(out);
   std::sort(out.begin(), out.end(), [](const OperatorSpec& a, const OperatorSpec& b) { return a.name < b.name; });
   return out;
 }

@@ -13,6 +13,19 @@
 
 namespace xpuperf::opbench {
 
+using OperatorInputs = std::vector<torch::Tensor>;
+using OperatorRun = std::function<torch::Tensor(const OperatorInputs&, const std::vector<std::int64_t>&)>;
+
+// An implementation of an operator beside ATen's: one of xpuperf's operators (ops/operators.h),
+// through the kernel the device's vendor registered for it (NVIDIA's for CUDA, a plug-in's for
+// PrivateUse1). Where the device has none, the dispatcher would run the composite, i.e. ATen's
+// operators again, so the row is not measured.
+struct Implementation {
+  std::string name;    // "xpuperf"
+  std::string kernel;  // the xpuperf operator whose kernel it runs: "add_rms_norm"
+  OperatorRun run;
+};
+
 struct OperatorSpec {
   std::string name;                          // "mm", "layer_norm"
   std::vector<std::string> size_names;       // what each size of a shape is: {"M", "N", "K"}
@@ -22,7 +35,9 @@ struct OperatorSpec {
   // stay integers and are not cast to the benchmark's dtype.
   std::function<std::vector<torch::Tensor>(const std::vector<std::int64_t>&, torch::Generator&)> inputs;
   // Runs the operator on the inputs (moved to the device, cast to the dtype) of a shape's sizes.
-  std::function<torch::Tensor(const std::vector<torch::Tensor>&, const std::vector<std::int64_t>&)> run;
+  OperatorRun run;
+  std::string implementation = "aten";       // what `run` runs
+  std::vector<Implementation> alternatives;  // beside it, for the devices that register their kernels
   std::function<double(const std::vector<std::int64_t>&)> flops;
   // Bytes read and written once, for elements of `element_bytes` (integer inputs at their own size).
   std::function<double(const std::vector<std::int64_t>&, double element_bytes)> bytes;
@@ -38,6 +53,14 @@ struct OperatorSpec {
     return std::string();
   };
 };
+
+// The spec with `alternative` as what it runs: forwards in inference mode, where the dispatcher
+// takes a kernel registered for the device's key alone; a backward only where the kernel is
+// registered for autograd too (otherwise its gradients would be the composite's, ATen's again).
+OperatorSpec with_implementation(const OperatorSpec& spec, const Implementation& alternative,
+                                 const torch::Device& device);
+// Whether the device has the alternative's kernel (ops::has_kernel).
+bool implementation_available(const Implementation& alternative, const torch::Device& device);
 
 // Every operator, by name.
 const std::vector<OperatorSpec>& operator_specs();

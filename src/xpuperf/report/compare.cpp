@@ -1,7 +1,10 @@
 #include "xpuperf/report/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+
+#include "xpuperf/report/operator_rows.h"
 
 namespace xpuperf::report {
 
@@ -44,6 +47,29 @@ double variance_of(const std::vector<double>& v, double mean) {
   double ss = 0;
   for (double x : v) ss += (x - mean) * (x - mean);
   return ss / static_cast<double>(v.size() - 1);
+}
+
+}  // namespace
+
+namespace {
+
+// Each operator row both runs have: its time of one call, lower is better.
+void compare_operator_rows(const CaseResult& a, const CaseResult& b, std::vector<FigureComparison>& out) {
+  const auto rows_b = operator_rows(b, Roof{});
+  for (const auto& ra : operator_rows(a, Roof{})) {
+    const auto rb = std::find_if(rows_b.begin(), rows_b.end(), [&ra](const auto& r) { return r.key == ra.key; });
+    if (rb == rows_b.end()) continue;
+    FigureComparison c;
+    c.case_key = a.identity();
+    c.figure = ra.key + " ms";
+    c.higher_is_better = false;
+    c.mean_a = mean_of(ra.median_ms);
+    c.mean_b = mean_of(rb->median_ms);
+    c.ratio = c.mean_a != 0 ? c.mean_b / c.mean_a : 0;
+    c.test = welch_t_test(ra.median_ms, rb->median_ms);
+    c.significant = c.test && c.test->p < 0.05;
+    out.push_back(c);
+  }
 }
 
 }  // namespace
@@ -126,6 +152,7 @@ std::vector<FigureComparison> compare_summaries(const Summary& a, const Summary&
         c.significant = c.test && c.test->p < 0.05;
         out.push_back(c);
       }
+      if (ca.is(CaseFamilyKind::Operation)) compare_operator_rows(ca, cb, out);
     }
   }
   return out;

@@ -10,6 +10,7 @@
 #include "xpuperf/monitor/analysis.h"
 #include "xpuperf/report/chart.h"
 #include "xpuperf/report/curves.h"
+#include "xpuperf/report/operator_html.h"
 #include "xpuperf/report/stats.h"
 #include "xpuperf/report/summary.h"
 
@@ -467,14 +468,21 @@ std::string report_html(const Summary& summary, const std::string& run_dir) {
   html_page_start(page, "xpuperf " + name);
   page << "<h1>xpuperf " << html_escape(name) << "</h1>\n";
   system_line(page, summary);
-  bool any[3] = {false, false, false};
+  bool any[4] = {false, false, false, false};
   for (const auto& c : summary.cases) {
     const CaseFamilyKind f = c.family_or_training();
-    any[f == CaseFamilyKind::Base ? 0 : f == CaseFamilyKind::Training ? 1 : 2] = true;
+    any[f == CaseFamilyKind::Base        ? 0
+        : f == CaseFamilyKind::Training  ? 1
+        : f == CaseFamilyKind::Inference ? 2
+                                         : 3] = true;
   }
   if (any[0]) {
     page << "<h2>Hardware (base cases)</h2>\n";
     base_section(page, summary);
+  }
+  if (any[3]) {
+    page << "<h2>Operators</h2>\n";
+    operator_section(page, summary);
   }
   if (any[1]) {
     page << "<h2>Training</h2>\n";

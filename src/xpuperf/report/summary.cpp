@@ -236,6 +236,28 @@ void put_inference_figures(Round& r, const json& extra) {
   if (extra.contains("generation") && extra["generation"].is_object()) add_generation_figures(r, extra["generation"]);
 }
 
+// An operator case's rows as written, each with its energy per call where the monitor saw the
+// device's power over the row's timed window: the mean power × the median time of a call (the
+// window also holds the cache flush between calls, whose power is counted as the call's).
+void put_operator_rows(Round& r, const json& extra, const std::vector<std::string>& monitor_files,
+                       const std::set<std::string>& accelerators) {
+  json rows = extra["rows"].is_array() ? extra["rows"] : json::array();
+  for (auto& row : rows) {
+    if (!row.is_object()) continue;
+    const double t0 = row.value("started_unix", 0.0), t1 = row.value("ended_unix", 0.0);
+    if (monitor_files.empty() || t0 <= 0 || t1 <= t0) continue;
+    const double watts = monitor::mean_power_in_window(monitor_files, t0, t1, accelerators);
+    if (watts > 0) {
+      row["mean_power_w"] = watts;
+      row["energy_per_call_j"] = watts * row.value("median_ms", 0.0) * 1e-3;
+    }
+  }
+  r.records["operators"] = rows;
+  if (extra.contains("failed_rows") && extra["failed_rows"].is_array() && !extra["failed_rows"].empty())
+    r.records["failed_rows"] = extra["failed_rows"];
+  if (extra.contains("datasheet_roof")) r.records["datasheet_roof"] = extra["datasheet_roof"];
+}
+
 void put_monitor_figures(Round& r, const std::vector<std::string>& monitor_files,
                          const std::set<std::string>& accelerators) {
   const auto a = monitor::analyse_monitor_csv(monitor_files, accelerators);
@@ -268,6 +290,8 @@ Round round_figures(const fs::path& round_dir, int round, int nproc) {
   if (extra.contains("figures") && extra["figures"].is_array() && !extra["figures"].empty())
     add_base_figures(r, extra, logs.monitor_files, accelerators);
   if (extra.contains("steps")) put_inference_figures(r, extra);
+  if (extra.contains("operator") && extra.contains("rows"))
+    put_operator_rows(r, extra, logs.monitor_files, accelerators);
   if (!logs.monitor_files.empty()) put_monitor_figures(r, logs.monitor_files, accelerators);
   return r;
 }
@@ -276,6 +300,7 @@ CaseFamilyKind family_kind(const CaseFamily& family) {
   const std::string name = family.name();
   return name == "base"        ? CaseFamilyKind::Base
          : name == "inference" ? CaseFamilyKind::Inference
+         : name == "operation" ? CaseFamilyKind::Operation
                                : CaseFamilyKind::Training;
 }
 

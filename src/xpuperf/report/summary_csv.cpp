@@ -4,6 +4,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "xpuperf/report/measured_roof.h"
+#include "xpuperf/report/operator_rows.h"
 #include "xpuperf/report/summary.h"
 
 namespace xpuperf::report {
@@ -86,6 +88,80 @@ std::string summary_csv(const Summary& summary) {
       out << case_cells;
       for (const auto* c : round) out << "," << round_cell(r, c);
       out << "\n";
+    }
+  }
+  return out.str();
+}
+
+namespace {
+
+// operators.csv's columns after the case and round: the row's fields as op_measure.h writes them,
+// its fractions of the roofs and its energy per call.
+const std::vector<const char*> kOperatorColumns = {"op",
+                                                   "shape",
+                                                   "dtype",
+                                                   "implementation",
+                                                   "median_ms",
+                                                   "p10_ms",
+                                                   "p90_ms",
+                                                   "cv",
+                                                   "samples",
+                                                   "device_timed",
+                                                   "host_ms",
+                                                   "cold_ms",
+                                                   "flops",
+                                                   "bytes",
+                                                   "tflops",
+                                                   "gb_per_s",
+                                                   "intensity",
+                                                   "datasheet_fraction",
+                                                   "measured_fraction",
+                                                   "energy_per_call_j",
+                                                   "max_abs_error",
+                                                   "max_rel_error",
+                                                   "worst_over_tolerance",
+                                                   "checked",
+                                                   "accurate",
+                                                   "deterministic"};
+
+std::string operator_cell(const json& row, const std::string& column, const std::optional<double>& measured) {
+  if (column == "shape") return shape_text(row.value("shape", json()));
+  if (column == "measured_fraction") return optional_cell(measured);
+  if (column == "max_abs_error" || column == "max_rel_error" || column == "worst_over_tolerance") {
+    if (!row.value("checked", false) || !row.contains("error")) return "";
+    const std::string key = column == "max_abs_error" ? "max_abs" : column == "max_rel_error" ? "max_rel" : column;
+    double worst = row["error"].value(key, 0.0);
+    if (row.contains("gradient_error")) worst = std::max(worst, row["gradient_error"].value(key, 0.0));
+    return number_cell(worst);
+  }
+  if (!row.contains(column) || row[column].is_null()) return "";
+  const json& v = row[column];
+  if (v.is_string()) return field(v.get<std::string>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return number_cell(v);
+}
+
+}  // namespace
+
+std::string operators_csv(const Summary& summary) {
+  std::ostringstream out;
+  out << "case,round";
+  for (const auto* c : kOperatorColumns) out << "," << c;
+  out << "\n";
+  for (const auto& entry : summary.cases) {
+    if (!entry.is(CaseFamilyKind::Operation)) continue;
+    const Roof measured = measured_roof(summary, entry.hardware);
+    for (const auto& r : entry.rounds) {
+      const json* rows = r.record("operators");
+      if (!rows || !rows->is_array()) continue;
+      for (const auto& row : *rows) {
+        if (!row.is_object()) continue;
+        const auto fraction = roof_fraction(measured, row.value("dtype", ""), row.value("flops", 0.0),
+                                            row.value("bytes", 0.0), row.value("median_ms", 0.0));
+        out << field(entry.key) << "," << r.number;
+        for (const auto* c : kOperatorColumns) out << "," << operator_cell(row, c, fraction);
+        out << "\n";
+      }
     }
   }
   return out.str();

@@ -12,4 +12,8 @@ namespace xpuperf::report {
 // row (empty where the round has no such figure), RFC 4180 quoting.
 std::string summary_csv(const Summary& summary);
 
+// operators.csv: a row per operator row of every round of the operator cases (operator_rows.h),
+// each with its fractions of the datasheet's roof and of the run's measured one.
+std::string operators_csv(const Summary& summary);
+
 }  // namespace xpuperf::report

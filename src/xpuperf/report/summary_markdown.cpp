@@ -1,9 +1,12 @@
 // summary.md: the summary's Markdown (summary.h), its tables by family.
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
 #include "xpuperf/core/strings.h"
+#include "xpuperf/report/measured_roof.h"
+#include "xpuperf/report/operator_rows.h"
 #include "xpuperf/report/stats.h"
 #include "xpuperf/report/summary.h"
 
@@ -141,6 +144,47 @@ std::string training_row(const CaseResult& c) {
   return md.str();
 }
 
+std::string verdict_text(const OperatorRowStats& r) {
+  return !r.checked ? "not checked" : r.accurate ? "yes" : "NO";
+}
+
+// The operator cases: one line a row, its time over the ok rounds and its place on the roofs.
+std::string operator_table(const Summary& s) {
+  std::ostringstream md;
+  md << "| operator case | operator | shape | dtype | implementation | ms (mean ± std) | TFLOP/s | GB/s | FLOP/byte | "
+        "of datasheet | of measured roof | vs aten | J/call | accurate | deterministic |\n"
+        "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |\n";
+  std::vector<std::string> roofs, failed;
+  for (const auto& c : s.cases) {
+    if (!c.is(CaseFamilyKind::Operation)) continue;
+    const Roof measured = measured_roof(s, c.hardware);
+    if (!measured.empty() && std::find(roofs.begin(), roofs.end(), measured.source) == roofs.end())
+      roofs.push_back(measured.source);
+    for (const auto& r : operator_rows(c, measured))
+      md << "| " << c.key << " | " << r.op << " | " << r.shape << " | " << r.dtype << " | " << r.implementation << " | "
+         << mean_and_spread(r.time, 4) << " | " << fixed_digits(r.tflops, 3) << " | " << fixed_digits(r.gb_per_s, 1)
+         << " | " << fixed_digits(r.intensity, 2) << " | " << fraction_text(r.datasheet_fraction) << " | "
+         << fraction_text(r.measured_fraction) << " | " << speedup_text(r) << " | "
+         << (r.energy_per_call_j ? fixed_digits(*r.energy_per_call_j, 6) : "–") << " | " << verdict_text(r) << " | "
+         << (r.deterministic ? "yes" : "no") << " |\n";
+    for (const auto& round : c.rounds)
+      if (const json* rows = round.record("failed_rows"))
+        for (const auto& f : *rows)
+          failed.push_back(c.key + " round " + std::to_string(round.number) + ": " + f.value("error", ""));
+  }
+  md << "\n";
+  for (const auto& roof : roofs) md << "Measured roof: " << roof << ".\n";
+  if (roofs.empty())
+    md << "No measured roof: the run has no computation-* or main_memory-bandwidth base case (add a `base:` "
+          "section to place the rows on this machine's roofline).\n";
+  if (!failed.empty()) {
+    md << "\nOperator rows that did not run:\n\n";
+    for (const auto& f : failed) md << "- " << f << "\n";
+  }
+  md << "\n";
+  return md.str();
+}
+
 }  // namespace
 
 std::string summary_markdown(const Summary& s) {
@@ -154,14 +198,16 @@ std::string summary_markdown(const Summary& s) {
     md << "; " << s.system.value("cpu_model", "") << ", " << s.system.value("cpu_cores", 0) << " cores, "
        << s.system.value("os", "");
   md << ".\n\n";
-  bool any_base = false, any_training = false, any_inference = false;
+  bool any_base = false, any_training = false, any_inference = false, any_operation = false;
   for (const auto& c : s.cases) {
     const CaseFamilyKind family = c.family_or_training();
     (family == CaseFamilyKind::Base        ? any_base
      : family == CaseFamilyKind::Inference ? any_inference
+     : family == CaseFamilyKind::Operation ? any_operation
                                            : any_training) = true;
   }
   if (any_base) md << base_table(s);
+  if (any_operation) md << operator_table(s);
   if (any_training)
     md << "| case | rounds ok / run | converged | samples/s (mean ± std) | CV | 95% CI | olympic mean | final metric "
           "(median) | time to target s (median) | e2e s (median) | energy/sample (J) |\n"

@@ -16,6 +16,8 @@ const char* family_text(CaseFamilyKind family) {
       return "inference";
     case CaseFamilyKind::Base:
       return "base";
+    case CaseFamilyKind::Operation:
+      return "operation";
   }
   return "training";
 }
@@ -290,9 +292,10 @@ Aggregate read_aggregate(const Reader& in) {
 std::optional<CaseFamilyKind> family_of_text(const Reader& in) {
   if (!in.has("family")) return std::nullopt;
   const std::string f = in.text("family");
-  for (const auto kind : {CaseFamilyKind::Training, CaseFamilyKind::Inference, CaseFamilyKind::Base})
+  for (const auto kind :
+       {CaseFamilyKind::Training, CaseFamilyKind::Inference, CaseFamilyKind::Base, CaseFamilyKind::Operation})
     if (f == family_text(kind)) return kind;
-  in.fail("family", "training, inference or base", in.raw()["family"]);
+  in.fail("family", "training, inference, base or operation", in.raw()["family"]);
 }
 
 CaseResult read_case(const Reader& in) {

@@ -29,7 +29,7 @@ class SummaryError : public std::runtime_error {
 // The round figures the statistics are taken over (a case's "aggregate"); summary.csv lists them too.
 const std::vector<const char*>& aggregated_figures();
 
-enum class CaseFamilyKind { Training, Inference, Base };
+enum class CaseFamilyKind { Training, Inference, Base, Operation };
 const char* family_text(CaseFamilyKind family);
 
 // One round of a case, as its folder says.
@@ -59,7 +59,9 @@ struct Round {
 
   // The records written whole, in their own formats, kept as written: a training round's `curves`
   // (TrainingCurves), a base case's `figures` list, an inference case's `latency` per batch size
-  // and `generation` (decoding, LoadGen's scenarios), its `engine`, `steps`, `samples`, ...
+  // and `generation` (decoding, LoadGen's scenarios), its `engine`, `steps`, `samples`, ...; an
+  // operator case's `operators` (its rows, op_measure.h's OperatorRow::to_json), `failed_rows` and
+  // `datasheet_roof`.
   nlohmann::json records = nlohmann::json::object();
 
   bool ok() const { return status == "ok"; }

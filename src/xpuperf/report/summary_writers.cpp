@@ -26,6 +26,17 @@ class CsvWriter : public SummaryWriter {
   std::string write(const Summary& s) const override { return summary_csv(s); }
 };
 
+class OperatorsCsvWriter : public SummaryWriter {
+ public:
+  const char* file_name() const override { return "operators.csv"; }
+  std::string write(const Summary& s) const override { return operators_csv(s); }
+  bool applies(const Summary& s) const override {
+    for (const auto& c : s.cases)
+      if (c.is(CaseFamilyKind::Operation)) return true;
+    return false;
+  }
+};
+
 class HtmlWriter : public SummaryWriter {
  public:
   explicit HtmlWriter(std::string run_dir) : run_dir_(std::move(run_dir)) {}
@@ -40,7 +51,7 @@ class HtmlWriter : public SummaryWriter {
 std::string write_files(const std::string& run_dir, const Summary& summary, const std::string& skip = "") {
   std::string markdown;
   for (const auto& writer : summary_writers(run_dir)) {
-    if (writer->file_name() == skip) continue;
+    if (writer->file_name() == skip || !writer->applies(summary)) continue;
     const std::string text = writer->write(summary);
     write_text_file(run_dir + "/" + writer->file_name(), text);
     if (std::string(writer->file_name()) == "summary.md") markdown = text;
@@ -55,6 +66,7 @@ std::vector<std::unique_ptr<SummaryWriter>> summary_writers(const std::string& r
   writers.push_back(std::make_unique<JsonWriter>());
   writers.push_back(std::make_unique<MarkdownWriter>());
   writers.push_back(std::make_unique<CsvWriter>());
+  writers.push_back(std::make_unique<OperatorsCsvWriter>());
   writers.push_back(std::make_unique<HtmlWriter>(run_dir));
   return writers;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The run's report files, each written from the result model (summary_model.h) by one writer, as
-// google/benchmark's reporters do: summary.json (the stored form), summary.md, summary.csv and
-// report.html. A new format is a new writer here, never another walk of the result tree.
+// google/benchmark's reporters do: summary.json (the stored form), summary.md, summary.csv,
+// report.html and, for a run with operator cases, operators.csv. A new format is a new writer here, never another walk
+// of the result tree.
 
 #include <memory>
 #include <string>
@@ -16,6 +17,11 @@ class SummaryWriter {
   virtual ~SummaryWriter() = default;
   virtual const char* file_name() const = 0;  // in the run folder
   virtual std::string write(const Summary& summary) const = 0;
+  // Whether the run has what the file holds (operators.csv: an operator case); false: not written.
+  virtual bool applies(const Summary& summary) const {
+    (void)summary;
+    return true;
+  }
 };
 
 // The writers of a run folder's report files, summary.json first. report.html reads the rounds'
