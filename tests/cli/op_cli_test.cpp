@@ -27,6 +27,18 @@ TEST(OpCli, AnOperatorCaseRunsItsSmokeShapesAndWritesItsRows) {
   EXPECT_TRUE(rows["rows"][0]["accurate"].get<bool>());
 }
 
+// The bitwise operators run in the integer dtypes; dropout is checked by what it may give and is
+// not deterministic by design.
+TEST(OpCli, IntegerAndRandomOperatorsRunAndSayWhatTheyAre) {
+  Result r = xpuperf({"--root", kRoot, "op", "--case", "bitwise_and", "--smoke"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "| bitwise_and | 64 | int32 | aten |")) << r.output;
+  EXPECT_TRUE(has(r.output, "| bitwise_and | 64 | int16 | aten |")) << r.output;
+  r = xpuperf({"--root", kRoot, "op", "--case", "dropout", "--smoke", "--dtype", "bf16"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "| yes | no |")) << r.output;
+}
+
 TEST(OpCli, TimingAloneSaysTheRowIsNotChecked) {
   const Result r = xpuperf(
       {"--root", kRoot, "op", "--case", "softmax", "--smoke", "--dtype", "fp32", "--set", "check_accuracy=false"});
@@ -54,7 +66,13 @@ TEST(OpCli, BadInputIsAClearError) {
   EXPECT_TRUE(has(r.output, "--shape '64x4a8x2': write the sizes as positive integers joined by x")) << r.output;
   r = xpuperf({"--root", kRoot, "op", "--case", "mm", "--smoke", "--dtype", "int4"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(has(r.output, "dtype 'int4' is not one of fp32, bf16, fp16, fp64")) << r.output;
+  EXPECT_TRUE(has(r.output, "dtype 'int4' is not one of fp32, bf16, fp16, fp64, int32, int16")) << r.output;
+  r = xpuperf({"--root", kRoot, "op", "--case", "bitwise_and", "--smoke", "--dtype", "fp32"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.output, "bitwise_and takes integer dtypes (int32, int16), got fp32")) << r.output;
+  r = xpuperf({"--root", kRoot, "op", "--case", "softmax", "--smoke", "--dtype", "int32"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.output, "softmax takes floating dtypes (fp32, bf16, fp16, fp64), got int32")) << r.output;
   r = xpuperf({"--root", kRoot, "op", "--case", "group_norm", "--shape", "2x6x4x4", "--dtype", "fp32"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(has(r.output, "group_norm's channels C (6) must divide by its groups (4)")) << r.output;

@@ -64,16 +64,18 @@ TEST(OperatorCatalogue, TheReadmeTableIsTheCatalogue) {
       << "paste `xpuperf op --list --markdown` between the markers of cases/operation/README.md";
 }
 
-// Every operator at its smoke shapes, in float32 on the CPU: accurate (output and gradients),
-// deterministic, timed, and its throughput from its formulas.
+// Every operator at its smoke shapes, in float32 on the CPU (int32 for the bitwise ones): accurate
+// (output and gradients; a random operator by its own check), deterministic unless random, timed,
+// and its throughput from its formulas.
 TEST(OperatorMeasure, EveryOperatorRunsAccuratelyOnTheCpu) {
   for (const auto& spec : operator_specs())
     for (const auto& shape : smoke_shapes(spec.name)) {
-      const OperatorRow row = measure_operator(spec, shape, torch::kFloat32, torch::kCPU, quick());
+      const auto dtype = spec.integer ? torch::kInt : torch::kFloat32;
+      const OperatorRow row = measure_operator(spec, shape, dtype, torch::kCPU, quick());
       EXPECT_TRUE(row.accurate) << spec.name << ": worst/tolerance " << row.error.worst_over_tolerance << ", gradients "
-                                << row.gradient_error.worst_over_tolerance;
+                                << row.gradient_error.worst_over_tolerance << " " << row.check_problem;
       EXPECT_EQ(row.has_gradients, spec.has_backward) << spec.name;
-      EXPECT_TRUE(row.deterministic) << spec.name;
+      EXPECT_EQ(row.deterministic, !spec.random) << spec.name;
       EXPECT_EQ(row.samples, 3) << spec.name;
       EXPECT_FALSE(row.device_timed) << "the CPU has no timeline: the host clock";
       EXPECT_GT(row.median_ms, 0) << spec.name;
@@ -83,6 +85,16 @@ TEST(OperatorMeasure, EveryOperatorRunsAccuratelyOnTheCpu) {
       EXPECT_GT(row.bytes, 0) << spec.name;
       EXPECT_NEAR(row.tflops, row.flops / (row.median_ms * 1e-3) / 1e12, 1e-12);
     }
+}
+
+// Dropout is checked by what it may give: a dropout that keeps everything fails.
+TEST(OperatorMeasure, ARandomOperatorsOwnCheckCatchesAWrongOne) {
+  OperatorSpec wrong = *find_operator("dropout");
+  wrong.run = [](const std::vector<torch::Tensor>& in, const std::vector<std::int64_t>&) { return in[0] * 2; };
+  const OperatorRow row = measure_operator(wrong, {4096}, torch::kFloat32, torch::kCPU, quick());
+  EXPECT_FALSE(row.accurate);
+  EXPECT_NE(row.check_problem.find("0 of 4096 elements dropped, not about half"), std::string::npos)
+      << row.check_problem;
 }
 
 TEST(OperatorMeasure, BfloatErrorsAreBfloatsAndMmsFormulaIsTwoMnk) {
@@ -128,7 +140,7 @@ TEST(OperatorMeasure, ADtypeIsNamedAmongTheChoices) {
     parse_dtype("int4");
     FAIL();
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "dtype 'int4' is not one of fp32, bf16, fp16, fp64");
+    EXPECT_STREQ(e.what(), "dtype 'int4' is not one of fp32, bf16, fp16, fp64, int32, int16");
   }
 }
 

@@ -187,7 +187,14 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
       check_shape(*spec, shape, request.shapes.empty() ? request.config.origin() : "--shape");
     const std::vector<std::string> names =
         !request.dtypes.empty() ? request.dtypes : request.config.get_string_list("dtypes");
-    for (const auto& name : names) dtypes.push_back(parse_dtype(name));
+    for (const auto& name : names) {
+      dtypes.push_back(parse_dtype(name));
+      if (spec->integer == c10::isFloatingType(dtypes.back()))
+        throw ConfigError(
+            spec->name + " takes " +
+            (spec->integer ? "integer dtypes (int32, int16)" : "floating dtypes (fp32, bf16, fp16, fp64)") + ", got " +
+            name);
+    }
     options = options_of(request.config, request.smoke);
     implementations = implementations_of(request.config, *spec);
   } catch (const std::exception& e) {
@@ -234,6 +241,9 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
   out << table(rows);
   if (!request.measured_roof.empty()) out << "\nmeasured roof: " << request.measured_roof.source << "\n";
   for (const auto& note : not_measured) out << "not measured: " << note << "\n";
+  for (const auto& r : rows)
+    if (!r.check_problem.empty())
+      out << "check of " << r.op << " " << shape_text(r.sizes) << " " << r.dtype << ": " << r.check_problem << "\n";
   log_finished(out, request, device, rows, failed, not_measured);
   if (!request.json_out.empty()) {
     nlohmann::json j = {

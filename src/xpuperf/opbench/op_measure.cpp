@@ -159,6 +159,11 @@ void time_calls(const OperatorSpec& spec, const std::vector<Inputs>& sets, const
 
 void check_accuracy(const OperatorSpec& spec, const Inputs& cpu_rounded, const Inputs& on_device, const Sizes& sizes,
                     torch::Dtype dtype, const MeasureOptions& options, OperatorRow& row) {
+  if (spec.verify) {  // a random operator: what it may give, not one result
+    row.check_problem = spec.verify(spec.run(on_device, sizes).to(torch::kCPU), cpu_rounded);
+    row.accurate = row.check_problem.empty();
+    return;
+  }
   const Inputs reference_inputs = converted(cpu_rounded, torch::kCPU, torch::kFloat64);
   const torch::Tensor out = spec.run(on_device, sizes);
   row.error = errors(out, spec.run(reference_inputs, sizes), row.rtol, row.atol, row.default_atol);
@@ -185,6 +190,9 @@ std::pair<double, double> default_tolerance(torch::Dtype dtype) {
       return {1e-3, 1e-5};
     case torch::kFloat64:
       return {1e-7, 1e-7};
+    case torch::kInt:
+    case torch::kShort:
+      return {0, 0};  // exact
     default:
       return {1.3e-6, 1e-5};
   }
@@ -195,7 +203,9 @@ torch::Dtype parse_dtype(const std::string& name) {
   if (name == "bf16") return torch::kBFloat16;
   if (name == "fp16") return torch::kFloat16;
   if (name == "fp64") return torch::kFloat64;
-  throw std::invalid_argument("dtype '" + name + "' is not one of fp32, bf16, fp16, fp64");
+  if (name == "int32") return torch::kInt;
+  if (name == "int16") return torch::kShort;
+  throw std::invalid_argument("dtype '" + name + "' is not one of fp32, bf16, fp16, fp64, int32, int16");
 }
 
 std::string dtype_name(torch::Dtype dtype) {
@@ -206,6 +216,10 @@ std::string dtype_name(torch::Dtype dtype) {
       return "fp16";
     case torch::kFloat64:
       return "fp64";
+    case torch::kInt:
+      return "int32";
+    case torch::kShort:
+      return "int16";
     default:
       return "fp32";
   }
@@ -298,6 +312,7 @@ nlohmann::json OperatorRow::to_json() const {
                       {"started_unix", started_unix},
                       {"ended_unix", ended_unix}};
   if (has_gradients) j["gradient_error"] = error_json(gradient_error);
+  if (!check_problem.empty()) j["check_problem"] = check_problem;
   if (datasheet_fraction) j["datasheet_fraction"] = *datasheet_fraction;
   if (measured_fraction) j["measured_fraction"] = *measured_fraction;
   if (speedup) j["speedup_vs_aten"] = *speedup;

@@ -65,7 +65,8 @@ struct OperatorRow {
   double default_atol = 0;     // torch.testing's, for the dtype
   bool checked = false;        // the accuracy check ran (check_accuracy)
   bool accurate = false;       // output and gradients within the tolerance (and nothing infinite or NaN)
-  bool deterministic = false;  // two calls on the same inputs are bitwise equal
+  bool deterministic = false;  // two calls on the same inputs are bitwise equal (a random operator's are not)
+  std::string check_problem;   // a random operator's check (OperatorSpec::verify): what was wrong
   // The timed calls' window, seconds since the epoch: the monitor's power over it gives the energy.
   double started_unix = 0, ended_unix = 0;
   // The least time the roofs allow over the median (core/roofline.h); absent where a roof lacks a
@@ -82,7 +83,7 @@ struct OperatorRow {
 
 // torch.testing's default (rtol, atol) for a dtype.
 std::pair<double, double> default_tolerance(torch::Dtype dtype);
-// "bf16" -> kBFloat16; throws std::invalid_argument naming the choices.
+// "bf16" -> kBFloat16, "int32" -> kInt; throws std::invalid_argument naming the choices.
 torch::Dtype parse_dtype(const std::string& name);
 std::string dtype_name(torch::Dtype dtype);
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "xpuperf/opbench/kernel_operators.h"
+#include "xpuperf/opbench/more_operators.h"
 
 namespace xpuperf::opbench {
 namespace {
@@ -219,6 +220,13 @@ std::vector<OperatorSpec> norms() {
     return (2.0 * static_cast<double>(z[0] * z[1] * z[2]) + 2.0 * static_cast<double>(z[1])) * e;
   };
   out.push_back(gn);
+  // ATen's native_group_norm (FlagPerf times it apart): the output of (output, mean, 1/std).
+  OperatorSpec native = gn;
+  native.name = "native_group_norm";
+  native.run = [](const Inputs& in, const Sizes& z) {
+    return std::get<0>(at::native_group_norm(in[0], in[1], in[2], z[0], z[1], z[2], z[3], 1e-5));
+  };
+  out.push_back(native);
   return out;
 }
 
@@ -286,7 +294,7 @@ std::vector<OperatorSpec> pointwises() {
 
 std::vector<OperatorSpec> all_operators() {
   std::vector<OperatorSpec> out;
-  for (auto group : {gemms(), norms(), reductions(), pointwises(), kernel_operators()})
+  for (auto group : {gemms(), norms(), reductions(), pointwises(), kernel_operators(), more_operators()})
     for (auto& spec : group) out.push_back(std::move(spec));
   add_kernel_alternatives(out);
   std::sort(out.begin(), out.end(), [](const OperatorSpec& a, const OperatorSpec& b) { return a.name < b.name; });

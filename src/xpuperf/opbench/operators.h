@@ -31,6 +31,11 @@ struct OperatorSpec {
   std::vector<std::string> size_names;       // what each size of a shape is: {"M", "N", "K"}
   std::string flops_formula, bytes_formula;  // as the README writes them
   bool has_backward = false;
+  bool integer = false;  // takes integer dtypes (int32, int16) only: the bitwise operators
+  bool random = false;   // draws random numbers (dropout): two calls differ by design
+  // A random operator's check instead of the float64 comparison, on the output and the inputs
+  // (both on the CPU): what is wrong, or "" when the output is one the operator may give.
+  std::function<std::string(const torch::Tensor&, const OperatorInputs&)> verify;
   // The inputs for a shape, in float32 on the CPU, drawn from `gen`; integer inputs (class labels)
   // stay integers and are not cast to the benchmark's dtype.
   std::function<std::vector<torch::Tensor>(const std::vector<std::int64_t>&, torch::Generator&)> inputs;
