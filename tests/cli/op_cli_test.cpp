@@ -39,6 +39,20 @@ TEST(OpCli, IntegerAndRandomOperatorsRunAndSayWhatTheyAre) {
   EXPECT_TRUE(has(r.output, "| yes | no |")) << r.output;
 }
 
+// The GEMM base cases' inputs, for a row compared with their roof like for like.
+TEST(OpCli, InputsCanBeTheBaseCasesLevels) {
+  test::TempDir dir;
+  Result r = xpuperf({"--root", kRoot, "op", "--case", "mm", "--smoke", "--dtype", "bf16", "--set",
+                      "input_values=levels", "--json", dir.path() + "/rows.json"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto row = nlohmann::json::parse(test::read_file(dir.path() + "/rows.json"))["rows"][0];
+  EXPECT_EQ(row["input_values"], "levels");
+  EXPECT_TRUE(row["accurate"].get<bool>());
+  r = xpuperf({"--root", kRoot, "op", "--case", "mm", "--smoke", "--set", "input_values=uniform"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.output, "input_values must be normal or levels, got 'uniform'")) << r.output;
+}
+
 TEST(OpCli, TimingAloneSaysTheRowIsNotChecked) {
   const Result r = xpuperf(
       {"--root", kRoot, "op", "--case", "softmax", "--smoke", "--dtype", "fp32", "--set", "check_accuracy=false"});

@@ -100,6 +100,11 @@ MeasureOptions options_of(const Config& config, bool smoke) {
   o.rotate_bytes = config.get_number("rotate_mib", o.rotate_bytes / (1 << 20)) * (1 << 20);
   o.flush_bytes = config.get_number("flush_mib", o.flush_bytes / (1 << 20)) * (1 << 20);
   o.seed = static_cast<std::uint64_t>(config.get_int("seed", 1234));
+  const std::string values = config.get_string("input_values", "normal");
+  if (values != "normal" && values != "levels")
+    throw ConfigError(config.at("input_values").source.str() + ": input_values must be normal or levels, got '" +
+                      values + "'");
+  o.levels = values == "levels";
   if (o.warmup < 0 || o.samples < 1 || o.rotate_bytes < 0 || o.flush_bytes < 0)
     throw ConfigError(config.origin() +
                       ": warmup must be 0 or more, samples 1 or more, rotate_mib and flush_mib "

@@ -237,7 +237,12 @@ OperatorRow measure_operator(const OperatorSpec& spec, const Sizes& sizes, torch
   row.atol = std::max(row.default_atol, 1e-4 * spec.reduction(sizes));
   const std::string what = spec.name + " " + sizes_text(sizes) + " in " + row.dtype + " on " + row.device;
   torch::Generator gen = at::detail::createCPUGenerator(options.seed);
-  const Inputs cpu_rounded = rounded(spec.inputs(sizes, gen), dtype);
+  Inputs drawn = spec.inputs(sizes, gen);
+  if (options.levels)
+    for (auto& t : drawn)
+      if (t.is_floating_point()) t = at::randint(-8, 9, t.sizes(), gen, torch::kFloat32) / 8;
+  row.levels = options.levels;
+  const Inputs cpu_rounded = rounded(drawn, dtype);
   const double set_bytes = bytes_of(cpu_rounded);
   const std::size_t copies =
       static_cast<std::size_t>(std::clamp(std::ceil(options.rotate_bytes / std::max(set_bytes, 1.0)), 1.0, 64.0));
@@ -309,6 +314,7 @@ nlohmann::json OperatorRow::to_json() const {
                       {"checked", checked},
                       {"accurate", accurate},
                       {"deterministic", deterministic},
+                      {"input_values", levels ? "levels" : "normal"},
                       {"started_unix", started_unix},
                       {"ended_unix", ended_unix}};
   if (has_gradients) j["gradient_error"] = error_json(gradient_error);
