@@ -51,8 +51,13 @@ TEST(Roofline, ARowsLeastTimeIsItsSlowerSide) {
   const double add_flops = 268435456;
   EXPECT_NEAR(*roof_ms(roof, "bf16", add_flops, kAddBytes), kAddBytes / 4800e9 * 1e3, 1e-9);
   EXPECT_FALSE(compute_bound(roof, "bf16", add_flops, kAddBytes));
-  // A dtype the roof has no peak for, or no time: no fraction rather than a wrong one.
-  EXPECT_FALSE(roof_ms(roof, "fp16", kMmFlops, kMmBytes));
+  // A side the roof lacks is left out (the fraction can only come out lower); with neither side,
+  // or no time, no fraction rather than a wrong one.
+  EXPECT_NEAR(*roof_ms(roof, "fp16", kMmFlops, kMmBytes), kMmBytes / 4800e9 * 1e3, 1e-9);
+  Roof compute_only = roof;
+  compute_only.bandwidth_gbps = 0;
+  EXPECT_NEAR(*roof_ms(compute_only, "bf16", kMmFlops, kMmBytes), kMmFlops / 989.4e12 * 1e3, 1e-9);
+  EXPECT_FALSE(roof_ms(compute_only, "fp16", kMmFlops, kMmBytes));
   EXPECT_FALSE(roof_fraction(roof, "bf16", kMmFlops, kMmBytes, 0));
   EXPECT_FALSE(roof_ms(Roof{}, "bf16", 0, kAddBytes));
 }

@@ -36,15 +36,9 @@ Roof datasheet_roof(const YAML::Node& chip) {
 
 std::optional<double> roof_ms(const Roof& roof, const std::string& dtype, double flops, double bytes) {
   double ms = 0;
-  if (flops > 0) {
-    const auto peak = roof.peak_tflops.find(dtype);
-    if (peak == roof.peak_tflops.end()) return std::nullopt;
+  if (const auto peak = roof.peak_tflops.find(dtype); flops > 0 && peak != roof.peak_tflops.end())
     ms = flops / (peak->second * 1e12) * 1e3;
-  }
-  if (bytes > 0) {
-    if (roof.bandwidth_gbps <= 0) return std::nullopt;
-    ms = std::max(ms, bytes / (roof.bandwidth_gbps * 1e9) * 1e3);
-  }
+  if (bytes > 0 && roof.bandwidth_gbps > 0) ms = std::max(ms, bytes / (roof.bandwidth_gbps * 1e9) * 1e3);
   if (ms <= 0) return std::nullopt;
   return ms;
 }

@@ -29,8 +29,10 @@ struct Roof {
 Roof datasheet_roof(const YAML::Node& chip);
 
 // The least milliseconds `flops` and `bytes` take under the roof at `dtype`: the larger of
-// flops / peak and bytes / bandwidth. Nothing when the roof lacks a figure the row needs (a peak
-// for a row with FLOPs, the bandwidth for a row with bytes).
+// flops / peak and bytes / bandwidth. A side the roof lacks (no peak for the dtype, no bandwidth)
+// is left out, which can only make the time shorter and the row's fraction lower: a GEMM placed
+// on a run that measured computation-BF16 alone still has its fraction. Nothing when the roof has
+// neither side the row needs.
 std::optional<double> roof_ms(const Roof& roof, const std::string& dtype, double flops, double bytes);
 
 // roof_ms over `measured_ms`; nothing where roof_ms has nothing or nothing was measured.
