@@ -25,6 +25,9 @@ TEST(OpCli, AnOperatorCaseRunsItsSmokeShapesAndWritesItsRows) {
   EXPECT_EQ(rows["rows"][0]["shape"], nlohmann::json::array({8, 32}));
   EXPECT_EQ(rows["rows"][0]["flops"], 8.0 * 8 * 32);
   EXPECT_TRUE(rows["rows"][0]["accurate"].get<bool>());
+  // The CPU's work is no device kernel for the profiler: the row says so rather than list none.
+  EXPECT_TRUE(rows["rows"][0]["kernels"].empty());
+  EXPECT_FALSE(rows["rows"][0]["kernels_note"].get<std::string>().empty());
 }
 
 // The bitwise operators run in the integer dtypes; dropout is checked by what it may give and is

@@ -247,6 +247,10 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
   if (!request.measured_roof.empty()) out << "\nmeasured roof: " << request.measured_roof.source << "\n";
   for (const auto& note : not_measured) out << "not measured: " << note << "\n";
   for (const auto& r : rows)
+    if (!r.kernels.empty())
+      out << "kernels of " << r.op << " " << shape_text(r.sizes) << " " << r.dtype << " " << r.implementation << ": "
+          << join_or_none(r.kernels) << "\n";
+  for (const auto& r : rows)
     if (!r.check_problem.empty())
       out << "check of " << r.op << " " << shape_text(r.sizes) << " " << r.dtype << ": " << r.check_problem << "\n";
   log_finished(out, request, device, rows, failed, not_measured);

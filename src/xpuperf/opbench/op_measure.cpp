@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/kernel_profile.h"
 #include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::opbench {
@@ -157,6 +158,22 @@ void time_calls(const OperatorSpec& spec, const std::vector<Inputs>& sets, const
   row.host_ms = percentiles(host_ms).median;
 }
 
+// The kernels one call runs, as the profiler names them: which library's kernel ATen picked, and
+// whether an implementation reached its vendor's kernel.
+void record_kernels(const OperatorSpec& spec, const Inputs& in, const Sizes& sizes, const torch::Device& device,
+                    OperatorRow& row) {
+  try {
+    torchrt::synchronize(device);
+    torchrt::KernelProfile profile;
+    spec.run(in, sizes);
+    torchrt::synchronize(device);
+    for (const auto& k : profile.stop()) row.kernels.push_back(k.name);
+    if (row.kernels.empty()) row.kernels_note = "the profiler recorded no device kernel on " + row.device;
+  } catch (const std::exception& e) {
+    row.kernels_note = first_line(e.what());
+  }
+}
+
 void check_accuracy(const OperatorSpec& spec, const Inputs& cpu_rounded, const Inputs& on_device, const Sizes& sizes,
                     torch::Dtype dtype, const MeasureOptions& options, OperatorRow& row) {
   if (spec.verify) {  // a random operator: what it may give, not one result
@@ -255,6 +272,7 @@ OperatorRow measure_operator(const OperatorSpec& spec, const Sizes& sizes, torch
     torchrt::synchronize(device);
     row.cold_ms = ms_since(t0);
     time_calls(spec, sets, sizes, device, options, row);
+    record_kernels(spec, sets[0], sizes, device, row);
     row.deterministic = torch::equal(spec.run(sets[0], sizes), spec.run(sets[0], sizes));
     if (options.check_accuracy) check_accuracy(spec, cpu_rounded, sets[0], sizes, dtype, options, row);
     row.checked = options.check_accuracy;
@@ -319,6 +337,8 @@ nlohmann::json OperatorRow::to_json() const {
                       {"ended_unix", ended_unix}};
   if (has_gradients) j["gradient_error"] = error_json(gradient_error);
   if (!check_problem.empty()) j["check_problem"] = check_problem;
+  j["kernels"] = kernels;
+  if (!kernels_note.empty()) j["kernels_note"] = kernels_note;
   if (datasheet_fraction) j["datasheet_fraction"] = *datasheet_fraction;
   if (measured_fraction) j["measured_fraction"] = *measured_fraction;
   if (speedup) j["speedup_vs_aten"] = *speedup;

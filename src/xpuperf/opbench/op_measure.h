@@ -74,6 +74,10 @@ struct OperatorRow {
   bool deterministic = false;  // two calls on the same inputs are bitwise equal (a random operator's are not)
   bool levels = false;         // the inputs were the base cases' levels (MeasureOptions::levels)
   std::string check_problem;   // a random operator's check (OperatorSpec::verify): what was wrong
+  // The device's kernels one call ran, by name, longest first (LibTorch's profiler); where there
+  // are none, why.
+  std::vector<std::string> kernels;
+  std::string kernels_note;
   // The timed calls' window, seconds since the epoch: the monitor's power over it gives the energy.
   double started_unix = 0, ended_unix = 0;
   // The least time the roofs allow over the median (core/roofline.h); absent where a roof lacks a

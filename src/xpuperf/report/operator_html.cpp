@@ -12,16 +12,16 @@
 namespace xpuperf::report {
 namespace {
 
-constexpr double kWidth = 640, kHeight = 400, kLeft = 64, kRight = 16, kTop = 12, kBottom = 40;
+constexpr double kRoofWidth = 640, kRoofHeight = 400, kRoofLeft = 64, kRoofRight = 16, kRoofTop = 12, kRoofBottom = 40;
 
 // Log-log axes spanning whole decades.
 struct LogFrame {
   double x0 = 0, x1 = 1, y0 = 0, y1 = 1;  // log10 of the ends
-  double X(double x) const { return kLeft + (std::log10(x) - x0) / (x1 - x0) * (kWidth - kLeft - kRight); }
-  double Y(double y) const { return kTop + (1 - (std::log10(y) - y0) / (y1 - y0)) * (kHeight - kTop - kBottom); }
+  double X(double x) const { return kRoofLeft + (std::log10(x) - x0) / (x1 - x0) * (kRoofWidth - kRoofLeft - kRoofRight); }
+  double Y(double y) const { return kRoofTop + (1 - (std::log10(y) - y0) / (y1 - y0)) * (kRoofHeight - kRoofTop - kRoofBottom); }
 };
 
-std::string px(double v) {
+std::string roof_px(double v) {
   return fixed_digits(v, 1);
 }
 
@@ -32,18 +32,18 @@ std::string decade_label(int k) {
 void draw_log_axes(std::ostringstream& svg, const LogFrame& f) {
   for (int k = static_cast<int>(f.x0); k <= static_cast<int>(f.x1); ++k) {
     const double x = f.X(std::pow(10.0, k));
-    svg << "<line x1=\"" << px(x) << "\" y1=\"" << kTop << "\" x2=\"" << px(x) << "\" y2=\"" << kHeight - kBottom
-        << "\" stroke=\"#eee\"/><text x=\"" << px(x) << "\" y=\"" << kHeight - kBottom + 16
+    svg << "<line x1=\"" << roof_px(x) << "\" y1=\"" << kRoofTop << "\" x2=\"" << roof_px(x) << "\" y2=\"" << kRoofHeight - kRoofBottom
+        << "\" stroke=\"#eee\"/><text x=\"" << roof_px(x) << "\" y=\"" << kRoofHeight - kRoofBottom + 16
         << "\" font-size=\"11\" text-anchor=\"middle\">" << decade_label(k) << "</text>";
   }
   for (int k = static_cast<int>(f.y0); k <= static_cast<int>(f.y1); ++k) {
     const double y = f.Y(std::pow(10.0, k));
-    svg << "<line x1=\"" << kLeft << "\" y1=\"" << px(y) << "\" x2=\"" << kWidth - kRight << "\" y2=\"" << px(y)
-        << "\" stroke=\"#eee\"/><text x=\"" << kLeft - 6 << "\" y=\"" << px(y + 4)
+    svg << "<line x1=\"" << kRoofLeft << "\" y1=\"" << roof_px(y) << "\" x2=\"" << kRoofWidth - kRoofRight << "\" y2=\"" << roof_px(y)
+        << "\" stroke=\"#eee\"/><text x=\"" << kRoofLeft - 6 << "\" y=\"" << roof_px(y + 4)
         << "\" font-size=\"11\" text-anchor=\"end\">" << decade_label(k) << "</text>";
   }
-  svg << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kWidth - kLeft - kRight << "\" height=\""
-      << kHeight - kTop - kBottom << "\" fill=\"none\" stroke=\"#999\"/>";
+  svg << "<rect x=\"" << kRoofLeft << "\" y=\"" << kRoofTop << "\" width=\"" << kRoofWidth - kRoofLeft - kRoofRight << "\" height=\""
+      << kRoofHeight - kRoofTop - kRoofBottom << "\" fill=\"none\" stroke=\"#999\"/>";
 }
 
 // min(peak, intensity × bandwidth) across the axis, as a polyline through the ridge point.
@@ -57,7 +57,7 @@ void draw_roof(std::ostringstream& svg, const LogFrame& f, double peak_tflops, d
   svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.5\""
       << (dashed ? " stroke-dasharray=\"5,4\"" : "") << " points=\"";
   for (const auto& [x, y] : points)
-    svg << px(f.X(x)) << "," << px(f.Y(std::clamp(y, std::pow(10.0, f.y0), std::pow(10.0, f.y1)))) << " ";
+    svg << roof_px(f.X(x)) << "," << roof_px(f.Y(std::clamp(y, std::pow(10.0, f.y0), std::pow(10.0, f.y1)))) << " ";
   svg << "\"><title>" << html_escape(title) << "</title></polyline>";
 }
 
@@ -85,8 +85,8 @@ std::string roofline_svg(const std::vector<OperatorRowStats>& rows, const Roof& 
   if (f.y1 <= f.y0) f.y1 = f.y0 + 1;
   std::ostringstream svg;
   svg << "<figure class=\"chart\"><figcaption>Roofline: each operator row against the roofs of its dtype"
-      << "</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
-      << "\" viewBox=\"0 0 " << kWidth << " " << kHeight
+      << "</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kRoofWidth << "\" height=\"" << kRoofHeight
+      << "\" viewBox=\"0 0 " << kRoofWidth << " " << kRoofHeight
       << "\" role=\"img\" font-family=\"sans-serif\"><title>Roofline</title>";
   draw_log_axes(svg, f);
   std::map<std::string, std::size_t> colour;
@@ -99,7 +99,7 @@ std::string roofline_svg(const std::vector<OperatorRowStats>& rows, const Roof& 
                       short_number(roof->bandwidth_gbps) + " GB/s");
   for (const auto& r : rows) {
     if (r.intensity <= 0 || r.tflops <= 0) continue;
-    svg << "<circle cx=\"" << px(f.X(r.intensity)) << "\" cy=\"" << px(f.Y(r.tflops)) << "\" r=\"4\" fill=\""
+    svg << "<circle cx=\"" << roof_px(f.X(r.intensity)) << "\" cy=\"" << roof_px(f.Y(r.tflops)) << "\" r=\"4\" fill=\""
         << (r.checked && !r.accurate ? "#fff" : series_colour(colour[r.dtype])) << "\" stroke=\""
         << series_colour(colour[r.dtype]) << "\"><title>"
         << html_escape(r.key + ": " + short_number(r.tflops) + " TFLOP/s at " + fixed_digits(r.intensity, 2) +
