@@ -17,8 +17,12 @@ constexpr double kRoofWidth = 640, kRoofHeight = 400, kRoofLeft = 64, kRoofRight
 // Log-log axes spanning whole decades.
 struct LogFrame {
   double x0 = 0, x1 = 1, y0 = 0, y1 = 1;  // log10 of the ends
-  double X(double x) const { return kRoofLeft + (std::log10(x) - x0) / (x1 - x0) * (kRoofWidth - kRoofLeft - kRoofRight); }
-  double Y(double y) const { return kRoofTop + (1 - (std::log10(y) - y0) / (y1 - y0)) * (kRoofHeight - kRoofTop - kRoofBottom); }
+  double X(double x) const {
+    return kRoofLeft + (std::log10(x) - x0) / (x1 - x0) * (kRoofWidth - kRoofLeft - kRoofRight);
+  }
+  double Y(double y) const {
+    return kRoofTop + (1 - (std::log10(y) - y0) / (y1 - y0)) * (kRoofHeight - kRoofTop - kRoofBottom);
+  }
 };
 
 std::string roof_px(double v) {
@@ -32,18 +36,19 @@ std::string decade_label(int k) {
 void draw_log_axes(std::ostringstream& svg, const LogFrame& f) {
   for (int k = static_cast<int>(f.x0); k <= static_cast<int>(f.x1); ++k) {
     const double x = f.X(std::pow(10.0, k));
-    svg << "<line x1=\"" << roof_px(x) << "\" y1=\"" << kRoofTop << "\" x2=\"" << roof_px(x) << "\" y2=\"" << kRoofHeight - kRoofBottom
-        << "\" stroke=\"#eee\"/><text x=\"" << roof_px(x) << "\" y=\"" << kRoofHeight - kRoofBottom + 16
-        << "\" font-size=\"11\" text-anchor=\"middle\">" << decade_label(k) << "</text>";
+    svg << "<line x1=\"" << roof_px(x) << "\" y1=\"" << kRoofTop << "\" x2=\"" << roof_px(x) << "\" y2=\""
+        << kRoofHeight - kRoofBottom << "\" stroke=\"#eee\"/><text x=\"" << roof_px(x) << "\" y=\""
+        << kRoofHeight - kRoofBottom + 16 << "\" font-size=\"11\" text-anchor=\"middle\">" << decade_label(k)
+        << "</text>";
   }
   for (int k = static_cast<int>(f.y0); k <= static_cast<int>(f.y1); ++k) {
     const double y = f.Y(std::pow(10.0, k));
-    svg << "<line x1=\"" << kRoofLeft << "\" y1=\"" << roof_px(y) << "\" x2=\"" << kRoofWidth - kRoofRight << "\" y2=\"" << roof_px(y)
-        << "\" stroke=\"#eee\"/><text x=\"" << kRoofLeft - 6 << "\" y=\"" << roof_px(y + 4)
+    svg << "<line x1=\"" << kRoofLeft << "\" y1=\"" << roof_px(y) << "\" x2=\"" << kRoofWidth - kRoofRight << "\" y2=\""
+        << roof_px(y) << "\" stroke=\"#eee\"/><text x=\"" << kRoofLeft - 6 << "\" y=\"" << roof_px(y + 4)
         << "\" font-size=\"11\" text-anchor=\"end\">" << decade_label(k) << "</text>";
   }
-  svg << "<rect x=\"" << kRoofLeft << "\" y=\"" << kRoofTop << "\" width=\"" << kRoofWidth - kRoofLeft - kRoofRight << "\" height=\""
-      << kRoofHeight - kRoofTop - kRoofBottom << "\" fill=\"none\" stroke=\"#999\"/>";
+  svg << "<rect x=\"" << kRoofLeft << "\" y=\"" << kRoofTop << "\" width=\"" << kRoofWidth - kRoofLeft - kRoofRight
+      << "\" height=\"" << kRoofHeight - kRoofTop - kRoofBottom << "\" fill=\"none\" stroke=\"#999\"/>";
 }
 
 // min(peak, intensity × bandwidth) across the axis, as a polyline through the ridge point.
@@ -85,8 +90,8 @@ std::string roofline_svg(const std::vector<OperatorRowStats>& rows, const Roof& 
   if (f.y1 <= f.y0) f.y1 = f.y0 + 1;
   std::ostringstream svg;
   svg << "<figure class=\"chart\"><figcaption>Roofline: each operator row against the roofs of its dtype"
-      << "</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kRoofWidth << "\" height=\"" << kRoofHeight
-      << "\" viewBox=\"0 0 " << kRoofWidth << " " << kRoofHeight
+      << "</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kRoofWidth << "\" height=\""
+      << kRoofHeight << "\" viewBox=\"0 0 " << kRoofWidth << " " << kRoofHeight
       << "\" role=\"img\" font-family=\"sans-serif\"><title>Roofline</title>";
   draw_log_axes(svg, f);
   std::map<std::string, std::size_t> colour;
