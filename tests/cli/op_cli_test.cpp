@@ -155,6 +155,10 @@ TEST(OpCli, APlanPlacesItsOperatorRowsOnTheRoofItsBaseCasesMeasured) {
   const std::string html = test::read_file(run + "/report.html");
   EXPECT_TRUE(has(html, "<h2>Operators</h2>")) << html;
   EXPECT_TRUE(has(html, "Roofline: each operator row")) << html;
+  // The tables again from summary.json alone (rank logs pruned), the same.
+  ASSERT_EQ(xpuperf({"--root", kRoot, "report", run, "--from-json"}).code, 0);
+  EXPECT_EQ(test::read_file(run + "/summary.md"), md);
+  EXPECT_EQ(test::read_file(run + "/operators.csv"), csv);
   // The same run against itself: each row compared, no change.
   const Result cmp = xpuperf({"--root", kRoot, "compare", run, run});
   EXPECT_TRUE(has(cmp.output, "softmax 64×128 fp32 aten ms")) << cmp.output;
