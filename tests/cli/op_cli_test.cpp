@@ -66,7 +66,13 @@ TEST(OpCli, TimingAloneSaysTheRowIsNotChecked) {
 TEST(OpCli, ListsTheOperatorsWithTheirFormulas) {
   const Result r = xpuperf({"--root", kRoot, "op", "--list"});
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(has(r.output, "| `mm` | M × N × K | 2·M·N·K | (M·K + K·N + M·N)·e | yes |")) << r.output;
+  EXPECT_TRUE(has(r.output, "| `mm` | M × N × K | 2·M·N·K | (M·K + K·N + M·N)·e | yes | floating | aten |"))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "| `bitwise_and` | n | n | 3·n·e | no | integer | aten |")) << r.output;
+  EXPECT_TRUE(has(r.output,
+                  "| `layer_norm` | rows × cols | 8·rows·cols | (2·rows·cols + 2·cols)·e | yes | floating | "
+                  "aten, xpuperf |"))
+      << r.output;
 }
 
 TEST(OpCli, BadInputIsAClearError) {

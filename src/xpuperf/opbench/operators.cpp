@@ -322,12 +322,15 @@ std::vector<std::string> operator_names() {
 
 std::string operator_table_markdown() {
   std::ostringstream md;
-  md << "| operator | shape | FLOPs | bytes (e: the dtype's bytes) | backward |\n| --- | --- | --- | --- | --- |\n";
+  md << "| operator | shape | FLOPs | bytes (e: the dtype's bytes) | backward | dtypes | implementations |\n"
+        "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto& spec : operator_specs()) {
-    std::string shape;
+    std::string shape, implementations = spec.implementation;
     for (const auto& n : spec.size_names) shape += (shape.empty() ? "" : " × ") + n;
+    for (const auto& a : spec.alternatives) implementations += ", " + a.name;
     md << "| `" << spec.name << "` | " << shape << " | " << spec.flops_formula << " | " << spec.bytes_formula << " | "
-       << (spec.has_backward ? "yes" : "no") << " |\n";
+       << (spec.has_backward ? "yes" : "no") << " | " << (spec.integer ? "integer" : "floating") << " | "
+       << implementations << " |\n";
   }
   return md.str();
 }
