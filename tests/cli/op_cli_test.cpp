@@ -144,6 +144,7 @@ TEST(OpCli, APlanPlacesItsOperatorRowsOnTheRoofItsBaseCasesMeasured) {
                        "  \"softmax:CPU:2\": {shapes: [[64, 128]], dtypes: [fp32], samples: 5, min_seconds: 0.0}\n");
   const Result r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 600);
   ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "softmax:CPU:2 round 2/2 ... ok: 1 row, 1 accurate")) << r.output;
   const std::string run = run_folder_in(dir.path() + "/results");
   const auto summary = nlohmann::json::parse(test::read_file(run + "/summary.json"));
   ASSERT_EQ(summary["cases"].size(), 3u);

@@ -158,6 +158,11 @@ std::string plan_as_run(const Plan& p) {
          "), every default written out\n" + out.c_str() + "\n";
 }
 
+// A case as the plan writes it ("computation-BF16:H200:1:1:3", "mm:H200:3"), for what a person reads.
+std::string shown_key(const PlanCase& c) {
+  return case_family(c.key).key_text(c.key);
+}
+
 // An inference case's headline, as "inference_core 77410.7 items/s, accuracy 0.8700".
 std::string inference_headline(const FinishedInfo& f) {
   const json& e = f.extra;
@@ -184,17 +189,39 @@ std::string base_headline(const FinishedInfo& f) {
   return text;
 }
 
+// An operator case's rows, as "4 rows, 3 accurate, 1 inaccurate, 1 did not run".
+std::string operator_headline(const FinishedInfo& f) {
+  const json& rows = f.extra["rows"];
+  int all = 0, accurate = 0, inaccurate = 0;
+  for (const auto& r : rows.is_array() ? rows : json::array()) {
+    ++all;
+    if (!r.value("checked", false)) continue;
+    ++(r.value("accurate", false) ? accurate : inaccurate);
+  }
+  std::string text =
+      std::to_string(all) + " row" + (all == 1 ? "" : "s") + ", " + std::to_string(accurate) + " accurate";
+  if (inaccurate > 0) text += ", " + std::to_string(inaccurate) + " inaccurate";
+  const json& failed = f.extra.contains("failed_rows") ? f.extra["failed_rows"] : json::array();
+  if (failed.is_array() && !failed.empty()) text += ", " + std::to_string(failed.size()) + " did not run";
+  return text;
+}
+
+// The headline of a base, inference or operator case's round; "" for a training round.
+std::string family_headline(const FinishedInfo& f) {
+  if (f.extra.contains("steps")) return inference_headline(f);
+  if (f.extra.contains("figures")) return base_headline(f);
+  if (f.extra.contains("operator") && f.extra.contains("rows")) return operator_headline(f);
+  return "";
+}
+
 void print_table(const std::vector<RoundRow>& rows) {
   std::cout << "\n| case | round | status | samples/s | converged | final metric | e2e (s) | energy (J) | peak memory "
                "(GiB) | logs |\n"
             << "| --- | ---: | --- | ---: | --- | --- | ---: | ---: | ---: | --- |\n";
   for (const auto& r : rows) {
     std::string sps = "", converged = "", metric = "", e2e = "";
-    if (r.finished && r.finished->extra.contains("steps")) {
-      metric = inference_headline(*r.finished);
-      if (r.finished->e2e_time) e2e = fixed_digits(*r.finished->e2e_time, 1);
-    } else if (r.finished && r.finished->extra.contains("figures")) {
-      metric = base_headline(*r.finished);
+    if (r.finished && !family_headline(*r.finished).empty()) {
+      metric = family_headline(*r.finished);
       if (r.finished->e2e_time) e2e = fixed_digits(*r.finished->e2e_time, 1);
     } else if (r.finished) {
       const FinishedInfo& f = *r.finished;
@@ -258,7 +285,7 @@ RoundSpec round_spec(const Plan& plan, const PlanCase& c, int round, const std::
 // Runs one round and records it in round_status.json.
 RoundRow run_round(Launcher& launcher, const Plan& plan, const Deployment& deployment, const PlanCase& c, int round,
                    const std::string& case_dir, const json& chip_peaks) {
-  RoundRow row{c.key.str(), round, "failed", "", std::nullopt, case_dir + "/round" + std::to_string(round)};
+  RoundRow row{shown_key(c), round, "failed", "", std::nullopt, case_dir + "/round" + std::to_string(round)};
   fs::create_directories(row.dir);
   const RoundSpec spec = round_spec(plan, c, round, row.dir);
   const auto started = std::chrono::system_clock::now();
@@ -333,7 +360,7 @@ void print_dry_run(const Plan& plan, Launcher& launcher, const Deployment& deplo
     const std::string case_dir = run_dir + "/" + c.key.dir_name();
     for (int round = 1; round <= c.key.repeat; ++round) {
       const RoundSpec spec = round_spec(plan, c, round, case_dir + "/round" + std::to_string(round));
-      std::cout << "\n# " << c.key.str() << " round " << round << "/" << c.key.repeat << "\n";
+      std::cout << "\n# " << shown_key(c) << " round " << round << "/" << c.key.repeat << "\n";
       for (const auto& command : launcher.round_commands(plan, deployment, spec))
         std::cout << "[controller] $ " << shell_join(command) << "\n";
       for (std::size_t i = 0; i < spec.hosts.size(); ++i) {
@@ -419,7 +446,7 @@ std::optional<RoundRow> earlier_round(const PlanCase& c, int round, const std::s
   const json earlier = read_json_file(status_file).value_or(json());
   const std::string s = earlier.is_object() ? earlier.value("status", "") : "";
   if (s != "ok" && s != "failed" && s != "timed_out") return std::nullopt;
-  RoundRow row{c.key.str(), round, s, earlier.value("reason", ""), std::nullopt, round_dir, true};
+  RoundRow row{shown_key(c), round, s, earlier.value("reason", ""), std::nullopt, round_dir, true};
   if (earlier.contains("finished")) row.finished = FinishedInfo::from_json(earlier["finished"]);
   return row;
 }
@@ -427,8 +454,7 @@ std::optional<RoundRow> earlier_round(const PlanCase& c, int round, const std::s
 // A finished round's progress line, after its "[n/total] case round r/R ...".
 void print_round_result(const RoundRow& row) {
   std::cout << " " << row.status;
-  if (row.finished && row.finished->extra.contains("figures")) std::cout << ": " << base_headline(*row.finished);
-  if (row.finished && row.finished->extra.contains("steps")) std::cout << ": " << inference_headline(*row.finished);
+  if (row.finished && !family_headline(*row.finished).empty()) std::cout << ": " << family_headline(*row.finished);
   if (row.finished && row.finished->final_metric) {
     const auto& f = *row.finished;
     std::cout << ": " << (f.converged.value_or(false) ? "converged" : "not converged") << ", " << f.final_metric->name
@@ -457,7 +483,7 @@ std::vector<RoundRow> run_step(const Repo& repo, CheckedPlan& checked, const std
     const std::string case_dir = run_dir + "/" + c.key.dir_name();
     const json peaks = chip_peaks(repo, plan.vendor, c.key.hardware);  // the same for every round
     for (int round = 1; round <= c.key.repeat && g_stop == 0; ++round) {
-      std::cout << "  [" << ++done << "/" << total << "] " << c.key.str() << " round " << round << "/" << c.key.repeat
+      std::cout << "  [" << ++done << "/" << total << "] " << shown_key(c) << " round " << round << "/" << c.key.repeat
                 << " ..." << std::flush;
       if (auto row = resume ? earlier_round(c, round, case_dir + "/round" + std::to_string(round)) : std::nullopt) {
         std::cout << " finished in the earlier run (" << row->status << "), skipped\n";
@@ -466,7 +492,7 @@ std::vector<RoundRow> run_step(const Repo& repo, CheckedPlan& checked, const std
       }
       RoundRow row = run_round(*checked.launcher, plan, checked.deployment, c, round, case_dir, peaks);
       print_round_result(row);
-      log::info(c.key.str() + " round " + std::to_string(round) + ": " + row.status + " " + row.reason);
+      log::info(shown_key(c) + " round " + std::to_string(round) + ": " + row.status + " " + row.reason);
       rows.push_back(row);
     }
   }
