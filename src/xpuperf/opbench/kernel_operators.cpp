@@ -1,7 +1,8 @@
 #include "xpuperf/opbench/kernel_operators.h"
 
-#include <numeric>
+#include <algorithm>
 
+#include "xpuperf/opbench/spec_helpers.h"
 #include "xpuperf/ops/composite.h"
 #include "xpuperf/ops/operators.h"
 
@@ -13,14 +14,6 @@ using Inputs = OperatorInputs;
 
 constexpr double kEps = 1e-6;
 
-double cells(const Sizes& z) {
-  return static_cast<double>(z[0]) * static_cast<double>(z[1]);
-}
-
-torch::Tensor gaussian(torch::IntArrayRef shape, torch::Generator& gen) {
-  return at::normal(0.0, 1.0, shape, gen);
-}
-
 OperatorSpec rms_norm() {
   OperatorSpec s;
   s.name = "rms_norm";
@@ -28,15 +21,17 @@ OperatorSpec rms_norm() {
   s.flops_formula = "4·rows·cols";
   s.bytes_formula = "(2·rows·cols + cols)·e";
   s.has_backward = true;
-  s.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{gaussian({z[0], z[1]}, g), gaussian({z[1]}, g)}; };
+  s.inputs = [](const Sizes& z, torch::Generator& g) {
+    return Inputs{standard_normal({z[0], z[1]}, g), standard_normal({z[1]}, g)};
+  };
   s.run = [](const Inputs& in, const Sizes&) {
     return std::get<1>(ops::composite::add_rms_norm(in[0], torch::Tensor(), in[1], kEps));
   };
   s.alternatives.push_back({"xpuperf", "add_rms_norm", [](const Inputs& in, const Sizes&) {
                               return std::get<1>(ops::add_rms_norm(in[0], torch::Tensor(), in[1], kEps));
                             }});
-  s.flops = [](const Sizes& z) { return 4.0 * cells(z); };
-  s.bytes = [](const Sizes& z, double e) { return (2.0 * cells(z) + static_cast<double>(z[1])) * e; };
+  s.flops = [](const Sizes& z) { return 4.0 * product(z); };
+  s.bytes = [](const Sizes& z, double e) { return (2.0 * product(z) + static_cast<double>(z[1])) * e; };
   s.reduction = [](const Sizes& z) { return static_cast<double>(std::max(z[0], z[1])); };
   return s;
 }
@@ -49,12 +44,12 @@ OperatorSpec silu_and_mul() {
   s.flops_formula = "5·rows·cols";
   s.bytes_formula = "3·rows·cols·e";
   s.has_backward = true;
-  s.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{gaussian({z[0], 2 * z[1]}, g)}; };
+  s.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{standard_normal({z[0], 2 * z[1]}, g)}; };
   s.run = [](const Inputs& in, const Sizes&) { return ops::composite::silu_mul(in[0]); };
   s.alternatives.push_back(
       {"xpuperf", "silu_mul", [](const Inputs& in, const Sizes&) { return ops::silu_mul(in[0]); }});
-  s.flops = [](const Sizes& z) { return 5.0 * cells(z); };
-  s.bytes = [](const Sizes& z, double e) { return 3.0 * cells(z) * e; };
+  s.flops = [](const Sizes& z) { return 5.0 * product(z); };
+  s.bytes = [](const Sizes& z, double e) { return 3.0 * product(z) * e; };
   return s;
 }
 
@@ -65,11 +60,11 @@ OperatorSpec argmax() {
   s.flops_formula = "rows·cols";
   s.bytes_formula = "rows·cols·e + 8·rows";
   s.has_backward = false;
-  s.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{gaussian({z[0], z[1]}, g)}; };
+  s.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{standard_normal({z[0], z[1]}, g)}; };
   s.run = [](const Inputs& in, const Sizes&) { return in[0].argmax(-1); };
   s.alternatives.push_back({"xpuperf", "argmax", [](const Inputs& in, const Sizes&) { return ops::argmax(in[0]); }});
-  s.flops = cells;
-  s.bytes = [](const Sizes& z, double e) { return cells(z) * e + 8.0 * static_cast<double>(z[0]); };
+  s.flops = product;
+  s.bytes = [](const Sizes& z, double e) { return product(z) * e + 8.0 * static_cast<double>(z[0]); };
   return s;
 }
 

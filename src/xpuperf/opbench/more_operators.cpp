@@ -3,6 +3,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "xpuperf/opbench/spec_helpers.h"
+
 namespace xpuperf::opbench {
 namespace {
 
@@ -10,16 +12,6 @@ using Sizes = std::vector<std::int64_t>;
 using Inputs = OperatorInputs;
 using Unary = std::function<torch::Tensor(const torch::Tensor&)>;
 using Binary = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
-
-torch::Tensor standard_normal(torch::IntArrayRef shape, torch::Generator& gen) {
-  return at::normal(0.0, 1.0, shape, gen);
-}
-
-double elements(const Sizes& z) {
-  double n = 1;
-  for (const auto s : z) n *= static_cast<double>(s);
-  return n;
-}
 
 OperatorSpec of_n(const std::string& name, const std::string& flops_formula, const std::string& bytes_formula) {
   OperatorSpec s;
@@ -104,8 +96,8 @@ OperatorSpec triu() {
   OperatorSpec s = of_rows("triu", "rows·cols", "2·rows·cols·e");
   s.has_backward = true;
   s.run = [](const Inputs& in, const Sizes&) { return torch::triu(in[0]); };
-  s.flops = elements;  // a comparison of the row and the column an element
-  s.bytes = [](const Sizes& z, double e) { return 2 * elements(z) * e; };
+  s.flops = product;  // a comparison of the row and the column an element
+  s.bytes = [](const Sizes& z, double e) { return 2 * product(z) * e; };
   return s;
 }
 
@@ -117,8 +109,8 @@ OperatorSpec var_mean() {
     const auto [var, mean] = torch::var_mean(in[0], last);
     return torch::stack({var, mean});
   };
-  s.flops = [](const Sizes& z) { return 3 * elements(z); };
-  s.bytes = [](const Sizes& z, double e) { return (elements(z) + 2.0 * static_cast<double>(z[0])) * e; };
+  s.flops = [](const Sizes& z) { return 3 * product(z); };
+  s.bytes = [](const Sizes& z, double e) { return (product(z) + 2.0 * static_cast<double>(z[0])) * e; };
   s.reduction = [](const Sizes& z) { return static_cast<double>(z[1]); };
   return s;
 }
@@ -144,8 +136,8 @@ OperatorSpec all() {
     return Inputs{torch::where(rows & first, torch::zeros_like(x), x)};
   };
   s.run = [](const Inputs& in, const Sizes&) { return in[0].all(-1); };
-  s.flops = elements;
-  s.bytes = [](const Sizes& z, double e) { return elements(z) * e + static_cast<double>(z[0]); };
+  s.flops = product;
+  s.bytes = [](const Sizes& z, double e) { return product(z) * e + static_cast<double>(z[0]); };
   return s;
 }
 
@@ -209,8 +201,8 @@ OperatorSpec outer() {
     return Inputs{standard_normal({z[0]}, g), standard_normal({z[1]}, g)};
   };
   s.run = [](const Inputs& in, const Sizes&) { return torch::outer(in[0], in[1]); };
-  s.flops = elements;
-  s.bytes = [](const Sizes& z, double e) { return (static_cast<double>(z[0] + z[1]) + elements(z)) * e; };
+  s.flops = product;
+  s.bytes = [](const Sizes& z, double e) { return (static_cast<double>(z[0] + z[1]) + product(z)) * e; };
   s.reduction = [](const Sizes& z) { return static_cast<double>(std::max(z[0], z[1])); };
   return s;
 }

@@ -6,24 +6,13 @@
 
 #include "xpuperf/opbench/kernel_operators.h"
 #include "xpuperf/opbench/more_operators.h"
+#include "xpuperf/opbench/spec_helpers.h"
 
 namespace xpuperf::opbench {
 namespace {
 
 using Sizes = std::vector<std::int64_t>;
 using Inputs = std::vector<torch::Tensor>;
-
-torch::Tensor normal(torch::IntArrayRef shape, torch::Generator& gen) {
-  return at::normal(0.0, 1.0, shape, gen);
-}
-
-double largest(const Sizes& s) {
-  return static_cast<double>(*std::max_element(s.begin(), s.end()));
-}
-
-double product(const Sizes& s) {
-  return std::accumulate(s.begin(), s.end(), 1.0, [](double a, std::int64_t b) { return a * static_cast<double>(b); });
-}
 
 // An operator of one input of any shape, taken as its element count n.
 OperatorSpec pointwise(const std::string& name, double flops_per_element,
@@ -34,7 +23,7 @@ OperatorSpec pointwise(const std::string& name, double flops_per_element,
   s.flops_formula = flops_per_element == 1 ? "n" : std::to_string(static_cast<int>(flops_per_element)) + "·n";
   s.bytes_formula = "2·n·e";
   s.has_backward = backward;
-  s.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{normal({z[0]}, g)}; };
+  s.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{standard_normal({z[0]}, g)}; };
   s.run = [f](const Inputs& in, const Sizes&) { return f(in[0]); };
   s.flops = [flops_per_element](const Sizes& z) { return flops_per_element * static_cast<double>(z[0]); };
   s.bytes = [](const Sizes& z, double e) { return 2.0 * static_cast<double>(z[0]) * e; };
@@ -51,9 +40,9 @@ OperatorSpec binary(const std::string& name,
   s.bytes_formula = "3·n·e";
   s.has_backward = true;
   s.inputs = [name](const Sizes& z, torch::Generator& g) {
-    torch::Tensor b = normal({z[0]}, g);
+    torch::Tensor b = standard_normal({z[0]}, g);
     if (name == "div") b = b.abs() + 0.5;  // away from 0: a quotient's error is the operator's, not the input's
-    return Inputs{normal({z[0]}, g), b};
+    return Inputs{standard_normal({z[0]}, g), b};
   };
   s.run = [f](const Inputs& in, const Sizes&) { return f(in[0], in[1]); };
   s.flops = [](const Sizes& z) { return static_cast<double>(z[0]); };
@@ -83,7 +72,7 @@ OperatorSpec rowwise(const std::string& name, double flops_per_element, bool kee
                     std::string("rows·cols");
   s.bytes_formula = keeps_shape ? "2·rows·cols·e" : "(rows·cols + rows)·e";
   s.has_backward = backward;
-  s.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{normal({z[0], z[1]}, g)}; };
+  s.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{standard_normal({z[0], z[1]}, g)}; };
   s.run = [f](const Inputs& in, const Sizes&) { return f(in[0]); };
   s.flops = [flops_per_element](const Sizes& z) { return flops_per_element * product(z); };
   s.bytes = [keeps_shape](const Sizes& z, double e) {
@@ -102,7 +91,7 @@ std::vector<OperatorSpec> gemms() {
   mm.bytes_formula = "(M·K + K·N + M·N)·e";
   mm.has_backward = true;
   mm.inputs = [](const Sizes& z, torch::Generator& g) {
-    return Inputs{normal({z[0], z[2]}, g), normal({z[2], z[1]}, g)};
+    return Inputs{standard_normal({z[0], z[2]}, g), standard_normal({z[2], z[1]}, g)};
   };
   mm.run = [](const Inputs& in, const Sizes&) { return torch::mm(in[0], in[1]); };
   mm.flops = [](const Sizes& z) { return 2.0 * product(z); };
@@ -118,7 +107,7 @@ std::vector<OperatorSpec> gemms() {
   addmm.flops_formula = "2·M·N·K + M·N";
   addmm.bytes_formula = "(M·K + K·N + 2·M·N)·e";
   addmm.inputs = [](const Sizes& z, torch::Generator& g) {
-    return Inputs{normal({z[0], z[1]}, g), normal({z[0], z[2]}, g), normal({z[2], z[1]}, g)};
+    return Inputs{standard_normal({z[0], z[1]}, g), standard_normal({z[0], z[2]}, g), standard_normal({z[2], z[1]}, g)};
   };
   addmm.run = [](const Inputs& in, const Sizes&) { return torch::addmm(in[0], in[1], in[2]); };
   addmm.flops = [](const Sizes& z) { return 2.0 * product(z) + static_cast<double>(z[0] * z[1]); };
@@ -133,7 +122,7 @@ std::vector<OperatorSpec> gemms() {
   linear.flops_formula = "2·M·N·K + M·N";
   linear.bytes_formula = "(M·K + N·K + N + M·N)·e";
   linear.inputs = [](const Sizes& z, torch::Generator& g) {
-    return Inputs{normal({z[0], z[2]}, g), normal({z[1], z[2]}, g), normal({z[1]}, g)};
+    return Inputs{standard_normal({z[0], z[2]}, g), standard_normal({z[1], z[2]}, g), standard_normal({z[1]}, g)};
   };
   linear.run = [](const Inputs& in, const Sizes&) { return torch::nn::functional::linear(in[0], in[1], in[2]); };
   linear.flops = addmm.flops;
@@ -150,7 +139,7 @@ std::vector<OperatorSpec> gemms() {
   bmm.bytes_formula = "B·(M·K + K·N + M·N)·e";
   bmm.has_backward = true;
   bmm.inputs = [](const Sizes& z, torch::Generator& g) {
-    return Inputs{normal({z[0], z[1], z[3]}, g), normal({z[0], z[3], z[2]}, g)};
+    return Inputs{standard_normal({z[0], z[1], z[3]}, g), standard_normal({z[0], z[3], z[2]}, g)};
   };
   bmm.run = [](const Inputs& in, const Sizes&) { return torch::bmm(in[0], in[1]); };
   bmm.flops = [](const Sizes& z) { return 2.0 * product(z); };
@@ -168,7 +157,9 @@ std::vector<OperatorSpec> gemms() {
   mv.flops_formula = "2·M·K";
   mv.bytes_formula = "(M·K + K + M)·e";
   mv.has_backward = true;
-  mv.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{normal({z[0], z[1]}, g), normal({z[1]}, g)}; };
+  mv.inputs = [](const Sizes& z, torch::Generator& g) {
+    return Inputs{standard_normal({z[0], z[1]}, g), standard_normal({z[1]}, g)};
+  };
   mv.run = [](const Inputs& in, const Sizes&) { return torch::mv(in[0], in[1]); };
   mv.flops = [](const Sizes& z) { return 2.0 * product(z); };
   mv.reduction = largest;
@@ -189,7 +180,7 @@ std::vector<OperatorSpec> norms() {
   ln.bytes_formula = "(2·rows·cols + 2·cols)·e";
   ln.has_backward = true;
   ln.inputs = [](const Sizes& z, torch::Generator& g) {
-    return Inputs{normal({z[0], z[1]}, g), normal({z[1]}, g), normal({z[1]}, g)};
+    return Inputs{standard_normal({z[0], z[1]}, g), standard_normal({z[1]}, g), standard_normal({z[1]}, g)};
   };
   ln.run = [](const Inputs& in, const Sizes&) { return torch::layer_norm(in[0], {in[0].size(1)}, in[1], in[2], 1e-5); };
   ln.flops = [](const Sizes& z) { return 8.0 * product(z); };
@@ -204,7 +195,7 @@ std::vector<OperatorSpec> norms() {
   gn.bytes_formula = "(2·N·C·L + 2·C)·e";
   gn.has_backward = true;
   gn.inputs = [](const Sizes& z, torch::Generator& g) {
-    return Inputs{normal({z[0], z[1], z[2]}, g), normal({z[1]}, g), normal({z[1]}, g)};
+    return Inputs{standard_normal({z[0], z[1], z[2]}, g), standard_normal({z[1]}, g), standard_normal({z[1]}, g)};
   };
   gn.run = [](const Inputs& in, const Sizes& z) { return torch::group_norm(in[0], z[3], in[1], in[2], 1e-5); };
   gn.flops = [](const Sizes& z) { return 8.0 * static_cast<double>(z[0] * z[1] * z[2]); };
@@ -246,7 +237,9 @@ std::vector<OperatorSpec> reductions() {
   out.push_back(rowwise("vector_norm", 2, false, [](const torch::Tensor& x) { return x.norm(2, -1); }));
   // A product of many factors near 1 (1 + x / 100): neither overflows nor vanishes.
   OperatorSpec prod = rowwise("prod", 1, false, [](const torch::Tensor& x) { return x.prod(-1); });
-  prod.inputs = [](const Sizes& z, torch::Generator& g) { return Inputs{1.0 + normal({z[0], z[1]}, g) / 100}; };
+  prod.inputs = [](const Sizes& z, torch::Generator& g) {
+    return Inputs{1.0 + standard_normal({z[0], z[1]}, g) / 100};
+  };
   out.push_back(prod);
 
   OperatorSpec ce;
@@ -256,7 +249,7 @@ std::vector<OperatorSpec> reductions() {
   ce.bytes_formula = "rows·classes·e + 8·rows + e";
   ce.has_backward = true;
   ce.inputs = [](const Sizes& z, torch::Generator& g) {
-    return Inputs{normal({z[0], z[1]}, g), at::randint(0, z[1], {z[0]}, g, torch::kLong)};
+    return Inputs{standard_normal({z[0], z[1]}, g), at::randint(0, z[1], {z[0]}, g, torch::kLong)};
   };
   ce.run = [](const Inputs& in, const Sizes&) { return torch::nn::functional::cross_entropy(in[0], in[1]); };
   ce.flops = [](const Sizes& z) { return 5.0 * product(z); };
