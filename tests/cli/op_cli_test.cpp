@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
@@ -198,6 +199,70 @@ TEST(OpCli, ARoofFromARunWithoutBaseCasesIsAClearError) {
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(has(r.output, "'shapez' is not a parameter of this case")) << r.output;
   EXPECT_TRUE(has(r.output, "did you mean 'shapes'?")) << r.output;
+}
+
+// A training case's census (census_steps) and `xpuperf op --census` on it: every call replayed, and
+// the step explained by them (LeNet-5 on synthetic data, in seconds).
+TEST(OpCli, ATrainingCasesStepIsExplainedByItsOperators) {
+  test::TempDir dir;
+  const std::vector<std::string> train = {"--root",
+                                          kRoot,
+                                          "train",
+                                          "--case",
+                                          "lenet5",
+                                          "--vendor",
+                                          "cpu",
+                                          "--hardware",
+                                          "CPU",
+                                          "--set",
+                                          "synthetic_data=true",
+                                          "--set",
+                                          "max_steps=5",
+                                          "--set",
+                                          "timing_skip_steps=3"};
+  auto with = [&train](std::vector<std::string> more) {
+    auto args = train;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  Result r = xpuperf(with({"--set", "census_steps=2"}));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string log = dir.path() + "/train.log";
+  std::ofstream(log) << r.output;
+
+  r = xpuperf({"--root", kRoot, "op", "--census", log, "--smoke", "--json", dir.path() + "/rows.json"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "lenet5:libtorch on cpu: a step explained by its operators")) << r.output;
+  EXPECT_TRUE(has(r.output, "| measured step (the mean of the run's 2 timed steps) |")) << r.output;
+  EXPECT_TRUE(has(r.output, "| explained | ")) << r.output;
+  EXPECT_TRUE(has(r.output, "| aten::convolution_backward | cpu:fp32[64,16,10,10]")) << r.output;
+  const auto j = nlohmann::json::parse(test::read_file(dir.path() + "/rows.json"));
+  EXPECT_GT(j["explained"]["step_ms"].get<double>(), 0);
+  EXPECT_GT(j["explained"]["explained_ms"].get<double>(), 0);
+  EXPECT_EQ(j["explained"]["top_rows"].size(), 10u);
+  ASSERT_FALSE(j["rows"].empty());
+  bool conv = false, backward = false;
+  for (const auto& row : j["rows"]) {
+    EXPECT_GT(row["calls_per_step"].get<double>(), 0) << row.dump();
+    conv = conv || (row["op"] == "aten::conv2d" && row["flops_known"].get<bool>() && row["flops"].get<double>() > 0);
+    backward = backward || row["backward"].get<bool>();
+  }
+  EXPECT_TRUE(conv) << "a convolution, with its FLOPs";
+  EXPECT_TRUE(backward) << "the backward's calls";
+
+  // Bad input: a census that would watch the first step, a file without one, a path that is not.
+  r = xpuperf(with({"--set", "census_steps=3"}));
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(has(r.output, "census_steps 3 needs timing_skip_steps of 4 or more")) << r.output;
+  r = xpuperf({"--root", kRoot, "op", "--census", dir.path() + "/rows.json", "--smoke"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.output, "has no operator census (run the case with --set census_steps=N")) << r.output;
+  r = xpuperf({"--root", kRoot, "op", "--census", dir.path() + "/missing", "--smoke"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.output, "missing: no such file or folder")) << r.output;
+  r = xpuperf({"--root", kRoot, "op", "--census", log, "--case", "mm"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_TRUE(has(r.output, "--census goes without --case")) << r.output;
 }
 
 }  // namespace

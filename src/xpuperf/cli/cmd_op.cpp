@@ -25,7 +25,8 @@ struct OpOptions {
   std::vector<std::string> shapes;
   std::vector<std::string> dtypes;
   std::string json_out;
-  std::string roof;  // a run folder or summary.json whose base cases measured the roof
+  std::string roof;    // a run folder or summary.json whose base cases measured the roof
+  std::string census;  // --census PATH: the case `census` with census=PATH
   std::vector<std::string> sets;
   bool smoke = false, list = false, markdown = false, inaccurate_ok = false;
 };
@@ -76,14 +77,20 @@ int run_op_command(const GlobalOptions& global, const OpOptions& opts) {
   request.markdown = opts.markdown;
   if (opts.markdown && !opts.list) throw CommandError("--markdown goes with --list");
   if (!opts.list) {
-    if (opts.name.empty()) throw CommandError("name an operator case: xpuperf op --case mm (or --list them)");
+    std::string name = opts.name;
+    std::vector<std::string> sets = opts.sets;
+    if (!opts.census.empty()) {
+      if (!name.empty() && name != "census") throw CommandError("--census goes without --case (it is the case census)");
+      name = "census";
+      sets.push_back("census=" + opts.census);
+    }
+    if (name.empty()) throw CommandError("name an operator case: xpuperf op --case mm (or --list them)");
     Diagnostics diags;
-    const auto overrides = parse_set_overrides(opts.sets, diags);
-    const auto config = diags.has_errors()
-                            ? std::nullopt
-                            : load_operation_config(repo, opts.name, overrides, {"--case " + opts.name, 0}, diags);
+    const auto overrides = parse_set_overrides(sets, diags);
+    const auto config =
+        diags.has_errors() ? std::nullopt : load_operation_config(repo, name, overrides, {"--case " + name, 0}, diags);
     if (!config) throw CommandError(diags.format());
-    request.name = opts.name;
+    request.name = name;
     request.config = *config;
     for (const auto& s : opts.shapes) request.shapes.push_back(parse_shape(s));
     request.dtypes = opts.dtypes;
@@ -143,6 +150,11 @@ void add_op_command(CLI::App& app, const GlobalOptions& global, int& exit_code) 
   cmd->add_option("--roof", opts->roof,
                   "A run folder (or its summary.json) whose base cases (computation-*, main_memory-bandwidth) "
                   "measured this chip: each row's fraction of that roof beside the datasheet's");
+  cmd->add_option("--census", opts->census,
+                  "A case's step explained by its operators: each call of the census in this run folder, rank "
+                  "log or census file (a training case's --set census_steps=N, an inference case's "
+                  "census_batches=N) replayed alone and timed; then Σ calls × time against the measured step, the "
+                  "calls that cost most and their roof fractions");
   cmd->add_flag("--inaccurate-ok", opts->inaccurate_ok,
                 "Exit 0 when every row ran, inaccurate ones too (a plan's rounds: the report gives the verdicts)");
   cmd->callback([&global, &exit_code, opts] { exit_code = run_op_command(global, *opts); });

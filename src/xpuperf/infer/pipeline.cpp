@@ -24,6 +24,7 @@
 #include "xpuperf/infer/inference_case.h"
 #include "xpuperf/infer/op_profile.h"
 #include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/op_census.h"
 #include "xpuperf/torchrt/vendor_runtime.h"
 
 namespace xpuperf::infer {
@@ -261,6 +262,8 @@ class InferenceRun {
     const torch::Tensor first = batches_.count > 0 ? batches_.load(0).input : torch::Tensor();
     figures_["latency"] = latency(first);
     if (const std::int64_t n = config_.get_int("profile_batches", 0); n > 0 && first.defined()) profile(first, n);
+    if (const std::int64_t n = config_.get_int("census_batches", 0); n > 0 && first.defined())
+      take_census(first, n, 1e3 * f.core / static_cast<double>(samples_));
     step("f_inference", "ran");
   }
 
@@ -318,6 +321,33 @@ class InferenceRun {
          << (ops.empty() ? "none ran: the engine replays a device graph or runs compiled code; profile it with "
                            "compiler libtorch\n"
                          : op_profile_table(ops, 15));
+  }
+
+  // Every operator call of N batches through the engine, for `xpuperf op --census` to replay
+  // (--set census_batches=N), outside the timings; `sample_ms`: the timed passes' core time a sample.
+  void take_census(const torch::Tensor& first, std::int64_t n, double sample_ms) {
+    const torch::Tensor x = first.narrow(0, 0, std::min(batches_.batch_size, first.size(0))).to(device_);
+    engine_->infer(x);  // warm, so first-call work is not counted
+    torchrt::synchronize(device_);
+    torchrt::Census census;
+    census.what = name_ + " through " + engine_->describe() + " on " + torchrt::device_text(device_.str());
+    census.unit = "batch";
+    census.units = static_cast<double>(n);
+    {
+      torchrt::OperatorCensus recording;
+      for (std::int64_t i = 0; i < n; ++i) engine_->infer(x);
+      census.calls = recording.stop();
+    }
+    torchrt::synchronize(device_);
+    census.step_ms = sample_ms * static_cast<double>(x.size(0));
+    census.step_ms_source = "the timed passes' core time a batch of " + std::to_string(x.size(0));
+    figures_["operator_census"] = census.to_json();
+    out_ << "\nOperator census of " << n << " batch(es) of " << x.size(0) << ": " << census.calls.size()
+         << " distinct calls"
+         << (census.calls.empty() ? " (the engine replays a device graph or runs compiled code; take the census "
+                                    "with compiler libtorch)"
+                                  : "; xpuperf op --census on this run replays them")
+         << "\n";
   }
 
   // (h) generation: decoding and serving, for the cases that generate.

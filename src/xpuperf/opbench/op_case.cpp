@@ -91,7 +91,9 @@ std::string table(const std::vector<OperatorRow>& rows) {
   return md.str();
 }
 
-MeasureOptions options_of(const Config& config, bool smoke) {
+}  // namespace
+
+MeasureOptions measure_options(const Config& config, bool smoke) {
   MeasureOptions o;
   o.warmup = static_cast<int>(config.get_int("warmup", o.warmup));
   o.samples = static_cast<int>(config.get_int("samples", o.samples));
@@ -117,6 +119,8 @@ MeasureOptions options_of(const Config& config, bool smoke) {
   }
   return o;
 }
+
+namespace {
 
 // The implementations the config asks for (`implementations`; default ATen's and every alternative).
 std::vector<std::string> implementations_of(const Config& config, const OperatorSpec& spec) {
@@ -147,25 +151,25 @@ void set_speedups(std::vector<OperatorRow>& rows, std::size_t first) {
   }
 }
 
+}  // namespace
+
 void place_on_roofs(OperatorRow& row, const OperatorRequest& request) {
   row.datasheet_fraction = roof_fraction(request.datasheet_roof, row.dtype, row.flops, row.bytes, row.median_ms);
   row.measured_fraction = roof_fraction(request.measured_roof, row.dtype, row.flops, row.bytes, row.median_ms);
 }
 
-// The rows as a PerfLog FINISHED event, which a plan's report reads from the rank's log.
-void log_finished(std::ostream& out, const OperatorRequest& request, const torch::Device& device,
-                  const std::vector<OperatorRow>& rows, const nlohmann::json& failed,
-                  const std::vector<std::string>& not_measured) {
+void log_operator_rows(std::ostream& out, const OperatorRequest& request, const torch::Device& device,
+                       const std::vector<OperatorRow>& rows, const nlohmann::json& failed,
+                       const std::vector<std::string>& not_measured, const nlohmann::json& extra) {
   nlohmann::json value = {{"operator", request.name},     {"device", torchrt::device_text(device.str())},
                           {"hardware", request.hardware}, {"rows", nlohmann::json::array()},
                           {"failed_rows", failed},        {"not_measured", not_measured}};
+  if (extra.is_object()) value.update(extra);
   for (const auto& r : rows) value["rows"].push_back(r.to_json());
   if (!request.datasheet_roof.empty()) value["datasheet_roof"] = request.datasheet_roof.to_json();
   if (!request.measured_roof.empty()) value["measured_roof"] = request.measured_roof.to_json();
   PerfLogWriter(out, 0).log(perflog_event::kFinished, value, __FILE__, __LINE__);
 }
-
-}  // namespace
 
 int run_operator_case(const OperatorRequest& request, std::ostream& out, std::ostream& err) {
   if (request.list) {
@@ -175,6 +179,7 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
     out << operator_table_markdown();
     return 0;
   }
+  if (request.name == kCensusCase) return run_census_case(request, out, err);
   const OperatorSpec* spec = find_operator(request.name);
   std::vector<Shape> shapes;
   std::vector<torch::Dtype> dtypes;
@@ -200,7 +205,7 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
             (spec->integer ? "integer dtypes (int32, int16)" : "floating dtypes (fp32, bf16, fp16, fp64)") + ", got " +
             name);
     }
-    options = options_of(request.config, request.smoke);
+    options = measure_options(request.config, request.smoke);
     implementations = implementations_of(request.config, *spec);
   } catch (const std::exception& e) {
     err << "xpuperf: error: " << e.what() << "\n";
@@ -253,7 +258,7 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
   for (const auto& r : rows)
     if (!r.check_problem.empty())
       out << "check of " << r.op << " " << shape_text(r.sizes) << " " << r.dtype << ": " << r.check_problem << "\n";
-  log_finished(out, request, device, rows, failed, not_measured);
+  log_operator_rows(out, request, device, rows, failed, not_measured);
   if (!request.json_out.empty()) {
     nlohmann::json j = {
         {"operator", request.name}, {"device", torchrt::device_text(device.str())}, {"rows", nlohmann::json::array()}};

@@ -111,11 +111,11 @@ torch::Tensor gradients(const OperatorSpec& spec, const Inputs& inputs, const Si
 
 // Time of one call on the device: the vendor's timeline where there is one, else the host clock
 // around the call and a synchronisation. Also the host's time to issue each call.
-void time_calls(const OperatorSpec& spec, const std::vector<Inputs>& sets, const Sizes& sizes,
-                const torch::Device& device, const MeasureOptions& options, OperatorRow& row) {
+void time_calls(const OperatorCall& call, const std::vector<Inputs>& sets, const torch::Device& device,
+                const MeasureOptions& options, OperatorRow& row) {
   torch::Tensor flush = torch::empty({static_cast<std::int64_t>(options.flush_bytes / 4)},
                                      torch::TensorOptions().dtype(torch::kFloat32).device(device));
-  for (int i = 0; i < options.warmup; ++i) spec.run(sets[static_cast<std::size_t>(i) % sets.size()], sizes);
+  for (int i = 0; i < options.warmup; ++i) call(sets[static_cast<std::size_t>(i) % sets.size()]);
   torchrt::synchronize(device);
   auto timeline = torchrt::make_device_timeline(device);
   row.device_timed = timeline != nullptr;
@@ -134,13 +134,13 @@ void time_calls(const OperatorSpec& spec, const std::vector<Inputs>& sets, const
     if (timeline) {
       const std::size_t from = timeline->mark();
       const auto t0 = Clock::now();
-      spec.run(in, sizes);
+      call(in);
       host_ms.push_back(ms_since(t0));
       marks.emplace_back(from, timeline->mark());
     } else {
       torchrt::synchronize(device);
       const auto t0 = Clock::now();
-      spec.run(in, sizes);
+      call(in);
       host_ms.push_back(ms_since(t0));
       torchrt::synchronize(device);
       device_ms.push_back(ms_since(t0));
@@ -160,12 +160,11 @@ void time_calls(const OperatorSpec& spec, const std::vector<Inputs>& sets, const
 
 // The kernels one call runs, as the profiler names them: which library's kernel ATen picked, and
 // whether an implementation reached its vendor's kernel.
-void record_kernels(const OperatorSpec& spec, const Inputs& in, const Sizes& sizes, const torch::Device& device,
-                    OperatorRow& row) {
+void record_kernels(const OperatorCall& call, const Inputs& in, const torch::Device& device, OperatorRow& row) {
   try {
     torchrt::synchronize(device);
     torchrt::KernelProfile profile;
-    spec.run(in, sizes);
+    call(in);
     torchrt::synchronize(device);
     for (const auto& k : profile.stop()) row.kernels.push_back(k.name);
     if (row.kernels.empty()) row.kernels_note = "the profiler recorded no device kernel on " + row.device;
@@ -198,6 +197,12 @@ void check_accuracy(const OperatorSpec& spec, const Inputs& cpu_rounded, const I
 }
 
 }  // namespace
+
+void time_operator_call(const OperatorCall& call, const std::vector<Inputs>& sets, const torch::Device& device,
+                        const MeasureOptions& options, OperatorRow& row) {
+  time_calls(call, sets, device, options, row);
+  record_kernels(call, sets.front(), device, row);
+}
 
 std::pair<double, double> default_tolerance(torch::Dtype dtype) {
   switch (dtype) {
@@ -271,8 +276,9 @@ OperatorRow measure_operator(const OperatorSpec& spec, const Sizes& sizes, torch
     spec.run(sets[0], sizes);
     torchrt::synchronize(device);
     row.cold_ms = ms_since(t0);
-    time_calls(spec, sets, sizes, device, options, row);
-    record_kernels(spec, sets[0], sizes, device, row);
+    const OperatorCall call = [&](const Inputs& in) { spec.run(in, sizes); };
+    time_calls(call, sets, device, options, row);
+    record_kernels(call, sets[0], device, row);
     row.deterministic = torch::equal(spec.run(sets[0], sizes), spec.run(sets[0], sizes));
     if (options.check_accuracy) check_accuracy(spec, cpu_rounded, sets[0], sizes, dtype, options, row);
     row.checked = options.check_accuracy;
@@ -335,6 +341,12 @@ nlohmann::json OperatorRow::to_json() const {
                       {"input_values", levels ? "levels" : "normal"},
                       {"started_unix", started_unix},
                       {"ended_unix", ended_unix}};
+  if (!call.empty()) {
+    j["call"] = call;
+    j["calls_per_step"] = calls_per_step;
+    j["backward"] = backward;
+    j["flops_known"] = flops_known;
+  }
   if (has_gradients) j["gradient_error"] = error_json(gradient_error);
   if (!check_problem.empty()) j["check_problem"] = check_problem;
   j["kernels"] = kernels;

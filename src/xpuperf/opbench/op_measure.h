@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -88,6 +89,12 @@ struct OperatorRow {
   // earns no speed-up), which `speedup_void` then says.
   std::optional<double> speedup;
   std::string speedup_void;
+  // A call replayed from a census (census_replay.h): its arguments in one line, how many times a
+  // step made it, whether a backward did, and whether its FLOPs come from a formula (else 0, and
+  // its roof is its bytes' alone).
+  std::string call;
+  double calls_per_step = 0;
+  bool backward = false, flops_known = true;
 
   nlohmann::json to_json() const;
 };
@@ -97,6 +104,14 @@ std::pair<double, double> default_tolerance(torch::Dtype dtype);
 // "bf16" -> kBFloat16, "int32" -> kInt; throws std::invalid_argument naming the choices.
 torch::Dtype parse_dtype(const std::string& name);
 std::string dtype_name(torch::Dtype dtype);
+
+using OperatorCall = std::function<void(const std::vector<torch::Tensor>&)>;
+
+// Times `call` as measure_operator does (warm-up, the inputs rotated through `sets`, a cache flush
+// before each call, the device's timeline or the host clock, blocks until min_seconds) and records
+// the kernels of one call: the row's time, window and kernel fields.
+void time_operator_call(const OperatorCall& call, const std::vector<std::vector<torch::Tensor>>& sets,
+                        const torch::Device& device, const MeasureOptions& options, OperatorRow& row);
 
 // Measures one row; throws std::runtime_error with the message for the user (a dtype the device
 // lacks, buffers larger than its memory, with the bytes needed).

@@ -39,9 +39,16 @@ bool flag_of(const json& row, const char* key) {
   return row.contains(key) && row[key].is_boolean() && row[key].get<bool>();
 }
 
+// The shape column: the sizes, or a census call's arguments (and whether a backward made it).
+std::string row_shape_text(const json& row) {
+  if (row.contains("call") && row["call"].is_string())
+    return row["call"].get<std::string>() + (flag_of(row, "backward") ? " (backward)" : "");
+  return shape_text(row.contains("shape") ? row["shape"] : json());
+}
+
 std::string key_of(const json& row) {
-  return text_of(row, "op") + " " + shape_text(row.contains("shape") ? row["shape"] : json()) + " " +
-         text_of(row, "dtype") + " " + text_of(row, "implementation");
+  return text_of(row, "op") + " " + row_shape_text(row) + " " + text_of(row, "dtype") + " " +
+         text_of(row, "implementation");
 }
 
 void finish(OperatorRowStats& s, const Roof& datasheet, const Roof& measured, const std::vector<double>& energies) {
@@ -85,7 +92,7 @@ std::vector<OperatorRowStats> operator_rows(const CaseResult& c, const Roof& mea
         OperatorRowStats s;
         s.key = key;
         s.op = text_of(row, "op");
-        s.shape = shape_text(row.contains("shape") ? row["shape"] : json());
+        s.shape = row_shape_text(row);
         s.dtype = text_of(row, "dtype");
         s.implementation = text_of(row, "implementation");
         rows.push_back(s);

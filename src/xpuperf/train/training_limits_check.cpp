@@ -54,6 +54,7 @@ const NumberLimit kNumberLimits[] = {
     {"clip_grad_norm", Rule::NonNegative, "0 = no clipping"},
     {"timing_skip_steps", Rule::NonNegative, "steps left out of steady_samples_per_second"},
     {"profile_steps", Rule::NonNegative, "steps whose GPU kernels FINISHED lists; 0 = none"},
+    {"census_steps", Rule::NonNegative, "steps whose operator calls FINISHED lists; 0 = none"},
     {"adam_eps", Rule::Positive, "Adam's epsilon"},
     {"dropout", Rule::Fraction, "a probability"},
     {"label_smoothing", Rule::Fraction, "a probability"},

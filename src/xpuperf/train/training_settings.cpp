@@ -54,6 +54,17 @@ TrainingSettings read_training_settings(const Config& cfg, int world_size) {
   s.record_loss_curve = cfg.get_bool("record_loss_curve", false);
   s.timing_skip_steps = cfg.get_int("timing_skip_steps", 0);
   s.profile_steps = cfg.get_int("profile_steps", 0);
+  s.census_steps = cfg.get_int("census_steps", 0);
+  // The census watches the last steps before the timed ones (its callbacks slow what they watch),
+  // after a first step whose calls are its own (the optimizer's state made, cuDNN's search).
+  if (s.census_steps > 0 && s.timing_skip_steps < s.census_steps + 1)
+    throw ConfigError(cfg.at("census_steps").source.str() + ": census_steps " + std::to_string(s.census_steps) +
+                      " needs timing_skip_steps of " + std::to_string(s.census_steps + 1) +
+                      " or more: the census watches the last untimed steps, after the first");
+  if (s.census_steps > 0 && cfg.get_bool("cuda_graphs", false))
+    throw ConfigError(cfg.at("census_steps").source.str() +
+                      ": census_steps with cuda_graphs: a device graph's replay calls no operator, so the census "
+                      "would see none; take the census with --set cuda_graphs=false");
   s.seed = cfg.get_int("seed", 1234);
   s.warmup_epochs = cfg.get_int("warmup_epochs", 0);
   s.lr_gamma = cfg.get_number("lr_gamma", 1.0);

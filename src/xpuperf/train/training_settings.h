@@ -51,6 +51,7 @@ struct TrainingSettings {
   bool record_loss_curve = false;
   std::int64_t timing_skip_steps = 0;
   std::int64_t profile_steps = 0;  // steps after timing_skip_steps whose device kernels FINISHED lists
+  std::int64_t census_steps = 0;   // the last steps before timing_skip_steps whose operator calls FINISHED lists
   std::string data_dir, init_checkpoint, save_checkpoint;
   optim::OptimizerSettings optimizer;  // the optimizer's keys (optim/optimizer_settings.h)
   // Every declared switch's value (core/switch_spec.h: its default where the config sets none), as

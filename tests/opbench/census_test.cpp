@@ -1,0 +1,220 @@
+// The operator census (torchrt/op_census.h) and its replay (opbench/census_replay.h) on the CPU:
+// what is recorded of a call, that a replay runs the same operator with the same arguments, the
+// formulas, and the arithmetic of a step explained.
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "xpuperf/opbench/census_replay.h"
+#include "xpuperf/torchrt/op_census.h"
+
+namespace xpuperf::opbench {
+namespace {
+
+using torchrt::CensusCall;
+using torchrt::OperatorCensus;
+
+const CensusCall* find_call(const std::vector<CensusCall>& calls, const std::string& op, bool backward = false) {
+  for (const auto& c : calls)
+    if (c.op == op && c.backward == backward) return &c;
+  return nullptr;
+}
+
+MeasureOptions quick_replay() {
+  MeasureOptions o;
+  o.warmup = 1;
+  o.samples = 3;
+  o.min_seconds = 0;
+  o.rotate_bytes = o.flush_bytes = 1 << 16;
+  return o;
+}
+
+TEST(OperatorCensus, RecordsTheOutermostCallsWithTheirArgumentsAndCounts) {
+  const auto a = torch::randn({8, 4}), b = torch::randn({4, 6}), w = torch::randn({6, 4}), bias = torch::randn({6});
+  OperatorCensus census;
+  for (int i = 0; i < 3; ++i) torch::mm(a, b);
+  torch::linear(a, w, bias);  // calls t and addmm inside: only linear is counted
+  const auto calls = census.stop();
+
+  const CensusCall* mm = find_call(calls, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(mm->calls, 3);
+  ASSERT_EQ(mm->arguments.size(), 2u);
+  EXPECT_EQ(mm->arguments[0]["tensor"]["sizes"], nlohmann::json::array({8, 4}));
+  EXPECT_EQ(mm->arguments[0]["tensor"]["dtype"], "Float");
+  EXPECT_EQ(mm->arguments[0]["tensor"]["on"], "cpu");
+  std::string ops;
+  for (const auto& c : calls) ops += c.op + " ";
+  ASSERT_NE(find_call(calls, "aten::linear"), nullptr) << ops;
+  EXPECT_EQ(find_call(calls, "aten::addmm"), nullptr) << "a call made by another operator is not the step's";
+  EXPECT_EQ(find_call(calls, "aten::t"), nullptr);
+}
+
+TEST(OperatorCensus, MarksTheCallsABackwardMade) {
+  const auto x = torch::randn({16, 8}, torch::requires_grad());
+  const auto w = torch::randn({8, 4}, torch::requires_grad());
+  const auto loss = torch::mm(x, w).sum();
+  OperatorCensus census;
+  loss.backward();
+  const auto calls = census.stop();
+  const CensusCall* mm = find_call(calls, "aten::mm", true);
+  ASSERT_NE(mm, nullptr) << "the backward's products";
+  EXPECT_TRUE(mm->backward);
+  EXPECT_EQ(find_call(calls, "aten::mm", false), nullptr);
+}
+
+TEST(OperatorCensus, OneAtATimeAndNothingAfterStop) {
+  OperatorCensus census;
+  EXPECT_THROW(OperatorCensus second, std::logic_error);
+  census.stop();
+  torch::relu(torch::randn({4}));
+  EXPECT_TRUE(census.stop().empty());
+  OperatorCensus again;  // the first one has stopped
+  torch::relu(torch::randn({4}));
+  EXPECT_NE(find_call(again.stop(), "aten::relu"), nullptr);
+}
+
+TEST(OperatorCensus, InfinitiesAreWrittenAsStringsAndReplayed) {
+  const auto x = torch::randn({4, 4});
+  const auto mask = x > 0;
+  OperatorCensus census;
+  x.masked_fill(mask, -INFINITY);
+  const auto calls = census.stop();
+  const CensusCall* fill = find_call(calls, "aten::masked_fill");
+  ASSERT_NE(fill, nullptr);
+  EXPECT_EQ(fill->arguments.back()["double"], "-inf");
+  // Through JSON and back, as a census file carries it.
+  const CensusCall read = CensusCall::from_json(nlohmann::json::parse(fill->to_json().dump()));
+  const OperatorRow row = replay_call(read, 1, torch::kCPU, quick_replay());
+  EXPECT_GT(row.median_ms, 0);
+}
+
+TEST(OperatorCensus, CallTextShowsDtypesSizesAndStridesThatAreNotContiguous) {
+  const auto a = torch::randn({8, 4});
+  OperatorCensus census;
+  torch::mm(a.t(), a);
+  const auto calls = census.stop();
+  const CensusCall* mm = find_call(calls, "aten::mm");
+  ASSERT_NE(mm, nullptr);
+  EXPECT_EQ(torchrt::census_call_text(*mm), "cpu:fp32[4,8]s[1,4], cpu:fp32[8,4]");
+  EXPECT_EQ(torchrt::census_call_text(*mm, 10), "cpu:fp32[4…");
+}
+
+TEST(OperatorCensus, ACensusGoesThroughJsonAndABadOneIsAClearError) {
+  torchrt::Census c;
+  c.what = "toy on cpu";
+  c.units = 2;
+  c.step_ms = 1.5;
+  c.step_ms_source = "measured";
+  CensusCall call;
+  call.op = "aten::relu";
+  call.arguments = nlohmann::json::array({{{"tensor", {{"sizes", {3}}, {"strides", {1}}, {"dtype", "Float"}}}}});
+  call.calls = 4;
+  call.autocast = "BFloat16";
+  c.calls.push_back(call);
+  const torchrt::Census back = torchrt::Census::from_json(c.to_json(), "f.json");
+  EXPECT_EQ(back.what, "toy on cpu");
+  EXPECT_EQ(back.units, 2);
+  EXPECT_EQ(*back.step_ms, 1.5);
+  ASSERT_EQ(back.calls.size(), 1u);
+  EXPECT_EQ(back.calls[0].calls, 4);
+  EXPECT_EQ(back.calls[0].autocast, "BFloat16");
+  try {
+    torchrt::Census::from_json({{"units", 1}}, "broken.json");
+    FAIL() << "no calls";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("broken.json: not an operator census"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CensusReplay, ReplaysTheRecordedCallWithItsFormulas) {
+  const auto a = torch::randn({32, 16}), b = torch::randn({16, 24});
+  OperatorCensus census;
+  torch::mm(a, b);
+  const auto calls = census.stop();
+  const OperatorRow row = replay_call(calls.at(0), 2, torch::kCPU, quick_replay());
+  EXPECT_EQ(row.op, "aten::mm");
+  EXPECT_EQ(row.dtype, "fp32");
+  EXPECT_EQ(row.call, "cpu:fp32[32,16], cpu:fp32[16,24]");
+  EXPECT_EQ(row.calls_per_step, 2);
+  EXPECT_TRUE(row.flops_known);
+  EXPECT_EQ(row.flops, 2.0 * 32 * 24 * 16);
+  EXPECT_EQ(row.bytes, 4.0 * (32 * 16 + 16 * 24 + 32 * 24));  // inputs read, the output written
+  EXPECT_GT(row.median_ms, 0);
+  EXPECT_GT(row.samples, 0);
+}
+
+TEST(CensusReplay, AnOperatorThisProcessLacksIsAClearError) {
+  CensusCall call;
+  call.op = "nobody::frobnicate";
+  call.arguments = nlohmann::json::array();
+  try {
+    replay_call(call, 1, torch::kCPU, quick_replay());
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("not an operator of this process"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CensusReplay, ConvolutionAndAttentionFlopsComeFromTheirArguments) {
+  auto tensor = [](std::vector<std::int64_t> sizes) {
+    return nlohmann::json{{"tensor", {{"sizes", sizes}, {"strides", sizes}, {"dtype", "Float"}}}};
+  };
+  CensusCall conv;
+  conv.op = "aten::conv2d";
+  conv.arguments = {tensor({2, 3, 32, 32}), tensor({8, 3, 3, 3}), {{"none", true}}, {{"ints", {2, 2}}},
+                    {{"ints", {1, 1}}},     {{"ints", {1, 1}}},   {{"int", 1}}};
+  const std::vector<std::string> conv_names = {"input", "weight", "bias", "stride", "padding", "dilation", "groups"};
+  // Output 2×8×16×16, each 3·3·3 multiply-adds.
+  EXPECT_EQ(*census_call_flops(conv, conv_names), 2.0 * 2 * 8 * 16 * 16 * 27);
+
+  CensusCall attention;
+  attention.op = "aten::scaled_dot_product_attention";
+  attention.arguments = {tensor({2, 4, 128, 64}), tensor({2, 4, 256, 64}), tensor({2, 4, 256, 64}),
+                         {{"none", true}},        {{"double", 0.0}},       {{"bool", true}}};
+  const std::vector<std::string> names = {"query", "key", "value", "attn_mask", "dropout_p", "is_causal"};
+  EXPECT_EQ(*census_call_flops(attention, names), 4.0 * 2 * 4 * 128 * 256 * 64 / 2);
+  attention.op = "aten::_scaled_dot_product_flash_attention_backward";
+  attention.arguments.insert(attention.arguments.begin(), tensor({2, 4, 128, 64}));  // grad_out first
+  EXPECT_EQ(*census_call_flops(attention, {"grad_out", "query", "key", "value", "attn_mask", "dropout_p", "is_causal"}),
+            2.5 * 4.0 * 2 * 4 * 128 * 256 * 64 / 2);
+
+  CensusCall relu;
+  relu.op = "aten::relu";
+  relu.arguments = {tensor({4})};
+  EXPECT_FALSE(census_call_flops(relu, {"self"}).has_value());
+}
+
+TEST(CensusReplay, TheStepIsExplainedByCallsTimesTimeWithTheCostliestFirst) {
+  torchrt::Census census;
+  census.units = 2;
+  census.step_ms = 10;
+  CensusCall a, b, host;
+  a.calls = 8;     // 4 a step
+  b.calls = 2;     // 1 a step
+  host.calls = 6;  // 3 a step, on the host
+  census.calls = {a, b, host};
+  std::vector<OperatorRow> rows(2);
+  rows[0].calls_per_step = 4;
+  rows[0].median_ms = 0.5;  // 2 ms a step
+  rows[0].measured_fraction = 0.9;
+  rows[1].calls_per_step = 1;
+  rows[1].median_ms = 6;  // 6 ms a step
+  rows[1].measured_fraction = 0.3;
+  const Explanation e = explain(rows, census, 10, 3);
+  EXPECT_DOUBLE_EQ(e.explained_ms, 8);
+  EXPECT_DOUBLE_EQ(*e.share, 0.8);
+  EXPECT_DOUBLE_EQ(e.replayed_calls, 5);
+  EXPECT_DOUBLE_EQ(e.host_calls, 3);
+  EXPECT_DOUBLE_EQ(e.unreplayed_calls, 0);
+  EXPECT_EQ(e.top, (std::vector<std::size_t>{1, 0}));
+  EXPECT_EQ(e.below_half, (std::vector<std::size_t>{1}));
+  EXPECT_EQ(explain(rows, census, 1).top.size(), 1u);
+  const std::string md = explanation_markdown(e, rows, census);
+  EXPECT_NE(md.find("| explained | 80.0 % |"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace xpuperf::opbench
