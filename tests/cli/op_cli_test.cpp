@@ -250,6 +250,20 @@ TEST(OpCli, ATrainingCasesStepIsExplainedByItsOperators) {
   EXPECT_TRUE(conv) << "a convolution, with its FLOPs";
   EXPECT_TRUE(backward) << "the backward's calls";
 
+  // The same in a plan: the rows in summary.md's operator table, and the step they explain.
+  const std::string plan = dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
+                                                      "/results\noperation:\n  \"census:CPU:1\": {census: " + log +
+                                                      ", samples: 3, warmup: 1, min_seconds: 0.0, rotate_mib: 1, "
+                                                      "flush_mib: 1}\n");
+  r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "calls replayed, ")) << r.output;
+  EXPECT_TRUE(has(r.output, "% of the step explained")) << r.output;
+  const std::string md = test::read_file(run_folder_in(dir.path() + "/results") + "/summary.md");
+  EXPECT_TRUE(has(md, "| census:CPU:1 | aten::conv2d | cpu:fp32[64,1,28,28]")) << md;
+  EXPECT_TRUE(has(md, "census:CPU:1 (lenet5:libtorch on cpu): Σ calls × isolated time ")) << md;
+  EXPECT_TRUE(has(md, " % explained). The costliest calls")) << md;
+
   // Bad input: a census that would watch the first step, a file without one, a path that is not.
   r = xpuperf(with({"--set", "census_steps=3"}));
   EXPECT_NE(r.code, 0);

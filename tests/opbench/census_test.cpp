@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "test_util.h"
 #include "xpuperf/opbench/census_replay.h"
 #include "xpuperf/torchrt/op_census.h"
 
@@ -74,6 +75,43 @@ TEST(OperatorCensus, OneAtATimeAndNothingAfterStop) {
   OperatorCensus again;  // the first one has stopped
   torch::relu(torch::randn({4}));
   EXPECT_NE(find_call(again.stop(), "aten::relu"), nullptr);
+}
+
+TEST(OperatorCensus, CallsThatDifferOnlyInAFloatingScalarAreOne) {
+  const auto x = torch::randn({4});
+  OperatorCensus census;
+  x.mul(0.5);  // a learning rate that changes every step
+  x.mul(0.25);
+  x.mul(2);  // an integer is part of what the call is
+  const auto calls = census.stop();
+  int muls = 0;
+  for (const auto& c : calls) muls += c.op == "aten::mul" ? 1 : 0;
+  EXPECT_EQ(muls, 2);
+  const CensusCall* first = find_call(calls, "aten::mul");
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->calls, 2);
+  EXPECT_EQ(first->arguments[1]["double"], 0.5) << "the first one's value";
+}
+
+TEST(OperatorCensus, AFolderWithTheCensusesOfSeveralCasesIsAChoiceToMake) {
+  test::TempDir dir;
+  auto census_of = [](const std::string& what) {
+    torchrt::Census c;
+    c.what = what;
+    return c.to_json().dump();
+  };
+  dir.write("round1/rank0.json", census_of("gpt2 on cuda"));
+  dir.write("round2/rank0.json", census_of("gpt2 on cuda"));
+  EXPECT_EQ(read_census(dir.path()).what, "gpt2 on cuda") << "the rounds of one case: the first";
+  dir.write("round3/rank0.json", census_of("llama on cuda"));
+  try {
+    read_census(dir.path());
+    FAIL() << "two cases";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds the censuses of 2 cases: name one's log instead"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("(llama on cuda)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(OperatorCensus, InfinitiesAreWrittenAsStringsAndReplayed) {

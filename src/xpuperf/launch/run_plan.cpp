@@ -198,8 +198,16 @@ std::string operator_headline(const FinishedInfo& f) {
     if (!r.value("checked", false)) continue;
     ++(r.value("accurate", false) ? accurate : inaccurate);
   }
-  std::string text =
-      std::to_string(all) + " row" + (all == 1 ? "" : "s") + ", " + std::to_string(accurate) + " accurate";
+  std::string text = std::to_string(all) + " row" + (all == 1 ? "" : "s");
+  if (const json& e = f.extra.contains("explained") ? f.extra["explained"] : json(); e.is_object()) {
+    // A census case replays a step's calls: what it explains, not accuracy (its rows are not checked).
+    text = std::to_string(all) + " calls replayed";
+    if (e.contains("explained_share") && e["explained_share"].is_number())
+      text += ", " + fixed_digits(100 * e["explained_share"].get<double>(), 1) + " % of the " +
+              e.value("unit", std::string("step")) + " explained";
+  } else {
+    text += ", " + std::to_string(accurate) + " accurate";
+  }
   if (inaccurate > 0) text += ", " + std::to_string(inaccurate) + " inaccurate";
   const json& failed = f.extra.contains("failed_rows") ? f.extra["failed_rows"] : json::array();
   if (failed.is_array() && !failed.empty()) text += ", " + std::to_string(failed.size()) + " did not run";

@@ -286,15 +286,27 @@ Census read_census(const std::string& path) {
   } else {
     files.push_back(p);
   }
+  // A folder may hold a census a round: the first of each case; several cases are a choice to make.
+  std::vector<Census> found;
   for (const auto& f : files) {
-    std::optional<json> found;
+    std::optional<json> census;
     try {
-      found = census_in_file(f);
+      census = census_in_file(f);
     } catch (const std::runtime_error&) {
       if (!fs::is_directory(p)) throw;
       continue;  // in a folder, a file that is not one
     }
-    if (found && found->is_object() && found->contains("calls")) return Census::from_json(*found, f.string());
+    if (!census || !census->is_object() || !census->contains("calls")) continue;
+    Census c = Census::from_json(*census, f.string());
+    if (std::none_of(found.begin(), found.end(), [&c](const Census& o) { return o.what == c.what; }))
+      found.push_back(std::move(c));
+  }
+  if (found.size() == 1) return found[0];
+  if (found.size() > 1) {
+    std::string which;
+    for (const auto& c : found) which += "\n  " + c.source + " (" + c.what + ")";
+    throw std::runtime_error(path + " holds the censuses of " + std::to_string(found.size()) +
+                             " cases: name one's log instead:" + which);
   }
   throw std::runtime_error(path +
                            ": has no operator census (run the case with --set census_steps=N for a training case, "

@@ -256,6 +256,7 @@ void put_operator_rows(Round& r, const json& extra, const std::vector<std::strin
   if (extra.contains("failed_rows") && extra["failed_rows"].is_array() && !extra["failed_rows"].empty())
     r.records["failed_rows"] = extra["failed_rows"];
   if (extra.contains("datasheet_roof")) r.records["datasheet_roof"] = extra["datasheet_roof"];
+  if (extra.contains("explained")) r.records["explained"] = extra["explained"];  // a census case's
 }
 
 void put_monitor_figures(Round& r, const std::vector<std::string>& monitor_files,

@@ -148,6 +148,39 @@ std::string verdict_text(const OperatorRowStats& r) {
   return !r.checked ? "not checked" : r.accurate ? "yes" : "NO";
 }
 
+// A census case (`xpuperf op --census`): the step its calls explain at their mean times over the ok
+// rounds, against the step the case measured, and the calls that cost most; "" for other cases.
+std::string step_explained(const CaseResult& c, const std::vector<OperatorRowStats>& rows) {
+  const json* e = nullptr;
+  for (const auto& round : c.rounds)
+    if (round.ok() && round.record("explained") && round.record("explained")->is_object())
+      e = round.record("explained");
+  if (!e) return "";
+  const std::string unit = e->value("unit", std::string("step"));
+  double explained = 0;
+  std::vector<std::pair<double, const OperatorRowStats*>> cost;
+  for (const auto& r : rows) {
+    const double per_step = r.last.value("calls_per_step", 0.0) * r.time.mean;
+    explained += per_step;
+    cost.emplace_back(per_step, &r);
+  }
+  std::stable_sort(cost.begin(), cost.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::ostringstream md;
+  md << "\n"
+     << c.key << " (" << e->value("what", std::string("a case")) << "): Σ calls × isolated time "
+     << fixed_digits(explained, 3) << " ms a " << unit;
+  if (const double step = e->value("step_ms", 0.0); step > 0)
+    md << ", against " << fixed_digits(step, 3) << " ms measured (" << fixed_digits(100 * explained / step, 1)
+       << " % explained)";
+  md << ". The costliest calls (ms a " << unit << ", of the measured roof or else the datasheet's):\n\n";
+  for (std::size_t i = 0; i < cost.size() && i < 5; ++i) {
+    const OperatorRowStats& r = *cost[i].second;
+    md << "- " << r.op << " (" << r.shape << "): " << fixed_digits(cost[i].first, 3) << " ms, "
+       << fraction_text(r.measured_fraction ? r.measured_fraction : r.datasheet_fraction) << "\n";
+  }
+  return md.str();
+}
+
 // The operator cases: one line a row, its time over the ok rounds and its place on the roofs.
 std::string operator_table(const Summary& s) {
   std::ostringstream md;
@@ -155,12 +188,15 @@ std::string operator_table(const Summary& s) {
         "of datasheet | of measured roof | vs aten | J/call | accurate | deterministic |\n"
         "| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |\n";
   std::vector<std::string> roofs, failed;
+  std::string explained;
   for (const auto& c : s.cases) {
     if (!c.is(CaseFamilyKind::Operation)) continue;
     const Roof measured = measured_roof(s, c.hardware);
     if (!measured.empty() && std::find(roofs.begin(), roofs.end(), measured.source) == roofs.end())
       roofs.push_back(measured.source);
-    for (const auto& r : operator_rows(c, measured))
+    const std::vector<OperatorRowStats> case_rows = operator_rows(c, measured);
+    explained += step_explained(c, case_rows);
+    for (const auto& r : case_rows)
       md << "| " << c.key << " | " << r.op << " | " << r.shape << " | " << r.dtype << " | " << r.implementation << " | "
          << mean_and_spread(r.time, 4) << " | " << fixed_digits(r.tflops, 3) << " | " << fixed_digits(r.gb_per_s, 1)
          << " | " << fixed_digits(r.intensity, 2) << " | " << fraction_text(r.datasheet_fraction) << " | "
@@ -177,6 +213,7 @@ std::string operator_table(const Summary& s) {
   if (roofs.empty())
     md << "No measured roof: the run has no computation-* or main_memory-bandwidth base case (add a `base:` "
           "section to place the rows on this machine's roofline).\n";
+  md << explained;
   if (!failed.empty()) {
     md << "\nOperator rows that did not run:\n\n";
     for (const auto& f : failed) md << "- " << f << "\n";

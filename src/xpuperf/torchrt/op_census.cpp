@@ -75,6 +75,15 @@ json argument_json(const c10::IValue& v) {
   return {{"unsupported", v.tagKind()}};
 }
 
+// A call's arguments as its census key: floating-point scalars left out, so that calls that differ
+// only in one (a learning rate that changes every step) count as one, with the first one's values.
+std::string key_of(const json& arguments) {
+  json key = arguments;
+  for (json& a : key)
+    if (a.contains("double")) a["double"] = "x";
+  return key.dump();
+}
+
 }  // namespace
 
 // The census in progress: the distinct calls, reached from RecordFunction's callbacks (plain
@@ -102,7 +111,7 @@ struct OperatorCensus::Recording {
     }
     if (compat::autocast_enabled(where)) call.autocast = c10::toString(compat::autocast_dtype(where));
     const std::string key =
-        call.op + "." + call.overload + (backward ? " b " : " f ") + call.autocast + " " + call.arguments.dump();
+        call.op + "." + call.overload + (backward ? " b " : " f ") + call.autocast + " " + key_of(call.arguments);
     std::lock_guard<std::mutex> lock(mutex);
     const auto [at, added] = index.emplace(key, calls.size());
     if (added) calls.push_back(std::move(call));
