@@ -66,6 +66,30 @@ TEST(OperatorCensus, MarksTheCallsABackwardMade) {
   EXPECT_EQ(find_call(calls, "aten::mm", false), nullptr);
 }
 
+// A C++ autograd function whose backward launches its kernels itself (here: none at all).
+struct PassThrough : torch::autograd::Function<PassThrough> {
+  static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) { return x.clone(); }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
+    return {grads[0]};
+  }
+};
+
+TEST(OperatorCensus, NamesTheCustomBackwardsThatCallNoOperator) {
+  const auto x = torch::randn({4}, torch::requires_grad());
+  const auto loss = PassThrough::apply(x).sum();
+  OperatorCensus census;
+  loss.backward();
+  census.stop();
+  const auto opaque = census.opaque_backward();
+  ASSERT_EQ(opaque.count("PassThrough"), 1u) << "its time is in the step and in no call";
+  EXPECT_EQ(opaque.at("PassThrough"), 1);
+  EXPECT_EQ(opaque.size(), 1u) << "ATen's own nodes are not custom functions";
+  torchrt::Census c;
+  c.opaque_backward = opaque;
+  EXPECT_EQ(torchrt::Census::from_json(c.to_json(), "f").opaque_backward, opaque);
+}
+
 TEST(OperatorCensus, OneAtATimeAndNothingAfterStop) {
   OperatorCensus census;
   EXPECT_THROW(OperatorCensus second, std::logic_error);

@@ -337,6 +337,7 @@ class InferenceRun {
       torchrt::OperatorCensus recording;
       for (std::int64_t i = 0; i < n; ++i) engine_->infer(x);
       census.calls = recording.stop();
+      census.opaque_backward = recording.opaque_backward();
     }
     torchrt::synchronize(device_);
     census.step_ms = sample_ms * static_cast<double>(x.size(0));

@@ -489,6 +489,7 @@ json Explanation::to_json(const std::vector<OperatorRow>& rows, const Census& ce
   if (census.step_ms) j["step_ms"] = *census.step_ms;
   if (!census.step_ms_source.empty()) j["step_ms_source"] = census.step_ms_source;
   if (share) j["explained_share"] = *share;
+  if (!census.opaque_backward.empty()) j["opaque_backward"] = census.opaque_backward;
   return j;
 }
 
@@ -510,6 +511,14 @@ std::string explanation_markdown(const Explanation& e, const std::vector<Operato
        << fixed_digits(e.host_calls, 1) << " |\n";
   if (e.unreplayed_calls > 0)
     md << "| calls a " << unit << " not replayed (the failed rows) | " << fixed_digits(e.unreplayed_calls, 1) << " |\n";
+  if (!census.opaque_backward.empty()) {
+    md << "\nNot in the sum: the backward of custom autograd functions that launch their kernels without "
+          "the dispatcher, so no call holds their time (a "
+       << unit << "):";
+    for (const auto& [name, count] : census.opaque_backward)
+      md << " " << name << " ×" << fixed_digits(static_cast<double>(count) / census.units, 1) << ";";
+    md << "\n";
+  }
   md << "\nThe " << e.top.size() << " that cost most:\n\n"
      << "| operator | call | calls a " << unit << " | ms each | ms a " << unit << " | share | of datasheet | "
      << "of measured roof | pass |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";

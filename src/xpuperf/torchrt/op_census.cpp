@@ -117,15 +117,33 @@ struct OperatorCensus::Recording {
     if (added) calls.push_back(std::move(call));
     ++calls[at->second].calls;
   }
+
+  void add_opaque(const std::string& node) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++opaque[node];
+  }
+  std::map<std::string, std::int64_t> opaque;  // OperatorCensus::opaque_backward
 };
 
 namespace {
 
 std::atomic<OperatorCensus::Recording*> active{nullptr};
 
-// This thread's open calls: ATen operators (only the outermost is counted) and autograd nodes.
+// This thread's open calls: ATen operators (only the outermost is counted) and autograd nodes, each
+// with whether it has made an operator call yet.
 thread_local int open_operators = 0;
-thread_local int open_backward_nodes = 0;
+thread_local std::vector<bool> open_nodes;
+
+// A C++ autograd function's node ("torch::autograd::CppNode<ns::AddNormFunction>"): its name,
+// "AddNormFunction"; "" for ATen's own nodes.
+std::string custom_function_of(const std::string& node) {
+  const std::string prefix = "torch::autograd::CppNode<";
+  if (node.rfind(prefix, 0) != 0) return "";
+  std::string name = node.substr(prefix.size());
+  if (!name.empty() && name.back() == '>') name.pop_back();
+  const auto colon = name.rfind("::");
+  return colon == std::string::npos ? name : name.substr(colon + 2);
+}
 
 // The start callback marks what it opened, so that the end callback undoes exactly that.
 struct Opened : at::ObserverContext {
@@ -135,23 +153,33 @@ struct Opened : at::ObserverContext {
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    ++open_backward_nodes;
+    open_nodes.push_back(false);
     return std::make_unique<Opened>(false);
   }
   // Scopes that are not operators (the autograd engine's "evaluate_function: ..." around a node)
   // neither count nor hide the operators under them.
   if (!fn.operator_name()) return nullptr;
-  if (open_operators++ == 0)
-    if (auto* r = active.load()) r->add(fn, open_backward_nodes > 0);
+  if (open_operators++ == 0) {
+    if (auto* r = active.load()) r->add(fn, !open_nodes.empty());
+    if (!open_nodes.empty()) open_nodes.back() = true;
+  }
   return std::make_unique<Opened>(true);
 }
 
-void on_end(const at::RecordFunction&, at::ObserverContext* context) {
+void on_end(const at::RecordFunction& fn, at::ObserverContext* context) {
   if (!context) return;
-  if (static_cast<Opened*>(context)->operator_scope)
+  if (static_cast<Opened*>(context)->operator_scope) {
     --open_operators;
-  else
-    --open_backward_nodes;
+    return;
+  }
+  if (open_nodes.empty()) return;
+  const bool made_call = open_nodes.back();
+  open_nodes.pop_back();
+  // A custom function's backward that called no operator launched its kernels itself: its time is
+  // in the step and in no call of the census.
+  if (!made_call)
+    if (const std::string name = custom_function_of(fn.name()); !name.empty())
+      if (auto* r = active.load()) r->add_opaque(name);
 }
 
 }  // namespace
@@ -168,6 +196,11 @@ OperatorCensus::OperatorCensus() : recording_(std::make_unique<Recording>()) {
 
 OperatorCensus::~OperatorCensus() {
   if (recording_->handle != 0) stop();
+}
+
+std::map<std::string, std::int64_t> OperatorCensus::opaque_backward() const {
+  std::lock_guard<std::mutex> lock(recording_->mutex);
+  return recording_->opaque;
 }
 
 std::vector<CensusCall> OperatorCensus::stop() {
@@ -206,6 +239,7 @@ json Census::to_json() const {
   json list = json::array();
   for (const auto& c : calls) list.push_back(c.to_json());
   json j = {{"what", what}, {"unit", unit}, {"units", units}, {"calls", list}};
+  if (!opaque_backward.empty()) j["opaque_backward"] = opaque_backward;
   if (step_ms) j["step_ms"] = *step_ms;
   if (!step_ms_source.empty()) j["step_ms_source"] = step_ms_source;
   return j;
@@ -221,6 +255,8 @@ Census Census::from_json(const json& j, const std::string& source) {
     if (j.contains("step_ms") && j["step_ms"].is_number()) c.step_ms = j["step_ms"].get<double>();
     c.step_ms_source = j.value("step_ms_source", std::string());
     for (const json& call : j.at("calls")) c.calls.push_back(CensusCall::from_json(call));
+    if (j.contains("opaque_backward"))
+      c.opaque_backward = j["opaque_backward"].get<std::map<std::string, std::int64_t>>();
   } catch (const std::exception& e) {
     throw std::runtime_error(source + ": not an operator census (" + e.what() + ")");
   }

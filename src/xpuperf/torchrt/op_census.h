@@ -8,6 +8,7 @@
 // (it calls no operator). Torch-free header: RecordFunction stays in op_census.cpp.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -44,6 +45,9 @@ struct Census {
   std::optional<double> step_ms;  // the case's own time of one, where it measured one
   std::string step_ms_source;     // how
   std::vector<CensusCall> calls;
+  // The backward nodes of C++ autograd functions that called no operator (their kernels launched
+  // without the dispatcher), by function, over the census: time in the step that no call holds.
+  std::map<std::string, std::int64_t> opaque_backward;
 
   nlohmann::json to_json() const;
   // Throws std::runtime_error naming `source` when `j` is not a census.
@@ -60,6 +64,9 @@ class OperatorCensus {
   OperatorCensus& operator=(const OperatorCensus&) = delete;
 
   std::vector<CensusCall> stop();
+  // The backward nodes of C++ autograd functions that called no operator, by function (Census's
+  // opaque_backward); read after stop().
+  std::map<std::string, std::int64_t> opaque_backward() const;
 
   struct Recording;  // what the callbacks add to (op_census.cpp)
 

@@ -160,6 +160,7 @@ class TrainingRun {
   // census_steps > 0: the census while it runs, then what it saw.
   std::unique_ptr<torchrt::OperatorCensus> census_;
   std::vector<torchrt::CensusCall> census_calls_;
+  std::map<std::string, std::int64_t> census_opaque_;
   std::int64_t census_units_ = 0;
   EpochPlan train_plan_;
   std::int64_t tokens_per_sample_ = 0, batches_per_epoch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, warmup_ = 0;
@@ -537,6 +538,7 @@ void TrainingRun::describe_performance(json& extra) {
 
 void TrainingRun::stop_census() {
   census_calls_ = census_->stop();
+  census_opaque_ = census_->opaque_backward();
   census_units_ = s_.census_steps - std::max<std::int64_t>(0, s_.timing_skip_steps - global_step_);
   census_.reset();
 }
@@ -546,6 +548,7 @@ json TrainingRun::describe_census() const {
   census.what = info_.case_name + " on " + torchrt::device_text(device_.str());
   census.units = static_cast<double>(census_units_);
   census.calls = census_calls_;
+  census.opaque_backward = census_opaque_;
   if (timed_steps_ > 0) {
     census.step_ms = timed_seconds_ / static_cast<double>(timed_steps_) * 1e3;
     census.step_ms_source = "the mean of the run's " + std::to_string(timed_steps_) + " timed steps";
