@@ -64,6 +64,17 @@ TEST(OpCli, TimingAloneSaysTheRowIsNotChecked) {
   EXPECT_TRUE(has(r.output, "| not checked | yes |")) << r.output;
 }
 
+// The device-graph mode where the device has none: said, not left out, and a bad count is an error.
+TEST(OpCli, TheGraphModeSaysWhenTheDeviceHasNoGraphs) {
+  Result r = xpuperf({"--root", kRoot, "op", "--case", "mm", "--smoke", "--dtype", "fp32", "--set", "graph_calls=4"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "graph replay of mm 64×48×32 fp32 aten: no device graphs on cpu")) << r.output;
+  EXPECT_TRUE(has(r.output, "\"graph_note\":\"no device graphs on cpu")) << r.output;
+  r = xpuperf({"--root", kRoot, "op", "--case", "mm", "--smoke", "--set", "graph_calls=-1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.output, "graph_calls 0 or more")) << r.output;
+}
+
 TEST(OpCli, ListsTheOperatorsWithTheirFormulas) {
   const Result r = xpuperf({"--root", kRoot, "op", "--list"});
   ASSERT_EQ(r.code, 0) << r.output;

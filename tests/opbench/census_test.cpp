@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 #include "xpuperf/opbench/census_replay.h"
+#include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/op_census.h"
 
 namespace xpuperf::opbench {
@@ -247,6 +248,43 @@ TEST(CensusReplay, ConvolutionAndAttentionFlopsComeFromTheirArguments) {
   relu.op = "aten::relu";
   relu.arguments = {tensor({4})};
   EXPECT_FALSE(census_call_flops(relu, {"self"}).has_value());
+}
+
+// A device graph that replays by running its work again: the graph mode's arithmetic on the CPU
+// (NVIDIA's plug-in registers CUDA graphs).
+class RerunGraph : public torchrt::DeviceGraph {
+ public:
+  explicit RerunGraph(int* captures) : captures_(captures) {}
+  void capture(const std::function<void()>& work) override {
+    work_ = work;
+    ++*captures_;
+  }
+  void replay() override { work_(); }
+
+ private:
+  std::function<void()> work_;
+  int* captures_;
+};
+
+TEST(CensusReplay, TheGraphModeTimesACallWithinAReplayedGraph) {
+  OperatorCensus census;
+  torch::mm(torch::randn({32, 16}), torch::randn({16, 8}));
+  const auto calls = census.stop();
+  MeasureOptions options = quick_replay();
+  options.graph_calls = 4;
+  OperatorRow row = replay_call(calls.at(0), 1, torch::kCPU, options);
+  EXPECT_FALSE(row.graph_ms.has_value());
+  EXPECT_EQ(row.graph_note, "no device graphs on cpu (its vendor brings none)");
+
+  static int captures = 0;
+  torchrt::register_device_graphs(c10::DeviceType::CPU, [](const torch::Device&, const torchrt::DeviceGraph*) {
+    return std::make_unique<RerunGraph>(&captures);
+  });
+  row = replay_call(calls.at(0), 1, torch::kCPU, options);
+  EXPECT_EQ(captures, 1);
+  ASSERT_TRUE(row.graph_ms.has_value()) << row.graph_note;
+  EXPECT_GT(*row.graph_ms, 0);
+  EXPECT_TRUE(row.to_json().contains("graph_ms"));
 }
 
 TEST(CensusReplay, TheStepIsExplainedByCallsTimesTimeWithTheCostliestFirst) {

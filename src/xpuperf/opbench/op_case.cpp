@@ -102,14 +102,15 @@ MeasureOptions measure_options(const Config& config, bool smoke) {
   o.rotate_bytes = config.get_number("rotate_mib", o.rotate_bytes / (1 << 20)) * (1 << 20);
   o.flush_bytes = config.get_number("flush_mib", o.flush_bytes / (1 << 20)) * (1 << 20);
   o.seed = static_cast<std::uint64_t>(config.get_int("seed", 1234));
+  o.graph_calls = static_cast<int>(config.get_int("graph_calls", 0));
   const std::string values = config.get_string("input_values", "normal");
   if (values != "normal" && values != "levels")
     throw ConfigError(config.at("input_values").source.str() + ": input_values must be normal or levels, got '" +
                       values + "'");
   o.levels = values == "levels";
-  if (o.warmup < 0 || o.samples < 1 || o.rotate_bytes < 0 || o.flush_bytes < 0)
+  if (o.warmup < 0 || o.samples < 1 || o.rotate_bytes < 0 || o.flush_bytes < 0 || o.graph_calls < 0)
     throw ConfigError(config.origin() +
-                      ": warmup must be 0 or more, samples 1 or more, rotate_mib and flush_mib "
+                      ": warmup must be 0 or more, samples 1 or more, rotate_mib, flush_mib and graph_calls "
                       "0 or more");
   if (smoke) {  // a check that each row runs and is accurate, in seconds: not a figure to quote
     o.warmup = std::min(o.warmup, 1);
@@ -255,6 +256,14 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
     if (!r.kernels.empty())
       out << "kernels of " << r.op << " " << shape_text(r.sizes) << " " << r.dtype << " " << r.implementation << ": "
           << join_or_none(r.kernels) << "\n";
+  for (const auto& r : rows)
+    if (r.graph_ms || !r.graph_note.empty())
+      out << "graph replay of " << r.op << " " << shape_text(r.sizes) << " " << r.dtype << " " << r.implementation
+          << ": "
+          << (r.graph_ms ? fixed_digits(*r.graph_ms, 4) + " ms a call (" + std::to_string(options.graph_calls) +
+                               " calls a graph; " + fixed_digits(r.median_ms, 4) + " ms launched one by one)"
+                         : r.graph_note)
+          << "\n";
   for (const auto& r : rows)
     if (!r.check_problem.empty())
       out << "check of " << r.op << " " << shape_text(r.sizes) << " " << r.dtype << ": " << r.check_problem << "\n";

@@ -14,6 +14,7 @@ namespace xpuperf::opbench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int kMostReplays = 10000;
 using Sizes = std::vector<std::int64_t>;
 using Inputs = std::vector<torch::Tensor>;
 
@@ -158,6 +159,47 @@ void time_calls(const OperatorCall& call, const std::vector<Inputs>& sets, const
   row.host_ms = percentiles(host_ms).median;
 }
 
+// A device graph of options.graph_calls calls, each on the next input set, replayed: the time of a
+// call without the host's launches between them.
+void time_graph(const OperatorCall& call, const std::vector<Inputs>& sets, const torch::Device& device,
+                const MeasureOptions& options, OperatorRow& row) {
+  if (options.graph_calls <= 0) return;
+  std::unique_ptr<torchrt::DeviceGraph> graph = torchrt::make_device_graph(device);
+  if (!graph) {
+    row.graph_note = "no device graphs on " + row.device + " (its vendor brings none)";
+    return;
+  }
+  try {
+    graph->capture([&] {
+      for (int i = 0; i < options.graph_calls; ++i) call(sets[static_cast<std::size_t>(i) % sets.size()]);
+    });
+    graph->replay();  // the first replay uploads the graph
+    torchrt::synchronize(device);
+    auto timeline = torchrt::make_device_timeline(device);
+    std::vector<double> per_call;
+    const auto started = Clock::now();
+    for (int i = 0; i < options.samples || ms_since(started) < options.min_seconds * 1e3; ++i) {
+      if (i >= kMostReplays) break;
+      if (timeline) {
+        const std::size_t from = timeline->mark();
+        graph->replay();
+        const std::size_t to = timeline->mark();
+        torchrt::synchronize(device);
+        per_call.push_back(timeline->elapsed_ms(from, to) / options.graph_calls);
+      } else {
+        torchrt::synchronize(device);
+        const auto t0 = Clock::now();
+        graph->replay();
+        torchrt::synchronize(device);
+        per_call.push_back(ms_since(t0) / options.graph_calls);
+      }
+    }
+    row.graph_ms = percentiles(per_call).median;
+  } catch (const std::exception& e) {
+    row.graph_note = "the calls could not be captured as a graph: " + first_line(e.what());
+  }
+}
+
 // The kernels one call runs, as the profiler names them: which library's kernel ATen picked, and
 // whether an implementation reached its vendor's kernel.
 void record_kernels(const OperatorCall& call, const Inputs& in, const torch::Device& device, OperatorRow& row) {
@@ -202,6 +244,7 @@ void time_operator_call(const OperatorCall& call, const std::vector<Inputs>& set
                         const MeasureOptions& options, OperatorRow& row) {
   time_calls(call, sets, device, options, row);
   record_kernels(call, sets.front(), device, row);
+  time_graph(call, sets, device, options, row);
 }
 
 std::pair<double, double> default_tolerance(torch::Dtype dtype) {
@@ -279,6 +322,7 @@ OperatorRow measure_operator(const OperatorSpec& spec, const Sizes& sizes, torch
     const OperatorCall call = [&](const Inputs& in) { spec.run(in, sizes); };
     time_calls(call, sets, device, options, row);
     record_kernels(call, sets[0], device, row);
+    time_graph(call, sets, device, options, row);
     row.deterministic = torch::equal(spec.run(sets[0], sizes), spec.run(sets[0], sizes));
     if (options.check_accuracy) check_accuracy(spec, cpu_rounded, sets[0], sizes, dtype, options, row);
     row.checked = options.check_accuracy;
@@ -351,6 +395,8 @@ nlohmann::json OperatorRow::to_json() const {
   if (!check_problem.empty()) j["check_problem"] = check_problem;
   j["kernels"] = kernels;
   if (!kernels_note.empty()) j["kernels_note"] = kernels_note;
+  if (graph_ms) j["graph_ms"] = *graph_ms;
+  if (!graph_note.empty()) j["graph_note"] = graph_note;
   if (datasheet_fraction) j["datasheet_fraction"] = *datasheet_fraction;
   if (measured_fraction) j["measured_fraction"] = *measured_fraction;
   if (speedup) j["speedup_vs_aten"] = *speedup;

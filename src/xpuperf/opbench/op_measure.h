@@ -46,6 +46,10 @@ struct MeasureOptions {
   // H200's bf16 GEMM of 8192³ sustains 664 TFLOP/s on normal values and 767 on levels (torch.mm,
   // the same call). A row is compared with the base cases' roof like for like on levels.
   bool levels = false;
+  // Where the device has graphs (torchrt::DeviceGraph): also this many calls captured as one graph
+  // (each on the next of the rotated input sets, no flush between them) and the graph replayed, for
+  // the time of a call without the host's launches; 0: none.
+  int graph_calls = 0;
 };
 
 struct ErrorStats {
@@ -79,6 +83,10 @@ struct OperatorRow {
   // are none, why.
   std::vector<std::string> kernels;
   std::string kernels_note;
+  // graph_calls > 0: the time of one call within a replayed device graph (the median replay over
+  // its calls), or why there is none.
+  std::optional<double> graph_ms;
+  std::string graph_note;
   // The timed calls' window, seconds since the epoch: the monitor's power over it gives the energy.
   double started_unix = 0, ended_unix = 0;
   // The least time the roofs allow over the median (core/roofline.h); absent where a roof lacks a
