@@ -312,7 +312,13 @@ TEST(CensusReplay, TheStepIsExplainedByCallsTimesTimeWithTheCostliestFirst) {
   EXPECT_EQ(e.top, (std::vector<std::size_t>{1, 0}));
   EXPECT_EQ(e.below_half, (std::vector<std::size_t>{1}));
   EXPECT_EQ(explain(rows, census, 1).top.size(), 1u);
+  rows[0].op = rows[1].op = "aten::mm";
+  const auto totals = by_operator(rows);
+  ASSERT_EQ(totals.size(), 1u);
+  EXPECT_DOUBLE_EQ(totals[0].calls, 5);
+  EXPECT_DOUBLE_EQ(totals[0].ms, 8);
   const std::string md = explanation_markdown(e, rows, census);
+  EXPECT_NE(md.find("| aten::mm | 5.0 | 8.000 | 100.0 % |"), std::string::npos) << md;
   EXPECT_NE(md.find("| explained | 80.0 % |"), std::string::npos) << md;
 }
 

@@ -445,6 +445,20 @@ bool census_call_on_device(const CensusCall& call) {
   return on_device;
 }
 
+std::vector<OperatorTotal> by_operator(const std::vector<OperatorRow>& rows) {
+  std::map<std::string, OperatorTotal> totals;
+  for (const auto& r : rows) {
+    OperatorTotal& t = totals[r.op];
+    t.op = r.op;
+    t.calls += r.calls_per_step;
+    t.ms += r.calls_per_step * r.median_ms;
+  }
+  std::vector<OperatorTotal> out;
+  for (auto& [op, t] : totals) out.push_back(t);
+  std::stable_sort(out.begin(), out.end(), [](const OperatorTotal& a, const OperatorTotal& b) { return a.ms > b.ms; });
+  return out;
+}
+
 Explanation explain(const std::vector<OperatorRow>& rows, const Census& census, std::size_t top_count,
                     double host_calls) {
   Explanation e;
@@ -475,8 +489,11 @@ json Explanation::to_json(const std::vector<OperatorRow>& rows, const Census& ce
   json top_rows = json::array(), below = json::array();
   for (const std::size_t i : top) top_rows.push_back(i);
   for (const std::size_t i : below_half) below.push_back(i);
+  json operators = json::array();
+  for (const auto& t : by_operator(rows)) operators.push_back({{"op", t.op}, {"calls", t.calls}, {"ms", t.ms}});
   json j = {{"what", census.what},
             {"unit", census.unit},
+            {"by_operator", operators},
             {"census", census.source},
             {"explained_ms", explained_ms},
             {"replayed_calls_per_step", replayed_calls},
@@ -534,6 +551,12 @@ std::string explanation_markdown(const Explanation& e, const std::vector<Operato
        << percent(r.datasheet_fraction) << " | " << percent(r.measured_fraction) << " | "
        << (r.backward ? "backward" : "forward") << " |\n";
   }
+  md << "\nBy operator (all its calls):\n\n| operator | calls a " << unit << " | ms a " << unit
+     << " | share |\n| --- | ---: | ---: | ---: |\n";
+  const auto by_op = by_operator(rows);
+  for (std::size_t i = 0; i < by_op.size() && i < e.top.size(); ++i)
+    md << "| " << by_op[i].op << " | " << fixed_digits(by_op[i].calls, 1) << " | " << fixed_digits(by_op[i].ms, 3)
+       << " | " << (e.explained_ms > 0 ? fixed_digits(100 * by_op[i].ms / e.explained_ms, 1) + " %" : "–") << " |\n";
   md << "\n";
   if (e.below_half.empty()) {
     md << "None of them is below 50 % of its roof.\n";

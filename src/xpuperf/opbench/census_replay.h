@@ -45,6 +45,13 @@ OperatorRow replay_call(const torchrt::CensusCall& call, double calls_per_step, 
 // tensors are all on the host (a loader's gather, a CPU-side cast) is not the device's step.
 bool census_call_on_device(const torchrt::CensusCall& call);
 
+// The rows summed by operator (all shapes): calls and ms a step, the costliest first.
+struct OperatorTotal {
+  std::string op;
+  double calls = 0, ms = 0;
+};
+std::vector<OperatorTotal> by_operator(const std::vector<OperatorRow>& rows);
+
 // What the replayed rows explain of the step.
 struct Explanation {
   double explained_ms = 0;              // Σ calls a step × isolated median
