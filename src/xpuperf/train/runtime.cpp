@@ -15,7 +15,6 @@
 #include "xpuperf/torchrt/compat.h"
 #include "xpuperf/torchrt/device.h"
 #include "xpuperf/torchrt/distributed.h"
-#include "xpuperf/torchrt/op_census.h"
 #include "xpuperf/torchrt/vendor_runtime.h"
 #include "xpuperf/torchrt/weights.h"
 #include "xpuperf/train/divergence_watch.h"
@@ -23,6 +22,7 @@
 #include "xpuperf/train/gradient_sync.h"
 #include "xpuperf/train/lr_schedule.h"
 #include "xpuperf/train/run_setup.h"
+#include "xpuperf/train/step_census.h"
 #include "xpuperf/train/step_graph.h"
 #include "xpuperf/train/step_precision.h"
 #include "xpuperf/train/step_profile.h"
@@ -130,9 +130,6 @@ class TrainingRun {
   json describe_switches() const;
   void describe_performance(json& extra);
   json describe_lora() const;
-  void stop_census();
-  // FINISHED's operator_census: the calls a step and the step's time (torchrt/op_census.h).
-  json describe_census() const;
   void run_eval();
   // Device work still queued counts as training time, also when an evaluation or the end waits for it.
   void settle();
@@ -157,11 +154,7 @@ class TrainingRun {
   std::unique_ptr<StepGraph> graph_;
   std::unique_ptr<StepSchedule> schedule_;
   std::unique_ptr<StepProfile> profile_;  // profile_steps > 0
-  // census_steps > 0: the census while it runs, then what it saw.
-  std::unique_ptr<torchrt::OperatorCensus> census_;
-  std::vector<torchrt::CensusCall> census_calls_;
-  std::map<std::string, std::int64_t> census_opaque_;
-  std::int64_t census_units_ = 0;
+  std::unique_ptr<StepCensus> census_;    // census_steps > 0
   EpochPlan train_plan_;
   std::int64_t tokens_per_sample_ = 0, batches_per_epoch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, warmup_ = 0;
   double init_time_ = 0;
@@ -217,6 +210,8 @@ TrainingRun::TrainingRun(TrainingCase& c, const Config& cfg, const RunInfo& info
         s_.timing_skip_steps, s_.profile_steps,
         StepProfile::trace_path_of_rank(trace ? trace : "", info.env.rank, info.env.world_size));
   }
+
+  if (s_.census_steps > 0) census_ = std::make_unique<StepCensus>(s_.census_steps, s_.timing_skip_steps);
 
   tokens_per_sample_ = c.tokens_per_sample();
   plan_steps();
@@ -353,8 +348,7 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
     settle();
     profile_->start();
   }
-  if (s_.census_steps > 0 && global_step_ == s_.timing_skip_steps - s_.census_steps)
-    census_ = std::make_unique<torchrt::OperatorCensus>();
+  if (census_) census_->before_step(global_step_);
   const auto step_start = Clock::now();
   const double lr =
       scheduled_lr(s_.lr_scheduler, s_.lr, global_step_, warmup_, total_steps_, steps_per_epoch_, s_.lr_gamma);
@@ -374,7 +368,7 @@ bool TrainingRun::step(std::int64_t& batches_left, Clock::time_point& log_start,
   if (s_.record_loss_curve) loss_curve_.push_back(loss.detach().reshape({1}).to(torch::kFloat, false, true));
 
   ++global_step_;
-  if (census_ && global_step_ == s_.timing_skip_steps) stop_census();
+  if (census_) census_->after_step(global_step_);
   divergence_.record(*step_loss, global_step_);
   const std::int64_t batch_samples = step_rows * data_dist_->world_size();
   trained_samples_ += batch_samples;
@@ -536,26 +530,6 @@ void TrainingRun::describe_performance(json& extra) {
   }
 }
 
-void TrainingRun::stop_census() {
-  census_calls_ = census_->stop();
-  census_opaque_ = census_->opaque_backward();
-  census_units_ = s_.census_steps - std::max<std::int64_t>(0, s_.timing_skip_steps - global_step_);
-  census_.reset();
-}
-
-json TrainingRun::describe_census() const {
-  torchrt::Census census;
-  census.what = info_.case_name + " on " + torchrt::device_text(device_.str());
-  census.units = static_cast<double>(census_units_);
-  census.calls = census_calls_;
-  census.opaque_backward = census_opaque_;
-  if (timed_steps_ > 0) {
-    census.step_ms = timed_seconds_ / static_cast<double>(timed_steps_) * 1e3;
-    census.step_ms_source = "the mean of the run's " + std::to_string(timed_steps_) + " timed steps";
-  }
-  return census_units_ > 0 ? census.to_json() : json{{"error", "the run ended before its census began"}};
-}
-
 json TrainingRun::describe_lora() const {
   const auto adapters = parallel::lora_tensors(*model_);  // A and B of each adapted layer
   std::int64_t adapter = 0, frozen = 0;
@@ -569,7 +543,7 @@ json TrainingRun::describe_lora() const {
 
 TrainingOutcome TrainingRun::finish() {
   if (profile_ && profile_->running()) profile_->stop(global_step_);  // the run ended inside the window
-  if (census_) stop_census();
+  if (census_) census_->finish(global_step_);
   save_model();
 
   TrainingOutcome outcome;
@@ -595,7 +569,9 @@ TrainingOutcome TrainingRun::finish() {
   describe_performance(f.extra);
   sync_->describe(f.extra);
   if (profile_) profile_->describe(f.extra);
-  if (s_.census_steps > 0) f.extra["operator_census"] = describe_census();
+  if (census_)
+    f.extra["operator_census"] =
+        census_->describe(info_.case_name + " on " + torchrt::device_text(device_.str()), timed_seconds_, timed_steps_);
   if (s_.lora_rank > 0) f.extra["lora"] = describe_lora();
   if (s_.record_loss_curve && !loss_curve_.empty()) {
     const auto curve = torch::cat(loss_curve_).cpu();
