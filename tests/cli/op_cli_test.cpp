@@ -64,6 +64,53 @@ TEST(OpCli, TimingAloneSaysTheRowIsNotChecked) {
   EXPECT_TRUE(has(r.output, "| not checked | yes |")) << r.output;
 }
 
+// Every call of a tiny GPT-2's step replays on the CPU: attention, xpuperf's fused norm, the
+// embedding's and GELU's backward, the optimizer's foreach operators.
+TEST(OpCli, EveryCallOfAGpt2StepReplays) {
+  test::TempDir dir;
+  Result r = xpuperf({"--root",
+                      kRoot,
+                      "train",
+                      "--case",
+                      "gpt2",
+                      "--vendor",
+                      "cpu",
+                      "--hardware",
+                      "CPU",
+                      "--set",
+                      "synthetic_data=true",
+                      "--set",
+                      "synthetic_tokens=65536",
+                      "--set",
+                      "vocab_size=512",
+                      "--set",
+                      "n_layer=2",
+                      "--set",
+                      "n_embd=64",
+                      "--set",
+                      "n_head=4",
+                      "--set",
+                      "seq_length=64",
+                      "--set",
+                      "train_batch_size=4",
+                      "--set",
+                      "max_steps=5",
+                      "--set",
+                      "timing_skip_steps=3",
+                      "--set",
+                      "census_steps=2"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string log = dir.write("gpt2.log", r.output);
+  r = xpuperf({"--root", kRoot, "op", "--census", log, "--smoke", "--json", dir.path() + "/rows.json"});
+  ASSERT_EQ(r.code, 0) << r.output;  // 0: no call failed to replay
+  for (const char* op : {"| xpuperf::add_layer_norm |", "| aten::embedding_backward |", "| aten::gelu_backward |",
+                         "| aten::_foreach_addcdiv_.Scalar |", "| xpuperf::cross_entropy |"})
+    EXPECT_TRUE(has(r.output, op)) << op << "\n" << r.output;
+  const auto j = nlohmann::json::parse(test::read_file(dir.path() + "/rows.json"));
+  EXPECT_TRUE(j["failed_rows"].empty()) << j["failed_rows"].dump();
+  EXPECT_GT(j["explained"]["replayed_calls_per_step"].get<double>(), 300);
+}
+
 // The device-graph mode where the device has none: said, not left out, and a bad count is an error.
 TEST(OpCli, TheGraphModeSaysWhenTheDeviceHasNoGraphs) {
   Result r = xpuperf({"--root", kRoot, "op", "--case", "mm", "--smoke", "--dtype", "fp32", "--set", "graph_calls=4"});
