@@ -60,7 +60,7 @@ int run_census_case(const OperatorRequest& request, std::ostream& out, std::ostr
     err << "xpuperf: error: " << e.what() << "\n";
     return 2;
   }
-  const torch::Device device = torchrt::choose_device(request.device, 0);
+  const torch::Device device = operator_device(request);
   std::vector<OperatorRow> rows;
   nlohmann::json failed = nlohmann::json::array();
   double host_calls = 0;

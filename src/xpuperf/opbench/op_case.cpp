@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
+#include <thread>
 
 #include "xpuperf/core/files.h"
+#include "xpuperf/core/host_memory.h"
 #include "xpuperf/core/perflog.h"
 #include "xpuperf/core/repo.h"
 #include "xpuperf/core/strings.h"
@@ -154,6 +156,15 @@ void set_speedups(std::vector<OperatorRow>& rows, std::size_t first) {
 
 }  // namespace
 
+torch::Device operator_device(const OperatorRequest& request) {
+  const torch::Device device = torchrt::choose_device(request.device, 0);
+  if (!device.is_cuda()) {  // as the training and inference cases run on the host
+    torchrt::set_cpu_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    keep_freed_host_memory();
+  }
+  return device;
+}
+
 void place_on_roofs(OperatorRow& row, const OperatorRequest& request) {
   row.datasheet_fraction = roof_fraction(request.datasheet_roof, row.dtype, row.flops, row.bytes, row.median_ms);
   row.measured_fraction = roof_fraction(request.measured_roof, row.dtype, row.flops, row.bytes, row.median_ms);
@@ -212,7 +223,7 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
     err << "xpuperf: error: " << e.what() << "\n";
     return 2;
   }
-  const torch::Device device = torchrt::choose_device(request.device, 0);
+  const torch::Device device = operator_device(request);
   std::vector<OperatorRow> rows;
   nlohmann::json failed = nlohmann::json::array();
   std::vector<std::string> not_measured;

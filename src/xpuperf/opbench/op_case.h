@@ -29,6 +29,10 @@ int run_census_case(const OperatorRequest& request, std::ostream& out, std::ostr
 // input_values, check_accuracy); `smoke` shortens them to a check that the rows run.
 MeasureOptions measure_options(const Config& config, bool smoke);
 
+// The request's device, with the host set up as the cases run on it (all its cores; freed memory
+// kept, so that a large output does not fault its pages in again on every call).
+torch::Device operator_device(const OperatorRequest& request);
+
 // The row's fractions of the request's roofs.
 void place_on_roofs(OperatorRow& row, const OperatorRequest& request);
 
