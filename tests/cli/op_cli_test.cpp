@@ -293,6 +293,7 @@ TEST(OpCli, ATrainingCasesStepIsExplainedByItsOperators) {
   EXPECT_TRUE(has(r.output, "lenet5:libtorch on cpu: a step explained by its operators")) << r.output;
   EXPECT_TRUE(has(r.output, "| measured step (the mean of the run's 2 timed steps) |")) << r.output;
   EXPECT_TRUE(has(r.output, "| explained | ")) << r.output;
+  EXPECT_TRUE(has(r.output, "| explained, warm | ")) << r.output;
   EXPECT_TRUE(has(r.output, "| aten::convolution_backward | cpu:fp32[64,16,10,10]")) << r.output;
   const auto j = nlohmann::json::parse(test::read_file(dir.path() + "/rows.json"));
   EXPECT_GT(j["explained"]["step_ms"].get<double>(), 0);
@@ -320,7 +321,8 @@ TEST(OpCli, ATrainingCasesStepIsExplainedByItsOperators) {
   const std::string md = test::read_file(run_folder_in(dir.path() + "/results") + "/summary.md");
   EXPECT_TRUE(has(md, "| census:CPU:1 | aten::conv2d | cpu:fp32[64,1,28,28]")) << md;
   EXPECT_TRUE(has(md, "census:CPU:1 (lenet5:libtorch on cpu): Σ calls × isolated time ")) << md;
-  EXPECT_TRUE(has(md, " % explained). The costliest calls")) << md;
+  EXPECT_TRUE(has(md, " % explained); with warm caches ")) << md;
+  EXPECT_TRUE(has(md, " %). The costliest calls")) << md;
 
   // Bad input: a census that would watch the first step, a file without one, a path that is not.
   r = xpuperf(with({"--set", "census_steps=3"}));

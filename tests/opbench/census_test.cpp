@@ -303,7 +303,11 @@ TEST(CensusReplay, TheStepIsExplainedByCallsTimesTimeWithTheCostliestFirst) {
   rows[1].calls_per_step = 1;
   rows[1].median_ms = 6;  // 6 ms a step
   rows[1].measured_fraction = 0.3;
+  rows[0].warm_ms = 0.25;
+  rows[1].warm_ms = 5;
   const Explanation e = explain(rows, census, 10, 3);
+  EXPECT_DOUBLE_EQ(*e.explained_warm_ms, 6);
+  EXPECT_DOUBLE_EQ(*e.warm_share, 0.6);
   EXPECT_DOUBLE_EQ(e.explained_ms, 8);
   EXPECT_DOUBLE_EQ(*e.share, 0.8);
   EXPECT_DOUBLE_EQ(e.replayed_calls, 5);
@@ -320,6 +324,7 @@ TEST(CensusReplay, TheStepIsExplainedByCallsTimesTimeWithTheCostliestFirst) {
   const std::string md = explanation_markdown(e, rows, census);
   EXPECT_NE(md.find("| aten::mm | 5.0 | 8.000 | 100.0 % |"), std::string::npos) << md;
   EXPECT_NE(md.find("| explained | 80.0 % |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| explained, warm | 60.0 % |"), std::string::npos) << md;
 }
 
 }  // namespace

@@ -54,7 +54,11 @@ std::vector<OperatorTotal> by_operator(const std::vector<OperatorRow>& rows);
 
 // What the replayed rows explain of the step.
 struct Explanation {
-  double explained_ms = 0;              // Σ calls a step × isolated median
+  double explained_ms = 0;  // Σ calls a step × isolated median (caches flushed, inputs rotated)
+  // The same with warm caches (the census case's `warm`), where every row has one: a step's calls
+  // find some inputs in the caches (the last call's output) and not others (weights), so the step
+  // lies between the two sums.
+  std::optional<double> explained_warm_ms, warm_share;
   double replayed_calls = 0;            // calls a step that were replayed
   double unreplayed_calls = 0;          // calls a step that were not (their errors are the failed rows)
   double host_calls = 0;                // calls a step on the host alone, left out of a device's replay

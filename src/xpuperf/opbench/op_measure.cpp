@@ -390,6 +390,7 @@ nlohmann::json OperatorRow::to_json() const {
     j["calls_per_step"] = calls_per_step;
     j["backward"] = backward;
     j["flops_known"] = flops_known;
+    if (warm_ms) j["warm_ms"] = *warm_ms;
   }
   if (has_gradients) j["gradient_error"] = error_json(gradient_error);
   if (!check_problem.empty()) j["check_problem"] = check_problem;

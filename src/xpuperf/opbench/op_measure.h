@@ -102,6 +102,7 @@ struct OperatorRow {
   // its roof is its bytes' alone).
   std::string call;
   double calls_per_step = 0;
+  std::optional<double> warm_ms;  // the same call with warm caches: no flush, no rotation
   bool backward = false, flops_known = true;
 
   nlohmann::json to_json() const;

@@ -157,21 +157,28 @@ std::string step_explained(const CaseResult& c, const std::vector<OperatorRowSta
       e = round.record("explained");
   if (!e) return "";
   const std::string unit = e->value("unit", std::string("step"));
-  double explained = 0;
+  double explained = 0, warm = 0;
+  bool all_warm = !rows.empty();
   std::vector<std::pair<double, const OperatorRowStats*>> cost;
   for (const auto& r : rows) {
     const double per_step = r.last.value("calls_per_step", 0.0) * r.time.mean;
     explained += per_step;
     cost.emplace_back(per_step, &r);
+    all_warm = all_warm && r.last.contains("warm_ms");
+    warm += r.last.value("calls_per_step", 0.0) * r.last.value("warm_ms", 0.0);
   }
   std::stable_sort(cost.begin(), cost.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::ostringstream md;
   md << "\n"
      << c.key << " (" << e->value("what", std::string("a case")) << "): Σ calls × isolated time "
      << fixed_digits(explained, 3) << " ms a " << unit;
-  if (const double step = e->value("step_ms", 0.0); step > 0)
+  const double step = e->value("step_ms", 0.0);
+  if (step > 0)
     md << ", against " << fixed_digits(step, 3) << " ms measured (" << fixed_digits(100 * explained / step, 1)
        << " % explained)";
+  if (all_warm)
+    md << "; with warm caches " << fixed_digits(warm, 3) << " ms"
+       << (step > 0 ? " (" + fixed_digits(100 * warm / step, 1) + " %)" : "");
   md << ". The costliest calls (ms a " << unit << ", of the measured roof or else the datasheet's):\n\n";
   for (std::size_t i = 0; i < cost.size() && i < 5; ++i) {
     const OperatorRowStats& r = *cost[i].second;
