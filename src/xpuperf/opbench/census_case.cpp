@@ -75,14 +75,15 @@ int run_census_case(const OperatorRequest& request, std::ostream& out, std::ostr
       continue;
     }
     try {
-      rows.push_back(replay_call(call, per_step, device, options));
+      OperatorRow row = replay_call(call, per_step, device, options);
       if (warm) {  // the same call again, its inputs left in the caches
         MeasureOptions warm_options = options;
         warm_options.flush_bytes = warm_options.rotate_bytes = 0;
         warm_options.graph_calls = 0;
-        rows.back().warm_ms = replay_call(call, per_step, device, warm_options).median_ms;
+        row.warm_ms = replay_call(call, per_step, device, warm_options).median_ms;
       }
-      place_on_roofs(rows.back(), request);
+      place_on_roofs(row, request);
+      rows.push_back(std::move(row));  // a row, or a failed one: never both
     } catch (const std::runtime_error& e) {
       err << "xpuperf: error: " << e.what() << "\n";
       failed.push_back({{"op", call.op},
