@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
@@ -13,6 +12,17 @@ namespace xpuperf {
 namespace {
 
 const std::string kRoot = XPUPERF_SOURCE_DIR;
+
+// `xpuperf train --case NAME` on this machine's CPU with each of `sets` (key=value) set: a run whose
+// census `xpuperf op --census` replays.
+Result train_on_cpu(const std::string& name, const std::vector<std::string>& sets) {
+  std::vector<std::string> args = {"--root", kRoot, "train", "--case", name, "--vendor", "cpu", "--hardware", "CPU"};
+  for (const auto& set : sets) {
+    args.push_back("--set");
+    args.push_back(set);
+  }
+  return xpuperf(args);
+}
 
 TEST(OpCli, AnOperatorCaseRunsItsSmokeShapesAndWritesItsRows) {
   test::TempDir dir;
@@ -68,37 +78,9 @@ TEST(OpCli, TimingAloneSaysTheRowIsNotChecked) {
 // embedding's and GELU's backward, the optimizer's foreach operators.
 TEST(OpCli, EveryCallOfAGpt2StepReplays) {
   test::TempDir dir;
-  Result r = xpuperf({"--root",
-                      kRoot,
-                      "train",
-                      "--case",
-                      "gpt2",
-                      "--vendor",
-                      "cpu",
-                      "--hardware",
-                      "CPU",
-                      "--set",
-                      "synthetic_data=true",
-                      "--set",
-                      "synthetic_tokens=65536",
-                      "--set",
-                      "vocab_size=512",
-                      "--set",
-                      "n_layer=2",
-                      "--set",
-                      "n_embd=64",
-                      "--set",
-                      "n_head=4",
-                      "--set",
-                      "seq_length=64",
-                      "--set",
-                      "train_batch_size=4",
-                      "--set",
-                      "max_steps=5",
-                      "--set",
-                      "timing_skip_steps=3",
-                      "--set",
-                      "census_steps=2"});
+  Result r = train_on_cpu(
+      "gpt2", {"synthetic_data=true", "synthetic_tokens=65536", "vocab_size=512", "n_layer=2", "n_embd=64", "n_head=4",
+               "seq_length=64", "train_batch_size=4", "max_steps=5", "timing_skip_steps=3", "census_steps=2"});
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string log = dir.write("gpt2.log", r.output);
   r = xpuperf({"--root", kRoot, "op", "--census", log, "--smoke", "--json", dir.path() + "/rows.json"});
@@ -263,30 +245,15 @@ TEST(OpCli, ARoofFromARunWithoutBaseCasesIsAClearError) {
 // the step explained by them (LeNet-5 on synthetic data, in seconds).
 TEST(OpCli, ATrainingCasesStepIsExplainedByItsOperators) {
   test::TempDir dir;
-  const std::vector<std::string> train = {"--root",
-                                          kRoot,
-                                          "train",
-                                          "--case",
-                                          "lenet5",
-                                          "--vendor",
-                                          "cpu",
-                                          "--hardware",
-                                          "CPU",
-                                          "--set",
-                                          "synthetic_data=true",
-                                          "--set",
-                                          "max_steps=5",
-                                          "--set",
-                                          "timing_skip_steps=3"};
-  auto with = [&train](std::vector<std::string> more) {
-    auto args = train;
-    args.insert(args.end(), more.begin(), more.end());
-    return args;
+  const std::vector<std::string> lenet5 = {"synthetic_data=true", "max_steps=5", "timing_skip_steps=3"};
+  auto with = [&lenet5](const std::string& more) {
+    auto sets = lenet5;
+    sets.push_back(more);
+    return sets;
   };
-  Result r = xpuperf(with({"--set", "census_steps=2"}));
+  Result r = train_on_cpu("lenet5", with("census_steps=2"));
   ASSERT_EQ(r.code, 0) << r.output;
-  const std::string log = dir.path() + "/train.log";
-  std::ofstream(log) << r.output;
+  const std::string log = dir.write("train.log", r.output);
 
   r = xpuperf({"--root", kRoot, "op", "--census", log, "--smoke", "--json", dir.path() + "/rows.json"});
   ASSERT_EQ(r.code, 0) << r.output;
@@ -325,7 +292,7 @@ TEST(OpCli, ATrainingCasesStepIsExplainedByItsOperators) {
   EXPECT_TRUE(has(md, " %). The costliest calls")) << md;
 
   // Bad input: a census that would watch the first step, a file without one, a path that is not.
-  r = xpuperf(with({"--set", "census_steps=3"}));
+  r = train_on_cpu("lenet5", with("census_steps=3"));
   EXPECT_NE(r.code, 0);
   EXPECT_TRUE(has(r.output, "census_steps 3 needs timing_skip_steps of 4 or more")) << r.output;
   r = xpuperf({"--root", kRoot, "op", "--census", dir.path() + "/rows.json", "--smoke"});

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "quick_options.h"
 #include "test_util.h"
 #include "xpuperf/opbench/census_replay.h"
 #include "xpuperf/torchrt/device.h"
@@ -22,15 +23,6 @@ const CensusCall* find_call(const std::vector<CensusCall>& calls, const std::str
   for (const auto& c : calls)
     if (c.op == op && c.backward == backward) return &c;
   return nullptr;
-}
-
-MeasureOptions quick_replay() {
-  MeasureOptions o;
-  o.warmup = 1;
-  o.samples = 3;
-  o.min_seconds = 0;
-  o.rotate_bytes = o.flush_bytes = 1 << 16;
-  return o;
 }
 
 TEST(OperatorCensus, RecordsTheOutermostCallsWithTheirArgumentsAndCounts) {
@@ -150,7 +142,7 @@ TEST(OperatorCensus, InfinitiesAreWrittenAsStringsAndReplayed) {
   EXPECT_EQ(fill->arguments.back()["double"], "-inf");
   // Through JSON and back, as a census file carries it.
   const CensusCall read = CensusCall::from_json(nlohmann::json::parse(fill->to_json().dump()));
-  const OperatorRow row = replay_call(read, 1, torch::kCPU, quick_replay());
+  const OperatorRow row = replay_call(read, 1, torch::kCPU, quick_options());
   EXPECT_GT(row.median_ms, 0);
 }
 
@@ -197,7 +189,7 @@ TEST(CensusReplay, ReplaysTheRecordedCallWithItsFormulas) {
   OperatorCensus census;
   torch::mm(a, b);
   const auto calls = census.stop();
-  const OperatorRow row = replay_call(calls.at(0), 2, torch::kCPU, quick_replay());
+  const OperatorRow row = replay_call(calls.at(0), 2, torch::kCPU, quick_options());
   EXPECT_EQ(row.op, "aten::mm");
   EXPECT_EQ(row.dtype, "fp32");
   EXPECT_EQ(row.call, "cpu:fp32[32,16], cpu:fp32[16,24]");
@@ -214,7 +206,7 @@ TEST(CensusReplay, AnOperatorThisProcessLacksIsAClearError) {
   call.op = "nobody::frobnicate";
   call.arguments = nlohmann::json::array();
   try {
-    replay_call(call, 1, torch::kCPU, quick_replay());
+    replay_call(call, 1, torch::kCPU, quick_options());
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("not an operator of this process"), std::string::npos) << e.what();
@@ -270,7 +262,7 @@ TEST(CensusReplay, TheGraphModeTimesACallWithinAReplayedGraph) {
   OperatorCensus census;
   torch::mm(torch::randn({32, 16}), torch::randn({16, 8}));
   const auto calls = census.stop();
-  MeasureOptions options = quick_replay();
+  MeasureOptions options = quick_options();
   options.graph_calls = 4;
   OperatorRow row = replay_call(calls.at(0), 1, torch::kCPU, options);
   EXPECT_FALSE(row.graph_ms.has_value());

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "quick_options.h"
 #include "test_util.h"
 #include "xpuperf/core/config.h"
 #include "xpuperf/opbench/op_case.h"
@@ -18,15 +19,6 @@ namespace xpuperf::opbench {
 namespace {
 
 const std::string kCases = std::string(XPUPERF_SOURCE_DIR) + "/cases/operation";
-
-MeasureOptions quick() {
-  MeasureOptions o;
-  o.warmup = 1;
-  o.samples = 3;
-  o.min_seconds = 0;
-  o.rotate_bytes = o.flush_bytes = 1 << 16;
-  return o;
-}
 
 std::vector<std::vector<std::int64_t>> smoke_shapes(const std::string& op) {
   Diagnostics diags;
@@ -73,7 +65,7 @@ TEST(OperatorMeasure, EveryOperatorRunsAccuratelyOnTheCpu) {
   for (const auto& spec : operator_specs())
     for (const auto& shape : smoke_shapes(spec.name)) {
       const auto dtype = spec.integer ? torch::kInt : torch::kFloat32;
-      const OperatorRow row = measure_operator(spec, shape, dtype, torch::kCPU, quick());
+      const OperatorRow row = measure_operator(spec, shape, dtype, torch::kCPU, quick_options());
       EXPECT_TRUE(row.accurate) << spec.name << ": worst/tolerance " << row.error.worst_over_tolerance << ", gradients "
                                 << row.gradient_error.worst_over_tolerance << " " << row.check_problem;
       EXPECT_EQ(row.has_gradients, spec.has_backward) << spec.name;
@@ -93,14 +85,15 @@ TEST(OperatorMeasure, EveryOperatorRunsAccuratelyOnTheCpu) {
 TEST(OperatorMeasure, ARandomOperatorsOwnCheckCatchesAWrongOne) {
   OperatorSpec wrong = *find_operator("dropout");
   wrong.run = [](const std::vector<torch::Tensor>& in, const std::vector<std::int64_t>&) { return in[0] * 2; };
-  const OperatorRow row = measure_operator(wrong, {4096}, torch::kFloat32, torch::kCPU, quick());
+  const OperatorRow row = measure_operator(wrong, {4096}, torch::kFloat32, torch::kCPU, quick_options());
   EXPECT_FALSE(row.accurate);
   EXPECT_NE(row.check_problem.find("0 of 4096 elements dropped, not about half"), std::string::npos)
       << row.check_problem;
 }
 
 TEST(OperatorMeasure, BfloatErrorsAreBfloatsAndMmsFormulaIsTwoMnk) {
-  const OperatorRow row = measure_operator(*find_operator("mm"), {64, 48, 32}, torch::kBFloat16, torch::kCPU, quick());
+  const OperatorRow row =
+      measure_operator(*find_operator("mm"), {64, 48, 32}, torch::kBFloat16, torch::kCPU, quick_options());
   EXPECT_EQ(row.flops, 2.0 * 64 * 48 * 32);
   EXPECT_EQ(row.bytes, (64.0 * 32 + 32 * 48 + 64 * 48) * 2);
   EXPECT_EQ(row.dtype, "bf16");
@@ -117,7 +110,7 @@ TEST(OperatorMeasure, AWrongOperatorIsCaught) {
     const torch::Tensor out = torch::mm(in[0], in[1]);
     return out.scalar_type() == torch::kFloat64 ? out : out * 1.01;
   };
-  const OperatorRow row = measure_operator(wrong, {16, 16, 16}, torch::kFloat32, torch::kCPU, quick());
+  const OperatorRow row = measure_operator(wrong, {16, 16, 16}, torch::kFloat32, torch::kCPU, quick_options());
   EXPECT_FALSE(row.accurate);
   EXPECT_GT(row.error.worst_over_tolerance, 2);
   EXPECT_GT(row.error.worst_over_default, 100);
@@ -126,7 +119,7 @@ TEST(OperatorMeasure, AWrongOperatorIsCaught) {
 
 // Blocks of calls are timed until min_seconds have passed: the device's clocks under load.
 TEST(OperatorMeasure, BlocksOfCallsAreTimedForTheMinimumTime) {
-  MeasureOptions o = quick();
+  MeasureOptions o = quick_options();
   o.samples = 2;
   o.min_seconds = 0.05;
   const auto started = std::chrono::steady_clock::now();
