@@ -80,6 +80,7 @@ int run_census_case(const OperatorRequest& request, std::ostream& out, std::ostr
         MeasureOptions warm_options = options;
         warm_options.flush_bytes = warm_options.rotate_bytes = 0;
         warm_options.graph_calls = 0;
+        warm_options.record_kernels = false;
         row.warm_ms = replay_call(call, per_step, device, warm_options).median_ms;
       }
       place_on_roofs(row, request);

@@ -243,7 +243,7 @@ void check_accuracy(const OperatorSpec& spec, const Inputs& cpu_rounded, const I
 void time_operator_call(const OperatorCall& call, const std::vector<Inputs>& sets, const torch::Device& device,
                         const MeasureOptions& options, OperatorRow& row) {
   time_calls(call, sets, device, options, row);
-  record_kernels(call, sets.front(), device, row);
+  if (options.record_kernels) record_kernels(call, sets.front(), device, row);
   time_graph(call, sets, device, options, row);
 }
 

@@ -50,6 +50,9 @@ struct MeasureOptions {
   // (each on the next of the rotated input sets, no flush between them) and the graph replayed, for
   // the time of a call without the host's launches; 0: none.
   int graph_calls = 0;
+  // The device's kernels of one call, through the profiler; false where a second timing of the same
+  // call needs only its time (the census's warm replay).
+  bool record_kernels = true;
 };
 
 struct ErrorStats {
