@@ -218,6 +218,47 @@ TEST(OpCli, APlanPlacesItsOperatorRowsOnTheRoofItsBaseCasesMeasured) {
   EXPECT_TRUE(has(roofed.output, "[PerfLog] {\"event\":\"FINISHED\"")) << roofed.output;
 }
 
+// A collective over two ranks on this host (Gloo), reported like nccl-tests, and in a plan by the key
+// that names its ranks.
+TEST(OpCli, ACollectiveRunsOverItsRanksWithItsBusBandwidth) {
+  test::TempDir dir;
+  Result r = xpuperf({"--root", kRoot, "op", "--case", "all_gather", "--nproc", "2", "--smoke", "--dtype", "fp32",
+                      "--json", dir.path() + "/rows.json"});
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "| all_gather | 4096 | 0.02 | fp32 | 2 | c10d gloo | not said by gloo |")) << r.output;
+  const auto rows = nlohmann::json::parse(test::read_file(dir.path() + "/rows.json"))["rows"];
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["ranks"], 2);
+  EXPECT_EQ(rows[0]["bytes"], 4096.0 * 4);
+  EXPECT_EQ(rows[0]["bus_factor"], 0.5);
+  EXPECT_NEAR(rows[0]["bus_gb_per_s"].get<double>(), rows[0]["gb_per_s"].get<double>() / 2, 1e-12);
+  EXPECT_TRUE(rows[0]["accurate"].get<bool>());
+  EXPECT_TRUE(rows[0]["deterministic"].get<bool>());
+  EXPECT_EQ(rows[0]["samples"], 5);
+
+  r = xpuperf({"--root", kRoot, "op", "--case", "all_reduce", "--smoke", "--dtype", "fp32"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.output,
+                  "all_reduce is a collective: run it over 2 ranks or more (xpuperf op --case all_reduce "
+                  "--nproc 2"))
+      << r.output;
+  r = xpuperf({"--root", kRoot, "op", "--case", "all_reduce", "--nproc", "2", "--shape", "64x64"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(has(r.output, "--shape: all_reduce takes 1 size (the elements of its larger buffer), got 2")) << r.output;
+
+  const std::string plan =
+      dir.write("plan.yaml", "vendor: cpu\nlog_dir: " + dir.path() +
+                                 "/results\noperation:\n"
+                                 "  \"all_reduce:CPU:1:2:1\": {shapes: [[4096]], dtypes: [fp32], samples: 5}\n");
+  r = xpuperf({"--root", kRoot, "run", plan}, dir.path(), {}, 600);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string run = run_folder_in(dir.path() + "/results");
+  const std::string md = test::read_file(run + "/summary.md");
+  EXPECT_TRUE(has(md, "| all_reduce:CPU:1:2:1 | all_reduce | 4096 | fp32 | c10d gloo (not said by gloo) | ")) << md;
+  EXPECT_TRUE(has(md, " (bus ")) << md;
+  EXPECT_TRUE(has(test::read_file(run + "/operators.csv"), ",2,")) << "the ranks column";
+}
+
 TEST(OpCli, ARoofFromARunWithoutBaseCasesIsAClearError) {
   test::TempDir dir;
   Result r = xpuperf({"--root", kRoot, "op", "--case", "softmax", "--smoke", "--roof", dir.path() + "/nothing"});

@@ -36,7 +36,8 @@ TEST(OperatorCatalogue, EachOperatorHasACaseWhoseShapesFitIt) {
   for (const auto& e : std::filesystem::directory_iterator(kCases))
     if (e.is_directory()) folders.insert(e.path().filename().string());
   auto names = operator_names();
-  names.push_back(kCensusCase);  // a case's step explained, not a catalogue operator
+  names.push_back(kCensusCase);                                 // a case's step explained, not a catalogue operator
+  for (const auto& c : collective_names()) names.push_back(c);  // over several ranks, collective_case.cpp
   EXPECT_EQ(folders, std::set<std::string>(names.begin(), names.end()));
   for (const auto& spec : operator_specs()) {
     Diagnostics diags;

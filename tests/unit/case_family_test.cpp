@@ -50,12 +50,19 @@ TEST(CaseFamily, EachKeyHasOneFamilyWrittenAsThePlanWritesIt) {
   EXPECT_EQ(op.repeat, 3);
   EXPECT_EQ(op.nproc, 1);
   EXPECT_FALSE(case_family(op).reads_data_dir());
+  // A collective's key names its ranks; written back as it was.
+  const CaseKey collective = key_of("op:all_reduce:H200:1:2:3");
+  EXPECT_STREQ(case_family(collective).name(), "operation");
+  EXPECT_EQ(collective.nproc, 2);
+  EXPECT_EQ(collective.repeat, 3);
+  EXPECT_EQ(case_family(collective).key_text(collective), "all_reduce:H200:1:2:3");
 }
 
 TEST(CaseFamily, AnOperatorKeyIsOpHardwareRepeat) {
   Diagnostics diags;
   EXPECT_FALSE(parse_operation_key("mm:H200", {"plan.yaml", 7}, diags));
-  EXPECT_NE(diags.format().find("plan.yaml:7: error: operator case 'mm:H200' must be op:hardware:repeat"),
+  EXPECT_NE(diags.format().find("plan.yaml:7: error: operator case 'mm:H200' must be op:hardware:repeat (or "
+                                "op:hardware:nnodes:nproc:repeat)"),
             std::string::npos)
       << diags.format();
   Diagnostics zero;

@@ -166,6 +166,35 @@ TEST(OperatorRows, ARowsTimeIsTakenOverTheRoundsAndPlacedOnBothRoofs) {
   EXPECT_EQ(report::fraction_text(std::nullopt), "–");
 }
 
+// A collective's row is placed on the interconnect by its bus bandwidth: the datasheet's NVLink
+// rate, and the run's interconnect-allreduce at its largest size.
+TEST(OperatorRows, ACollectiveIsPlacedOnTheInterconnectByItsBusBandwidth) {
+  Roof datasheet = datasheet_roof(YAML::Load("name: H200\ninterconnect: {unidirectional_gbps: 450}\n"));
+  EXPECT_DOUBLE_EQ(datasheet.interconnect_gbps, 450);
+  EXPECT_DOUBLE_EQ(Roof::from_json(datasheet.to_json()).interconnect_gbps, 450);
+  Summary s = a_run();
+  s.cases.push_back(base_case("interconnect-allreduce", "H200", {gemm_round(360), gemm_round(364)}));
+  const Roof measured = report::measured_roof(s, "H200");
+  EXPECT_DOUBLE_EQ(measured.interconnect_gbps, 362);
+  EXPECT_NE(measured.source.find("interconnect-allreduce"), std::string::npos) << measured.source;
+  // 256 MiB summed over 2 ranks in 1 ms: algbw 268.4 GB/s, busbw 268.4 (factor 2(n-1)/n = 1).
+  const json row = {{"op", "all_reduce"},   {"shape", {67108864}},
+                    {"dtype", "fp32"},      {"implementation", "c10d nccl"},
+                    {"median_ms", 1.0},     {"flops", 0},
+                    {"bytes", 268435456.0}, {"ranks", 2},
+                    {"bus_factor", 1.0},    {"algorithm", "RING/SIMPLE"},
+                    {"checked", true},      {"accurate", true}};
+  Round round = operator_round(1, {row});
+  round.records["datasheet_roof"] = datasheet.to_json();
+  CaseResult c = mm_case({round});
+  const auto rows = report::operator_rows(c, measured);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_NEAR(rows[0].bus_gb_per_s, 268.435456, 1e-9);
+  EXPECT_NEAR(*rows[0].datasheet_fraction, 268.435456 / 450, 1e-9);
+  EXPECT_NEAR(*rows[0].measured_fraction, 268.435456 / 362, 1e-9);
+  EXPECT_FALSE(interconnect_fraction(Roof{}, 100)) << "no interconnect figure, no fraction";
+}
+
 TEST(OperatorRows, AnotherImplementationGetsItsSpeedupUnlessARowIsInaccurate) {
   json xpuperf = mm_row(1.25);
   xpuperf["implementation"] = "xpuperf";
@@ -189,10 +218,11 @@ TEST(OperatorRows, EachRoundsRowIsALineOfOperatorsCsv) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "case,round,op,shape,dtype,implementation,median_ms,p10_ms,p90_ms,cv,samples,device_timed,host_ms,"
             "cold_ms,flops,bytes,tflops,gb_per_s,intensity,datasheet_fraction,measured_fraction,energy_per_call_j,"
-            "max_abs_error,max_rel_error,worst_over_tolerance,checked,accurate,deterministic");
+            "max_abs_error,max_rel_error,worst_over_tolerance,checked,accurate,deterministic,ranks,bus_gb_per_s,"
+            "algorithm");
   EXPECT_NE(csv.find("\nmm:H200:2,1,mm,8192×8192×8192,bf16,aten,1.64,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\nmm:H200:2,2,mm,8192×8192×8192,bf16,aten,1.66,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",0.5,0.01,0.2,true,true,true\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.5,0.01,0.2,true,true,true,,,\n"), std::string::npos) << csv;
 }
 
 TEST(OperatorRows, TwoRunsAreComparedRowByRow) {

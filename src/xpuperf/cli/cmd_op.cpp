@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "xpuperf/cli/commands.h"
+#include "xpuperf/cli/local_ranks.h"
 #include "xpuperf/cli/torch_entry.h"
 #include "xpuperf/core/operation_config.h"
 #include "xpuperf/core/roofline.h"
@@ -28,6 +29,7 @@ struct OpOptions {
   std::string roof;    // a run folder or summary.json whose base cases measured the roof
   std::string census;  // --census PATH: the case `census` with census=PATH
   std::vector<std::string> sets;
+  int nproc = 1, master_port = 0;  // a collective's ranks on this host
   bool smoke = false, list = false, markdown = false, inaccurate_ok = false;
 };
 
@@ -72,6 +74,8 @@ Roof roof_of_run(const std::string& path, const std::string& hardware) {
 
 int run_op_command(const GlobalOptions& global, const OpOptions& opts) {
   const Repo repo = find_repo(global);
+  if (!opts.list && !launched_as_rank() && opts.nproc > 1)
+    return spawn_local_ranks(opts.nproc, opts.master_port, global.argv);
   OperatorRequest request;
   request.list = opts.list;
   request.markdown = opts.markdown;
@@ -102,6 +106,10 @@ int run_op_command(const GlobalOptions& global, const OpOptions& opts) {
     request.datasheet_roof = datasheet_roof(chip_specs(repo, opts.vendor, request.hardware));
     request.inaccurate_ok = opts.inaccurate_ok;
     if (!opts.roof.empty()) request.measured_roof = roof_of_run(opts.roof, request.hardware);
+    Diagnostics rank_diags;
+    const auto env = read_rank_env(rank_diags);
+    if (!env) throw CommandError(rank_diags.format());
+    request.env = *env;
   }
   hand_over_to_torch(global.argv);  // the operators are LibTorch's
   if (!torch_entry()) throw CommandError(without_torch("run operator cases"));
@@ -155,6 +163,12 @@ void add_op_command(CLI::App& app, const GlobalOptions& global, int& exit_code) 
                   "log or census file (a training case's --set census_steps=N, an inference case's "
                   "census_batches=N) replayed alone and timed; then Σ calls × time against the measured step, the "
                   "calls that cost most and their roof fractions");
+  cmd->add_option("--nproc", opts->nproc,
+                  "Ranks on this host for a collective (all_reduce, all_gather, reduce_scatter, all_to_all); under "
+                  "a launcher its RANK/WORLD_SIZE instead")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--master-port", opts->master_port, "Rendezvous port for the local ranks (default: a free one)");
   cmd->add_flag("--inaccurate-ok", opts->inaccurate_ok,
                 "Exit 0 when every row ran, inaccurate ones too (a plan's rounds: the report gives the verdicts)");
   cmd->callback([&global, &exit_code, opts] { exit_code = run_op_command(global, *opts); });

@@ -26,19 +26,23 @@ std::optional<Config> load_operation_config(const Repo& repo, const std::string&
 
 std::optional<CaseKey> parse_operation_key(const std::string& text, const Source& where, Diagnostics& diags) {
   const auto parts = std::count(text.begin(), text.end(), ':');
-  if (parts != 2) {
-    diags.error(where, "operator case '" + text + "' must be op:hardware:repeat", "e.g. mm:H200:3");
+  if (parts != 2 && parts != 4) {
+    diags.error(where, "operator case '" + text + "' must be op:hardware:repeat (or op:hardware:nnodes:nproc:repeat)",
+                "e.g. mm:H200:3, or all_reduce:H200:1:2:3 for a collective over 2 ranks");
     return std::nullopt;
   }
   const auto colon = text.find(':');
   const auto last = text.rfind(':');
+  const std::string middle = text.substr(colon, last - colon);  // ":hardware" or ":hardware:nnodes:nproc"
   return parse_case_key(
-      text.substr(0, colon) + ":" + kOperationFramework + text.substr(colon, last - colon) + ":1:1" + text.substr(last),
+      text.substr(0, colon) + ":" + kOperationFramework + middle + (parts == 2 ? ":1:1" : "") + text.substr(last),
       where, diags);
 }
 
 std::string operation_key_text(const CaseKey& key) {
-  return key.model + ":" + key.hardware + ":" + std::to_string(key.repeat);
+  const std::string ranks =
+      key.nnodes == 1 && key.nproc == 1 ? "" : ":" + std::to_string(key.nnodes) + ":" + std::to_string(key.nproc);
+  return key.model + ":" + key.hardware + ranks + ":" + std::to_string(key.repeat);
 }
 
 }  // namespace xpuperf

@@ -7,7 +7,10 @@
 namespace xpuperf {
 
 nlohmann::json Roof::to_json() const {
-  return {{"peak_tflops", peak_tflops}, {"bandwidth_gbps", bandwidth_gbps}, {"source", source}};
+  return {{"peak_tflops", peak_tflops},
+          {"bandwidth_gbps", bandwidth_gbps},
+          {"interconnect_gbps", interconnect_gbps},
+          {"source", source}};
 }
 
 Roof Roof::from_json(const nlohmann::json& j) {
@@ -18,6 +21,8 @@ Roof Roof::from_json(const nlohmann::json& j) {
       if (value.is_number() && value.get<double>() > 0) roof.peak_tflops[dtype] = value.get<double>();
   if (j.contains("bandwidth_gbps") && j["bandwidth_gbps"].is_number())
     roof.bandwidth_gbps = std::max(0.0, j["bandwidth_gbps"].get<double>());
+  if (j.contains("interconnect_gbps") && j["interconnect_gbps"].is_number())
+    roof.interconnect_gbps = std::max(0.0, j["interconnect_gbps"].get<double>());
   if (j.contains("source") && j["source"].is_string()) roof.source = j["source"].get<std::string>();
   return roof;
 }
@@ -29,6 +34,7 @@ Roof datasheet_roof(const YAML::Node& chip) {
     if (const double peak = chip_figure(chip, std::string("peak_tflops.") + dtype); peak > 0)
       roof.peak_tflops[dtype] = peak;
   roof.bandwidth_gbps = chip_figure(chip, "memory_bandwidth_gbps");
+  roof.interconnect_gbps = chip_figure(chip, "interconnect.unidirectional_gbps");
   const std::string name = chip["name"] && chip["name"].IsScalar() ? chip["name"].Scalar() : std::string();
   roof.source = "datasheet" + (name.empty() ? std::string() : ": " + name);
   return roof;
@@ -48,6 +54,11 @@ std::optional<double> roof_fraction(const Roof& roof, const std::string& dtype, 
   const auto least = roof_ms(roof, dtype, flops, bytes);
   if (!least || measured_ms <= 0) return std::nullopt;
   return *least / measured_ms;
+}
+
+std::optional<double> interconnect_fraction(const Roof& roof, double bus_gbps) {
+  if (roof.interconnect_gbps <= 0 || bus_gbps <= 0) return std::nullopt;
+  return bus_gbps / roof.interconnect_gbps;
 }
 
 bool compute_bound(const Roof& roof, const std::string& dtype, double flops, double bytes) {

@@ -49,6 +49,7 @@ struct OperatorRequest {
   bool inaccurate_ok = false;  // exit 0 when every row ran, inaccurate ones too (a plan's round)
   bool list = false;           // instead: the operators, their shapes and formulas
   bool markdown = false;       // the list alone, as cases/operation/README.md's table
+  RankEnv env;                 // a collective's ranks (one rank for every other operator)
 };
 
 }  // namespace xpuperf

@@ -189,9 +189,13 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
       out << "Operators (cases/operation/<op>/config.yaml gives each its shapes and dtypes; `xpuperf op --case "
              "NAME`):\n\n";
     out << operator_table_markdown();
+    if (!request.markdown)
+      out << "\nCollectives (over 2 ranks or more: `xpuperf op --case all_reduce --nproc 2`):\n\n"
+          << collective_table_markdown();
     return 0;
   }
   if (request.name == kCensusCase) return run_census_case(request, out, err);
+  if (is_collective_case(request.name)) return run_collective_case(request, out, err);
   const OperatorSpec* spec = find_operator(request.name);
   std::vector<Shape> shapes;
   std::vector<torch::Dtype> dtypes;

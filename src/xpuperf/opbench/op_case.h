@@ -25,6 +25,14 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
 // explained; exit status as above (a call that did not replay is a failed row).
 int run_census_case(const OperatorRequest& request, std::ostream& out, std::ostream& err);
 
+// The collectives (all_reduce, all_gather, reduce_scatter, all_to_all) over the request's ranks
+// (collective_case.cpp); each rank calls it, rank 0 writes the rows. Exit status as above.
+bool is_collective_case(const std::string& name);
+std::vector<std::string> collective_names();
+int run_collective_case(const OperatorRequest& request, std::ostream& out, std::ostream& err);
+// The collectives' table for `xpuperf op --list`.
+std::string collective_table_markdown();
+
 // How a case's config times its rows (warmup, samples, min_seconds, rotate_mib, flush_mib, seed,
 // input_values, check_accuracy); `smoke` shortens them to a check that the rows run.
 MeasureOptions measure_options(const Config& config, bool smoke);

@@ -77,26 +77,6 @@ Percentiles percentiles(std::vector<double> v) {
   return p;
 }
 
-ErrorStats errors(const torch::Tensor& actual, const torch::Tensor& reference, double rtol, double atol,
-                  double default_atol) {
-  ErrorStats e;
-  const torch::Tensor a = actual.to(torch::kCPU, torch::kFloat64).reshape(-1);
-  const torch::Tensor r = reference.to(torch::kCPU, torch::kFloat64).reshape(-1);
-  if (r.numel() == 0) return e;
-  const torch::Tensor diff = (a - r).abs(), mag = r.abs();
-  // Elements whose reference is near 0 are taken against a floor of a thousandth of the mean
-  // magnitude: a relative error of a value that cancelled to 0 says nothing of the operator.
-  const double floor = std::max(mag.mean().item<double>() * 1e-3, 1e-30);
-  const torch::Tensor rel = diff / mag.clamp_min(floor);
-  e.max_abs = diff.max().item<double>();
-  e.mean_abs = diff.mean().item<double>();
-  e.max_rel = rel.max().item<double>();
-  e.mean_rel = rel.mean().item<double>();
-  e.worst_over_tolerance = (diff / (atol + rtol * mag)).max().item<double>();
-  e.worst_over_default = (diff / (default_atol + rtol * mag)).max().item<double>();
-  return e;
-}
-
 // The inputs' gradients of sum(output · weights), flattened into one tensor.
 torch::Tensor gradients(const OperatorSpec& spec, const Inputs& inputs, const Sizes& sizes,
                         const torch::Tensor& weights) {
@@ -224,14 +204,14 @@ void check_accuracy(const OperatorSpec& spec, const Inputs& cpu_rounded, const I
   }
   const Inputs reference_inputs = converted(cpu_rounded, torch::kCPU, torch::kFloat64);
   const torch::Tensor out = spec.run(on_device, sizes);
-  row.error = errors(out, spec.run(reference_inputs, sizes), row.rtol, row.atol, row.default_atol);
+  row.error = error_stats(out, spec.run(reference_inputs, sizes), row.rtol, row.atol, row.default_atol);
   double worst = row.error.worst_over_tolerance;
   if (spec.has_backward && c10::isFloatingType(dtype)) {
     torch::Generator gen = at::detail::createCPUGenerator(options.seed + 1);
     const torch::Tensor weights = at::normal(0.0, 1.0, out.sizes(), gen).to(dtype).to(torch::kFloat64);
     row.gradient_error =
-        errors(gradients(spec, on_device, sizes, weights), gradients(spec, reference_inputs, sizes, weights), row.rtol,
-               row.atol, row.default_atol);
+        error_stats(gradients(spec, on_device, sizes, weights), gradients(spec, reference_inputs, sizes, weights),
+                    row.rtol, row.atol, row.default_atol);
     row.has_gradients = true;
     worst = std::max(worst, row.gradient_error.worst_over_tolerance);
   }
@@ -239,6 +219,26 @@ void check_accuracy(const OperatorSpec& spec, const Inputs& cpu_rounded, const I
 }
 
 }  // namespace
+
+ErrorStats error_stats(const torch::Tensor& actual, const torch::Tensor& reference, double rtol, double atol,
+                       double default_atol) {
+  ErrorStats e;
+  const torch::Tensor a = actual.to(torch::kCPU, torch::kFloat64).reshape(-1);
+  const torch::Tensor r = reference.to(torch::kCPU, torch::kFloat64).reshape(-1);
+  if (r.numel() == 0) return e;
+  const torch::Tensor diff = (a - r).abs(), mag = r.abs();
+  // Elements whose reference is near 0 are taken against a floor of a thousandth of the mean
+  // magnitude: a relative error of a value that cancelled to 0 says nothing of the operator.
+  const double floor = std::max(mag.mean().item<double>() * 1e-3, 1e-30);
+  const torch::Tensor rel = diff / mag.clamp_min(floor);
+  e.max_abs = diff.max().item<double>();
+  e.mean_abs = diff.mean().item<double>();
+  e.max_rel = rel.max().item<double>();
+  e.mean_rel = rel.mean().item<double>();
+  e.worst_over_tolerance = (diff / (atol + rtol * mag)).max().item<double>();
+  e.worst_over_default = (diff / (default_atol + rtol * mag)).max().item<double>();
+  return e;
+}
 
 void time_operator_call(const OperatorCall& call, const std::vector<Inputs>& sets, const torch::Device& device,
                         const MeasureOptions& options, OperatorRow& row) {
@@ -391,6 +391,12 @@ nlohmann::json OperatorRow::to_json() const {
     j["backward"] = backward;
     j["flops_known"] = flops_known;
     if (warm_ms) j["warm_ms"] = *warm_ms;
+  }
+  if (ranks > 0) {
+    j["ranks"] = ranks;
+    j["bus_factor"] = bus_factor;
+    j["bus_gb_per_s"] = bus_gb_per_s;
+    j["algorithm"] = algorithm;
   }
   if (has_gradients) j["gradient_error"] = error_json(gradient_error);
   if (!check_problem.empty()) j["check_problem"] = check_problem;

@@ -107,9 +107,20 @@ struct OperatorRow {
   double calls_per_step = 0;
   std::optional<double> warm_ms;  // the same call with warm caches: no flush, no rotation
   bool backward = false, flops_known = true;
+  // A collective (collective_case.cpp): its ranks, nccl-tests' bus factor (the bus bandwidth is
+  // gb_per_s, the algorithm bandwidth, times it), and the algorithm its backend chose, or why
+  // none is known. 0 ranks: not a collective.
+  int ranks = 0;
+  double bus_factor = 0, bus_gb_per_s = 0;
+  std::string algorithm;
 
   nlohmann::json to_json() const;
 };
+
+// `actual` against `reference` (float64), element by element, under the tolerance (atol, rtol) and
+// under torch.testing's default atol for the dtype.
+ErrorStats error_stats(const torch::Tensor& actual, const torch::Tensor& reference, double rtol, double atol,
+                       double default_atol);
 
 // torch.testing's default (rtol, atol) for a dtype.
 std::pair<double, double> default_tolerance(torch::Dtype dtype);

@@ -8,6 +8,7 @@ namespace xpuperf::report {
 namespace {
 
 constexpr const char* kComputation = "computation-";
+constexpr const char* kAllReduce = "interconnect-allreduce";
 
 double mean(const std::vector<double>& v) {
   double sum = 0;
@@ -38,11 +39,13 @@ Roof measured_roof(const Summary& summary, const std::string& hardware) {
   for (const auto& c : summary.cases) {
     if (!c.is(CaseFamilyKind::Base) || (!hardware.empty() && c.hardware != hardware)) continue;
     const bool computation = c.model.rfind(kComputation, 0) == 0;
-    if (!computation && c.model != "main_memory-bandwidth") continue;
+    const bool all_reduce = c.model == kAllReduce;
+    if (!computation && !all_reduce && c.model != "main_memory-bandwidth") continue;
     std::vector<double> values;
     for (const auto& r : c.rounds) {
       if (!r.ok() || !r.correct.value_or(true)) continue;
-      const double v = computation ? (r.find("value") ? *r.find("value") : 0) : bandwidth_of(r);
+      // A computation case's figure is its TFLOP/s; all-reduce's, its bus bandwidth at the largest size.
+      const double v = computation || all_reduce ? (r.find("value") ? *r.find("value") : 0) : bandwidth_of(r);
       if (v > 0) values.push_back(v);
     }
     if (values.empty()) continue;
@@ -51,6 +54,8 @@ Roof measured_roof(const Summary& summary, const std::string& hardware) {
       std::string dtype = c.model.substr(std::string(kComputation).size());
       std::transform(dtype.begin(), dtype.end(), dtype.begin(), [](unsigned char ch) { return std::tolower(ch); });
       roof.peak_tflops[dtype] = mean(values);
+    } else if (all_reduce) {
+      roof.interconnect_gbps = mean(values);
     } else {
       roof.bandwidth_gbps = mean(values);
     }

@@ -61,8 +61,14 @@ void finish(OperatorRowStats& s, const Roof& datasheet, const Roof& measured, co
     s.gb_per_s = s.bytes / (ms * 1e-3) / 1e9;
   }
   s.intensity = s.bytes > 0 ? s.flops / s.bytes : 0;
-  s.datasheet_fraction = roof_fraction(datasheet, s.dtype, s.flops, s.bytes, ms);
-  s.measured_fraction = roof_fraction(measured, s.dtype, s.flops, s.bytes, ms);
+  if (const double factor = number_of(s.last, "bus_factor"); factor > 0) {  // a collective: its interconnect's
+    s.bus_gb_per_s = s.gb_per_s * factor;
+    s.datasheet_fraction = interconnect_fraction(datasheet, s.bus_gb_per_s);
+    s.measured_fraction = interconnect_fraction(measured, s.bus_gb_per_s);
+  } else {
+    s.datasheet_fraction = roof_fraction(datasheet, s.dtype, s.flops, s.bytes, ms);
+    s.measured_fraction = roof_fraction(measured, s.dtype, s.flops, s.bytes, ms);
+  }
   if (!energies.empty()) {
     double sum = 0;
     for (const double e : energies) sum += e;

@@ -22,9 +22,10 @@ struct OperatorRowStats {
   Aggregate time;                 // over median_ms
   nlohmann::json last;            // the last ok round's row as written (FLOPs, bytes, errors, verdicts)
   double flops = 0, bytes = 0, tflops = 0, gb_per_s = 0, intensity = 0;  // at the mean time
-  std::optional<double> datasheet_fraction, measured_fraction;           // at the mean time
-  std::optional<double> energy_per_call_j;                               // mean over the rounds that have it
-  bool checked = false, accurate = false, deterministic = false;         // the last ok round's verdicts
+  double bus_gb_per_s = 0;  // a collective's bus bandwidth (nccl-tests' busbw), placed on the interconnect
+  std::optional<double> datasheet_fraction, measured_fraction;    // at the mean time
+  std::optional<double> energy_per_call_j;                        // mean over the rounds that have it
+  bool checked = false, accurate = false, deterministic = false;  // the last ok round's verdicts
   // An implementation beside ATen's: ATen's mean time over this one's (same operator, shape and
   // dtype); void where either row is inaccurate, which `speedup_void` says.
   std::optional<double> speedup;

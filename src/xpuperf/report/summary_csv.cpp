@@ -122,7 +122,10 @@ const std::vector<const char*> kOperatorColumns = {"op",
                                                    "worst_over_tolerance",
                                                    "checked",
                                                    "accurate",
-                                                   "deterministic"};
+                                                   "deterministic",
+                                                   "ranks",
+                                                   "bus_gb_per_s",
+                                                   "algorithm"};
 
 std::string operator_cell(const json& row, const std::string& column, const std::optional<double>& measured) {
   if (column == "shape") return shape_text(row.value("shape", json()));

@@ -188,6 +188,17 @@ std::string step_explained(const CaseResult& c, const std::vector<OperatorRowSta
   return md.str();
 }
 
+// A collective's backend with the algorithm it chose.
+std::string implementation_text(const OperatorRowStats& r) {
+  const std::string algorithm = r.last.value("algorithm", "");
+  return algorithm.empty() ? r.implementation : r.implementation + " (" + algorithm + ")";
+}
+
+// GB/s; a collective's algorithm bandwidth with its bus bandwidth, which its roof fractions are of.
+std::string bandwidth_text(const OperatorRowStats& r) {
+  return fixed_digits(r.gb_per_s, 1) + (r.bus_gb_per_s > 0 ? " (bus " + fixed_digits(r.bus_gb_per_s, 1) + ")" : "");
+}
+
 // The operator cases: one line a row, its time over the ok rounds and its place on the roofs.
 std::string operator_table(const Summary& s) {
   std::ostringstream md;
@@ -204,8 +215,8 @@ std::string operator_table(const Summary& s) {
     const std::vector<OperatorRowStats> case_rows = operator_rows(c, measured);
     explained += step_explained(c, case_rows);
     for (const auto& r : case_rows)
-      md << "| " << c.key << " | " << r.op << " | " << r.shape << " | " << r.dtype << " | " << r.implementation << " | "
-         << mean_and_spread(r.time, 4) << " | " << fixed_digits(r.tflops, 3) << " | " << fixed_digits(r.gb_per_s, 1)
+      md << "| " << c.key << " | " << r.op << " | " << r.shape << " | " << r.dtype << " | " << implementation_text(r)
+         << " | " << mean_and_spread(r.time, 4) << " | " << fixed_digits(r.tflops, 3) << " | " << bandwidth_text(r)
          << " | " << fixed_digits(r.intensity, 2) << " | " << fraction_text(r.datasheet_fraction) << " | "
          << fraction_text(r.measured_fraction) << " | " << speedup_text(r) << " | "
          << (r.energy_per_call_j ? fixed_digits(*r.energy_per_call_j, 6) : "–") << " | " << verdict_text(r) << " | "
