@@ -68,6 +68,39 @@ struct PassThrough : torch::autograd::Function<PassThrough> {
   }
 };
 
+// One that allocates its gradient through the dispatcher and fills it itself, as a fused kernel
+// does: still its own kernels' time in no call.
+struct AllocatesThenWrites : torch::autograd::Function<AllocatesThenWrites> {
+  static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) { return x.clone(); }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
+    torch::Tensor out = torch::empty_like(grads[0]);
+    const auto in = grads[0].accessor<float, 1>();  // read through its strides: no operator
+    for (std::int64_t i = 0; i < out.numel(); ++i) out.data_ptr<float>()[i] = in[i];
+    return {out};
+  }
+};
+
+// And one whose backward computes through ATen: its calls hold its time.
+struct Doubles : torch::autograd::Function<Doubles> {
+  static torch::Tensor forward(torch::autograd::AutogradContext*, const torch::Tensor& x) { return x * 2; }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
+    return {grads[0] * 2};
+  }
+};
+
+TEST(OperatorCensus, ABackwardThatOnlyAllocatesIsOpaqueOneThatComputesIsNot) {
+  const auto x = torch::randn({4}, torch::requires_grad());
+  const auto loss = (AllocatesThenWrites::apply(x) + Doubles::apply(x)).sum();
+  OperatorCensus census;
+  loss.backward();
+  census.stop();
+  const auto opaque = census.opaque_backward();
+  EXPECT_EQ(opaque.count("AllocatesThenWrites"), 1u);
+  EXPECT_EQ(opaque.count("Doubles"), 0u);
+}
+
 TEST(OperatorCensus, NamesTheCustomBackwardsThatCallNoOperator) {
   const auto x = torch::randn({4}, torch::requires_grad());
   const auto loss = PassThrough::apply(x).sum();
@@ -297,7 +330,10 @@ TEST(CensusReplay, TheStepIsExplainedByCallsTimesTimeWithTheCostliestFirst) {
   rows[1].measured_fraction = 0.3;
   rows[0].warm_ms = 0.25;
   rows[1].warm_ms = 5;
+  rows[0].host_ms = 0.01;  // the host issues 4 a step in 0.04 ms
+  rows[1].host_ms = 0.02;
   const Explanation e = explain(rows, census, 10, 3);
+  EXPECT_DOUBLE_EQ(e.host_issue_ms, 0.06);
   EXPECT_DOUBLE_EQ(*e.explained_warm_ms, 6);
   EXPECT_DOUBLE_EQ(*e.warm_share, 0.6);
   EXPECT_DOUBLE_EQ(e.explained_ms, 8);
@@ -317,6 +353,7 @@ TEST(CensusReplay, TheStepIsExplainedByCallsTimesTimeWithTheCostliestFirst) {
   EXPECT_NE(md.find("| aten::mm | 5.0 | 8.000 | 100.0 % |"), std::string::npos) << md;
   EXPECT_NE(md.find("| explained | 80.0 % |"), std::string::npos) << md;
   EXPECT_NE(md.find("| explained, warm | 60.0 % |"), std::string::npos) << md;
+  EXPECT_NE(md.find("the step waits for the host) | 0.060 |"), std::string::npos) << md;
 }
 
 }  // namespace

@@ -467,6 +467,7 @@ Explanation explain(const std::vector<OperatorRow>& rows, const Census& census, 
   bool all_warm = !rows.empty();
   for (const auto& r : rows) {
     e.explained_ms += r.calls_per_step * r.median_ms;
+    e.host_issue_ms += r.calls_per_step * r.host_ms;
     e.replayed_calls += r.calls_per_step;
     all_warm = all_warm && r.warm_ms.has_value();
     warm += r.calls_per_step * r.warm_ms.value_or(0);
@@ -504,6 +505,7 @@ json Explanation::to_json(const std::vector<OperatorRow>& rows, const Census& ce
             {"by_operator", operators},
             {"census", census.source},
             {"explained_ms", explained_ms},
+            {"host_issue_ms", host_issue_ms},
             {"replayed_calls_per_step", replayed_calls},
             {"unreplayed_calls_per_step", unreplayed_calls},
             {"host_calls_per_step", host_calls},
@@ -536,6 +538,8 @@ std::string explanation_markdown(const Explanation& e, const std::vector<Operato
   if (e.explained_warm_ms)
     md << "| Σ calls × isolated time with warm caches | " << fixed_digits(*e.explained_warm_ms, 3) << " |\n";
   if (e.warm_share) md << "| explained, warm | " << fixed_digits(100 * *e.warm_share, 1) << " % |\n";
+  md << "| Σ calls × the host's time to issue one (eager; past the sums above, the " << unit
+     << " waits for the host) | " << fixed_digits(e.host_issue_ms, 3) << " |\n";
   if (e.host_calls > 0)
     md << "| calls a " << unit << " on the host alone (every tensor on the CPU; not replayed) | "
        << fixed_digits(e.host_calls, 1) << " |\n";

@@ -59,6 +59,9 @@ struct Explanation {
   // find some inputs in the caches (the last call's output) and not others (weights), so the step
   // lies between the two sums.
   std::optional<double> explained_warm_ms, warm_share;
+  // Σ calls a step × the host's median time to issue one (without waiting for it): the eager
+  // host's share of the step. Where it passes the device's sums the device waits for the host.
+  double host_issue_ms = 0;
   double replayed_calls = 0;            // calls a step that were replayed
   double unreplayed_calls = 0;          // calls a step that were not (their errors are the failed rows)
   double host_calls = 0;                // calls a step on the host alone, left out of a device's replay

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include "xpuperf/torchrt/compat.h"
@@ -145,6 +146,19 @@ std::string custom_function_of(const std::string& node) {
   return colon == std::string::npos ? name : name.substr(colon + 2);
 }
 
+// Operators that launch no kernel: they allocate, or view what exists. A custom backward that
+// made only these launched its kernels itself (xpuperf's fused kernels allocate their gradients
+// with empty_like, then launch), so its time is still in no call.
+bool launches_no_kernel(const char* op) {
+  static const std::set<std::string> kNone = {
+      "aten::empty",   "aten::empty_like", "aten::empty_strided", "aten::view",      "aten::reshape",
+      "aten::_reshape_alias", "aten::as_strided", "aten::detach",  "aten::alias",     "aten::t",
+      "aten::transpose", "aten::permute",  "aten::expand",        "aten::squeeze",   "aten::unsqueeze",
+      "aten::slice",   "aten::select",     "aten::narrow",        "aten::resize_",   "aten::size",
+      "aten::stride",  "aten::numel",      "aten::is_contiguous", "aten::contiguous_format"};
+  return kNone.count(op) > 0;
+}
+
 // The start callback marks what it opened, so that the end callback undoes exactly that.
 struct Opened : at::ObserverContext {
   explicit Opened(bool op) : operator_scope(op) {}
@@ -161,7 +175,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (!fn.operator_name()) return nullptr;
   if (open_operators++ == 0) {
     if (auto* r = active.load()) r->add(fn, !open_nodes.empty());
-    if (!open_nodes.empty()) open_nodes.back() = true;
+    if (!open_nodes.empty() && !launches_no_kernel(fn.name())) open_nodes.back() = true;
   }
   return std::make_unique<Opened>(true);
 }
