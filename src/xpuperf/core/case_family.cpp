@@ -83,8 +83,8 @@ class BaseFamily : public CaseFamily {
   bool sees_every_device(const Config& config) const override { return config.get_bool("whole_host", false); }
 };
 
-// An operator case: one process on the first host. Its rounds keep an inaccurate row (the report
-// gives the verdict and voids its speed-up) rather than failing: what was measured is not lost.
+// An operator case: one process on the first host (a collective: its key's ranks). Its rounds keep an inaccurate row
+// (the report gives the verdict and voids its speed-up) rather than failing: what was measured is not lost.
 class OperationFamily : public CaseFamily {
  public:
   const char* name() const override { return "operation"; }

@@ -150,12 +150,14 @@ std::string custom_function_of(const std::string& node) {
 // made only these launched its kernels itself (xpuperf's fused kernels allocate their gradients
 // with empty_like, then launch), so its time is still in no call.
 bool launches_no_kernel(const char* op) {
-  static const std::set<std::string> kNone = {
-      "aten::empty",   "aten::empty_like", "aten::empty_strided", "aten::view",      "aten::reshape",
-      "aten::_reshape_alias", "aten::as_strided", "aten::detach",  "aten::alias",     "aten::t",
-      "aten::transpose", "aten::permute",  "aten::expand",        "aten::squeeze",   "aten::unsqueeze",
-      "aten::slice",   "aten::select",     "aten::narrow",        "aten::resize_",   "aten::size",
-      "aten::stride",  "aten::numel",      "aten::is_contiguous", "aten::contiguous_format"};
+  static const std::set<std::string> kNone = {"aten::empty",      "aten::empty_like",    "aten::empty_strided",
+                                              "aten::view",       "aten::reshape",       "aten::_reshape_alias",
+                                              "aten::as_strided", "aten::detach",        "aten::alias",
+                                              "aten::t",          "aten::transpose",     "aten::permute",
+                                              "aten::expand",     "aten::squeeze",       "aten::unsqueeze",
+                                              "aten::slice",      "aten::select",        "aten::narrow",
+                                              "aten::resize_",    "aten::size",          "aten::stride",
+                                              "aten::numel",      "aten::is_contiguous", "aten::contiguous_format"};
   return kNone.count(op) > 0;
 }
 
