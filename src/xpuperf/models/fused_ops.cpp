@@ -74,7 +74,7 @@ RotatedQkv linear_rotary_qkv(const torch::Tensor& x, const torch::Tensor& qkv_we
                              const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer,
                              bool use_kernels) {
   if (use_kernels) {
-    if (!step) return ops::linear_rotary_qkv(x, qkv_weight, heads, kv_heads, head_dim, cos, sin_signed);
+    if (!step || step->paged) return ops::linear_rotary_qkv(x, qkv_weight, heads, kv_heads, head_dim, cos, sin_signed);
     const auto cache = cache_write(*step, layer);
     return ops::linear_rotary_qkv(x, qkv_weight, heads, kv_heads, head_dim, cos, sin_signed, &cache);
   }
@@ -85,7 +85,7 @@ RotatedQkv linear_rotary_qkv(const torch::Tensor& x, const torch::Tensor& qkv_we
 RotatedQkv rotary_qkv(const torch::Tensor& qkv, std::int64_t heads, std::int64_t kv_heads, const torch::Tensor& cos,
                       const torch::Tensor& sin_signed, const KvStep* step, std::int64_t layer, bool use_kernels) {
   if (!use_kernels) return ops::composite::rotary_qkv(qkv, heads, kv_heads, cos, sin_signed);
-  if (!step) return ops::rotary_qkv(qkv, heads, kv_heads, cos, sin_signed);
+  if (!step || step->paged) return ops::rotary_qkv(qkv, heads, kv_heads, cos, sin_signed);
   const auto cache = cache_write(*step, layer);
   return ops::rotary_qkv(qkv, heads, kv_heads, cos, sin_signed, &cache);
 }
@@ -101,7 +101,7 @@ torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_
 std::optional<torch::Tensor> decode_attention(const torch::Tensor& q, const KvStep& step, std::int64_t layer) {
   // Without a kernel on this device the caller's attention reads the step's mask, made once for all
   // its layers, where the composite operator would make it a layer at a time.
-  if (step.fresh || step.visible <= 0 || !ops::has_kernel("decode_attention", q.device().type())) return std::nullopt;
+  if (step.paged || step.fresh || step.visible <= 0 || !ops::has_kernel("decode_attention", q.device().type())) return std::nullopt;
   const auto i = static_cast<std::size_t>(layer);
   return ops::decode_attention(q, step.cache->k[i], step.cache->v[i], step.positions, step.visible);
 }

@@ -241,6 +241,7 @@ torch::Tensor GptLMHeadModelImpl::decoder_logits(const torch::Tensor& ids, const
   auto x = transformer->wte(ids) + transformer->wpe(positions);
   std::int64_t i = 0;
   for (const auto& block : *transformer->h) x = block->as<GptBlock>()->forward_cached(x, i++, step);
+  if (step && step->logit_rows.defined()) x = x.index_select(1, step->logit_rows);
   x = transformer->ln_f(x);
   if (keep_last > 0 && keep_last < x.size(1)) x = x.narrow(1, x.size(1) - keep_last, keep_last);
   return torch::nn::functional::linear(x, transformer->wte->weight);

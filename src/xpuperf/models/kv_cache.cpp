@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "xpuperf/models/fused_ops.h"
+#include "xpuperf/models/paged_kv.h"
 #include "xpuperf/ops/composite.h"
 #include "xpuperf/torchrt/compat.h"
 
@@ -48,6 +49,13 @@ KvStep KvStep::decode(KvCache& cache, const torch::Tensor& positions, std::int64
   return s;
 }
 
+KvStep KvStep::paged_step(const PagedBatch& batch, const torch::Tensor& positions) {
+  KvStep s;
+  s.paged = &batch;
+  s.positions = positions;
+  return s;
+}
+
 const torch::Tensor& KvStep::additive_mask() const {
   if (!bias_.defined() && !fresh && visible > 0)
     bias_ = ops::composite::decode_mask(positions, visible, cache->k[0].options());
@@ -57,6 +65,10 @@ const torch::Tensor& KvStep::additive_mask() const {
 torch::Tensor decoder_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                 std::int64_t layer, const KvStep* step, bool cached, const torch::Tensor& mask,
                                 bool use_kernels) {
+  if (step && step->paged) {
+    TORCH_CHECK(!cached, "attention: a paged step's keys are written by its attention");
+    return paged_attention(q, k, v, layer, *step->paged);
+  }
   const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2);
   const auto kv_heads = step ? step->cache->k[static_cast<std::size_t>(layer)].size(2) : k.size(1);
   TORCH_CHECK(heads % kv_heads == 0, "attention: ", heads, " query heads are not a multiple of ", kv_heads,

@@ -22,8 +22,16 @@ struct KvCache {
 };
 
 // Where one forward's tokens (ids: batch × tokens) go and what they see.
+struct PagedBatch;  // paged_kv.h
+
 struct KvStep {
   KvCache* cache = nullptr;
+  // A paged engine's step instead (then `cache` is null): its tokens flattened into one row, each
+  // at its position in its own sequence.
+  const PagedBatch* paged = nullptr;
+  // Where given, the rows of the step's tokens (in its flattened row) whose logits are wanted: the
+  // model's output layer runs on those alone.
+  torch::Tensor logit_rows;
   torch::Tensor slots;      // (batch) int64: the slot of each row
   torch::Tensor positions;  // (batch, tokens) int64: each token's position in its sequence
   // Prefill: the tokens are a sequence's first (positions 0..tokens-1 in every row), so they attend
@@ -41,6 +49,8 @@ struct KvStep {
   static KvStep prefill(KvCache& cache, const torch::Tensor& slots, std::int64_t tokens);
   // positions: (batch, 1), the position of each row's new token.
   static KvStep decode(KvCache& cache, const torch::Tensor& positions, std::int64_t visible);
+  // positions: (1, T), each token's position in its sequence.
+  static KvStep paged_step(const PagedBatch& batch, const torch::Tensor& positions);
 
  private:
   mutable torch::Tensor bias_;  // additive_mask(), once made

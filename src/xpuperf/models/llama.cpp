@@ -421,6 +421,7 @@ torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor& ids) {
 torch::Tensor LlamaForCausalLMImpl::decoder_logits(const torch::Tensor& ids, const KvStep* step,
                                                    std::int64_t keep_last) {
   auto hidden = model->forward(ids, step, fused_kernels);
+  if (step && step->logit_rows.defined()) hidden = hidden.index_select(1, step->logit_rows);
   if (keep_last > 0 && keep_last < hidden.size(1)) hidden = hidden.narrow(1, hidden.size(1) - keep_last, keep_last);
   return fused::linear(hidden, output_weight(), fused_kernels);
 }

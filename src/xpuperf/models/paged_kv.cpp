@@ -1,0 +1,110 @@
+#include "xpuperf/models/paged_kv.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "xpuperf/torchrt/compat.h"
+
+namespace xpuperf::models {
+
+PagedKvCache PagedKvCache::allocate(std::int64_t layers, std::int64_t blocks, std::int64_t block_size,
+                                    std::int64_t kv_heads, std::int64_t head_dim, const torch::TensorOptions& options) {
+  PagedKvCache c;
+  for (std::int64_t i = 0; i < layers; ++i) {
+    c.k.push_back(torch::zeros({blocks, block_size, kv_heads, head_dim}, options));
+    c.v.push_back(torch::zeros({blocks, block_size, kv_heads, head_dim}, options));
+  }
+  return c;
+}
+
+double PagedKvCache::bytes_per_block(std::int64_t layers, std::int64_t block_size, std::int64_t kv_heads,
+                                     std::int64_t head_dim, std::int64_t element_size) {
+  return 2.0 * static_cast<double>(layers * block_size * kv_heads * head_dim * element_size);
+}
+
+double PagedKvCache::bytes() const {
+  double total = 0;
+  for (std::size_t i = 0; i < k.size(); ++i)
+    total += static_cast<double>(k[i].numel() * k[i].element_size() + v[i].numel() * v[i].element_size());
+  return total;
+}
+
+void PagedBatch::finish(const torch::TensorOptions& mask_options) {
+  decoding.clear();
+  std::int64_t longest = 0;
+  for (std::size_t i = 0; i < sequences.size(); ++i)
+    if (sequences[i].count == 1) {
+      decoding.push_back(i);
+      longest = std::max(longest, sequences[i].context_rows.size(0));
+    }
+  if (decoding.empty()) return;
+  const auto b = static_cast<std::int64_t>(decoding.size());
+  const auto index = sequences[decoding[0]].context_rows.options();
+  decode_rows = torch::zeros({b, longest}, index);  // padding reads row 0, masked out
+  decode_mask = torch::zeros({b, 1, 1, longest}, mask_options);
+  std::vector<std::int64_t> tokens;
+  for (std::int64_t r = 0; r < b; ++r) {
+    const auto& s = sequences[decoding[static_cast<std::size_t>(r)]];
+    const auto n = s.context_rows.size(0);
+    decode_rows[r].narrow(0, 0, n).copy_(s.context_rows);
+    if (n < longest) decode_mask[r].narrow(-1, n, longest - n).fill_(-INFINITY);
+    tokens.push_back(s.first);
+  }
+  decode_tokens = torch::tensor(tokens, index);
+}
+
+namespace {
+
+// Keys or values of `rows` (any shape) from a layer's pool, as (rows..., kv_heads, head_dim).
+torch::Tensor gather(const torch::Tensor& pool, const torch::Tensor& rows) {
+  const auto flat = pool.view({-1, pool.size(2), pool.size(3)});
+  std::vector<std::int64_t> shape(rows.sizes().begin(), rows.sizes().end());
+  shape.push_back(pool.size(2));
+  shape.push_back(pool.size(3));
+  return flat.index_select(0, rows.reshape({-1})).view(shape);
+}
+
+// (…, kv_heads, tokens, head_dim) with each key/value head repeated for its group of query heads.
+torch::Tensor for_heads(const torch::Tensor& t, std::int64_t group) {
+  return group > 1 ? t.repeat_interleave(group, -3) : t;
+}
+
+}  // namespace
+
+torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                              std::int64_t layer, const PagedBatch& batch) {
+  const auto i = static_cast<std::size_t>(layer);
+  torch::Tensor& k_pool = batch.cache->k[i];
+  torch::Tensor& v_pool = batch.cache->v[i];
+  const auto heads = q.size(1), kv_heads = k_pool.size(2);
+  TORCH_CHECK(q.size(0) == 1, "paged attention: a step's tokens are one row, got ", q.size(0));
+  TORCH_CHECK(heads % kv_heads == 0, "attention: ", heads, " query heads are not a multiple of ", kv_heads,
+              " key/value heads");
+  const auto group = heads / kv_heads;
+  // The step's keys and values to their rows: (T, kv_heads, head_dim).
+  k_pool.view({-1, kv_heads, k_pool.size(3)}).index_copy_(0, batch.cache_rows, k[0].transpose(0, 1));
+  v_pool.view({-1, kv_heads, v_pool.size(3)}).index_copy_(0, batch.cache_rows, v[0].transpose(0, 1));
+  torch::Tensor out = torch::empty_like(q);
+  if (!batch.decoding.empty()) {  // one token each, batched: (B, heads, 1, head_dim)
+    const auto qd = q[0].index_select(1, batch.decode_tokens).transpose(0, 1).unsqueeze(2);
+    const auto keys = for_heads(gather(k_pool, batch.decode_rows).transpose(1, 2), group);
+    const auto values = for_heads(gather(v_pool, batch.decode_rows).transpose(1, 2), group);
+    const auto y = compat::attention(qd, keys, values, 0.0, false, false, batch.decode_mask);  // (B, heads, 1, D)
+    out[0].index_copy_(1, batch.decode_tokens, y.squeeze(2).transpose(0, 1));
+  }
+  for (const auto& s : batch.sequences) {
+    if (s.count == 1) continue;
+    const auto length = s.context_rows.size(0);
+    const auto keys = for_heads(gather(k_pool, s.context_rows).transpose(0, 1).unsqueeze(0), group);
+    const auto values = for_heads(gather(v_pool, s.context_rows).transpose(0, 1).unsqueeze(0), group);
+    // Token j of the chunk (position start + j) sees the keys at positions up to its own.
+    const auto seen = torch::arange(length, s.context_rows.options()).view({1, length}) <=
+                      (torch::arange(s.count, s.context_rows.options()) + s.start).view({s.count, 1});
+    const auto y = compat::attention(q.narrow(2, s.first, s.count), keys, values, 0.0, false, false,
+                                     seen.view({1, 1, s.count, length}));
+    out.narrow(2, s.first, s.count).copy_(y);
+  }
+  return out;
+}
+
+}  // namespace xpuperf::models
