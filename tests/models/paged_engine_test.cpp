@@ -1,12 +1,17 @@
 // The paged serving engine (infer/paged_engine.h): 32 prompts of mixed lengths run together, with
 // chunked prefill and preemption, give each sequence the greedy tokens it gives alone.
 
+#include "xpuperf/infer/paged_engine.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "xpuperf/infer/paged_engine.h"
+#include "xpuperf/models/fused_ops.h"
 #include "xpuperf/models/gpt.h"
 #include "xpuperf/models/llama.h"
+#include "xpuperf/ops/composite.h"
+#include "xpuperf/ops/operators.h"
+#include "xpuperf/torchrt/kernel_profile.h"
 
 namespace xpuperf::infer {
 namespace {
@@ -31,9 +36,10 @@ std::vector<Request> mixed_requests(std::int64_t count, std::int64_t vocab) {
 }
 
 // Greedy alone: the full forward pass over the growing sequence, no cache.
-std::vector<std::int64_t> greedy_alone(models::CausalDecoder& decoder, const Request& r) {
+std::vector<std::int64_t> greedy_alone(models::CausalDecoder& decoder, const Request& r,
+                                       torch::Device device = torch::kCPU) {
   torch::NoGradGuard no_grad;
-  auto seq = torch::tensor(r.prompt, torch::kLong).view({1, -1});
+  auto seq = torch::tensor(r.prompt, torch::kLong).view({1, -1}).to(device);
   std::vector<std::int64_t> out;
   for (std::int64_t i = 0; i < r.output; ++i) {
     const auto next = decoder.decoder_logits(seq, nullptr, 1).select(1, -1).argmax(-1, true);
@@ -44,14 +50,15 @@ std::vector<std::int64_t> greedy_alone(models::CausalDecoder& decoder, const Req
 }
 
 // Float64, so that the order of a batched sum cannot turn a near tie.
-void expect_paged_engine_matches_alone(models::CausalDecoder& decoder, std::int64_t vocab) {
+void expect_paged_engine_matches_alone(models::CausalDecoder& decoder, std::int64_t vocab,
+                                       torch::Device device = torch::kCPU, torch::Dtype dtype = torch::kDouble) {
   const auto requests = mixed_requests(32, vocab);
   serving::SchedulerOptions o;
   o.block_size = 4;
-  o.blocks = 30;                   // 120 tokens of cache for 32 sequences of up to 50: preemptions
-  o.max_num_batched_tokens = 24;   // most prompts come in chunks
+  o.blocks = 30;                  // 120 tokens of cache for 32 sequences of up to 50: preemptions
+  o.max_num_batched_tokens = 24;  // most prompts come in chunks
   o.max_num_seqs = 12;
-  PagedEngine engine(decoder, torch::kCPU, torch::kDouble, o);
+  PagedEngine engine(decoder, device, dtype, o);
   for (std::size_t i = 0; i < requests.size(); ++i)
     engine.add(static_cast<std::int64_t>(i), requests[i].prompt, requests[i].output);
   std::int64_t steps = 0, mixed = 0, most_sequences = 0;
@@ -68,7 +75,8 @@ void expect_paged_engine_matches_alone(models::CausalDecoder& decoder, std::int6
   EXPECT_GT(most_sequences, 4);
   EXPECT_EQ(engine.scheduler().free_blocks(), o.blocks);
   for (std::size_t i = 0; i < requests.size(); ++i)
-    EXPECT_EQ(engine.output(static_cast<std::int64_t>(i)), greedy_alone(decoder, requests[i])) << "sequence " << i;
+    EXPECT_EQ(engine.output(static_cast<std::int64_t>(i)), greedy_alone(decoder, requests[i], device))
+        << "sequence " << i;
 }
 
 TEST(PagedEngine, LlamaBatchedWithChunksAndPreemptionGivesEachSequencesGreedyTokens) {
@@ -105,6 +113,76 @@ TEST(PagedEngine, ASequenceThatCanNeverRunIsAClearError) {
     EXPECT_STREQ(e.what(), "sequence 1: 12 + 8 tokens pass the model's 16 positions (max_position_embeddings)");
   }
   EXPECT_THROW(engine.add(2, std::vector<std::int64_t>(12, 0), 2), std::invalid_argument) << "13 tokens, 3 blocks";
+}
+
+bool no_kernels() {
+  return !torch::cuda::is_available() || !models::fused::kernels_built();
+}
+
+// The decode attention kernel reading through block tables, against ATen's attention over the
+// gathered keys: rows of 1 to 700 keys (several chunks, then their combination) in blocks of 16
+// scattered over the pool, grouped-query heads, every type the kernel takes.
+TEST(PagedEngine, OnCudaThePagedDecodeKernelIsAtensAttention) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  torch::manual_seed(21);
+  const std::int64_t heads = 8, kv_heads = 2, block = 16, pool = 128;
+  const std::vector<std::int64_t> keys = {1, 17, 40, 150, 700};
+  const auto batch = static_cast<std::int64_t>(keys.size());
+  const auto order = torch::randperm(pool, torch::kLong);  // each row's blocks anywhere in the pool
+  std::int64_t next = 0, widest = 0;
+  std::vector<std::vector<std::int64_t>> tables;
+  for (const auto n : keys) {
+    tables.emplace_back();
+    for (std::int64_t b = 0; b < (n + block - 1) / block; ++b)
+      tables.back().push_back(order[next++].item<std::int64_t>());
+    widest = std::max<std::int64_t>(widest, static_cast<std::int64_t>(tables.back().size()));
+  }
+  auto table = torch::zeros({batch, widest}, torch::kLong);
+  for (std::int64_t r = 0; r < batch; ++r)
+    for (std::size_t b = 0; b < tables[static_cast<std::size_t>(r)].size(); ++b)
+      table[r][static_cast<std::int64_t>(b)] = tables[static_cast<std::size_t>(r)][b];
+  table = table.to(torch::kCUDA);
+  auto positions = (torch::tensor(keys, torch::kLong) - 1).view({batch, 1}).to(torch::kCUDA);
+  const std::int64_t visible = 700;
+  for (const std::int64_t dim : {64, 128}) {
+    for (const auto dtype : {torch::kFloat, torch::kBFloat16, torch::kHalf}) {
+      const auto options = torch::TensorOptions().dtype(dtype).device(torch::kCUDA);
+      const auto k = torch::randn({pool, block, kv_heads, dim}, options);
+      const auto v = torch::randn({pool, block, kv_heads, dim}, options);
+      const auto q = torch::randn({batch, 1, heads, dim}, options).transpose(1, 2);
+      torchrt::KernelProfile profile;
+      const auto kernel = ops::paged_decode_attention(q, k, v, table, positions, visible);
+      torch::cuda::synchronize();
+      bool ran = false;
+      for (const auto& t : profile.stop()) ran = ran || t.name.find("decode_attention") != std::string::npos;
+      const auto what = "heads of " + std::to_string(dim) + ", " + std::string(c10::toString(dtype));
+      EXPECT_TRUE(ran) << what << ": the kernel ran, not ATen's gather";
+      const auto aten = ops::composite::paged_decode_attention(q, k, v, table, positions, visible);
+      const auto truth = ops::composite::paged_decode_attention(q.to(torch::kDouble), k.to(torch::kDouble),
+                                                                v.to(torch::kDouble), table, positions, visible);
+      const auto kernel_error = (kernel.to(torch::kDouble) - truth).abs();
+      const auto aten_error = (aten.to(torch::kDouble) - truth).abs();
+      if (dtype == torch::kFloat) {
+        EXPECT_LT(kernel_error.max().item<double>(), 1e-5) << what;
+      } else {
+        EXPECT_LE(kernel_error.mean().item<double>(), aten_error.mean().item<double>() * 1.1) << what;
+        EXPECT_LE(kernel_error.max().item<double>(), aten_error.max().item<double>() * 1.5 + 1e-4) << what;
+      }
+    }
+  }
+}
+
+// The engine on CUDA with the fused kernels (the paged decode kernel among them), in float32.
+TEST(PagedEngine, OnCudaLlamaWithTheKernelsGivesEachSequencesGreedyTokens) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  models::LlamaConfig c;
+  c.vocab = 97, c.hidden = 256, c.intermediate = 384, c.layers = 2, c.heads = 4, c.kv_heads = 2;  // heads of 64
+  torch::manual_seed(5);
+  auto m = models::LlamaForCausalLM(c);
+  m->to(torch::kCUDA);
+  m->eval();
+  m->use_fused_kernels(true);
+  expect_paged_engine_matches_alone(*m, c.vocab, torch::kCUDA, torch::kFloat);
 }
 
 }  // namespace

@@ -35,10 +35,9 @@ void Scheduler::add(std::int64_t id, std::int64_t prompt_tokens, std::int64_t ou
   const std::int64_t longest = prompt_tokens + output_tokens - 1;
   if (blocks_for(longest) > options_.blocks)
     throw std::invalid_argument("a sequence of " + std::to_string(prompt_tokens) + " + " +
-                                std::to_string(output_tokens) + " tokens needs " +
-                                std::to_string(blocks_for(longest)) + " blocks of " +
-                                std::to_string(options_.block_size) + " tokens; the KV cache's pool has " +
-                                std::to_string(options_.blocks) +
+                                std::to_string(output_tokens) + " tokens needs " + std::to_string(blocks_for(longest)) +
+                                " blocks of " + std::to_string(options_.block_size) +
+                                " tokens; the KV cache's pool has " + std::to_string(options_.blocks) +
                                 " (raise kv_cache_memory_fraction, or shorten the lengths)");
   Sequence s;
   s.prompt = prompt_tokens;

@@ -37,9 +37,9 @@ struct StepItem {
 };
 
 struct StepPlan {
-  std::vector<StepItem> items;            // decode and chunks of running sequences first
-  std::vector<std::int64_t> preempted;    // sent back to the queue by this step (recompute)
-  std::int64_t tokens() const;            // Σ count
+  std::vector<StepItem> items;          // decode and chunks of running sequences first
+  std::vector<std::int64_t> preempted;  // sent back to the queue by this step (recompute)
+  std::int64_t tokens() const;          // Σ count
   bool empty() const { return items.empty(); }
 };
 
@@ -73,8 +73,8 @@ class Scheduler {
  private:
   struct Sequence {
     std::int64_t prompt = 0, output = 0;
-    std::int64_t known = 0;      // tokens whose ids exist: the prompt and those generated
-    std::int64_t computed = 0;   // tokens whose keys and values are in the cache
+    std::int64_t known = 0;     // tokens whose ids exist: the prompt and those generated
+    std::int64_t computed = 0;  // tokens whose keys and values are in the cache
     std::int64_t generated = 0;
     std::vector<std::int64_t> blocks;
   };
@@ -88,7 +88,7 @@ class Scheduler {
   std::map<std::int64_t, Sequence> sequences_;
   std::vector<std::int64_t> running_;  // oldest first
   std::deque<std::int64_t> waiting_;
-  std::vector<std::int64_t> free_;     // a stack of free block ids
+  std::vector<std::int64_t> free_;  // a stack of free block ids
   std::int64_t preemptions_ = 0;
 };
 

@@ -8,9 +8,9 @@ namespace xpuperf::infer {
 PagedEngine::PagedEngine(models::CausalDecoder& decoder, torch::Device device, torch::Dtype dtype,
                          serving::SchedulerOptions options)
     : decoder_(decoder), device_(device), scheduler_(options) {
-  cache_ = models::PagedKvCache::allocate(decoder.decoder_layers(), options.blocks, options.block_size,
-                                          decoder.kv_heads(), decoder.head_dim(),
-                                          torch::TensorOptions().dtype(dtype).device(device));
+  cache_ =
+      models::PagedKvCache::allocate(decoder.decoder_layers(), options.blocks, options.block_size, decoder.kv_heads(),
+                                     decoder.head_dim(), torch::TensorOptions().dtype(dtype).device(device));
 }
 
 void PagedEngine::add(std::int64_t id, const std::vector<std::int64_t>& prompt, std::int64_t output_tokens) {
@@ -42,9 +42,12 @@ PagedEngine::StepResult PagedEngine::step() {
     s.first = static_cast<std::int64_t>(ids.size());
     s.count = item.count;
     s.start = item.start;
-    std::vector<std::int64_t> context;
-    for (std::int64_t p = 0; p < item.start + item.count; ++p) context.push_back(row_of(p));
-    s.context_rows = torch::tensor(context, index).to(device_);
+    if (item.count > 1) {  // a chunk attends over its context's rows; a decode reads the block table
+      std::vector<std::int64_t> context;
+      for (std::int64_t p = 0; p < item.start + item.count; ++p) context.push_back(row_of(p));
+      s.context_rows = torch::tensor(context, index).to(device_);
+    }
+    s.blocks = table;
     for (std::int64_t p = item.start; p < item.start + item.count; ++p) {
       ids.push_back(tokens_.at(item.id).ids[static_cast<std::size_t>(p)]);
       positions.push_back(p);
@@ -55,7 +58,7 @@ PagedEngine::StepResult PagedEngine::step() {
   }
   const auto t = static_cast<std::int64_t>(ids.size());
   batch.cache_rows = torch::tensor(rows, index).to(device_);
-  batch.finish(cache_.k.front().options());
+  batch.finish(device_);
   const auto position_tensor = torch::tensor(positions, index).view({1, t}).to(device_);
   models::KvStep step = models::KvStep::paged_step(batch, position_tensor);
   step.logit_rows = torch::tensor(sample_rows, index).to(device_);

@@ -28,11 +28,11 @@ class PagedEngine {
   void add(std::int64_t id, const std::vector<std::int64_t>& prompt, std::int64_t output_tokens);
 
   struct StepResult {
-    std::int64_t tokens = 0;               // the step's tokens (decode tokens and prefill chunks)
-    std::int64_t sequences = 0;            // sequences in the step
-    std::int64_t sampled = 0;              // of them, those that gave a token
-    std::vector<std::int64_t> finished;    // ids done after it
-    std::vector<std::int64_t> first_token; // ids whose first output token it gave
+    std::int64_t tokens = 0;                // the step's tokens (decode tokens and prefill chunks)
+    std::int64_t sequences = 0;             // sequences in the step
+    std::int64_t sampled = 0;               // of them, those that gave a token
+    std::vector<std::int64_t> finished;     // ids done after it
+    std::vector<std::int64_t> first_token;  // ids whose first output token it gave
     std::vector<std::int64_t> preempted;
   };
   // One forward step; an empty result (no tokens) when nothing is left.

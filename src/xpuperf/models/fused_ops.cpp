@@ -101,7 +101,8 @@ torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_
 std::optional<torch::Tensor> decode_attention(const torch::Tensor& q, const KvStep& step, std::int64_t layer) {
   // Without a kernel on this device the caller's attention reads the step's mask, made once for all
   // its layers, where the composite operator would make it a layer at a time.
-  if (step.paged || step.fresh || step.visible <= 0 || !ops::has_kernel("decode_attention", q.device().type())) return std::nullopt;
+  if (step.paged || step.fresh || step.visible <= 0 || !ops::has_kernel("decode_attention", q.device().type()))
+    return std::nullopt;
   const auto i = static_cast<std::size_t>(layer);
   return ops::decode_attention(q, step.cache->k[i], step.cache->v[i], step.positions, step.visible);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "xpuperf/ops/operators.h"
 #include "xpuperf/torchrt/compat.h"
 
 namespace xpuperf::models {
@@ -29,28 +30,25 @@ double PagedKvCache::bytes() const {
   return total;
 }
 
-void PagedBatch::finish(const torch::TensorOptions& mask_options) {
-  decoding.clear();
-  std::int64_t longest = 0;
-  for (std::size_t i = 0; i < sequences.size(); ++i)
-    if (sequences[i].count == 1) {
-      decoding.push_back(i);
-      longest = std::max(longest, sequences[i].context_rows.size(0));
-    }
-  if (decoding.empty()) return;
-  const auto b = static_cast<std::int64_t>(decoding.size());
-  const auto index = sequences[decoding[0]].context_rows.options();
-  decode_rows = torch::zeros({b, longest}, index);  // padding reads row 0, masked out
-  decode_mask = torch::zeros({b, 1, 1, longest}, mask_options);
-  std::vector<std::int64_t> tokens;
-  for (std::int64_t r = 0; r < b; ++r) {
-    const auto& s = sequences[decoding[static_cast<std::size_t>(r)]];
-    const auto n = s.context_rows.size(0);
-    decode_rows[r].narrow(0, 0, n).copy_(s.context_rows);
-    if (n < longest) decode_mask[r].narrow(-1, n, longest - n).fill_(-INFINITY);
+void PagedBatch::finish(const torch::Device& device) {
+  std::vector<std::int64_t> tokens, positions, table;
+  std::size_t widest = 0;
+  for (const auto& s : sequences)
+    if (s.count == 1) widest = std::max(widest, s.blocks.size());
+  for (const auto& s : sequences) {
+    if (s.count != 1) continue;
     tokens.push_back(s.first);
+    positions.push_back(s.start);
+    decode_visible = std::max(decode_visible, s.start + 1);
+    table.insert(table.end(), s.blocks.begin(), s.blocks.end());
+    table.resize(table.size() + widest - s.blocks.size(), 0);
   }
-  decode_tokens = torch::tensor(tokens, index);
+  if (tokens.empty()) return;
+  const auto b = static_cast<std::int64_t>(tokens.size());
+  const auto index = torch::TensorOptions().dtype(torch::kLong);
+  decode_tokens = torch::tensor(tokens, index).to(device);
+  decode_positions = torch::tensor(positions, index).view({b, 1}).to(device);
+  decode_table = torch::tensor(table, index).view({b, static_cast<std::int64_t>(widest)}).to(device);
 }
 
 namespace {
@@ -85,11 +83,10 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k, co
   k_pool.view({-1, kv_heads, k_pool.size(3)}).index_copy_(0, batch.cache_rows, k[0].transpose(0, 1));
   v_pool.view({-1, kv_heads, v_pool.size(3)}).index_copy_(0, batch.cache_rows, v[0].transpose(0, 1));
   torch::Tensor out = torch::empty_like(q);
-  if (!batch.decoding.empty()) {  // one token each, batched: (B, heads, 1, head_dim)
+  if (batch.decode_tokens.defined()) {  // one token each, batched: (B, heads, 1, head_dim)
     const auto qd = q[0].index_select(1, batch.decode_tokens).transpose(0, 1).unsqueeze(2);
-    const auto keys = for_heads(gather(k_pool, batch.decode_rows).transpose(1, 2), group);
-    const auto values = for_heads(gather(v_pool, batch.decode_rows).transpose(1, 2), group);
-    const auto y = compat::attention(qd, keys, values, 0.0, false, false, batch.decode_mask);  // (B, heads, 1, D)
+    const auto y = ops::paged_decode_attention(qd, k_pool, v_pool, batch.decode_table, batch.decode_positions,
+                                               batch.decode_visible);
     out[0].index_copy_(1, batch.decode_tokens, y.squeeze(2).transpose(0, 1));
   }
   for (const auto& s : batch.sequences) {

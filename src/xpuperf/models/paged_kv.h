@@ -16,8 +16,8 @@ namespace xpuperf::models {
 struct PagedKvCache {
   std::vector<torch::Tensor> k, v;  // a layer each: (blocks, block_size, kv_heads, head_dim)
 
-  static PagedKvCache allocate(std::int64_t layers, std::int64_t blocks, std::int64_t block_size,
-                               std::int64_t kv_heads, std::int64_t head_dim, const torch::TensorOptions& options);
+  static PagedKvCache allocate(std::int64_t layers, std::int64_t blocks, std::int64_t block_size, std::int64_t kv_heads,
+                               std::int64_t head_dim, const torch::TensorOptions& options);
   // The bytes of one block over every layer, keys and values: what sizes the pool from memory.
   static double bytes_per_block(std::int64_t layers, std::int64_t block_size, std::int64_t kv_heads,
                                 std::int64_t head_dim, std::int64_t element_size);
@@ -34,15 +34,15 @@ struct PagedBatch {
     std::int64_t first = 0, count = 0;  // its tokens in the step's row
     std::int64_t start = 0;             // the position of its first one
     torch::Tensor context_rows;         // (start + count) int64: the cache rows of its keys, in order
+    std::vector<std::int64_t> blocks;   // its block table, host side
   };
   std::vector<Sequence> sequences;
-  // The decoding sequences (count 1) batched: their indices in `sequences`, their context rows
-  // padded to the longest (B, L) and the additive mask of the padding (B, 1, 1, L). Made by
-  // finish().
-  std::vector<std::size_t> decoding;
-  torch::Tensor decode_rows, decode_mask, decode_tokens;
-  // Builds the decode batch once for every layer of the step.
-  void finish(const torch::TensorOptions& mask_options);
+  // The decoding sequences (count 1), batched for ops::paged_decode_attention: their tokens in the
+  // step's row, their block tables (B, the most blocks; padded with block 0), their positions
+  // (B, 1) and the most keys a row sees. Made by finish(), once for every layer of the step.
+  torch::Tensor decode_tokens, decode_table, decode_positions;
+  std::int64_t decode_visible = 0;
+  void finish(const torch::Device& device);
 };
 
 // Attention of one layer over the paged cache: q (1, heads, T, head_dim), k and v (1, kv_heads, T,

@@ -110,6 +110,22 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k_ca
   return decode_attention_masked(q, k_cache, v_cache, decode_mask(positions, visible, k_cache.options()), visible);
 }
 
+torch::Tensor paged_decode_attention(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
+                                     const torch::Tensor& block_table, const torch::Tensor& positions,
+                                     std::int64_t visible) {
+  const auto block = k_pool.size(1), batch = q.size(0);
+  // Row b's key j: block block_table[b][j / block], place j % block; gathered as a cache of
+  // `batch` slots of `visible` keys, which decode_attention reads.
+  const auto j = torch::arange(visible, block_table.options());
+  const auto rows = block_table.index_select(1, torch::div(j, block, "floor")) * block + torch::remainder(j, block);
+  const auto gather = [&](const torch::Tensor& pool) {
+    return pool.reshape({-1, pool.size(2), pool.size(3)})
+        .index_select(0, rows.reshape({-1}))
+        .view({batch, visible, pool.size(2), pool.size(3)});
+  };
+  return decode_attention(q, gather(k_pool), gather(v_pool), positions, visible);
+}
+
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
   return torch::nn::functional::nll_loss(torch::log_softmax(logits, -1, torch::kFloat), targets);
 }

@@ -38,6 +38,11 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight);
 torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_up_weight);
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
                                const torch::Tensor& positions, std::int64_t visible);
+// decode_attention over a paged cache: pools (blocks, block_size, kv_heads, head_dim), row b's
+// positions 0.. in the blocks block_table[b] lists (operators.h: paged_decode_attention).
+torch::Tensor paged_decode_attention(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
+                                     const torch::Tensor& block_table, const torch::Tensor& positions,
+                                     std::int64_t visible);
 // decode_attention with the step's additive mask (batch, 1, tokens, visible) already made (0 where a
 // key is visible, −inf after), which a decoding step makes once for all its layers.
 torch::Tensor decode_attention_masked(const torch::Tensor& q, const torch::Tensor& k_cache,

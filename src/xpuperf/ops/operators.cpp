@@ -51,6 +51,8 @@ using LinearRotaryQkvSig = std::tuple<torch::Tensor, torch::Tensor, torch::Tenso
     bool);
 using DecodeAttentionSig = torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
                                          const torch::Tensor&, std::int64_t);
+using PagedDecodeAttentionSig = torch::Tensor(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                              const torch::Tensor&, const torch::Tensor&, std::int64_t);
 using CrossEntropySig = torch::Tensor(const torch::Tensor&, const torch::Tensor&, bool);
 using BatchNormActSig = torch::Tensor(const torch::Tensor&, const OptionalTensor&, const OptionalTensor&,
                                       const OptionalTensor&, const OptionalTensor&, const OptionalTensor&, std::int64_t,
@@ -126,6 +128,11 @@ torch::Tensor composite_decode_attention(const torch::Tensor& q, const torch::Te
                                          const torch::Tensor& v_cache, const torch::Tensor& positions,
                                          std::int64_t visible) {
   return composite::decode_attention(q, k_cache, v_cache, positions, visible);
+}
+torch::Tensor composite_paged_decode_attention(const torch::Tensor& q, const torch::Tensor& k_pool,
+                                               const torch::Tensor& v_pool, const torch::Tensor& block_table,
+                                               const torch::Tensor& positions, std::int64_t visible) {
+  return composite::paged_decode_attention(q, k_pool, v_pool, block_table, positions, visible);
 }
 torch::Tensor composite_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool) {
   return composite::cross_entropy(logits, targets);
@@ -246,6 +253,9 @@ TORCH_LIBRARY(xpuperf, m) {
   m.def("linear(Tensor x, Tensor weight) -> Tensor");
   m.def("linear_silu_mul(Tensor x, Tensor gate_up_weight) -> Tensor");
   m.def("decode_attention(Tensor q, Tensor k_cache, Tensor v_cache, Tensor positions, int visible) -> Tensor");
+  m.def(
+      "paged_decode_attention(Tensor q, Tensor k_pool, Tensor v_pool, Tensor block_table, Tensor positions, "
+      "int visible) -> Tensor");
   m.def("cross_entropy(Tensor logits, Tensor targets, bool gradient_in_logits=False) -> Tensor");
   m.def(
       "batch_norm_act(Tensor x, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, "
@@ -270,6 +280,7 @@ TORCH_LIBRARY_IMPL(xpuperf, CompositeImplicitAutograd, m) {
   m.impl("linear", &composite_linear);
   m.impl("linear_silu_mul", &composite_linear_silu_mul);
   m.impl("decode_attention", &composite_decode_attention);
+  m.impl("paged_decode_attention", &composite_paged_decode_attention);
   m.impl("cross_entropy", &composite_cross_entropy);
   m.impl("batch_norm_act", &composite_batch_norm_act);
   m.impl("max_pool2d", &composite_max_pool2d);
@@ -277,11 +288,22 @@ TORCH_LIBRARY_IMPL(xpuperf, CompositeImplicitAutograd, m) {
 }
 
 const std::vector<std::string_view>& operator_names() {
-  static const std::vector<std::string_view> names = {"add_rms_norm",    "add_layer_norm",  "add_layer_norm_with_copy",
-                                                      "bias_gelu",       "argmax",          "silu_mul",
-                                                      "silu_mul.pair",   "rotary_qkv",      "linear_rotary_qkv",
-                                                      "linear",          "linear_silu_mul", "decode_attention",
-                                                      "cross_entropy",   "batch_norm_act",  "max_pool2d",
+  static const std::vector<std::string_view> names = {"add_rms_norm",
+                                                      "add_layer_norm",
+                                                      "add_layer_norm_with_copy",
+                                                      "bias_gelu",
+                                                      "argmax",
+                                                      "silu_mul",
+                                                      "silu_mul.pair",
+                                                      "rotary_qkv",
+                                                      "linear_rotary_qkv",
+                                                      "linear",
+                                                      "linear_silu_mul",
+                                                      "decode_attention",
+                                                      "paged_decode_attention",
+                                                      "cross_entropy",
+                                                      "batch_norm_act",
+                                                      "max_pool2d",
                                                       "master_adam_step"};
   return names;
 }
@@ -439,6 +461,16 @@ torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k_ca
   return call(
       op, {q, k_cache, v_cache}, [&] { return composite::decode_attention(q, k_cache, v_cache, positions, visible); },
       q, k_cache, v_cache, positions, visible);
+}
+
+torch::Tensor paged_decode_attention(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
+                                     const torch::Tensor& block_table, const torch::Tensor& positions,
+                                     std::int64_t visible) {
+  static const auto op = typed<PagedDecodeAttentionSig>("xpuperf::paged_decode_attention");
+  return call(
+      op, {q, k_pool, v_pool},
+      [&] { return composite::paged_decode_attention(q, k_pool, v_pool, block_table, positions, visible); }, q, k_pool,
+      v_pool, block_table, positions, visible);
 }
 
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool gradient_in_logits) {

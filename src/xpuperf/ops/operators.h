@@ -91,6 +91,13 @@ torch::Tensor linear_silu_mul(const torch::Tensor& x, const torch::Tensor& gate_
 torch::Tensor decode_attention(const torch::Tensor& q, const torch::Tensor& k_cache, const torch::Tensor& v_cache,
                                const torch::Tensor& positions, std::int64_t visible);
 
+// decode_attention over a paged KV cache (models/paged_kv.h): the layer's pools (blocks,
+// block_size, kv_heads, head_dim), and row b's positions 0, 1, ... in the blocks that
+// block_table[b] (batch, blocks a row; int64) lists in order; `visible` ≤ its blocks × block_size.
+torch::Tensor paged_decode_attention(const torch::Tensor& q, const torch::Tensor& k_pool, const torch::Tensor& v_pool,
+                                     const torch::Tensor& block_table, const torch::Tensor& positions,
+                                     std::int64_t visible);
+
 // The mean cross entropy of logits (rows, vocab) against targets (rows; −100 ignored).
 // gradient_in_logits: a kernel may write the gradient over the logits (nothing reads them after).
 torch::Tensor cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, bool gradient_in_logits = false);

@@ -272,6 +272,51 @@ std::optional<torch::Tensor> kernel_decode_attention(const torch::Tensor& q, con
   return out.transpose(1, 2);
 }
 
+// The same over a paged cache: pools (blocks, block_size, kv_heads, head_dim), one token a row.
+std::optional<torch::Tensor> kernel_paged_decode_attention(const torch::Tensor& q, const torch::Tensor& k_pool,
+                                                           const torch::Tensor& v_pool,
+                                                           const torch::Tensor& block_table,
+                                                           const torch::Tensor& positions, std::int64_t visible) {
+  if (switched_off("decode_attention")) return std::nullopt;
+  const auto batch = q.size(0), heads = q.size(1), tokens = q.size(2), dim = q.size(3);
+  const auto same = [&](const torch::Tensor& t) {
+    return t.scalar_type() == q.scalar_type() && t.is_contiguous() && t.device() == q.device() && aligned(t);
+  };
+  const auto index = [&](const torch::Tensor& t) {
+    return t.scalar_type() == torch::kLong && t.device() == q.device() && t.dim() == 2 && t.size(0) == batch &&
+           t.stride(1) == 1;
+  };
+  kernels::Element e{};
+  if (!q.is_cuda() || tokens != 1 || !element_of(q, e) || !kernels::decode_attention_takes(e, dim) || !same(k_pool) ||
+      !same(v_pool) || k_pool.dim() != 4 || k_pool.size(3) != dim || heads % k_pool.size(2) != 0 ||
+      !index(block_table) || !index(positions) || visible > block_table.size(1) * k_pool.size(1))
+    return std::nullopt;
+  const c10::cuda::CUDAGuard guard(q.device());
+  const auto rows_first = q.transpose(1, 2).contiguous();
+  if (!aligned(rows_first)) return std::nullopt;
+  auto out = torch::empty_like(rows_first);
+  kernels::DecodeAttention a;
+  a.q = rows_first.data_ptr();
+  a.k_cache = k_pool.data_ptr();
+  a.v_cache = v_pool.data_ptr();
+  a.positions = positions.data_ptr<std::int64_t>();
+  a.positions_row_stride = positions.stride(0);
+  a.out = out.data_ptr();
+  a.batch = batch, a.tokens = 1, a.heads = heads, a.kv_heads = k_pool.size(2), a.head_dim = dim;
+  a.block_table = block_table.data_ptr<std::int64_t>();
+  a.block_table_stride = block_table.stride(0);
+  a.block_size = k_pool.size(1);
+  a.max_tokens = block_table.size(1) * k_pool.size(1), a.visible = visible;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
+  torch::Tensor partial;
+  if (const auto floats = kernels::decode_attention_workspace(e, a); floats > 0) {
+    partial = torch::empty({floats}, q.options().dtype(torch::kFloat));
+    a.partial = partial.data_ptr<float>();
+  }
+  run_kernel("xpuperf::paged_decode_attention", [&] { return kernels::decode_attention(e, a, stream_of(q)); });
+  return out.transpose(1, 2);
+}
+
 // Fewer rows than this: ATen's reduction, which spreads a row over many blocks.
 constexpr std::int64_t kMinArgmaxRows = 64;
 
@@ -350,6 +395,14 @@ torch::Tensor cuda_decode_attention(const torch::Tensor& q, const torch::Tensor&
   return ops::composite::decode_attention(q, k_cache, v_cache, positions, visible);
 }
 
+torch::Tensor cuda_paged_decode_attention(const torch::Tensor& q, const torch::Tensor& k_pool,
+                                          const torch::Tensor& v_pool, const torch::Tensor& block_table,
+                                          const torch::Tensor& positions, std::int64_t visible) {
+  if (visible > 0 && !recording({q}))
+    if (auto done = kernel_paged_decode_attention(q, k_pool, v_pool, block_table, positions, visible)) return *done;
+  return ops::composite::paged_decode_attention(q, k_pool, v_pool, block_table, positions, visible);
+}
+
 torch::Tensor cuda_argmax(const torch::Tensor& x) {
   if (auto done = kernel_argmax(x)) return *done;
   return ops::composite::argmax(x);
@@ -364,6 +417,7 @@ void register_decode_ops(torch::Library& m) {
   m.impl("linear_silu_mul", &cuda_linear_silu_mul);
   m.impl("silu_mul", &cuda_silu_mul);
   m.impl("decode_attention", &cuda_decode_attention);
+  m.impl("paged_decode_attention", &cuda_paged_decode_attention);
   m.impl("argmax", &cuda_argmax);
 }
 

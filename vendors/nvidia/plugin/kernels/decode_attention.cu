@@ -29,6 +29,12 @@ __device__ inline std::int64_t keys_seen(const DecodeAttention& a, std::int64_t 
   return std::max<std::int64_t>(0, std::min(position + 1, a.visible));
 }
 
+// The cache row (slot × max_tokens + position, or block × block_size + place) of row b's key j.
+__device__ inline std::int64_t key_row(const DecodeAttention& a, std::int64_t b, std::int64_t j) {
+  if (!a.block_table) return b * a.max_tokens + j;
+  return a.block_table[b * a.block_table_stride + j / a.block_size] * a.block_size + j % a.block_size;
+}
+
 // Block (row, chunk): query row = (b, t, h) of out, keys first .. first + kChunk − 1. Round r of warp
 // w reads group r × kWarps + w of the chunk (the block reads the chunk's rows in order); a key
 // past the row's last is read as the last (no branch) and its score dropped. One chunk in all
@@ -53,7 +59,7 @@ __global__ void __launch_bounds__(kWarps * 32) decode_attention_chunk_kernel(Dec
 #pragma unroll
   for (int e = 0; e < kSize; ++e) q[e] = to_float(qp.v[e]) * a.scale * kLog2e;
   const std::int64_t kv_head = h / (a.heads / a.kv_heads), key_stride = a.kv_heads * L * kSize;
-  const std::int64_t start = (b * a.max_tokens * a.kv_heads + kv_head) * L * kSize;
+  const std::int64_t start = kv_head * L * kSize;
   const auto* keys = reinterpret_cast<const uint4*>(static_cast<const T*>(a.k_cache) + start) + part;
   const auto* values = reinterpret_cast<const uint4*>(static_cast<const T*>(a.v_cache) + start) + part;
   const std::int64_t rows_per_key = key_stride / kSize;  // key_stride in packs
@@ -62,8 +68,9 @@ __global__ void __launch_bounds__(kWarps * 32) decode_attention_chunk_kernel(Dec
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
     const std::int64_t j = std::min(first + (r * kWarps + warp) * kGroup + sub, length - 1);
-    kb[r] = keys[j * rows_per_key];
-    vb[r] = values[j * rows_per_key];
+    const std::int64_t at = key_row(a, b, j) * rows_per_key;
+    kb[r] = keys[at];
+    vb[r] = values[at];
   }
   float s[kRounds];
   float top = -INFINITY;
@@ -197,6 +204,7 @@ const char* decode_attention(Element type, const DecodeAttention& a, void* strea
            "128 of fp32)";
   if (a.kv_heads < 1 || a.heads % a.kv_heads != 0) return "decode_attention: heads must be a multiple of kv_heads";
   if (a.visible < 1 || a.visible > a.max_tokens) return "decode_attention: visible must be 1 to max_tokens";
+  if (a.block_table && a.block_size < 1) return "decode_attention: a block table needs its block size";
   const std::int64_t rows = a.batch * a.tokens * a.heads;
   if (rows == 0) return nullptr;
   if (rows > 0x7fffffff) return "decode_attention: more query rows than a grid holds";

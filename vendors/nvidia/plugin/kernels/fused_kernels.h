@@ -95,6 +95,11 @@ struct DecodeAttention {
   float* partial = nullptr;  // decode_attention_workspace floats
   std::int64_t batch = 0, tokens = 0, heads = 0, kv_heads = 0, head_dim = 0, max_tokens = 0, visible = 0;
   float scale = 0;  // the scores' (1 / √head_dim for ATen's default)
+  // A paged cache instead (models/paged_kv.h): k_cache and v_cache are pools (blocks, block_size,
+  // kv_heads, head_dim) and row b's key j is in block block_table[b × block_table_stride + j /
+  // block_size], place j % block_size; max_tokens is then the keys a row's table reaches.
+  const std::int64_t* block_table = nullptr;
+  std::int64_t block_table_stride = 0, block_size = 0;
 };
 // Whether the kernels take this head size: 4, 8, 16 or 32 16-byte packs (32 to 256 elements of bf16
 // or fp16, 16 to 128 of fp32), a key read by that many lanes in 16-byte loads.
