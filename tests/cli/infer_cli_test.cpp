@@ -448,7 +448,13 @@ const std::vector<std::string> kTinyLlm = {"vocab_size=97",
                                            "offline_queries=12",
                                            "server_load=[0.3,0.6]",
                                            "server_min_duration_s=0.3",
-                                           "server_min_queries=10"};
+                                           "server_min_queries=10",
+                                           "sweep_lengths=[[8,4]]",
+                                           "max_concurrency=4",
+                                           "sweep_queries=6",
+                                           "block_size=4",
+                                           "max_num_batched_tokens=16",
+                                           "gpu_hour_cost=2.5"};
 
 Result llm(const std::string& out_dir, std::vector<std::string> sets) {
   std::vector<std::string> args = {"--root", kRoot, "infer", "--case", "llm", "--vendor", "cpu", "--out", out_dir};
@@ -495,6 +501,24 @@ TEST(InferLlm, LlamaAndGptPrefillDecodeAndServeWithSyntheticWeightsSaidSo) {
     EXPECT_TRUE(g["rules"].contains("weaker_than_loadgen"));
     EXPECT_TRUE(has(r.output, "| decode batch | sampling | TTFT (ms) |")) << r.output;
     EXPECT_TRUE(has(r.output, "highest Server rate within the bounds")) << r.output;
+    // The serving sweep on the paged engine: concurrency 1, 2, 4, each point's figures.
+    const json& sweep = g["sweep"];
+    ASSERT_EQ(sweep["points"].size(), 3u) << sweep.dump();
+    for (const auto& point : sweep["points"]) {
+      EXPECT_TRUE(point["ok"].get<bool>()) << point.dump();
+      EXPECT_EQ(point["queries"], 6);
+      EXPECT_GT(point["output_tokens_per_second_per_gpu"].get<double>(), 0);
+      EXPECT_GT(point["tokens_per_second_per_user"].get<double>(), 0);
+      EXPECT_LE(point["ttft_ms"]["p50"].get<double>(), point["ttft_ms"]["p99"].get<double>());
+      EXPECT_GT(point["host_share_of_step"].get<double>(), 0);
+      EXPECT_NEAR(point["cost_per_million_output_tokens"].get<double>(),
+                  2.5 / 3600 / point["output_tokens_per_second_per_gpu"].get<double>() * 1e6, 1e-9);
+    }
+    EXPECT_EQ(sweep["points"][2]["concurrency"], 4);
+    EXPECT_EQ(sweep["pool"]["block_size"], 4);
+    EXPECT_TRUE(has(sweep["pool"]["sized_by"], "the device reports no free memory")) << sweep.dump();
+    EXPECT_TRUE(has(r.output, "| in / out | concurrency | output tokens/s per GPU |")) << r.output;
+    EXPECT_TRUE(has(r.output, "the user's own figure")) << r.output;
   }
 }
 
@@ -517,6 +541,10 @@ TEST(InferLlm, SettingsThatCannotRunNameTheirKey) {
   EXPECT_TRUE(has(error_of("output_tokens=[2,60]"), "exceed max_seq_len 64"));
   EXPECT_TRUE(has(error_of("decode_batch_sizes=[8]"), "is not a batch size in 1..max_batch (4)"));
   EXPECT_TRUE(has(error_of("num_key_value_heads=3"), "num_key_value_heads 3"));
+  EXPECT_TRUE(has(error_of("max_concurrency=0"), "max_concurrency: 0: give 1 or more"));
+  EXPECT_TRUE(has(error_of("gpu_hour_cost=-1"), "gpu_hour_cost: -1.00 is negative"));
+  EXPECT_TRUE(has(error_of("sweep_lengths=[[60,10]]"), "sweep_lengths: [60, 10] passes the model's 64 positions"));
+  EXPECT_TRUE(has(error_of("sweep_lengths=[[8]]"), "sweep_lengths: a list of [input, output] token pairs"));
   const std::string too_long = dir.write("long.csv", "8,4\n40,30\n");
   EXPECT_TRUE(has(error_of("lengths_file=" + too_long),
                   "lengths_file: " + too_long + ":2: 40 + 30 tokens exceed max_seq_len 64"));

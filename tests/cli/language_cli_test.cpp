@@ -533,7 +533,7 @@ TEST_F(LanguageCli, LlmPrefillsPromptsFromTheGpt2AndLlama3TokenDatasets) {
                                    std::string("decode_batch_sizes=[1]"), std::string("decode_prompt_tokens=8"),
                                    std::string("decode_output_tokens=3"), std::string("max_batch=2"),
                                    std::string("max_seq_len=64"),         std::string("length_bucket=16"),
-                                   std::string("offline_queries=0")})
+                                   std::string("offline_queries=0"),      std::string("sweep_lengths=[]")})
       args.insert(args.end(), {"--set", set});
     return xpuperf(args, XPUPERF_SOURCE_DIR, {}, 600);
   };

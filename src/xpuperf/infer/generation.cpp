@@ -179,8 +179,28 @@ void run_load_scenarios(DecoderEngine& engine, const GenerationSettings& s, cons
 
 }  // namespace
 
+// The contiguous engine's decode runs and LoadGen's scenarios.
+static json run_contiguous(std::shared_ptr<torch::nn::Module> module, models::CausalDecoder& decoder,
+                           torch::Device device, torch::Dtype dtype, const GenerationSettings& s,
+                           std::ostream& progress);
+
 json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDecoder& decoder, torch::Device device,
                     torch::Dtype dtype, const GenerationSettings& s, std::ostream& progress) {
+  json out = run_contiguous(module, decoder, device, dtype, s, progress);
+  if (!s.sweep.lengths.empty()) {
+    try {
+      out["sweep"] = run_serving_sweep(decoder, device, dtype, s.sweep, progress);
+    } catch (const std::exception& e) {  // what was measured above stays
+      out["sweep"] = {{"error", e.what()}};
+      progress << "serving sweep: " << e.what() << "\n";
+    }
+  }
+  return out;
+}
+
+static json run_contiguous(std::shared_ptr<torch::nn::Module> module, models::CausalDecoder& decoder,
+                           torch::Device device, torch::Dtype dtype, const GenerationSettings& s,
+                           std::ostream& progress) {
   DecoderEngine engine(module, decoder, device, dtype, s.decoder);
   const double t0 = steady_seconds();
   engine.capture_all();
@@ -260,6 +280,7 @@ std::string generation_tables(const json& g) {
     if (g["rules"].contains("weaker_than_loadgen"))
       md << "\nNOTE: " << g["rules"]["weaker_than_loadgen"].get<std::string>() << "\n";
   }
+  if (g.contains("sweep") && g["sweep"].contains("points")) md << serving_sweep_table(g["sweep"]);
   return md.str();
 }
 

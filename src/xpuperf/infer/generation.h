@@ -14,6 +14,7 @@
 
 #include "xpuperf/core/load_generator.h"
 #include "xpuperf/infer/decoder_engine.h"
+#include "xpuperf/infer/serving_sweep.h"
 
 namespace xpuperf::infer {
 
@@ -30,11 +31,13 @@ struct GenerationSettings {
   std::uint64_t seed = 1234;
   double weight_bytes_per_step = 0;  // the weights a decode step reads
   std::int64_t profile_steps = 0;    // > 0: this many decode steps with every ATen operator timed
+  SweepSettings sweep;               // the paged engine's serving sweep; no lengths: none
 };
 
 // Runs the decode runs and the scenarios, printing one line a run to `progress`; the figures:
 // {engine, copy_bandwidth_gb_per_s, decode: [...], decode_op_profile (with profile_steps), offline,
-// server: [...], server_max_rate_within_bounds, rules}.
+// server: [...], server_max_rate_within_bounds, rules, sweep (serving_sweep.h)}. The sweep runs after
+// the contiguous engine is gone, so that its pool has that engine's memory too.
 nlohmann::json run_generation(std::shared_ptr<torch::nn::Module> module, models::CausalDecoder& decoder,
                               torch::Device device, torch::Dtype dtype, const GenerationSettings& settings,
                               std::ostream& progress);

@@ -1,5 +1,6 @@
 #include "xpuperf/infer/paged_engine.h"
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -25,6 +26,11 @@ void PagedEngine::add(std::int64_t id, const std::vector<std::int64_t>& prompt, 
 }
 
 PagedEngine::StepResult PagedEngine::step() {
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  const auto ms_since = [&started] {
+    return std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+  };
   StepResult result;
   const serving::StepPlan plan = scheduler_.next_step();
   result.preempted = plan.preempted;
@@ -63,6 +69,7 @@ PagedEngine::StepResult PagedEngine::step() {
   models::KvStep step = models::KvStep::paged_step(batch, position_tensor);
   step.logit_rows = torch::tensor(sample_rows, index).to(device_);
   const auto ids_tensor = torch::tensor(ids, index).view({1, t}).to(device_);
+  result.host_ms = ms_since();
   torch::Tensor picked;
   if (!sample_rows.empty()) {
     const auto logits = decoder_.decoder_logits(ids_tensor, &step, 0);  // (1, sampled, vocab)
@@ -81,6 +88,7 @@ PagedEngine::StepResult PagedEngine::step() {
   result.sequences = static_cast<std::int64_t>(plan.items.size());
   result.sampled = static_cast<std::int64_t>(sample_rows.size());
   result.finished = scheduler_.step_done(plan);
+  result.step_ms = ms_since();
   return result;
 }
 

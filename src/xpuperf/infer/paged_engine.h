@@ -34,6 +34,9 @@ class PagedEngine {
     std::vector<std::int64_t> finished;     // ids done after it
     std::vector<std::int64_t> first_token;  // ids whose first output token it gave
     std::vector<std::int64_t> preempted;
+    // The host's time to schedule the step and build its inputs, and the whole step's (the forward
+    // and the picked tokens' copy to the host wait for the device).
+    double host_ms = 0, step_ms = 0;
   };
   // One forward step; an empty result (no tokens) when nothing is left.
   StepResult step();

@@ -119,6 +119,23 @@ double peak_device_memory_bytes(const torch::Device& device) {
   return it == probes.end() ? -1 : it->second(device);
 }
 
+namespace {
+std::map<c10::DeviceType, FreeMemoryProbe>& free_memory_probes() {
+  static std::map<c10::DeviceType, FreeMemoryProbe> probes;
+  return probes;
+}
+}  // namespace
+
+void register_free_memory_probe(c10::DeviceType type, FreeMemoryProbe probe) {
+  free_memory_probes()[type] = std::move(probe);
+}
+
+double free_device_memory_bytes(const torch::Device& device) {
+  const auto& probes = free_memory_probes();
+  const auto it = probes.find(device.type());
+  return it == probes.end() ? -1 : it->second(device);
+}
+
 void set_cpu_threads(int threads) {
   torch::set_num_threads(threads);
   // Looked up, not linked: LibTorch may use another BLAS (MKL, Accelerate), or none.

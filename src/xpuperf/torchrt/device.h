@@ -42,6 +42,13 @@ using PeakMemoryProbe = std::function<double(const torch::Device&)>;
 void register_peak_memory_probe(c10::DeviceType type, PeakMemoryProbe probe);
 double peak_device_memory_bytes(const torch::Device& device);
 
+// The device memory a new allocation can still take, in bytes (the device's free memory and what its
+// allocator holds unused), as the device's vendor reports it; -1 where none does. What sizes a
+// paged KV cache's pool.
+using FreeMemoryProbe = std::function<double(const torch::Device&)>;
+void register_free_memory_probe(c10::DeviceType type, FreeMemoryProbe probe);
+double free_device_memory_bytes(const torch::Device& device);
+
 // Whether a device has `feature`, as its vendor says; false where none does. NVIDIA's plug-in says
 // "grouped_mm_bf16" (ATen's grouped GEMM has kernels for bf16 on this GPU: Hopper, Blackwell).
 using FeatureProbe = std::function<bool(const torch::Device&)>;

@@ -4,6 +4,7 @@
 // (torchrt::device_has_feature).
 
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #include <torch/version.h>
@@ -56,6 +57,16 @@ double cuda_peak_memory_bytes(const torch::Device& device) {
   return static_cast<double>(stats.allocated_bytes[0].peak);  // [0]: all pools together
 }
 
+// The driver's free memory and what the caching allocator holds but no tensor uses.
+double cuda_free_memory_bytes(const torch::Device& device) {
+  const c10::cuda::CUDAGuard guard(device);
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) return -1;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  return static_cast<double>(free) +
+         static_cast<double>(stats.reserved_bytes[0].current - stats.allocated_bytes[0].current);
+}
+
 // ATen's grouped GEMM has CUTLASS kernels for bf16 on Hopper and Blackwell (compute capability 9
 // and 10); elsewhere it loops over the groups, reading their offsets back to the host.
 bool grouped_mm_bf16(const torch::Device& device) {
@@ -83,6 +94,7 @@ const bool registered = [] {
   torchrt::register_builtin_device(
       {"cuda", c10::DeviceType::CUDA, [](const torch::Device& device) { torch::cuda::synchronize(device.index()); }});
   torchrt::register_peak_memory_probe(c10::DeviceType::CUDA, &cuda_peak_memory_bytes);
+  torchrt::register_free_memory_probe(c10::DeviceType::CUDA, &cuda_free_memory_bytes);
   torchrt::register_device_feature(c10::DeviceType::CUDA, "grouped_mm_bf16", &grouped_mm_bf16);
   torchrt::register_host_pinning(c10::DeviceType::CUDA, cuda_host_pinning());
   torchrt::register_native_stream(c10::DeviceType::CUDA, [](const torch::Device& device) -> void* {

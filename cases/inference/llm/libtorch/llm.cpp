@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "xpuperf/core/log.h"
+#include "xpuperf/core/strings.h"
 #include "xpuperf/datasets/token_datasets.h"
 #include "xpuperf/infer/case_weights.h"
 #include "xpuperf/infer/generation.h"
@@ -192,7 +193,49 @@ class LlmInference : public infer::InferenceCase {
     s.rules.tpot_bound_ms = cfg.get_number("tpot_bound_ms");
     s.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
     s.profile_steps = cfg.get_int("profile_batches", 0);  // decode steps, as prefill's batches
+    s.sweep = sweep_settings(cfg, s.seed);
     return s;
+  }
+
+  // The serving sweep's settings (infer/serving_sweep.h).
+  infer::SweepSettings sweep_settings(const Config& cfg, std::uint64_t seed) const {
+    infer::SweepSettings w;
+    w.seed = seed;
+    const ConfigEntry& e = cfg.at("sweep_lengths");
+    const std::string where = " (" + e.source.str() + ")";
+    const std::string form = "sweep_lengths: a list of [input, output] token pairs, e.g. [[1024, 1024], [8192, 1024]]";
+    if (!e.value.IsSequence()) throw ConfigError(form + where);
+    for (const auto& pair : e.value) {
+      std::int64_t input = 0, output = 0;
+      try {
+        if (!pair.IsSequence() || pair.size() != 2) throw ConfigError(form);
+        input = pair[0].as<std::int64_t>(), output = pair[1].as<std::int64_t>();
+      } catch (const std::exception&) {
+        throw ConfigError(form + where);
+      }
+      const std::string text = "[" + std::to_string(input) + ", " + std::to_string(output) + "]";
+      if (input < 1 || output < 1) throw ConfigError("sweep_lengths: " + text + ": 1 token or more each" + where);
+      if (context_ > 0 && input + output > context_)
+        throw ConfigError("sweep_lengths: " + text + " passes the model's " + std::to_string(context_) +
+                          " positions (max_position_embeddings)" + where);
+      w.lengths.emplace_back(input, output);
+    }
+    w.max_concurrency = cfg.get_int("max_concurrency");
+    if (w.max_concurrency < 1)
+      throw ConfigError("max_concurrency: " + std::to_string(w.max_concurrency) +
+                        ": give 1 or more (the sweep runs concurrency 1, 2, 4, ... up to it)");
+    w.queries = cfg.get_int("sweep_queries");
+    if (w.queries < 0) throw ConfigError("sweep_queries: 0 (twice each point's concurrency) or more");
+    w.block_size = positive(cfg, "block_size");
+    w.max_num_batched_tokens = positive(cfg, "max_num_batched_tokens");
+    w.kv_cache_memory_fraction = cfg.get_number("kv_cache_memory_fraction");
+    if (!(w.kv_cache_memory_fraction > 0 && w.kv_cache_memory_fraction <= 1))
+      throw ConfigError("kv_cache_memory_fraction: a share of the free memory above 0 and at most 1");
+    w.gpu_hour_cost = cfg.get_number("gpu_hour_cost");
+    if (w.gpu_hour_cost < 0)
+      throw ConfigError("gpu_hour_cost: " + fixed_digits(w.gpu_hour_cost, 2) +
+                        " is negative: give your price of one GPU-hour, or 0 for no cost figure");
+    return w;
   }
 
   static models::CausalDecoder& decoder(torch::nn::Module& model) {
@@ -258,6 +301,7 @@ class LlmInference : public infer::InferenceCase {
       llama_.rope_original_max_positions = cfg.get_int("rope_original_max_position_embeddings", 8192);
       if (const auto problem = llama_.problem(); !problem.empty()) throw ConfigError(problem);
       max_positions_ = 0;  // rotary: no table to run past
+      context_ = cfg.get_int("max_position_embeddings");
     } else {
       gpt_.vocab = vocab_;
       gpt_.positions = positive(cfg, "max_position_embeddings");
@@ -268,7 +312,7 @@ class LlmInference : public infer::InferenceCase {
       if (gpt_.hidden % gpt_.heads != 0)
         throw ConfigError("hidden_size " + std::to_string(gpt_.hidden) + " is not a multiple of num_attention_heads " +
                           std::to_string(gpt_.heads));
-      max_positions_ = gpt_.positions;
+      max_positions_ = context_ = gpt_.positions;
     }
   }
 
@@ -276,6 +320,7 @@ class LlmInference : public infer::InferenceCase {
   models::LlamaConfig llama_;
   models::GptConfig gpt_;
   std::int64_t vocab_ = 32000, length_ = 1024, max_positions_ = 0;
+  std::int64_t context_ = 0;  // max_position_embeddings: the context the model was made for (rotary too)
   std::string caveat_;
   bool synthetic_prompts_ = true;
   bool fused_kernels_ = false;

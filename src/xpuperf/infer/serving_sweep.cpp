@@ -1,0 +1,239 @@
+#include "xpuperf/infer/serving_sweep.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "xpuperf/core/load_generator.h"
+#include "xpuperf/core/strings.h"
+#include "xpuperf/infer/generation.h"
+#include "xpuperf/infer/paged_engine.h"
+#include "xpuperf/models/paged_kv.h"
+#include "xpuperf/torchrt/device.h"
+
+namespace xpuperf::infer {
+
+using nlohmann::json;
+
+std::vector<std::int64_t> sweep_concurrencies(std::int64_t max) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t c = 1; c <= max; c *= 2) out.push_back(c);
+  if (!out.empty() && out.back() != max) out.push_back(max);
+  return out;
+}
+
+namespace {
+
+std::int64_t point_queries(const SweepSettings& s, std::int64_t concurrency) {
+  return s.queries > 0 ? s.queries : std::max<std::int64_t>(4, 2 * concurrency);
+}
+
+double block_bytes(const SweepSettings& s, models::CausalDecoder& decoder, torch::Dtype dtype) {
+  return models::PagedKvCache::bytes_per_block(decoder.decoder_layers(), s.block_size, decoder.kv_heads(),
+                                               decoder.head_dim(),
+                                               static_cast<std::int64_t>(torch::elementSize(dtype)));
+}
+
+json percentiles_json(std::vector<double> values) {
+  const auto p = loadgen::percentiles(std::move(values));
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
+}
+
+// One point: `concurrency` queries in flight until `queries` are done (closed loop).
+json run_point(models::CausalDecoder& decoder, const torch::Device& device, torch::Dtype dtype, const SweepSettings& s,
+               std::int64_t blocks, std::int64_t input, std::int64_t output, std::int64_t concurrency) {
+  using Clock = std::chrono::steady_clock;
+  serving::SchedulerOptions o;
+  o.block_size = s.block_size;
+  o.blocks = blocks;
+  o.max_num_batched_tokens = s.max_num_batched_tokens;
+  o.max_num_seqs = concurrency;
+  PagedEngine engine(decoder, device, dtype, o);
+  const std::int64_t n = point_queries(s, concurrency);
+  std::vector<std::vector<std::int64_t>> prompts;  // made before the clock starts
+  for (std::int64_t q = 0; q < n; ++q) {
+    const auto ids = random_token_ids(1, input, decoder.vocab_size(), s.seed + static_cast<std::uint64_t>(q));
+    prompts.emplace_back(ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + input);
+  }
+  {  // one query first, untimed: the kernels' first use
+    engine.add(-1, prompts[0], std::min<std::int64_t>(output, 2));
+    while (!engine.finished()) engine.step();
+    torchrt::synchronize(device);
+  }
+  std::vector<Clock::time_point> added(static_cast<std::size_t>(n)), first(static_cast<std::size_t>(n)),
+      done(static_cast<std::size_t>(n));
+  std::int64_t next = 0, finished = 0, in_flight = 0, steps = 0, most_blocks = 0;
+  double host_ms = 0, step_ms = 0, pool_use = 0;
+  const auto start = Clock::now();
+  while (finished < n) {
+    while (in_flight < concurrency && next < n) {
+      engine.add(next, prompts[static_cast<std::size_t>(next)], output);
+      added[static_cast<std::size_t>(next)] = Clock::now();
+      ++next, ++in_flight;
+    }
+    const auto r = engine.step();
+    const auto now = Clock::now();
+    ++steps;
+    host_ms += r.host_ms;
+    step_ms += r.step_ms;
+    const std::int64_t used = engine.scheduler().used_blocks();
+    pool_use += static_cast<double>(used);
+    most_blocks = std::max(most_blocks, used);
+    for (const auto id : r.first_token) first[static_cast<std::size_t>(id)] = now;
+    for (const auto id : r.finished) {
+      done[static_cast<std::size_t>(id)] = now;
+      if (output == 1) first[static_cast<std::size_t>(id)] = now;
+      ++finished, --in_flight;
+    }
+    if (r.tokens == 0 && finished < n) throw std::runtime_error("the engine stopped with queries left");
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> ttft, tpot, e2e, per_user;
+  const auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  for (std::size_t q = 0; q < static_cast<std::size_t>(n); ++q) {
+    ttft.push_back(ms(added[q], first[q]));
+    e2e.push_back(ms(added[q], done[q]));
+    if (output > 1) {
+      const double t = ms(first[q], done[q]) / static_cast<double>(output - 1);
+      tpot.push_back(t);
+      per_user.push_back(t > 0 ? 1e3 / t : 0);
+    }
+  }
+  double user_mean = 0;
+  for (const double u : per_user) user_mean += u;
+  if (!per_user.empty()) user_mean /= static_cast<double>(per_user.size());
+  const double out_rate = static_cast<double>(n * output) / wall;
+  json point = {
+      {"input_tokens", input},
+      {"output_tokens", output},
+      {"concurrency", concurrency},
+      {"queries", n},
+      {"seconds", wall},
+      {"output_tokens_per_second_per_gpu", out_rate},
+      {"input_tokens_per_second_per_gpu", static_cast<double>(n * input) / wall},
+      {"tokens_per_second_per_user", user_mean},
+      {"ttft_ms", percentiles_json(ttft)},
+      {"tpot_ms", percentiles_json(tpot)},
+      {"e2e_ms", percentiles_json(e2e)},
+      {"steps", steps},
+      {"host_share_of_step", step_ms > 0 ? host_ms / step_ms : 0.0},
+      {"mean_step_ms", step_ms / static_cast<double>(std::max<std::int64_t>(steps, 1))},
+      {"pool_use_mean", pool_use / static_cast<double>(std::max<std::int64_t>(steps, 1)) / static_cast<double>(blocks)},
+      {"pool_use_max", static_cast<double>(most_blocks) / static_cast<double>(blocks)},
+      {"preemptions", engine.scheduler().preemptions()},
+      {"ok", true}};
+  if (s.gpu_hour_cost > 0) point["cost_per_million_output_tokens"] = s.gpu_hour_cost / 3600.0 / out_rate * 1e6;
+  return point;
+}
+
+}  // namespace
+
+std::int64_t sweep_pool_blocks(const SweepSettings& s, models::CausalDecoder& decoder, const torch::Device& device,
+                               torch::Dtype dtype, std::string& how) {
+  const double per_block = block_bytes(s, decoder, dtype);
+  const double free = torchrt::free_device_memory_bytes(device);
+  if (free > 0) {
+    const auto blocks = static_cast<std::int64_t>(std::floor(free * s.kv_cache_memory_fraction / per_block));
+    how = fixed_digits(s.kv_cache_memory_fraction, 2) + " of the " + fixed_digits(free / (1 << 30), 1) +
+          " GiB free after the weights";
+    return blocks;
+  }
+  // No free-memory figure (the CPU): what the largest point holds at once.
+  std::int64_t longest = 0;
+  for (const auto& [input, output] : s.lengths) longest = std::max(longest, input + output);
+  how = "what the largest point holds (" + std::to_string(s.max_concurrency) + " sequences of " +
+        std::to_string(longest) + " tokens): the device reports no free memory";
+  return s.max_concurrency * ((longest + s.block_size - 1) / s.block_size);
+}
+
+json run_serving_sweep(models::CausalDecoder& decoder, const torch::Device& device, torch::Dtype dtype,
+                       const SweepSettings& s, std::ostream& progress) {
+  std::string how;
+  const std::int64_t blocks = sweep_pool_blocks(s, decoder, device, dtype, how);
+  const double per_block = block_bytes(s, decoder, dtype);
+  for (const auto& [input, output] : s.lengths)
+    if ((input + output - 1 + s.block_size - 1) / s.block_size > blocks)
+      throw std::runtime_error("kv_cache_memory_fraction " + fixed_digits(s.kv_cache_memory_fraction, 2) +
+                               " gives a pool of " + std::to_string(blocks * s.block_size) + " tokens; a sequence of " +
+                               std::to_string(input) + " + " + std::to_string(output) + " tokens needs " +
+                               std::to_string(input + output - 1) +
+                               ": raise kv_cache_memory_fraction or shorten sweep_lengths");
+  json out = {{"engine", "paged KV cache, continuous batching with chunked prefill (max_num_batched_tokens " +
+                             std::to_string(s.max_num_batched_tokens) + "), preemption by recompute"},
+              {"pool",
+               {{"blocks", blocks},
+                {"block_size", s.block_size},
+                {"tokens", blocks * s.block_size},
+                {"gib", static_cast<double>(blocks) * per_block / (1 << 30)},
+                {"sized_by", how}}},
+              {"definitions",
+               "output tokens/s per GPU: the point's output tokens over its wall time, on one GPU (input tokens "
+               "apart); tokens/s per user: 1 / TPOT, the mean over queries; TTFT from a query's arrival (its "
+               "place in the closed loop) to its first token"}};
+  if (s.gpu_hour_cost > 0)
+    out["gpu_hour_cost"] = {{"value", s.gpu_hour_cost}, {"note", "the user's own price of one GPU-hour"}};
+  progress << "serving sweep: a pool of " << blocks << " blocks of " << s.block_size << " tokens ("
+           << fixed_digits(static_cast<double>(blocks) * per_block / (1 << 30), 2) << " GiB, " << how << ")\n";
+  json points = json::array();
+  for (const auto& [input, output] : s.lengths) {
+    for (const auto c : sweep_concurrencies(s.max_concurrency)) {
+      json point;
+      try {
+        point = run_point(decoder, device, dtype, s, blocks, input, output, c);
+        progress << "  " << input << "/" << output << " at concurrency " << c << ": "
+                 << fixed_digits(point["output_tokens_per_second_per_gpu"], 1) << " output tokens/s, "
+                 << fixed_digits(point["tokens_per_second_per_user"], 1) << " tokens/s a user, TTFT p50 "
+                 << fixed_digits(point["ttft_ms"]["p50"], 1) << " ms, TPOT p50 "
+                 << fixed_digits(point["tpot_ms"]["p50"], 2) << " ms, host "
+                 << fixed_digits(100 * point["host_share_of_step"].get<double>(), 1) << " % of the step\n";
+      } catch (const std::exception& e) {
+        // Out of memory, or a length the pool cannot hold: this point fails, the sweep goes on.
+        std::string why = e.what();
+        why = why.substr(0, why.find('\n'));
+        point = {{"input_tokens", input}, {"output_tokens", output}, {"concurrency", c}, {"ok", false}, {"error", why}};
+        progress << "  " << input << "/" << output << " at concurrency " << c << ": failed: " << why << "\n";
+      }
+      points.push_back(point);
+    }
+  }
+  out["points"] = points;
+  return out;
+}
+
+std::string serving_sweep_table(const json& sweep) {
+  std::ostringstream md;
+  md << "\n| in / out | concurrency | output tokens/s per GPU | tokens/s per user | TTFT p50 / p90 / p99 (ms) | TPOT "
+        "p50 / p90 / p99 (ms) | e2e p50 / p99 (s) | host share | preemptions | cost per M output tokens |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  const auto three = [](const json& p, int digits) {
+    return fixed_digits(p["p50"], digits) + " / " + fixed_digits(p["p90"], digits) + " / " +
+           fixed_digits(p["p99"], digits);
+  };
+  for (const auto& p : sweep.value("points", json::array())) {
+    md << "| " << p["input_tokens"].get<std::int64_t>() << " / " << p["output_tokens"].get<std::int64_t>() << " | "
+       << p["concurrency"].get<std::int64_t>() << " | ";
+    if (!p.value("ok", false)) {
+      md << "failed: " << p.value("error", std::string()) << " | | | | | | | |\n";
+      continue;
+    }
+    md << fixed_digits(p["output_tokens_per_second_per_gpu"], 1) << " | "
+       << fixed_digits(p["tokens_per_second_per_user"], 1) << " | " << three(p["ttft_ms"], 1) << " | "
+       << three(p["tpot_ms"], 2) << " | " << fixed_digits(p["e2e_ms"]["p50"].get<double>() / 1e3, 2) << " / "
+       << fixed_digits(p["e2e_ms"]["p99"].get<double>() / 1e3, 2) << " | "
+       << fixed_digits(100 * p["host_share_of_step"].get<double>(), 1) << " % | "
+       << p["preemptions"].get<std::int64_t>() << " | "
+       << (p.contains("cost_per_million_output_tokens") ? fixed_digits(p["cost_per_million_output_tokens"], 3) : "–")
+       << " |\n";
+  }
+  if (sweep.contains("gpu_hour_cost"))
+    md << "\nCost per million output tokens from gpu_hour_cost " << fixed_digits(sweep["gpu_hour_cost"]["value"], 2)
+       << ": the user's own figure, not a market price.\n";
+  return md.str();
+}
+
+}  // namespace xpuperf::infer
