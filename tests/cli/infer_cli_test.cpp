@@ -607,6 +607,16 @@ TEST(InferLlm, PlanRoundsCarryServingIntoTheSummaryAndReport) {
   EXPECT_TRUE(has(html, "Server: time to first token against load")) << html.substr(0, 2000);
   EXPECT_TRUE(has(html, "under the minimum duration of 600 s (LoadGen&#39;s)") ||
               has(html, "under the minimum duration of 600 s (LoadGen's)"));
+  // The serving sweep: its frontier in report.html, a CSV row a point, and compare's rows.
+  EXPECT_TRUE(has(html, "<h3>Serving sweep</h3>")) << html;
+  EXPECT_TRUE(has(html, "Throughput against interactivity")) << html;
+  EXPECT_TRUE(has(html, "font-size=\"10\"")) << "each point labelled by its concurrency";
+  const std::string csv = test::read_file(run + "/serving_sweep.csv");
+  EXPECT_TRUE(has(csv, "\nllm:libtorch:CPU:1,1,8,4,4,true,6,")) << csv;
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << "a header and 3 points: " << csv;
+  const Result cmp = xpuperf({"--root", kRoot, "compare", run, run});
+  EXPECT_TRUE(has(cmp.output, "sweep 8/4 at concurrency 4 output tokens/s per GPU")) << cmp.output;
+  EXPECT_TRUE(has(cmp.output, "sweep 8/4 at concurrency 1 TPOT p50 ms")) << cmp.output;
 }
 
 }  // namespace

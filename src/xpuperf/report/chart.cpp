@@ -199,10 +199,15 @@ void draw_series(std::ostringstream& html, const LineChart& chart, const PlotFra
         html << px(f.X(s.points[k].first)) << "," << px(f.Y(s.points[k].second)) << " ";
     html << "\"/>";
     if (s.dots || s.points.size() == 1)
-      for (const auto& [x, y] : s.points)
-        if (std::isfinite(y))
-          html << "<circle cx=\"" << px(f.X(x)) << "\" cy=\"" << px(f.Y(y)) << "\" r=\"3\" fill=\"" << series_colour(i)
-               << "\"/>";
+      for (std::size_t k = 0; k < s.points.size(); ++k) {
+        const auto [x, y] = s.points[k];
+        if (!std::isfinite(y)) continue;
+        html << "<circle cx=\"" << px(f.X(x)) << "\" cy=\"" << px(f.Y(y)) << "\" r=\"3\" fill=\"" << series_colour(i)
+             << "\"/>";
+        if (k < s.labels.size())
+          html << "<text x=\"" << px(f.X(x) + 5) << "\" y=\"" << px(f.Y(y) - 5) << "\" font-size=\"10\" fill=\""
+               << series_colour(i) << "\">" << html_escape(s.labels[k]) << "</text>";
+      }
   }
 }
 

@@ -17,6 +17,7 @@ struct Series {
   std::string label;
   std::vector<std::pair<double, double>> points;  // (x, y), in x order
   bool dots = false;                              // a dot at each point (few points, e.g. evaluations)
+  std::vector<std::string> labels = {};           // where given: a few characters beside each dot
 };
 
 struct Marker {

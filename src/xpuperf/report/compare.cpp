@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "xpuperf/report/operator_rows.h"
+#include "xpuperf/report/serving_report.h"
 
 namespace xpuperf::report {
 
@@ -153,6 +154,7 @@ std::vector<FigureComparison> compare_summaries(const Summary& a, const Summary&
         out.push_back(c);
       }
       if (ca.is(CaseFamilyKind::Operation)) compare_operator_rows(ca, cb, out);
+      compare_sweep_points(ca, cb, out);
     }
   }
   return out;

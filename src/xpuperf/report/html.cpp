@@ -11,6 +11,7 @@
 #include "xpuperf/report/chart.h"
 #include "xpuperf/report/curves.h"
 #include "xpuperf/report/operator_html.h"
+#include "xpuperf/report/serving_report.h"
 #include "xpuperf/report/stats.h"
 #include "xpuperf/report/summary.h"
 
@@ -366,6 +367,7 @@ void generation_section(std::ostringstream& page, const CaseResult& c) {
        << fixed_digits(g.value("copy_bandwidth_gb_per_s", 0.0), 1) << " GB/s (the first ok round).</p>\n";
   if (g.contains("decode") && !g["decode"].empty()) decode_table(page, g["decode"]);
   if (g.contains("offline")) scenario_section(page, g);
+  page << sweep_section_html(c);
 }
 
 // ---- accelerators ------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include "xpuperf/core/files.h"
 #include "xpuperf/report/html.h"
+#include "xpuperf/report/serving_report.h"
 #include "xpuperf/report/summary.h"
 #include "xpuperf/report/summary_csv.h"
 
@@ -37,6 +38,13 @@ class OperatorsCsvWriter : public SummaryWriter {
   }
 };
 
+class ServingSweepCsvWriter : public SummaryWriter {
+ public:
+  const char* file_name() const override { return "serving_sweep.csv"; }
+  std::string write(const Summary& s) const override { return serving_sweep_csv(s); }
+  bool applies(const Summary& s) const override { return has_serving_sweep(s); }
+};
+
 class HtmlWriter : public SummaryWriter {
  public:
   explicit HtmlWriter(std::string run_dir) : run_dir_(std::move(run_dir)) {}
@@ -67,6 +75,7 @@ std::vector<std::unique_ptr<SummaryWriter>> summary_writers(const std::string& r
   writers.push_back(std::make_unique<MarkdownWriter>());
   writers.push_back(std::make_unique<CsvWriter>());
   writers.push_back(std::make_unique<OperatorsCsvWriter>());
+  writers.push_back(std::make_unique<ServingSweepCsvWriter>());
   writers.push_back(std::make_unique<HtmlWriter>(run_dir));
   return writers;
 }
