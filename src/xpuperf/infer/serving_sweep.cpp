@@ -27,6 +27,10 @@ std::vector<std::int64_t> sweep_concurrencies(std::int64_t max) {
 
 namespace {
 
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::int64_t point_queries(const SweepSettings& s, std::int64_t concurrency) {
   return s.queries > 0 ? s.queries : std::max<std::int64_t>(4, 2 * concurrency);
 }
@@ -68,6 +72,7 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
   std::int64_t next = 0, finished = 0, in_flight = 0, steps = 0, most_blocks = 0;
   double host_ms = 0, step_ms = 0, pool_use = 0;
   const auto start = Clock::now();
+  const double started_unix = unix_now();
   while (finished < n) {
     while (in_flight < concurrency && next < n) {
       engine.add(next, prompts[static_cast<std::size_t>(next)], output);
@@ -126,6 +131,8 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
       {"pool_use_mean", pool_use / static_cast<double>(std::max<std::int64_t>(steps, 1)) / static_cast<double>(blocks)},
       {"pool_use_max", static_cast<double>(most_blocks) / static_cast<double>(blocks)},
       {"preemptions", engine.scheduler().preemptions()},
+      {"started_unix", started_unix},  // the window whose power the report reads from the monitor
+      {"ended_unix", unix_now()},
       {"ok", true}};
   if (s.gpu_hour_cost > 0) point["cost_per_million_output_tokens"] = s.gpu_hour_cost / 3600.0 / out_rate * 1e6;
   return point;

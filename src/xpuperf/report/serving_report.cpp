@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "xpuperf/core/strings.h"
+#include "xpuperf/monitor/analysis.h"
 #include "xpuperf/report/chart.h"
 
 namespace xpuperf::report {
@@ -95,12 +96,12 @@ std::string sweep_section_html(const CaseResult& c) {
   if (!chart.series.empty()) html << line_chart_html(chart) << "\n";
   html << "<table><tr><th>in / out</th><th>concurrency</th><th>output tokens/s per GPU</th><th>tokens/s per "
           "user</th><th>TTFT p50 / p99 (ms)</th><th>TPOT p50 / p99 (ms)</th><th>host share</th><th>preemptions</th>"
-          "<th>cost per M output tokens</th></tr>\n";
+          "<th>J per output token</th><th>cost per M output tokens</th></tr>\n";
   for (const auto& p : (*first)["points"]) {
     html << "<tr><td>" << p.value("input_tokens", 0) << " / " << p.value("output_tokens", 0) << "</td><td>"
          << p.value("concurrency", 0) << "</td>";
     if (!p.value("ok", false)) {
-      html << "<td colspan=\"7\">failed: " << html_escape(p.value("error", std::string())) << "</td></tr>\n";
+      html << "<td colspan=\"8\">failed: " << html_escape(p.value("error", std::string())) << "</td></tr>\n";
       continue;
     }
     html << "<td>" << fixed_digits(number(p, "output_tokens_per_second_per_gpu"), 1) << "</td><td>"
@@ -109,6 +110,9 @@ std::string sweep_section_html(const CaseResult& c) {
          << "</td><td>" << fixed_digits(number(p, "tpot_ms", "p50"), 2) << " / "
          << fixed_digits(number(p, "tpot_ms", "p99"), 2) << "</td><td>"
          << fixed_digits(100 * number(p, "host_share_of_step"), 1) << " %</td><td>" << p.value("preemptions", 0)
+         << "</td><td>"
+         << (p.contains("joules_per_output_token") ? fixed_digits(number(p, "joules_per_output_token"), 4)
+                                                   : std::string("–"))
          << "</td><td>"
          << (p.contains("cost_per_million_output_tokens") ? fixed_digits(number(p, "cost_per_million_output_tokens"), 3)
                                                           : std::string("–"))
@@ -119,6 +123,21 @@ std::string sweep_section_html(const CaseResult& c) {
     html << "<p class=\"note\">Cost from gpu_hour_cost " << fixed_digits(number(*first, "gpu_hour_cost", "value"), 2)
          << ": the user's own figure, not a market price.</p>\n";
   return html.str();
+}
+
+void put_sweep_energy(json& generation, const std::vector<std::string>& monitor_files,
+                      const std::set<std::string>& accelerators) {
+  if (monitor_files.empty() || !generation.contains("sweep") || !generation["sweep"].contains("points")) return;
+  for (auto& p : generation["sweep"]["points"]) {
+    const double t0 = p.value("started_unix", 0.0), t1 = p.value("ended_unix", 0.0);
+    const double tokens = number(p, "queries") * number(p, "output_tokens");
+    if (!p.value("ok", false) || t0 <= 0 || t1 <= t0 || tokens <= 0) continue;
+    const double watts = monitor::mean_power_in_window(monitor_files, t0, t1, accelerators);
+    if (watts <= 0) continue;
+    p["mean_power_w"] = watts;
+    p["joules_per_output_token"] = watts * (t1 - t0) / tokens;
+    p["output_tokens_per_second_per_megawatt"] = number(p, "output_tokens_per_second_per_gpu") / (watts / 1e6);
+  }
 }
 
 bool has_serving_sweep(const Summary& summary) {
@@ -133,7 +152,7 @@ std::string serving_sweep_csv(const Summary& summary) {
   csv << "case,round,input_tokens,output_tokens,concurrency,ok,queries,output_tokens_per_second_per_gpu,"
          "input_tokens_per_second_per_gpu,tokens_per_second_per_user,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,"
          "tpot_p90_ms,tpot_p99_ms,e2e_p50_ms,e2e_p99_ms,host_share_of_step,pool_use_max,preemptions,"
-         "cost_per_million_output_tokens,error\n";
+         "joules_per_output_token,cost_per_million_output_tokens,error\n";
   for (const auto& c : summary.cases)
     for (const auto& r : c.rounds) {
       const json* sweep = sweep_of(r);
@@ -154,7 +173,8 @@ std::string serving_sweep_csv(const Summary& summary) {
             << "," << cell("ttft_ms", "p99") << "," << cell("tpot_ms", "p50") << "," << cell("tpot_ms", "p90") << ","
             << cell("tpot_ms", "p99") << "," << cell("e2e_ms", "p50") << "," << cell("e2e_ms", "p99") << ","
             << cell("host_share_of_step") << "," << cell("pool_use_max") << "," << cell("preemptions") << ","
-            << cell("cost_per_million_output_tokens") << "," << (error.empty() ? "" : "\"" + error + "\"") << "\n";
+            << cell("joules_per_output_token") << "," << cell("cost_per_million_output_tokens") << ","
+            << (error.empty() ? "" : "\"" + error + "\"") << "\n";
       }
     }
   return csv.str();

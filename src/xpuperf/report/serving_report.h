@@ -5,6 +5,7 @@
 // `xpuperf compare`'s rows for two runs' frontiers.
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ std::string sweep_section_html(const CaseResult& c);
 // serving_sweep.csv: a row per point of every round, failed points with their error.
 std::string serving_sweep_csv(const Summary& summary);
 bool has_serving_sweep(const Summary& summary);
+
+// Each ok point's energy where the monitor saw the device's power over the point's window: its mean
+// power, joules per output token and output tokens/s per megawatt (InferenceMAX's), written into
+// the generation record's points.
+void put_sweep_energy(nlohmann::json& generation, const std::vector<std::string>& monitor_files,
+                      const std::set<std::string>& accelerators);
 
 // Each point both runs have: output tokens/s per GPU (higher is better) and TPOT p50 (lower is).
 void compare_sweep_points(const CaseResult& a, const CaseResult& b, std::vector<FigureComparison>& out);

@@ -15,6 +15,7 @@
 #include "xpuperf/core/version.h"
 #include "xpuperf/monitor/analysis.h"
 #include "xpuperf/report/curves.h"
+#include "xpuperf/report/serving_report.h"
 #include "xpuperf/report/stats.h"
 
 namespace xpuperf::report {
@@ -291,6 +292,7 @@ Round round_figures(const fs::path& round_dir, int round, int nproc) {
   if (extra.contains("figures") && extra["figures"].is_array() && !extra["figures"].empty())
     add_base_figures(r, extra, logs.monitor_files, accelerators);
   if (extra.contains("steps")) put_inference_figures(r, extra);
+  if (r.records.contains("generation")) put_sweep_energy(r.records["generation"], logs.monitor_files, accelerators);
   if (extra.contains("operator") && extra.contains("rows"))
     put_operator_rows(r, extra, logs.monitor_files, accelerators);
   if (!logs.monitor_files.empty()) put_monitor_figures(r, logs.monitor_files, accelerators);
