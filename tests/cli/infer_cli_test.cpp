@@ -560,6 +560,15 @@ TEST(InferLlm, ServingLengthsComeFromAFileWhenGiven) {
   const json& rules = p.finished["generation"]["rules"];
   EXPECT_EQ(rules["lengths"], "2 (prompt, output) pairs from " + file) << rules.dump();
   EXPECT_FALSE(rules.contains("prompt_tokens"));
+  // The serving sweep runs the trace too: each query's pair drawn from the file's.
+  const json& points = p.finished["generation"]["sweep"]["points"];
+  ASSERT_EQ(points.size(), 6u) << "3 concurrencies of the pair [8, 4], then of the trace";
+  EXPECT_EQ(points[3]["lengths"], "trace " + file);
+  EXPECT_TRUE(points[5]["ok"].get<bool>()) << points[5].dump();
+  const auto total = points[5]["output_tokens_total"].get<std::int64_t>();
+  EXPECT_GE(total, 6 * 2);
+  EXPECT_LE(total, 6 * 3);
+  EXPECT_NE(total, 6 * 3) << "both pairs drawn (seeded), not the first alone";
 }
 
 TEST(InferLlm, ProfileBatchesTimeThePrefillsAndTheDecodeStepsOperators) {
@@ -612,7 +621,7 @@ TEST(InferLlm, PlanRoundsCarryServingIntoTheSummaryAndReport) {
   EXPECT_TRUE(has(html, "Throughput against interactivity")) << html;
   EXPECT_TRUE(has(html, "font-size=\"10\"")) << "each point labelled by its concurrency";
   const std::string csv = test::read_file(run + "/serving_sweep.csv");
-  EXPECT_TRUE(has(csv, "\nllm:libtorch:CPU:1,1,8,4,4,true,6,")) << csv;
+  EXPECT_TRUE(has(csv, "\nllm:libtorch:CPU:1,1,8/4,8,4,4,true,6,")) << csv;
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 4) << "a header and 3 points: " << csv;
   const Result cmp = xpuperf({"--root", kRoot, "compare", run, run});
   EXPECT_TRUE(has(cmp.output, "sweep 8/4 at concurrency 4 output tokens/s per GPU")) << cmp.output;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <random>
 #include <sstream>
 
 #include "xpuperf/core/load_generator.h"
@@ -46,9 +47,22 @@ json percentiles_json(std::vector<double> values) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
 }
 
-// One point: `concurrency` queries in flight until `queries` are done (closed loop).
+using Pairs = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// A point's queries' (input, output) lengths: the pair, or draws from the trace's pairs.
+Pairs query_lengths(const SweepSettings& s, const Pairs& source, std::int64_t n, std::int64_t concurrency) {
+  Pairs out;
+  if (source.size() == 1) return Pairs(static_cast<std::size_t>(n), source.front());
+  std::mt19937_64 draw(s.seed + static_cast<std::uint64_t>(concurrency));
+  std::uniform_int_distribution<std::size_t> pick(0, source.size() - 1);
+  for (std::int64_t q = 0; q < n; ++q) out.push_back(source[pick(draw)]);
+  return out;
+}
+
+// One point: `concurrency` queries in flight until `queries` are done (closed loop); `label` names
+// its lengths ("1024/256", or the trace's).
 json run_point(models::CausalDecoder& decoder, const torch::Device& device, torch::Dtype dtype, const SweepSettings& s,
-               std::int64_t blocks, std::int64_t input, std::int64_t output, std::int64_t concurrency) {
+               std::int64_t blocks, const Pairs& source, const std::string& label, std::int64_t concurrency) {
   using Clock = std::chrono::steady_clock;
   serving::SchedulerOptions o;
   o.block_size = s.block_size;
@@ -57,13 +71,17 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
   o.max_num_seqs = concurrency;
   PagedEngine engine(decoder, device, dtype, o);
   const std::int64_t n = point_queries(s, concurrency);
+  const Pairs lengths = query_lengths(s, source, n, concurrency);
   std::vector<std::vector<std::int64_t>> prompts;  // made before the clock starts
+  std::int64_t input_total = 0, output_total = 0;
   for (std::int64_t q = 0; q < n; ++q) {
+    const auto [input, output] = lengths[static_cast<std::size_t>(q)];
     const auto ids = random_token_ids(1, input, decoder.vocab_size(), s.seed + static_cast<std::uint64_t>(q));
     prompts.emplace_back(ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + input);
+    input_total += input, output_total += output;
   }
   {  // one query first, untimed: the kernels' first use
-    engine.add(-1, prompts[0], std::min<std::int64_t>(output, 2));
+    engine.add(-1, prompts[0], std::min<std::int64_t>(lengths[0].second, 2));
     while (!engine.finished()) engine.step();
     torchrt::synchronize(device);
   }
@@ -75,7 +93,7 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
   const double started_unix = unix_now();
   while (finished < n) {
     while (in_flight < concurrency && next < n) {
-      engine.add(next, prompts[static_cast<std::size_t>(next)], output);
+      engine.add(next, prompts[static_cast<std::size_t>(next)], lengths[static_cast<std::size_t>(next)].second);
       added[static_cast<std::size_t>(next)] = Clock::now();
       ++next, ++in_flight;
     }
@@ -90,7 +108,6 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
     for (const auto id : r.first_token) first[static_cast<std::size_t>(id)] = now;
     for (const auto id : r.finished) {
       done[static_cast<std::size_t>(id)] = now;
-      if (output == 1) first[static_cast<std::size_t>(id)] = now;
       ++finished, --in_flight;
     }
     if (r.tokens == 0 && finished < n) throw std::runtime_error("the engine stopped with queries left");
@@ -103,7 +120,7 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
   for (std::size_t q = 0; q < static_cast<std::size_t>(n); ++q) {
     ttft.push_back(ms(added[q], first[q]));
     e2e.push_back(ms(added[q], done[q]));
-    if (output > 1) {
+    if (const auto output = lengths[q].second; output > 1) {
       const double t = ms(first[q], done[q]) / static_cast<double>(output - 1);
       tpot.push_back(t);
       per_user.push_back(t > 0 ? 1e3 / t : 0);
@@ -112,15 +129,20 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
   double user_mean = 0;
   for (const double u : per_user) user_mean += u;
   if (!per_user.empty()) user_mean /= static_cast<double>(per_user.size());
-  const double out_rate = static_cast<double>(n * output) / wall;
+  const double out_rate = static_cast<double>(output_total) / wall;
+  const auto mean_of = [n](std::int64_t total) {
+    return static_cast<std::int64_t>(std::llround(static_cast<double>(total) / static_cast<double>(n)));
+  };
   json point = {
-      {"input_tokens", input},
-      {"output_tokens", output},
+      {"lengths", label},
+      {"input_tokens", mean_of(input_total)},  // a trace's: the means
+      {"output_tokens", mean_of(output_total)},
       {"concurrency", concurrency},
       {"queries", n},
       {"seconds", wall},
       {"output_tokens_per_second_per_gpu", out_rate},
-      {"input_tokens_per_second_per_gpu", static_cast<double>(n * input) / wall},
+      {"input_tokens_per_second_per_gpu", static_cast<double>(input_total) / wall},
+      {"output_tokens_total", output_total},
       {"tokens_per_second_per_user", user_mean},
       {"ttft_ms", percentiles_json(ttft)},
       {"tpot_ms", percentiles_json(tpot)},
@@ -151,7 +173,7 @@ std::int64_t sweep_pool_blocks(const SweepSettings& s, models::CausalDecoder& de
     return blocks;
   }
   // No free-memory figure (the CPU): what the largest point holds at once.
-  std::int64_t longest = 0;
+  std::int64_t longest = s.trace.pairs.empty() ? 0 : s.trace.longest();
   for (const auto& [input, output] : s.lengths) longest = std::max(longest, input + output);
   how = "what the largest point holds (" + std::to_string(s.max_concurrency) + " sequences of " +
         std::to_string(longest) + " tokens): the device reports no free memory";
@@ -163,7 +185,9 @@ json run_serving_sweep(models::CausalDecoder& decoder, const torch::Device& devi
   std::string how;
   const std::int64_t blocks = sweep_pool_blocks(s, decoder, device, dtype, how);
   const double per_block = block_bytes(s, decoder, dtype);
-  for (const auto& [input, output] : s.lengths)
+  Pairs all = s.lengths;
+  all.insert(all.end(), s.trace.pairs.begin(), s.trace.pairs.end());
+  for (const auto& [input, output] : all)
     if ((input + output - 1 + s.block_size - 1) / s.block_size > blocks)
       throw std::runtime_error("kv_cache_memory_fraction " + fixed_digits(s.kv_cache_memory_fraction, 2) +
                                " gives a pool of " + std::to_string(blocks * s.block_size) + " tokens; a sequence of " +
@@ -187,12 +211,16 @@ json run_serving_sweep(models::CausalDecoder& decoder, const torch::Device& devi
   progress << "serving sweep: a pool of " << blocks << " blocks of " << s.block_size << " tokens ("
            << fixed_digits(static_cast<double>(blocks) * per_block / (1 << 30), 2) << " GiB, " << how << ")\n";
   json points = json::array();
-  for (const auto& [input, output] : s.lengths) {
+  std::vector<std::pair<Pairs, std::string>> sources;
+  for (const auto& pair : s.lengths)
+    sources.push_back({{pair}, std::to_string(pair.first) + "/" + std::to_string(pair.second)});
+  if (!s.trace.pairs.empty()) sources.push_back({s.trace.pairs, "trace " + s.trace.source});
+  for (const auto& [source, label] : sources) {
     for (const auto c : sweep_concurrencies(s.max_concurrency)) {
       json point;
       try {
-        point = run_point(decoder, device, dtype, s, blocks, input, output, c);
-        progress << "  " << input << "/" << output << " at concurrency " << c << ": "
+        point = run_point(decoder, device, dtype, s, blocks, source, label, c);
+        progress << "  " << label << " at concurrency " << c << ": "
                  << fixed_digits(point["output_tokens_per_second_per_gpu"], 1) << " output tokens/s, "
                  << fixed_digits(point["tokens_per_second_per_user"], 1) << " tokens/s a user, TTFT p50 "
                  << fixed_digits(point["ttft_ms"]["p50"], 1) << " ms, TPOT p50 "
@@ -202,8 +230,10 @@ json run_serving_sweep(models::CausalDecoder& decoder, const torch::Device& devi
         // Out of memory, or a length the pool cannot hold: this point fails, the sweep goes on.
         std::string why = e.what();
         why = why.substr(0, why.find('\n'));
-        point = {{"input_tokens", input}, {"output_tokens", output}, {"concurrency", c}, {"ok", false}, {"error", why}};
-        progress << "  " << input << "/" << output << " at concurrency " << c << ": failed: " << why << "\n";
+        point = {{"lengths", label}, {"concurrency", c}, {"ok", false}, {"error", why}};
+        if (source.size() == 1)
+          point["input_tokens"] = source.front().first, point["output_tokens"] = source.front().second;
+        progress << "  " << label << " at concurrency " << c << ": failed: " << why << "\n";
       }
       points.push_back(point);
     }
@@ -222,8 +252,7 @@ std::string serving_sweep_table(const json& sweep) {
            fixed_digits(p["p99"], digits);
   };
   for (const auto& p : sweep.value("points", json::array())) {
-    md << "| " << p["input_tokens"].get<std::int64_t>() << " / " << p["output_tokens"].get<std::int64_t>() << " | "
-       << p["concurrency"].get<std::int64_t>() << " | ";
+    md << "| " << p.value("lengths", std::string()) << " | " << p["concurrency"].get<std::int64_t>() << " | ";
     if (!p.value("ok", false)) {
       md << "failed: " << p.value("error", std::string()) << " | | | | | | | |\n";
       continue;

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "xpuperf/core/load_generator.h"
 #include "xpuperf/core/serving_scheduler.h"
 #include "xpuperf/models/kv_cache.h"
 
@@ -23,6 +24,9 @@ namespace xpuperf::infer {
 
 struct SweepSettings {
   std::vector<std::pair<std::int64_t, std::int64_t>> lengths;  // (input tokens, output tokens)
+  // A trace's (input, output) pairs (lengths_file): also swept, each query's pair drawn from them
+  // with replacement; none when empty.
+  loadgen::Lengths trace;
   std::int64_t max_concurrency = 64;
   std::int64_t queries = 0;  // a point's queries; 0: twice its concurrency, at least 4
   std::int64_t block_size = 16;

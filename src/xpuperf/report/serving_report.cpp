@@ -27,8 +27,10 @@ double number(const json& j, const char* key, const char* sub = nullptr) {
   return v.is_number() ? v.get<double>() : 0;
 }
 
-std::string point_key(std::int64_t input, std::int64_t output, std::int64_t concurrency) {
-  return std::to_string(input) + "/" + std::to_string(output) + " at concurrency " + std::to_string(concurrency);
+// "1024/256", or a trace's "trace lengths.csv".
+std::string lengths_of(const json& p) {
+  if (p.contains("lengths") && p["lengths"].is_string()) return p["lengths"].get<std::string>();
+  return std::to_string(p.value("input_tokens", 0)) + "/" + std::to_string(p.value("output_tokens", 0));
 }
 
 double mean(const std::vector<double>& v) {
@@ -49,9 +51,9 @@ std::vector<SweepPoint> sweep_points(const CaseResult& c) {
       if (!p.value("ok", false)) continue;
       const auto input = p.value("input_tokens", std::int64_t{0}), output = p.value("output_tokens", std::int64_t{0});
       const auto concurrency = p.value("concurrency", std::int64_t{0});
-      const std::string key = point_key(input, output, concurrency);
+      const std::string key = lengths_of(p) + " at concurrency " + std::to_string(concurrency);
       auto [it, added] = index.emplace(key, points.size());
-      if (added) points.push_back({key, input, output, concurrency, {}, {}, {}, {}});
+      if (added) points.push_back({key, lengths_of(p), input, output, concurrency, {}, {}, {}, {}});
       SweepPoint& s = points[it->second];
       s.output_tokens_per_second.push_back(number(p, "output_tokens_per_second_per_gpu"));
       s.tokens_per_second_per_user.push_back(number(p, "tokens_per_second_per_user"));
@@ -78,8 +80,7 @@ std::string sweep_section_html(const CaseResult& c) {
   chart.y_label = "output tokens/s per GPU";
   chart.y_from_zero = true;
   std::map<std::string, std::vector<const SweepPoint*>> by_pair;
-  for (const auto& p : points)
-    by_pair[std::to_string(p.input) + " in / " + std::to_string(p.output) + " out"].push_back(&p);
+  for (const auto& p : points) by_pair[p.lengths].push_back(&p);
   for (auto& [pair, list] : by_pair) {
     std::sort(list.begin(), list.end(), [](const SweepPoint* a, const SweepPoint* b) {
       return mean(a->tokens_per_second_per_user) < mean(b->tokens_per_second_per_user);
@@ -98,8 +99,7 @@ std::string sweep_section_html(const CaseResult& c) {
           "user</th><th>TTFT p50 / p99 (ms)</th><th>TPOT p50 / p99 (ms)</th><th>host share</th><th>preemptions</th>"
           "<th>J per output token</th><th>cost per M output tokens</th></tr>\n";
   for (const auto& p : (*first)["points"]) {
-    html << "<tr><td>" << p.value("input_tokens", 0) << " / " << p.value("output_tokens", 0) << "</td><td>"
-         << p.value("concurrency", 0) << "</td>";
+    html << "<tr><td>" << html_escape(lengths_of(p)) << "</td><td>" << p.value("concurrency", 0) << "</td>";
     if (!p.value("ok", false)) {
       html << "<td colspan=\"8\">failed: " << html_escape(p.value("error", std::string())) << "</td></tr>\n";
       continue;
@@ -130,7 +130,8 @@ void put_sweep_energy(json& generation, const std::vector<std::string>& monitor_
   if (monitor_files.empty() || !generation.contains("sweep") || !generation["sweep"].contains("points")) return;
   for (auto& p : generation["sweep"]["points"]) {
     const double t0 = p.value("started_unix", 0.0), t1 = p.value("ended_unix", 0.0);
-    const double tokens = number(p, "queries") * number(p, "output_tokens");
+    const double tokens = p.contains("output_tokens_total") ? number(p, "output_tokens_total")
+                                                            : number(p, "queries") * number(p, "output_tokens");
     if (!p.value("ok", false) || t0 <= 0 || t1 <= t0 || tokens <= 0) continue;
     const double watts = monitor::mean_power_in_window(monitor_files, t0, t1, accelerators);
     if (watts <= 0) continue;
@@ -149,7 +150,7 @@ bool has_serving_sweep(const Summary& summary) {
 
 std::string serving_sweep_csv(const Summary& summary) {
   std::ostringstream csv;
-  csv << "case,round,input_tokens,output_tokens,concurrency,ok,queries,output_tokens_per_second_per_gpu,"
+  csv << "case,round,lengths,input_tokens,output_tokens,concurrency,ok,queries,output_tokens_per_second_per_gpu,"
          "input_tokens_per_second_per_gpu,tokens_per_second_per_user,ttft_p50_ms,ttft_p90_ms,ttft_p99_ms,tpot_p50_ms,"
          "tpot_p90_ms,tpot_p99_ms,e2e_p50_ms,e2e_p99_ms,host_share_of_step,pool_use_max,preemptions,"
          "joules_per_output_token,cost_per_million_output_tokens,error\n";
@@ -166,15 +167,15 @@ std::string serving_sweep_csv(const Summary& summary) {
         };
         std::string error = p.value("error", std::string());
         std::replace(error.begin(), error.end(), '"', '\'');
-        csv << c.key << "," << r.number << "," << p.value("input_tokens", 0) << "," << p.value("output_tokens", 0)
-            << "," << p.value("concurrency", 0) << "," << (ok ? "true" : "false") << "," << cell("queries") << ","
-            << cell("output_tokens_per_second_per_gpu") << "," << cell("input_tokens_per_second_per_gpu") << ","
-            << cell("tokens_per_second_per_user") << "," << cell("ttft_ms", "p50") << "," << cell("ttft_ms", "p90")
-            << "," << cell("ttft_ms", "p99") << "," << cell("tpot_ms", "p50") << "," << cell("tpot_ms", "p90") << ","
-            << cell("tpot_ms", "p99") << "," << cell("e2e_ms", "p50") << "," << cell("e2e_ms", "p99") << ","
-            << cell("host_share_of_step") << "," << cell("pool_use_max") << "," << cell("preemptions") << ","
-            << cell("joules_per_output_token") << "," << cell("cost_per_million_output_tokens") << ","
-            << (error.empty() ? "" : "\"" + error + "\"") << "\n";
+        csv << c.key << "," << r.number << "," << lengths_of(p) << "," << p.value("input_tokens", 0) << ","
+            << p.value("output_tokens", 0) << "," << p.value("concurrency", 0) << "," << (ok ? "true" : "false") << ","
+            << cell("queries") << "," << cell("output_tokens_per_second_per_gpu") << ","
+            << cell("input_tokens_per_second_per_gpu") << "," << cell("tokens_per_second_per_user") << ","
+            << cell("ttft_ms", "p50") << "," << cell("ttft_ms", "p90") << "," << cell("ttft_ms", "p99") << ","
+            << cell("tpot_ms", "p50") << "," << cell("tpot_ms", "p90") << "," << cell("tpot_ms", "p99") << ","
+            << cell("e2e_ms", "p50") << "," << cell("e2e_ms", "p99") << "," << cell("host_share_of_step") << ","
+            << cell("pool_use_max") << "," << cell("preemptions") << "," << cell("joules_per_output_token") << ","
+            << cell("cost_per_million_output_tokens") << "," << (error.empty() ? "" : "\"" + error + "\"") << "\n";
       }
     }
   return csv.str();

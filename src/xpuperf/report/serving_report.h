@@ -15,7 +15,8 @@
 namespace xpuperf::report {
 
 struct SweepPoint {
-  std::string key;  // "1024/256 at concurrency 64"
+  std::string key;      // "1024/256 at concurrency 64"
+  std::string lengths;  // "1024/256", or "trace lengths.csv"
   std::int64_t input = 0, output = 0, concurrency = 0;
   std::vector<double> output_tokens_per_second, tokens_per_second_per_user, tpot_p50_ms, ttft_p50_ms;  // a round each
 };

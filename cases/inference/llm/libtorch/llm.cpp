@@ -173,7 +173,7 @@ class LlmInference : public infer::InferenceCase {
     s.lengths.prompt = length_range(cfg, "prompt_tokens");
     s.lengths.output = length_range(cfg, "output_tokens");
     s.offline_queries = cfg.get_int("offline_queries");  // 0: no scenarios, so no lengths to fit
-    if (const std::string file = cfg.get_string("lengths_file"); !file.empty() && s.offline_queries > 0) {
+    if (const std::string file = cfg.get_string("lengths_file"); !file.empty()) {  // LoadGen's and the sweep's
       try {
         s.lengths = loadgen::read_lengths_csv(file, s.decoder.max_tokens);
       } catch (const std::runtime_error& e) {
@@ -194,6 +194,7 @@ class LlmInference : public infer::InferenceCase {
     s.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
     s.profile_steps = cfg.get_int("profile_batches", 0);  // decode steps, as prefill's batches
     s.sweep = sweep_settings(cfg, s.seed);
+    if (!s.lengths.pairs.empty() && !s.sweep.lengths.empty()) s.sweep.trace = s.lengths;  // swept too
     return s;
   }
 
