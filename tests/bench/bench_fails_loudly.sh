@@ -13,7 +13,7 @@ fail() {
 }
 
 for bench in vision_train_vs_pytorch.sh language_train_vs_pytorch.sh parallel_train_vs_pytorch.sh offload_capacity.sh \
-  kernel_curves.sh vision_curve_vs_torchvision.sh; do
+  kernel_curves.sh vision_curve_vs_torchvision.sh llm_serving_vs_hf.sh; do
   out=$(XPUPERF="$work/none" bash "$root/bench/$bench" H100 2>&1)
   rc=$?
   [[ $rc == 2 ]] || fail "$bench without a binary: exit $rc, not 2: $out"
