@@ -6,11 +6,12 @@ OUTPUT / the generate() call's time (the prefill included, as a served query's i
 One JSON line a point, printed as each ends (a failing point, e.g. out of memory, says why).
 Usage: llm_serving_hf.py --size 8b|1b --lengths 1024x1024,8192x1024 --concurrency 1,2,4,...,64"""
 import argparse
-import json
 import time
 
 import torch
 import transformers
+
+from pytorch_common import emit
 
 SIZES = {
     "8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
@@ -24,10 +25,6 @@ ap.add_argument("--size", default="8b", choices=SIZES)
 ap.add_argument("--lengths", default="1024x1024")
 ap.add_argument("--concurrency", default="1,2,4,8,16,32,64")
 a = ap.parse_args()
-
-
-def emit(**kv):
-    print(json.dumps(kv), flush=True)
 
 
 torch.manual_seed(0)

@@ -30,27 +30,6 @@ double PagedKvCache::bytes() const {
   return total;
 }
 
-void PagedBatch::finish(const torch::Device& device) {
-  std::vector<std::int64_t> tokens, positions, table;
-  std::size_t widest = 0;
-  for (const auto& s : sequences)
-    if (s.count == 1) widest = std::max(widest, s.blocks.size());
-  for (const auto& s : sequences) {
-    if (s.count != 1) continue;
-    tokens.push_back(s.first);
-    positions.push_back(s.start);
-    decode_visible = std::max(decode_visible, s.start + 1);
-    table.insert(table.end(), s.blocks.begin(), s.blocks.end());
-    table.resize(table.size() + widest - s.blocks.size(), 0);
-  }
-  if (tokens.empty()) return;
-  const auto b = static_cast<std::int64_t>(tokens.size());
-  const auto index = torch::TensorOptions().dtype(torch::kLong);
-  decode_tokens = torch::tensor(tokens, index).to(device);
-  decode_positions = torch::tensor(positions, index).view({b, 1}).to(device);
-  decode_table = torch::tensor(table, index).view({b, static_cast<std::int64_t>(widest)}).to(device);
-}
-
 namespace {
 
 // Keys or values of `rows` (any shape) from a layer's pool, as (rows..., kv_heads, head_dim).

@@ -33,16 +33,14 @@ struct PagedBatch {
   struct Sequence {
     std::int64_t first = 0, count = 0;  // its tokens in the step's row
     std::int64_t start = 0;             // the position of its first one
-    torch::Tensor context_rows;         // (start + count) int64: the cache rows of its keys, in order
-    std::vector<std::int64_t> blocks;   // its block table, host side
+    torch::Tensor context_rows;         // a prefill chunk's (start + count) int64: its keys' cache rows
   };
   std::vector<Sequence> sequences;
   // The decoding sequences (count 1), batched for ops::paged_decode_attention: their tokens in the
   // step's row, their block tables (B, the most blocks; padded with block 0), their positions
-  // (B, 1) and the most keys a row sees. Made by finish(), once for every layer of the step.
+  // (B, 1) and the most keys a row sees; undefined when none decodes.
   torch::Tensor decode_tokens, decode_table, decode_positions;
   std::int64_t decode_visible = 0;
-  void finish(const torch::Device& device);
 };
 
 // Attention of one layer over the paged cache: q (1, heads, T, head_dim), k and v (1, kv_heads, T,

@@ -102,15 +102,7 @@ int run_census_case(const OperatorRequest& request, std::ostream& out, std::ostr
         << " calls a " << census.unit << " are not in the sum (failed_rows)\n";
   const nlohmann::json explained = explanation.to_json(rows, census);
   log_operator_rows(out, request, device, rows, failed, {}, {{"explained", explained}});
-  if (!request.json_out.empty()) {
-    nlohmann::json j = {{"operator", request.name},
-                        {"device", torchrt::device_text(device.str())},
-                        {"rows", nlohmann::json::array()},
-                        {"failed_rows", failed},
-                        {"explained", explained}};
-    for (const auto& r : rows) j["rows"].push_back(r.to_json());
-    write_json_file(request.json_out, j);
-  }
+  write_rows_json(request, device, rows, {{"failed_rows", failed}, {"explained", explained}});
   if (rows.empty()) return 1;
   return failed.empty() || request.inaccurate_ok ? 0 : 1;
 }

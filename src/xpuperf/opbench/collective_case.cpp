@@ -15,7 +15,6 @@
 #include <iomanip>
 #include <sstream>
 
-#include "xpuperf/core/files.h"
 #include "xpuperf/core/strings.h"
 #include "xpuperf/opbench/nccl_tuning.h"
 #include "xpuperf/opbench/op_case.h"
@@ -234,7 +233,6 @@ std::string collective_rows_table(const std::vector<OperatorRow>& rows) {
         "deterministic |\n"
         "| --- | ---: | ---: | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
         "---: | ---: | --- | --- |\n";
-  const auto percent = [](const std::optional<double>& f) { return f ? fixed_digits(100 * *f, 1) + " %" : "–"; };
   for (const auto& r : rows) {
     std::ostringstream rel;
     rel << std::setprecision(3) << r.error.max_rel;
@@ -243,8 +241,8 @@ std::string collective_rows_table(const std::vector<OperatorRow>& rows) {
        << " | " << fixed_digits(r.p10_ms, 4) << " – " << fixed_digits(r.p90_ms, 4) << " | "
        << fixed_digits(100 * r.cv, 1) << " % | " << r.samples << (r.device_timed ? "" : " (host)") << " | "
        << fixed_digits(r.host_ms, 4) << " | " << fixed_digits(r.cold_ms, 3) << " | " << fixed_digits(r.gb_per_s, 1)
-       << " | " << fixed_digits(r.bus_gb_per_s, 1) << " | " << percent(r.datasheet_fraction) << " | "
-       << percent(r.measured_fraction) << " | " << (r.checked ? rel.str() : "–") << " | "
+       << " | " << fixed_digits(r.bus_gb_per_s, 1) << " | " << percent_text(r.datasheet_fraction) << " | "
+       << percent_text(r.measured_fraction) << " | " << (r.checked ? rel.str() : "–") << " | "
        << (!r.checked   ? "not checked"
            : r.accurate ? "yes"
                         : "NO")
@@ -355,14 +353,7 @@ int run_collective_case(const OperatorRequest& request, std::ostream& out, std::
       out << "kernels of " << r.op << " " << r.sizes[0] << " " << r.dtype << ": " << join_or_none(r.kernels) << "\n";
   log_operator_rows(out, request, device, rows, failed, {},
                     {{"ranks", request.env.world_size}, {"backend", dist->backend()}});
-  if (!request.json_out.empty()) {
-    nlohmann::json j = {{"operator", request.name},
-                        {"device", torchrt::device_text(device.str())},
-                        {"ranks", request.env.world_size},
-                        {"rows", nlohmann::json::array()}};
-    for (const auto& r : rows) j["rows"].push_back(r.to_json());
-    write_json_file(request.json_out, j);
-  }
+  write_rows_json(request, device, rows, {{"ranks", request.env.world_size}});
   return status;
 }
 

@@ -60,10 +60,6 @@ std::string shape_text(const Shape& shape) {
   return out;
 }
 
-std::string percent(const std::optional<double>& fraction) {
-  return fraction ? fixed_digits(100 * *fraction, 1) + " %" : "–";
-}
-
 std::string table(const std::vector<OperatorRow>& rows) {
   std::ostringstream md;
   md << "| operator | shape | dtype | implementation | median ms | p10 – p90 ms | CV | n | host ms | cold ms | "
@@ -79,7 +75,7 @@ std::string table(const std::vector<OperatorRow>& rows) {
        << " | " << fixed_digits(100 * r.cv, 1) << " % | " << r.samples << (r.device_timed ? "" : " (host)") << " | "
        << fixed_digits(r.host_ms, 4) << " | " << fixed_digits(r.cold_ms, 3) << " | " << fixed_digits(r.tflops, 3)
        << " | " << fixed_digits(r.gb_per_s, 1) << " | " << fixed_digits(r.intensity, 2) << " | "
-       << percent(r.datasheet_fraction) << " | " << percent(r.measured_fraction) << " | "
+       << percent_text(r.datasheet_fraction) << " | " << percent_text(r.measured_fraction) << " | "
        << (r.speedup                ? fixed_digits(*r.speedup, 2) + "×"
            : r.speedup_void.empty() ? "–"
                                     : r.speedup_void)
@@ -163,6 +159,20 @@ torch::Device operator_device(const OperatorRequest& request) {
     keep_freed_host_memory();
   }
   return device;
+}
+
+std::string percent_text(const std::optional<double>& fraction) {
+  return fraction ? fixed_digits(100 * *fraction, 1) + " %" : "–";
+}
+
+void write_rows_json(const OperatorRequest& request, const torch::Device& device, const std::vector<OperatorRow>& rows,
+                     const nlohmann::json& extra) {
+  if (request.json_out.empty()) return;
+  nlohmann::json j = {{"operator", request.name}, {"device", torchrt::device_text(device.str())}};
+  if (extra.is_object()) j.update(extra);
+  j["rows"] = nlohmann::json::array();
+  for (const auto& r : rows) j["rows"].push_back(r.to_json());
+  write_json_file(request.json_out, j);
 }
 
 void place_on_roofs(OperatorRow& row, const OperatorRequest& request) {
@@ -283,12 +293,7 @@ int run_operator_case(const OperatorRequest& request, std::ostream& out, std::os
     if (!r.check_problem.empty())
       out << "check of " << r.op << " " << shape_text(r.sizes) << " " << r.dtype << ": " << r.check_problem << "\n";
   log_operator_rows(out, request, device, rows, failed, not_measured);
-  if (!request.json_out.empty()) {
-    nlohmann::json j = {
-        {"operator", request.name}, {"device", torchrt::device_text(device.str())}, {"rows", nlohmann::json::array()}};
-    for (const auto& r : rows) j["rows"].push_back(r.to_json());
-    write_json_file(request.json_out, j);
-  }
+  write_rows_json(request, device, rows);
   return status;
 }
 

@@ -44,6 +44,14 @@ torch::Device operator_device(const OperatorRequest& request);
 // The row's fractions of the request's roofs.
 void place_on_roofs(OperatorRow& row, const OperatorRequest& request);
 
+// --json's file: the case, the device and the rows; `extra`'s keys are added to it. Nothing when
+// the request asks for no file.
+void write_rows_json(const OperatorRequest& request, const torch::Device& device, const std::vector<OperatorRow>& rows,
+                     const nlohmann::json& extra = nullptr);
+
+// A roof fraction as "86.1 %", or "–" where there is none.
+std::string percent_text(const std::optional<double>& fraction);
+
 // The rows as a PerfLog FINISHED event, which a plan's report reads from the rank's log; `extra`'s
 // keys are added to it.
 void log_operator_rows(std::ostream& out, const OperatorRequest& request, const torch::Device& device,

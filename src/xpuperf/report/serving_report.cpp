@@ -8,6 +8,7 @@
 #include "xpuperf/core/strings.h"
 #include "xpuperf/monitor/analysis.h"
 #include "xpuperf/report/chart.h"
+#include "xpuperf/report/stats.h"
 
 namespace xpuperf::report {
 
@@ -31,12 +32,6 @@ double number(const json& j, const char* key, const char* sub = nullptr) {
 std::string lengths_of(const json& p) {
   if (p.contains("lengths") && p["lengths"].is_string()) return p["lengths"].get<std::string>();
   return std::to_string(p.value("input_tokens", 0)) + "/" + std::to_string(p.value("output_tokens", 0));
-}
-
-double mean(const std::vector<double>& v) {
-  double s = 0;
-  for (const double x : v) s += x;
-  return v.empty() ? 0 : s / static_cast<double>(v.size());
 }
 
 }  // namespace
@@ -83,13 +78,13 @@ std::string sweep_section_html(const CaseResult& c) {
   for (const auto& p : points) by_pair[p.lengths].push_back(&p);
   for (auto& [pair, list] : by_pair) {
     std::sort(list.begin(), list.end(), [](const SweepPoint* a, const SweepPoint* b) {
-      return mean(a->tokens_per_second_per_user) < mean(b->tokens_per_second_per_user);
+      return aggregate(a->tokens_per_second_per_user).mean < aggregate(b->tokens_per_second_per_user).mean;
     });
     Series s;
     s.label = pair;
     s.dots = true;
     for (const auto* p : list) {
-      s.points.push_back({mean(p->tokens_per_second_per_user), mean(p->output_tokens_per_second)});
+      s.points.push_back({aggregate(p->tokens_per_second_per_user).mean, aggregate(p->output_tokens_per_second).mean});
       s.labels.push_back(std::to_string(p->concurrency));
     }
     chart.series.push_back(s);
@@ -194,8 +189,8 @@ void compare_sweep_points(const CaseResult& a, const CaseResult& b, std::vector<
       c.case_key = a.identity();
       c.figure = "sweep " + pa.key + (throughput ? " output tokens/s per GPU" : " TPOT p50 ms");
       c.higher_is_better = throughput;
-      c.mean_a = mean(va);
-      c.mean_b = mean(vb);
+      c.mean_a = aggregate(va).mean;
+      c.mean_b = aggregate(vb).mean;
       c.ratio = c.mean_a != 0 ? c.mean_b / c.mean_a : 0;
       c.test = welch_t_test(va, vb);
       c.significant = c.test && c.test->p < 0.05;

@@ -123,6 +123,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t);
 cudaError_t cudaEventDestroy(cudaEvent_t);
 cudaError_t cudaGetLastError();
 cudaError_t cudaGetDevice(int*);
+cudaError_t cudaMemGetInfo(size_t*, size_t*);
 enum cudaDeviceAttr { cudaDevAttrComputeCapabilityMajor, cudaDevAttrMultiProcessorCount };
 cudaError_t cudaDeviceGetAttribute(int*, cudaDeviceAttr, int);
 enum cudaLaunchAttributeID { cudaLaunchAttributeProgrammaticStreamSerialization };

@@ -233,6 +233,33 @@ std::optional<torch::Tensor> kernel_linear_silu_mul(const torch::Tensor& x, cons
   return y;
 }
 
+// The decode-attention kernel on q (batch, heads, tokens, dim) over k and v (a cache of slots or a
+// pool of blocks: `a` says which, with the positions and the visible keys): the rest of `a` filled
+// in, the workspace made, the kernel run. Nothing where q, as the kernel reads it, is unaligned.
+std::optional<torch::Tensor> run_decode_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                                  const torch::Tensor& v, kernels::Element e,
+                                                  kernels::DecodeAttention a, const char* name) {
+  const c10::cuda::CUDAGuard guard(q.device());
+  // The kernel reads q as (batch, tokens, heads, dim), which is how the models make it (a view of the
+  // projection's output): then no copy.
+  const auto rows_first = q.transpose(1, 2).contiguous();
+  if (!aligned(rows_first)) return std::nullopt;
+  auto out = torch::empty_like(rows_first);
+  a.q = rows_first.data_ptr();
+  a.k_cache = k.data_ptr();
+  a.v_cache = v.data_ptr();
+  a.out = out.data_ptr();
+  a.batch = q.size(0), a.tokens = q.size(2), a.heads = q.size(1), a.kv_heads = k.size(2), a.head_dim = q.size(3);
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
+  torch::Tensor partial;
+  if (const auto floats = kernels::decode_attention_workspace(e, a); floats > 0) {
+    partial = torch::empty({floats}, q.options().dtype(torch::kFloat));
+    a.partial = partial.data_ptr<float>();
+  }
+  run_kernel(name, [&] { return kernels::decode_attention(e, a, stream_of(q)); });
+  return out.transpose(1, 2);
+}
+
 std::optional<torch::Tensor> kernel_decode_attention(const torch::Tensor& q, const torch::Tensor& k_cache,
                                                      const torch::Tensor& v_cache, const torch::Tensor& positions,
                                                      std::int64_t visible) {
@@ -247,29 +274,11 @@ std::optional<torch::Tensor> kernel_decode_attention(const torch::Tensor& q, con
       positions.scalar_type() != torch::kLong || positions.device() != q.device() || positions.size(0) != batch ||
       positions.size(1) != tokens || (tokens > 1 && positions.stride(1) != 1))
     return std::nullopt;
-  const c10::cuda::CUDAGuard guard(q.device());
-  // The kernel reads q as (batch, tokens, heads, dim), which is how the models make it (a view of the
-  // projection's output): then no copy.
-  const auto rows_first = q.transpose(1, 2).contiguous();
-  if (!aligned(rows_first)) return std::nullopt;
-  auto out = torch::empty_like(rows_first);
   kernels::DecodeAttention a;
-  a.q = rows_first.data_ptr();
-  a.k_cache = k_cache.data_ptr();
-  a.v_cache = v_cache.data_ptr();
   a.positions = positions.data_ptr<std::int64_t>();
   a.positions_row_stride = positions.stride(0);
-  a.out = out.data_ptr();
-  a.batch = batch, a.tokens = tokens, a.heads = heads, a.kv_heads = k_cache.size(2), a.head_dim = dim;
   a.max_tokens = k_cache.size(1), a.visible = visible;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
-  torch::Tensor partial;
-  if (const auto floats = kernels::decode_attention_workspace(e, a); floats > 0) {
-    partial = torch::empty({floats}, q.options().dtype(torch::kFloat));
-    a.partial = partial.data_ptr<float>();
-  }
-  run_kernel("xpuperf::decode_attention", [&] { return kernels::decode_attention(e, a, stream_of(q)); });
-  return out.transpose(1, 2);
+  return run_decode_attention(q, k_cache, v_cache, e, a, "xpuperf::decode_attention");
 }
 
 // The same over a paged cache: pools (blocks, block_size, kv_heads, head_dim), one token a row.
@@ -291,30 +300,14 @@ std::optional<torch::Tensor> kernel_paged_decode_attention(const torch::Tensor& 
       !same(v_pool) || k_pool.dim() != 4 || k_pool.size(3) != dim || heads % k_pool.size(2) != 0 ||
       !index(block_table) || !index(positions) || visible > block_table.size(1) * k_pool.size(1))
     return std::nullopt;
-  const c10::cuda::CUDAGuard guard(q.device());
-  const auto rows_first = q.transpose(1, 2).contiguous();
-  if (!aligned(rows_first)) return std::nullopt;
-  auto out = torch::empty_like(rows_first);
   kernels::DecodeAttention a;
-  a.q = rows_first.data_ptr();
-  a.k_cache = k_pool.data_ptr();
-  a.v_cache = v_pool.data_ptr();
   a.positions = positions.data_ptr<std::int64_t>();
   a.positions_row_stride = positions.stride(0);
-  a.out = out.data_ptr();
-  a.batch = batch, a.tokens = 1, a.heads = heads, a.kv_heads = k_pool.size(2), a.head_dim = dim;
   a.block_table = block_table.data_ptr<std::int64_t>();
   a.block_table_stride = block_table.stride(0);
   a.block_size = k_pool.size(1);
   a.max_tokens = block_table.size(1) * k_pool.size(1), a.visible = visible;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
-  torch::Tensor partial;
-  if (const auto floats = kernels::decode_attention_workspace(e, a); floats > 0) {
-    partial = torch::empty({floats}, q.options().dtype(torch::kFloat));
-    a.partial = partial.data_ptr<float>();
-  }
-  run_kernel("xpuperf::paged_decode_attention", [&] { return kernels::decode_attention(e, a, stream_of(q)); });
-  return out.transpose(1, 2);
+  return run_decode_attention(q, k_pool, v_pool, e, a, "xpuperf::paged_decode_attention");
 }
 
 // Fewer rows than this: ATen's reduction, which spreads a row over many blocks.
