@@ -33,7 +33,7 @@ double PagedKvCache::bytes() const {
 namespace {
 
 // Keys or values of `rows` (any shape) from a layer's pool, as (rows..., kv_heads, head_dim).
-torch::Tensor gather(const torch::Tensor& pool, const torch::Tensor& rows) {
+torch::Tensor pool_rows(const torch::Tensor& pool, const torch::Tensor& rows) {
   const auto flat = pool.view({-1, pool.size(2), pool.size(3)});
   std::vector<std::int64_t> shape(rows.sizes().begin(), rows.sizes().end());
   shape.push_back(pool.size(2));
@@ -71,8 +71,8 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k, co
   for (const auto& s : batch.sequences) {
     if (s.count == 1) continue;
     const auto length = s.context_rows.size(0);
-    const auto keys = for_heads(gather(k_pool, s.context_rows).transpose(0, 1).unsqueeze(0), group);
-    const auto values = for_heads(gather(v_pool, s.context_rows).transpose(0, 1).unsqueeze(0), group);
+    const auto keys = for_heads(pool_rows(k_pool, s.context_rows).transpose(0, 1).unsqueeze(0), group);
+    const auto values = for_heads(pool_rows(v_pool, s.context_rows).transpose(0, 1).unsqueeze(0), group);
     // Token j of the chunk (position start + j) sees the keys at positions up to its own.
     const auto seen = torch::arange(length, s.context_rows.options()).view({1, length}) <=
                       (torch::arange(s.count, s.context_rows.options()) + s.start).view({s.count, 1});
