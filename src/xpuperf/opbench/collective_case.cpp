@@ -185,16 +185,9 @@ OperatorRow measure_collective(const Collective& c, torchrt::Distributed& dist, 
       row.deterministic = false;
     }
   } catch (const c10::Error& e) {
-    const std::string message = e.what_without_backtrace();
-    if (message.find("out of memory") != std::string::npos)
-      throw std::runtime_error(what + " needs about " +
-                               std::to_string(static_cast<long long>(
-                                   (set_bytes * static_cast<double>(copies) + options.flush_bytes) / (1 << 20))) +
-                               " MiB a rank for its buffers (" + std::to_string(copies) +
-                               " copies to rotate through) and the cache flush, more than the device has free: "
-                               "lower the shape or rotate_mib");
-    throw std::runtime_error(what + " did not run: " + message.substr(0, message.find('\n')) +
-                             " (a dtype the backend lacks? try another --dtype)");
+    throw row_error(what, e, set_bytes * static_cast<double>(copies) + options.flush_bytes, copies,
+                    "a rank for its buffers", "lower the shape or rotate_mib",
+                    "(a dtype the backend lacks? try another --dtype)");
   }
   // The slowest rank's times, the worst rank's errors; a rank whose calls differ makes the row's.
   const std::vector<double> worst =

@@ -290,6 +290,17 @@ std::string dtype_name(torch::Dtype dtype) {
   }
 }
 
+std::runtime_error row_error(const std::string& what, const c10::Error& e, double needed_bytes, std::size_t copies,
+                             const std::string& buffers, const std::string& lower, const std::string& hint) {
+  const std::string message = e.what_without_backtrace();
+  if (message.find("out of memory") != std::string::npos)
+    return std::runtime_error(
+        what + " needs about " + std::to_string(static_cast<long long>(needed_bytes / (1 << 20))) + " MiB " + buffers +
+        " (" + std::to_string(copies) +
+        " copies to rotate through) and the cache flush, more than the device has free: " + lower);
+  return std::runtime_error(what + " did not run: " + first_line(message) + " " + hint);
+}
+
 OperatorRow measure_operator(const OperatorSpec& spec, const Sizes& sizes, torch::Dtype dtype,
                              const torch::Device& device, const MeasureOptions& options) {
   OperatorRow row;
@@ -327,16 +338,8 @@ OperatorRow measure_operator(const OperatorSpec& spec, const Sizes& sizes, torch
     if (options.check_accuracy) check_accuracy(spec, cpu_rounded, sets[0], sizes, dtype, options, row);
     row.checked = options.check_accuracy;
   } catch (const c10::Error& e) {
-    const std::string message = e.what_without_backtrace();
-    if (message.find("out of memory") != std::string::npos)
-      throw std::runtime_error(what + " needs about " +
-                               std::to_string(static_cast<long long>(
-                                   (set_bytes * static_cast<double>(copies) + options.flush_bytes) / (1 << 20))) +
-                               " MiB for its inputs (" + std::to_string(copies) +
-                               " copies to rotate through) and the cache flush, more than the device has free: "
-                               "lower the shape or rotate_bytes");
-    throw std::runtime_error(what + " did not run: " + first_line(message) +
-                             " (a dtype the device or its kernels lack? try another --dtype)");
+    throw row_error(what, e, set_bytes * static_cast<double>(copies) + options.flush_bytes, copies, "for its inputs",
+                    "lower the shape or rotate_bytes", "(a dtype the device or its kernels lack? try another --dtype)");
   }
   row.flops = spec.flops(sizes);
   row.bytes = spec.bytes(sizes, static_cast<double>(c10::elementSize(dtype)));

@@ -136,6 +136,12 @@ using OperatorCall = std::function<void(const std::vector<torch::Tensor>&)>;
 void time_operator_call(const OperatorCall& call, const std::vector<std::vector<torch::Tensor>>& sets,
                         const torch::Device& device, const MeasureOptions& options, OperatorRow& row);
 
+// A device's error in a row, as the user's message: out of memory with the MiB the row needs
+// (`needed_bytes` in `copies` rotated sets and the cache flush; `buffers` says whose, `lower` what
+// to lower), else the error's first line and `hint`.
+std::runtime_error row_error(const std::string& what, const c10::Error& e, double needed_bytes, std::size_t copies,
+                             const std::string& buffers, const std::string& lower, const std::string& hint);
+
 // Measures one row; throws std::runtime_error with the message for the user (a dtype the device
 // lacks, buffers larger than its memory, with the bytes needed).
 OperatorRow measure_operator(const OperatorSpec& spec, const std::vector<std::int64_t>& sizes, torch::Dtype dtype,

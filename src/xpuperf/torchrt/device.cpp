@@ -12,9 +12,18 @@
 namespace xpuperf::torchrt {
 
 namespace {
-std::map<c10::DeviceType, PeakMemoryProbe>& peak_memory_probes() {
-  static std::map<c10::DeviceType, PeakMemoryProbe> probes;
+// The vendors' memory figures of a device: its peak and its free memory.
+enum class MemoryFigure { Peak, Free };
+std::map<std::pair<c10::DeviceType, MemoryFigure>, std::function<double(const torch::Device&)>>& memory_probes() {
+  static std::map<std::pair<c10::DeviceType, MemoryFigure>, std::function<double(const torch::Device&)>> probes;
   return probes;
+}
+
+// The figure as the device's vendor reports it; -1 where none does.
+double memory_figure(const torch::Device& device, MemoryFigure figure) {
+  const auto& probes = memory_probes();
+  const auto it = probes.find({device.type(), figure});
+  return it == probes.end() ? -1 : it->second(device);
 }
 
 std::map<std::pair<c10::DeviceType, std::string>, FeatureProbe>& feature_probes() {
@@ -110,30 +119,19 @@ bool device_has_feature(const torch::Device& device, const std::string& feature)
 }
 
 void register_peak_memory_probe(c10::DeviceType type, PeakMemoryProbe probe) {
-  peak_memory_probes()[type] = std::move(probe);
+  memory_probes()[{type, MemoryFigure::Peak}] = std::move(probe);
 }
 
 double peak_device_memory_bytes(const torch::Device& device) {
-  const auto& probes = peak_memory_probes();
-  const auto it = probes.find(device.type());
-  return it == probes.end() ? -1 : it->second(device);
+  return memory_figure(device, MemoryFigure::Peak);
 }
-
-namespace {
-std::map<c10::DeviceType, FreeMemoryProbe>& free_memory_probes() {
-  static std::map<c10::DeviceType, FreeMemoryProbe> probes;
-  return probes;
-}
-}  // namespace
 
 void register_free_memory_probe(c10::DeviceType type, FreeMemoryProbe probe) {
-  free_memory_probes()[type] = std::move(probe);
+  memory_probes()[{type, MemoryFigure::Free}] = std::move(probe);
 }
 
 double free_device_memory_bytes(const torch::Device& device) {
-  const auto& probes = free_memory_probes();
-  const auto it = probes.find(device.type());
-  return it == probes.end() ? -1 : it->second(device);
+  return memory_figure(device, MemoryFigure::Free);
 }
 
 void set_cpu_threads(int threads) {
