@@ -50,20 +50,25 @@ std::vector<std::int64_t> greedy_alone(models::CausalDecoder& decoder, const Req
 }
 
 // Float64, so that the order of a batched sum cannot turn a near tie.
+// With `buckets`, decode-only steps go through the padded buckets (as device graphs where the
+// device has them), and some must.
 void expect_paged_engine_matches_alone(models::CausalDecoder& decoder, std::int64_t vocab,
-                                       torch::Device device = torch::kCPU, torch::Dtype dtype = torch::kDouble) {
+                                       torch::Device device = torch::kCPU, torch::Dtype dtype = torch::kDouble,
+                                       DecodeBuckets buckets = {}) {
   const auto requests = mixed_requests(32, vocab);
   serving::SchedulerOptions o;
   o.block_size = 4;
   o.blocks = 30;                  // 120 tokens of cache for 32 sequences of up to 50: preemptions
   o.max_num_batched_tokens = 24;  // most prompts come in chunks
   o.max_num_seqs = 12;
-  PagedEngine engine(decoder, device, dtype, o);
+  buckets.max_length = 52;  // the longest prompt and output
+  PagedEngine engine(decoder, device, dtype, o, buckets);
   for (std::size_t i = 0; i < requests.size(); ++i)
     engine.add(static_cast<std::int64_t>(i), requests[i].prompt, requests[i].output);
-  std::int64_t steps = 0, mixed = 0, most_sequences = 0;
+  std::int64_t steps = 0, mixed = 0, most_sequences = 0, bucketed = 0, replayed = 0;
   while (!engine.finished()) {
     const auto r = engine.step();
+    bucketed += r.bucketed, replayed += r.replayed;
     ASSERT_GT(r.tokens, 0) << "a step with work left runs something";
     ASSERT_LE(r.tokens, o.max_num_batched_tokens);
     if (r.sequences > r.sampled && r.sampled > 0) ++mixed;  // decodes beside a prompt's chunk
@@ -74,6 +79,14 @@ void expect_paged_engine_matches_alone(models::CausalDecoder& decoder, std::int6
   EXPECT_GT(mixed, 0) << "steps mix decoding with prefill chunks";
   EXPECT_GT(most_sequences, 4);
   EXPECT_EQ(engine.scheduler().free_blocks(), o.blocks);
+  if (buckets.enabled) {
+    EXPECT_GT(bucketed, 0) << "decode-only steps went through the buckets";
+    const bool graphs = buckets.graphs && device.is_cuda();
+    EXPECT_EQ(replayed > 0, graphs) << engine.describe();
+    EXPECT_EQ(engine.graphs() > 0, graphs);
+  } else {
+    EXPECT_EQ(bucketed, 0);
+  }
   for (std::size_t i = 0; i < requests.size(); ++i)
     EXPECT_EQ(engine.output(static_cast<std::int64_t>(i)), greedy_alone(decoder, requests[i], device))
         << "sequence " << i;
@@ -87,6 +100,30 @@ TEST(PagedEngine, LlamaBatchedWithChunksAndPreemptionGivesEachSequencesGreedyTok
   m->to(torch::kDouble);
   m->eval();
   expect_paged_engine_matches_alone(*m, c.vocab);
+}
+
+// The same through the decode buckets (eager here): padded rows write only the scratch block.
+TEST(PagedEngine, LlamaThroughDecodeBucketsGivesEachSequencesGreedyTokens) {
+  models::LlamaConfig c;
+  c.vocab = 97, c.hidden = 32, c.intermediate = 48, c.layers = 2, c.heads = 4, c.kv_heads = 2;
+  torch::manual_seed(5);
+  auto m = models::LlamaForCausalLM(c);
+  m->to(torch::kDouble);
+  m->eval();
+  DecodeBuckets buckets;
+  buckets.enabled = true;
+  expect_paged_engine_matches_alone(*m, c.vocab, torch::kCPU, torch::kDouble, buckets);
+}
+
+TEST(PagedEngine, DecodeBucketsCoverEveryRowCountAndLength) {
+  EXPECT_EQ(decode_row_buckets(1), (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(decode_row_buckets(12), (std::vector<std::int64_t>{1, 2, 4, 8, 12}));
+  EXPECT_EQ(decode_row_buckets(32), (std::vector<std::int64_t>{1, 2, 4, 8, 16, 32}));
+  EXPECT_EQ(decode_row_buckets(100), (std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 96, 100}));
+  EXPECT_EQ(decode_visible_buckets(52, 4), (std::vector<std::int64_t>{52}));
+  EXPECT_EQ(decode_visible_buckets(2048, 16), (std::vector<std::int64_t>{256, 512, 1024, 2048}));
+  EXPECT_EQ(decode_visible_buckets(9216, 16), (std::vector<std::int64_t>{256, 512, 1024, 2048, 4096, 8192, 9216}));
+  EXPECT_EQ(decode_visible_buckets(1000, 24), (std::vector<std::int64_t>{264, 528, 1008})) << "multiples of a block";
 }
 
 TEST(PagedEngine, GptBatchedWithChunksAndPreemptionGivesEachSequencesGreedyTokens) {
@@ -121,12 +158,11 @@ bool no_kernels() {
 
 // The decode attention kernel reading through block tables, against ATen's attention over the
 // gathered keys: rows of 1 to 700 keys (several chunks, then their combination) in blocks of 16
-// scattered over the pool, grouped-query heads, every type the kernel takes.
-TEST(PagedEngine, OnCudaThePagedDecodeKernelIsAtensAttention) {
-  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+// scattered over the pool, grouped-query heads, every type the kernel takes. A small batch (a
+// block a query head) and a large one (a block all the query heads of a key/value head).
+void expect_paged_decode_kernel_is_atens(std::vector<std::int64_t> keys) {
   torch::manual_seed(21);
-  const std::int64_t heads = 8, kv_heads = 2, block = 16, pool = 128;
-  const std::vector<std::int64_t> keys = {1, 17, 40, 150, 700};
+  const std::int64_t heads = 8, kv_heads = 2, block = 16, pool = 64 * 44;
   const auto batch = static_cast<std::int64_t>(keys.size());
   const auto order = torch::randperm(pool, torch::kLong);  // each row's blocks anywhere in the pool
   std::int64_t next = 0, widest = 0;
@@ -172,6 +208,15 @@ TEST(PagedEngine, OnCudaThePagedDecodeKernelIsAtensAttention) {
   }
 }
 
+TEST(PagedEngine, OnCudaThePagedDecodeKernelIsAtensAttention) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  expect_paged_decode_kernel_is_atens({1, 17, 40, 150, 700});
+  std::vector<std::int64_t> many;
+  for (std::int64_t r = 0; r < 64; ++r) many.push_back(1 + (r * 263) % 700);
+  many.back() = 700;
+  expect_paged_decode_kernel_is_atens(many);
+}
+
 // The engine on CUDA with the fused kernels (the paged decode kernel among them), in float32.
 TEST(PagedEngine, OnCudaLlamaWithTheKernelsGivesEachSequencesGreedyTokens) {
   if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
@@ -183,6 +228,21 @@ TEST(PagedEngine, OnCudaLlamaWithTheKernelsGivesEachSequencesGreedyTokens) {
   m->eval();
   m->use_fused_kernels(true);
   expect_paged_engine_matches_alone(*m, c.vocab, torch::kCUDA, torch::kFloat);
+}
+
+// ... and with its decode-only steps replayed as CUDA graphs.
+TEST(PagedEngine, OnCudaLlamaThroughDecodeGraphsGivesEachSequencesGreedyTokens) {
+  if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
+  models::LlamaConfig c;
+  c.vocab = 97, c.hidden = 256, c.intermediate = 384, c.layers = 2, c.heads = 4, c.kv_heads = 2;
+  torch::manual_seed(5);
+  auto m = models::LlamaForCausalLM(c);
+  m->to(torch::kCUDA);
+  m->eval();
+  m->use_fused_kernels(true);
+  DecodeBuckets buckets;
+  buckets.enabled = true;
+  expect_paged_engine_matches_alone(*m, c.vocab, torch::kCUDA, torch::kFloat, buckets);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "xpuperf/infer/paged_engine.h"
 #include "xpuperf/models/paged_kv.h"
 #include "xpuperf/torchrt/device.h"
+#include "xpuperf/torchrt/kernel_profile.h"
 
 namespace xpuperf::infer {
 
@@ -42,6 +43,36 @@ double block_bytes(const SweepSettings& s, models::CausalDecoder& decoder, torch
                                                static_cast<std::int64_t>(torch::elementSize(dtype)));
 }
 
+// The device kernels of the profiled steps, summed by name, longest first, with their time a step.
+json kernels_json(const std::vector<torchrt::KernelTime>& kernels, std::int64_t steps, double wall_ms) {
+  json rows = json::array();
+  double total = 0;
+  for (const auto& k : kernels) total += k.total_ms;
+  for (std::size_t i = 0; i < kernels.size() && i < 15; ++i)
+    rows.push_back({{"name", kernels[i].name},
+                    {"ms_per_step", kernels[i].total_ms / static_cast<double>(steps)},
+                    {"calls_per_step", static_cast<double>(kernels[i].calls) / static_cast<double>(steps)}});
+  return {{"steps", steps},
+          {"step_ms", wall_ms / static_cast<double>(steps)},
+          {"device_busy_ms_per_step", total / static_cast<double>(steps)},
+          {"kernels", rows}};
+}
+
+std::string profile_text(const json& profile) {
+  std::ostringstream out;
+  if (profile.contains("error")) return "    no kernel profile: " + profile["error"].get<std::string>() + "\n";
+  out << "    " << profile["steps"].get<std::int64_t>() << " steps profiled: " << fixed_digits(profile["step_ms"], 2)
+      << " ms a step, the device busy " << fixed_digits(profile["device_busy_ms_per_step"], 2)
+      << " ms of it; by kernel:\n";
+  for (const auto& k : profile["kernels"]) {
+    std::string name = k["name"];
+    if (name.size() > 90) name = name.substr(0, 87) + "...";
+    out << "      " << fixed_digits(k["ms_per_step"], 3) << " ms, " << fixed_digits(k["calls_per_step"], 1)
+        << " calls  " << name << "\n";
+  }
+  return out.str();
+}
+
 json percentiles_json(std::vector<double> values) {
   const auto p = loadgen::percentiles(std::move(values));
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}};
@@ -61,15 +92,10 @@ Pairs query_lengths(const SweepSettings& s, const Pairs& source, std::int64_t n,
 
 // One point: `concurrency` queries in flight until `queries` are done (closed loop); `label` names
 // its lengths ("1024/256", or the trace's).
-json run_point(models::CausalDecoder& decoder, const torch::Device& device, torch::Dtype dtype, const SweepSettings& s,
+json run_point(PagedEngine& engine, models::CausalDecoder& decoder, const torch::Device& device, const SweepSettings& s,
                std::int64_t blocks, const Pairs& source, const std::string& label, std::int64_t concurrency) {
   using Clock = std::chrono::steady_clock;
-  serving::SchedulerOptions o;
-  o.block_size = s.block_size;
-  o.blocks = blocks;
-  o.max_num_batched_tokens = s.max_num_batched_tokens;
-  o.max_num_seqs = concurrency;
-  PagedEngine engine(decoder, device, dtype, o);
+  engine.restart(concurrency);
   const std::int64_t n = point_queries(s, concurrency);
   const Pairs lengths = query_lengths(s, source, n, concurrency);
   std::vector<std::vector<std::int64_t>> prompts;  // made before the clock starts
@@ -87,11 +113,27 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
   }
   std::vector<Clock::time_point> added(static_cast<std::size_t>(n)), first(static_cast<std::size_t>(n)),
       done(static_cast<std::size_t>(n));
-  std::int64_t next = 0, finished = 0, in_flight = 0, steps = 0, most_blocks = 0;
-  double host_ms = 0, step_ms = 0, pool_use = 0;
+  std::int64_t next = 0, finished = 0, in_flight = 0, steps = 0, replayed = 0, most_blocks = 0;
+  double host_ms = 0, step_ms = 0, pool_use = 0, decode_ms = 0;
+  std::int64_t decode_steps = 0;
   const auto start = Clock::now();
   const double started_unix = unix_now();
+  const bool profiled = s.profile_steps > 0 && concurrency == s.max_concurrency;
+  std::unique_ptr<torchrt::KernelProfile> profile;
+  std::int64_t profile_left = profiled ? s.profile_steps : 0;
+  double profile_wall_ms = 0;
+  json profile_json;
   while (finished < n) {
+    if (profile_left > 0 && !profile && finished >= n / 4) {
+      torchrt::synchronize(device);
+      try {
+        if (device.is_cpu()) throw std::runtime_error("the CPU runs no device kernels to time");
+        profile = std::make_unique<torchrt::KernelProfile>();
+      } catch (const std::exception& e) {  // the point's figures stand without it
+        profile_json = {{"error", e.what()}};
+        profile_left = 0;
+      }
+    }
     while (in_flight < concurrency && next < n) {
       engine.add(next, prompts[static_cast<std::size_t>(next)], lengths[static_cast<std::size_t>(next)].second);
       added[static_cast<std::size_t>(next)] = Clock::now();
@@ -99,7 +141,17 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
     }
     const auto r = engine.step();
     const auto now = Clock::now();
+    if (profile && profile_left > 0) {
+      profile_wall_ms += r.step_ms;
+      if (--profile_left == 0) {
+        torchrt::synchronize(device);
+        profile_json = kernels_json(profile->stop(), s.profile_steps, profile_wall_ms);
+        profile.reset();
+      }
+    }
     ++steps;
+    replayed += r.replayed ? 1 : 0;
+    if (r.tokens == r.sequences) ++decode_steps, decode_ms += r.step_ms;  // every sequence one token
     host_ms += r.host_ms;
     step_ms += r.step_ms;
     const std::int64_t used = engine.scheduler().used_blocks();
@@ -148,6 +200,9 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
       {"tpot_ms", percentiles_json(tpot)},
       {"e2e_ms", percentiles_json(e2e)},
       {"steps", steps},
+      {"graph_steps", replayed},  // decode-only steps replayed as device graphs
+      {"decode_steps", decode_steps},
+      {"mean_decode_step_ms", decode_ms / static_cast<double>(std::max<std::int64_t>(decode_steps, 1))},
       {"host_share_of_step", step_ms > 0 ? host_ms / step_ms : 0.0},
       {"mean_step_ms", step_ms / static_cast<double>(std::max<std::int64_t>(steps, 1))},
       {"pool_use_mean", pool_use / static_cast<double>(std::max<std::int64_t>(steps, 1)) / static_cast<double>(blocks)},
@@ -156,6 +211,7 @@ json run_point(models::CausalDecoder& decoder, const torch::Device& device, torc
       {"started_unix", started_unix},  // the window whose power the report reads from the monitor
       {"ended_unix", unix_now()},
       {"ok", true}};
+  if (!profile_json.is_null()) point["profile"] = profile_json;  // its figures carry the profiler's cost
   if (s.gpu_hour_cost > 0) point["cost_per_million_output_tokens"] = s.gpu_hour_cost / 3600.0 / out_rate * 1e6;
   return point;
 }
@@ -194,22 +250,37 @@ json run_serving_sweep(models::CausalDecoder& decoder, const torch::Device& devi
                                std::to_string(input) + " + " + std::to_string(output) + " tokens needs " +
                                std::to_string(input + output - 1) +
                                ": raise kv_cache_memory_fraction or shorten sweep_lengths");
-  json out = {{"engine", "paged KV cache, continuous batching with chunked prefill (max_num_batched_tokens " +
-                             std::to_string(s.max_num_batched_tokens) + "), preemption by recompute"},
-              {"pool",
-               {{"blocks", blocks},
-                {"block_size", s.block_size},
-                {"tokens", blocks * s.block_size},
-                {"gib", static_cast<double>(blocks) * per_block / (1 << 30)},
-                {"sized_by", how}}},
-              {"definitions",
-               "output tokens/s per GPU: the point's output tokens over its wall time, on one GPU (input tokens "
-               "apart); tokens/s per user: 1 / TPOT, the mean over queries; TTFT from a query's arrival (its "
-               "place in the closed loop) to its first token"}};
+  serving::SchedulerOptions o;
+  o.block_size = s.block_size;
+  o.blocks = blocks;
+  o.max_num_batched_tokens = s.max_num_batched_tokens;
+  o.max_num_seqs = s.max_concurrency;
+  DecodeBuckets buckets;
+  buckets.enabled = s.decode_graphs && torchrt::device_has_graphs(device.type());
+  buckets.max_rows = s.max_concurrency;
+  for (const auto& [input, output] : all) buckets.max_length = std::max(buckets.max_length, input + output);
+  const auto captured = std::chrono::steady_clock::now();
+  PagedEngine engine(decoder, device, dtype, o, buckets);  // one pool and one set of graphs for every point
+  const double capture_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - captured).count();
+  json out = {
+      {"engine", "paged KV cache, continuous batching with chunked prefill (max_num_batched_tokens " +
+                     std::to_string(s.max_num_batched_tokens) + "), preemption by recompute; " + engine.describe()},
+      {"engine_setup_seconds", capture_s},
+      {"pool",
+       {{"blocks", blocks},
+        {"block_size", s.block_size},
+        {"tokens", blocks * s.block_size},
+        {"gib", static_cast<double>(blocks) * per_block / (1 << 30)},
+        {"sized_by", how}}},
+      {"definitions",
+       "output tokens/s per GPU: the point's output tokens over its wall time, on one GPU (input tokens "
+       "apart); tokens/s per user: 1 / TPOT, the mean over queries; TTFT from a query's arrival (its "
+       "place in the closed loop) to its first token"}};
   if (s.gpu_hour_cost > 0)
     out["gpu_hour_cost"] = {{"value", s.gpu_hour_cost}, {"note", "the user's own price of one GPU-hour"}};
   progress << "serving sweep: a pool of " << blocks << " blocks of " << s.block_size << " tokens ("
-           << fixed_digits(static_cast<double>(blocks) * per_block / (1 << 30), 2) << " GiB, " << how << ")\n";
+           << fixed_digits(static_cast<double>(blocks) * per_block / (1 << 30), 2) << " GiB, " << how << "); "
+           << engine.describe() << " in " << fixed_digits(capture_s, 1) << " s\n";
   json points = json::array();
   std::vector<std::pair<Pairs, std::string>> sources;
   for (const auto& pair : s.lengths)
@@ -219,13 +290,17 @@ json run_serving_sweep(models::CausalDecoder& decoder, const torch::Device& devi
     for (const auto c : sweep_concurrencies(s.max_concurrency)) {
       json point;
       try {
-        point = run_point(decoder, device, dtype, s, blocks, source, label, c);
+        point = run_point(engine, decoder, device, s, blocks, source, label, c);
         progress << "  " << label << " at concurrency " << c << ": "
                  << fixed_digits(point["output_tokens_per_second_per_gpu"], 1) << " output tokens/s, "
                  << fixed_digits(point["tokens_per_second_per_user"], 1) << " tokens/s a user, TTFT p50 "
                  << fixed_digits(point["ttft_ms"]["p50"], 1) << " ms, TPOT p50 "
                  << fixed_digits(point["tpot_ms"]["p50"], 2) << " ms, host "
-                 << fixed_digits(100 * point["host_share_of_step"].get<double>(), 1) << " % of the step\n";
+                 << fixed_digits(100 * point["host_share_of_step"].get<double>(), 1) << " % of the step, "
+                 << fixed_digits(point["mean_decode_step_ms"], 2) << " ms a decode-only step ("
+                 << point["graph_steps"].get<std::int64_t>() << " of " << point["steps"].get<std::int64_t>()
+                 << " steps replayed)\n";
+        if (point.contains("profile")) progress << profile_text(point["profile"]);
       } catch (const std::exception& e) {
         // Out of memory, or a length the pool cannot hold: this point fails, the sweep goes on.
         std::string why = e.what();

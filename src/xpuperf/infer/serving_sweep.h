@@ -35,6 +35,13 @@ struct SweepSettings {
   // (the CPU) the blocks the largest point needs.
   double kv_cache_memory_fraction = 0.9;
   double gpu_hour_cost = 0;  // the user's price of one GPU-hour; 0: no cost figure
+  // Decode-only steps as device graphs, one per row and visible-key bucket (paged_engine.h), where
+  // the device's vendor brings graphs.
+  bool decode_graphs = true;
+  // > 0: this many steps of each length pair's highest-concurrency point, from when a quarter of its
+  // queries are done, with each device kernel timed (where a step's time goes). The point's figures
+  // then carry the profiler's cost, and say so.
+  std::int64_t profile_steps = 0;
   std::uint64_t seed = 1234;
 };
 

@@ -70,6 +70,13 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k, co
   }
   for (const auto& s : batch.sequences) {
     if (s.count == 1) continue;
+    if (s.start == 0) {  // a whole prompt: its keys are the step's own, so no gather and a causal mask
+      const auto keys = for_heads(k.narrow(2, s.first, s.count), group);
+      const auto values = for_heads(v.narrow(2, s.first, s.count), group);
+      out.narrow(2, s.first, s.count)
+          .copy_(compat::attention(q.narrow(2, s.first, s.count), keys, values, 0.0, false, true));
+      continue;
+    }
     const auto length = s.context_rows.size(0);
     const auto keys = for_heads(pool_rows(k_pool, s.context_rows).transpose(0, 1).unsqueeze(0), group);
     const auto values = for_heads(pool_rows(v_pool, s.context_rows).transpose(0, 1).unsqueeze(0), group);

@@ -72,6 +72,30 @@ inline bool cpu_autocast_supports_fp16() {
   return kTorch2;
 }
 
+// While it lives, scaled dot-product attention leaves out cuDNN's backend (flash or memory-efficient
+// attention then). cuDNN's attention builds an execution plan on the host for each new shape, tens of
+// milliseconds each; a serving engine's prompt chunks come in every length, and paid that step
+// after step with the device idle. Without the switch (1.13, before 2.3) there is nothing to leave out.
+class AttentionWithoutCudnn {
+ public:
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  AttentionWithoutCudnn() : was_(at::globalContext().userEnabledCuDNNSDP()) {
+    at::globalContext().setSDPUseCuDNN(false);
+  }
+  ~AttentionWithoutCudnn() {
+    at::globalContext().setSDPUseCuDNN(was_);
+  }
+
+ private:
+  bool was_;
+#else
+  AttentionWithoutCudnn() {}   // not trivial: a guard that does nothing here is still a used variable
+  ~AttentionWithoutCudnn() {}  // NOLINT(modernize-use-equals-default)
+#endif
+  AttentionWithoutCudnn(const AttentionWithoutCudnn&) = delete;
+  AttentionWithoutCudnn& operator=(const AttentionWithoutCudnn&) = delete;
+};
+
 // softmax(q kᵀ / √d) v over (batch, heads, tokens, head_dim): the fused kernel (flash or
 // memory-efficient attention) in 2.x, the plain three operations in 1.13. `causal`: a token sees
 // itself and the ones before it (GPT); `keep`: a boolean mask broadcast to (batch, heads, tokens,

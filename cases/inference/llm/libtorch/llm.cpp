@@ -232,6 +232,8 @@ class LlmInference : public infer::InferenceCase {
     w.kv_cache_memory_fraction = cfg.get_number("kv_cache_memory_fraction");
     if (!(w.kv_cache_memory_fraction > 0 && w.kv_cache_memory_fraction <= 1))
       throw ConfigError("kv_cache_memory_fraction: a share of the free memory above 0 and at most 1");
+    w.decode_graphs = cfg.get_bool("cuda_graphs");
+    w.profile_steps = cfg.get_int("profile_batches", 0);  // the highest concurrency's steps
     w.gpu_hour_cost = cfg.get_number("gpu_hour_cost");
     if (w.gpu_hour_cost < 0)
       throw ConfigError("gpu_hour_cost: " + fixed_digits(w.gpu_hour_cost, 2) +

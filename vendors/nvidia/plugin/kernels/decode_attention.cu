@@ -35,30 +35,30 @@ __device__ inline std::int64_t key_row(const DecodeAttention& a, std::int64_t b,
   return a.block_table[b * a.block_table_stride + j / a.block_size] * a.block_size + j % a.block_size;
 }
 
-// Block (row, chunk): query row = (b, t, h) of out, keys first .. first + kChunk − 1. Round r of warp
-// w reads group r × kWarps + w of the chunk (the block reads the chunk's rows in order); a key
-// past the row's last is read as the last (no branch) and its score dropped. One chunk in all
-// (gridDim.y 1): the output itself; else the chunk's (maximum, sum, weighted values) to partial.
+// Block (x, chunk) takes `group` query heads that share one key/value head (grouped-query
+// attention): query rows (b, t, h) for h = (x mod heads / group) × group + g, g < group; keys first
+// .. first + kChunk − 1. Round r of warp w reads group r × kWarps + w of the chunk (the block reads the
+// chunk's rows in order) once, into registers, and every head of the block scores them: the cache is
+// read once a key/value head, not once a query head. A key past the row's last is read as the last
+// (no branch) and its score dropped. One chunk in all (gridDim.y 1): the outputs themselves; else
+// each chunk's (maximum, sum, weighted values) to partial.
 template <typename T, int L>
-__global__ void __launch_bounds__(kWarps * 32) decode_attention_chunk_kernel(DecodeAttention a) {
+__global__ void __launch_bounds__(kWarps * 32) decode_attention_chunk_kernel(DecodeAttention a, int group) {
   await_previous_kernel();
   constexpr int kGroup = 32 / L, kSize = Pack<T>::kSize;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, sub = lane / L, part = lane % L;
-  const std::int64_t row = blockIdx.x, h = row % a.heads, bt = row / a.heads;
+  const std::int64_t sets = a.heads / group;  // blocks a query row's heads take
+  const std::int64_t bt = blockIdx.x / sets, first_head = (blockIdx.x % sets) * group;
   const std::int64_t b = bt / a.tokens, t = bt % a.tokens;
   const std::int64_t length = keys_seen(a, b, t), first = static_cast<std::int64_t>(blockIdx.y) * kChunk<T, L>;
   const bool whole = gridDim.y == 1;
   if (first >= length) {
     if (whole)  // no key at all: zeros
-      for (int d = threadIdx.x; d < L * kSize; d += blockDim.x)
-        static_cast<T*>(a.out)[row * L * kSize + d] = from_float<T>(0.0f);
+      for (int d = threadIdx.x; d < group * L * kSize; d += blockDim.x)
+        static_cast<T*>(a.out)[(bt * a.heads + first_head) * L * kSize + d] = from_float<T>(0.0f);
     return;  // the combining kernel reads only the chunks with keys
   }
-  const Pack<T> qp = reinterpret_cast<const Pack<T>*>(static_cast<const T*>(a.q) + row * L * kSize)[part];
-  float q[kSize];
-#pragma unroll
-  for (int e = 0; e < kSize; ++e) q[e] = to_float(qp.v[e]) * a.scale * kLog2e;
-  const std::int64_t kv_head = h / (a.heads / a.kv_heads), key_stride = a.kv_heads * L * kSize;
+  const std::int64_t kv_head = first_head / (a.heads / a.kv_heads), key_stride = a.kv_heads * L * kSize;
   const std::int64_t start = kv_head * L * kSize;
   const auto* keys = reinterpret_cast<const uint4*>(static_cast<const T*>(a.k_cache) + start) + part;
   const auto* values = reinterpret_cast<const uint4*>(static_cast<const T*>(a.v_cache) + start) + part;
@@ -72,68 +72,76 @@ __global__ void __launch_bounds__(kWarps * 32) decode_attention_chunk_kernel(Dec
     kb[r] = keys[at];
     vb[r] = values[at];
   }
-  float s[kRounds];
-  float top = -INFINITY;
-#pragma unroll
-  for (int r = 0; r < kRounds; ++r) {
-    Pack<T> k;
-    *reinterpret_cast<uint4*>(&k) = kb[r];
-    float dot = 0;
-#pragma unroll
-    for (int e = 0; e < kSize; ++e) dot += q[e] * to_float(k.v[e]);
-#pragma unroll
-    for (int o = L / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-    s[r] = first + (r * kWarps + warp) * kGroup + sub < length ? dot : -INFINITY;
-    top = fmaxf(top, s[r]);
-  }
-  // The block's largest score (every group's lanes hold their key's score).
   __shared__ float warp_top[kWarps], warp_sum[kWarps];
   __shared__ float warp_acc[kWarps][L * kSize];
+  // Each shared array's writes for head g + 1 come after a barrier that every read for head g precedes.
+  for (int g = 0; g < group; ++g) {
+    const std::int64_t row = bt * a.heads + first_head + g;
+    const Pack<T> qp = reinterpret_cast<const Pack<T>*>(static_cast<const T*>(a.q) + row * L * kSize)[part];
+    float q[kSize];
 #pragma unroll
-  for (int o = 16; o >= L; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
-  if (lane == 0) warp_top[warp] = top;
-  __syncthreads();
-  top = warp_top[0];
+    for (int e = 0; e < kSize; ++e) q[e] = to_float(qp.v[e]) * a.scale * kLog2e;
+    float s[kRounds];
+    float top = -INFINITY;
 #pragma unroll
-  for (int w = 1; w < kWarps; ++w) top = fmaxf(top, warp_top[w]);  // finite: key `first` is seen
+    for (int r = 0; r < kRounds; ++r) {
+      Pack<T> k;
+      *reinterpret_cast<uint4*>(&k) = kb[r];
+      float dot = 0;
+#pragma unroll
+      for (int e = 0; e < kSize; ++e) dot += q[e] * to_float(k.v[e]);
+#pragma unroll
+      for (int o = L / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      s[r] = first + (r * kWarps + warp) * kGroup + sub < length ? dot : -INFINITY;
+      top = fmaxf(top, s[r]);
+    }
+    // The block's largest score (every group's lanes hold their key's score).
+#pragma unroll
+    for (int o = 16; o >= L; o >>= 1) top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, o));
+    if (lane == 0) warp_top[warp] = top;
+    __syncthreads();
+    top = warp_top[0];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) top = fmaxf(top, warp_top[w]);  // finite: key `first` is seen
 
-  float sum = 0, acc[kSize] = {};
+    float sum = 0, acc[kSize] = {};
 #pragma unroll
-  for (int r = 0; r < kRounds; ++r) {
-    const float p = exp2f(s[r] - top);  // 0 for a dropped key
-    sum += p;
-    Pack<T> v;
-    *reinterpret_cast<uint4*>(&v) = vb[r];
+    for (int r = 0; r < kRounds; ++r) {
+      const float p = exp2f(s[r] - top);  // 0 for a dropped key
+      sum += p;
+      Pack<T> v;
+      *reinterpret_cast<uint4*>(&v) = vb[r];
 #pragma unroll
-    for (int e = 0; e < kSize; ++e) acc[e] += p * to_float(v.v[e]);
-  }
-  // The groups' sums into lanes 0 .. L − 1, then the warps' through shared memory.
+      for (int e = 0; e < kSize; ++e) acc[e] += p * to_float(v.v[e]);
+    }
+    // The groups' sums into lanes 0 .. L − 1, then the warps' through shared memory.
 #pragma unroll
-  for (int o = 16; o >= L; o >>= 1) {
-    sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    for (int o = 16; o >= L; o >>= 1) {
+      sum += __shfl_xor_sync(0xffffffffu, sum, o);
 #pragma unroll
-    for (int e = 0; e < kSize; ++e) acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], o);
-  }
-  if (lane == 0) warp_sum[warp] = sum;
-  if (sub == 0)
+      for (int e = 0; e < kSize; ++e) acc[e] += __shfl_xor_sync(0xffffffffu, acc[e], o);
+    }
+    if (lane == 0) warp_sum[warp] = sum;
+    if (sub == 0)
 #pragma unroll
-    for (int e = 0; e < kSize; ++e) warp_acc[warp][part * kSize + e] = acc[e];
-  __syncthreads();
-  float total = 0;
+      for (int e = 0; e < kSize; ++e) warp_acc[warp][part * kSize + e] = acc[e];
+    __syncthreads();
+    float total = 0;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) total += warp_sum[w];
-  for (int d = threadIdx.x; d < L * kSize; d += blockDim.x) {
-    float o = 0;
+    for (int w = 0; w < kWarps; ++w) total += warp_sum[w];
+    for (int d = threadIdx.x; d < L * kSize; d += blockDim.x) {
+      float o = 0;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) o += warp_acc[w][d];
-    if (whole)
-      static_cast<T*>(a.out)[row * L * kSize + d] = from_float<T>(o / total);
-    else
-      a.partial[(row * gridDim.y + blockIdx.y) * (L * kSize + 2) + 2 + d] = o;
-  }
-  if (!whole && threadIdx.x == 0) {
-    float* head = a.partial + (row * gridDim.y + blockIdx.y) * (L * kSize + 2);
-    head[0] = top, head[1] = total;
+      for (int w = 0; w < kWarps; ++w) o += warp_acc[w][d];
+      if (whole)
+        static_cast<T*>(a.out)[row * L * kSize + d] = from_float<T>(o / total);
+      else
+        a.partial[(row * gridDim.y + blockIdx.y) * (L * kSize + 2) + 2 + d] = o;
+    }
+    if (!whole && threadIdx.x == 0) {
+      float* head = a.partial + (row * gridDim.y + blockIdx.y) * (L * kSize + 2);
+      head[0] = top, head[1] = total;
+    }
   }
 }
 
@@ -175,14 +183,29 @@ int chunk_keys(Element type, std::int64_t head_dim) {
   return kWarps * kRounds * (32 / lanes_per_key(type, head_dim));
 }
 
+// The query heads a block takes: all those of a key/value head where that still gives the GPU a few
+// blocks an SM, so that each key is read once; else one, for the parallelism a small batch needs.
+int heads_a_block(const DecodeAttention& a, unsigned chunks) {
+  static const int sms = [] {
+    int device = 0, count = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+    return count > 0 ? count : 100;
+  }();
+  const std::int64_t group = a.heads / a.kv_heads;
+  const std::int64_t grouped_blocks = a.batch * a.tokens * a.kv_heads * static_cast<std::int64_t>(chunks);
+  return group > 1 && grouped_blocks >= 4 * sms ? static_cast<int>(group) : 1;
+}
+
 template <typename T, int L>
 void launch_decode_attention(const DecodeAttention& a, cudaStream_t stream) {
-  const std::int64_t rows = a.batch * a.tokens * a.heads;
   const auto chunks = static_cast<unsigned>((a.visible + kChunk<T, L> - 1) / kChunk<T, L>);
-  launch_overlapping(decode_attention_chunk_kernel<T, L>, dim3(static_cast<unsigned>(rows), chunks), kWarps * 32, 0,
-                     stream, a);
+  const int group = heads_a_block(a, chunks);
+  const std::int64_t blocks = a.batch * a.tokens * a.heads / group;
+  launch_overlapping(decode_attention_chunk_kernel<T, L>, dim3(static_cast<unsigned>(blocks), chunks), kWarps * 32, 0,
+                     stream, a, group);
   if (chunks > 1)
-    launch_overlapping(decode_attention_combine_kernel<T, L>, static_cast<unsigned>(rows),
+    launch_overlapping(decode_attention_combine_kernel<T, L>, static_cast<unsigned>(a.batch * a.tokens * a.heads),
                        static_cast<unsigned>(a.head_dim), 0, stream, a, static_cast<int>(chunks));
 }
 
