@@ -4,7 +4,9 @@
 # (cases/inference/llm/README.md's serving table). Random bf16 weights on both sides.
 # Usage: bench/llm_serving_vs_hf.sh [HARDWARE] [SIZE] [LENGTHS] [MAX_CONCURRENCY]
 #   HARDWARE H200 or H100; SIZE 8b (Llama-3-8B's shape) or 1b (TinyLlama's); LENGTHS like
-#   1024x1024,8192x1024; on an NVIDIA GPU machine after building. TORCH=0 leaves out Hugging Face.
+#   1024x1024,8192x1024; on an NVIDIA GPU machine after building. TORCH=0 leaves out Hugging Face;
+#   HF_CONCURRENCY=1,8,64 runs it at those concurrencies only (each batch size compiles anew).
+#   The llm case runs without its prefill engine (compiler null): the sweep is what is compared.
 set -euo pipefail
 hardware=${1:-H200}
 size=${2:-8b}
@@ -28,15 +30,16 @@ concurrency=1; list=1
 while (( concurrency * 2 <= most )); do concurrency=$((concurrency * 2)); list="$list,$concurrency"; done
 (( concurrency == most )) || list="$list,$most"
 args=()
-for s in "${shape[@]}" prefill_samples=8 latency_queries=2 decode_batch_sizes=[] offline_queries=0 \
-  "sweep_lengths=[$pairs]" max_concurrency="$most"; do
+for s in "${shape[@]}" compiler=null prefill_samples=8 "latency_batch_sizes=[]" "decode_batch_sizes=[1]" \
+  offline_queries=0 "sweep_lengths=[$pairs]" max_concurrency="$most"; do
   args+=(--set "$s")
 done
 "$xpuperf" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work" "${args[@]}" > "$work/ours.out" || true
 grep -v PerfLog "$work/ours.out" | grep -A3 "serving sweep" || true
 touch "$work/torch.jsonl"
 if [[ ${TORCH:-1} != 0 ]]; then
-  python3 "$here/llm_serving_hf.py" --size "$size" --lengths "$lengths" --concurrency "$list" | tee "$work/torch.jsonl" || true
+  python3 "$here/llm_serving_hf.py" --size "$size" --lengths "$lengths" --concurrency "${HF_CONCURRENCY:-$list}" |
+    tee "$work/torch.jsonl" || true
 fi
 
 python3 - "$work/ours.out" "$work/torch.jsonl" <<'PY'

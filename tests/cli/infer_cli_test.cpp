@@ -511,11 +511,16 @@ TEST(InferLlm, LlamaAndGptPrefillDecodeAndServeWithSyntheticWeightsSaidSo) {
       EXPECT_GT(point["tokens_per_second_per_user"].get<double>(), 0);
       EXPECT_LE(point["ttft_ms"]["p50"].get<double>(), point["ttft_ms"]["p99"].get<double>());
       EXPECT_GT(point["host_share_of_step"].get<double>(), 0);
+      EXPECT_GT(point["decode_steps"].get<int>(), 0);
+      EXPECT_GT(point["mean_decode_step_ms"].get<double>(), 0);
+      EXPECT_EQ(point["graph_steps"], 0) << "no device graphs on the CPU";
+      EXPECT_FALSE(point.contains("profile")) << "no profile_batches";
       EXPECT_NEAR(point["cost_per_million_output_tokens"].get<double>(),
                   2.5 / 3600 / point["output_tokens_per_second_per_gpu"].get<double>() * 1e6, 1e-9);
     }
     EXPECT_EQ(sweep["points"][2]["concurrency"], 4);
     EXPECT_EQ(sweep["pool"]["block_size"], 4);
+    EXPECT_TRUE(has(sweep["engine"], "decode steps eager, unpadded")) << sweep.dump();
     EXPECT_TRUE(has(sweep["pool"]["sized_by"], "the device reports no free memory")) << sweep.dump();
     EXPECT_TRUE(has(r.output, "| in / out | concurrency | output tokens/s per GPU |")) << r.output;
     EXPECT_TRUE(has(r.output, "the user's own figure")) << r.output;
@@ -585,6 +590,12 @@ TEST(InferLlm, ProfileBatchesTimeThePrefillsAndTheDecodeStepsOperators) {
   for (const auto& op : decode["operators"]) matmul = matmul || has(op["name"].get<std::string>(), "mm");
   EXPECT_TRUE(matmul) << decode.dump();
   EXPECT_TRUE(has(r.output, "ATen operators of 3 decode step(s) of batch 2 without device graphs")) << r.output;
+  // The sweep's highest concurrency would be profiled by device kernel: the CPU has none, said so.
+  const json& points = p.finished["generation"]["sweep"]["points"];
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_FALSE(points[1].contains("profile"));
+  EXPECT_EQ(points[2]["profile"]["error"], "the CPU runs no device kernels to time") << points[2].dump();
+  EXPECT_TRUE(has(r.output, "no kernel profile: the CPU runs no device kernels to time")) << r.output;
 }
 
 TEST(InferLlm, PlanRoundsCarryServingIntoTheSummaryAndReport) {

@@ -280,7 +280,7 @@ json run_serving_sweep(models::CausalDecoder& decoder, const torch::Device& devi
     out["gpu_hour_cost"] = {{"value", s.gpu_hour_cost}, {"note", "the user's own price of one GPU-hour"}};
   progress << "serving sweep: a pool of " << blocks << " blocks of " << s.block_size << " tokens ("
            << fixed_digits(static_cast<double>(blocks) * per_block / (1 << 30), 2) << " GiB, " << how << "); "
-           << engine.describe() << " in " << fixed_digits(capture_s, 1) << " s\n";
+           << engine.describe() << (engine.graphs() > 0 ? " in " + fixed_digits(capture_s, 1) + " s" : "") << "\n";
   json points = json::array();
   std::vector<std::pair<Pairs, std::string>> sources;
   for (const auto& pair : s.lengths)
