@@ -115,6 +115,34 @@ TEST(PagedEngine, LlamaThroughDecodeBucketsGivesEachSequencesGreedyTokens) {
   expect_paged_engine_matches_alone(*m, c.vocab, torch::kCPU, torch::kDouble, buckets);
 }
 
+// Prompts of one length, several whole in a step: their attention runs as one batch, and each
+// sequence still gets its own greedy tokens.
+TEST(PagedEngine, WholePromptsOfOneLengthRunTogetherAndEachGetsItsTokens) {
+  models::LlamaConfig c;
+  c.vocab = 97, c.hidden = 32, c.intermediate = 48, c.layers = 2, c.heads = 4, c.kv_heads = 2;
+  torch::manual_seed(7);
+  auto m = models::LlamaForCausalLM(c);
+  m->to(torch::kDouble);
+  m->eval();
+  std::vector<Request> requests;
+  for (std::int64_t i = 0; i < 8; ++i) {
+    const auto ids = torch::randint(0, c.vocab, {9});
+    requests.push_back(
+        {std::vector<std::int64_t>(ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + 9), 4 + i % 3});
+  }
+  serving::SchedulerOptions o;
+  o.block_size = 4, o.blocks = 40, o.max_num_batched_tokens = 40, o.max_num_seqs = 8;  // four prompts a step
+  PagedEngine engine(*m, torch::kCPU, torch::kDouble, o);
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    engine.add(static_cast<std::int64_t>(i), requests[i].prompt, requests[i].output);
+  const auto first = engine.step();
+  EXPECT_EQ(first.tokens, 40) << "four whole prompts of 9 and the fifth's first chunk of 4";
+  EXPECT_EQ(first.first_token.size(), 4u) << "the four whole ones sample";
+  while (!engine.finished()) engine.step();
+  for (std::size_t i = 0; i < requests.size(); ++i)
+    EXPECT_EQ(engine.output(static_cast<std::int64_t>(i)), greedy_alone(*m, requests[i])) << "sequence " << i;
+}
+
 TEST(PagedEngine, DecodeBucketsCoverEveryRowCountAndLength) {
   EXPECT_EQ(decode_row_buckets(1), (std::vector<std::int64_t>{1}));
   EXPECT_EQ(decode_row_buckets(12), (std::vector<std::int64_t>{1, 2, 4, 8, 12}));

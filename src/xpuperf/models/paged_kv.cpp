@@ -46,6 +46,18 @@ torch::Tensor for_heads(const torch::Tensor& t, std::int64_t group) {
   return group > 1 ? t.repeat_interleave(group, -3) : t;
 }
 
+// Whole prompts of `count` tokens each, `n` of them side by side in the step's row from token
+// `first`: their keys are the step's own, so one causal attention call for them all, as a batch.
+void whole_prompts_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, std::int64_t group,
+                             std::int64_t first, std::int64_t n, std::int64_t count, torch::Tensor& out) {
+  // (1, heads, T, head_dim) → (n, heads, count, head_dim): a view (one dimension split in two).
+  const auto batch = [&](const torch::Tensor& t) {
+    return t.narrow(2, first, n * count).view({t.size(1), n, count, t.size(3)}).transpose(0, 1);
+  };
+  batch(out).copy_(
+      compat::attention(batch(q), for_heads(batch(k), group), for_heads(batch(v), group), 0.0, false, true));
+}
+
 }  // namespace
 
 torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -68,13 +80,17 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k, co
                                                batch.decode_visible);
     out[0].index_copy_(1, batch.decode_tokens, y.squeeze(2).transpose(0, 1));
   }
-  for (const auto& s : batch.sequences) {
+  const auto& sequences = batch.sequences;
+  for (std::size_t i = 0; i < sequences.size(); ++i) {
+    const auto& s = sequences[i];
     if (s.count == 1) continue;
-    if (s.start == 0) {  // a whole prompt: its keys are the step's own, so no gather and a causal mask
-      const auto keys = for_heads(k.narrow(2, s.first, s.count), group);
-      const auto values = for_heads(v.narrow(2, s.first, s.count), group);
-      out.narrow(2, s.first, s.count)
-          .copy_(compat::attention(q.narrow(2, s.first, s.count), keys, values, 0.0, false, true));
+    if (s.start == 0) {  // whole prompts, with the ones of its length right after it in the row
+      std::size_t j = i + 1;
+      while (j < sequences.size() && sequences[j].start == 0 && sequences[j].count == s.count &&
+             sequences[j].first == sequences[j - 1].first + s.count)
+        ++j;
+      whole_prompts_attention(q, k, v, group, s.first, static_cast<std::int64_t>(j - i), s.count, out);
+      i = j - 1;
       continue;
     }
     const auto length = s.context_rows.size(0);
