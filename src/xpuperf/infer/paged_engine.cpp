@@ -117,6 +117,7 @@ torch::Tensor PagedEngine::run_bucket(Bucket& b) {
   batch.decode_positions = positions.view({r, 1});
   batch.decode_table = b.inputs.narrow(0, 3 * r, r * b.width).view({r, b.width});
   batch.decode_visible = b.visible;
+  batch.decode_all = true;
   const models::KvStep step = models::KvStep::paged_step(batch, positions.view({1, r}));
   return decoder_.decoder_logits(b.inputs.narrow(0, 0, r).view({1, r}), &step, 0)[0].argmax(-1);
 }

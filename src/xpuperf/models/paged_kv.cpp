@@ -73,6 +73,11 @@ torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k, co
   // The step's keys and values to their rows: (T, kv_heads, head_dim).
   k_pool.view({-1, kv_heads, k_pool.size(3)}).index_copy_(0, batch.cache_rows, k[0].transpose(0, 1));
   v_pool.view({-1, kv_heads, v_pool.size(3)}).index_copy_(0, batch.cache_rows, v[0].transpose(0, 1));
+  if (batch.decode_all) {  // (1, heads, B, head_dim) as (B, heads, 1, head_dim) and back: views
+    const auto y = ops::paged_decode_attention(q[0].transpose(0, 1).unsqueeze(2), k_pool, v_pool, batch.decode_table,
+                                               batch.decode_positions, batch.decode_visible);
+    return y.squeeze(2).transpose(0, 1).unsqueeze(0);
+  }
   torch::Tensor out = torch::empty_like(q);
   if (batch.decode_tokens.defined()) {  // one token each, batched: (B, heads, 1, head_dim)
     const auto qd = q[0].index_select(1, batch.decode_tokens).transpose(0, 1).unsqueeze(2);

@@ -41,6 +41,9 @@ struct PagedBatch {
   // (B, 1) and the most keys a row sees; undefined when none decodes.
   torch::Tensor decode_tokens, decode_table, decode_positions;
   std::int64_t decode_visible = 0;
+  // Every token of the step decodes, in order (decode_tokens is 0, 1, ...): the queries need no
+  // gather and the outputs no scatter.
+  bool decode_all = false;
 };
 
 // Attention of one layer over the paged cache: q (1, heads, T, head_dim), k and v (1, kv_heads, T,
