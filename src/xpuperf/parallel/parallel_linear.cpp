@@ -48,7 +48,7 @@ std::vector<torch::Tensor> if_split(const std::shared_ptr<TensorParallel>& tp, s
 
 torch::Tensor column_parallel_linear(TensorParallel* tp, const torch::Tensor& x, const torch::Tensor& weight,
                                      const torch::Tensor& bias) {
-  return torch::linear(tp ? tp->copy_in(x) : x, weight, bias);
+  return tp ? tp->column_linear(x, weight, bias) : torch::linear(x, weight, bias);
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
@@ -91,6 +91,7 @@ torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
   sizes.back() = weight.size(1);
   if (tp_ && splits_ == Conv1DSplit::Rows)
     return tp_->reduce_out(x.reshape({-1, x.size(-1)}).mm(weight).view(sizes)) + bias;
+  if (tp_ && !has_adapter()) return tp_->column_linear(x, weight.t(), bias);
   const auto in = tp_ ? tp_->copy_in(x) : x;
   return adapted(in, torch::addmm(bias, in.reshape({-1, in.size(-1)}), weight).view(sizes), is_training());
 }

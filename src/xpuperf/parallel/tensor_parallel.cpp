@@ -37,7 +37,43 @@ struct ReduceOut : torch::autograd::Function<ReduceOut> {
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], torch::Tensor()}; }
 };
 
+// x Wᵀ entering the group (Megatron's f fused with the product). Under autocast the forward's
+// product runs in the autocast type; the backward's products run in the incoming gradient's type,
+// as autograd's own casts would have them, and each gradient returns in its input's type. (No bias
+// argument: LibTorch 1.13's custom functions take no undefined tensor.)
+struct ColumnLinear : torch::autograd::Function<ColumnLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               std::int64_t tp) {
+    ctx->saved_data["tp"] = tp;
+    ctx->save_for_backward({x, weight});
+    return torch::linear(x, weight);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &weight = saved[1];
+    const torch::Tensor g = grads[0];
+    const auto type = g.scalar_type();
+    torch::Tensor grad_x, grad_weight;
+    std::function<void()> summed = [] {};
+    if (ctx->needs_input_grad(0)) {
+      grad_x = g.matmul(weight.to(type)).contiguous();
+      summed = group_of(ctx)->group().start_all_reduce_sum(grad_x);
+    }
+    if (ctx->needs_input_grad(1))
+      grad_weight = g.reshape({-1, g.size(-1)}).t().mm(x.reshape({-1, x.size(-1)}).to(type)).to(weight.scalar_type());
+    summed();
+    if (grad_x.defined()) grad_x = grad_x.to(x.scalar_type());
+    return {grad_x, grad_weight, torch::Tensor()};
+  }
+};
+
 }  // namespace
+
+torch::Tensor TensorParallel::column_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                                            const torch::Tensor& bias) {
+  const auto y = ColumnLinear::apply(x, weight, reinterpret_cast<std::int64_t>(this));
+  return bias.defined() ? y + bias : y;
+}
 
 torch::Tensor TensorParallel::copy_in(const torch::Tensor& x) {
   return CopyIn::apply(x, reinterpret_cast<std::int64_t>(this));

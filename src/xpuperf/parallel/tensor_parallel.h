@@ -27,6 +27,11 @@ class TensorParallel {
 
   torch::Tensor copy_in(const torch::Tensor& x);
   torch::Tensor reduce_out(const torch::Tensor& x);
+  // torch::linear(copy_in(x), weight, bias), a column-parallel product, with its backward's sum of
+  // x's gradient over the group started before the weight's gradient is computed and awaited
+  // after, so that the two overlap (Megatron-LM's asynchronous gradient all-reduce). The same
+  // values and gradients as the two apart.
+  torch::Tensor column_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
  private:
   std::shared_ptr<torchrt::Distributed> group_;

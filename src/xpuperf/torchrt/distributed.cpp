@@ -426,6 +426,13 @@ std::function<void()> Distributed::start_all_gather(torch::Tensor out, torch::Te
   return [work] { work->wait(); };
 }
 
+std::function<void()> Distributed::start_all_reduce_sum(torch::Tensor tensor) {
+  if (!collectives_) return [] {};
+  std::vector<at::Tensor> t{tensor};
+  auto work = collectives_->allreduce(t, c10d::ReduceOp::SUM);
+  return [work, tensor] { work->wait(); };  // Gloo's work does not keep the tensor alive
+}
+
 std::function<void()> Distributed::start_send(torch::Tensor tensor, int to) {
   if (!collectives_) throw DistributedError("send: this group has one rank");
   std::vector<at::Tensor> t{tensor};

@@ -106,6 +106,8 @@ class Distributed {
   std::function<void()> start_reduce_scatter_sum(torch::Tensor out, torch::Tensor in);
   // out = every rank's `in` in rank order.
   std::function<void()> start_all_gather(torch::Tensor out, torch::Tensor in);
+  // Sums `tensor` in place over ranks (for a sum that overlaps the work issued before its wait).
+  std::function<void()> start_all_reduce_sum(torch::Tensor tensor);
 
   // Point to point, for pipeline stages: `tensor` to rank `to` / from rank `from` of this group,
   // in the order sent. Each returns a call that waits for it; the tensor must stay alive until then.
