@@ -92,41 +92,46 @@ void expect_paged_engine_matches_alone(models::CausalDecoder& decoder, std::int6
         << "sequence " << i;
 }
 
-TEST(PagedEngine, LlamaBatchedWithChunksAndPreemptionGivesEachSequencesGreedyTokens) {
+constexpr std::int64_t kVocab = 97;
+
+// The tests' Llama: tiny in float64 on the CPU; on CUDA with heads of 64 (as the kernels take) and
+// the fused kernels, in float32.
+models::LlamaForCausalLM test_llama(std::uint64_t seed, torch::Device device = torch::kCPU) {
   models::LlamaConfig c;
-  c.vocab = 97, c.hidden = 32, c.intermediate = 48, c.layers = 2, c.heads = 4, c.kv_heads = 2;
-  torch::manual_seed(5);
+  c.vocab = kVocab, c.layers = 2, c.heads = 4, c.kv_heads = 2;
+  c.hidden = device.is_cuda() ? 256 : 32, c.intermediate = device.is_cuda() ? 384 : 48;
+  torch::manual_seed(seed);
   auto m = models::LlamaForCausalLM(c);
-  m->to(torch::kDouble);
+  if (device.is_cuda()) {
+    m->to(device);
+    m->use_fused_kernels(true);
+  } else {
+    m->to(torch::kDouble);
+  }
   m->eval();
-  expect_paged_engine_matches_alone(*m, c.vocab);
+  return m;
+}
+
+TEST(PagedEngine, LlamaBatchedWithChunksAndPreemptionGivesEachSequencesGreedyTokens) {
+  auto m = test_llama(5);
+  expect_paged_engine_matches_alone(*m, kVocab);
 }
 
 // The same through the decode buckets (eager here): padded rows write only the scratch block.
 TEST(PagedEngine, LlamaThroughDecodeBucketsGivesEachSequencesGreedyTokens) {
-  models::LlamaConfig c;
-  c.vocab = 97, c.hidden = 32, c.intermediate = 48, c.layers = 2, c.heads = 4, c.kv_heads = 2;
-  torch::manual_seed(5);
-  auto m = models::LlamaForCausalLM(c);
-  m->to(torch::kDouble);
-  m->eval();
+  auto m = test_llama(5);
   DecodeBuckets buckets;
   buckets.enabled = true;
-  expect_paged_engine_matches_alone(*m, c.vocab, torch::kCPU, torch::kDouble, buckets);
+  expect_paged_engine_matches_alone(*m, kVocab, torch::kCPU, torch::kDouble, buckets);
 }
 
 // Prompts of one length, several whole in a step: their attention runs as one batch, and each
 // sequence still gets its own greedy tokens.
 TEST(PagedEngine, WholePromptsOfOneLengthRunTogetherAndEachGetsItsTokens) {
-  models::LlamaConfig c;
-  c.vocab = 97, c.hidden = 32, c.intermediate = 48, c.layers = 2, c.heads = 4, c.kv_heads = 2;
-  torch::manual_seed(7);
-  auto m = models::LlamaForCausalLM(c);
-  m->to(torch::kDouble);
-  m->eval();
+  auto m = test_llama(7);
   std::vector<Request> requests;
   for (std::int64_t i = 0; i < 8; ++i) {
-    const auto ids = torch::randint(0, c.vocab, {9});
+    const auto ids = torch::randint(0, kVocab, {9});
     requests.push_back(
         {std::vector<std::int64_t>(ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + 9), 4 + i % 3});
   }
@@ -161,7 +166,7 @@ TEST(PagedEngine, GptBatchedWithChunksAndPreemptionGivesEachSequencesGreedyToken
   auto m = models::GptLMHeadModel(c);
   m->to(torch::kDouble);
   m->eval();
-  expect_paged_engine_matches_alone(*m, c.vocab);
+  expect_paged_engine_matches_alone(*m, kVocab);
 }
 
 TEST(PagedEngine, ASequenceThatCanNeverRunIsAClearError) {
@@ -248,29 +253,17 @@ TEST(PagedEngine, OnCudaThePagedDecodeKernelIsAtensAttention) {
 // The engine on CUDA with the fused kernels (the paged decode kernel among them), in float32.
 TEST(PagedEngine, OnCudaLlamaWithTheKernelsGivesEachSequencesGreedyTokens) {
   if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
-  models::LlamaConfig c;
-  c.vocab = 97, c.hidden = 256, c.intermediate = 384, c.layers = 2, c.heads = 4, c.kv_heads = 2;  // heads of 64
-  torch::manual_seed(5);
-  auto m = models::LlamaForCausalLM(c);
-  m->to(torch::kCUDA);
-  m->eval();
-  m->use_fused_kernels(true);
-  expect_paged_engine_matches_alone(*m, c.vocab, torch::kCUDA, torch::kFloat);
+  auto m = test_llama(5, torch::kCUDA);
+  expect_paged_engine_matches_alone(*m, kVocab, torch::kCUDA, torch::kFloat);
 }
 
 // ... and with its decode-only steps replayed as CUDA graphs.
 TEST(PagedEngine, OnCudaLlamaThroughDecodeGraphsGivesEachSequencesGreedyTokens) {
   if (no_kernels()) GTEST_SKIP() << "needs a CUDA device and LibTorch built with CUDA";
-  models::LlamaConfig c;
-  c.vocab = 97, c.hidden = 256, c.intermediate = 384, c.layers = 2, c.heads = 4, c.kv_heads = 2;
-  torch::manual_seed(5);
-  auto m = models::LlamaForCausalLM(c);
-  m->to(torch::kCUDA);
-  m->eval();
-  m->use_fused_kernels(true);
+  auto m = test_llama(5, torch::kCUDA);
   DecodeBuckets buckets;
   buckets.enabled = true;
-  expect_paged_engine_matches_alone(*m, c.vocab, torch::kCUDA, torch::kFloat, buckets);
+  expect_paged_engine_matches_alone(*m, kVocab, torch::kCUDA, torch::kFloat, buckets);
 }
 
 }  // namespace
