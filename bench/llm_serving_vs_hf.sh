@@ -34,8 +34,19 @@ for s in "${shape[@]}" compiler=null prefill_samples=8 "latency_batch_sizes=[]" 
   offline_queries=0 "sweep_lengths=[$pairs]" max_concurrency="$most"; do
   args+=(--set "$s")
 done
-"$xpuperf" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work" "${args[@]}" > "$work/ours.out" || true
-grep -v PerfLog "$work/ours.out" | grep -A3 "serving sweep" || true
+# Its steps and the sweep's points as they come (a run stopped early still shows how far it got, and
+# when: a large model's set-up takes minutes before the first point).
+"$xpuperf" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work" "${args[@]}" 2>&1 |
+  tee "$work/ours.out" |
+  grep --line-buffered -E '"event":"INFER_STEP"|^serving sweep|at concurrency|^decode: batch' |
+  while IFS= read -r line; do
+    if [[ $line == *'"event":"INFER_STEP"'* ]]; then
+      step=${line#*\"step\":\"}
+      echo "at ${SECONDS} s: step ${step%%\"*} done"
+    else
+      echo "$line"
+    fi
+  done || true
 touch "$work/torch.jsonl"
 if [[ ${TORCH:-1} != 0 ]]; then
   python3 "$here/llm_serving_hf.py" --size "$size" --lengths "$lengths" --concurrency "${HF_CONCURRENCY:-$list}" |
