@@ -245,6 +245,37 @@ TEST(TensorParallel, LlamaSplitsHeadsUnitsAndVocabularyWithTheUnsplitLossCurve) 
   expect_same_curve(run_gpt<TinyLlamaCase>(joined + "tensor_parallel: 2\n", 2).curve, whole.curve, 1e-5);
 }
 
+TEST(TensorParallel, LlamaWithSequenceParallelismGivesTheUnsplitLossCurve) {
+  SKIP_WITHOUT_GLOO();
+  // Megatron's sequence parallelism: the embedding's sum scattered over the ranks' tokens, the norms
+  // and the residual stream on a rank's half, all-gathers into the split products, reduce-scatters
+  // out of them, and the last hidden state gathered for the whole output layer.
+  const std::string clip = "clip_grad_norm: 0.5\nlog_freq: 1\n";
+  const auto whole = run_gpt<TinyLlamaCase>(clip);
+  const auto sequence = run_gpt<TinyLlamaCase>(clip + "tensor_parallel: 2\nsequence_parallel: true\n", 2);
+  expect_same_curve(sequence.curve, whole.curve, 1e-5);
+  // With the joined products, and two groups of two (data parallelism over them) with accumulation.
+  expect_same_curve(
+      run_gpt<TinyLlamaCase>(clip + "fused_kernels: true\ntensor_parallel: 2\nsequence_parallel: true\n", 2).curve,
+      whole.curve, 1e-5);
+  const std::string accumulate = "train_batch_size: 4\nglobal_batch_size: 16\n";
+  expect_same_curve(run_gpt<TinyLlamaCase>(accumulate + "tensor_parallel: 2\nsequence_parallel: true\n", 4).curve,
+                    run_gpt<TinyLlamaCase>(accumulate, 2).curve, 1e-5);
+}
+
+TEST(TensorParallel, SequenceParallelismOnAModelThatCannotSplitItsSequenceNamesTheKey) {
+  SKIP_WITHOUT_GLOO();
+  try {
+    run_gpt("tensor_parallel: 2\nsequence_parallel: true\n", 2);
+    FAIL() << "the tiny GPT does not split its sequence";
+  } catch (const std::exception& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("sequence_parallel: the model of tinygpt:libtorch does not split its sequence"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ExpertParallel, ExpertsSplitOverRanksGiveTheDataParallelLossCurve) {
   SKIP_WITHOUT_GLOO();
   // Two ranks, each with 2 of the 4 experts, against two data-parallel ranks with all 4; clipping

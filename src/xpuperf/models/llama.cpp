@@ -164,14 +164,18 @@ LlamaRMSNormImpl::LlamaRMSNormImpl(std::int64_t width, double epsilon) : eps(eps
   weight = register_parameter("weight", torch::ones({width}));
 }
 
+torch::Tensor LlamaRMSNormImpl::used_weight() const {
+  return sequence_group ? sequence_group->sum_gradient(weight) : weight;
+}
+
 torch::Tensor LlamaRMSNormImpl::forward(const torch::Tensor& x) {
-  return compat::rms_norm(x, weight, eps);
+  return compat::rms_norm(x, used_weight(), eps);
 }
 
 std::pair<torch::Tensor, torch::Tensor> LlamaRMSNormImpl::add_forward(const torch::Tensor& x,
                                                                       const torch::Tensor& delta, bool kernels,
                                                                       bool to_products) {
-  return fused::add_rms_norm(x, delta, weight, eps, kernels,
+  return fused::add_rms_norm(x, delta, used_weight(), eps, kernels,
                              to_products ? fused::autocast_product_type(x) : std::nullopt);
 }
 
@@ -230,7 +234,8 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
   TORCH_CHECK(!f.step || !o_proj->is_split(),
               "Llama: generation with a KV cache runs the whole model, not a "
               "tensor-parallel part");
-  const auto b = x.size(0), t = x.size(1);
+  // The products' tokens: all of them, where sequence parallelism gives x a rank's share only.
+  const auto b = x.size(0);
   fused::RotatedQkv r;
   if (still_stacked(qkv_weight, q_proj->weight)) {
     r = fused::linear_rotary_qkv(x, qkv_weight, heads, kv_heads, head_dim, f.cos, f.sin_signed, f.step, layer,
@@ -238,18 +243,18 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaFor
   } else if (joins_projections(f)) {
     const auto weight = torch::cat({q_proj->weight, k_proj->weight, v_proj->weight});
     const auto qkv = parallel::column_parallel_linear(q_proj->group(), x, weight, torch::Tensor())
-                         .view({b, t, heads + 2 * kv_heads, head_dim});
+                         .view({b, -1, heads + 2 * kv_heads, head_dim});
     r = fused::rotary_qkv(qkv, heads, kv_heads, f.cos, f.sin_signed, nullptr, layer, f.kernels);
   } else {
-    r.q = f.rotate(q_proj(x).view({b, t, heads, head_dim}));
-    r.k = f.rotate(k_proj(x).view({b, t, kv_heads, head_dim}));
-    r.v = v_proj(x).view({b, t, kv_heads, head_dim});
+    r.q = f.rotate(q_proj(x).view({b, -1, heads, head_dim}));
+    r.k = f.rotate(k_proj(x).view({b, -1, kv_heads, head_dim}));
+    r.v = v_proj(x).view({b, -1, kv_heads, head_dim});
   }
   const auto transposed = [](const torch::Tensor& a) { return a.defined() ? a.transpose(1, 2) : a; };
   const auto y = decoder_attention(r.q.transpose(1, 2), transposed(r.k), transposed(r.v), layer, f.step, r.cached,
                                    f.mask, f.kernels)
                      .transpose(1, 2)
-                     .reshape({b, t, heads * head_dim});
+                     .reshape({b, -1, heads * head_dim});
   return o_proj->is_split() || o_proj->has_adapter() ? o_proj(y) : fused::linear(y, o_proj->weight, f.kernels);
 }
 
@@ -325,6 +330,9 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig& c) : config(c) {
 
 torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* step, bool kernels,
                                       const DocumentAttention* documents) {
+  const auto whole = [this](const torch::Tensor& h) {
+    return sequence_group ? sequence_group->gather_for_whole(h) : h;
+  };
   torch::Tensor x = embed_tokens(ids), delta;
   // Rotary positions as Hugging Face computes them: angles in float32, cos and sin in x's type.
   const auto positions = step        ? step->positions
@@ -351,10 +359,10 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor& ids, const KvStep* st
           },
           x);
     }
-    return norm->forward(x);
+    return whole(norm->forward(x));
   }
   for (const auto& layer : *layers) std::tie(x, delta) = layer->as<LlamaDecoderLayer>()->forward(x, delta, f, i++);
-  return norm->add_forward(x, delta, kernels, kernels).second;  // read by the output layer's product alone
+  return whole(norm->add_forward(x, delta, kernels, kernels).second);  // read by the output layer's product alone
 }
 
 std::vector<torch::nn::Module*> LlamaModelImpl::blocks() {
@@ -383,8 +391,13 @@ void LlamaForCausalLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::T
               "(tie_word_embeddings) would then see part of the vocabulary: untie it or use tensor_parallel 1");
   parallel::require_divides(*tp, config.vocab, "Llama's", "vocabulary rows (vocab_size)");
   model->embed_tokens->split(tp);
+  if (tp->sequence_parallel()) {
+    model->sequence_group = tp;
+    model->norm->sequence_group = tp;
+  }
   for (const auto& layer : *model->layers) {
     auto* l = layer->as<LlamaDecoderLayer>();
+    if (tp->sequence_parallel()) l->input_layernorm->sequence_group = l->post_attention_layernorm->sequence_group = tp;
     l->self_attn->split(tp);
     TORCH_CHECK(l->mlp,
                 "Llama: tensor parallelism of the experts' layers is not built (expert parallelism is the way)");

@@ -80,6 +80,12 @@ struct LlamaRMSNormImpl : torch::nn::Module {
                                                       bool to_products = false);
   torch::Tensor weight;
   double eps;
+  // With sequence parallelism (parallel/tensor_parallel.h): each rank norms its own tokens, so the
+  // weight's gradient is summed over the group. Null without.
+  std::shared_ptr<parallel::TensorParallel> sequence_group;
+
+ private:
+  torch::Tensor used_weight() const;
 };
 TORCH_MODULE(LlamaRMSNorm);
 
@@ -164,6 +170,9 @@ struct LlamaModelImpl : torch::nn::Module, parallel::BlockStack {
   parallel::VocabParallelEmbedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
   LlamaRMSNorm norm{nullptr};
+  // With sequence parallelism: the last hidden state is gathered from the ranks' tokens for the
+  // whole output layer. Null without.
+  std::shared_ptr<parallel::TensorParallel> sequence_group;
 };
 TORCH_MODULE(LlamaModel);
 
@@ -174,6 +183,7 @@ struct LlamaForCausalLMImpl : torch::nn::Module,
   explicit LlamaForCausalLMImpl(const LlamaConfig& c = LlamaConfig::tinyllama_1_1b());
   // Each layer's heads and MLP units, and the embedding's vocabulary rows; lm_head stays whole.
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
+  bool takes_sequence_parallel() const override { return true; }
   // Each sparse layer's experts over the group (moe.h).
   std::vector<torch::Tensor> split_for_expert_parallel(std::shared_ptr<parallel::ExpertParallel> ep) override;
   torch::Tensor forward(const torch::Tensor& ids);  // logits (batch, tokens, vocab)

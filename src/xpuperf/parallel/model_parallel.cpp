@@ -85,8 +85,16 @@ SplitModel split_model(torch::nn::Module& model, const ParallelGroups& groups, c
                               out.tied_across_stages = m.tied_across_stages();
                             });
   if (groups.tp) {
-    split_as<TensorParallelModel>(model, cfg, "tensor_parallel", case_name, "layers to split",
-                                  [&](TensorParallelModel& m) { m.split_for_tensor_parallel(groups.tp); });
+    const bool sequence = cfg.get_bool("sequence_parallel", false);
+    split_as<TensorParallelModel>(
+        model, cfg, "tensor_parallel", case_name, "layers to split", [&](TensorParallelModel& m) {
+          if (sequence && !m.takes_sequence_parallel())
+            throw ConfigError(cfg.at("sequence_parallel").source.str() + ": sequence_parallel: the model of " +
+                              case_name +
+                              " does not split its sequence yet (llama's does); set sequence_parallel: false");
+          groups.tp->set_sequence_parallel(sequence);
+          m.split_for_tensor_parallel(groups.tp);
+        });
     out.split = split_parameters_of(model);
   }
   if (groups.ep)

@@ -54,6 +54,16 @@ void check_model_parallel(const SwitchCheckInput& in, Diagnostics& diags) {
                 "tensor_parallel with num_local_experts: splitting the experts' layers is not built",
                 "tensor_parallel: 1 (expert parallelism is the experts' way)");
   const std::int64_t pipeline = in.get_int("pipeline_parallel", 1);
+  if (in.get_bool("sequence_parallel", false)) {
+    if (tensor <= 1)
+      diags.error(
+          in.source("sequence_parallel"), "sequence_parallel needs tensor_parallel 2 or more",
+          "it splits the tokens over tensor_parallel's groups: set tensor_parallel, or sequence_parallel: false");
+    if (pipeline > 1)
+      diags.error(in.source("sequence_parallel"),
+                  "sequence_parallel with pipeline_parallel is not implemented yet (the stages pass whole sequences)",
+                  "pipeline_parallel: 1, or sequence_parallel: false");
+  }
   const bool tensor_fits = tensor >= 1 && world % tensor == 0;
   if (pipeline < 1) {
     // said by its declaration's value check
@@ -88,6 +98,21 @@ const bool tensor_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.unit = "ranks";
   s.doc = "Megatron's tensor parallelism: groups of this many ranks split each block's attention heads and MLP units";
   s.sweep_token = "tp";
+  s.in_submit_info = true;
+  s.in_finished = true;
+  return s;
+}());
+
+const bool sequence_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
+  SwitchSpec s;
+  s.key = "sequence_parallel";
+  s.type = SwitchType::Bool;
+  s.default_value = "false";
+  s.doc =
+      "Megatron's sequence parallelism within tensor_parallel's groups: the norms and the residual stream on a rank's "
+      "share of the tokens, all-gathers and reduce-scatters in place of the all-reduces (llama)";
+  s.sweep_token = "sp";
+  s.not_yet_with = {"pipeline_parallel"};
   s.in_submit_info = true;
   s.in_finished = true;
   return s;

@@ -37,6 +37,66 @@ struct ReduceOut : torch::autograd::Function<ReduceOut> {
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], torch::Tensor()}; }
 };
 
+// Every rank's tokens of x (batch, tokens / T, ...) in rank order: (batch, tokens, ...).
+torch::Tensor gather_tokens(TensorParallel& tp, const torch::Tensor& x) {
+  auto in = x.transpose(0, 1).contiguous();  // the tokens first: a rank's block is contiguous
+  auto sizes = in.sizes().vec();
+  sizes[0] *= tp.size();
+  auto out = torch::empty(sizes, in.options());
+  auto flat_in = in.view({-1}), flat_out = out.view({-1});
+  tp.group().all_gather(flat_out, flat_in);
+  return out.transpose(0, 1).contiguous();
+}
+
+// This rank's tokens of the sum over the group of x (batch, tokens, ...).
+torch::Tensor scatter_tokens(TensorParallel& tp, const torch::Tensor& x) {
+  TORCH_CHECK(x.size(1) % tp.size() == 0, "sequence_parallel: the ", x.size(1),
+              " tokens of a sample do not divide over tensor_parallel ", tp.size(),
+              ": give a sequence length they divide, or sequence_parallel: false");
+  auto in = x.transpose(0, 1).contiguous();
+  auto sizes = in.sizes().vec();
+  sizes[0] /= tp.size();
+  auto out = torch::empty(sizes, in.options());
+  auto flat_in = in.view({-1}), flat_out = out.view({-1});
+  tp.group().reduce_scatter_sum(flat_out, flat_in);
+  return out.transpose(0, 1).contiguous();
+}
+
+torch::Tensor own_tokens(TensorParallel& tp, const torch::Tensor& x) {
+  const auto part = x.size(1) / tp.size();
+  return x.narrow(1, tp.rank() * part, part).contiguous();
+}
+
+struct GatherTokens : torch::autograd::Function<GatherTokens> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
+    ctx->saved_data["tp"] = tp;
+    return gather_tokens(*reinterpret_cast<TensorParallel*>(tp), x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {scatter_tokens(*group_of(ctx), grads[0]), torch::Tensor()};
+  }
+};
+
+struct ScatterTokens : torch::autograd::Function<ScatterTokens> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
+    ctx->saved_data["tp"] = tp;
+    return scatter_tokens(*reinterpret_cast<TensorParallel*>(tp), x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {gather_tokens(*group_of(ctx), grads[0]), torch::Tensor()};
+  }
+};
+
+struct GatherForWhole : torch::autograd::Function<GatherForWhole> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
+    ctx->saved_data["tp"] = tp;
+    return gather_tokens(*reinterpret_cast<TensorParallel*>(tp), x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {own_tokens(*group_of(ctx), grads[0]), torch::Tensor()};
+  }
+};
+
 // x Wᵀ entering the group (Megatron's f fused with the product). Under autocast the forward's
 // product runs in the autocast type; the backward's products run in the incoming gradient's type,
 // as autograd's own casts would have them, and each gradient returns in its input's type. (No bias
@@ -71,16 +131,27 @@ struct ColumnLinear : torch::autograd::Function<ColumnLinear> {
 
 torch::Tensor TensorParallel::column_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                             const torch::Tensor& bias) {
+  if (sequence_parallel_) return torch::linear(copy_in(x), weight, bias);
   const auto y = ColumnLinear::apply(x, weight, reinterpret_cast<std::int64_t>(this));
   return bias.defined() ? y + bias : y;
 }
 
 torch::Tensor TensorParallel::copy_in(const torch::Tensor& x) {
-  return CopyIn::apply(x, reinterpret_cast<std::int64_t>(this));
+  const auto self = reinterpret_cast<std::int64_t>(this);
+  return sequence_parallel_ ? GatherTokens::apply(x, self) : CopyIn::apply(x, self);
 }
 
 torch::Tensor TensorParallel::reduce_out(const torch::Tensor& x) {
-  return ReduceOut::apply(x, reinterpret_cast<std::int64_t>(this));
+  const auto self = reinterpret_cast<std::int64_t>(this);
+  return sequence_parallel_ ? ScatterTokens::apply(x, self) : ReduceOut::apply(x, self);
+}
+
+torch::Tensor TensorParallel::sum_gradient(const torch::Tensor& x) {
+  return CopyIn::apply(x, reinterpret_cast<std::int64_t>(this));
+}
+
+torch::Tensor TensorParallel::gather_for_whole(const torch::Tensor& x) {
+  return sequence_parallel_ ? GatherForWhole::apply(x, reinterpret_cast<std::int64_t>(this)) : x;
 }
 
 void require_divides(const TensorParallel& tp, std::int64_t count, const std::string& whose, const std::string& what) {

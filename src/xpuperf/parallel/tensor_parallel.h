@@ -25,8 +25,23 @@ class TensorParallel {
   int size() const { return group_->world_size(); }
   torchrt::Distributed& group() { return *group_; }
 
+  // Megatron's sequence parallelism (`sequence_parallel: true`): outside the split layers each rank
+  // holds 1/T of the tokens of activations (batch, tokens, ...), along dimension 1. copy_in then
+  // gathers them (its backward sums and scatters the gradient) and reduce_out sums and scatters (its
+  // backward gathers): the same traffic as the all-reduces, and the norms and the residual stream
+  // computed on a rank's tokens only. Set before the model splits.
+  void set_sequence_parallel(bool on) { sequence_parallel_ = on; }
+  bool sequence_parallel() const { return sequence_parallel_; }
+
   torch::Tensor copy_in(const torch::Tensor& x);
   torch::Tensor reduce_out(const torch::Tensor& x);
+  // Identity forward, the gradient summed over the group backward (Megatron's f), whatever the
+  // sequence parallelism: for a whole parameter used on a rank's tokens only (a norm's weight).
+  torch::Tensor sum_gradient(const torch::Tensor& x);
+  // With sequence parallelism, every rank's tokens gathered for a part of the model that each rank
+  // runs whole on the same tokens (the output layer): backward keeps this rank's tokens' gradient
+  // (every rank has the same). x itself without it.
+  torch::Tensor gather_for_whole(const torch::Tensor& x);
   // torch::linear(copy_in(x), weight, bias), a column-parallel product, with its backward's sum of
   // x's gradient over the group started before the weight's gradient is computed and awaited
   // after, so that the two overlap (Megatron-LM's asynchronous gradient all-reduce). The same
@@ -35,6 +50,7 @@ class TensorParallel {
 
  private:
   std::shared_ptr<torchrt::Distributed> group_;
+  bool sequence_parallel_ = false;
 };
 
 // What a model's split says of a size it cannot share over `tp`: throws std::invalid_argument
@@ -51,6 +67,8 @@ class TensorParallelModel {
   // say which parameters are split). Throws std::invalid_argument when the model's sizes (heads,
   // hidden units) do not divide by the group's size.
   virtual void split_for_tensor_parallel(std::shared_ptr<TensorParallel> tp) = 0;
+  // Whether the split runs with the group's sequence parallelism on (its norms on a rank's tokens).
+  virtual bool takes_sequence_parallel() const { return false; }
 };
 
 // The global L2 norm of the gradients of a model split over a group (`split_group`: a tensor- or

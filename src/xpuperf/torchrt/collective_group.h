@@ -62,14 +62,18 @@ class ProcessGroupCollectives : public CollectiveGroup {
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& t) override { return group_->broadcast(t); }
   c10::intrusive_ptr<c10d::Work> barrier() override { return group_->barrier(); }
   c10::intrusive_ptr<c10d::Work> all_gather(at::Tensor& out, at::Tensor& in) override {
-    try {
-      return group_->_allgather_base(out, in);
-    } catch (const c10::Error&) {
-      // Gloo (LibTorch 1.13) has only the list form.
-      std::vector<std::vector<at::Tensor>> outs{out.chunk(group_->getSize())};
-      std::vector<at::Tensor> ins{in};
-      return group_->allgather(outs, ins);
+    if (flat_all_gather_) {
+      try {
+        return group_->_allgather_base(out, in);
+      } catch (const c10::Error&) {
+        // Gloo (LibTorch 1.13) has only the list form: asked once, its error (with a backtrace) is
+        // not paid on every call (sequence parallelism gathers a few times a layer).
+        flat_all_gather_ = false;
+      }
     }
+    std::vector<std::vector<at::Tensor>> outs{out.chunk(group_->getSize())};
+    std::vector<at::Tensor> ins{in};
+    return group_->allgather(outs, ins);
   }
   c10::intrusive_ptr<c10d::Work> reduce_scatter(at::Tensor& out, at::Tensor& in) override {
     return group_->_reduce_scatter_base(out, in);
@@ -89,6 +93,7 @@ class ProcessGroupCollectives : public CollectiveGroup {
 
  private:
   c10::intrusive_ptr<Group> group_;
+  bool flat_all_gather_ = true;  // false once the group said it has only the list form
 };
 
 }  // namespace xpuperf::torchrt
