@@ -19,24 +19,6 @@ torch::Tensor summed(TensorParallel& tp, const torch::Tensor& x) {
   return sum;
 }
 
-struct CopyIn : torch::autograd::Function<CopyIn> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
-    ctx->saved_data["tp"] = tp;
-    return x.view_as(x);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {summed(*group_of(ctx), grads[0]), torch::Tensor()};
-  }
-};
-
-struct ReduceOut : torch::autograd::Function<ReduceOut> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
-    ctx->saved_data["tp"] = tp;
-    return summed(*reinterpret_cast<TensorParallel*>(tp), x);
-  }
-  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], torch::Tensor()}; }
-};
-
 // Every rank's tokens of x (batch, tokens / T, ...) in rank order: (batch, tokens, ...).
 torch::Tensor gather_tokens(TensorParallel& tp, const torch::Tensor& x) {
   auto in = x.transpose(0, 1).contiguous();  // the tokens first: a rank's block is contiguous
@@ -67,35 +49,28 @@ torch::Tensor own_tokens(TensorParallel& tp, const torch::Tensor& x) {
   return x.narrow(1, tp.rank() * part, part).contiguous();
 }
 
-struct GatherTokens : torch::autograd::Function<GatherTokens> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
-    ctx->saved_data["tp"] = tp;
-    return gather_tokens(*reinterpret_cast<TensorParallel*>(tp), x);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {scatter_tokens(*group_of(ctx), grads[0]), torch::Tensor()};
-  }
-};
+// x as it is (a view, for autograd's node), whatever the group.
+torch::Tensor same(TensorParallel&, const torch::Tensor& x) {
+  return x.view_as(x);
+}
 
-struct ScatterTokens : torch::autograd::Function<ScatterTokens> {
+// The group's operators on activations: `Forward` of x, and `Backward` of the gradient.
+using GroupOp = torch::Tensor (*)(TensorParallel&, const torch::Tensor&);
+template <GroupOp Forward, GroupOp Backward>
+struct GroupFunction : torch::autograd::Function<GroupFunction<Forward, Backward>> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
     ctx->saved_data["tp"] = tp;
-    return scatter_tokens(*reinterpret_cast<TensorParallel*>(tp), x);
+    return Forward(*reinterpret_cast<TensorParallel*>(tp), x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {gather_tokens(*group_of(ctx), grads[0]), torch::Tensor()};
+    return {Backward(*group_of(ctx), grads[0]), torch::Tensor()};
   }
 };
-
-struct GatherForWhole : torch::autograd::Function<GatherForWhole> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, std::int64_t tp) {
-    ctx->saved_data["tp"] = tp;
-    return gather_tokens(*reinterpret_cast<TensorParallel*>(tp), x);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {own_tokens(*group_of(ctx), grads[0]), torch::Tensor()};
-  }
-};
+using CopyIn = GroupFunction<same, summed>;                          // Megatron's f
+using ReduceOut = GroupFunction<summed, same>;                       // Megatron's g
+using GatherTokens = GroupFunction<gather_tokens, scatter_tokens>;   // f with sequence parallelism
+using ScatterTokens = GroupFunction<scatter_tokens, gather_tokens>;  // g with sequence parallelism
+using GatherForWhole = GroupFunction<gather_tokens, own_tokens>;
 
 // x Wᵀ entering the group (Megatron's f fused with the product). Under autocast the forward's
 // product runs in the autocast type; the backward's products run in the incoming gradient's type,
