@@ -66,10 +66,8 @@ void PagedEngine::prepare_buckets() {
     for (const auto visible : visible_buckets_) {
       auto b = std::make_unique<Bucket>();
       b->rows = rows, b->visible = visible, b->width = visible / block;
-      // Until a step fills them, every row a padded one: token 0 at position 0 of the scratch block.
-      std::vector<std::int64_t> padded(static_cast<std::size_t>(b->size()), scratch_block_);
-      std::fill(padded.begin(), padded.begin() + 2 * rows, 0);
-      std::fill(padded.begin() + 2 * rows, padded.begin() + 3 * rows, scratch_block_ * block);
+      std::vector<std::int64_t> padded(static_cast<std::size_t>(b->size()));  // until a step fills them
+      pad_rows(*b, padded.data());
       b->inputs = torch::tensor(padded, torch::kLong).to(device_);
       largest = std::max(largest, b->size());
       buckets_.emplace(std::make_pair(rows, visible), std::move(b));
@@ -107,13 +105,19 @@ void PagedEngine::add(std::int64_t id, const std::vector<std::int64_t>& prompt, 
   tokens_[id] = {prompt, static_cast<std::int64_t>(prompt.size())};
 }
 
+void PagedEngine::pad_rows(const Bucket& b, std::int64_t* host) const {
+  const std::int64_t r = b.rows;
+  std::fill(host, host + 2 * r, 0);  // token 0 at position 0 of the scratch block
+  std::fill(host + 2 * r, host + 3 * r, scratch_block_ * scheduler_.options().block_size);
+  std::fill(host + 3 * r, host + b.size(), scratch_block_);
+}
+
 torch::Tensor PagedEngine::run_bucket(Bucket& b) {
   const std::int64_t r = b.rows;
   const auto positions = b.inputs.narrow(0, r, r);
   models::PagedBatch batch;
   batch.cache = &cache_;
   batch.cache_rows = b.inputs.narrow(0, 2 * r, r);
-  batch.decode_tokens = torch::arange(r, b.inputs.options());
   batch.decode_positions = positions.view({r, 1});
   batch.decode_table = b.inputs.narrow(0, 3 * r, r * b.width).view({r, b.width});
   batch.decode_visible = b.visible;
@@ -140,9 +144,7 @@ torch::Tensor PagedEngine::bucketed_inputs_and_run(const serving::StepPlan& plan
                                                    const std::function<void()>& issued) {
   const std::int64_t block = scheduler_.options().block_size, r = b.rows;
   auto* host = staging_.data_ptr<std::int64_t>();
-  std::fill(host, host + 2 * r, 0);  // padded rows: token 0 at position 0 of the scratch block
-  std::fill(host + 2 * r, host + 3 * r, scratch_block_ * block);
-  std::fill(host + 3 * r, host + b.size(), scratch_block_);
+  pad_rows(b, host);
   for (std::size_t i = 0; i < plan.items.size(); ++i) {
     const auto& item = plan.items[i];
     const auto& table = scheduler_.blocks_of(item.id);

@@ -91,6 +91,8 @@ class PagedEngine {
   // The bucket of a decode-only plan; null when the plan prefills or no bucket holds it.
   Bucket* bucket_for(const serving::StepPlan& plan);
   torch::Tensor run_bucket(Bucket& bucket);
+  // Every row of the bucket's inputs at `host` a padded one: token 0 at position 0 of the scratch block.
+  void pad_rows(const Bucket& bucket, std::int64_t* host) const;
   void prepare_buckets();
 
   models::CausalDecoder& decoder_;

@@ -62,9 +62,8 @@ void whole_prompts_attention(const torch::Tensor& q, const torch::Tensor& k, con
 
 torch::Tensor paged_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                               std::int64_t layer, const PagedBatch& batch) {
-  const auto i = static_cast<std::size_t>(layer);
-  torch::Tensor& k_pool = batch.cache->k[i];
-  torch::Tensor& v_pool = batch.cache->v[i];
+  torch::Tensor& k_pool = batch.cache->k[static_cast<std::size_t>(layer)];
+  torch::Tensor& v_pool = batch.cache->v[static_cast<std::size_t>(layer)];
   const auto heads = q.size(1), kv_heads = k_pool.size(2);
   TORCH_CHECK(q.size(0) == 1, "paged attention: a step's tokens are one row, got ", q.size(0));
   TORCH_CHECK(heads % kv_heads == 0, "attention: ", heads, " query heads are not a multiple of ", kv_heads,

@@ -41,8 +41,8 @@ struct PagedBatch {
   // (B, 1) and the most keys a row sees; undefined when none decodes.
   torch::Tensor decode_tokens, decode_table, decode_positions;
   std::int64_t decode_visible = 0;
-  // Every token of the step decodes, in order (decode_tokens is 0, 1, ...): the queries need no
-  // gather and the outputs no scatter.
+  // Every token of the step decodes, in order: the queries need no gather and the outputs no
+  // scatter (decode_tokens is not read, and may be undefined).
   bool decode_all = false;
 };
 
