@@ -211,6 +211,26 @@ TEST(WaitAll, TheFirstFailureStopsTheOthers) {
   EXPECT_TRUE(outcome.statuses[2].stopped);
 }
 
+// The others may end by themselves within the settling time (their own report, their results),
+// and one that does not is stopped when it is up.
+TEST(WaitAll, AfterAFailureTheOthersSettleBeforeTheyAreStopped) {
+  auto group = start_all({{"sh", "-c", "exit 2"}, {"sh", "-c", "sleep 0.3; exit 0"}});
+  GroupOutcome outcome = wait_all(group, std::nullopt, nullptr, std::chrono::seconds(1), std::chrono::minutes(5));
+  EXPECT_EQ(outcome.end, GroupOutcome::End::OneFailed);
+  EXPECT_EQ(outcome.failed, 0);
+  ASSERT_EQ(outcome.statuses.size(), 2u);
+  EXPECT_EQ(outcome.statuses[0].code, 2);
+  EXPECT_TRUE(outcome.statuses[1].ok());
+  EXPECT_FALSE(outcome.statuses[1].stopped);
+
+  group = start_all({{"sh", "-c", "exit 3"}, {"sleep", "30"}});
+  const auto start = std::chrono::steady_clock::now();
+  outcome = wait_all(group, std::nullopt, nullptr, std::chrono::seconds(1), std::chrono::milliseconds(300));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_EQ(outcome.end, GroupOutcome::End::OneFailed);
+  EXPECT_TRUE(outcome.statuses[1].stopped);
+}
+
 TEST(WaitAll, AllExitingIsSuccess) {
   auto group = start_all({{"true"}, {"sh", "-c", "sleep 0.1"}});
   const GroupOutcome outcome = wait_all(group, std::chrono::seconds(10), nullptr);

@@ -43,7 +43,7 @@ int spawn_local_ranks(int nproc, int master_port, const std::vector<std::string>
     spec.echo = true;
     spec.echo_prefix = "[rank " + std::to_string(r) + "] ";
   });
-  const GroupOutcome outcome = wait_all(ranks, std::nullopt, nullptr);
+  const GroupOutcome outcome = wait_all(ranks, std::nullopt, nullptr, std::chrono::seconds(5), kRankSettle);
   if (outcome.failed < 0) return 0;
   const ExitStatus& s = outcome.statuses[static_cast<std::size_t>(outcome.failed)];
   std::cerr << "xpuperf: rank " << outcome.failed << " " << s.describe() << "; the other ranks were stopped\n";

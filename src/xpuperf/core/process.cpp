@@ -339,9 +339,10 @@ ExitStatus Process::wait(std::optional<Duration> limit, Duration grace) {
 }
 
 GroupOutcome wait_all(std::vector<std::unique_ptr<Process>>& processes, std::optional<Process::Duration> limit,
-                      const std::atomic<int>* stop, Process::Duration grace) {
+                      const std::atomic<int>* stop, Process::Duration grace, Process::Duration settle) {
   GroupOutcome outcome;
   const auto start = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> failed_at;
   std::vector<std::optional<ExitStatus>> ended(processes.size());
   while (true) {
     bool all_done = true;
@@ -357,13 +358,18 @@ GroupOutcome wait_all(std::vector<std::unique_ptr<Process>>& processes, std::opt
         outcome.end = GroupOutcome::End::OneFailed;
       }
     }
-    if (all_done || outcome.failed >= 0) break;
+    if (all_done) break;
+    if (outcome.failed >= 0) {
+      if (!failed_at) failed_at = std::chrono::steady_clock::now();
+      if (std::chrono::steady_clock::now() - *failed_at >= settle) break;
+    }
+    // A stop or the time limit while the others settle ends the wait, the failure staying its cause.
     if (stop && *stop != 0) {
-      outcome.end = GroupOutcome::End::Stopped;
+      if (outcome.failed < 0) outcome.end = GroupOutcome::End::Stopped;
       break;
     }
     if (limit && std::chrono::steady_clock::now() - start > *limit) {
-      outcome.end = GroupOutcome::End::TimedOut;
+      if (outcome.failed < 0) outcome.end = GroupOutcome::End::TimedOut;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

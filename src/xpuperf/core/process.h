@@ -90,9 +90,15 @@ struct GroupOutcome {
 
 // Waits for every process; the first one that fails, the time limit (none when unset) or a
 // non-zero `stop` ends the wait, and the ones still running are then stopped (TERM, KILL
-// after `grace`).
+// after `grace`). After a failure the others first get up to `settle` to end by themselves:
+// ranks that read the same bad input fail together, and the one that reports it (or writes
+// the results) may be a moment behind the one that failed first.
 GroupOutcome wait_all(std::vector<std::unique_ptr<Process>>& processes, std::optional<Process::Duration> limit,
-                      const std::atomic<int>* stop, Process::Duration grace = std::chrono::seconds(5));
+                      const std::atomic<int>* stop, Process::Duration grace = std::chrono::seconds(5),
+                      Process::Duration settle = Process::Duration::zero());
+
+// How long a launcher lets the other ranks go on after one has failed (wait_all's `settle`).
+inline constexpr Process::Duration kRankSettle = std::chrono::seconds(5);
 
 // Runs a program to the end and returns its status (a convenience for short commands).
 ExitStatus run_process(const ProcessSpec& spec, std::optional<Process::Duration> limit = std::nullopt);

@@ -440,11 +440,12 @@ std::pair<int, std::string> run_round_here(const NodeRequest& request, const Cas
     container.remove();
     return {kNodeBadInput, problem};
   }
-  // Wait for all ranks; the first failure, the time limit or a signal stops the rest.
+  // Wait for all ranks; the first failure (after the others' settling time), the time limit or a
+  // signal stops the rest.
   status["ranks_started_unix"] = unix_seconds();
   std::optional<Process::Duration> limit;
   if (request.time_limit_s > 0) limit = Process::Duration(request.time_limit_s);
-  const GroupOutcome outcome = wait_all(ranks, limit, &g_stop_signal);
+  const GroupOutcome outcome = wait_all(ranks, limit, &g_stop_signal, std::chrono::seconds(5), kRankSettle);
   status["ranks_ended_unix"] = unix_seconds();
   end_services();
   for (std::size_t i = 0; i < ranks.size(); ++i)
