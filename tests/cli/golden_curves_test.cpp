@@ -292,6 +292,7 @@ std::vector<std::string> tiny_bert(std::vector<std::string> more) {
 // units split over two ranks that take the same batch give the unsplit model's loss curve and
 // evaluation within 1e-5 (the sums run in another order; any LibTorch). GPT-2's is a golden row
 // above, and the Llama model's is held in xpuperf_parallel_tests (it has no training case yet).
+// With `sequence_parallel=true` (a row named *_sp), Megatron's sequence parallelism too.
 class TensorParallelCurves : public ::testing::TestWithParam<Row> {};
 
 TEST_P(TensorParallelCurves, AreTheUnsplitModels) {
@@ -300,6 +301,8 @@ TEST_P(TensorParallelCurves, AreTheUnsplitModels) {
   Row split = GetParam();
   split.ranks = 2;
   split.sets.push_back("tensor_parallel=2");
+  if (split.name.size() > 3 && split.name.compare(split.name.size() - 3, 3, "_sp") == 0)
+    split.sets.push_back("sequence_parallel=true");
   const json a = finished_event_of_row(split), b = finished_event_of_row(whole);
   if (a.is_null() || b.is_null()) return;
   EXPECT_EQ(a.value("tensor_parallel", 0), 2) << "the model was split: " << a.dump();
@@ -315,6 +318,8 @@ TEST_P(TensorParallelCurves, AreTheUnsplitModels) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, TensorParallelCurves,
                          ::testing::Values(Row{"bert_tp2", "bert", 1, tiny_bert({})},
+                                           Row{"bert_tp2_sp", "bert", 1, tiny_bert({})},
+                                           Row{"gpt2_tp2_sp", "gpt2", 1, tiny_gpt({"dropout=0"})},
                                            Row{"vit_tp2", "vit", 1,
                                                tiny_image({"lr=0.001", "patch_size=8", "num_layers=2", "hidden_dim=32",
                                                            "num_heads=2", "mlp_dim=64"})}),

@@ -82,10 +82,27 @@ class TinyDecoderCase : public TrainingCase {
 class TinyGptCase : public TinyDecoderCase {
   std::shared_ptr<torch::nn::Module> build(const CaseContext& ctx) override {
     gpt = models::GptLMHeadModel(tiny_gpt(ctx.config.get_number("dropout", 0.0)));
+    // With the kernels' switch (ATen's operators on the CPU), each residual add joins the norm after it.
+    gpt->fused_kernels = ctx.config.get_bool("fused_kernels", false);
     return gpt.ptr();
   }
   torch::Tensor loss(const torch::Tensor& ids) override { return gpt->loss(ids); }
   models::GptLMHeadModel gpt{nullptr};
+};
+
+// The tiny GPT as a model that splits its layers but not its sequence (as ViT's).
+struct GptKeepingWholeSequences : models::GptLMHeadModelImpl {
+  using GptLMHeadModelImpl::GptLMHeadModelImpl;
+  bool takes_sequence_parallel() const override { return false; }
+};
+
+class TinyGptKeepingWholeSequencesCase : public TinyDecoderCase {
+  std::shared_ptr<torch::nn::Module> build(const CaseContext&) override {
+    gpt = std::make_shared<GptKeepingWholeSequences>(tiny_gpt(0.0));
+    return gpt;
+  }
+  torch::Tensor loss(const torch::Tensor& ids) override { return gpt->loss(ids); }
+  std::shared_ptr<GptKeepingWholeSequences> gpt;
 };
 
 // The same rule tokens through a tiny Llama (RMSNorm, rotary positions, SwiGLU, grouped-query
@@ -263,11 +280,31 @@ TEST(TensorParallel, LlamaWithSequenceParallelismGivesTheUnsplitLossCurve) {
                     run_gpt<TinyLlamaCase>(accumulate, 2).curve, 1e-5);
 }
 
+TEST(TensorParallel, GptWithSequenceParallelismGivesTheUnsplitLossCurve) {
+  SKIP_WITHOUT_GLOO();
+  // GPT's embeddings are whole on every rank: their output is cut to a rank's tokens (the gradient
+  // gathered back), the LayerNorms' weights and biases get their gradients summed over the group,
+  // and ln_f's output is gathered for the tied output layer.
+  const std::string clip = "clip_grad_norm: 0.5\nlog_freq: 1\n";
+  const auto whole = run_gpt(clip);
+  expect_same_curve(run_gpt(clip + "tensor_parallel: 2\nsequence_parallel: true\n", 2).curve, whole.curve, 1e-5);
+  // The residual adds joined to the norms after them (the kernels' path); the same as without
+  // sequence parallelism; two groups of two (data parallelism over them) with accumulation.
+  expect_same_curve(run_gpt(clip + "fused_kernels: true\n").curve, whole.curve, 1e-5);
+  expect_same_curve(run_gpt(clip + "fused_kernels: true\ntensor_parallel: 2\nsequence_parallel: true\n", 2).curve,
+                    whole.curve, 1e-5);
+  expect_same_curve(run_gpt(clip + "tensor_parallel: 2\nsequence_parallel: true\n", 2).curve,
+                    run_gpt(clip + "tensor_parallel: 2\n", 2).curve, 1e-5);
+  const std::string accumulate = "train_batch_size: 4\nglobal_batch_size: 16\n";
+  expect_same_curve(run_gpt(accumulate + "tensor_parallel: 2\nsequence_parallel: true\n", 4).curve,
+                    run_gpt(accumulate, 2).curve, 1e-5);
+}
+
 TEST(TensorParallel, SequenceParallelismOnAModelThatCannotSplitItsSequenceNamesTheKey) {
   SKIP_WITHOUT_GLOO();
   try {
-    run_gpt("tensor_parallel: 2\nsequence_parallel: true\n", 2);
-    FAIL() << "the tiny GPT does not split its sequence";
+    run_gpt<TinyGptKeepingWholeSequencesCase>("tensor_parallel: 2\nsequence_parallel: true\n", 2);
+    FAIL() << "this GPT does not split its sequence";
   } catch (const std::exception& e) {
     EXPECT_NE(
         std::string(e.what()).find("sequence_parallel: the model of tinygpt:libtorch does not split its sequence"),

@@ -47,22 +47,24 @@ BertAddNormImpl::BertAddNormImpl(std::int64_t in, const BertConfig& c) {
 
 torch::Tensor BertAddNormImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
   const double eps = LayerNorm->options.eps();
-  if (fused_kernels && !is_training())
-    return fused::add_layer_norm(dense(x), residual, LayerNorm->weight, LayerNorm->bias, eps, true).second;
+  parallel::TensorParallel* sequence = sequence_group.get();
+  const auto weight = parallel::whole_parameter(sequence, LayerNorm->weight);
+  const auto bias = parallel::whole_parameter(sequence, LayerNorm->bias);
+  if (fused_kernels && !is_training()) return fused::add_layer_norm(dense(x), residual, weight, bias, eps, true).second;
   // Training: the dropout, the add and the norm as one kernel each way. The residual goes first: the
   // kernel's output has its type (float under autocast, as ATen's layer norm gives there).
   if (fused_kernels && kernel_in_training)
-    return fused::add_layer_norm(residual, dense(x), LayerNorm->weight, LayerNorm->bias, eps, true,
-                                 dropout->options.p())
-        .second;
-  return LayerNorm(dropout(dense(x)) + residual);
+    return fused::add_layer_norm(residual, dense(x), weight, bias, eps, true, dropout->options.p()).second;
+  return parallel::layer_norm(LayerNorm, dropout(dense(x)) + residual, sequence);
 }
 
 std::pair<torch::Tensor, torch::Tensor> BertAddNormImpl::forward_with_copy(const torch::Tensor& x,
                                                                            const torch::Tensor& residual) {
   if (!(fused_kernels && kernel_in_training && is_training())) return {forward(x, residual), torch::Tensor()};
-  const auto [sum, out, low] = fused::add_layer_norm_with_copy(residual, dense(x), LayerNorm->weight, LayerNorm->bias,
-                                                               LayerNorm->options.eps(), true, dropout->options.p());
+  parallel::TensorParallel* sequence = sequence_group.get();
+  const auto [sum, out, low] = fused::add_layer_norm_with_copy(
+      residual, dense(x), parallel::whole_parameter(sequence, LayerNorm->weight),
+      parallel::whole_parameter(sequence, LayerNorm->bias), LayerNorm->options.eps(), true, dropout->options.p());
   return {out, low};
 }
 
@@ -84,6 +86,15 @@ torch::Tensor BertAttentionImpl::attend(const torch::Tensor& q, const torch::Ten
 torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keep) {
   if (!is_training() && still_stacked(qkv_weight, self->query->weight) && still_stacked(qkv_bias, self->query->bias)) {
     const auto qkv = torch::linear(x, qkv_weight, qkv_bias).split(self->query->weight.size(0), -1);
+    return output(attend(qkv[0], qkv[1], qkv[2], keep), x);
+  }
+  if (self->query->is_split() && parallel::joinable({&self->query, &self->key, &self->value})) {
+    // One product of the three weights: one copy_in of x (one all-reduce of its gradient, or with
+    // sequence parallelism one all-gather of the tokens), where each layer would take its own.
+    const auto weight = torch::cat({self->query->weight, self->key->weight, self->value->weight});
+    const auto bias = torch::cat({self->query->bias, self->key->bias, self->value->bias});
+    const auto qkv =
+        parallel::column_parallel_linear(self->query->group(), x, weight, bias).split(self->query->weight.size(0), -1);
     return output(attend(qkv[0], qkv[1], qkv[2], keep), x);
   }
   return output(attend(self->query(x), self->key(x), self->value(x), keep), x);
@@ -219,7 +230,9 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& ids, const torch::Tens
     const auto type = fused::autocast_product_type(x).value_or(x.scalar_type());
     mask = torch::zeros(mask.sizes(), x.options().dtype(type)).masked_fill(mask.logical_not(), -INFINITY);
   }
-  return encoder->forward(x, mask);
+  // With sequence parallelism the layers take a rank's tokens, and the heads all of them.
+  if (!sequence_group) return encoder->forward(x, mask);
+  return sequence_group->gather_for_whole(encoder->forward(sequence_group->share_of_whole(x), mask));
 }
 
 torch::Tensor BertEncoderImpl::forward(torch::Tensor x, const torch::Tensor& mask) {
@@ -269,7 +282,12 @@ BertForMaskedLMImpl::BertForMaskedLMImpl(const BertConfig& c) : config(c) {
 }
 
 void BertForMaskedLMImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {
-  for (const auto& layer : *bert->encoder->layer) layer->as<BertLayer>()->split(tp);
+  if (tp->sequence_parallel()) bert->sequence_group = tp;
+  for (const auto& layer : *bert->encoder->layer) {
+    auto* l = layer->as<BertLayer>();
+    l->split(tp);
+    if (tp->sequence_parallel()) l->attention->output->sequence_group = l->output->sequence_group = tp;
+  }
 }
 
 void BertForMaskedLMImpl::join_projections_for_inference() {

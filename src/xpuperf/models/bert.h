@@ -63,6 +63,9 @@ struct BertAddNormImpl : torch::nn::Module {
   // (the recomputation replays the generators' draws, which ATen's dropout follows and the kernel's
   // Philox counter does not). BertEncoderImpl::forward sets it.
   bool kernel_in_training = true;
+  // With sequence parallelism (parallel/tensor_parallel.h): the add and the norm run on a rank's
+  // tokens, the norm's parameters' gradients summed over the group. Null without.
+  std::shared_ptr<parallel::TensorParallel> sequence_group;
 };
 TORCH_MODULE(BertAddNorm);
 
@@ -164,6 +167,9 @@ struct BertModelImpl : torch::nn::Module {
   BertEncoder encoder{nullptr};
   std::shared_ptr<torch::nn::Module> pooler;  // pooler.dense (a Linear), or none
   torch::nn::Linear pooler_dense{nullptr};
+  // With sequence parallelism: the embeddings' output is cut to a rank's tokens for the layers, and
+  // the last hidden states gathered from every rank's. Null without.
+  std::shared_ptr<parallel::TensorParallel> sequence_group;
 };
 TORCH_MODULE(BertModel);
 
@@ -190,7 +196,10 @@ TORCH_MODULE(BertMlmHead);
 struct BertForMaskedLMImpl : torch::nn::Module, parallel::TensorParallelModel {
   explicit BertForMaskedLMImpl(const BertConfig& c = BertConfig::base());
   // Each layer's heads and intermediate units; the embeddings and the prediction head stay whole.
+  // With the group's sequence parallelism the layers' adds, norms and dropouts run on a rank's share
+  // of the tokens. Split, q, k and v run as one product.
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
+  bool takes_sequence_parallel() const override { return true; }
   // CUDA kernels where they apply: in inference each layer's residual add and LayerNorm (BertAddNorm)
   // and the predicted tokens' argmax; in training the training kernels and the loss's cross entropy
   // (fused_ops.h).

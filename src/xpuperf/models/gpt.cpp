@@ -38,15 +38,16 @@ void GptAttentionImpl::split(std::shared_ptr<parallel::TensorParallel> group) {
 }
 
 torch::Tensor GptAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask, bool resid_dropout_on) {
-  const auto b = x.size(0), t = x.size(1), width = c_proj->in_features(), hd = width / heads;
+  // The products' tokens (-1): all of them, where sequence parallelism gives x a rank's share only.
+  const auto b = x.size(0), width = c_proj->in_features(), hd = width / heads;
   // Split, as Hugging Face's GPT-2 does: its backward is one concatenation of the three gradients,
   // where indexing a stacked view makes three zero-filled copies of the projection and adds them.
   const auto qkv = c_attn(x).split(width, -1);
-  const auto heads_of = [&](const torch::Tensor& part) { return part.view({b, t, heads, hd}).transpose(1, 2); };
+  const auto heads_of = [&](const torch::Tensor& part) { return part.view({b, -1, heads, hd}).transpose(1, 2); };
   const auto y = compat::attention(heads_of(qkv[0]), heads_of(qkv[1]), heads_of(qkv[2]), dropout, is_training(),
                                    /*causal=*/!mask.defined(), mask)
                      .transpose(1, 2)
-                     .reshape({b, t, width});
+                     .reshape({b, -1, width});
   return resid_dropout_on ? resid_dropout(c_proj(y)) : c_proj(y);
 }
 
@@ -95,8 +96,8 @@ GptBlockImpl::GptBlockImpl(const GptConfig& c) {
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& input, const torch::Tensor& mask) {
-  const auto x = input + attn(ln_1(input), mask);
-  return x + mlp(ln_2(x));
+  const auto x = input + attn(parallel::layer_norm(ln_1, input, sequence_group.get()), mask);
+  return x + mlp(parallel::layer_norm(ln_2, x, sequence_group.get()));
 }
 
 std::pair<torch::Tensor, torch::Tensor> GptBlockImpl::forward(const torch::Tensor& residual, const torch::Tensor& delta,
@@ -106,10 +107,11 @@ std::pair<torch::Tensor, torch::Tensor> GptBlockImpl::forward(const torch::Tenso
   const double attn_p = is_training() ? attn->resid_dropout->options.p() : 0.0;
   // Under autocast the norms write their outputs in the type the products after them take.
   const auto gemm_type = kernels ? fused::autocast_product_type(residual) : std::nullopt;
-  const auto [input, normed] =
-      fused::add_layer_norm(residual, delta, ln_1->weight, ln_1->bias, ln_1->options.eps(), kernels, mlp_p, gemm_type);
-  const auto [x, normed_x] = fused::add_layer_norm(input, attn(normed, mask, false), ln_2->weight, ln_2->bias,
-                                                   ln_2->options.eps(), kernels, attn_p, gemm_type);
+  const auto used = [this](const torch::Tensor& p) { return parallel::whole_parameter(sequence_group.get(), p); };
+  const auto [input, normed] = fused::add_layer_norm(residual, delta, used(ln_1->weight), used(ln_1->bias),
+                                                     ln_1->options.eps(), kernels, mlp_p, gemm_type);
+  const auto [x, normed_x] = fused::add_layer_norm(input, attn(normed, mask, false), used(ln_2->weight),
+                                                   used(ln_2->bias), ln_2->options.eps(), kernels, attn_p, gemm_type);
   return {x, mlp(normed_x, false, kernels)};
 }
 
@@ -151,12 +153,21 @@ torch::Tensor GptModelImpl::forward(const torch::Tensor& ids, bool kernels, cons
     const auto positions = torch::arange(ids.size(1), ids.options());
     x = drop(wte(ids) + wpe(positions));
   }
+  // With sequence parallelism the blocks take a rank's tokens, and the output layer all of them.
+  parallel::TensorParallel* sequence = sequence_group.get();
+  if (sequence) x = sequence->share_of_whole(x);
+  const auto whole = [sequence](const torch::Tensor& normed) {
+    return sequence ? sequence->gather_for_whole(normed) : normed;
+  };
   if (kernels && !stage && !wraps_blocks()) {
     // Each residual add joins the norm after it (the next block's ln_1, or ln_f): one kernel each way.
     torch::Tensor delta;
     for (const auto& block : *h) std::tie(x, delta) = block->as<GptBlock>()->forward(x, delta, kernels, mask);
     const double mlp_p = is_training() ? drop->options.p() : 0.0;  // the config's one probability, as the MLP's
-    return fused::add_layer_norm(x, delta, ln_f->weight, ln_f->bias, ln_f->options.eps(), kernels, mlp_p).second;
+    return whole(fused::add_layer_norm(x, delta, parallel::whole_parameter(sequence, ln_f->weight),
+                                       parallel::whole_parameter(sequence, ln_f->bias), ln_f->options.eps(), kernels,
+                                       mlp_p)
+                     .second);
   }
   for (const auto& block : *h) {
     GptBlockImpl* b = block->as<GptBlock>();
@@ -164,7 +175,7 @@ torch::Tensor GptModelImpl::forward(const torch::Tensor& ids, bool kernels, cons
         *b, [b, mask](const torch::Tensor& t) { return b->forward(t, mask); }, x);
   }
   if (stage && !stage->last()) return x;
-  return ln_f(x);
+  return whole(parallel::layer_norm(ln_f, x, sequence));
 }
 
 std::vector<torch::nn::Module*> GptModelImpl::blocks() {
@@ -197,8 +208,10 @@ torch::Tensor GptLMHeadModelImpl::loss(const torch::Tensor& ids, const torch::Te
 }
 
 void GptLMHeadModelImpl::split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) {
+  if (tp->sequence_parallel()) transformer->sequence_group = tp;
   for (const auto& block : *transformer->h) {
     auto* b = block->as<GptBlock>();
+    if (tp->sequence_parallel()) b->sequence_group = tp;
     b->attn->split(tp);
     b->mlp->split(tp);
   }

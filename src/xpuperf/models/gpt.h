@@ -124,6 +124,9 @@ struct GptBlockImpl : torch::nn::Module {
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   GptAttention attn{nullptr};
   GptMlp mlp{nullptr};
+  // With sequence parallelism (parallel/tensor_parallel.h): the norms run on a rank's tokens, their
+  // parameters' gradients summed over the group. Null without.
+  std::shared_ptr<parallel::TensorParallel> sequence_group;
 };
 TORCH_MODULE(GptBlock);
 
@@ -141,6 +144,9 @@ struct GptModelImpl : torch::nn::Module, parallel::BlockStack {
   torch::nn::Dropout drop{nullptr};
   torch::nn::ModuleList h{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};
+  // With sequence parallelism: the embeddings' output is cut to a rank's tokens for the blocks, and
+  // ln_f's output gathered from every rank's for the whole output layer. Null without.
+  std::shared_ptr<parallel::TensorParallel> sequence_group;
 };
 TORCH_MODULE(GptModel);
 
@@ -164,8 +170,10 @@ struct GptLMHeadModelImpl : torch::nn::Module, parallel::TensorParallelModel, pa
   // What Hugging Face's state_dict holds twice: lm_head.weight, a copy of transformer.wte.weight.
   static std::map<std::string, std::string> tied_weights() { return {{"lm_head.weight", "transformer.wte.weight"}}; }
   // Megatron's split of every block: attention heads and MLP units over the group; embeddings,
-  // norms and the (tied) output layer stay whole.
+  // norms and the (tied) output layer stay whole. With the group's sequence parallelism the blocks'
+  // norms, dropouts and residual stream run on a rank's share of the tokens.
   void split_for_tensor_parallel(std::shared_ptr<parallel::TensorParallel> tp) override;
+  bool takes_sequence_parallel() const override { return true; }
   // Pipeline stages: an equal share of the blocks each; the first stage keeps the embeddings, the
   // last the final norm and the output layer (the tied token embedding, so both hold it).
   void split_for_pipeline(std::shared_ptr<parallel::PipelineStage> stage) override;

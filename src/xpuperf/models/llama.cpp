@@ -1,7 +1,6 @@
 #include "xpuperf/models/llama.h"
 
 #include <cmath>
-#include <initializer_list>
 #include <optional>
 #include <tuple>
 
@@ -212,13 +211,6 @@ void LlamaAttentionImpl::fuse_projections() {
 
 namespace {
 // Whether column-parallel layers reading one input can run as one product: no adapter, one group.
-bool joinable(std::initializer_list<const parallel::ColumnParallelLinear*> layers) {
-  const auto* group = (**layers.begin())->group();
-  for (const auto* l : layers)
-    if ((*l)->has_adapter() || (*l)->group() != group) return false;
-  return true;
-}
-
 // x entering the layers' group once (its gradient summed over the group backward); x itself when whole:
 // for two products of one input (one product of joined weights: parallel::column_parallel_linear).
 torch::Tensor entering(const parallel::ColumnParallelLinear& layer, const torch::Tensor& x) {
@@ -227,7 +219,8 @@ torch::Tensor entering(const parallel::ColumnParallelLinear& layer, const torch:
 }  // namespace
 
 bool LlamaAttentionImpl::joins_projections(const LlamaForward& f) const {
-  return f.kernels && !f.step && !still_stacked(qkv_weight, q_proj->weight) && joinable({&q_proj, &k_proj, &v_proj});
+  return f.kernels && !f.step && !still_stacked(qkv_weight, q_proj->weight) &&
+         parallel::joinable({&q_proj, &k_proj, &v_proj});
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const LlamaForward& f, std::int64_t layer) {
@@ -278,7 +271,7 @@ void LlamaMLPImpl::fuse_projections() {
 }
 
 bool LlamaMLPImpl::joins_projections(bool kernels) const {
-  return kernels && !still_stacked(gate_up_weight, gate_proj->weight) && joinable({&gate_proj, &up_proj});
+  return kernels && !still_stacked(gate_up_weight, gate_proj->weight) && parallel::joinable({&gate_proj, &up_proj});
 }
 
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, bool kernels) {

@@ -91,7 +91,8 @@ SplitModel split_model(torch::nn::Module& model, const ParallelGroups& groups, c
           if (sequence && !m.takes_sequence_parallel())
             throw ConfigError(cfg.at("sequence_parallel").source.str() + ": sequence_parallel: the model of " +
                               case_name +
-                              " does not split its sequence yet (llama's does); set sequence_parallel: false");
+                              " does not split its sequence yet (llama's, gpt2's, cpm's and bert's do); set "
+                              "sequence_parallel: false");
           groups.tp->set_sequence_parallel(sequence);
           m.split_for_tensor_parallel(groups.tp);
         });

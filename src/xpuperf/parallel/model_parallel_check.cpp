@@ -110,7 +110,7 @@ const bool sequence_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
   s.default_value = "false";
   s.doc =
       "Megatron's sequence parallelism within tensor_parallel's groups: the norms and the residual stream on a rank's "
-      "share of the tokens, all-gathers and reduce-scatters in place of the all-reduces (llama)";
+      "share of the tokens, all-gathers and reduce-scatters in place of the all-reduces (llama, gpt2, cpm, bert)";
   s.sweep_token = "sp";
   s.not_yet_with = {"pipeline_parallel"};
   s.in_submit_info = true;

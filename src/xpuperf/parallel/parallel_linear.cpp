@@ -51,6 +51,13 @@ torch::Tensor column_parallel_linear(TensorParallel* tp, const torch::Tensor& x,
   return tp ? tp->column_linear(x, weight, bias) : torch::linear(x, weight, bias);
 }
 
+bool joinable(std::initializer_list<const ColumnParallelLinear*> layers) {
+  const auto* group = (**layers.begin())->group();
+  for (const auto* l : layers)
+    if ((*l)->has_adapter() || (*l)->group() != group) return false;
+  return true;
+}
+
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
   return adapted(x, column_parallel_linear(tp_.get(), x, weight, bias), is_training());
 }
@@ -68,7 +75,7 @@ std::vector<torch::Tensor> ColumnParallelLinearImpl::split_parameters() const {
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   if (!tp_) return adapted(x, torch::linear(x, weight, bias), is_training());
   const auto sum = tp_->reduce_out(torch::linear(x, weight));
-  return bias.defined() ? sum + bias : sum;
+  return bias.defined() ? sum + whole_parameter(tp_.get(), bias) : sum;
 }
 
 void RowParallelLinearImpl::split(std::shared_ptr<TensorParallel> tp) {
@@ -90,7 +97,7 @@ torch::Tensor Conv1DImpl::forward(const torch::Tensor& x) {
   auto sizes = x.sizes().vec();
   sizes.back() = weight.size(1);
   if (tp_ && splits_ == Conv1DSplit::Rows)
-    return tp_->reduce_out(x.reshape({-1, x.size(-1)}).mm(weight).view(sizes)) + bias;
+    return tp_->reduce_out(x.reshape({-1, x.size(-1)}).mm(weight).view(sizes)) + whole_parameter(tp_.get(), bias);
   if (tp_ && !has_adapter()) return tp_->column_linear(x, weight.t(), bias);
   const auto in = tp_ ? tp_->copy_in(x) : x;
   return adapted(in, torch::addmm(bias, in.reshape({-1, in.size(-1)}), weight).view(sizes), is_training());

@@ -4,7 +4,8 @@
 //   column-parallel  each rank keeps 1/T of the output features (weight rows, bias); the input
 //                    comes in whole through copy_in, the output leaves as this rank's part;
 //   row-parallel     each rank keeps 1/T of the input features (weight columns); the partial
-//                    products are summed over the group (reduce_out), then the whole bias added;
+//                    products are summed over the group (reduce_out), then the whole bias added
+//                    (with sequence parallelism to a rank's tokens: its gradient summed over the group);
 //   vocabulary-parallel embedding  each rank keeps 1/T of the rows; a token outside a rank's rows
 //                    looks up zeros there, and the sum over the group is the whole lookup.
 // Before split() a layer is exactly the layer it extends (the same operators, initialisation and
@@ -14,6 +15,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -63,6 +65,11 @@ class ColumnParallelLinearImpl : public torch::nn::LinearImpl, public TensorPara
   std::shared_ptr<TensorParallel> tp_;
 };
 TORCH_MODULE(ColumnParallelLinear);
+
+// Whether layers that read one input can run as one product of their joined weights: none has an
+// adapter, and all are whole or split over the same group (then one copy_in, one sum of the input's
+// gradient).
+bool joinable(std::initializer_list<const ColumnParallelLinear*> layers);
 
 // torch::nn::Linear (weight stored out × in) whose input features split.
 class RowParallelLinearImpl : public torch::nn::LinearImpl, public TensorParallelLayer, public LowRankAdaptable {

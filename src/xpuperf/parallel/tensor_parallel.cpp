@@ -30,11 +30,15 @@ torch::Tensor gather_tokens(TensorParallel& tp, const torch::Tensor& x) {
   return out.transpose(0, 1).contiguous();
 }
 
-// This rank's tokens of the sum over the group of x (batch, tokens, ...).
-torch::Tensor scatter_tokens(TensorParallel& tp, const torch::Tensor& x) {
+void require_tokens_divide(const TensorParallel& tp, const torch::Tensor& x) {
   TORCH_CHECK(x.size(1) % tp.size() == 0, "sequence_parallel: the ", x.size(1),
               " tokens of a sample do not divide over tensor_parallel ", tp.size(),
               ": give a sequence length they divide, or sequence_parallel: false");
+}
+
+// This rank's tokens of the sum over the group of x (batch, tokens, ...).
+torch::Tensor scatter_tokens(TensorParallel& tp, const torch::Tensor& x) {
+  require_tokens_divide(tp, x);
   auto in = x.transpose(0, 1).contiguous();
   auto sizes = in.sizes().vec();
   sizes[0] /= tp.size();
@@ -45,6 +49,7 @@ torch::Tensor scatter_tokens(TensorParallel& tp, const torch::Tensor& x) {
 }
 
 torch::Tensor own_tokens(TensorParallel& tp, const torch::Tensor& x) {
+  require_tokens_divide(tp, x);
   const auto part = x.size(1) / tp.size();
   return x.narrow(1, tp.rank() * part, part).contiguous();
 }
@@ -71,6 +76,7 @@ using ReduceOut = GroupFunction<summed, same>;                       // Megatron
 using GatherTokens = GroupFunction<gather_tokens, scatter_tokens>;   // f with sequence parallelism
 using ScatterTokens = GroupFunction<scatter_tokens, gather_tokens>;  // g with sequence parallelism
 using GatherForWhole = GroupFunction<gather_tokens, own_tokens>;
+using ShareOfWhole = GroupFunction<own_tokens, gather_tokens>;
 
 // x Wᵀ entering the group (Megatron's f fused with the product). Under autocast the forward's
 // product runs in the autocast type; the backward's products run in the incoming gradient's type,
@@ -127,6 +133,20 @@ torch::Tensor TensorParallel::sum_gradient(const torch::Tensor& x) {
 
 torch::Tensor TensorParallel::gather_for_whole(const torch::Tensor& x) {
   return sequence_parallel_ ? GatherForWhole::apply(x, reinterpret_cast<std::int64_t>(this)) : x;
+}
+
+torch::Tensor TensorParallel::share_of_whole(const torch::Tensor& x) {
+  return sequence_parallel_ ? ShareOfWhole::apply(x, reinterpret_cast<std::int64_t>(this)) : x;
+}
+
+torch::Tensor whole_parameter(TensorParallel* group, const torch::Tensor& p) {
+  return group && group->sequence_parallel() && p.defined() ? group->sum_gradient(p) : p;
+}
+
+torch::Tensor layer_norm(torch::nn::LayerNorm norm, const torch::Tensor& x, TensorParallel* sequence) {
+  if (!sequence) return norm(x);
+  return torch::layer_norm(x, norm->options.normalized_shape(), whole_parameter(sequence, norm->weight),
+                           whole_parameter(sequence, norm->bias), norm->options.eps());
 }
 
 void require_divides(const TensorParallel& tp, std::int64_t count, const std::string& whose, const std::string& what) {

@@ -42,6 +42,10 @@ class TensorParallel {
   // runs whole on the same tokens (the output layer): backward keeps this rank's tokens' gradient
   // (every rank has the same). x itself without it.
   torch::Tensor gather_for_whole(const torch::Tensor& x);
+  // With sequence parallelism, this rank's tokens of x, which every rank computed whole (an
+  // embedding that is not split): backward gathers every rank's gradient, so that the whole
+  // parameters before it get the same gradient on each rank. x itself without it.
+  torch::Tensor share_of_whole(const torch::Tensor& x);
   // torch::linear(copy_in(x), weight, bias), a column-parallel product, with its backward's sum of
   // x's gradient over the group started before the weight's gradient is computed and awaited
   // after, so that the two overlap (Megatron-LM's asynchronous gradient all-reduce). The same
@@ -52,6 +56,13 @@ class TensorParallel {
   std::shared_ptr<torchrt::Distributed> group_;
   bool sequence_parallel_ = false;
 };
+
+// A whole parameter (a norm's weight or bias, a row-parallel layer's bias) as a part of the model
+// that runs on a rank's share of the tokens uses it: with the group's sequence parallelism its
+// gradient is summed over the group (sum_gradient). p itself without, or when `group` is null.
+torch::Tensor whole_parameter(TensorParallel* group, const torch::Tensor& p);
+// norm(x), its weight and bias through whole_parameter; norm(x) itself when `sequence` is null.
+torch::Tensor layer_norm(torch::nn::LayerNorm norm, const torch::Tensor& x, TensorParallel* sequence);
 
 // What a model's split says of a size it cannot share over `tp`: throws std::invalid_argument
 // "tensor_parallel T does not divide <whose> <count> <what>" unless T divides `count`
