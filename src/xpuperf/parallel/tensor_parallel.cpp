@@ -1,5 +1,6 @@
 #include "xpuperf/parallel/tensor_parallel.h"
 
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -19,33 +20,55 @@ torch::Tensor summed(TensorParallel& tp, const torch::Tensor& x) {
   return sum;
 }
 
-// Every rank's tokens of x (batch, tokens / T, ...) in rank order: (batch, tokens, ...).
-torch::Tensor gather_tokens(TensorParallel& tp, const torch::Tensor& x) {
-  auto in = x.transpose(0, 1).contiguous();  // the tokens first: a rank's block is contiguous
-  auto sizes = in.sizes().vec();
-  sizes[0] *= tp.size();
-  auto out = torch::empty(sizes, in.options());
-  auto flat_in = in.view({-1}), flat_out = out.view({-1});
-  tp.group().all_gather(flat_out, flat_in);
-  return out.transpose(0, 1).contiguous();
-}
-
 void require_tokens_divide(const TensorParallel& tp, const torch::Tensor& x) {
   TORCH_CHECK(x.size(1) % tp.size() == 0, "sequence_parallel: the ", x.size(1),
               " tokens of a sample do not divide over tensor_parallel ", tp.size(),
               ": give a sequence length they divide, or sequence_parallel: false");
 }
 
+// A collective over the tokens started: the result, tokens first (tokens, batch, ...), once `wait`
+// has been called. The tokens go first so that a rank's block of them is contiguous.
+struct TokensInFlight {
+  torch::Tensor tokens_first, sent;  // sent: kept alive until the wait
+  std::function<void()> wait;
+  // The result as the models hold activations: (batch, tokens, ...).
+  torch::Tensor batch_first() {
+    wait();
+    return tokens_first.transpose(0, 1).contiguous();
+  }
+};
+
+// Starts gathering every rank's tokens of x (batch, tokens / T, ...) in rank order.
+TokensInFlight start_gather_tokens(TensorParallel& tp, const torch::Tensor& x) {
+  TokensInFlight f;
+  f.sent = x.transpose(0, 1).contiguous();
+  auto sizes = f.sent.sizes().vec();
+  sizes[0] *= tp.size();
+  f.tokens_first = torch::empty(sizes, f.sent.options());
+  f.wait = tp.group().start_all_gather(f.tokens_first.view({-1}), f.sent.view({-1}));
+  return f;
+}
+
+// Starts summing x (batch, tokens, ...) over the group, each rank keeping its share of the tokens.
+TokensInFlight start_scatter_tokens(TensorParallel& tp, const torch::Tensor& x) {
+  require_tokens_divide(tp, x);
+  TokensInFlight f;
+  f.sent = x.transpose(0, 1).contiguous();
+  auto sizes = f.sent.sizes().vec();
+  sizes[0] /= tp.size();
+  f.tokens_first = torch::empty(sizes, f.sent.options());
+  f.wait = tp.group().start_reduce_scatter_sum(f.tokens_first.view({-1}), f.sent.view({-1}));
+  return f;
+}
+
+// Every rank's tokens of x (batch, tokens / T, ...) in rank order: (batch, tokens, ...).
+torch::Tensor gather_tokens(TensorParallel& tp, const torch::Tensor& x) {
+  return start_gather_tokens(tp, x).batch_first();
+}
+
 // This rank's tokens of the sum over the group of x (batch, tokens, ...).
 torch::Tensor scatter_tokens(TensorParallel& tp, const torch::Tensor& x) {
-  require_tokens_divide(tp, x);
-  auto in = x.transpose(0, 1).contiguous();
-  auto sizes = in.sizes().vec();
-  sizes[0] /= tp.size();
-  auto out = torch::empty(sizes, in.options());
-  auto flat_in = in.view({-1}), flat_out = out.view({-1});
-  tp.group().reduce_scatter_sum(flat_out, flat_in);
-  return out.transpose(0, 1).contiguous();
+  return start_scatter_tokens(tp, x).batch_first();
 }
 
 torch::Tensor own_tokens(TensorParallel& tp, const torch::Tensor& x) {
@@ -108,12 +131,43 @@ struct ColumnLinear : torch::autograd::Function<ColumnLinear> {
   }
 };
 
+// The same product with sequence parallelism: x is this rank's tokens, gathered from every rank
+// before the product. Backward, as Megatron-LM's: x is gathered again (the forward keeps only its
+// share) while the input's gradient is computed, and that gradient is reduce-scattered while the
+// weight's is.
+struct GatheredColumnLinear : torch::autograd::Function<GatheredColumnLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               std::int64_t tp) {
+    ctx->saved_data["tp"] = tp;
+    ctx->save_for_backward({x, weight});
+    return torch::linear(gather_tokens(*reinterpret_cast<TensorParallel*>(tp), x), weight);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &weight = saved[1];
+    TensorParallel& tp = *group_of(ctx);
+    const torch::Tensor g = grads[0];
+    const auto type = g.scalar_type();
+    std::optional<TokensInFlight> whole_x, grad_x;
+    if (ctx->needs_input_grad(1)) whole_x = start_gather_tokens(tp, x);
+    if (ctx->needs_input_grad(0)) grad_x = start_scatter_tokens(tp, g.matmul(weight.to(type)));
+    torch::Tensor grad_weight;
+    if (whole_x)
+      grad_weight = g.reshape({-1, g.size(-1)})
+                        .t()
+                        .mm(whole_x->batch_first().reshape({-1, x.size(-1)}).to(type))
+                        .to(weight.scalar_type());
+    return {grad_x ? grad_x->batch_first().to(x.scalar_type()) : torch::Tensor(), grad_weight, torch::Tensor()};
+  }
+};
+
 }  // namespace
 
 torch::Tensor TensorParallel::column_linear(const torch::Tensor& x, const torch::Tensor& weight,
                                             const torch::Tensor& bias) {
-  if (sequence_parallel_) return torch::linear(copy_in(x), weight, bias);
-  const auto y = ColumnLinear::apply(x, weight, reinterpret_cast<std::int64_t>(this));
+  const auto self = reinterpret_cast<std::int64_t>(this);
+  const auto y =
+      sequence_parallel_ ? GatheredColumnLinear::apply(x, weight, self) : ColumnLinear::apply(x, weight, self);
   return bias.defined() ? y + bias : y;
 }
 

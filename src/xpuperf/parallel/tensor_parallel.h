@@ -48,8 +48,10 @@ class TensorParallel {
   torch::Tensor share_of_whole(const torch::Tensor& x);
   // torch::linear(copy_in(x), weight, bias), a column-parallel product, with its backward's sum of
   // x's gradient over the group started before the weight's gradient is computed and awaited
-  // after, so that the two overlap (Megatron-LM's asynchronous gradient all-reduce). The same
-  // values and gradients as the two apart.
+  // after, so that the two overlap (Megatron-LM's asynchronous gradient all-reduce). With sequence
+  // parallelism, x's tokens are gathered (the forward keeps only this rank's share: backward
+  // gathers them again beside the input gradient's product) and x's gradient is reduce-scattered
+  // beside the weight gradient's product. The same values and gradients as the two apart.
   torch::Tensor column_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
  private:
