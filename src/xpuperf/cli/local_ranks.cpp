@@ -1,5 +1,6 @@
 #include "xpuperf/cli/local_ranks.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "xpuperf/core/process.h"
@@ -46,7 +47,10 @@ int spawn_local_ranks(int nproc, int master_port, const std::vector<std::string>
   const GroupOutcome outcome = wait_all(ranks, std::nullopt, nullptr, std::chrono::seconds(5), kRankSettle);
   if (outcome.failed < 0) return 0;
   const ExitStatus& s = outcome.statuses[static_cast<std::size_t>(outcome.failed)];
-  std::cerr << "xpuperf: rank " << outcome.failed << " " << s.describe() << "; the other ranks were stopped\n";
+  const bool stopped_others =
+      std::any_of(outcome.statuses.begin(), outcome.statuses.end(), [](const ExitStatus& e) { return e.stopped; });
+  std::cerr << "xpuperf: rank " << outcome.failed << " " << s.describe()
+            << (stopped_others ? "; the other ranks were stopped" : "") << "\n";
   return s.kind == ExitStatus::Kind::Exited ? s.code : 128 + s.signal;
 }
 
