@@ -382,6 +382,12 @@ TEST(PipelineParallel, ComposesWithDataAndTensorParallelism) {
   const auto one = run_gpt("train_batch_size: 16\nclip_grad_norm: 0.5\n");
   expect_same_curve(staged_split.curve, one.curve, 1e-5);
   EXPECT_NEAR(final_loss(staged_split), final_loss(one), 1e-5 * final_loss(one));
+  // With sequence parallelism: the stages pass a rank's share of the tokens to the same place in
+  // the next stage's group (and its gradient back).
+  const auto staged_sequence = run_gpt(
+      accumulate + "pipeline_parallel: 2\ntensor_parallel: 2\nsequence_parallel: true\nclip_grad_norm: 0.5\n", 4);
+  expect_same_curve(staged_sequence.curve, one.curve, 1e-5);
+  EXPECT_NEAR(final_loss(staged_sequence), final_loss(one), 1e-5 * final_loss(one));
 }
 
 TEST(ModelParallel, RanksAreLaidOutInMegatronsOrder) {
@@ -545,6 +551,10 @@ TEST(SwitchCheck, RefusesCombinationsThatCannotWorkNamingTheLine) {
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find("'tensor_parallel' 3 does not divide the 4 ranks"), std::string::npos) << e[0];
   EXPECT_EQ(switch_errors("tensor_parallel: 2\nzero_stage: 1\n", 4).size(), 1u);
+  e = switch_errors("sequence_parallel: true\n", 2);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find(":1: sequence_parallel needs tensor_parallel 2 or more"), std::string::npos) << e[0];
+  EXPECT_TRUE(switch_errors("tensor_parallel: 2\npipeline_parallel: 2\nsequence_parallel: true\n", 4).empty());
   e = switch_errors("n_head: 12\ntensor_parallel: 8\n", 8);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find(":2: 'tensor_parallel' 8 does not divide the model's 12 attention heads"), std::string::npos)

@@ -137,6 +137,12 @@ GptModelImpl::GptModelImpl(const GptConfig& c) {
 
 torch::Tensor GptModelImpl::forward(const torch::Tensor& ids, bool kernels, const GptExtraInputs* extra) {
   const torch::Tensor mask = extra ? extra->attention_mask : torch::Tensor();
+  // With sequence parallelism the blocks take a rank's tokens (a later pipeline stage receives
+  // them so), and the output layer all of them.
+  parallel::TensorParallel* sequence = sequence_group.get();
+  const auto share = [sequence](const torch::Tensor& embedded) {
+    return sequence ? sequence->share_of_whole(embedded) : embedded;
+  };
   torch::Tensor x;
   if (stage && !stage->first()) {
     x = stage->received();
@@ -146,16 +152,13 @@ torch::Tensor GptModelImpl::forward(const torch::Tensor& ids, bool kernels, cons
       TORCH_CHECK(wbpe, "GPT: block positions given to a model without their table (GptConfig::block_positions)");
       x = x + wbpe(extra->block_positions);
     }
-    x = drop(x);
+    x = share(drop(x));
   } else {
     TORCH_CHECK(ids.size(1) <= wpe->weight.size(0), "GPT: ", ids.size(1), " tokens, more than its ",
                 wpe->weight.size(0), " positions");
     const auto positions = torch::arange(ids.size(1), ids.options());
-    x = drop(wte(ids) + wpe(positions));
+    x = share(drop(wte(ids) + wpe(positions)));
   }
-  // With sequence parallelism the blocks take a rank's tokens, and the output layer all of them.
-  parallel::TensorParallel* sequence = sequence_group.get();
-  if (sequence) x = sequence->share_of_whole(x);
   const auto whole = [sequence](const torch::Tensor& normed) {
     return sequence ? sequence->gather_for_whole(normed) : normed;
   };

@@ -59,10 +59,6 @@ void check_model_parallel(const SwitchCheckInput& in, Diagnostics& diags) {
       diags.error(
           in.source("sequence_parallel"), "sequence_parallel needs tensor_parallel 2 or more",
           "it splits the tokens over tensor_parallel's groups: set tensor_parallel, or sequence_parallel: false");
-    if (pipeline > 1)
-      diags.error(in.source("sequence_parallel"),
-                  "sequence_parallel with pipeline_parallel is not implemented yet (the stages pass whole sequences)",
-                  "pipeline_parallel: 1, or sequence_parallel: false");
   }
   const bool tensor_fits = tensor >= 1 && world % tensor == 0;
   if (pipeline < 1) {
@@ -112,7 +108,6 @@ const bool sequence_parallel_spec_registered = XPUPERF_SWITCH_SPEC([] {
       "Megatron's sequence parallelism within tensor_parallel's groups: the norms and the residual stream on a rank's "
       "share of the tokens, all-gathers and reduce-scatters in place of the all-reduces (llama, gpt2, cpm, bert)";
   s.sweep_token = "sp";
-  s.not_yet_with = {"pipeline_parallel"};
   s.in_submit_info = true;
   s.in_finished = true;
   return s;
