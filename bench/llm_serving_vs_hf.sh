@@ -38,7 +38,7 @@ done
 # when: a large model's set-up takes minutes before the first point).
 "$xpuperf" infer --case llm --vendor nvidia --hardware "$hardware" --out "$work" "${args[@]}" 2>&1 |
   tee "$work/ours.out" |
-  grep --line-buffered -E '"event":"INFER_STEP"|^serving sweep|at concurrency|^decode: batch' |
+  grep --line-buffered -E '"event":"INFER_STEP"|^serving sweep|at concurrency|^decode: batch|^decode engine ready' |
   while IFS= read -r line; do
     if [[ $line == *'"event":"INFER_STEP"'* ]]; then
       step=${line#*\"step\":\"}

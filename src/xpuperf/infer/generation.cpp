@@ -205,6 +205,8 @@ static json run_contiguous(std::shared_ptr<torch::nn::Module> module, models::Ca
   const double t0 = steady_seconds();
   engine.capture_all();
   json out = {{"engine", engine.describe()}, {"capture_time", steady_seconds() - t0}};
+  // Said as it ends, so that a run stopped later shows how far the generation step got.
+  progress << "decode engine ready in " << fixed_digits(out["capture_time"], 1) << " s: " << engine.describe() << "\n";
   const double bandwidth = measure_copy_bandwidth(device);
   out["copy_bandwidth_gb_per_s"] = bandwidth / 1e9;
   const std::int64_t vocab = decoder.vocab_size();
