@@ -164,7 +164,7 @@ LlamaRMSNormImpl::LlamaRMSNormImpl(std::int64_t width, double epsilon) : eps(eps
 }
 
 torch::Tensor LlamaRMSNormImpl::used_weight() const {
-  return sequence_group ? sequence_group->sum_gradient(weight) : weight;
+  return parallel::whole_parameter(sequence_group.get(), weight);
 }
 
 torch::Tensor LlamaRMSNormImpl::forward(const torch::Tensor& x) {
