@@ -234,6 +234,42 @@ TEST(Distributed, AllToAllSendsChunkJToRankJInFp32AndBf16) {
   }
 }
 
+// Tensor and sequence parallelism's collectives on bf16 activations, which LibTorch 1.13's Gloo
+// lacks: sent widened, exactly, waited for or started.
+TEST(Distributed, Bf16SumsGathersAndScattersGoThroughGlooExactly) {
+  SKIP_WITHOUT_GLOO();
+  torch::Tensor summed[2], started_sum[2], gathered[2], scattered[2];
+  on_two_ranks([&](int rank, int port) {
+    auto dist = Distributed::create(env_for(rank, 2, port), torch::kCPU, DistributedOptions{});
+    // Rank r's values r·10 + 0.125·i: exact in bf16, and so are their sums.
+    const auto values = (torch::arange(4, torch::kFloat) * 0.125 + 10.0 * rank).to(torch::kBFloat16);
+    auto sum = values.clone();
+    dist->all_reduce_sum(sum);
+    summed[rank] = sum;
+    auto started = values.clone();
+    dist->start_all_reduce_sum(started)();
+    started_sum[rank] = started;
+    auto in = values.clone(), all = torch::empty({8}, values.options());
+    dist->start_all_gather(all, in)();
+    gathered[rank] = all;
+    auto share = torch::empty({2}, values.options());
+    auto whole = values.clone();
+    dist->reduce_scatter_sum(share, whole);
+    scattered[rank] = share;
+  });
+  const auto sum = torch::tensor({10.0f, 10.25f, 10.5f, 10.75f});
+  for (int rank = 0; rank < 2; ++rank) {
+    for (const auto& t : {summed[rank], started_sum[rank], gathered[rank], scattered[rank]})
+      EXPECT_EQ(t.scalar_type(), torch::kBFloat16);
+    EXPECT_TRUE(torch::equal(summed[rank].to(torch::kFloat), sum)) << rank;
+    EXPECT_TRUE(torch::equal(started_sum[rank].to(torch::kFloat), sum)) << rank;
+    EXPECT_TRUE(torch::equal(gathered[rank].to(torch::kFloat),
+                             torch::tensor({0.0f, 0.125f, 0.25f, 0.375f, 10.0f, 10.125f, 10.25f, 10.375f})))
+        << rank;
+    EXPECT_TRUE(torch::equal(scattered[rank].to(torch::kFloat), sum.narrow(0, 2 * rank, 2))) << rank;
+  }
+}
+
 TEST(Distributed, OverlappedReductionAveragesDuringBackward) {
   SKIP_WITHOUT_GLOO();
   std::vector<torch::Tensor> grads_of[2][2];

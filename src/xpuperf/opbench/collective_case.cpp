@@ -207,7 +207,9 @@ OperatorRow measure_collective(const Collective& c, torchrt::Distributed& dist, 
     row.bus_gb_per_s = row.gb_per_s * row.bus_factor;
   }
   row.flops_known = false;
-  if (dist.backend() != "nccl")
+  if (dist.backend() == "gloo" && dtype == torch::kBFloat16)
+    row.algorithm = "not said by gloo; bf16 sent as fp32 (Gloo has no bf16): the wire carries twice the bytes counted";
+  else if (dist.backend() != "nccl")
     row.algorithm = "not said by " + dist.backend();
   else if (!*c.nccl)
     row.algorithm = "sends and receives (c10d's all-to-all over NCCL)";

@@ -407,13 +407,13 @@ std::function<void()> Distributed::start_reduce_scatter_sum(torch::Tensor out, t
     auto work = collectives_->reduce_scatter(out, in);
     return [work] { work->wait(); };
   }
-  std::vector<at::Tensor> t{in};
+  std::vector<at::Tensor> t{widens(in) ? in.to(torch::kFloat) : in};
   auto work = collectives_->allreduce(t, c10d::ReduceOp::SUM);
   const std::int64_t share = out.numel();
   const int rank = env_.rank;
-  return [work, out, in, share, rank]() mutable {
+  return [work, out, sum = t[0], share, rank]() mutable {
     work->wait();
-    out.copy_(in.narrow(0, rank * share, share));
+    out.copy_(sum.narrow(0, rank * share, share));
   };
 }
 
@@ -422,15 +422,27 @@ std::function<void()> Distributed::start_all_gather(torch::Tensor out, torch::Te
     out.copy_(in);
     return [] {};
   }
+  if (widens(in)) {
+    auto wide_in = in.to(torch::kFloat), wide_out = torch::empty(out.sizes(), wide_in.options());
+    auto work = collectives_->all_gather(wide_out, wide_in);
+    return [work, out, wide_in, wide_out]() mutable {
+      work->wait();
+      out.copy_(wide_out);
+    };
+  }
   auto work = collectives_->all_gather(out, in);
   return [work] { work->wait(); };
 }
 
 std::function<void()> Distributed::start_all_reduce_sum(torch::Tensor tensor) {
   if (!collectives_) return [] {};
-  std::vector<at::Tensor> t{tensor};
+  std::vector<at::Tensor> t{widens(tensor) ? tensor.to(torch::kFloat) : tensor};
   auto work = collectives_->allreduce(t, c10d::ReduceOp::SUM);
-  return [work, tensor] { work->wait(); };  // Gloo's work does not keep the tensor alive
+  // Gloo's work does not keep the tensor alive.
+  return [work, tensor, sum = t[0]]() mutable {
+    work->wait();
+    if (!sum.is_same(tensor)) tensor.copy_(sum);
+  };
 }
 
 std::function<void()> Distributed::start_send(torch::Tensor tensor, int to) {
@@ -448,9 +460,7 @@ std::function<void()> Distributed::start_recv(torch::Tensor tensor, int from) {
 }
 
 void Distributed::all_reduce_sum(torch::Tensor& tensor) {
-  if (!collectives_) return;
-  std::vector<at::Tensor> t{tensor};
-  collectives_->allreduce(t, c10d::ReduceOp::SUM)->wait();
+  start_all_reduce_sum(tensor)();
 }
 
 void Distributed::all_reduce_max(torch::Tensor& tensor) {
@@ -464,11 +474,7 @@ void Distributed::barrier() {
 }
 
 void Distributed::all_gather(torch::Tensor& out, torch::Tensor& in) {
-  if (!collectives_) {
-    out.copy_(in);
-    return;
-  }
-  collectives_->all_gather(out, in)->wait();
+  start_all_gather(out, in)();
 }
 
 void Distributed::reduce_scatter_sum(torch::Tensor& out, torch::Tensor& in) {
@@ -485,8 +491,7 @@ void Distributed::all_to_all(torch::Tensor& out, torch::Tensor& in) {
     out.copy_(in);
     return;
   }
-  if (backend_ == "gloo" && in.scalar_type() == torch::kBFloat16) {
-    // Gloo has no bf16 (PyTorch 1.13's); bf16 → fp32 → bf16 is exact.
+  if (widens(in)) {
     auto wide_in = in.to(torch::kFloat), wide_out = torch::empty_like(wide_in);
     collectives_->all_to_all(wide_out, wide_in)->wait();
     out.copy_(wide_out);

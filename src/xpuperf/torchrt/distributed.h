@@ -122,6 +122,10 @@ class Distributed {
  protected:
   Distributed(const RankEnv& env, DistributedOptions options) : env_(env), options_(std::move(options)) {}
 
+  // Whether `t` goes through the group as an fp32 copy: LibTorch 1.13's Gloo has no bf16 (its
+  // all-reduce says "Invalid scalar type"), and bf16 → fp32 → bf16 is exact.
+  bool widens(const torch::Tensor& t) const { return backend_ == "gloo" && t.scalar_type() == torch::kBFloat16; }
+
   RankEnv env_;
   DistributedOptions options_;
   std::string backend_ = "none";
