@@ -4,6 +4,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "xpuperf/torchrt/compat.h"
+
 namespace xpuperf::parallel {
 namespace {
 
@@ -135,16 +137,24 @@ struct ColumnLinear : torch::autograd::Function<ColumnLinear> {
 // before the product. Backward, as Megatron-LM's: x is gathered again (the forward keeps only its
 // share) while the input's gradient is computed, and that gradient is reduce-scattered while the
 // weight's is.
+// Under autocast the product takes x in the autocast type: x is cast before it is gathered, so that
+// its tokens travel, and wait for the backward, in half fp32's bytes (as Megatron-LM's bf16
+// activations do); the product's values are the same.
 struct GatheredColumnLinear : torch::autograd::Function<GatheredColumnLinear> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                std::int64_t tp) {
+    const auto device = x.device().type();
+    const auto sent =
+        x.scalar_type() == torch::kFloat && compat::autocast_enabled(device) ? x.to(compat::autocast_dtype(device)) : x;
     ctx->saved_data["tp"] = tp;
-    ctx->save_for_backward({x, weight});
-    return torch::linear(gather_tokens(*reinterpret_cast<TensorParallel*>(tp), x), weight);
+    ctx->saved_data["x_type"] = static_cast<std::int64_t>(x.scalar_type());
+    ctx->save_for_backward({sent, weight});
+    return torch::linear(gather_tokens(*reinterpret_cast<TensorParallel*>(tp), sent), weight);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &x = saved[0], &weight = saved[1];
+    const torch::Tensor &x = saved[0], &weight = saved[1];  // x as sent
+    const auto x_type = static_cast<torch::ScalarType>(ctx->saved_data["x_type"].toInt());
     TensorParallel& tp = *group_of(ctx);
     const torch::Tensor g = grads[0];
     const auto type = g.scalar_type();
@@ -157,7 +167,7 @@ struct GatheredColumnLinear : torch::autograd::Function<GatheredColumnLinear> {
                         .t()
                         .mm(whole_x->batch_first().reshape({-1, x.size(-1)}).to(type))
                         .to(weight.scalar_type());
-    return {grad_x ? grad_x->batch_first().to(x.scalar_type()) : torch::Tensor(), grad_weight, torch::Tensor()};
+    return {grad_x ? grad_x->batch_first().to(x_type) : torch::Tensor(), grad_weight, torch::Tensor()};
   }
 };
 
